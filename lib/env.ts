@@ -1,0 +1,85 @@
+import os from "node:os";
+import { z } from "zod";
+
+const MiB = 1024 * 1024;
+
+const int = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
+const optionalString = z
+  .string()
+  .trim()
+  .transform((value) => value || undefined)
+  .optional();
+const flag = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no", ""])
+    .optional()
+    .transform((value) => (value === undefined || value === "" ? fallback : ["true", "1", "yes"].includes(value)));
+
+/**
+ * Every environment variable the service reads, with SPEC's defaults. Parsed on first use, so `next build`
+ * needs no secrets. `.env.example` documents each.
+ */
+export const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+
+  // OCR engine
+  /** Languages requests may ask for; each needs its `@tesseract.js-data/<lang>` package. */
+  OCR_LANGUAGES: z
+    .string()
+    .default("eng,fra,deu,spa,ita,por,nld")
+    .transform((value) => value.split(/[\s,+]+/).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z_]{3,10}$/, "language codes look like eng, fra, chi_sim")).min(1)),
+  /** Language used when a request names none. `auto`: English, re-read in another installed language if the text is clearly in it. */
+  OCR_DEFAULT_LANGUAGE: z.string().default("auto"),
+  /** Tesseract workers per instance (default: available cores). */
+  OCR_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
+  /** Recognition jobs allowed to wait for a worker before requests get `503 overloaded`. */
+  OCR_QUEUE_LIMIT: int(64, 1),
+  /** A worker is replaced after this many jobs (bounds wasm heap growth). */
+  OCR_WORKER_MAX_JOBS: int(200, 1),
+  OCR_WORKER_CREATE_TIMEOUT_MS: int(30_000, 1000),
+
+  // Limits (SPEC.md, Limits)
+  MAX_INLINE_BYTES: int(3 * MiB, 1),
+  MAX_URL_BYTES: int(25 * MiB, 1),
+  URL_FETCH_TIMEOUT_MS: int(15_000, 100),
+  URL_MAX_REDIRECTS: int(3, 0),
+  MAX_PDF_PAGES: int(50, 1),
+  MAX_IMAGE_PIXELS: int(50_000_000, 1),
+  REQUEST_DEADLINE_MS: int(55_000, 1000),
+  RATE_LIMIT_PER_MINUTE: int(60, 1),
+
+  // Accounts and credits
+  FREE_CREDITS: int(100, 0),
+
+  // Store: Redis over REST (Upstash / Vercel KV) or TCP; none = the embedded memory store (development only)
+  UPSTASH_REDIS_REST_URL: optionalString,
+  UPSTASH_REDIS_REST_TOKEN: optionalString,
+  KV_REST_API_URL: optionalString,
+  KV_REST_API_TOKEN: optionalString,
+  REDIS_URL: optionalString,
+  REDIS_PREFIX: z.string().default("ocr:"),
+
+  /** Log one line per request (never keys or file content). */
+  LOG_REQUESTS: flag(true),
+});
+
+export type Env = z.infer<typeof envSchema> & { OCR_WORKERS: number };
+
+let cached: Env | undefined;
+
+/** The parsed configuration. Throws one readable error listing every bad variable. */
+export function getEnv(): Env {
+  if (cached) return cached;
+  const parsed = envSchema.safeParse(process.env);
+  if (!parsed.success) {
+    throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
+  }
+  cached = { ...parsed.data, OCR_WORKERS: parsed.data.OCR_WORKERS ?? Math.max(1, os.availableParallelism()) };
+  return cached;
+}
+
+/** Forget the parsed configuration so the next `getEnv()` reads `process.env` again (tests, CLI). */
+export function resetEnv(): void {
+  cached = undefined;
+}

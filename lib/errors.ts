@@ -1,0 +1,94 @@
+import { z } from "zod";
+
+/** The one map from error code to HTTP status (SPEC.md, Errors). */
+export const errorStatus = {
+  invalid_request: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unreadable_document: 422,
+  idempotency_mismatch: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  fetch_failed: 502,
+  overloaded: 503,
+  unavailable: 503,
+  timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+export const errorCodeSchema = z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]);
+
+export const errorBodySchema = z.object({
+  success: z.literal(false),
+  error: z.object({ code: errorCodeSchema, message: z.string() }),
+  requestId: z.string(),
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+export interface ApiErrorOptions {
+  /** Extra response headers, e.g. `Retry-After` or `Allow`. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/** A failure with a SPEC error code. Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.name = "ApiError";
+    this.code = code;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export function isApiError(error: unknown): error is ApiError {
+  return error instanceof ApiError;
+}
+
+/** One readable line for a schema violation: `options.format: Invalid option: expected one of …`. */
+export function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "Invalid request";
+  const path = issue.path.map(String).join(".");
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : "";
+  return `${path ? `${path}: ` : ""}${issue.message}${more}`;
+}
+
+/** Normalize anything thrown into an ApiError; unknown errors become a generic `internal_error`. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof z.ZodError) return new ApiError("invalid_request", describeZodError(error), { cause: error });
+  return new ApiError("internal_error", "Internal error", { cause: error });
+}
+
+export function errorBody(error: ApiError, requestId: string): ErrorBody {
+  return { success: false, error: { code: error.code, message: error.message }, requestId };
+}
+
+/** The only place errors become HTTP responses. Details of unexpected errors go to the log, never the body. */
+export function toErrorResponse(error: unknown, requestId: string, headers: HeadersInit = {}): Response {
+  const apiError = toApiError(error);
+  if (apiError.code === "internal_error") {
+    const cause = apiError.cause ?? error;
+    console.error(`[${requestId}] internal error:`, cause instanceof Error ? (cause.stack ?? cause.message) : cause);
+  }
+  const responseHeaders = new Headers(headers);
+  for (const [name, value] of Object.entries(apiError.headers)) responseHeaders.set(name, value);
+  responseHeaders.set("x-request-id", requestId);
+  if (apiError.code === "unauthorized" && !responseHeaders.has("www-authenticate")) {
+    responseHeaders.set("www-authenticate", 'Bearer realm="ocr"');
+  }
+  return Response.json(errorBody(apiError, requestId), { status: apiError.status, headers: responseHeaders });
+}
