@@ -1,0 +1,41 @@
+import { Redis, type Requester } from "@upstash/redis";
+import { createNodeRedisRequester, type NodeRedisRequesterOptions } from "./node-redis-requester";
+
+/**
+ * `new Redis(requester)` has no options argument and would JSON-parse every string it reads (a key named "123"
+ * would come back as a number). The store parses replies itself, so this subclass switches that off, as the
+ * REST constructor's `automaticDeserialization: false` does.
+ */
+class RawRedis extends Redis {
+  constructor(requester: Requester) {
+    super(requester);
+    this.opts = { automaticDeserialization: false };
+  }
+}
+
+/** Options for the REST client. */
+export interface RestRedisOptions {
+  url: string;
+  token: string;
+  /** Per-request deadline. Default 5 000 ms. */
+  timeoutMs?: number;
+}
+
+/** Upstash (or Vercel KV) over HTTPS. */
+export function createRestRedis({ url, token, timeoutMs = 5_000 }: RestRedisOptions): Redis {
+  return new Redis({
+    url,
+    token,
+    automaticDeserialization: false,
+    enableTelemetry: false,
+    // Fail closed within seconds rather than after the client's default five retries.
+    retry: { retries: 2, backoff: (attempt) => 50 * 2 ** attempt },
+    signal: () => AbortSignal.timeout(timeoutMs),
+  });
+}
+
+/** A self-hosted Redis (`redis://` or `rediss://`) over TCP, through the node-redis requester. */
+export function createTcpRedis(url: string, options?: NodeRedisRequesterOptions): { redis: Redis; close: () => Promise<void> } {
+  const requester = createNodeRedisRequester(url, options);
+  return { redis: new RawRedis(requester), close: () => requester.close() };
+}

@@ -1,0 +1,103 @@
+import { getEnv, type Env } from "@/lib/env";
+import { createRestRedis, createTcpRedis } from "./connect";
+import { createMemoryStore } from "./memory-store";
+import { createRedisStore } from "./redis-store";
+import type { Store } from "./types";
+
+export * from "./types";
+export { createMemoryStore } from "./memory-store";
+export { createRedisStore } from "./redis-store";
+export { createRestRedis, createTcpRedis } from "./connect";
+
+export type StoreConfig =
+  | { kind: "redis-rest"; url: string; token: string; prefix: string }
+  | { kind: "redis-tcp"; url: string; prefix: string }
+  | { kind: "memory" };
+
+type StoreEnv = Pick<
+  Env,
+  | "NODE_ENV"
+  | "UPSTASH_REDIS_REST_URL"
+  | "UPSTASH_REDIS_REST_TOKEN"
+  | "KV_REST_API_URL"
+  | "KV_REST_API_TOKEN"
+  | "REDIS_URL"
+  | "REDIS_PREFIX"
+>;
+
+export const MISSING_STORE_MESSAGE =
+  "No Redis is configured, and the in-memory store is for development only (accounts, keys and credits would " +
+  "vanish on every cold start). Set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN (Upstash; on Vercel the " +
+  "integration's KV_REST_API_URL and KV_REST_API_TOKEN work too), or REDIS_URL for a self-hosted Redis.";
+
+/**
+ * Which store the configuration asks for: Upstash REST (`UPSTASH_REDIS_REST_*`, else Vercel's `KV_REST_API_*`),
+ * else TCP (`REDIS_URL`), else memory — which production refuses.
+ */
+export function resolveStoreConfig(env: StoreEnv): StoreConfig {
+  const prefix = env.REDIS_PREFIX;
+  const restUrl = env.UPSTASH_REDIS_REST_URL ?? env.KV_REST_API_URL;
+  const restToken = env.UPSTASH_REDIS_REST_URL ? env.UPSTASH_REDIS_REST_TOKEN : env.KV_REST_API_TOKEN;
+  if (restUrl) {
+    if (!restToken) {
+      throw new Error(
+        `${env.UPSTASH_REDIS_REST_URL ? "UPSTASH_REDIS_REST_URL" : "KV_REST_API_URL"} is set without its token ` +
+          `(${env.UPSTASH_REDIS_REST_URL ? "UPSTASH_REDIS_REST_TOKEN" : "KV_REST_API_TOKEN"}).`,
+      );
+    }
+    return { kind: "redis-rest", url: restUrl, token: restToken, prefix };
+  }
+  if (env.REDIS_URL) return { kind: "redis-tcp", url: env.REDIS_URL, prefix };
+  if (env.NODE_ENV === "production") throw new Error(MISSING_STORE_MESSAGE);
+  return { kind: "memory" };
+}
+
+/** Build a store for a configuration (the CLI and tests use this directly; the app uses `getStore()`). */
+export function createStore(config: StoreConfig): Store {
+  switch (config.kind) {
+    case "redis-rest":
+      return createRedisStore({ redis: createRestRedis(config), prefix: config.prefix, kind: "redis-rest" });
+    case "redis-tcp": {
+      const { redis, close } = createTcpRedis(config.url);
+      return createRedisStore({ redis, prefix: config.prefix, kind: "redis-tcp", onClose: close });
+    }
+    case "memory":
+      return createMemoryStore();
+  }
+}
+
+interface StoreSlot {
+  signature: string;
+  store: Store;
+}
+
+// On globalThis, not in a module variable: Next dev re-evaluates modules on every change, and the memory store
+// (or a TCP connection) must survive that.
+const globalSlot = globalThis as typeof globalThis & { __ocrStore?: StoreSlot };
+
+/**
+ * The process-wide store for the current configuration (`getEnv()`). Throws on first use in production when no
+ * Redis is configured. The same store is returned until the configuration changes or `resetStore()` is called.
+ */
+export function getStore(): Store {
+  const config = resolveStoreConfig(getEnv());
+  const signature = JSON.stringify(config);
+  const slot = globalSlot.__ocrStore;
+  if (slot?.signature === signature) return slot.store;
+  if (slot) void slot.store.close().catch(() => undefined);
+  const store = createStore(config);
+  globalSlot.__ocrStore = { signature, store };
+  return store;
+}
+
+/** Close and forget the process-wide store (CLI exit, tests). */
+export async function resetStore(): Promise<void> {
+  const slot = globalSlot.__ocrStore;
+  globalSlot.__ocrStore = undefined;
+  await slot?.store.close();
+}
+
+/** For `instrumentation.ts` or a health check: throws the configuration error early instead of on first use. */
+export function assertStoreConfigured(): void {
+  resolveStoreConfig(getEnv());
+}

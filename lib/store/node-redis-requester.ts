@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto";
+import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
+import { createClient, ErrorReply, MultiErrorReply } from "redis";
+
+/** Options for {@link createNodeRedisRequester}. */
+export interface NodeRedisRequesterOptions {
+  /** How long a request waits for a (re)connection before failing. Default 2 000 ms. */
+  connectWaitMs?: number;
+  /** How long one request (single command, pipeline or transaction) may take. Default 5 000 ms. */
+  commandTimeoutMs?: number;
+}
+
+export interface NodeRedisRequester extends Requester {
+  close(): Promise<void>;
+}
+
+type Reply = string | number | null | Reply[];
+type Command = string[];
+
+/**
+ * An `@upstash/redis` Requester that speaks RESP2 over TCP through node-redis, so one store implementation serves
+ * both Upstash REST and a self-hosted `REDIS_URL` (STACK-NOTES.md, "@upstash/redis on a local Redis").
+ *
+ * - `path` undefined: one command; `["pipeline"]`: many, answered one by one; `["multi-exec"]`: a transaction.
+ * - The offline queue is disabled and every request has a deadline, so a Redis outage fails fast (credits and
+ *   keys then fail closed) instead of queueing until a serverless function times out.
+ * - @upstash/ratelimit prefixes its Lua with `#!lua flags=allow-key-locking`, which only Upstash understands;
+ *   {@link stripUpstashScriptFlags} removes it for EVAL / SCRIPT LOAD, and EVALSHA of the original script's hash
+ *   is mapped to the hash of the stripped script so the fast path keeps working.
+ */
+export function createNodeRedisRequester(url: string, options: NodeRedisRequesterOptions = {}): NodeRedisRequester {
+  const connectWaitMs = options.connectWaitMs ?? 2_000;
+  const commandTimeoutMs = options.commandTimeoutMs ?? 5_000;
+  const strippedSha = new Map<string, string>();
+  let client: ReturnType<typeof newClient> | undefined;
+  let lastErrorLog = 0;
+
+  function newClient() {
+    const created = createClient({
+      url,
+      RESP: 2,
+      disableOfflineQueue: true,
+      socket: {
+        connectTimeout: connectWaitMs,
+        // Keep trying in the background; requests meanwhile fail after `connectWaitMs`.
+        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000),
+      },
+    });
+    created.on("error", (error: unknown) => {
+      // node-redis emits an error per failed reconnect attempt; one line per 30 s is enough.
+      const now = Date.now();
+      if (now - lastErrorLog > 30_000) {
+        lastErrorLog = now;
+        console.error(`[store] redis connection error: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    });
+    created.connect().catch(() => undefined); // failures surface through waitReady and the "error" event
+    return created;
+  }
+
+  async function readyClient() {
+    client ??= newClient();
+    const current = client;
+    if (current.isReady) return current;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        current.off("ready", onReady);
+        reject(new Error("Redis is not reachable"));
+      }, connectWaitMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      current.once("ready", onReady);
+    });
+    return current;
+  }
+
+  function prepare(command: Command): Command {
+    const name = command[0]?.toUpperCase();
+    if ((name === "EVAL" || name === "EVAL_RO") && command[1] !== undefined) {
+      const script = stripUpstashScriptFlags(command[1]);
+      if (script !== command[1]) strippedSha.set(sha1(command[1]), sha1(script));
+      return [command[0] ?? name, script, ...command.slice(2)];
+    }
+    if ((name === "EVALSHA" || name === "EVALSHA_RO") && command[1] !== undefined) {
+      const mapped = strippedSha.get(command[1].toLowerCase());
+      if (mapped) return [command[0] ?? name, mapped, ...command.slice(2)];
+    }
+    if (name === "SCRIPT" && command[1]?.toUpperCase() === "LOAD" && command[2] !== undefined) {
+      return [command[0] ?? name, command[1], stripUpstashScriptFlags(command[2])];
+    }
+    return command;
+  }
+
+  async function single(command: Command): Promise<UpstashResponse<unknown>> {
+    const redis = await readyClient();
+    try {
+      return { result: toReply(await redis.sendCommand(prepare(command))) };
+    } catch (error) {
+      if (error instanceof ErrorReply) return { error: error.message };
+      throw error;
+    }
+  }
+
+  async function pipeline(commands: Command[]): Promise<UpstashResponse<unknown>[]> {
+    const redis = await readyClient();
+    // Commands issued in the same tick are written to the socket together by node-redis.
+    const settled = await Promise.allSettled(commands.map((command) => redis.sendCommand(prepare(command))));
+    return settled.map((outcome) => {
+      if (outcome.status === "fulfilled") return { result: toReply(outcome.value) };
+      if (outcome.reason instanceof ErrorReply) return { error: outcome.reason.message };
+      throw outcome.reason;
+    });
+  }
+
+  async function transaction(commands: Command[]): Promise<UpstashResponse<unknown>[]> {
+    const redis = await readyClient();
+    const multi = redis.multi();
+    for (const command of commands) multi.addCommand(prepare(command));
+    try {
+      const replies: unknown[] = await multi.exec();
+      return replies.map((reply) => ({ result: toReply(reply) }));
+    } catch (error) {
+      if (error instanceof MultiErrorReply) {
+        const replies: unknown[] = error.replies;
+        return replies.map((reply) =>
+          reply instanceof ErrorReply ? { error: reply.message } : { result: toReply(reply) },
+        );
+      }
+      if (error instanceof ErrorReply) return commands.map(() => ({ error: error.message }));
+      throw error;
+    }
+  }
+
+  async function dispatch(req: UpstashRequest): Promise<unknown> {
+    const kind = req.path?.[0];
+    if (kind === "pipeline") return pipeline(toCommands(req.body));
+    if (kind === "multi-exec") return transaction(toCommands(req.body));
+    if (kind !== undefined) throw new Error(`Unsupported Upstash request path: /${req.path?.join("/")}`);
+    return single(toCommand(req.body));
+  }
+
+  return {
+    async request<TResult>(req: UpstashRequest): Promise<UpstashResponse<TResult>> {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`Redis request timed out after ${commandTimeoutMs} ms`)), commandTimeoutMs);
+      });
+      try {
+        // The Requester contract answers a pipeline with an array of responses; its generic type cannot say so.
+        return (await Promise.race([dispatch(req), deadline])) as UpstashResponse<TResult>;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      const current = client;
+      client = undefined;
+      if (!current) return;
+      if (current.isReady) await current.close().catch(() => current.destroy());
+      else if (current.isOpen) current.destroy();
+    },
+  };
+}
+
+/** Remove Upstash's `#!lua flags=…` first line, which stock Redis rejects (`Unexpected flag in script shebang`). */
+export function stripUpstashScriptFlags(script: string): string {
+  return /^#!lua[^\n]*flags=[^\n]*allow-key-locking[^\n]*\n/.test(script) ? script.replace(/^[^\n]*\n/, "") : script;
+}
+
+function sha1(text: string): string {
+  return createHash("sha1").update(text).digest("hex");
+}
+
+function toCommand(body: unknown): Command {
+  if (!Array.isArray(body) || body.length === 0) throw new Error("Upstash request body must be a command array");
+  return body.map((part) => (typeof part === "string" ? part : JSON.stringify(part)));
+}
+
+function toCommands(body: unknown): Command[] {
+  if (!Array.isArray(body)) throw new Error("Upstash pipeline body must be an array of commands");
+  return body.map(toCommand);
+}
+
+/** RESP2 replies as @upstash/redis expects them: strings, integers, null and arrays; buffers become strings. */
+function toReply(value: unknown): Reply {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string" || typeof value === "number") return value;
+  if (typeof value === "bigint") return Number(value);
+  if (typeof value === "boolean") return value ? 1 : 0;
+  if (Buffer.isBuffer(value)) return value.toString("utf8");
+  if (Array.isArray(value)) return value.map(toReply);
+  if (typeof value === "object") return Object.entries(value).flatMap(([key, item]) => [key, toReply(item)]);
+  return String(value);
+}

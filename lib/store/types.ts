@@ -1,0 +1,205 @@
+import { z } from "zod";
+
+/**
+ * The records the store keeps, parsed with zod whenever they come back from Redis (a trust boundary: data
+ * written by another version of the service, or by hand).
+ */
+
+export const userRecordSchema = z.object({
+  id: z.string().startsWith("usr_"),
+  email: z.string(),
+  /** `scrypt$N$r$p$salt$hash` (see lib/accounts/password.ts). */
+  passwordHash: z.string(),
+  createdAt: z.iso.datetime(),
+});
+export type UserRecord = z.infer<typeof userRecordSchema>;
+
+export const sessionRecordSchema = z.object({
+  userId: z.string(),
+  createdAt: z.iso.datetime(),
+  expiresAt: z.iso.datetime(),
+});
+export type SessionRecord = z.infer<typeof sessionRecordSchema>;
+
+/** An API key as stored: never the key itself, only its SHA-256 and a short visible start. */
+export const apiKeyRecordSchema = z.object({
+  id: z.string().startsWith("key_"),
+  userId: z.string(),
+  name: z.string(),
+  /** The first characters of the key (`ocr_AbCdEfGh`), to recognise it in a list. */
+  start: z.string(),
+  /** SHA-256 of the full key, hex. */
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  createdAt: z.iso.datetime(),
+  lastUsedAt: z.iso.datetime().nullable(),
+  revokedAt: z.iso.datetime().nullable(),
+});
+export type ApiKeyRecord = z.infer<typeof apiKeyRecordSchema>;
+
+/** What one key lookup returns: enough to authenticate a request. */
+export const resolvedApiKeySchema = z.object({
+  keyId: z.string(),
+  userId: z.string(),
+  name: z.string(),
+  start: z.string(),
+  /** Last use before this one (null: never used). */
+  lastUsedAt: z.iso.datetime().nullable(),
+});
+export type ResolvedApiKey = z.infer<typeof resolvedApiKeySchema>;
+
+export const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant"]);
+export type LedgerReason = z.infer<typeof ledgerReasonSchema>;
+
+export const ledgerEntrySchema = z.object({
+  id: z.string(),
+  at: z.iso.datetime(),
+  delta: z.number().int(),
+  balanceAfter: z.number().int().min(0),
+  reason: ledgerReasonSchema,
+  requestId: z.string().optional(),
+  keyId: z.string().optional(),
+  pages: z.number().int().optional(),
+});
+export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
+
+/** A ledger entry before the store knows its amounts: the store fills in `delta`, `pages` and `balanceAfter`. */
+export type LedgerDraft = Pick<LedgerEntry, "id" | "at" | "reason" | "requestId" | "keyId">;
+
+export interface LedgerPage {
+  /** Newest first. */
+  entries: LedgerEntry[];
+  /** Pass back to get the next (older) page; null when there is none. */
+  nextCursor: string | null;
+}
+
+export const idempotencyRecordSchema = z.object({
+  state: z.enum(["in-progress", "done"]),
+  /** Hash of the request that claimed the key; a retry with another body is a mismatch. */
+  fingerprint: z.string(),
+  /** Random token of the claim, so only its owner completes or releases it. */
+  token: z.string(),
+  createdAt: z.iso.datetime(),
+  /** The stored response (opaque to the store), present once `done`. */
+  response: z.string().optional(),
+});
+export type IdempotencyRecord = z.infer<typeof idempotencyRecordSchema>;
+
+export type IdempotencyClaimResult = { claimed: true } | { claimed: false; record: IdempotencyRecord };
+
+export interface RateLimitResult {
+  success: boolean;
+  limit: number;
+  remaining: number;
+  /** Epoch milliseconds when the current window ends. */
+  reset: number;
+  /** True when the store could not be asked and the request was let through (rate limits fail open). */
+  failedOpen?: boolean;
+}
+
+export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
+
+/**
+ * Everything the service keeps, in domain terms. Implemented by the redis adapter (Upstash REST or TCP) and the
+ * memory adapter; `tests/store/contract.test.ts` runs the same cases against each. Only lib/accounts, lib/keys,
+ * lib/credits (and the MCP relay, for the mailbox) call it.
+ *
+ * Failures to reach Redis surface as `ApiError("unavailable")` — except `rateLimit`, which fails open.
+ */
+export interface Store {
+  readonly kind: StoreKind;
+  /** Throws `unavailable` when the store cannot be reached (health check). */
+  ping(): Promise<void>;
+  /** Release connections (CLI, tests). */
+  close(): Promise<void>;
+
+  // Users
+  /**
+   * Create a user, its e-mail index and (when `signupCredits` > 0) its starting balance with a `signup` ledger
+   * entry, atomically. Returns false, writing nothing, when the e-mail is taken.
+   */
+  createUser(input: { user: UserRecord; signupCredits: number; signupEntry: LedgerDraft }): Promise<boolean>;
+  getUser(userId: string): Promise<UserRecord | null>;
+  getUserIdByEmail(email: string): Promise<string | null>;
+
+  // Sessions (keyed by a hash of the session id; the id itself only lives in the cookie)
+  createSession(sessionKey: string, session: SessionRecord, ttlMs: number): Promise<void>;
+  getSession(sessionKey: string): Promise<SessionRecord | null>;
+  deleteSession(sessionKey: string): Promise<void>;
+
+  // API keys
+  /** Store a new key. Returns false, writing nothing, when the user already has `maxActive` active keys. */
+  createApiKey(record: ApiKeyRecord, maxActive: number): Promise<boolean>;
+  /** Active (not revoked) keys of a user, in no particular order. */
+  listApiKeys(userId: string): Promise<ApiKeyRecord[]>;
+  /**
+   * The key whose SHA-256 is `hash`, or null (unknown or revoked). One round trip; it also records the use
+   * when the previous one is older than `touchIntervalMs`.
+   */
+  resolveApiKey(hash: string, now: Date, touchIntervalMs: number): Promise<ResolvedApiKey | null>;
+  /** Revoke an active key of this user: its hash index is deleted at once. False when there is no such key. */
+  revokeApiKey(userId: string, keyId: string, revokedAt: string): Promise<boolean>;
+
+  // Credits
+  getBalance(userId: string): Promise<number>;
+  /**
+   * Take `pages` credits if the balance allows (never below zero), append an `ocr` ledger entry, count the pages
+   * for `day`'s usage and remember the reservation under `requestId`. `{ ok: false }` writes nothing.
+   */
+  reserveCredits(input: {
+    userId: string;
+    requestId: string;
+    pages: number;
+    entry: LedgerDraft;
+    day: string;
+    reservationTtlMs: number;
+  }): Promise<{ ok: boolean; balance: number }>;
+  /**
+   * Give back up to `pages` of what `requestId` reserved (never more than is still reserved), as a `refund`
+   * ledger entry, and close the reservation. Refunding 0, or a closed reservation, writes no entry.
+   */
+  releaseCredits(input: {
+    userId: string;
+    requestId: string;
+    pages: number;
+    entry: LedgerDraft;
+    day: string;
+  }): Promise<{ refunded: number; balance: number }>;
+  /** Add credits with a ledger entry (reason `grant` or `signup`). */
+  grantCredits(input: { userId: string; credits: number; entry: LedgerDraft }): Promise<{ balance: number }>;
+  listLedger(userId: string, options: { limit: number; cursor?: string | null }): Promise<LedgerPage>;
+  /** Pages charged (net of refunds) on each of `days` (`YYYY-MM-DD`, UTC), in the same order. */
+  getDailyUsage(userId: string, days: string[]): Promise<number[]>;
+
+  // Idempotency (scope = account + Idempotency-Key)
+  /** Claim `scope` as in-progress for `leaseMs` unless a record exists; else return that record. */
+  claimIdempotency(
+    scope: string,
+    claim: { fingerprint: string; token: string; createdAt: string },
+    leaseMs: number,
+  ): Promise<IdempotencyClaimResult>;
+  /** Mark the claim `done` with its response, kept for `ttlMs`. False when the claim was lost. */
+  completeIdempotency(scope: string, token: string, response: string, ttlMs: number): Promise<boolean>;
+  /** Drop an in-progress claim (the request failed and may be retried). False when not ours. */
+  releaseIdempotency(scope: string, token: string): Promise<boolean>;
+  /** The record under `scope`, if any (tests, diagnostics). */
+  getIdempotency(scope: string): Promise<IdempotencyRecord | null>;
+  /** Milliseconds left on `scope`'s record; null when there is none. */
+  getIdempotencyTtl(scope: string): Promise<number | null>;
+
+  // Rate limits (fixed window)
+  rateLimit(input: { bucket: string; identifier: string; limit: number; windowMs: number }): Promise<RateLimitResult>;
+
+  // Mailboxes (MCP legacy SSE relay: the POST instance pushes, the instance holding the stream drains)
+  /** Create or extend a mailbox for `ttlMs`. */
+  openMailbox(id: string, ttlMs: number): Promise<void>;
+  /** Whether the mailbox is open (not expired, not closed). */
+  hasMailbox(id: string): Promise<boolean>;
+  /** Append a message; false (nothing stored) when the mailbox is not open. */
+  pushMailbox(id: string, message: string, ttlMs: number): Promise<boolean>;
+  /** Take every waiting message, oldest first. */
+  drainMailbox(id: string): Promise<string[]>;
+  closeMailbox(id: string): Promise<void>;
+}
+
+/** Upper bound of messages a mailbox holds; older ones are dropped (a stream that nobody drains). */
+export const MAILBOX_MAX_MESSAGES = 1_000;

@@ -1,0 +1,464 @@
+import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createMemoryStore,
+  createRedisStore,
+  createRestRedis,
+  createTcpRedis,
+  type ApiKeyRecord,
+  type LedgerDraft,
+  type Store,
+  type UserRecord,
+} from "@/lib/store";
+import { TEST_REDIS_URL, assertRedisReachable, countKeysWithPrefix, createTestPrefix, deleteKeysWithPrefix } from "../support/redis";
+import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
+
+interface Adapter {
+  name: string;
+  open(): Promise<{ store: Store; prefix?: string; bridge?: UpstashBridge }>;
+}
+
+const adapters: Adapter[] = [
+  { name: "memory", open: async () => ({ store: createMemoryStore() }) },
+  {
+    name: "redis over TCP",
+    async open() {
+      await assertRedisReachable();
+      const prefix = createTestPrefix("store-tcp");
+      const { redis, close } = createTcpRedis(TEST_REDIS_URL);
+      return { store: createRedisStore({ redis, prefix, kind: "redis-tcp", onClose: close }), prefix };
+    },
+  },
+  {
+    name: "redis over Upstash REST (msw bridge onto the same Redis)",
+    async open() {
+      await assertRedisReachable();
+      const prefix = createTestPrefix("store-rest");
+      const bridge = startUpstashBridge({ redisUrl: TEST_REDIS_URL });
+      const redis = createRestRedis({ url: bridge.url, token: bridge.token });
+      return { store: createRedisStore({ redis, prefix, kind: "redis-rest" }), prefix, bridge };
+    },
+  },
+];
+
+const id = (kind: string) => `${kind}_${randomBytes(8).toString("hex")}`;
+const now = () => new Date().toISOString();
+const draft = (reason: LedgerDraft["reason"], extra: Partial<LedgerDraft> = {}): LedgerDraft => ({
+  id: id("led"),
+  at: now(),
+  reason,
+  ...extra,
+});
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+const today = () => new Date().toISOString().slice(0, 10);
+
+describe.each(adapters)("Store contract: $name", (adapter) => {
+  let store: Store;
+  let prefix: string | undefined;
+  let bridge: UpstashBridge | undefined;
+
+  beforeAll(async () => {
+    ({ store, prefix, bridge } = await adapter.open());
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await bridge?.close();
+    if (prefix) {
+      await deleteKeysWithPrefix(prefix);
+      expect(await countKeysWithPrefix(prefix)).toBe(0);
+    }
+  });
+
+  async function newUser(signupCredits = 0): Promise<UserRecord> {
+    const user: UserRecord = {
+      id: id("usr"),
+      email: `${id("e")}@example.com`,
+      passwordHash: "scrypt$test",
+      createdAt: now(),
+    };
+    expect(await store.createUser({ user, signupCredits, signupEntry: draft("signup") })).toBe(true);
+    return user;
+  }
+
+  function newKey(userId: string, name = "test key"): { key: string; record: ApiKeyRecord } {
+    const key = `ocr_${randomBytes(32).toString("base64url")}`;
+    return {
+      key,
+      record: {
+        id: id("key"),
+        userId,
+        name,
+        start: key.slice(0, 12),
+        hash: sha256(key),
+        createdAt: now(),
+        lastUsedAt: null,
+        revokedAt: null,
+      },
+    };
+  }
+
+  it("answers ping", async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+
+  describe("users", () => {
+    it("creates a user with its e-mail index, signup credits and a signup ledger entry", async () => {
+      const user = await newUser(25);
+      expect(await store.getUser(user.id)).toEqual(user);
+      expect(await store.getUserIdByEmail(user.email)).toBe(user.id);
+      expect(await store.getBalance(user.id)).toBe(25);
+      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 25, balanceAfter: 25 })]);
+    });
+
+    it("refuses a second user with the same e-mail and writes nothing", async () => {
+      const user = await newUser(10);
+      const twin: UserRecord = { ...user, id: id("usr") };
+      expect(await store.createUser({ user: twin, signupCredits: 10, signupEntry: draft("signup") })).toBe(false);
+      expect(await store.getUser(twin.id)).toBeNull();
+      expect(await store.getBalance(twin.id)).toBe(0);
+      expect(await store.getUserIdByEmail(user.email)).toBe(user.id);
+    });
+
+    it("returns null / zero for unknown users", async () => {
+      expect(await store.getUser("usr_missing")).toBeNull();
+      expect(await store.getUserIdByEmail("nobody@example.com")).toBeNull();
+      expect(await store.getBalance("usr_missing")).toBe(0);
+      expect(await store.listLedger("usr_missing", { limit: 5 })).toEqual({ entries: [], nextCursor: null });
+    });
+  });
+
+  describe("sessions", () => {
+    it("stores, reads and deletes a session", async () => {
+      const session = { userId: "usr_a", createdAt: now(), expiresAt: new Date(Date.now() + 60_000).toISOString() };
+      const key = sha256(id("s"));
+      await store.createSession(key, session, 60_000);
+      expect(await store.getSession(key)).toEqual(session);
+      await store.deleteSession(key);
+      expect(await store.getSession(key)).toBeNull();
+    });
+
+    it("expires a session after its TTL", async () => {
+      const key = sha256(id("s"));
+      await store.createSession(key, { userId: "usr_a", createdAt: now(), expiresAt: now() }, 150);
+      expect(await store.getSession(key)).not.toBeNull();
+      await sleep(300);
+      expect(await store.getSession(key)).toBeNull();
+    });
+  });
+
+  describe("API keys", () => {
+    it("resolves a key by its hash, lists it and records its use at most once per interval", async () => {
+      const user = await newUser();
+      const { record } = newKey(user.id, "laptop");
+      expect(await store.createApiKey(record, 50)).toBe(true);
+
+      const first = await store.resolveApiKey(record.hash, new Date(), 60_000);
+      expect(first).toEqual({ keyId: record.id, userId: user.id, name: "laptop", start: record.start, lastUsedAt: null });
+      const used = (await store.listApiKeys(user.id))[0]?.lastUsedAt;
+      expect(used).toEqual(expect.any(String));
+
+      // Within the interval the use is not written again.
+      const second = await store.resolveApiKey(record.hash, new Date(Date.now() + 1_000), 60_000);
+      expect(second?.lastUsedAt).toBe(used);
+      expect((await store.listApiKeys(user.id))[0]?.lastUsedAt).toBe(used);
+
+      // After it, it is.
+      const later = new Date(Date.now() + 120_000);
+      await store.resolveApiKey(record.hash, later, 60_000);
+      expect((await store.listApiKeys(user.id))[0]?.lastUsedAt).toBe(later.toISOString());
+
+      expect(await store.listApiKeys(user.id)).toEqual([{ ...record, lastUsedAt: later.toISOString() }]);
+    });
+
+    it("does not resolve an unknown key", async () => {
+      expect(await store.resolveApiKey(sha256("ocr_unknown"), new Date(), 60_000)).toBeNull();
+    });
+
+    it("stops resolving a revoked key at once and drops it from the list", async () => {
+      const user = await newUser();
+      const keep = newKey(user.id, "keep").record;
+      const revoke = newKey(user.id, "revoke").record;
+      await store.createApiKey(keep, 50);
+      await store.createApiKey(revoke, 50);
+      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).not.toBeNull();
+
+      expect(await store.revokeApiKey(user.id, revoke.id, now())).toBe(true);
+      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
+      expect((await store.listApiKeys(user.id)).map((key) => key.id)).toEqual([keep.id]);
+      expect(await store.revokeApiKey(user.id, revoke.id, now())).toBe(false);
+      // Another user cannot revoke someone else's key.
+      expect(await store.revokeApiKey("usr_other", keep.id, now())).toBe(false);
+      expect(await store.resolveApiKey(keep.hash, new Date(), 60_000)).not.toBeNull();
+    });
+
+    it("refuses more than the maximum of active keys; revoking frees a slot", async () => {
+      const user = await newUser();
+      const records = Array.from({ length: 3 }, () => newKey(user.id).record);
+      for (const record of records) expect(await store.createApiKey(record, 3)).toBe(true);
+      const extra = newKey(user.id).record;
+      expect(await store.createApiKey(extra, 3)).toBe(false);
+      expect(await store.resolveApiKey(extra.hash, new Date(), 60_000)).toBeNull();
+      await store.revokeApiKey(user.id, records[0]?.id ?? "", now());
+      expect(await store.createApiKey(extra, 3)).toBe(true);
+    });
+  });
+
+  describe("credits", () => {
+    it("reserves, never below zero, and writes nothing when the balance is too low", async () => {
+      const user = await newUser(5);
+      const reserve = (pages: number) =>
+        store.reserveCredits({
+          userId: user.id,
+          requestId: id("req"),
+          pages,
+          entry: draft("ocr", { keyId: "key_x" }),
+          day: today(),
+          reservationTtlMs: 60_000,
+        });
+      expect(await reserve(3)).toEqual({ ok: true, balance: 2 });
+      expect(await reserve(3)).toEqual({ ok: false, balance: 2 });
+      expect(await store.getBalance(user.id)).toBe(2);
+      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(entries.map((entry) => [entry.reason, entry.delta, entry.balanceAfter, entry.pages])).toEqual([
+        ["ocr", -3, 2, 3],
+        ["signup", 5, 5, undefined],
+      ]);
+      expect(entries[0]?.keyId).toBe("key_x");
+    });
+
+    it("settles the unused part of a reservation once, and refunds no more than was reserved", async () => {
+      const user = await newUser(10);
+      const requestId = id("req");
+      await store.reserveCredits({
+        userId: user.id,
+        requestId,
+        pages: 4,
+        entry: draft("ocr", { requestId }),
+        day: today(),
+        reservationTtlMs: 60_000,
+      });
+      const release = (pages: number) =>
+        store.releaseCredits({ userId: user.id, requestId, pages, entry: draft("refund", { requestId }), day: today() });
+      expect(await release(1)).toEqual({ refunded: 1, balance: 7 });
+      // The reservation is closed: a second settle or refund gives nothing back.
+      expect(await release(3)).toEqual({ refunded: 0, balance: 7 });
+
+      const other = id("req");
+      await store.reserveCredits({
+        userId: user.id,
+        requestId: other,
+        pages: 2,
+        entry: draft("ocr", { requestId: other }),
+        day: today(),
+        reservationTtlMs: 60_000,
+      });
+      const refund = await store.releaseCredits({
+        userId: user.id,
+        requestId: other,
+        pages: 99,
+        entry: draft("refund", { requestId: other }),
+        day: today(),
+      });
+      expect(refund).toEqual({ refunded: 2, balance: 7 });
+      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(entries.map((entry) => [entry.reason, entry.delta, entry.pages])).toEqual([
+        ["refund", 2, 2],
+        ["ocr", -2, 2],
+        ["refund", 1, 1],
+        ["ocr", -4, 4],
+        ["signup", 10, undefined],
+      ]);
+      expect(await store.getDailyUsage(user.id, [today(), "2000-01-01"])).toEqual([3, 0]);
+    });
+
+    it("grants credits with a ledger entry", async () => {
+      const user = await newUser();
+      expect(await store.grantCredits({ userId: user.id, credits: 40, entry: draft("grant") })).toEqual({ balance: 40 });
+      expect((await store.listLedger(user.id, { limit: 1 })).entries[0]).toMatchObject({
+        reason: "grant",
+        delta: 40,
+        balanceAfter: 40,
+      });
+    });
+
+    it("pages the ledger newest first with a cursor that is stable under new entries", async () => {
+      const user = await newUser();
+      for (let i = 1; i <= 7; i++) await store.grantCredits({ userId: user.id, credits: i, entry: draft("grant") });
+      const first = await store.listLedger(user.id, { limit: 3 });
+      expect(first.entries.map((entry) => entry.delta)).toEqual([7, 6, 5]);
+      await store.grantCredits({ userId: user.id, credits: 100, entry: draft("grant") });
+      const second = await store.listLedger(user.id, { limit: 3, cursor: first.nextCursor });
+      expect(second.entries.map((entry) => entry.delta)).toEqual([4, 3, 2]);
+      const third = await store.listLedger(user.id, { limit: 3, cursor: second.nextCursor });
+      expect(third.entries.map((entry) => entry.delta)).toEqual([1]);
+      expect(third.nextCursor).toBeNull();
+    });
+
+    it("race: 100 concurrent reserves of 1 credit on a balance of 10 → exactly 10 succeed", async () => {
+      const user = await newUser(10);
+      const results = await Promise.all(
+        Array.from({ length: 100 }, () => {
+          const requestId = id("req");
+          return store.reserveCredits({
+            userId: user.id,
+            requestId,
+            pages: 1,
+            entry: draft("ocr", { requestId }),
+            day: today(),
+            reservationTtlMs: 60_000,
+          });
+        }),
+      );
+      expect(results.filter((result) => result.ok)).toHaveLength(10);
+      expect(results.every((result) => result.balance >= 0)).toBe(true);
+      expect(await store.getBalance(user.id)).toBe(0);
+
+      const { entries, nextCursor } = await store.listLedger(user.id, { limit: 100 });
+      expect(nextCursor).toBeNull();
+      expect(entries).toHaveLength(11); // signup + 10 charges
+      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(0);
+      // Each entry's balanceAfter follows from the one before it (oldest first).
+      const chronological = [...entries].reverse();
+      chronological.forEach((entry, index) => {
+        const before = index === 0 ? 0 : (chronological[index - 1]?.balanceAfter ?? NaN);
+        expect(entry.balanceAfter).toBe(before + entry.delta);
+      });
+      expect(await store.getDailyUsage(user.id, [today()])).toEqual([10]);
+    });
+  });
+
+  describe("idempotency", () => {
+    const DAY = 24 * 60 * 60 * 1000;
+
+    it("lets the first claim win; concurrent claims see it in progress", async () => {
+      const scope = `usr_a:${id("idem")}`;
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, index) =>
+          store.claimIdempotency(scope, { fingerprint: "fp-1", token: `token-${index}`, createdAt: now() }, 60_000),
+        ),
+      );
+      expect(claims.filter((claim) => claim.claimed)).toHaveLength(1);
+      for (const claim of claims) {
+        if (!claim.claimed) expect(claim.record).toMatchObject({ state: "in-progress", fingerprint: "fp-1" });
+      }
+      const ttl = await store.getIdempotencyTtl(scope);
+      expect(ttl).toBeGreaterThan(50_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    });
+
+    it("stores the response when done, replays it with a 24 h TTL, and only the owner completes", async () => {
+      const scope = `usr_a:${id("idem")}`;
+      expect(await store.claimIdempotency(scope, { fingerprint: "fp", token: "mine", createdAt: now() }, 60_000)).toEqual({
+        claimed: true,
+      });
+      expect(await store.completeIdempotency(scope, "not-mine", "{}", DAY)).toBe(false);
+      expect(await store.completeIdempotency(scope, "mine", '{"status":200,"body":"ok"}', DAY)).toBe(true);
+      const again = await store.claimIdempotency(scope, { fingerprint: "fp", token: "retry", createdAt: now() }, 60_000);
+      expect(again).toEqual({
+        claimed: false,
+        record: expect.objectContaining({ state: "done", fingerprint: "fp", response: '{"status":200,"body":"ok"}' }),
+      });
+      const ttl = await store.getIdempotencyTtl(scope);
+      expect(ttl).toBeGreaterThan(DAY - 60_000);
+      expect(ttl).toBeLessThanOrEqual(DAY);
+      // A done record cannot be released.
+      expect(await store.releaseIdempotency(scope, "mine")).toBe(false);
+    });
+
+    it("releases an in-progress claim so a retry can claim it again", async () => {
+      const scope = `usr_a:${id("idem")}`;
+      await store.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 60_000);
+      expect(await store.releaseIdempotency(scope, "t2")).toBe(false);
+      expect(await store.releaseIdempotency(scope, "t1")).toBe(true);
+      expect(await store.getIdempotency(scope)).toBeNull();
+      expect((await store.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+    });
+
+    it("lets an abandoned claim expire after its lease", async () => {
+      const scope = `usr_a:${id("idem")}`;
+      await store.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 150);
+      await sleep(300);
+      expect((await store.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+    });
+  });
+
+  describe("rate limits", () => {
+    it("allows N requests per window and rejects the next with the reset time", async () => {
+      const identifier = id("key");
+      const windowMs = 60_000;
+      const before = Date.now();
+      const results = [];
+      for (let i = 0; i < 6; i++) results.push(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
+      expect(results.map((result) => result.success)).toEqual([true, true, true, true, true, false]);
+      expect(results.map((result) => result.remaining)).toEqual([4, 3, 2, 1, 0, 0]);
+      const rejected = results[5];
+      expect(rejected?.limit).toBe(5);
+      expect(rejected?.failedOpen).toBeUndefined();
+      expect(rejected?.reset).toBeGreaterThan(before);
+      expect(rejected?.reset).toBeLessThanOrEqual(Date.now() + windowMs);
+      // Other identifiers and buckets have their own counters.
+      expect((await store.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs })).success).toBe(true);
+      expect((await store.rateLimit({ bucket: "signin", identifier, limit: 5, windowMs })).success).toBe(true);
+    });
+
+    it("starts counting again in the next window", async () => {
+      const identifier = id("key");
+      const windowMs = 400;
+      // Start at the beginning of a window so the two calls land in it.
+      await sleep(windowMs - (Date.now() % windowMs) + 5);
+      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
+      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(false);
+      await sleep(windowMs);
+      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
+    });
+  });
+
+  describe("mailbox", () => {
+    it("refuses messages for a mailbox that is not open", async () => {
+      expect(await store.pushMailbox(id("mbx"), "lost", 60_000)).toBe(false);
+      expect(await store.hasMailbox(id("mbx"))).toBe(false);
+    });
+
+    it("drains messages in push order and empties the mailbox", async () => {
+      const mailbox = id("mbx");
+      await store.openMailbox(mailbox, 60_000);
+      expect(await store.hasMailbox(mailbox)).toBe(true);
+      const messages = ['{"jsonrpc":"2.0","id":1}', "123", "null", "ünïcødé ✓", '{"id":2}'];
+      for (const message of messages) expect(await store.pushMailbox(mailbox, message, 60_000)).toBe(true);
+      expect(await store.drainMailbox(mailbox)).toEqual(messages);
+      expect(await store.drainMailbox(mailbox)).toEqual([]);
+      await store.pushMailbox(mailbox, "later", 60_000);
+      expect(await store.drainMailbox(mailbox)).toEqual(["later"]);
+      await store.closeMailbox(mailbox);
+      expect(await store.hasMailbox(mailbox)).toBe(false);
+      expect(await store.pushMailbox(mailbox, "after close", 60_000)).toBe(false);
+    });
+
+    it("forgets a mailbox and its messages after the TTL", async () => {
+      const mailbox = id("mbx");
+      await store.openMailbox(mailbox, 200);
+      await store.pushMailbox(mailbox, "stale", 200);
+      await sleep(400);
+      expect(await store.hasMailbox(mailbox)).toBe(false);
+      expect(await store.drainMailbox(mailbox)).toEqual([]);
+      expect(await store.pushMailbox(mailbox, "late", 200)).toBe(false);
+    });
+  });
+
+  it.runIf(adapter.name.includes("REST"))("resolves a key in one HTTP round trip once its script is loaded", async () => {
+    const user = await newUser();
+    const { record } = newKey(user.id);
+    await store.createApiKey(record, 50);
+    await store.resolveApiKey(record.hash, new Date(), 60_000); // loads the script (EVALSHA → NOSCRIPT → EVAL)
+    const before = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
+    expect(await store.resolveApiKey(record.hash, new Date(), 60_000)).not.toBeNull();
+    const after = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
+    expect(after - before).toBe(1);
+    // The client's defaults were exercised: auto-pipelining and base64-encoded results.
+    expect(bridge?.requests["/pipeline"]).toBeGreaterThan(0);
+    expect(bridge?.base64Requests).toBe(after);
+  });
+});

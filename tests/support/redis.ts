@@ -1,0 +1,59 @@
+import { randomBytes } from "node:crypto";
+import { createClient } from "redis";
+
+/** The Redis the tests use: `REDIS_URL`, else a local one (CI starts redis-server when none answers). */
+export const TEST_REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** A key prefix of its own for each test run, e.g. `ocr:test:store:3f9a…:`. */
+export function createTestPrefix(label: string): string {
+  return `ocr:test:${label}:${randomBytes(6).toString("hex")}:`;
+}
+
+/** Fail with a clear message when the test Redis does not answer (rather than a wall of timeouts). */
+export async function assertRedisReachable(url = TEST_REDIS_URL): Promise<void> {
+  const client = createClient({ url, RESP: 2, socket: { connectTimeout: 2_000, reconnectStrategy: false } });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (error) {
+    throw new Error(
+      `These tests need a real Redis at ${url} (set REDIS_URL, or start redis-server): ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+    );
+  } finally {
+    if (client.isOpen) client.destroy();
+  }
+}
+
+/** Delete every key under `prefix` (the end of each test run). */
+export async function deleteKeysWithPrefix(prefix: string, url = TEST_REDIS_URL): Promise<number> {
+  if (!prefix.startsWith("ocr:test:")) throw new Error(`refusing to delete outside the test namespace: ${prefix}`);
+  const client = createClient({ url, RESP: 2 });
+  client.on("error", () => undefined);
+  await client.connect();
+  let deleted = 0;
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) {
+      if (keys.length > 0) deleted += await client.unlink(keys);
+    }
+  } finally {
+    client.destroy();
+  }
+  return deleted;
+}
+
+/** Keys currently under `prefix` (to check that nothing is left behind). */
+export async function countKeysWithPrefix(prefix: string, url = TEST_REDIS_URL): Promise<number> {
+  const client = createClient({ url, RESP: 2 });
+  client.on("error", () => undefined);
+  await client.connect();
+  let count = 0;
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) count += keys.length;
+  } finally {
+    client.destroy();
+  }
+  return count;
+}
