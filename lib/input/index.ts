@@ -1,0 +1,19 @@
+export { decodeBase64Input } from "./base64";
+export {
+  formatIPv4,
+  formatIPv6,
+  type IpAddress,
+  isLocalhostName,
+  isPublicAddress,
+  parseHostLiteral,
+  parseIPv4,
+  parseIPv6,
+} from "./address";
+export {
+  fetchRemoteFile,
+  type FetchRemoteOptions,
+  pinnedLookup,
+  type RemoteFile,
+  type ResolveHost,
+  type ResolvedAddress,
+} from "./fetch-remote";
