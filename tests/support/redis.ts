@@ -1,5 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "redis";
+import { afterAll, beforeAll } from "vitest";
+import { resetEnv } from "@/lib/env";
+import { resetStore } from "@/lib/store";
 
 /** The Redis the tests use: `REDIS_URL`, else a local one (CI starts redis-server when none answers). */
 export const TEST_REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -56,4 +59,29 @@ export async function countKeysWithPrefix(prefix: string, url = TEST_REDIS_URL):
     client.destroy();
   }
   return count;
+}
+
+/**
+ * Point `getStore()` at the test Redis under a fresh prefix for the tests of one file (domain modules read the
+ * store from the environment, like the server does), and delete that prefix afterwards.
+ */
+export function withRedisStoreEnv(label: string, extraEnv: Record<string, string> = {}): { prefix: string } {
+  const prefix = createTestPrefix(label);
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    await assertRedisReachable();
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
+      delete process.env[name];
+    }
+    Object.assign(process.env, { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, ...extraEnv });
+    resetEnv();
+    await resetStore();
+  });
+  afterAll(async () => {
+    await resetStore();
+    process.env = saved;
+    resetEnv();
+    await deleteKeysWithPrefix(prefix);
+  });
+  return { prefix };
 }

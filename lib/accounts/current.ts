@@ -1,0 +1,41 @@
+import { cookies, headers } from "next/headers";
+import type { Account } from "./accounts";
+import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";
+
+/** The signed-in account of the current request (server components and server actions), or null. */
+export async function getCurrentAccount(): Promise<Account | null> {
+  const jar = await cookies();
+  return getSessionAccount(jar.get(SESSION_COOKIE)?.value);
+}
+
+/** Start a session for `userId` and set its cookie (server actions only: cookies are read-only while rendering). */
+export async function startSession(userId: string): Promise<void> {
+  const session = await createSession(userId);
+  const jar = await cookies();
+  jar.set(SESSION_COOKIE, session.id, sessionCookieOptions({ expiresAt: session.expiresAt, secure: await isSecure() }));
+}
+
+/** Delete the current session in the store and its cookie. */
+export async function endSession(): Promise<void> {
+  const jar = await cookies();
+  await deleteSession(jar.get(SESSION_COOKIE)?.value);
+  jar.delete(SESSION_COOKIE);
+}
+
+async function isSecure(): Promise<boolean> {
+  const list = await headers();
+  return isSecureRequest({
+    protocol: list.get("x-forwarded-proto")?.split(",")[0]?.trim() ?? null,
+    host: list.get("x-forwarded-host") ?? list.get("host"),
+  });
+}
+
+/**
+ * The client's IP for the per-IP sign-in limit. On Vercel `x-forwarded-for` is set by the platform; elsewhere it
+ * is only as trustworthy as the proxy in front (the per-e-mail limit holds regardless).
+ */
+export async function getClientIp(): Promise<string | undefined> {
+  const list = await headers();
+  const forwarded = list.get("x-forwarded-for")?.split(",")[0]?.trim();
+  return forwarded || list.get("x-real-ip") || undefined;
+}

@@ -1,0 +1,26 @@
+export {
+  getBalance,
+  getDailyUsage,
+  grantCredits,
+  listLedger,
+  refundCredits,
+  reserveCredits,
+  settleCredits,
+  type DailyUsage,
+  type LedgerEntry,
+  type LedgerPage,
+  type LedgerReason,
+  type ReserveResult,
+} from "./credits";
+export {
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_TTL_MS,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  fingerprintRequest,
+  idempotencyKeySchema,
+  releaseIdempotencyKey,
+  storedResponseSchema,
+  type IdempotencyClaim,
+  type StoredResponse,
+} from "./idempotency";

@@ -1,0 +1,184 @@
+import { createHash, randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  IDEMPOTENCY_TTL_MS,
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  fingerprintRequest,
+  getBalance,
+  getDailyUsage,
+  grantCredits,
+  listLedger,
+  refundCredits,
+  releaseIdempotencyKey,
+  reserveCredits,
+  settleCredits,
+} from "@/lib/credits";
+import { getStore } from "@/lib/store";
+import { withRedisStoreEnv } from "../support/redis";
+
+withRedisStoreEnv("credits");
+
+const user = () => `usr_${randomBytes(6).toString("hex")}`;
+const request = () => `req_${randomBytes(6).toString("hex")}`;
+
+describe("credits", () => {
+  it("reserve → settle: charges the pages used and refunds the rest as a refund entry", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 10 });
+    const requestId = request();
+    expect(await reserveCredits({ userId, pages: 5, requestId, keyId: "key_a" })).toEqual({ ok: true, balance: 5 });
+    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({ refunded: 2, balance: 7 });
+    // Settling again (a retry of the bookkeeping) refunds nothing more.
+    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({ refunded: 0, balance: 7 });
+
+    const { entries } = await listLedger(userId);
+    expect(entries).toEqual([
+      {
+        id: expect.stringMatching(/^led_/),
+        at: expect.any(String),
+        delta: 2,
+        balanceAfter: 7,
+        reason: "refund",
+        requestId,
+        keyId: "key_a",
+        pages: 2,
+      },
+      {
+        id: expect.stringMatching(/^led_/),
+        at: expect.any(String),
+        delta: -5,
+        balanceAfter: 5,
+        reason: "ocr",
+        requestId,
+        keyId: "key_a",
+        pages: 5,
+      },
+      { id: expect.stringMatching(/^led_/), at: expect.any(String), delta: 10, balanceAfter: 10, reason: "grant" },
+    ]);
+    expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(userId));
+  });
+
+  it("settle with used = reserved writes nothing", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 3 });
+    const requestId = request();
+    await reserveCredits({ userId, pages: 2, requestId });
+    expect(await settleCredits({ userId, requestId, reserved: 2, used: 2 })).toEqual({ refunded: 0, balance: 1 });
+    expect((await listLedger(userId)).entries).toHaveLength(2);
+  });
+
+  it("refund gives back a failed request's reservation, never more", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 4 });
+    const requestId = request();
+    await reserveCredits({ userId, pages: 4, requestId });
+    expect(await refundCredits({ userId, requestId, pages: 4 })).toEqual({ refunded: 4, balance: 4 });
+    expect(await refundCredits({ userId, requestId, pages: 4 })).toEqual({ refunded: 0, balance: 4 });
+    expect(await refundCredits({ userId, requestId: request(), pages: 100 })).toEqual({ refunded: 0, balance: 4 });
+  });
+
+  it("refuses to reserve more than the balance and charges nothing", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 2 });
+    expect(await reserveCredits({ userId, pages: 3, requestId: request() })).toEqual({ ok: false, balance: 2 });
+    expect(await getBalance(userId)).toBe(2);
+    await expect(reserveCredits({ userId, pages: 0, requestId: request() })).rejects.toThrow();
+  });
+
+  it("race: 100 concurrent one-page requests on a balance of 10 → exactly 10 charged", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 10 });
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () => reserveCredits({ userId, pages: 1, requestId: request() })),
+    );
+    expect(results.filter((result) => result.ok)).toHaveLength(10);
+    expect(await getBalance(userId)).toBe(0);
+    const { entries } = await listLedger(userId, { limit: 100 });
+    expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(10);
+    expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(0);
+  });
+
+  it("pages the ledger newest first", async () => {
+    const userId = user();
+    for (let credits = 1; credits <= 5; credits++) await grantCredits({ userId, credits });
+    const first = await listLedger(userId, { limit: 2 });
+    expect(first.entries.map((entry) => entry.delta)).toEqual([5, 4]);
+    const second = await listLedger(userId, { limit: 2, cursor: first.nextCursor });
+    expect(second.entries.map((entry) => entry.delta)).toEqual([3, 2]);
+    const third = await listLedger(userId, { limit: 2, cursor: second.nextCursor });
+    expect(third).toEqual({ entries: [expect.objectContaining({ delta: 1 })], nextCursor: null });
+    // A garbage cursor starts from the newest rather than failing.
+    expect((await listLedger(userId, { limit: 1, cursor: "nonsense" })).entries[0]?.delta).toBe(5);
+  });
+
+  it("reports pages used per day for the last 30 days, today last", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 20 });
+    const a = request();
+    await reserveCredits({ userId, pages: 6, requestId: a });
+    await settleCredits({ userId, requestId: a, reserved: 6, used: 4 });
+    await reserveCredits({ userId, pages: 3, requestId: request() });
+    const usage = await getDailyUsage(userId);
+    expect(usage).toHaveLength(30);
+    expect(usage.at(-1)).toEqual({ day: new Date().toISOString().slice(0, 10), pages: 7 });
+    expect(usage.slice(0, -1).every((day) => day.pages === 0)).toBe(true);
+    expect(usage[0]?.day).toBe(new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10));
+  });
+});
+
+describe("idempotency keys", () => {
+  const response = { status: 200, headers: { "content-type": "application/json" }, body: '{"success":true}' };
+
+  it("first claim wins, a concurrent retry is in progress, a finished one replays", async () => {
+    const userId = user();
+    const fingerprint = fingerprintRequest(["POST", "/api/ocr/process", '{"image":"…"}']);
+    const claims = await Promise.all(
+      Array.from({ length: 5 }, () => claimIdempotencyKey({ userId, key: "retry-1", fingerprint })),
+    );
+    const winners = claims.filter((claim) => claim.status === "claimed");
+    expect(winners).toHaveLength(1);
+    expect(claims.filter((claim) => claim.status === "in-progress")).toHaveLength(4);
+
+    const winner = winners[0];
+    if (winner?.status !== "claimed") throw new Error("no winner");
+    expect(await completeIdempotencyKey({ userId, key: "retry-1", token: winner.token, response })).toBe(true);
+    expect(await claimIdempotencyKey({ userId, key: "retry-1", fingerprint })).toEqual({ status: "replay", response });
+    // Another body under the same key is a mismatch; another account has its own keys.
+    expect(await claimIdempotencyKey({ userId, key: "retry-1", fingerprint: fingerprintRequest(["other"]) })).toEqual({
+      status: "mismatch",
+    });
+    expect((await claimIdempotencyKey({ userId: user(), key: "retry-1", fingerprint })).status).toBe("claimed");
+  });
+
+  it("keeps done records for 24 h", async () => {
+    const userId = user();
+    const claim = await claimIdempotencyKey({ userId, key: "ttl", fingerprint: "f" });
+    if (claim.status !== "claimed") throw new Error("not claimed");
+    await completeIdempotencyKey({ userId, key: "ttl", token: claim.token, response });
+    const ttl = await getStore().getIdempotencyTtl(`${userId}:${createHash("sha256").update("ttl").digest("hex")}`);
+    expect(ttl).toBeGreaterThan(IDEMPOTENCY_TTL_MS - 60_000);
+  });
+
+  it("a released claim lets the retry run again", async () => {
+    const userId = user();
+    const claim = await claimIdempotencyKey({ userId, key: "fails", fingerprint: "f" });
+    if (claim.status !== "claimed") throw new Error("not claimed");
+    expect(await releaseIdempotencyKey({ userId, key: "fails", token: claim.token })).toBe(true);
+    expect((await claimIdempotencyKey({ userId, key: "fails", fingerprint: "f" })).status).toBe("claimed");
+  });
+
+  it("rejects malformed keys", async () => {
+    await expect(claimIdempotencyKey({ userId: user(), key: "", fingerprint: "f" })).rejects.toMatchObject({
+      code: "invalid_request",
+    });
+    await expect(claimIdempotencyKey({ userId: user(), key: "a b", fingerprint: "f" })).rejects.toMatchObject({
+      code: "invalid_request",
+    });
+  });
+
+  it("fingerprints are length-delimited", () => {
+    expect(fingerprintRequest(["ab", "c"])).not.toBe(fingerprintRequest(["a", "bc"]));
+    expect(fingerprintRequest(["x", new Uint8Array([1, 2])])).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
