@@ -18,8 +18,9 @@ export async function startSession(userId: string): Promise<void> {
 /** Delete the current session in the store and its cookie. */
 export async function endSession(): Promise<void> {
   const jar = await cookies();
-  await deleteSession(jar.get(SESSION_COOKIE)?.value);
+  const sessionId = jar.get(SESSION_COOKIE)?.value;
   jar.delete(SESSION_COOKIE);
+  await deleteSession(sessionId);
 }
 
 async function isSecure(): Promise<boolean> {
