@@ -1,0 +1,86 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { resolveApiKey } from "@/lib/keys";
+import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+// The CLI and this test share one Redis prefix, so what the CLI writes can be checked through lib/ directly.
+const { prefix } = withRedisStoreEnv("admin-cli", { FREE_CREDITS: "100" });
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function admin(...args: string[]): Promise<Result> {
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, FREE_CREDITS: "100" };
+  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
+    delete env[name];
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(path.join(ROOT, "node_modules/.bin/tsx"), [path.join(ROOT, "scripts/admin.ts"), ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("admin CLI (npm run admin)", () => {
+  const email = `ops-${Date.now()}@example.com`;
+
+  it("exits 2 with the usage for a missing or unknown command or option", async () => {
+    const cases = [[], ["frobnicate"], ["balance", "--bogus"], ["create-user", "--email", email], ["grant", "--email", email, "--credits", "-3"]];
+    const results = await Promise.all(cases.map((args) => admin(...args)));
+    results.forEach((result, index) => {
+      expect(result.code, cases[index]?.join(" ")).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain("Usage: npm run admin -- <command>");
+    });
+    const help = await admin("--help");
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("create-key  --email E [--name N]");
+  });
+
+  it("creates a user, a key (printing only the key), grants credits, shows the balance and revokes the key", async () => {
+    const created = await admin("create-user", "--email", email.toUpperCase(), "--password", "operator password");
+    expect(created).toMatchObject({ code: 0, stderr: "" });
+    const userId = created.stdout.trim();
+    expect(userId).toMatch(/^usr_/);
+
+    const duplicate = await admin("create-user", "--email", email, "--password", "operator password");
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stderr).toContain("already exists");
+
+    const key = await admin("create-key", "--email", email, "--name", "batch job");
+    expect(key.code).toBe(0);
+    expect(key.stdout).toMatch(/^ocr_[1-9A-HJ-NP-Za-km-z]{43,44}\n$/);
+    const token = key.stdout.trim();
+    expect(await resolveApiKey(token)).toMatchObject({ userId, name: "batch job" });
+
+    expect(await admin("balance", "--email", email)).toMatchObject({ code: 0, stdout: "100\n" });
+    expect(await admin("grant", "--email", email, "--credits", "50")).toMatchObject({ code: 0, stdout: "150\n" });
+    expect(await admin("balance", "--email", email)).toMatchObject({ code: 0, stdout: "150\n" });
+
+    const revoked = await admin("revoke-key", "--email", email, "--start", token.slice(0, 12));
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(token.slice(0, 12));
+    expect(await resolveApiKey(token)).toBeNull();
+    const again = await admin("revoke-key", "--email", email, "--start", token.slice(0, 12));
+    expect(again.code).toBe(1);
+  });
+
+  it("exits 1 for an unknown account", async () => {
+    const result = await admin("balance", "--email", "nobody@example.com");
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("No account with e-mail nobody@example.com");
+  });
+});
