@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import {
   AUTH_ATTEMPTS,
+  AUTH_WINDOW_MS,
   createSession,
   deleteSession,
   getAccountByEmail,
@@ -16,7 +17,7 @@ import {
 } from "@/lib/accounts";
 import { getBalance, listLedger } from "@/lib/credits";
 import { getStore } from "@/lib/store";
-import { withRedisStoreEnv } from "../support/redis";
+import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
 withRedisStoreEnv("accounts", { FREE_CREDITS: "100" });
 
@@ -84,6 +85,7 @@ describe("sign-in", () => {
   it(`allows ${AUTH_ATTEMPTS} attempts per e-mail per window, then refuses even the right password`, async () => {
     const address = email();
     await signUp({ email: address, password });
+    await waitForWindowRoom(AUTH_WINDOW_MS, 20_000);
     for (let i = 0; i < AUTH_ATTEMPTS - 1; i++) {
       await expect(signIn({ email: address, password: "wrong password" })).rejects.toMatchObject({ code: "unauthorized" });
     }
@@ -96,6 +98,7 @@ describe("sign-in", () => {
 
   it(`allows ${AUTH_ATTEMPTS} attempts per IP per window across e-mails`, async () => {
     const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    await waitForWindowRoom(AUTH_WINDOW_MS, 20_000);
     for (let i = 0; i < AUTH_ATTEMPTS; i++) {
       await expect(signIn({ email: email(), password, ip })).rejects.toMatchObject({ code: "unauthorized" });
     }

@@ -13,7 +13,7 @@ import {
   revokeApiKeyByStart,
 } from "@/lib/keys";
 import { createClient } from "redis";
-import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
+import { TEST_REDIS_URL, waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
 const { prefix } = withRedisStoreEnv("keys", { RATE_LIMIT_PER_MINUTE: "3" });
 const user = () => `usr_${randomBytes(6).toString("hex")}`;
@@ -109,6 +109,7 @@ describe("API keys", () => {
 describe("rate limit per key", () => {
   it("allows RATE_LIMIT_PER_MINUTE requests and rejects the next with Retry-After", async () => {
     const keyId = `key_${randomBytes(6).toString("hex")}`;
+    await waitForWindowRoom(60_000, 5_000);
     const results = [];
     for (let i = 0; i < 4; i++) results.push(await checkRateLimit(keyId));
     expect(results.map((result) => result.success)).toEqual([true, true, true, false]);

@@ -11,7 +11,14 @@ import {
   type Store,
   type UserRecord,
 } from "@/lib/store";
-import { TEST_REDIS_URL, assertRedisReachable, countKeysWithPrefix, createTestPrefix, deleteKeysWithPrefix } from "../support/redis";
+import {
+  TEST_REDIS_URL,
+  assertRedisReachable,
+  countKeysWithPrefix,
+  createTestPrefix,
+  deleteKeysWithPrefix,
+  waitForWindowRoom,
+} from "../support/redis";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
 
 interface Adapter {
@@ -389,6 +396,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("allows N requests per window and rejects the next with the reset time", async () => {
       const identifier = id("key");
       const windowMs = 60_000;
+      await waitForWindowRoom(windowMs, 5_000);
       const before = Date.now();
       const results = [];
       for (let i = 0; i < 6; i++) results.push(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
@@ -408,7 +416,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const identifier = id("key");
       const windowMs = 400;
       // Start at the beginning of a window so the two calls land in it.
-      await sleep(windowMs - (Date.now() % windowMs) + 5);
+      await waitForWindowRoom(windowMs, windowMs);
       expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
       expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(false);
       await sleep(windowMs);

@@ -85,3 +85,12 @@ export function withRedisStoreEnv(label: string, extraEnv: Record<string, string
   });
   return { prefix };
 }
+
+/**
+ * Rate limits use fixed windows aligned to the clock (@upstash/ratelimit's fixedWindow). A test that counts
+ * requests within one window waits, when the current window ends within `neededMs`, for the next one to begin.
+ */
+export async function waitForWindowRoom(windowMs: number, neededMs: number): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < neededMs) await new Promise((resolve) => setTimeout(resolve, left + 5));
+}
