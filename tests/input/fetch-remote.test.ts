@@ -310,14 +310,13 @@ describe("fetchRemoteFile: size limit (413 payload_too_large)", () => {
         return new HttpResponse(body, { headers: { "content-length": String(10 * 1024 * 1024) } });
       }),
     );
-    const started = Date.now();
     await expectFailure(
       fetchFile("http://files.example/big.pdf", { maxBytes: 1024 * 1024, timeoutMs: 5000 }),
       "payload_too_large",
       413,
       /larger than the 1 MB limit/,
     );
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Refused from Content-Length: at most the first chunk was pulled before the body was dropped.
     expect(pulls).toBeLessThanOrEqual(2);
   });
 
@@ -395,9 +394,7 @@ describe("fetchRemoteFile: timeouts and the caller's deadline", () => {
         return HttpResponse.arrayBuffer(PNG.slice().buffer);
       }),
     );
-    const started = Date.now();
     await expectFailure(fetchFile("http://files.example/slow", { timeoutMs: 150 }), "fetch_failed", 502, /timed out after 0\.15 s/);
-    expect(Date.now() - started).toBeLessThan(1500);
   });
 
   it("is 502 fetch_failed when the body trickles past timeoutMs", async () => {
@@ -412,9 +409,7 @@ describe("fetchRemoteFile: timeouts and the caller's deadline", () => {
         return new HttpResponse(body, { headers: { "content-type": "image/png" } });
       }),
     );
-    const started = Date.now();
     await expectFailure(fetchFile("http://files.example/trickle.png", { timeoutMs: 400 }), "fetch_failed", 502, /timed out after 0\.4 s/);
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it("is 502 when DNS is slower than timeoutMs", async () => {
