@@ -1,2 +1,321 @@
-/** Placeholder: replaced by the fixture generator of the OCR engine tests. */
-export async function generateFixtures(): Promise<void> {}
+/**
+ * Generates the OCR test fixtures under tests/.generated/ (gitignored): pages rendered with the committed
+ * Liberation fonts, PDFs built with pdf-lib, and hostile files. Each readable fixture gets a `<name>.gt.txt`
+ * beside it, the layout `npm run bench` reads, so `npm run bench -- tests/.generated` works too.
+ *
+ * Run by vitest's global setup; `npm run fixtures` runs it by hand. Skipped when the stamp matches.
+ */
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { crc32, deflateSync } from "node:zlib";
+import { createCanvas, GlobalFonts, type Canvas, type SKRSContext2D } from "@napi-rs/canvas";
+import { PDFDocument, StandardFonts } from "pdf-lib";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
+const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
+/** Bump when the fixtures change. */
+const VERSION = "6";
+
+export const TEXTS = {
+  paragraph: [
+    "Optical character recognition turns pictures of text",
+    "into text that software can search, copy and index.",
+    "This invoice lists 3 items with a total of 42.50 EUR.",
+  ],
+  columnLeft: [
+    "Apples grow on trees in cool",
+    "orchards and ripen late in the",
+    "summer when the nights begin",
+    "to shorten and the air turns.",
+    "Farmers pick them by hand and",
+    "store them in dark barns where",
+    "they keep for many months. In",
+    "spring the trees flower again",
+    "and bees carry pollen between",
+    "the rows. A good harvest needs",
+    "rain in June and sun in August",
+    "and a little luck with frost.",
+  ],
+  columnRight: [
+    "Rivers carry water from high",
+    "mountains down to the open sea",
+    "and shape wide valleys over",
+    "many thousands of quiet years.",
+    "Their banks give homes to fish",
+    "birds and otters, and towns grew",
+    "where boats could land. Floods",
+    "bring rich soil to the fields",
+    "but can also destroy bridges.",
+    "Engineers build dams to store",
+    "water for dry seasons and to",
+    "make electricity for cities.",
+  ],
+  receipt: [
+    "CORNER GROCERY",
+    "12 MARKET STREET",
+    "MILK 1L 1.29",
+    "BREAD 2.15",
+    "APPLES 1KG 3.40",
+    "TOTAL 6.84",
+    "CASH 10.00",
+    "CHANGE 3.16",
+  ],
+  heading: "Quarterly Report",
+  body: ["Sales grew in every region this quarter.", "The details follow in the list below."],
+  bullets: ["First item in the list", "Second item in the list"],
+  french: [
+    "Le présent de l'indicatif est utilisé pour exprimer",
+    "une vérité générale. Nous parlons et vous finissez",
+    "le travail avec les élèves de la classe dans une école.",
+    "Ils sont très contents de cette leçon sur les verbes.",
+  ],
+  pdfPages: [
+    { heading: "Introduction", body: ["This document was generated for the test suite.", "It has three pages of plain text."] },
+    { heading: "Methods", body: ["The second page describes the methods.", "Every line is drawn with a standard font."] },
+    { heading: "Results", body: ["The third page holds the results.", "Nothing here was scanned."] },
+  ],
+} as const;
+
+let fontsRegistered = false;
+function registerFonts(): void {
+  if (fontsRegistered) return;
+  GlobalFonts.registerFromPath(path.join(FONT_DIR, "LiberationSans-Regular.ttf"), "Fixture Sans");
+  GlobalFonts.registerFromPath(path.join(FONT_DIR, "LiberationSans-Bold.ttf"), "Fixture Sans Bold");
+  fontsRegistered = true;
+}
+
+interface TextLine {
+  text: string;
+  x: number;
+  y: number;
+  size: number;
+  bold?: boolean;
+}
+
+function renderLines(width: number, height: number, lines: TextLine[]): Canvas {
+  registerFonts();
+  const canvas = createCanvas(width, height);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = "#111111";
+  ctx.textBaseline = "alphabetic";
+  for (const line of lines) {
+    ctx.font = `${line.size}px "${line.bold ? "Fixture Sans Bold" : "Fixture Sans"}"`;
+    ctx.fillText(line.text, line.x, line.y);
+  }
+  return canvas;
+}
+
+function stack(texts: readonly string[], x: number, top: number, size: number, gap = 1.5): TextLine[] {
+  return texts.map((text, i) => ({ text, x, y: top + size + i * size * gap, size }));
+}
+
+/** A PNG written by hand (8-bit greyscale), for headers that lie and real bombs. */
+function greyPng(width: number, height: number, idat: Uint8Array): Uint8Array {
+  const chunk = (type: string, data: Uint8Array) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, "ascii");
+    Buffer.from(data).copy(out, 8);
+    out.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type, "ascii"), Buffer.from(data)])), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 0; // greyscale
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", idat),
+    chunk("IEND", new Uint8Array(0)),
+  ]);
+}
+
+/** A JPEG whose pixels are stored turned, with the EXIF orientation that turns them back. */
+function exifJpeg(upright: Canvas, orientation: 3 | 6 | 8): Uint8Array {
+  const { width: w, height: h } = upright;
+  const transposed = orientation !== 3;
+  const stored = createCanvas(transposed ? h : w, transposed ? w : h);
+  const ctx: SKRSContext2D = stored.getContext("2d");
+  if (orientation === 3) {
+    ctx.translate(w, h);
+    ctx.rotate(Math.PI);
+  } else if (orientation === 6) {
+    // Displayed by rotating 90° clockwise, so store it rotated 90° counter-clockwise.
+    ctx.translate(0, w);
+    ctx.rotate(-Math.PI / 2);
+  } else {
+    ctx.translate(h, 0);
+    ctx.rotate(Math.PI / 2);
+  }
+  ctx.drawImage(upright, 0, 0);
+  const jpeg = stored.toBuffer("image/jpeg", 92);
+  // APP1 "Exif\0\0", big-endian TIFF header, one IFD entry: Orientation (0x0112), SHORT, 1 value.
+  const tiff = Buffer.from([
+    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, 0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01,
+    0x00, orientation, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  ]);
+  const payload = Buffer.concat([Buffer.from("Exif\0\0", "binary"), tiff]);
+  const app1 = Buffer.alloc(4);
+  app1[0] = 0xff;
+  app1[1] = 0xe1;
+  app1.writeUInt16BE(payload.length + 2, 2);
+  return Buffer.concat([jpeg.subarray(0, 2), app1, payload, jpeg.subarray(2)]);
+}
+
+/** A PDF whose trailer points at a Standard security handler with a user password: pdf.js asks for it. */
+function encryptedPdf(): Uint8Array {
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+    "<< /Length 0 >>\nstream\n\nendstream",
+    `<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <${"a1".repeat(32)}> /U <${"5c".repeat(32)}> >>`,
+  ];
+  let body = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  objects.forEach((object, i) => {
+    offsets.push(body.length);
+    body += `${i + 1} 0 obj\n${object}\nendobj\n`;
+  });
+  const xref = body.length;
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  for (const offset of offsets) body += `${String(offset).padStart(10, "0")} 00000 n \n`;
+  const id = "0123456789abcdef0123456789abcdef";
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 5 0 R /ID [<${id}> <${id}>] >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(body, "latin1");
+}
+
+async function textPdf(pages: ReadonlyArray<{ heading: string; body: readonly string[] }>): Promise<Uint8Array> {
+  const pdf = await PDFDocument.create();
+  const regular = await pdf.embedFont(StandardFonts.Helvetica);
+  const bold = await pdf.embedFont(StandardFonts.HelveticaBold);
+  for (const page of pages) {
+    const p = pdf.addPage([612, 792]);
+    p.drawText(page.heading, { x: 72, y: 700, size: 24, font: bold });
+    page.body.forEach((line, i) => p.drawText(line, { x: 72, y: 660 - i * 16, size: 11, font: regular }));
+  }
+  return pdf.save();
+}
+
+/** An image-only "scan": a rendered page embedded as a PNG, no text layer. */
+async function imagePdf(png: Uint8Array, pageCount = 1): Promise<Uint8Array> {
+  const pdf = await PDFDocument.create();
+  const image = await pdf.embedPng(png);
+  for (let i = 0; i < pageCount; i++) {
+    const page = pdf.addPage([612, 792]);
+    const width = 540;
+    const height = (image.height / image.width) * width;
+    page.drawImage(image, { x: 36, y: 792 - 36 - height, width, height });
+  }
+  return pdf.save();
+}
+
+async function mixedPdf(png: Uint8Array): Promise<Uint8Array> {
+  const text = await PDFDocument.load(await textPdf(TEXTS.pdfPages.slice(0, 1)));
+  const scan = await PDFDocument.load(await imagePdf(png));
+  const [scanPage] = await text.copyPages(scan, [0]);
+  text.addPage(scanPage);
+  return text.save();
+}
+
+function seededBytes(length: number, seed: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let state = seed;
+  for (let i = 0; i < length; i++) {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    out[i] = state >>> 24;
+  }
+  return out;
+}
+
+export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
+  const stamp = path.join(dir, ".version");
+  if (existsSync(stamp) && (await fs.readFile(stamp, "utf8")) === VERSION) return;
+  await fs.rm(dir, { recursive: true, force: true });
+  await fs.mkdir(path.join(dir, "hostile"), { recursive: true });
+  const write = (name: string, bytes: Uint8Array | string) => fs.writeFile(path.join(dir, name), bytes);
+  const withTruth = async (name: string, bytes: Uint8Array, truth: string) => {
+    await write(name, bytes);
+    await write(name.replace(/\.[a-z]+$/, ".gt.txt"), `${truth}\n`);
+  };
+
+  // A paragraph at a 300-DPI-like size, in PNG, WebP and EXIF-rotated JPEGs.
+  const paragraph = renderLines(1500, 300, stack(TEXTS.paragraph, 40, 30, 36));
+  const paragraphPng = paragraph.toBuffer("image/png");
+  const paragraphTruth = TEXTS.paragraph.join("\n");
+  await withTruth("paragraph.png", paragraphPng, paragraphTruth);
+  await withTruth("paragraph.webp", paragraph.toBuffer("image/webp", 95), paragraphTruth);
+  await withTruth("paragraph.jpg", paragraph.toBuffer("image/jpeg", 92), paragraphTruth);
+  for (const orientation of [3, 6, 8] as const) {
+    await withTruth(`paragraph-exif${orientation}.jpg`, exifJpeg(paragraph, orientation), paragraphTruth);
+  }
+
+  // The same text as a 75-DPI-like scan: small glyphs that need upscaling.
+  await withTruth("small-text.png", renderLines(480, 80, stack(TEXTS.paragraph, 10, 6, 11)).toBuffer("image/png"), paragraphTruth);
+
+  // Two columns: a reader must finish the left one before the right one.
+  const columns = renderLines(1400, 760, [...stack(TEXTS.columnLeft, 40, 30, 30), ...stack(TEXTS.columnRight, 720, 30, 30)]);
+  await withTruth("two-column.png", columns.toBuffer("image/png"), [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"));
+
+  // A narrow receipt.
+  const receipt = renderLines(520, 560, stack(TEXTS.receipt, 30, 20, 30, 1.8));
+  await withTruth("receipt.png", receipt.toBuffer("image/png"), TEXTS.receipt.join("\n"));
+
+  // Heading, paragraph and a bulleted list (markdown structure from pixels).
+  const structured = renderLines(1500, 480, [
+    { text: TEXTS.heading, x: 40, y: 90, size: 64, bold: true },
+    ...stack(TEXTS.body, 40, 140, 30),
+    ...stack(
+      TEXTS.bullets.map((b) => `•  ${b}`),
+      70,
+      280,
+      30,
+    ),
+  ]);
+  await withTruth("structured.png", structured.toBuffer("image/png"), [TEXTS.heading, ...TEXTS.body, ...TEXTS.bullets].join("\n"));
+
+  // French, for automatic language selection.
+  await withTruth("french.png", renderLines(1700, 300, stack(TEXTS.french, 40, 30, 34)).toBuffer("image/png"), TEXTS.french.join("\n"));
+
+  // PDFs: born-digital, image-only (scanned), mixed, and an empty one.
+  const pdfTruth = TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n");
+  await withTruth("born-digital.pdf", await textPdf(TEXTS.pdfPages), pdfTruth);
+  await withTruth("scanned.pdf", await imagePdf(paragraphPng), paragraphTruth);
+  await withTruth("mixed.pdf", await mixedPdf(paragraphPng), `${[TEXTS.pdfPages[0].heading, ...TEXTS.pdfPages[0].body].join("\n")}\n\n${paragraphTruth}`);
+  await write("hostile/zero-pages.pdf", await (await PDFDocument.create()).save());
+  await write("hostile/encrypted.pdf", encryptedPdf());
+
+  // Hostile inputs.
+  const jpeg = paragraph.toBuffer("image/jpeg", 92);
+  const pdf = await textPdf(TEXTS.pdfPages);
+  await write("hostile/empty.bin", new Uint8Array(0));
+  await write("hostile/random.bin", seededBytes(4096, 7));
+  await write("hostile/truncated.png", paragraphPng.subarray(0, Math.floor(paragraphPng.length / 2)));
+  await write("hostile/truncated-header.png", paragraphPng.subarray(0, 20));
+  await write("hostile/truncated.jpg", jpeg.subarray(0, Math.floor(jpeg.length / 2)));
+  await write("hostile/truncated.pdf", pdf.subarray(0, Math.floor(pdf.length / 3)));
+  await write("hostile/huge-header.png", greyPng(100_000, 100_000, deflateSync(new Uint8Array(1))));
+  // A real decompression bomb: 8000×8000 white pixels (64 MP) in about 60 KB.
+  const row = new Uint8Array(8001).fill(255);
+  row[0] = 0;
+  const rows = Buffer.alloc(row.length * 8000);
+  for (let y = 0; y < 8000; y++) rows.set(row, y * row.length);
+  await write("hostile/bomb.png", greyPng(8000, 8000, deflateSync(rows, { level: 9 })));
+  await write("hostile/gif.gif", Buffer.from("GIF89a\x01\x00\x01\x00\x00\x00\x00;", "latin1"));
+  await write("hostile/html.html", "<!doctype html><html><body>not an image</body></html>");
+  await write("hostile/not-really.pdf", "%PDF-1.7\n this is not a PDF at all");
+
+  await write(".version", VERSION);
+}
+
+// `npm run fixtures`
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
+  await generateFixtures();
+  console.log(`fixtures written to ${path.relative(process.cwd(), FIXTURE_DIR)}`);
+}

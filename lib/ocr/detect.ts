@@ -1,0 +1,52 @@
+import { ApiError } from "@/lib/errors";
+
+export type FileType = "pdf" | "jpeg" | "png" | "webp";
+
+export const mediaTypes: Record<FileType, string> = {
+  pdf: "application/pdf",
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+};
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+function startsWith(bytes: Uint8Array, signature: ArrayLike<number>, offset = 0): boolean {
+  if (bytes.length < offset + signature.length) return false;
+  for (let i = 0; i < signature.length; i++) if (bytes[offset + i] !== signature[i]) return false;
+  return true;
+}
+
+function ascii(text: string): number[] {
+  return Array.from(text, (c) => c.charCodeAt(0));
+}
+
+const PDF_MAGIC = ascii("%PDF-");
+
+/**
+ * The file type from its magic bytes; names and declared content types are never trusted.
+ * PDF readers accept a `%PDF-` header anywhere in the first 1 KiB (some generators prepend junk), so do we.
+ */
+export function sniffFileType(bytes: Uint8Array): FileType | null {
+  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
+  if (startsWith(bytes, PNG_SIGNATURE)) return "png";
+  if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "webp";
+  const head = Math.min(bytes.length - PDF_MAGIC.length, 1024);
+  for (let i = 0; i <= head; i++) {
+    if (bytes[i] === 0x25 && startsWith(bytes, PDF_MAGIC, i)) return "pdf";
+  }
+  return null;
+}
+
+/** Like `sniffFileType`, but an unknown type is a `415 unsupported_media_type`. */
+export function detectFileType(bytes: Uint8Array): FileType {
+  if (bytes.length === 0) throw new ApiError("invalid_request", "The file is empty");
+  const type = sniffFileType(bytes);
+  if (!type) {
+    throw new ApiError(
+      "unsupported_media_type",
+      "Unsupported file type: the bytes are not a PDF, JPEG, PNG or WebP file",
+    );
+  }
+  return type;
+}

@@ -1,0 +1,126 @@
+import { z } from "zod";
+
+/** `[x0, y0, x1, y1]` normalized to 0–1 of the page, so scans and text-layer pages compare directly. */
+export const bboxSchema = z
+  .tuple([z.number(), z.number(), z.number(), z.number()])
+  .describe("[x0, y0, x1, y1], normalized to 0–1 of the page width and height");
+export type BBox = z.infer<typeof bboxSchema>;
+
+const confidence = z.number().min(0).max(100).describe("0–100; character-weighted mean of word confidences");
+
+export const ocrWordSchema = z.object({
+  text: z.string(),
+  confidence,
+  bbox: bboxSchema,
+});
+export type OcrWord = z.infer<typeof ocrWordSchema>;
+
+export const ocrLineSchema = z.object({
+  text: z.string(),
+  confidence,
+  bbox: bboxSchema,
+  words: z.array(ocrWordSchema),
+});
+export type OcrLine = z.infer<typeof ocrLineSchema>;
+
+export const ocrBlockSchema = z.object({
+  text: z.string(),
+  confidence,
+  bbox: bboxSchema,
+  lines: z.array(ocrLineSchema),
+});
+export type OcrBlock = z.infer<typeof ocrBlockSchema>;
+
+export const pageSourceSchema = z.enum(["ocr", "text-layer"]);
+export type PageSource = z.infer<typeof pageSourceSchema>;
+
+export const ocrPageSchema = z.object({
+  number: z.number().int().min(1).describe("1-based page number in the original document"),
+  width: z.number().int().describe("pixel width the page was read at"),
+  height: z.number().int().describe("pixel height the page was read at"),
+  source: pageSourceSchema.describe("`text-layer`: the PDF's own text; `ocr`: recognized from pixels"),
+  confidence,
+  text: z.string(),
+  blocks: z.array(ocrBlockSchema),
+});
+export type OcrPage = z.infer<typeof ocrPageSchema>;
+
+/** The document every renderer reads. `JSON.parse(extractedText)` of a `json` response gives exactly this. */
+export const ocrDocumentSchema = z.object({
+  pages: z.array(ocrPageSchema),
+});
+export type OcrDocument = z.infer<typeof ocrDocumentSchema>;
+
+/**
+ * Extra layout facts the markdown renderer uses but the public JSON does not carry: per line, the font size
+ * (text-layer pages) or the glyph height in pixels (scans), both relative within a page.
+ */
+export interface LineStyle {
+  size: number;
+  bold?: boolean;
+  monospace?: boolean;
+}
+
+/** How a page was read (for the bench and debugging; not part of the public document). */
+export interface PageTrace {
+  scale?: number;
+  crop?: string;
+  psm?: string;
+  coverage?: number;
+  langs?: string;
+  /** Passes through Tesseract (PSM retry and language re-read add passes). */
+  passes?: number;
+}
+
+/** A page plus renderer-only hints, indexed like `page.blocks[b].lines[l]`. */
+export interface ExtractedPage extends OcrPage {
+  lineStyles: LineStyle[][];
+  trace?: PageTrace;
+}
+
+export interface ExtractedDocument {
+  pages: ExtractedPage[];
+  /** Pages in the file (for PDFs, before page selection and the page limit). */
+  pageCount: number;
+}
+
+/** Character-weighted mean confidence of words; `fallback` when there are no characters. */
+export function weightedConfidence(words: Iterable<{ text: string; confidence: number }>, fallback = 0): number {
+  let sum = 0;
+  let chars = 0;
+  for (const word of words) {
+    const n = word.text.length;
+    sum += word.confidence * n;
+    chars += n;
+  }
+  return chars === 0 ? fallback : round1(sum / chars);
+}
+
+export function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}
+
+export function round4(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
+}
+
+export function unionBBox(boxes: Iterable<BBox>): BBox {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  for (const [a, b, c, d] of boxes) {
+    if (a < x0) x0 = a;
+    if (b < y0) y0 = b;
+    if (c > x1) x1 = c;
+    if (d > y1) y1 = d;
+  }
+  return Number.isFinite(x0) ? [x0, y0, x1, y1] : [0, 0, 0, 0];
+}
+
+/** Strip renderer-only hints: the public document. */
+export function toPublicDocument(document: ExtractedDocument): OcrDocument {
+  return {
+    pages: document.pages.map(({ lineStyles: _lineStyles, trace: _trace, ...page }) => page),
+  };
+}

@@ -1,0 +1,88 @@
+import { createRequire } from "node:module";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { ApiError } from "@/lib/errors";
+
+/** What a request asked for: explicit languages (primary first), or `auto` (English, re-read in another
+ * installed language when the text is clearly in it). */
+export interface LanguageChoice {
+  langs: string[];
+  auto: boolean;
+}
+
+const DATA_VARIANT = "4.0.0_best_int"; // LSTM-only integer models: small and fast
+
+// Resolve from the app's root, not from this (possibly bundled) module's location.
+const requireFromApp = createRequire(path.join(process.cwd(), "noop.js"));
+
+/** The directory of `@tesseract.js-data/<lang>`'s LSTM model, or null when the package is not installed. */
+function packageDataDir(lang: string): string | null {
+  try {
+    const dir = path.join(path.dirname(requireFromApp.resolve(`@tesseract.js-data/${lang}/package.json`)), DATA_VARIANT);
+    return existsSync(path.join(dir, `${lang}.traineddata.gz`)) ? dir : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Languages that are both configured (`OCR_LANGUAGES`) and installed. English always is. */
+export function availableLanguages(configured: string[]): string[] {
+  const langs = new Set(["eng", ...configured]);
+  return [...langs].filter((lang) => packageDataDir(lang) !== null);
+}
+
+/**
+ * Parse `options.language` (`eng`, `eng+fra`, `deu,eng`, `auto`); unknown or uninstalled languages are a
+ * `400` naming what is available.
+ */
+export function chooseLanguages(requested: string | undefined, fallback: string, available: string[]): LanguageChoice {
+  const spec = (requested ?? fallback).trim().toLowerCase();
+  if (spec === "" || spec === "auto") return { langs: ["eng"], auto: true };
+  const langs = [...new Set(spec.split(/[\s+,]+/).filter(Boolean))];
+  const unknown = langs.filter((lang) => !available.includes(lang));
+  if (unknown.length > 0 || langs.length === 0) {
+    throw new ApiError(
+      "invalid_request",
+      `options.language: unsupported language ${unknown.map((l) => `"${l}"`).join(", ") || `"${spec}"`}; available: auto, ${available.join(", ")} (combine with +)`,
+    );
+  }
+  if (langs.length > 3) throw new ApiError("invalid_request", "options.language: at most 3 languages at once");
+  return { langs, auto: false };
+}
+
+let dataDir: string | undefined;
+const copies = new Map<string, Promise<void>>();
+
+/**
+ * tesseract.js reads every language from one `langPath` directory, while each language ships in its own npm
+ * package: gather the requested ones (copied once per instance) into a directory under the temp dir.
+ * Nothing is ever fetched from a CDN.
+ */
+export async function languageDataPath(langs: string[]): Promise<string> {
+  dataDir ??= path.join(os.tmpdir(), `ocr-tessdata-${DATA_VARIANT}`);
+  await fs.mkdir(dataDir, { recursive: true });
+  const dir = dataDir;
+  await Promise.all(
+    langs.map((lang) => {
+      let copy = copies.get(lang);
+      if (!copy) {
+        copy = copyLanguage(lang, dir);
+        copies.set(lang, copy);
+        copy.catch(() => copies.delete(lang));
+      }
+      return copy;
+    }),
+  );
+  return dir;
+}
+
+async function copyLanguage(lang: string, dir: string): Promise<void> {
+  const source = packageDataDir(lang);
+  if (!source) throw new Error(`Language data for "${lang}" is not installed (npm i @tesseract.js-data/${lang})`);
+  const target = path.join(dir, `${lang}.traineddata.gz`);
+  const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  await fs.copyFile(path.join(source, `${lang}.traineddata.gz`), temp);
+  await fs.rename(temp, target); // atomic: concurrent instances never see half a file
+}

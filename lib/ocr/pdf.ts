@@ -1,0 +1,304 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import { createCanvas, type Canvas } from "@napi-rs/canvas";
+import type { PDFDocumentLoadingTask, PDFDocumentProxy, PDFPageProxy } from "pdfjs-dist";
+import type { TextItem, TextStyle } from "pdfjs-dist/types/src/display/api";
+import { ApiError } from "@/lib/errors";
+import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "./document";
+
+type PdfJs = typeof import("pdfjs-dist");
+
+let pdfjsModule: Promise<PdfJs> | undefined;
+/** pdf.js is large: load it on the first PDF. The legacy build is the one that runs in Node. */
+function loadPdfJs(): Promise<PdfJs> {
+  pdfjsModule ??= import("pdfjs-dist/legacy/build/pdf.mjs") as Promise<PdfJs>;
+  return pdfjsModule;
+}
+
+const requireFromApp = createRequire(path.join(process.cwd(), "noop.js"));
+let resourceDirs: { standardFontDataUrl: string; cMapUrl: string; wasmUrl: string } | undefined;
+/** pdf.js resource directories, as paths with the trailing slash pdf.js insists on. */
+function pdfResources() {
+  if (!resourceDirs) {
+    const root = path.dirname(requireFromApp.resolve("pdfjs-dist/package.json"));
+    resourceDirs = {
+      standardFontDataUrl: path.join(root, "standard_fonts") + path.sep,
+      cMapUrl: path.join(root, "cmaps") + path.sep,
+      // Without it JPEG 2000 scans render blank and OCR silently returns nothing.
+      wasmUrl: path.join(root, "wasm") + path.sep,
+    };
+  }
+  return resourceDirs;
+}
+
+/** PDF pages are reported (and rendered for OCR) at 300 DPI. */
+export const PDF_DPI = 300;
+/** Rendering cap for oversized pages (posters, drawings): beyond it the DPI is lowered. */
+const MAX_RENDER_PIXELS = 36_000_000;
+
+export interface PdfHandle {
+  doc: PDFDocumentProxy;
+  pageCount: number;
+  close(): Promise<void>;
+}
+
+export async function openPdf(bytes: Uint8Array): Promise<PdfHandle> {
+  const pdfjs = await loadPdfJs();
+  let task: PDFDocumentLoadingTask | undefined;
+  try {
+    task = pdfjs.getDocument({
+      data: new Uint8Array(bytes), // pdf.js takes ownership (and detaches) the buffer it is given
+      ...pdfResources(),
+      cMapPacked: true,
+      disableFontFace: true,
+      useSystemFonts: false,
+      verbosity: 0,
+    });
+    const doc = await task.promise;
+    if (doc.numPages < 1) throw new ApiError("unreadable_document", "The PDF has no pages");
+    const loading = task;
+    return { doc, pageCount: doc.numPages, close: () => loading.destroy() };
+  } catch (error) {
+    await task?.destroy().catch(() => {});
+    if (error instanceof ApiError) throw error;
+    const name = error instanceof Error ? error.name : "";
+    if (name === "PasswordException") {
+      throw new ApiError("unreadable_document", "The PDF is encrypted with a password", { cause: error });
+    }
+    throw new ApiError("unreadable_document", "The PDF is corrupt or truncated and could not be read", { cause: error });
+  }
+}
+
+export async function getPdfPage(handle: PdfHandle, number: number): Promise<PDFPageProxy> {
+  try {
+    return await handle.doc.getPage(number);
+  } catch (error) {
+    throw new ApiError("unreadable_document", `Page ${number} of the PDF is corrupt`, { cause: error });
+  }
+}
+
+/** The page's size in pixels at 300 DPI (what a text-layer page reports, and what OCR renders). */
+export function pagePixelSize(page: PDFPageProxy): { width: number; height: number; scale: number } {
+  const viewport = page.getViewport({ scale: 1 });
+  let scale = PDF_DPI / 72;
+  const pixels = viewport.width * viewport.height * scale * scale;
+  if (pixels > MAX_RENDER_PIXELS) scale *= Math.sqrt(MAX_RENDER_PIXELS / pixels);
+  return { width: Math.max(1, Math.round(viewport.width * scale)), height: Math.max(1, Math.round(viewport.height * scale)), scale };
+}
+
+export async function renderPdfPage(page: PDFPageProxy): Promise<Canvas> {
+  const { width, height, scale } = pagePixelSize(page);
+  const canvas = createCanvas(width, height);
+  const viewport = page.getViewport({ scale });
+  try {
+    // pdf.js types want a DOM canvas; in Node it draws through @napi-rs/canvas's compatible API.
+    await page.render({ canvas: canvas as unknown as HTMLCanvasElement, viewport }).promise;
+  } catch (error) {
+    throw new ApiError("unreadable_document", `Page ${page.pageNumber} of the PDF could not be rendered`, { cause: error });
+  }
+  return canvas;
+}
+
+export interface TextLayer {
+  page: ExtractedPage;
+  /** Non-whitespace characters in the text layer. */
+  chars: number;
+  /** Share of those that are unmapped glyphs (U+FFFD, private use, controls): fonts without a usable map. */
+  garbage: number;
+}
+
+interface Fragment {
+  text: string;
+  x0: number;
+  x1: number;
+  top: number;
+  bottom: number;
+  baseline: number;
+  size: number;
+  monospace: boolean;
+  eol: boolean;
+}
+
+interface LineDraft {
+  fragments: Fragment[];
+  x0: number;
+  x1: number;
+  top: number;
+  bottom: number;
+  baseline: number;
+  size: number;
+}
+
+const GARBAGE = /[\uFFFD\uE000-\uF8FF\u0000-\u0008\u000E-\u001F]/gu;
+
+/**
+ * The page's own text as the document model: fragments from pdf.js in content-stream order, joined into
+ * lines by baseline, words split on spaces with proportional boxes, lines grouped into blocks by vertical
+ * gaps and font-size changes. Font sizes travel along as line styles (markdown headings).
+ */
+export async function readTextLayer(page: PDFPageProxy, number: number): Promise<TextLayer> {
+  const pdfjs = await loadPdfJs();
+  const viewport = page.getViewport({ scale: 1 });
+  const content = await page.getTextContent();
+  const styles: Record<string, TextStyle> = content.styles;
+  const fragments: Fragment[] = [];
+  let chars = 0;
+  let garbage = 0;
+  for (const item of content.items) {
+    if (!("str" in item)) continue;
+    const text = (item as TextItem).str;
+    const textItem = item as TextItem;
+    if (!text && !textItem.hasEOL) continue;
+    const nonSpace = text.replace(/\s+/g, "");
+    chars += nonSpace.length;
+    garbage += nonSpace.match(GARBAGE)?.length ?? 0;
+    const tx = pdfjs.Util.transform(viewport.transform, textItem.transform) as number[];
+    const size = Math.hypot(tx[2]!, tx[3]!) || Math.abs(textItem.height) || 1;
+    const style = styles[textItem.fontName];
+    const ascent = style?.ascent && style.ascent > 0 ? style.ascent : 0.8;
+    const descent = style?.descent && style.descent < 0 ? style.descent : -0.2;
+    const x0 = tx[4]!;
+    const baseline = tx[5]!;
+    fragments.push({
+      text,
+      x0,
+      x1: x0 + Math.max(0, textItem.width),
+      top: baseline - ascent * size,
+      bottom: baseline - descent * size,
+      baseline,
+      size,
+      monospace: style?.fontFamily === "monospace",
+      eol: textItem.hasEOL,
+    });
+  }
+  const { width, height } = pagePixelSize(page);
+  const pageBox = { width: viewport.width, height: viewport.height };
+  const lines = groupLines(fragments);
+  const { blocks, lineStyles } = groupBlocks(lines, pageBox);
+  const result: ExtractedPage = {
+    number,
+    width,
+    height,
+    source: "text-layer",
+    confidence: 100,
+    text: blocks.map((b) => b.text).join("\n\n"),
+    blocks,
+    lineStyles,
+  };
+  return { page: result, chars, garbage: chars === 0 ? 0 : garbage / chars };
+}
+
+function groupLines(fragments: Fragment[]): LineDraft[] {
+  const lines: LineDraft[] = [];
+  let current: LineDraft | undefined;
+  let breakNext = false;
+  for (const f of fragments) {
+    const blank = f.text.trim() === "";
+    if (current && !breakNext) {
+      const tolerance = 0.5 * Math.min(f.size, current.size);
+      const sameBaseline = Math.abs(f.baseline - current.baseline) <= tolerance;
+      const continues = f.x0 >= current.x1 - current.size; // not a jump back to the left margin
+      if (blank || (sameBaseline && continues)) {
+        if (!blank) {
+          current.fragments.push(f);
+          current.x1 = Math.max(current.x1, f.x1);
+          current.top = Math.min(current.top, f.top);
+          current.bottom = Math.max(current.bottom, f.bottom);
+        } else if (f.text.length > 0) {
+          current.fragments.push({ ...f, text: " " });
+        }
+        breakNext = f.eol;
+        continue;
+      }
+    }
+    breakNext = f.eol;
+    if (blank) continue;
+    current = { fragments: [f], x0: f.x0, x1: f.x1, top: f.top, bottom: f.bottom, baseline: f.baseline, size: f.size };
+    lines.push(current);
+  }
+  return lines;
+}
+
+/** Words of a line with boxes, assuming evenly spaced characters within each fragment. */
+function lineWords(line: LineDraft, page: { width: number; height: number }): OcrWord[] {
+  const words: OcrWord[] = [];
+  let text = "";
+  let x0 = 0;
+  let x1 = 0;
+  let prev: Fragment | undefined;
+  const flush = () => {
+    if (text) {
+      words.push({ text, confidence: 100, bbox: normBox([x0, line.top, x1, line.bottom], page) });
+    }
+    text = "";
+  };
+  for (const f of line.fragments) {
+    // A visible gap between fragments is a space even when the PDF has no space character.
+    if (prev && f.x0 - prev.x1 > 0.15 * Math.min(f.size, prev.size)) flush();
+    const step = f.text.length > 0 ? (f.x1 - f.x0) / f.text.length : 0;
+    for (let i = 0; i < f.text.length; i++) {
+      const ch = f.text[i]!;
+      if (/\s/.test(ch)) {
+        flush();
+        continue;
+      }
+      if (!text) x0 = f.x0 + i * step;
+      text += ch;
+      x1 = f.x0 + (i + 1) * step;
+    }
+    prev = f;
+  }
+  flush();
+  return words;
+}
+
+function groupBlocks(lines: LineDraft[], page: { width: number; height: number }): { blocks: OcrBlock[]; lineStyles: LineStyle[][] } {
+  const blocks: OcrBlock[] = [];
+  const lineStyles: LineStyle[][] = [];
+  let blockLines: OcrLine[] = [];
+  let styles: LineStyle[] = [];
+  let prev: LineDraft | undefined;
+  const flush = () => {
+    if (blockLines.length > 0) {
+      blocks.push({
+        text: blockLines.map((l) => l.text).join("\n"),
+        confidence: 100,
+        bbox: unionBBox(blockLines.map((l) => l.bbox)),
+        lines: blockLines,
+      });
+      lineStyles.push(styles);
+    }
+    blockLines = [];
+    styles = [];
+  };
+  for (const line of lines) {
+    const words = lineWords(line, page);
+    if (words.length === 0) continue;
+    if (prev) {
+      const gap = line.top - prev.bottom;
+      const sizeChange = Math.abs(line.size - prev.size) > 0.15 * Math.max(line.size, prev.size);
+      const movedUp = line.baseline < prev.baseline - 0.5 * prev.size; // next column or a float
+      if (gap > 0.7 * prev.size || sizeChange || movedUp) flush();
+    }
+    blockLines.push({
+      text: words.map((w) => w.text).join(" "),
+      confidence: 100,
+      bbox: normBox([line.x0, line.top, line.x1, line.bottom], page),
+      words,
+    });
+    styles.push({ size: line.size, monospace: line.fragments.every((f) => f.monospace) });
+    prev = line;
+  }
+  flush();
+  return { blocks, lineStyles };
+}
+
+function normBox([x0, y0, x1, y1]: BBox, page: { width: number; height: number }): BBox {
+  const clamp = (v: number) => Math.min(1, Math.max(0, v));
+  return [
+    round4(clamp(x0 / page.width)),
+    round4(clamp(y0 / page.height)),
+    round4(clamp(x1 / page.width)),
+    round4(clamp(y1 / page.height)),
+  ];
+}
