@@ -1,0 +1,394 @@
+/**
+ * npm run bench -- [folder or file ...] [options]
+ *
+ * Runs every image/PDF that has a `<name>.gt.txt` beside it through the OCR engine and prints accuracy
+ * (CER / WER, plain and case-folded, order-free word F1), latency, throughput with 1 and N workers, cold
+ * start and peak RSS, as a table and (with --json) as JSON.
+ *
+ *   --workers N       workers for the throughput pass (default: available cores)
+ *   --baseline        also run tesseract.js with its defaults (one worker per core, raw files, PSM single block)
+ *   --native          also run the tesseract CLI (OMP_THREAD_LIMIT=1, same traineddata, N processes) and pdftotext
+ *   --long-pdf N      time a generated N-page born-digital PDF (default 120; 0 to skip)
+ *   --lang L          options.language for every file (default: the engine's default, auto)
+ *   --filter S        only files whose path contains S
+ *   --json FILE       write the results as JSON
+ *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see README)
+ */
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs, promisify } from "node:util";
+import { gunzipSync } from "node:zlib";
+import { extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
+import { scoreText, type AccuracyScores } from "./metrics";
+import { makeTextPdf } from "./long-pdf";
+
+const execFileAsync = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "..");
+const DEFAULT_CORPUS = path.resolve(ROOT, "../shared/corpus-dev");
+const DOC_EXTENSIONS = new Set([".pdf", ".png", ".jpg", ".jpeg", ".webp"]);
+
+interface Item {
+  file: string;
+  name: string;
+  truth: string;
+}
+
+interface FileResult extends AccuracyScores {
+  name: string;
+  trace: string;
+  pages: number;
+  sources: string;
+  ms: number;
+  confidence: number;
+}
+
+interface PassResult {
+  pages: number;
+  seconds: number;
+  pagesPerSecond: number;
+}
+
+const { values: args, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    workers: { type: "string" },
+    baseline: { type: "boolean", default: false },
+    native: { type: "boolean", default: false },
+    "long-pdf": { type: "string", default: "120" },
+    lang: { type: "string" },
+    filter: { type: "string" },
+    json: { type: "string" },
+    http: { type: "string" },
+    key: { type: "string" },
+    concurrency: { type: "string" },
+    "cold-child": { type: "string" },
+  },
+});
+
+const workers = Number(args.workers ?? os.availableParallelism());
+
+async function findItems(targets: string[]): Promise<Item[]> {
+  const items: Item[] = [];
+  const visit = async (target: string): Promise<void> => {
+    const stat = await fs.stat(target);
+    if (stat.isDirectory()) {
+      for (const entry of (await fs.readdir(target)).sort()) await visit(path.join(target, entry));
+      return;
+    }
+    const ext = path.extname(target).toLowerCase();
+    if (!DOC_EXTENSIONS.has(ext)) return;
+    const truthFile = target.slice(0, -ext.length) + ".gt.txt";
+    if (!existsSync(truthFile)) return;
+    if (args.filter && !target.includes(args.filter)) return;
+    items.push({ file: target, name: path.relative(process.cwd(), target), truth: await fs.readFile(truthFile, "utf8") });
+  };
+  for (const target of targets) await visit(target);
+  return items;
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
+const f3 = (v: number) => v.toFixed(3);
+
+function documentConfidence(doc: ExtractedDocument): number {
+  let sum = 0;
+  let n = 0;
+  for (const p of doc.pages) {
+    const chars = p.text.replace(/\s+/g, "").length;
+    sum += p.confidence * chars;
+    n += chars;
+  }
+  return n ? sum / n : 0;
+}
+
+/** Run every item through a pool of `size` workers with `size` documents in flight. */
+async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void): Promise<PassResult> {
+  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000 });
+  await pool.warm(["eng"]);
+  // Load pdf.js before timing (its first import is a one-off cost of the process, not of a document).
+  await import("pdfjs-dist/legacy/build/pdf.mjs");
+  const queue = [...items];
+  let pages = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: size }, async () => {
+      for (let item = queue.shift(); item; item = queue.shift()) {
+        const bytes = new Uint8Array(await fs.readFile(item.file));
+        const t = performance.now();
+        const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
+        const ms = performance.now() - t;
+        pages += doc.pages.length;
+        onResult?.(item, doc, ms);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await pool.terminate();
+  return { pages, seconds, pagesPerSecond: pages / seconds };
+}
+
+/** A new process that reads one file: time from spawn to first result. */
+async function coldStart(file: string): Promise<{ spawnToResultMs: number; inProcessMs: number }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...process.execArgv, path.join(ROOT, "bench/run.ts"), "--cold-child", file], {
+    stdio: ["ignore", "pipe", "inherit"],
+    cwd: ROOT,
+  });
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  await new Promise((resolve) => child.on("close", resolve));
+  const spawnToResultMs = performance.now() - started;
+  const line = out.trim().split("\n").pop() ?? "{}";
+  const parsed = JSON.parse(line) as { inProcessMs?: number; resultAtMs?: number };
+  return { spawnToResultMs: parsed.resultAtMs ?? spawnToResultMs, inProcessMs: parsed.inProcessMs ?? 0 };
+}
+
+async function coldChild(file: string): Promise<void> {
+  const t = performance.now();
+  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000 });
+  await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
+  // performance.now() counts from process start (timeOrigin).
+  console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));
+  await pool.terminate();
+}
+
+/** tesseract.js as a newcomer would use it: createWorker('eng'), raw file bytes, default PSM (single block). */
+async function baselinePass(items: Item[], size: number, scores: Map<string, AccuracyScores>): Promise<PassResult> {
+  const { createScheduler, createWorker } = await import("tesseract.js");
+  const { openPdf, getPdfPage, renderPdfPage } = await import("../lib/ocr/pdf");
+  const langPath = path.join(ROOT, "node_modules/@tesseract.js-data/eng/4.0.0_best_int");
+  const scheduler = createScheduler();
+  for (let i = 0; i < size; i++) {
+    scheduler.addWorker(await createWorker("eng", 1, { langPath, gzip: true, cacheMethod: "none", errorHandler: () => {} }));
+  }
+  // PDF pages are rendered (300 DPI PNG) up front: tesseract.js cannot read PDFs, and rendering is not its cost.
+  const inputs = new Map<string, Buffer[]>();
+  for (const item of items) {
+    const bytes = await fs.readFile(item.file);
+    if (item.file.toLowerCase().endsWith(".pdf")) {
+      const handle = await openPdf(new Uint8Array(bytes));
+      const pngs: Buffer[] = [];
+      for (let n = 1; n <= handle.pageCount; n++) pngs.push((await renderPdfPage(await getPdfPage(handle, n))).toBuffer("image/png"));
+      await handle.close();
+      inputs.set(item.file, pngs);
+    } else inputs.set(item.file, [bytes]);
+  }
+  const started = performance.now();
+  let pages = 0;
+  await Promise.all(
+    items.map(async (item) => {
+      const texts = await Promise.all(inputs.get(item.file)!.map(async (image) => (await scheduler.addJob("recognize", image)).data.text));
+      pages += texts.length;
+      scores.set(item.name, scoreText(texts.join("\f"), item.truth));
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await scheduler.terminate();
+  return { pages, seconds, pagesPerSecond: pages / seconds };
+}
+
+/** The tesseract CLI on the image files with `size` processes, same LSTM data as ours. */
+async function nativePass(items: Item[], size: number, scores: Map<string, AccuracyScores>): Promise<PassResult | null> {
+  try {
+    await execFileAsync("tesseract", ["--version"]);
+  } catch {
+    console.error("--native: tesseract CLI not found (apt-get install tesseract-ocr)");
+    return null;
+  }
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-tessdata-"));
+  for (const lang of ["eng", "fra"]) {
+    const gz = path.join(ROOT, `node_modules/@tesseract.js-data/${lang}/4.0.0_best_int/${lang}.traineddata.gz`);
+    if (existsSync(gz)) await fs.writeFile(path.join(dataDir, `${lang}.traineddata`), gunzipSync(await fs.readFile(gz)));
+  }
+  const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
+  const queue = [...images];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: size }, async () => {
+      for (let item = queue.shift(); item; item = queue.shift()) {
+        const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", dataDir, "-l", "eng"], {
+          env: { ...process.env, OMP_THREAD_LIMIT: "1" },
+          maxBuffer: 64 * 1024 * 1024,
+        });
+        scores.set(item.name, scoreText(stdout, item.truth));
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await fs.rm(dataDir, { recursive: true, force: true });
+  return { pages: images.length, seconds, pagesPerSecond: images.length / seconds };
+}
+
+async function longPdfPass(pages: number): Promise<Record<string, number | string> | null> {
+  if (pages <= 0) return null;
+  const bytes = await makeTextPdf(pages);
+  const file = path.join(os.tmpdir(), `bench-long-${pages}.pdf`);
+  await fs.writeFile(file, bytes);
+  const runs: number[] = [];
+  let chars = 0;
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    const doc = await extractDocument(new Uint8Array(bytes), { limits: { maxPdfPages: pages } });
+    runs.push(performance.now() - t);
+    chars = render(doc, "text").length;
+  }
+  const result: Record<string, number | string> = { pages, chars, coldMs: Math.round(runs[0]!), warmMs: Math.round(Math.min(...runs.slice(1))) };
+  try {
+    const native: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = performance.now();
+      await execFileAsync("pdftotext", [file, "/dev/null"]);
+      native.push(performance.now() - t);
+    }
+    result.pdftotextMs = Math.round(Math.min(...native));
+    result.ratioWarm = Number((Number(result.warmMs) / Number(result.pdftotextMs)).toFixed(2));
+  } catch {
+    result.pdftotextMs = "n/a (apt-get install poppler-utils)";
+  }
+  await fs.rm(file, { force: true });
+  return result;
+}
+
+async function httpPass(items: Item[]): Promise<void> {
+  const { runHttpBench } = await import("./http");
+  await runHttpBench(items, { url: args.http!, key: args.key ?? process.env.OCR_API_KEY ?? "", concurrency: Number(args.concurrency ?? workers), json: args.json });
+}
+
+async function main(): Promise<void> {
+  if (args["cold-child"]) return coldChild(args["cold-child"]);
+  const targets = positionals.length > 0 ? positionals : existsSync(DEFAULT_CORPUS) ? [DEFAULT_CORPUS] : [];
+  if (targets.length === 0) {
+    console.error("usage: npm run bench -- <folder with <name>.gt.txt beside each document> [options]");
+    process.exit(2);
+  }
+  const items = await findItems(targets);
+  if (items.length === 0) {
+    console.error("No documents with a .gt.txt beside them were found.");
+    process.exit(2);
+  }
+  if (args.http) return httpPass(items);
+
+  console.log(`bench: ${items.length} documents, ${workers} workers, node ${process.version}, ${os.cpus().length} cpus`);
+  const firstImage = items.find((i) => !i.file.endsWith(".pdf")) ?? items[0]!;
+  const cold = await coldStart(firstImage.file);
+
+  const results: FileResult[] = [];
+  const single = await enginePass(items, 1, (item, doc, ms) => {
+    const text = render(doc, "text");
+    results.push({
+      name: item.name,
+      pages: doc.pages.length,
+      sources: [...new Set(doc.pages.map((p) => p.source))].join("+"),
+      ms,
+      confidence: documentConfidence(doc),
+      trace: doc.pages
+        .filter((p) => p.trace)
+        .map((p) => `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes} [${p.trace!.crop}]`)
+        .join("; "),
+      ...scoreText(text, item.truth),
+    });
+  });
+  const multi = workers > 1 ? await enginePass(items, workers) : single;
+  const peakRssMiB = process.resourceUsage().maxRSS / 1024;
+
+  const baselineScores = new Map<string, AccuracyScores>();
+  const baseline = args.baseline ? await baselinePass(items, workers, baselineScores) : null;
+  const nativeScores = new Map<string, AccuracyScores>();
+  const native = args.native ? await nativePass(items, workers, nativeScores) : null;
+  const longPdf = await longPdfPass(Number(args["long-pdf"]));
+
+  // Table
+  const header = ["file", "pages", "source", "CER", "CERcf", "WER", "WERcf", "F1", "conf", "ms"];
+  if (baseline) header.push("baseCERcf");
+  if (native) header.push("natCERcf");
+  const rows = results
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((r) => {
+      const row = [r.name, String(r.pages), r.sources, f3(r.cer), f3(r.cerFolded), f3(r.wer), f3(r.werFolded), f3(r.wordF1), r.confidence.toFixed(1), r.ms.toFixed(0)];
+      if (baseline) row.push(baselineScores.has(r.name) ? f3(baselineScores.get(r.name)!.cerFolded) : "-");
+      if (native) row.push(nativeScores.has(r.name) ? f3(nativeScores.get(r.name)!.cerFolded) : "-");
+      return row;
+    });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  console.log(line(header));
+  for (const row of rows) console.log(line(row));
+  if (process.env.BENCH_TRACE) for (const r of results) console.log(`  ${r.name}: ${r.trace}`);
+
+  const latencies = results.map((r) => r.ms);
+  const summary = {
+    documents: results.length,
+    pages: single.pages,
+    meanCER: mean(results.map((r) => r.cer)),
+    meanCERFolded: mean(results.map((r) => r.cerFolded)),
+    meanWER: mean(results.map((r) => r.wer)),
+    meanWERFolded: mean(results.map((r) => r.werFolded)),
+    meanWordF1: mean(results.map((r) => r.wordF1)),
+    latencyMedianMs: percentile(latencies, 50),
+    latencyP90Ms: percentile(latencies, 90),
+    pagesPerSecond1: single.pagesPerSecond,
+    pagesPerSecondN: multi.pagesPerSecond,
+    workers,
+    coldStartMs: cold.spawnToResultMs,
+    coldStartInProcessMs: cold.inProcessMs,
+    peakRssMiB,
+    baseline: baseline
+      ? {
+          meanCERFolded: mean([...baselineScores.values()].map((s) => s.cerFolded)),
+          meanWordF1: mean([...baselineScores.values()].map((s) => s.wordF1)),
+          pagesPerSecond: baseline.pagesPerSecond,
+        }
+      : undefined,
+    native: native
+      ? {
+          imagesOnly: true,
+          meanCERFolded: mean([...nativeScores.values()].map((s) => s.cerFolded)),
+          oursMeanCERFoldedSameFiles: mean(results.filter((r) => nativeScores.has(r.name)).map((r) => r.cerFolded)),
+          pagesPerSecond: native.pagesPerSecond,
+        }
+      : undefined,
+    longPdf,
+  };
+
+  console.log("");
+  console.log(`accuracy   mean CER ${f3(summary.meanCER)}  case-folded ${f3(summary.meanCERFolded)}  WER ${f3(summary.meanWER)} (cf ${f3(summary.meanWERFolded)})  word F1 ${f3(summary.meanWordF1)}`);
+  console.log(`latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`);
+  console.log(`throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`);
+  console.log(`cold start ${summary.coldStartMs.toFixed(0)} ms from process start to first result (${summary.coldStartInProcessMs.toFixed(0)} ms after import)`);
+  console.log(`memory     peak RSS ${summary.peakRssMiB.toFixed(0)} MiB`);
+  if (summary.baseline && baseline) {
+    const b = summary.baseline;
+    console.log(
+      `baseline   tesseract.js defaults: mean CER cf ${f3(b.meanCERFolded)}, F1 ${f3(b.meanWordF1)}, ${b.pagesPerSecond.toFixed(3)} pages/s with ${workers} workers` +
+        ` → ours: CER ${((1 - summary.meanCERFolded / b.meanCERFolded) * 100).toFixed(0)}% lower, throughput ×${(summary.pagesPerSecondN / b.pagesPerSecond).toFixed(2)}`,
+    );
+  }
+  if (summary.native) {
+    const n = summary.native;
+    const oursImagesPps = await (async () => {
+      // Native reads images only: compare throughput on the same files.
+      const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
+      return (await enginePass(images, workers)).pagesPerSecond;
+    })();
+    console.log(
+      `native     tesseract CLI ×${workers} processes (images only): mean CER cf ${f3(n.meanCERFolded)} (ours on the same files ${f3(n.oursMeanCERFoldedSameFiles)}), ${n.pagesPerSecond.toFixed(3)} pages/s` +
+        ` → ours ${oursImagesPps.toFixed(3)} pages/s, ratio ${(oursImagesPps / n.pagesPerSecond).toFixed(2)}`,
+    );
+    Object.assign(summary.native, { oursPagesPerSecondSameFiles: oursImagesPps });
+  }
+  if (longPdf) console.log(`long pdf   ${JSON.stringify(longPdf)}`);
+  if (args.json) {
+    await fs.writeFile(args.json, JSON.stringify({ summary, files: results, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2));
+    console.log(`wrote ${args.json}`);
+  }
+}
+
+await main();
