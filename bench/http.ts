@@ -1,4 +1,5 @@
 import fs from "node:fs/promises";
+import { z } from "zod";
 import { scoreText } from "./metrics";
 
 interface HttpItem {
@@ -14,7 +15,11 @@ interface HttpOptions {
   json?: string;
 }
 
-const responseSchemaKeys = ["success", "extractedText", "processingTime", "creditsUsed"] as const;
+const responseSchema = z.looseObject({
+  extractedText: z.string().optional(),
+  creditsUsed: z.number().optional(),
+  error: z.object({ code: z.string() }).optional(),
+});
 
 /** Drive a running service: POST each document as base64 to /api/ocr/process with `concurrency` in flight. */
 export async function runHttpBench(items: HttpItem[], options: HttpOptions): Promise<void> {
@@ -30,7 +35,7 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
       headers: { "content-type": "application/json", "x-api-key": options.key },
       body: bodies.get(item.name)!,
     });
-    const body = (await response.json()) as Record<(typeof responseSchemaKeys)[number], unknown> & { error?: { code: string } };
+    const body = responseSchema.parse(await response.json());
     return { ms: performance.now() - t, status: response.status, body };
   };
 
@@ -42,9 +47,9 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
   for (const item of items) {
     const r = await post(item);
     latencies.push(r.ms);
-    const text = typeof r.body.extractedText === "string" ? r.body.extractedText : "";
+    const text = r.body.extractedText ?? "";
     if (r.status !== 200) failures++;
-    single.push({ name: item.name, ms: r.ms, status: r.status, cerFolded: scoreText(text, item.truth).cerFolded, pages: Number(r.body.creditsUsed ?? 0) });
+    single.push({ name: item.name, ms: r.ms, status: r.status, cerFolded: scoreText(text, item.truth).cerFolded, pages: r.body.creditsUsed ?? 0 });
   }
   const pages = single.reduce((a, r) => a + r.pages, 0);
   const queue = [...items];
