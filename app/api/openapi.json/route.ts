@@ -1,0 +1,17 @@
+import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
+import { getOpenApiDocument } from "@/lib/openapi";
+
+export const runtime = "nodejs";
+
+const methods = ["GET"];
+
+// GET /api/openapi.json – the OpenAPI 3.1 description of the REST API, generated from its zod schemas
+export const GET = withRequest(async () =>
+  Response.json(getOpenApiDocument(), { headers: { "Cache-Control": "public, max-age=300" } }),
+);
+
+export const OPTIONS = preflight(methods);
+export const POST = methodNotAllowed(methods);
+export const PUT = methodNotAllowed(methods);
+export const PATCH = methodNotAllowed(methods);
+export const DELETE = methodNotAllowed(methods);

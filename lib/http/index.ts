@@ -1,0 +1,8 @@
+export { readApiKey } from "./api-key";
+export { MAX_JSON_DEPTH, isJsonContentType, maxBodyBytes, readBody, readJson, type ReadBodyOptions } from "./body";
+export { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, corsHeaders, preflightHeaders } from "./cors";
+export { logRequest, type RequestLogLine } from "./log";
+export { newRequestId } from "./request-id";
+export { errorResponse, ocrResponse } from "./respond";
+export { methodNotAllowed, preflight, withRequest, type RequestContext, type RouteHandler } from "./routes";
+export { isFinalOutcome, withApiKey, type ApiContext, type ApiHandler } from "./with-api-key";

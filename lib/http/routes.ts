@@ -1,0 +1,43 @@
+import { ApiError } from "@/lib/errors";
+import { preflightHeaders } from "./cors";
+import { newRequestId } from "./request-id";
+import { errorResponse, finishResponse } from "./respond";
+
+export type RouteHandler = (req: Request) => Promise<Response>;
+
+export interface RequestContext {
+  req: Request;
+  requestId: string;
+  /** Epoch ms when the request arrived: the base of `processingTime` and of the request deadline. */
+  receivedAt: number;
+}
+
+/** For routes without a key (`/api/openapi.json`, health): request id, CORS, the one catch, one log line. */
+export function withRequest(handler: (context: RequestContext) => Promise<Response>): RouteHandler {
+  return async (req) => {
+    const context: RequestContext = { req, requestId: newRequestId(), receivedAt: Date.now() };
+    let response: Response;
+    try {
+      response = await handler(context);
+    } catch (error) {
+      response = errorResponse(error, context.requestId);
+    }
+    return finishResponse(response, context);
+  };
+}
+
+/** `OPTIONS`: the CORS preflight answer, `204` with `Allow`; no key needed. */
+export function preflight(methods: readonly string[]): RouteHandler {
+  const allow = [...new Set([...methods, "OPTIONS"])];
+  return withRequest(async () => new Response(null, { status: 204, headers: { ...preflightHeaders(allow), Allow: allow.join(", ") } }));
+}
+
+/** Every other method: `405 method_not_allowed` with `Allow`. */
+export function methodNotAllowed(methods: readonly string[]): RouteHandler {
+  const allow = [...new Set([...methods, "OPTIONS"])];
+  return withRequest(async ({ req }) => {
+    throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed here; use ${allow.join(" or ")}`, {
+      headers: { Allow: allow.join(", ") },
+    });
+  });
+}

@@ -1,0 +1,154 @@
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  fingerprintRequest,
+  releaseIdempotencyKey,
+  type StoredResponse,
+} from "@/lib/credits";
+import { ApiError } from "@/lib/errors";
+import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
+import { hasNonBearerAuthorization, readApiKey } from "./api-key";
+import { readBody } from "./body";
+import { newRequestId } from "./request-id";
+import { errorResponse, finishResponse, noteResponse, rebuildResponse } from "./respond";
+import type { RequestContext, RouteHandler } from "./routes";
+
+export interface ApiContext extends RequestContext {
+  /** The account and key behind the request's API key. */
+  account: ApiKeyIdentity;
+}
+
+export type ApiHandler = (context: ApiContext) => Promise<Response>;
+
+/** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
+const STORED_HEADERS = ["content-type", "x-credits-remaining"] as const;
+
+/**
+ * 4xx answers that depend on the moment rather than on the request: not stored, so a retry with the same
+ * `Idempotency-Key` runs again (e.g. after the account got credits). Neither are 5xx answers.
+ */
+const TRANSIENT_CLIENT_ERRORS = new Set([402, 408, 409, 425, 429]);
+
+/** Final outcomes, stored for replay: 2xx, and client errors that the same request would get again. */
+export function isFinalOutcome(status: number): boolean {
+  if (status >= 200 && status < 300) return true;
+  return status >= 400 && status < 500 && !TRANSIENT_CLIENT_ERRORS.has(status);
+}
+
+/**
+ * The wrapper of every keyed REST route:
+ * request id → key (`x-api-key`, then `Authorization: Bearer`; `401` with `WWW-Authenticate`) → per-key rate limit
+ * (`429`; `RateLimit-*` on every later response) → `Idempotency-Key` (replay, `409` while in progress, `422` for
+ * another body) → handler → the one catch (`toErrorResponse`) → CORS, `x-request-id` and one log line.
+ * Handlers throw; they never build an error response.
+ */
+export function withApiKey(handler: ApiHandler): RouteHandler {
+  return async (req) => {
+    const receivedAt = Date.now();
+    const requestId = newRequestId();
+    const headers: Record<string, string> = {};
+    let keyId: string | undefined;
+    let response: Response;
+    try {
+      const account = await authenticate(req);
+      keyId = account.keyId;
+      const limit = await checkRateLimit(account.keyId);
+      Object.assign(headers, rateLimitHeaders(limit));
+      if (!limit.success) {
+        throw new ApiError(
+          "rate_limited",
+          `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
+        );
+      }
+      const context: ApiContext = { req, requestId, receivedAt, account };
+      response = await runIdempotently(context, () => runHandler(handler, context));
+    } catch (error) {
+      response = errorResponse(error, requestId);
+    }
+    return finishResponse(response, { req, requestId, receivedAt, keyId, headers });
+  };
+}
+
+async function authenticate(req: Request): Promise<ApiKeyIdentity> {
+  const key = readApiKey(req.headers);
+  if (!key) {
+    throw new ApiError(
+      "unauthorized",
+      hasNonBearerAuthorization(req.headers)
+        ? "Unsupported Authorization scheme: send Authorization: Bearer <key> or x-api-key: <key>"
+        : "Missing API key: send it as x-api-key: <key> or Authorization: Bearer <key>",
+    );
+  }
+  const account = await resolveApiKey(key);
+  if (!account) throw new ApiError("unauthorized", "Invalid or revoked API key");
+  return account;
+}
+
+async function runHandler(handler: ApiHandler, context: ApiContext): Promise<Response> {
+  try {
+    return await handler(context);
+  } catch (error) {
+    return errorResponse(error, context.requestId);
+  }
+}
+
+/**
+ * `Idempotency-Key` (SPEC.md, Credits): the same key from the same account with the same method, path and body
+ * within 24 h replays the stored status, body and headers, and is not charged again. Only final outcomes are
+ * stored; after a 5xx, a timeout or a 402 the claim is released so a retry runs again.
+ */
+async function runIdempotently(context: ApiContext, run: () => Promise<Response>): Promise<Response> {
+  const { req, account, requestId } = context;
+  const key = req.headers.get("idempotency-key");
+  if (key === null) return run();
+
+  const body = await readBody(req);
+  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, body]);
+  const { userId } = account;
+  const claim = await claimIdempotencyKey({ userId, key, fingerprint });
+  switch (claim.status) {
+    case "replay":
+      return replay(claim.response);
+    case "in-progress":
+      throw new ApiError(
+        "conflict",
+        "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response",
+      );
+    case "mismatch":
+      throw new ApiError(
+        "idempotency_mismatch",
+        "This Idempotency-Key was already used with a different request body; use a new key for a new request",
+      );
+    case "claimed":
+      break;
+  }
+
+  const { token } = claim;
+  const response = await run();
+  if (!isFinalOutcome(response.status)) {
+    await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) => logStoreFailure(requestId, "release", error));
+    return response;
+  }
+  const text = await response.text();
+  const stored: StoredResponse = { status: response.status, headers: {}, body: text };
+  for (const name of STORED_HEADERS) {
+    const value = response.headers.get(name);
+    if (value !== null) stored.headers[name] = value;
+  }
+  // The work is done and charged: a failure to store it must not turn the answer into an error.
+  await completeIdempotencyKey({ userId, key, token, response: stored }).catch((error: unknown) =>
+    logStoreFailure(requestId, "complete", error),
+  );
+  return rebuildResponse(response, new Headers(response.headers), text);
+}
+
+function replay(stored: StoredResponse): Response {
+  const headers = new Headers(stored.headers);
+  headers.set("Idempotent-Replayed", "true");
+  return noteResponse(new Response(stored.body, { status: stored.status, headers }), { replayed: true });
+}
+
+function logStoreFailure(requestId: string, operation: string, error: unknown): void {
+  const reason = error instanceof ApiError ? error.code : error instanceof Error ? error.name : "error";
+  console.error(`[${requestId}] idempotency ${operation} failed (${reason})`);
+}

@@ -1,0 +1,153 @@
+import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
+import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
+import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
+import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
+import { documentConfidence, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
+
+/** Who pays: the account behind the key (REST and MCP alike). */
+export interface ProcessAccount {
+  userId: string;
+  /** Recorded on ledger entries. */
+  keyId?: string;
+}
+
+export interface ProcessDocumentInput {
+  /** The request body; validated here again, so every caller gets the same 400s. */
+  body: OcrRequestInput;
+  account: ProcessAccount;
+  /** Unique per request: it keys the credit reservation and the ledger entries. */
+  requestId: string;
+  /** Epoch ms when the request arrived: the start of `processingTime` and of the deadline. Default: now. */
+  receivedAt?: number;
+  /** Epoch ms past which the work stops with `504 timeout` and nothing is charged. Default: `receivedAt + REQUEST_DEADLINE_MS`. */
+  deadline?: number;
+  /** OCR worker pool. Default: the process-wide pool (tests inject a small one). */
+  pool?: OcrPool;
+  /** DNS for `imageUrl`. Default: the system resolver (tests stand in for it). */
+  resolveHost?: ResolveHost;
+}
+
+export interface ProcessDocumentResult {
+  /** The 200 body (`ocrResponseSchema`). */
+  response: OcrResponse;
+  /** Balance after this request: REST sends it as `x-credits-remaining`. */
+  creditsRemaining: number;
+}
+
+/**
+ * The one use case both surfaces share (REST and the MCP tool): resolve the input (base64, data URL or URL) → open
+ * the document and check it cheaply (type, size, pages, language: 4xx before anything is charged) → reserve one
+ * credit per selected page (`402` when short, before any OCR) → extract before the deadline → render → settle with
+ * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with SPEC codes.
+ */
+export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
+  const receivedAt = input.receivedAt ?? Date.now();
+  const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
+  const body = ocrRequestSchema.parse(input.body);
+
+  const { bytes, inputSource } = await loadInput(body, deadline, input.resolveHost);
+  checkDeadline(deadline);
+  const document = await openDocument(bytes, { pages: body.options?.pages, language: body.options?.language });
+  try {
+    checkDeadline(deadline);
+    return await chargeAndExtract(document, { ...input, body, inputSource, receivedAt, deadline });
+  } finally {
+    await document.close().catch(() => undefined);
+  }
+}
+
+async function loadInput(
+  body: OcrRequest,
+  deadline: number,
+  resolveHost: ResolveHost | undefined,
+): Promise<{ bytes: Uint8Array; inputSource: InputSource }> {
+  if (body.image !== undefined) {
+    return { bytes: decodeBase64Input(body.image, getEnv().MAX_INLINE_BYTES), inputSource: "base64" };
+  }
+  // The request deadline bounds the fetch too (its own limit, URL_FETCH_TIMEOUT_MS, answers 502 instead).
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new ApiError("timeout", "The request deadline passed while fetching imageUrl")),
+    Math.max(0, deadline - Date.now()),
+  );
+  try {
+    const file = await fetchRemoteFile(body.imageUrl!, { signal: controller.signal, resolveHost });
+    return { bytes: file.bytes, inputSource: "url" };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Work {
+  body: OcrRequest;
+  account: ProcessAccount;
+  requestId: string;
+  inputSource: InputSource;
+  receivedAt: number;
+  deadline: number;
+  pool?: OcrPool;
+}
+
+async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<ProcessDocumentResult> {
+  const { account, requestId } = work;
+  const ledger = { userId: account.userId, requestId, keyId: account.keyId };
+  const pages = document.selectedPages.length;
+
+  const reservation = await reserveCredits({ ...ledger, pages });
+  if (!reservation.ok) {
+    throw new ApiError(
+      "insufficient_credits",
+      `Insufficient credits: this request needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${reservation.balance}`,
+      { headers: { "x-credits-remaining": String(reservation.balance) } },
+    );
+  }
+
+  let result: { response: OcrResponse; used: number };
+  try {
+    const extracted = await document.extract({ deadline: work.deadline, pool: work.pool });
+    const used = Math.min(pages, extracted.pages.length);
+    const response: OcrResponse = {
+      success: true,
+      userId: account.userId,
+      inputSource: work.inputSource,
+      extractedText: render(extracted, work.body.options?.format ?? "text"),
+      confidence: documentConfidence(extracted),
+      processingTime: 0,
+      creditsUsed: used,
+      pageCount: document.pageCount,
+      requestId,
+    };
+    result = { response, used };
+  } catch (error) {
+    // Nothing is charged for a failed request (timeouts included).
+    await refundCredits({ ...ledger, pages }).catch((refundError: unknown) =>
+      console.error(`[${requestId}] refund of ${pages} credits failed (${describe(refundError)}); the reservation stays open`),
+    );
+    throw error;
+  }
+
+  // The work is done and paid for by the reservation; settling only returns unused pages. If the store fails here
+  // the answer still stands (the user paid at most what was reserved), and the log says what to reconcile.
+  let creditsRemaining = reservation.balance;
+  try {
+    creditsRemaining = (await settleCredits({ ...ledger, reserved: pages, used: result.used })).balance;
+  } catch (error) {
+    console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${describe(error)})`);
+  }
+  result.response.processingTime = Math.max(0, Math.round(Date.now() - work.receivedAt));
+  return { response: result.response, creditsRemaining };
+}
+
+function checkDeadline(deadline: number): void {
+  if (Date.now() >= deadline) throw new ApiError("timeout", "The request deadline passed before the document was read");
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiError) return error.code;
+  return error instanceof Error ? error.name : "error";
+}
