@@ -1,7 +1,7 @@
 import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError, toApiError } from "@/lib/errors";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
 import { documentConfidence, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
 
@@ -44,7 +44,9 @@ export interface ProcessDocumentResult {
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();
   const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
-  const body = ocrRequestSchema.parse(input.body);
+  const parsed = ocrRequestSchema.safeParse(input.body);
+  if (!parsed.success) throw toApiError(parsed.error);
+  const body = parsed.data;
 
   const { bytes, inputSource } = await loadInput(body, deadline, input.resolveHost);
   checkDeadline(deadline);
