@@ -9,11 +9,11 @@ import {
   expectLedgerConsistent,
   expectOcrOk,
   tinyPng,
-  useStore,
+  withStore,
 } from "./support";
 
 describe.each(STORE_KINDS)("credits through the route (%s store)", (kind) => {
-  useStore(kind);
+  withStore(kind);
 
   it("50 concurrent requests on a 10-credit account: exactly 10 × 200 and 40 × 402, final balance 0", async () => {
     const account = await createAccount(10);

@@ -9,12 +9,12 @@ import {
   expectOcrOk,
   fixture,
   tinyPng,
-  useStore,
+  withStore,
   type TestAccount,
 } from "./support";
 
 // Two requests per case from one key: well past the default 60 per minute.
-useStore("memory", { RATE_LIMIT_PER_MINUTE: "100000" });
+withStore("memory", { RATE_LIMIT_PER_MINUTE: "100000" });
 
 interface HostileCase {
   name: string;

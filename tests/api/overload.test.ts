@@ -2,10 +2,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ApiError } from "@/lib/errors";
 import { OcrPool, getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
-import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, useStore } from "./support";
+import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
 
 // This file's process-wide pool: one worker and room for one waiting job, so concurrent requests overflow it.
-useStore("memory", { OCR_WORKERS: "1", OCR_QUEUE_LIMIT: "1" });
+withStore("memory", { OCR_WORKERS: "1", OCR_QUEUE_LIMIT: "1" });
 afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {

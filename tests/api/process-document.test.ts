@@ -6,7 +6,7 @@ import * as ocr from "@/lib/ocr";
 import { OcrPool, type OpenedDocument } from "@/lib/ocr";
 import type { RecognizeJob } from "@/lib/ocr/pool";
 import { processDocument, type ProcessDocumentInput } from "@/lib/process";
-import { base64Of, createAccount, tinyPng, useStore } from "./support";
+import { base64Of, createAccount, tinyPng, withStore } from "./support";
 
 /*
  * processDocument on its own, as the MCP tool will call it: no HTTP. The engine is real; `openDocument` and
@@ -27,7 +27,7 @@ vi.mock("@/lib/ocr", async (importOriginal) => {
   };
 });
 
-useStore("memory");
+withStore("memory");
 
 afterEach(() => {
   // Every document that was opened was closed, whatever happened.

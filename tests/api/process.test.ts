@@ -14,21 +14,21 @@ import {
   expectApiError,
   expectLedgerConsistent,
   expectOcrOk,
-  fixture,
+  fixtureArrayBuffer,
   groundTruth,
   setEnv,
-  useRemoteFiles,
-  useStore,
+  withRemoteFiles,
+  withStore,
 } from "./support";
 
-const server = useRemoteFiles();
+const server = withRemoteFiles();
 
 /** CER limits: the fixtures are clean renders; text-layer pages are exact. */
 const IMAGE_CER = 0.05;
 const PDF_CER = 0.01;
 
 describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
-  useStore(kind);
+  withStore(kind);
 
   describe("formats, on an image and on a PDF", () => {
     const png = base64Of("paragraph.png");
@@ -128,7 +128,7 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
 
     it("fetches imageUrl: inputSource url", async () => {
       const account = await createAccount(10);
-      server.use(http.get("https://files.example/scans/receipt.png", () => HttpResponse.arrayBuffer(fixture("small-text.png"))));
+      server.use(http.get("https://files.example/scans/receipt.png", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("small-text.png"))));
       const body = await expectOcrOk(
         await callOcr({ imageUrl: "https://files.example/scans/receipt.png?token=secret" }, { key: account.key }),
       );
@@ -301,7 +301,7 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
         server.use(
           http.get("https://files.example/slow.png", async () => {
             await delay(3_000);
-            return HttpResponse.arrayBuffer(fixture("small-text.png"));
+            return HttpResponse.arrayBuffer(fixtureArrayBuffer("small-text.png"));
           }),
         );
         await expectApiError(await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }), "timeout");

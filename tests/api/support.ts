@@ -3,7 +3,7 @@ import dns from "node:dns";
 import fs from "node:fs";
 import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
-import { setupServer, type SetupServerApi } from "msw/node";
+import { setupServer, type SetupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, expect, vi } from "vitest";
 import { z } from "zod";
 import * as processRoute from "@/app/api/ocr/process/route";
@@ -21,6 +21,8 @@ const FONT_DIR = path.resolve(import.meta.dirname, "../fixtures/fonts");
 export const fixture = (name: string): Buffer => fs.readFileSync(path.join(FIXTURE_DIR, name));
 export const groundTruth = (name: string): string =>
   fs.readFileSync(path.join(FIXTURE_DIR, name.replace(/\.[a-z]+$/, ".gt.txt")), "utf8");
+/** A fixture as an ArrayBuffer of its own (msw's `HttpResponse.arrayBuffer`). */
+export const fixtureArrayBuffer = (name: string): ArrayBuffer => new Uint8Array(fixture(name)).buffer;
 export const base64Of = (name: string): string => fixture(name).toString("base64");
 
 export const ENDPOINT = "http://localhost:3000/api/ocr/process";
@@ -34,13 +36,13 @@ const STORE_VARIABLES = ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_R
  * Point `getStore()` at the memory store or at the test Redis (fresh prefix, deleted afterwards) for the tests of
  * the enclosing `describe`, with request logging off unless `extraEnv` turns it on.
  */
-export function useStore(kind: StoreKind, extraEnv: Record<string, string> = {}): void {
+export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}): void {
   const env = { LOG_REQUESTS: "false", ...extraEnv };
   if (kind === "redis") {
     withRedisStoreEnv("api", env);
     return;
   }
-  let saved: NodeJS.ProcessEnv = {};
+  let saved: NodeJS.ProcessEnv = { ...process.env };
   beforeAll(async () => {
     saved = { ...process.env };
     for (const name of STORE_VARIABLES) delete process.env[name];
@@ -208,7 +210,7 @@ export const TEST_DNS: Record<string, string[]> = {
  * msw for remote files (`imageUrl`), with every unhandled request an error (a callback, because msw's built-in
  * strategies let `*.png` / `*.pdf` through as "common assets"), and DNS answered from {@link TEST_DNS}.
  */
-export function useRemoteFiles(): SetupServerApi {
+export function withRemoteFiles(): SetupServer {
   const server = setupServer();
   const unhandled: string[] = [];
   beforeAll(() => {

@@ -7,15 +7,16 @@ import {
   expectApiError,
   expectOcrOk,
   fixture,
+  fixtureArrayBuffer,
   groundTruth,
   setEnv,
   sleep,
-  useRemoteFiles,
-  useStore,
+  withRemoteFiles,
+  withStore,
 } from "./support";
 
-const server = useRemoteFiles();
-useStore("memory");
+const server = withRemoteFiles();
+withStore("memory");
 
 /** A body that sends `first` bytes, then nothing for `stallMs`. */
 function stallingBody(first: Uint8Array, stallMs: number): ReadableStream<Uint8Array> {
@@ -38,7 +39,7 @@ describe("imageUrl served by msw", () => {
     server.use(
       http.get("https://files.example/share/abc", () => HttpResponse.redirect("https://cdn.example/blob/abc.png", 302)),
       http.get("https://cdn.example/blob/abc.png", () =>
-        HttpResponse.arrayBuffer(fixture("paragraph.png"), { headers: { "content-type": "image/png" } }),
+        HttpResponse.arrayBuffer(fixtureArrayBuffer("paragraph.png"), { headers: { "content-type": "image/png" } }),
       ),
     );
     const body = await expectOcrOk(await callOcr({ imageUrl: "https://files.example/share/abc" }, { key: account.key }));
@@ -51,7 +52,7 @@ describe("imageUrl served by msw", () => {
     const account = await createAccount(10);
     server.use(
       http.get("http://files.example/report", () =>
-        HttpResponse.arrayBuffer(fixture("born-digital.pdf"), { headers: { "content-type": "text/html" } }),
+        HttpResponse.arrayBuffer(fixtureArrayBuffer("born-digital.pdf"), { headers: { "content-type": "text/html" } }),
       ),
     );
     const body = await expectOcrOk(
