@@ -5,4 +5,4 @@ export { logRequest, type RequestLogLine } from "./log";
 export { newRequestId } from "./request-id";
 export { errorResponse, ocrResponse } from "./respond";
 export { methodNotAllowed, preflight, withRequest, type RequestContext, type RouteHandler } from "./routes";
-export { isFinalOutcome, withApiKey, type ApiContext, type ApiHandler } from "./with-api-key";
+export { isFinalOutcome, withApiKey, type ApiContext, type ApiHandler, type WithApiKeyOptions } from "./with-api-key";

@@ -20,6 +20,11 @@ export interface ApiContext extends RequestContext {
 
 export type ApiHandler = (context: ApiContext) => Promise<Response>;
 
+export interface WithApiKeyOptions {
+  /** Also accept the key as the `api_key` query parameter, after the headers. Default false: only `/api/mcp` may. */
+  acceptQueryKey?: boolean;
+}
+
 /** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
 const STORED_HEADERS = ["content-type", "x-credits-remaining"] as const;
 
@@ -37,12 +42,13 @@ export function isFinalOutcome(status: number): boolean {
 
 /**
  * The wrapper of every keyed REST route:
- * request id → key (`x-api-key`, then `Authorization: Bearer`; `401` with `WWW-Authenticate`) → per-key rate limit
+ * request id → key (`x-api-key`, then `Authorization: Bearer`, then `api_key` if allowed; `401` with
+ * `WWW-Authenticate`) → per-key rate limit
  * (`429`; `RateLimit-*` on every later response) → `Idempotency-Key` (replay, `409` while in progress, `422` for
  * another body) → handler → the one catch (`toErrorResponse`) → CORS, `x-request-id` and one log line.
  * Handlers throw; they never build an error response.
  */
-export function withApiKey(handler: ApiHandler): RouteHandler {
+export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
     const requestId = newRequestId();
@@ -50,7 +56,7 @@ export function withApiKey(handler: ApiHandler): RouteHandler {
     let keyId: string | undefined;
     let response: Response;
     try {
-      const account = await authenticate(req);
+      const account = await authenticate(req, options.acceptQueryKey ?? false);
       keyId = account.keyId;
       const limit = await checkRateLimit(account.keyId);
       Object.assign(headers, rateLimitHeaders(limit));
@@ -69,8 +75,8 @@ export function withApiKey(handler: ApiHandler): RouteHandler {
   };
 }
 
-async function authenticate(req: Request): Promise<ApiKeyIdentity> {
-  const key = readApiKey(req.headers);
+async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {
+  const key = readApiKey(req.headers, acceptQueryKey ? req.url : undefined);
   if (!key) {
     throw new ApiError(
       "unauthorized",

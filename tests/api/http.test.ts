@@ -11,6 +11,7 @@ import {
   readApiKey,
   readBody,
   readJson,
+  withApiKey,
 } from "@/lib/http";
 import { assertJsonDepth } from "@/lib/http/body";
 import { ENDPOINT, REQUEST_ID, base64Of, callOcr, createAccount, expectApiError, expectOcrOk, setEnv, tinyPng, withStore } from "./support";
@@ -176,6 +177,20 @@ describe("keys and idempotency rules", () => {
     expect(readApiKey(headers({ authorization: "Basic abc" }))).toBeNull();
     expect(readApiKey(headers({ authorization: "Bearer a b" }))).toBeNull();
     expect(readApiKey(headers({}))).toBeNull();
+    // The query parameter only when the route asks for it (`/api/mcp`), and after both headers.
+    const url = "http://localhost:3000/api/mcp?api_key=q";
+    expect(readApiKey(headers({}), url)).toBe("q");
+    expect(readApiKey(headers({ authorization: "Bearer b" }), url)).toBe("b");
+    expect(readApiKey(headers({}), "http://localhost:3000/api/mcp?api_key=")).toBeNull();
+  });
+
+  it("withApiKey accepts the api_key query parameter only when told to", async () => {
+    const account = await createAccount(1);
+    const handler = withApiKey(async ({ account: who }) => Response.json({ userId: who.userId }), { acceptQueryKey: true });
+    const response = await handler(new Request(`http://localhost:3000/api/mcp?api_key=${account.key}`, { method: "POST" }));
+    expect(await response.json()).toEqual({ userId: account.userId });
+    const strict = withApiKey(async () => Response.json({}));
+    await expectApiError(await strict(new Request(`http://localhost:3000/api/x?api_key=${account.key}`, { method: "POST" })), "unauthorized");
   });
 
   it("stores 2xx and final client errors; not 402, 409, 429 or any 5xx", () => {
