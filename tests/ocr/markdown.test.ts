@@ -1,0 +1,210 @@
+import { describe, expect, it } from "vitest";
+import { render, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr";
+import type { LineStyle, OcrBlock } from "@/lib/ocr/document";
+import { renderMarkdown } from "@/lib/ocr/markdown";
+
+/** A line of a hand-built block: its text and style (size defaults to body size 10). */
+type LineSpec = string | { text: string; size?: number; monospace?: boolean };
+type BlockSpec = LineSpec[];
+
+function page(blocks: BlockSpec[], number = 1): ExtractedPage {
+  const built: OcrBlock[] = [];
+  const lineStyles: LineStyle[][] = [];
+  blocks.forEach((spec, b) => {
+    const lines = spec.map((line, l) => {
+      const text = typeof line === "string" ? line : line.text;
+      const y = (b * 10 + l) / 100;
+      return {
+        text,
+        confidence: 90,
+        bbox: [0.1, y, 0.9, y + 0.01] as [number, number, number, number],
+        words: text
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((word) => ({ text: word, confidence: 90, bbox: [0.1, y, 0.2, y + 0.01] as [number, number, number, number] })),
+      };
+    });
+    built.push({ text: lines.map((l) => l.text).join("\n"), confidence: 90, bbox: [0.1, 0, 0.9, 1], lines });
+    lineStyles.push(
+      spec.map((line) =>
+        typeof line === "string" ? { size: 10 } : { size: line.size ?? 10, ...(line.monospace ? { monospace: true } : {}) },
+      ),
+    );
+  });
+  return {
+    number,
+    width: 1000,
+    height: 1400,
+    source: "ocr",
+    confidence: 90,
+    text: built.map((b) => b.text).join("\n\n"),
+    blocks: built,
+    lineStyles,
+  };
+}
+
+function doc(...pages: ExtractedPage[]): ExtractedDocument {
+  return { pages, pageCount: pages.length };
+}
+
+/** Enough body text that the body size (the character-weighted median) is 10. */
+const BODY: BlockSpec = [
+  "The quarterly numbers are in and they look better than last year in most of the regions.",
+  "Every team contributed to the result, and the details are given in the sections below.",
+];
+
+const md = (...blocks: BlockSpec[]) => renderMarkdown(doc(page(blocks)));
+
+describe("renderMarkdown: headings from relative line size", () => {
+  it.each([
+    [20, "# "], // ≥ 1.8 × body
+    [18, "# "],
+    [16, "## "], // ≥ 1.45 ×
+    [14.5, "## "],
+    [13, "### "], // ≥ 1.25 ×
+    [12.5, "### "],
+  ])("a line of size %d over body text of size 10 → %j", (size, prefix) => {
+    const out = md([{ text: "Annual Summary", size }], BODY);
+    expect(out.split("\n")[0]).toBe(`${prefix}Annual Summary`);
+  });
+
+  it.each([[12], [10], [8]])("size %d is not a heading", (size) => {
+    const out = md([{ text: "Annual Summary", size }], BODY);
+    expect(out).not.toMatch(/^#/m);
+    expect(out.startsWith("Annual Summary\n\n")).toBe(true);
+  });
+
+  it("a heading wrapped over two lines is one heading", () => {
+    const out = md([{ text: "Results of the", size: 20 }, { text: "Second Quarter", size: 20 }], BODY);
+    expect(out.split("\n")[0]).toBe("# Results of the Second Quarter");
+  });
+
+  it("a big block of many lines is not a heading (a large-print paragraph)", () => {
+    const big = Array.from({ length: 5 }, (_, i) => ({ text: `Large print line number ${i + 1}`, size: 20 }));
+    const out = md(big, BODY, BODY);
+    expect(out).not.toMatch(/^#/m);
+  });
+
+  it("levels follow the ratio within the page: title, section, subsection", () => {
+    const out = md([{ text: "Title", size: 24 }], [{ text: "Section", size: 16 }], BODY, [{ text: "Subsection", size: 13 }], BODY);
+    expect(out.match(/^#+ .*$/gm)).toEqual(["# Title", "## Section", "### Subsection"]);
+  });
+});
+
+describe("renderMarkdown: lists", () => {
+  it.each([["•"], ["-"], ["❖"], ["➢"], ["«"], ["●"], ["▪"], ["*"], ["–"]])("%j bullets → `- ` items", (bullet) => {
+    const out = md(BODY, [`${bullet} First point`, `${bullet} Second point`, `${bullet} Third point`]);
+    expect(out).toContain("\n\n- First point\n- Second point\n- Third point");
+  });
+
+  it("a French quotation in «…» is not a bullet", () => {
+    const out = md(["« Bonjour » dit-il en entrant dans la salle."]);
+    expect(out).toBe("« Bonjour » dit-il en entrant dans la salle.");
+  });
+
+  it.each([
+    [["1. Alpha", "2. Beta", "3. Gamma"], ["1. Alpha", "2. Beta", "3. Gamma"]],
+    [["1) Alpha", "2) Beta"], ["1. Alpha", "2. Beta"]],
+    [["(1) Alpha", "(2) Beta"], ["1. Alpha", "2. Beta"]],
+  ])("numbered items %j → an ordered list", (lines, expected) => {
+    expect(md(lines)).toBe(expected.join("\n"));
+  });
+
+  it("lettered and roman items become ordered items too", () => {
+    const lettered = md(["a) Alpha", "b) Beta"]).split("\n");
+    const roman = md(["i. Alpha", "ii. Beta", "iv. Delta"]).split("\n");
+    for (const lines of [lettered, roman]) for (const line of lines) expect(line).toMatch(/^\d+\. \S/);
+    expect(lettered.map((l) => l.replace(/^\d+\. /, ""))).toEqual(["Alpha", "Beta"]);
+  });
+
+  it("a capitalised initial is a name, not a list: `A. Smith`", () => {
+    expect(md(["A. Smith wrote the report."])).toBe("A. Smith wrote the report.");
+  });
+
+  it("continuation lines are joined to their item", () => {
+    const out = md(["• The first item wraps", "onto a second line", "and a third", "• The second item"]);
+    expect(out).toBe("- The first item wraps onto a second line and a third\n- The second item");
+  });
+
+  it("a paragraph before a list in the same block is kept apart by a blank line", () => {
+    const out = md(["The options are:", "1. Stay", "2. Go"]);
+    expect(out).toBe("The options are:\n\n1. Stay\n2. Go");
+  });
+
+  it("a line with a bullet character inside is not a list item", () => {
+    expect(md(["Prices • taxes • fees"])).toBe("Prices • taxes • fees");
+  });
+});
+
+describe("renderMarkdown: paragraphs", () => {
+  it("wrapped lines join into one paragraph; blocks are separated by a blank line", () => {
+    const out = md(["First line of a paragraph", "and its second line."], ["Another block."]);
+    expect(out).toBe("First line of a paragraph and its second line.\n\nAnother block.");
+  });
+
+  it("a word hyphenated at a line end is mended: exam- + ple", () => {
+    expect(md(["This is an exam-", "ple of hyphenation."])).toBe("This is an example of hyphenation.");
+  });
+
+  it("a hyphen before a capital or after a number is kept (not a broken word)", () => {
+    expect(md(["Anglo-", "Saxon history."])).toMatch(/^Anglo- ?Saxon history\.$/);
+    expect(md(["pages 10-", "12 cover it."])).toMatch(/^pages 10- ?12 cover it\.$/);
+  });
+
+  it("hyphenated words are mended in list items too", () => {
+    expect(md(["• A long com-", "ment here"])).toBe("- A long comment here");
+  });
+
+  it("body text starting with # is escaped, so it does not turn into a heading", () => {
+    expect(md(["# 1 priority for this year is hiring."])).toBe("\\# 1 priority for this year is hiring.");
+    expect(md(["> not a quotation"])).toBe("\\> not a quotation");
+  });
+
+  it("a # inside a line is left alone", () => {
+    expect(md(["Issue #42 is closed."])).toBe("Issue #42 is closed.");
+  });
+
+  it("blank lines and empty blocks produce nothing", () => {
+    expect(md(["  ", ""], ["Only text."], [])).toBe("Only text.");
+  });
+});
+
+describe("renderMarkdown: code and pages", () => {
+  it("a monospace block → a fenced code block, lines kept", () => {
+    const code = [
+      { text: "const x = 1;", monospace: true },
+      { text: "  return x + 1;", monospace: true },
+    ];
+    const out = md(BODY, code);
+    expect(out).toContain("\n\n```\nconst x = 1;\n  return x + 1;\n```");
+  });
+
+  it("a block only partly monospace is not code", () => {
+    const out = md([{ text: "const x = 1;", monospace: true }, "plain words"]);
+    expect(out).not.toContain("```");
+  });
+
+  it("pages are separated by a horizontal rule", () => {
+    const out = renderMarkdown(doc(page([["Page one."]], 1), page([["Page two."]], 2), page([["Page three."]], 3)));
+    expect(out).toBe("Page one.\n\n---\n\nPage two.\n\n---\n\nPage three.");
+  });
+
+  it("headings are judged per page (each page's own body size)", () => {
+    const first = page([[{ text: "Big Title", size: 30 }], ["Body at fifteen.".repeat(5)].map((t) => ({ text: t, size: 15 }))], 1);
+    const second = page([[{ text: "Small Title", size: 14 }], BODY], 2);
+    const out = renderMarkdown(doc(first, second));
+    expect(out).toMatch(/^# Big Title$/m);
+    expect(out).toMatch(/^### Small Title$/m);
+  });
+
+  it("render(document, \"markdown\") is renderMarkdown", () => {
+    const d = doc(page([[{ text: "Title", size: 20 }], BODY, ["• item"]]));
+    expect(render(d, "markdown")).toBe(renderMarkdown(d));
+    expect(render(d, "markdown")).toMatch(/^# Title\n\n.+\n\n- item$/s);
+  });
+
+  it("render(document, \"text\") joins the pages' text with a form feed", () => {
+    const d = doc(page([["a b"], ["c"]], 1), page([["d"]], 2));
+    expect(render(d, "text")).toBe("a b\n\nc\fd");
+  });
+});

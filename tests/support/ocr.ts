@@ -1,0 +1,98 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "vitest";
+import { ApiError, type ErrorCode } from "@/lib/errors";
+import { ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument } from "@/lib/ocr";
+import { FIXTURE_DIR } from "@/scripts/make-fixtures";
+
+/** Bytes of a generated fixture (tests/.generated/, written by the global setup), e.g. `"hostile/bomb.png"`. */
+export function fixture(name: string): Uint8Array {
+  return new Uint8Array(readFileSync(path.join(FIXTURE_DIR, name)));
+}
+
+/** The pool every OCR test file uses: one worker, so the suite fits two cores with two files at a time. */
+export function createTestPool(): OcrPool {
+  return new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 });
+}
+
+/** The ApiError a call rejects (or throws) with; fails the test on success or on any other error. */
+export async function apiErrorOf(work: Promise<unknown> | (() => unknown)): Promise<ApiError> {
+  let outcome: unknown;
+  try {
+    outcome = typeof work === "function" ? await work() : await work;
+  } catch (error) {
+    if (!(error instanceof ApiError)) {
+      throw new Error(`expected an ApiError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+    return error;
+  }
+  throw new Error(`expected an ApiError, got a result: ${JSON.stringify(outcome)?.slice(0, 200)}`);
+}
+
+/** Asserts the error's code and HTTP status (and that it says something). */
+export async function expectApiError(
+  work: Promise<unknown> | (() => unknown),
+  code: ErrorCode,
+  status: number,
+): Promise<ApiError> {
+  const error = await apiErrorOf(work);
+  expect({ code: error.code, status: error.status }).toEqual({ code, status });
+  expect(error.message.length).toBeGreaterThan(0);
+  return error;
+}
+
+/**
+ * The `json` rendering parsed back through the public schema, with every box checked: inside [0, 1] and
+ * ordered (x0 ≤ x1, y0 ≤ y1), on pages, blocks, lines and words alike.
+ */
+export function parsedJson(document: ExtractedDocument): OcrDocument {
+  const parsed = ocrDocumentSchema.parse(JSON.parse(render(document, "json")));
+  for (const page of parsed.pages) {
+    expect(page.confidence).toBeGreaterThanOrEqual(0);
+    expect(page.confidence).toBeLessThanOrEqual(100);
+    for (const block of page.blocks) {
+      expectBox(block.bbox);
+      for (const line of block.lines) {
+        expectBox(line.bbox);
+        for (const word of line.words) expectBox(word.bbox);
+      }
+    }
+  }
+  return parsed;
+}
+
+function expectBox(bbox: readonly number[]): void {
+  const [x0, y0, x1, y1] = bbox as [number, number, number, number];
+  for (const v of bbox) {
+    expect(v).toBeGreaterThanOrEqual(0);
+    expect(v).toBeLessThanOrEqual(1);
+  }
+  expect(x0).toBeLessThanOrEqual(x1);
+  expect(y0).toBeLessThanOrEqual(y1);
+}
+
+/** A deterministic PRNG (mulberry32): fuzz cases stay reproducible. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** A binary PGM (P5) of `width`×`height` white pixels with `bars` dark vertical bars: a tiny valid image. */
+export function barsPgm(width = 200, height = 60, bars = 5): Uint8Array {
+  const header = new TextEncoder().encode(`P5\n${width} ${height}\n255\n`);
+  const out = new Uint8Array(header.length + width * height).fill(255);
+  out.set(header, 0);
+  for (let b = 0; b < bars; b++) {
+    for (let y = Math.floor(height / 3); y < Math.floor((2 * height) / 3); y++) {
+      const x0 = 20 + b * 35;
+      out.fill(0, header.length + y * width + x0, header.length + y * width + Math.min(width, x0 + 15));
+    }
+  }
+  return out;
+}
