@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "6";
+const VERSION = "7";
 
 export const TEXTS = {
   paragraph: [
@@ -288,7 +288,8 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await withTruth("born-digital.pdf", await textPdf(TEXTS.pdfPages), pdfTruth);
   await withTruth("scanned.pdf", await imagePdf(paragraphPng), paragraphTruth);
   await withTruth("mixed.pdf", await mixedPdf(paragraphPng), `${[TEXTS.pdfPages[0].heading, ...TEXTS.pdfPages[0].body].join("\n")}\n\n${paragraphTruth}`);
-  await write("hostile/zero-pages.pdf", await (await PDFDocument.create()).save());
+  // pdf-lib adds a blank page on save unless told not to.
+  await write("hostile/zero-pages.pdf", await (await PDFDocument.create()).save({ addDefaultPage: false }));
   await write("hostile/encrypted.pdf", encryptedPdf());
 
   // Hostile inputs.

@@ -138,7 +138,9 @@ const GARBAGE = /[\uFFFD\uE000-\uF8FF\u0000-\u0008\u000E-\u001F]/gu;
  */
 export async function readTextLayer(page: PDFPageProxy, number: number): Promise<TextLayer> {
   const pdfjs = await loadPdfJs();
-  const viewport = page.getViewport({ scale: 1 });
+  // Lay text out in the page's own (unrotated) space, where lines run as authored; boxes are rotated to the
+  // displayed page at the end.
+  const viewport = page.getViewport({ scale: 1, rotation: 0 });
   const content = await page.getTextContent();
   const styles: Record<string, TextStyle> = content.styles;
   const fragments: Fragment[] = [];
@@ -172,7 +174,7 @@ export async function readTextLayer(page: PDFPageProxy, number: number): Promise
     });
   }
   const { width, height } = pagePixelSize(page);
-  const pageBox = { width: viewport.width, height: viewport.height };
+  const pageBox: PageBox = { width: viewport.width, height: viewport.height, rotation: ((page.rotate % 360) + 360) % 360 };
   const lines = groupLines(fragments);
   const { blocks, lineStyles } = groupBlocks(lines, pageBox);
   const result: ExtractedPage = {
@@ -220,7 +222,14 @@ function groupLines(fragments: Fragment[]): LineDraft[] {
 }
 
 /** Words of a line with boxes, assuming evenly spaced characters within each fragment. */
-function lineWords(line: LineDraft, page: { width: number; height: number }): OcrWord[] {
+interface PageBox {
+  width: number;
+  height: number;
+  /** Clockwise display rotation of the page: 0, 90, 180 or 270. */
+  rotation: number;
+}
+
+function lineWords(line: LineDraft, page: PageBox): OcrWord[] {
   const words: OcrWord[] = [];
   let text = "";
   let x0 = 0;
@@ -252,7 +261,7 @@ function lineWords(line: LineDraft, page: { width: number; height: number }): Oc
   return words;
 }
 
-function groupBlocks(lines: LineDraft[], page: { width: number; height: number }): { blocks: OcrBlock[]; lineStyles: LineStyle[][] } {
+function groupBlocks(lines: LineDraft[], page: PageBox): { blocks: OcrBlock[]; lineStyles: LineStyle[][] } {
   const blocks: OcrBlock[] = [];
   const lineStyles: LineStyle[][] = [];
   let blockLines: OcrLine[] = [];
@@ -293,12 +302,21 @@ function groupBlocks(lines: LineDraft[], page: { width: number; height: number }
   return { blocks, lineStyles };
 }
 
-function normBox([x0, y0, x1, y1]: BBox, page: { width: number; height: number }): BBox {
-  const clamp = (v: number) => Math.min(1, Math.max(0, v));
-  return [
-    round4(clamp(x0 / page.width)),
-    round4(clamp(y0 / page.height)),
-    round4(clamp(x1 / page.width)),
-    round4(clamp(y1 / page.height)),
-  ];
+/** A box in unrotated page units → normalized to 0–1 of the displayed (rotated) page. */
+function normBox([x0, y0, x1, y1]: BBox, page: PageBox): BBox {
+  const clamp = (v: number) => round4(Math.min(1, Math.max(0, v)));
+  const a = x0 / page.width;
+  const b = y0 / page.height;
+  const c = x1 / page.width;
+  const d = y1 / page.height;
+  switch (page.rotation) {
+    case 90: // clockwise: (x, y) → (1 − y, x)
+      return [clamp(1 - d), clamp(a), clamp(1 - b), clamp(c)];
+    case 180:
+      return [clamp(1 - c), clamp(1 - d), clamp(1 - a), clamp(1 - b)];
+    case 270: // (x, y) → (y, 1 − x)
+      return [clamp(b), clamp(1 - c), clamp(d), clamp(1 - a)];
+    default:
+      return [clamp(a), clamp(b), clamp(c), clamp(d)];
+  }
 }

@@ -225,6 +225,10 @@ export class OcrPool {
     if (index >= 0) this.slots.splice(index, 1);
     const worker = slot.worker;
     slot.worker = null;
+    // tesseract.js's recognize() awaits its own image loading before posting to the thread, in a promise
+    // nobody can catch; terminating in that window makes it post to a null worker and crash the process.
+    // One macrotask lets any such post go out first.
+    await new Promise((resolve) => setImmediate(resolve));
     await worker?.terminate().catch(() => {});
   }
 

@@ -124,6 +124,7 @@ export async function recognizeRaster(
   number: number,
   context: RecognizeContext,
 ): Promise<PageReading> {
+  if (isBlank(prepared.analysis)) return blankReading(prepared, number);
   const first = await readOnce(prepared, number, context, PSM_AUTO);
   const best = first.coverage >= MIN_COVERAGE ? first : pickBetter(first, await readOnce(prepared, number, context, PSM_BLOCK));
   const { crop, scale } = prepared;
@@ -136,6 +137,26 @@ export async function recognizeRaster(
     passes: best === first && first.coverage >= MIN_COVERAGE ? 1 : 2,
   };
   return best;
+}
+
+/** Nothing that could be a mark: a blank page (or a blank PDF page a scanner inserted) needs no OCR. */
+function isBlank(analysis: InkAnalysis): boolean {
+  return analysis.glyphs.length === 0 && analysis.content === null;
+}
+
+function blankReading(prepared: PreparedRaster, number: number): PageReading {
+  const page: ExtractedPage = {
+    number,
+    width: prepared.sourceWidth,
+    height: prepared.sourceHeight,
+    source: "ocr",
+    confidence: 0,
+    text: "",
+    blocks: [],
+    lineStyles: [],
+    trace: { scale: 1, psm: "blank", coverage: 1, passes: 0 },
+  };
+  return { page, score: 0, psm: "blank", coverage: 1 };
 }
 
 function pickBetter(a: PageReading, b: PageReading): PageReading {

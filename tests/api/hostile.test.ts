@@ -198,9 +198,7 @@ describe("hostile input: each a clean 4xx with SPEC's body, nothing charged, and
     expect(seen).toHaveLength(cases.length);
   });
 
-  // SPEC: zero pages → 422. pdf.js reports one (empty) page for a PDF whose page tree has none, and the engine
-  // reads it: a lib/ocr issue, reported to its owner. `fails` keeps this visible; it flips when the engine is fixed.
-  it.fails("a PDF with zero pages → 422 unreadable_document", async () => {
+  it("a PDF with zero pages → 422 unreadable_document", async () => {
     const response = await callOcr({ image: base64Of("hostile/zero-pages.pdf") }, { key: account.key });
     await expectApiError(response, "unreadable_document");
   });
