@@ -26,7 +26,8 @@ import { scoreText, type AccuracyScores } from "./metrics";
 import { makeTextPdf } from "./long-pdf";
 
 const execFileAsync = promisify(execFile);
-const ROOT = path.resolve(import.meta.dirname, "..");
+// bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
+const ROOT = process.env.OCR_BENCH_ROOT ?? path.resolve(import.meta.dirname, "..");
 const DEFAULT_CORPUS = path.resolve(ROOT, "../shared/corpus-dev");
 const DOC_EXTENSIONS = new Set([".pdf", ".png", ".jpg", ".jpeg", ".webp"]);
 
@@ -138,7 +139,7 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
 /** A new process that reads one file: time from spawn to first result. */
 async function coldStart(file: string): Promise<{ spawnToResultMs: number; inProcessMs: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...process.execArgv, path.join(ROOT, "bench/run.ts"), "--cold-child", file], {
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "--cold-child", file], {
     stdio: ["ignore", "pipe", "inherit"],
     cwd: ROOT,
   });

@@ -1,0 +1,25 @@
+// `npm run bench`: bundle bench/run.ts (and the lib code it imports) with esbuild, the way Next bundles the
+// service, then run it with plain node. Running through a TypeScript loader instead would measure the
+// loader too (it transforms pdf.js with inline source maps: ~1 s more cold start and ~100 MB more memory).
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { build } from "esbuild";
+
+const root = path.resolve(import.meta.dirname, "..");
+const outfile = path.join(root, "node_modules/.cache/ocr-bench/run.mjs");
+await build({
+  entryPoints: [path.join(root, "bench/run.ts")],
+  outfile,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node22",
+  packages: "external",
+  alias: { "@": root },
+  logLevel: "warning",
+});
+const child = spawn(process.execPath, [outfile, ...process.argv.slice(2)], {
+  stdio: "inherit",
+  env: { ...process.env, OCR_BENCH_ROOT: root },
+});
+child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
