@@ -1,0 +1,190 @@
+import packageJson from "@/package.json";
+import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
+import {
+  HEALTH_SAMPLE_PDF_BASE64,
+  HEALTH_SAMPLE_PDF_TEXT,
+  HEALTH_SAMPLE_PNG_BASE64,
+  HEALTH_SAMPLE_PNG_TEXT,
+} from "@/lib/health-sample";
+import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
+import { extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { availableLanguages } from "@/lib/ocr/languages";
+import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
+
+export const runtime = "nodejs";
+export const dynamic = "force-dynamic";
+export const maxDuration = 60;
+
+/** A store that does not answer within this is reported as down: a health check must not hang. */
+const PING_TIMEOUT_MS = 1_500;
+/** `?deep=1` runs the engine at most once per this period; other calls get the cached result. */
+const DEEP_CACHE_MS = 60_000;
+/** A failed check is retried sooner, so a transient failure does not report the instance degraded for a minute. */
+const DEEP_FAILURE_CACHE_MS = 10_000;
+const DEEP_DEADLINE_MS = 30_000;
+
+const methods = ["GET", "HEAD"];
+
+export interface StoreHealth {
+  kind: string;
+  ok: boolean;
+  latencyMs: number;
+  error?: string;
+}
+
+export interface SampleReading {
+  type: "png" | "pdf";
+  ok: boolean;
+  /** What the engine read (expected: the sample's text). */
+  text?: string;
+  /** `ocr` or `text-layer`. */
+  source?: string;
+  confidence?: number;
+  latencyMs: number;
+  error?: string;
+}
+
+export interface EngineCheck {
+  ok: boolean;
+  latencyMs: number;
+  checkedAt: string;
+  /** True when this result is from an earlier call (at most 60 s old). */
+  cached: boolean;
+  samples: SampleReading[];
+}
+
+export interface HealthBody {
+  status: "ok" | "degraded";
+  version: string;
+  store: StoreHealth;
+  engine: {
+    /** Shallow: a worker is started and warm. Deep: both built-in samples were read correctly. */
+    ready: boolean;
+    workers: number;
+    busy: number;
+    queued: number;
+    languages: string[];
+    check?: EngineCheck;
+  };
+}
+
+// GET /api/health – store reachable, OCR engine ready; `?deep=1` also reads built-in samples end to end. No key.
+export const GET = withRequest(async ({ req }) => {
+  const deep = ["1", "true", "yes"].includes(new URL(req.url).searchParams.get("deep") ?? "");
+  const [store, check] = await Promise.all([checkStore(), deep ? checkEngine() : undefined]);
+  const pool = getOcrPool().stats();
+  const healthy = store.ok && (check?.ok ?? true);
+  const body: HealthBody = {
+    status: healthy ? "ok" : "degraded",
+    version: packageJson.version,
+    store,
+    engine: {
+      ready: check ? check.ok : pool.workers > 0,
+      workers: pool.workers,
+      busy: pool.busy,
+      queued: pool.queued,
+      languages: availableLanguages(getEnv().OCR_LANGUAGES),
+      ...(check && { check }),
+    },
+  };
+  return Response.json(body, { status: healthy ? 200 : 503, headers: { "Cache-Control": "no-store" } });
+});
+
+export const HEAD = GET;
+export const OPTIONS = preflight(methods);
+export const POST = methodNotAllowed(methods);
+export const PUT = methodNotAllowed(methods);
+export const PATCH = methodNotAllowed(methods);
+export const DELETE = methodNotAllowed(methods);
+
+async function checkStore(): Promise<StoreHealth> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  let kind = "none";
+  try {
+    const store = getStore(); // throws in production when no Redis is configured
+    kind = store.kind;
+    await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
+    return { kind, ok: true, latencyMs: elapsed() };
+  } catch (error) {
+    // Fixed wording, never the raw error: it could carry a connection string.
+    const reason =
+      error instanceof TimeoutError
+        ? error.message
+        : kind !== "none"
+          ? "unreachable"
+          : error instanceof Error && error.message === MISSING_STORE_MESSAGE
+            ? "no store is configured"
+            : "the store configuration is invalid";
+    return { kind, ok: false, latencyMs: elapsed(), error: reason };
+  }
+}
+
+let lastCheck: EngineCheck | undefined;
+let running: Promise<EngineCheck> | undefined;
+
+/** Read the built-in samples through the real engine; cached for 60 s (10 s if it failed). */
+async function checkEngine(): Promise<EngineCheck> {
+  const ttl = lastCheck?.ok ? DEEP_CACHE_MS : DEEP_FAILURE_CACHE_MS;
+  if (lastCheck && Date.now() - Date.parse(lastCheck.checkedAt) < ttl) return { ...lastCheck, cached: true };
+  running ??= runEngineCheck().finally(() => {
+    running = undefined;
+  });
+  return running;
+}
+
+async function runEngineCheck(): Promise<EngineCheck> {
+  const started = performance.now();
+  const samples = await Promise.all([
+    readSample("png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
+    readSample("pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
+  ]);
+  lastCheck = {
+    ok: samples.every((sample) => sample.ok),
+    latencyMs: Math.round(performance.now() - started),
+    checkedAt: new Date().toISOString(),
+    cached: false,
+    samples,
+  };
+  return lastCheck;
+}
+
+async function readSample(type: SampleReading["type"], base64: string, expected: string): Promise<SampleReading> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    const bytes = new Uint8Array(Buffer.from(base64, "base64"));
+    const document = await extractDocument(bytes, { language: "eng", deadline: Date.now() + DEEP_DEADLINE_MS });
+    const text = render(document, "text").trim();
+    const ok = normalize(text).includes(normalize(expected));
+    const page = document.pages[0];
+    return {
+      type,
+      ok,
+      text: text.slice(0, 200),
+      source: page?.source,
+      confidence: page?.confidence,
+      latencyMs: elapsed(),
+      ...(!ok && { error: "the engine misread the sample" }),
+    };
+  } catch (error) {
+    console.error(`[health] engine check (${type}) failed:`, error instanceof Error ? (error.stack ?? error.message) : error);
+    const message = error instanceof ApiError ? `${error.code}: ${error.message}` : "the engine failed";
+    return { type, ok: false, latencyMs: elapsed(), error: message };
+  }
+}
+
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, " ").trim();
+}
+
+class TimeoutError extends Error {}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(message)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

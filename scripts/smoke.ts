@@ -1,0 +1,367 @@
+/**
+ * Smoke test of the production build: `npm run build && npx tsx scripts/smoke.ts` (the last step of `.ci/run`).
+ *
+ * Runs `.next/standalone/server.js` — what a Vercel function gets — from a copy outside the repository, so a
+ * file missing from `outputFileTracingIncludes` cannot be found in the repo's own node_modules by accident. Then:
+ * health (store and a deep engine check), the pages, and, when those routes exist, OCR of an image and PDFs
+ * through `POST /api/ocr/process` with a key made by the admin CLI, and an MCP `initialize`.
+ *
+ * Needs Redis (REDIS_URL, default redis://127.0.0.1:6379); everything goes under a fresh `ocr:smoke:<random>:`
+ * prefix, deleted at the end. Exits 1 with a message (and the server's log) on the first failure.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createClient } from "redis";
+import { characterErrorRate } from "../bench/metrics";
+import { FIXTURE_DIR, generateFixtures, TEXTS } from "./make-fixtures";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const STANDALONE = path.join(ROOT, ".next/standalone");
+const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
+const PREFIX = `ocr:smoke:${randomBytes(6).toString("hex")}:`;
+const STARTUP_TIMEOUT_MS = 60_000;
+const MAX_CER = 0.05;
+
+class SmokeFailure extends Error {}
+
+let server: ChildProcess | undefined;
+let serverLog = "";
+let workDir: string | undefined;
+let baseUrl = "";
+
+function fail(message: string): never {
+  throw new SmokeFailure(message);
+}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) fail(message);
+}
+
+async function step<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const result = await run();
+  console.log(`  ✓ ${name} (${Math.round(performance.now() - started)} ms)`);
+  return result;
+}
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => probe.once("error", reject).listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+function newRedisClient() {
+  const client = createClient({ url: REDIS_URL, RESP: 2, socket: { connectTimeout: 3_000, reconnectStrategy: false } });
+  client.on("error", () => undefined);
+  return client;
+}
+
+async function withRedis<T>(run: (client: ReturnType<typeof newRedisClient>) => Promise<T>): Promise<T> {
+  const client = newRedisClient();
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Copy the standalone server (plus `.next/static` and `public`, which standalone leaves out) out of the repo. */
+async function prepareServerCopy(): Promise<string> {
+  check(
+    existsSync(path.join(STANDALONE, "server.js")),
+    `${path.relative(ROOT, STANDALONE)}/server.js is missing: run \`npm run build\` first (next.config.ts must keep output: "standalone")`,
+  );
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-smoke-"));
+  await fs.cp(STANDALONE, dir, { recursive: true, verbatimSymlinks: true });
+  await fs.cp(path.join(ROOT, ".next/static"), path.join(dir, ".next/static"), { recursive: true });
+  if (existsSync(path.join(ROOT, "public"))) await fs.cp(path.join(ROOT, "public"), path.join(dir, "public"), { recursive: true });
+  return dir;
+}
+
+async function startServer(dir: string, port: number): Promise<void> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // Only the TCP Redis under the smoke prefix: never a REST store that happens to be configured in the shell.
+  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
+    delete env[name];
+  }
+  Object.assign(env, {
+    NODE_ENV: "production",
+    PORT: String(port),
+    HOSTNAME: "127.0.0.1",
+    REDIS_URL,
+    REDIS_PREFIX: PREFIX,
+    NEXT_TELEMETRY_DISABLED: "1",
+  });
+  server = spawn(process.execPath, ["server.js"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
+  const collect = (chunk: Buffer) => {
+    serverLog += chunk.toString();
+  };
+  server.stdout!.on("data", collect);
+  server.stderr!.on("data", collect);
+  server.once("exit", (code, signal) => {
+    serverLog += `\n[smoke] server exited (code ${code}, signal ${signal})\n`;
+  });
+}
+
+async function stopServer(): Promise<void> {
+  const child = server;
+  server = undefined;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function request(pathname: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${baseUrl}${pathname}`, { ...init, signal: AbortSignal.timeout(60_000) });
+}
+
+async function json(response: Response): Promise<Record<string, unknown>> {
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    fail(`${response.url} answered ${response.status} with a non-JSON body: ${text.slice(0, 300)}`);
+  }
+}
+
+async function waitForServer(): Promise<void> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    check(server && server.exitCode === null, "the server exited during startup");
+    try {
+      const response = await fetch(`${baseUrl}/api/health`, { signal: AbortSignal.timeout(5_000) });
+      await response.body?.cancel();
+      return;
+    } catch {
+      if (Date.now() > deadline) fail(`the server did not answer /api/health within ${STARTUP_TIMEOUT_MS / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+async function runAdmin(args: string[]): Promise<string> {
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, REDIS_PREFIX: PREFIX };
+  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
+    delete env[name];
+  }
+  const child = spawn("npx", ["tsx", "scripts/admin.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  check(code === 0, `admin ${args[0]} exited ${code}: ${stderr.trim()}`);
+  const line = stdout.trim().split("\n").at(-1) ?? "";
+  check(line, `admin ${args[0]} printed nothing`);
+  return line;
+}
+
+interface OcrCase {
+  file: string;
+  format: "text" | "json" | "markdown";
+  pages: number;
+  source: "ocr" | "text-layer";
+}
+
+async function checkOcr(key: string, item: OcrCase): Promise<string> {
+  const bytes = await fs.readFile(path.join(FIXTURE_DIR, item.file));
+  const truth = await fs.readFile(path.join(FIXTURE_DIR, item.file.replace(/\.[a-z]+$/, ".gt.txt")), "utf8");
+  const response = await request("/api/ocr/process", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": key },
+    body: JSON.stringify({ image: bytes.toString("base64"), options: { format: item.format } }),
+  });
+  const body = await json(response);
+  const label = `${item.file} (${item.format})`;
+  check(response.status === 200, `${label}: status ${response.status}: ${JSON.stringify(body).slice(0, 400)}`);
+  check(body.success === true, `${label}: success is ${String(body.success)}`);
+  check(typeof body.extractedText === "string", `${label}: extractedText is not a string`);
+  check(body.creditsUsed === item.pages, `${label}: creditsUsed ${String(body.creditsUsed)}, expected ${item.pages}`);
+  check(response.headers.get("x-request-id"), `${label}: no x-request-id header`);
+  let text = body.extractedText;
+  if (item.format === "json") {
+    const document = JSON.parse(text) as { pages: Array<{ text: string; source: string }> };
+    check(document.pages.length === item.pages, `${label}: ${document.pages.length} pages in the JSON document`);
+    check(
+      document.pages.every((page) => page.source === item.source),
+      `${label}: page sources ${document.pages.map((page) => page.source).join(",")}, expected ${item.source}`,
+    );
+    text = document.pages.map((page) => page.text).join("\n");
+  }
+  const cer = characterErrorRate(text, truth);
+  check(cer < MAX_CER, `${label}: character error rate ${cer.toFixed(3)} ≥ ${MAX_CER}; read: ${JSON.stringify(text.slice(0, 300))}`);
+  return `CER ${cer.toFixed(3)}, ${item.pages} credit${item.pages > 1 ? "s" : ""}, ${String(body.processingTime)} ms server time`;
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const parts: string[] = [];
+  console.log(`smoke: standalone server, Redis ${REDIS_URL}, prefix ${PREFIX}`);
+
+  await step("Redis answers", () =>
+    withRedis((client) => client.ping()).catch((error: unknown) =>
+      fail(`Redis at ${REDIS_URL} does not answer (start redis-server or set REDIS_URL): ${String(error)}`),
+    ),
+  );
+  await step("fixtures generated", () => generateFixtures());
+  workDir = await step("standalone copied out of the repo (with .next/static, public)", prepareServerCopy);
+  baseUrl = `http://127.0.0.1:${await freePort()}`;
+  await startServer(workDir, Number(new URL(baseUrl).port));
+  await step(`server answers at ${baseUrl}`, waitForServer);
+
+  await step("GET /api/health: 200 ok, Redis store reachable", async () => {
+    const response = await request("/api/health");
+    const body = await json(response);
+    check(response.status === 200, `health is ${response.status}: ${JSON.stringify(body)}`);
+    const store = body.store as { kind?: string; ok?: boolean } | undefined;
+    check(body.status === "ok" && store?.kind === "redis-tcp" && store.ok, `unexpected health: ${JSON.stringify(body)}`);
+    check(response.headers.get("access-control-allow-origin") === "*", "health has no CORS header");
+  });
+  await step("GET /api/health?deep=1: engine reads the built-in PNG and PDF", async () => {
+    const response = await request("/api/health?deep=1");
+    const body = await json(response);
+    const engine = body.engine as { ready?: boolean; check?: { ok?: boolean } } | undefined;
+    check(response.status === 200 && engine?.ready && engine.check?.ok, `deep health failed: ${JSON.stringify(body)}`);
+  });
+  parts.push("health");
+
+  for (const [pathname, expected] of [
+    ["/", "/api/ocr/process"],
+    ["/docs", "API reference"],
+    ["/signin", "Sign in"],
+  ] as const) {
+    await step(`GET ${pathname}: 200, mentions "${expected}"`, async () => {
+      const response = await request(pathname);
+      const html = await response.text();
+      check(response.status === 200, `${pathname} is ${response.status}`);
+      check(html.includes(expected), `${pathname} does not contain "${expected}"`);
+    });
+  }
+  await step("static assets are served", async () => {
+    const html = await (await request("/")).text();
+    const asset = html.match(/\/_next\/static\/[^"']+\.(?:js|css)/)?.[0];
+    check(asset, "the home page links no /_next/static asset");
+    const response = await request(asset);
+    await response.body?.cancel();
+    check(response.status === 200, `${asset} is ${response.status} (was .next/static copied?)`);
+  });
+  parts.push("pages");
+
+  const hasRest = existsSync(path.join(ROOT, "app/api/ocr/process/route.ts"));
+  const hasMcp = existsSync(path.join(ROOT, "app/api/mcp/route.ts"));
+  let key: string | undefined;
+  if (hasRest || hasMcp) {
+    key = await step("admin CLI: create-user and create-key on the same Redis", async () => {
+      const email = `smoke-${randomBytes(4).toString("hex")}@example.com`;
+      await runAdmin(["create-user", "--email", email, "--password", randomBytes(18).toString("base64url")]);
+      const created = await runAdmin(["create-key", "--email", email, "--name", "smoke"]);
+      check(/^ocr_\S{32,}$/.test(created), `create-key printed something that is not a key: ${created.slice(0, 12)}…`);
+      return created;
+    });
+  }
+
+  if (hasRest && key) {
+    const apiKey = key;
+    const cases: OcrCase[] = [
+      { file: "paragraph.png", format: "text", pages: 1, source: "ocr" },
+      { file: "born-digital.pdf", format: "text", pages: TEXTS.pdfPages.length, source: "text-layer" },
+      { file: "scanned.pdf", format: "json", pages: 1, source: "ocr" },
+    ];
+    for (const item of cases) {
+      let detail = "";
+      await step(`POST /api/ocr/process ${item.file} as ${item.format}`, async () => {
+        detail = await checkOcr(apiKey, item);
+      });
+      console.log(`      ${detail}`);
+    }
+    await step("POST /api/ocr/process without a key: 401 with the SPEC error body", async () => {
+      const response = await request("/api/ocr/process", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ image: "aGVsbG8=" }),
+      });
+      const body = await json(response);
+      const error = body.error as { code?: unknown; message?: unknown } | undefined;
+      check(response.status === 401, `expected 401, got ${response.status}: ${JSON.stringify(body)}`);
+      check(
+        body.success === false && error?.code === "unauthorized" && typeof error.message === "string" && typeof body.requestId === "string",
+        `not the SPEC error body: ${JSON.stringify(body)}`,
+      );
+      check(response.headers.get("x-request-id") === body.requestId, "x-request-id differs from the body's requestId");
+    });
+    parts.push("REST");
+  } else {
+    console.log("  - app/api/ocr/process/route.ts does not exist yet: REST checks skipped");
+  }
+
+  if (hasMcp && key) {
+    const apiKey = key;
+    await step("POST /api/mcp initialize (2024-11-05): 200 JSON echoing the version", async () => {
+      const response = await request("/api/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": apiKey },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "smoke", version: "1.0.0" } },
+        }),
+      });
+      check(response.status === 200, `expected 200, got ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      check(response.headers.get("content-type")?.includes("application/json"), `content-type ${response.headers.get("content-type")}`);
+      const body = await json(response);
+      const result = body.result as { protocolVersion?: string } | undefined;
+      check(result?.protocolVersion === "2024-11-05", `initialize answered ${JSON.stringify(body).slice(0, 300)}`);
+    });
+    parts.push("MCP");
+  } else {
+    console.log("  - app/api/mcp/route.ts does not exist yet: MCP check skipped");
+  }
+
+  check(server && server.exitCode === null, "the server died during the checks");
+  check(serverLog.includes("[startup] OCR engine warm"), "instrumentation.ts did not warm the engine at startup");
+  console.log(`smoke: passed (${parts.join(", ")}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+async function cleanUp(): Promise<void> {
+  await stopServer();
+  if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  const deleted = await withRedis(async (client) => {
+    let count = 0;
+    for await (const keys of client.scanIterator({ MATCH: `${PREFIX}*`, COUNT: 500 })) {
+      if (keys.length > 0) count += await client.unlink(keys);
+    }
+    return count;
+  }).catch(() => 0);
+  if (deleted > 0) console.log(`smoke: deleted ${deleted} Redis keys under ${PREFIX}`);
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`\nsmoke: ${signal}, stopping the server`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+let failed = false;
+try {
+  await main();
+} catch (error) {
+  failed = true;
+  console.error(`\nsmoke: FAILED: ${error instanceof SmokeFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  if (serverLog) console.error(`\n--- server log (last 60 lines) ---\n${serverLog.trim().split("\n").slice(-60).join("\n")}`);
+} finally {
+  await cleanUp();
+}
+process.exit(failed ? 1 : 0);

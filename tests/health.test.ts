@@ -1,0 +1,202 @@
+import net from "node:net";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
+import { resetEnv } from "@/lib/env";
+import { errorBodySchema } from "@/lib/errors";
+import { getOcrPool } from "@/lib/ocr";
+import { resetStore } from "@/lib/store";
+import packageJson from "@/package.json";
+import { assertRedisReachable, createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "./support/redis";
+
+const storeSchema = z.strictObject({
+  kind: z.enum(["memory", "redis-tcp", "redis-rest", "none"]),
+  ok: z.boolean(),
+  latencyMs: z.number().int().min(0),
+  error: z.string().optional(),
+});
+
+const sampleSchema = z.strictObject({
+  type: z.enum(["png", "pdf"]),
+  ok: z.boolean(),
+  text: z.string().optional(),
+  source: z.enum(["ocr", "text-layer"]).optional(),
+  confidence: z.number().min(0).max(100).optional(),
+  latencyMs: z.number().int().min(0),
+  error: z.string().optional(),
+});
+
+const checkSchema = z.strictObject({
+  ok: z.boolean(),
+  latencyMs: z.number().int().min(0),
+  checkedAt: z.iso.datetime(),
+  cached: z.boolean(),
+  samples: z.array(sampleSchema),
+});
+
+const healthSchema = z.strictObject({
+  status: z.enum(["ok", "degraded"]),
+  version: z.string(),
+  store: storeSchema,
+  engine: z.strictObject({
+    ready: z.boolean(),
+    workers: z.number().int().min(0),
+    busy: z.number().int().min(0),
+    queued: z.number().int().min(0),
+    languages: z.array(z.string()),
+    check: checkSchema.optional(),
+  }),
+});
+
+const STORE_VARIABLES = [
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "KV_REST_API_URL",
+  "KV_REST_API_TOKEN",
+  "REDIS_URL",
+  "REDIS_PREFIX",
+  "NODE_ENV",
+] as const;
+const saved = Object.fromEntries(STORE_VARIABLES.map((name) => [name, process.env[name]]));
+/** `process.env` without Next's read-only `NODE_ENV` typing. */
+const env = process.env as Record<string, string | undefined>;
+
+/** Point the process-wide store at a configuration (unset variables are deleted), as the server would see it. */
+async function useStoreEnv(values: Partial<Record<(typeof STORE_VARIABLES)[number], string>>): Promise<void> {
+  for (const name of STORE_VARIABLES) {
+    const value = values[name];
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  resetEnv();
+  await resetStore();
+}
+
+async function getHealth(query = ""): Promise<{ response: Response; body: z.infer<typeof healthSchema> }> {
+  const response = await GET(new Request(`http://localhost/api/health${query}`));
+  const body = healthSchema.parse(await response.json());
+  return { response, body };
+}
+
+/** A local port that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+beforeEach(() => useStoreEnv({ NODE_ENV: "test" }));
+afterEach(async () => {
+  await resetStore();
+});
+afterAll(async () => {
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  resetEnv();
+  await getOcrPool().terminate();
+});
+
+describe("GET /api/health", () => {
+  it("is ok on the embedded memory store, with CORS and a request id, without starting the engine", async () => {
+    const { response, body } = await getHealth();
+    expect(response.status).toBe(200);
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    expect(response.headers.get("x-request-id")).toMatch(/^req_[\w-]+$/);
+    expect(response.headers.get("access-control-expose-headers")).toContain("x-request-id");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(body).toMatchObject({
+      status: "ok",
+      version: packageJson.version,
+      store: { kind: "memory", ok: true },
+      engine: { ready: false, workers: 0, busy: 0, queued: 0 },
+    });
+    expect(body.engine.languages).toContain("eng");
+    expect(body.engine.check).toBeUndefined();
+  });
+
+  it("?deep=1 reads the built-in PNG (OCR) and PDF (text layer) through the engine, then serves the cached result", async () => {
+    const first = await getHealth("?deep=1");
+    expect(first.response.status).toBe(200);
+    expect(first.body.status).toBe("ok");
+    expect(first.body.engine.ready).toBe(true);
+    expect(first.body.engine.workers).toBeGreaterThanOrEqual(1);
+    expect(first.body.engine.check).toMatchObject({ ok: true, cached: false });
+    const [png, pdf] = first.body.engine.check!.samples;
+    expect(png).toMatchObject({ type: "png", ok: true, source: "ocr", text: "Health check OK" });
+    expect(png!.confidence).toBeGreaterThan(60);
+    expect(pdf).toMatchObject({ type: "pdf", ok: true, source: "text-layer", confidence: 100 });
+    expect(pdf!.text).toMatch(/^Health check OK: this page is read from its text layer\.$/);
+
+    const second = await getHealth("?deep=1");
+    expect(second.body.engine.check).toMatchObject({ ok: true, cached: true });
+    expect(second.body.engine.check?.checkedAt).toBe(first.body.engine.check?.checkedAt);
+
+    // Once a worker is warm, the shallow check says so too.
+    expect((await getHealth()).body.engine.ready).toBe(true);
+  });
+
+  it("is ok on a real Redis (REDIS_URL)", async () => {
+    await assertRedisReachable();
+    const prefix = createTestPrefix("health");
+    await useStoreEnv({ NODE_ENV: "test", REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
+    const { response, body } = await getHealth();
+    expect(response.status).toBe(200);
+    expect(body.status).toBe("ok");
+    expect(body.store).toMatchObject({ kind: "redis-tcp", ok: true });
+    await resetStore();
+    expect(await deleteKeysWithPrefix(prefix)).toBe(0); // a ping writes nothing
+  });
+
+  it("is 503 degraded, promptly, when Redis does not answer", { timeout: 15_000 }, async () => {
+    await useStoreEnv({ NODE_ENV: "test", REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+    const { response, body } = await getHealth();
+    expect(response.status).toBe(503);
+    expect(response.headers.get("x-request-id")).toMatch(/^req_/);
+    expect(body.status).toBe("degraded");
+    expect(body.store).toMatchObject({ kind: "redis-tcp", ok: false });
+    expect(body.store.error).toBeTruthy();
+    expect(JSON.stringify(body)).not.toContain("127.0.0.1"); // no connection details in a public endpoint
+  });
+
+  it("is 503 degraded in production when no Redis is configured", async () => {
+    await useStoreEnv({ NODE_ENV: "production" });
+    const { response, body } = await getHealth();
+    expect(response.status).toBe(503);
+    expect(body.store).toMatchObject({ kind: "none", ok: false, error: "no store is configured" });
+  });
+
+  it("is 503 degraded, without echoing it, when the store configuration is invalid", async () => {
+    await useStoreEnv({ NODE_ENV: "test", UPSTASH_REDIS_REST_URL: "https://secret-host.upstash.io" });
+    const { response, body } = await getHealth();
+    expect(response.status).toBe(503);
+    expect(body.store).toMatchObject({ kind: "none", ok: false, error: "the store configuration is invalid" });
+    expect(JSON.stringify(body)).not.toContain("secret-host");
+  });
+});
+
+describe("other methods", () => {
+  it.each([
+    ["POST", POST],
+    ["DELETE", DELETE],
+  ])("%s is 405 with Allow and the SPEC error body", async (method, handler) => {
+    const response = await handler(new Request("http://localhost/api/health", { method }));
+    expect(response.status).toBe(405);
+    expect(response.headers.get("allow")).toBe("GET, HEAD, OPTIONS");
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    const body = errorBodySchema.parse(await response.json());
+    expect(body.error.code).toBe("method_not_allowed");
+    expect(response.headers.get("x-request-id")).toBe(body.requestId);
+  });
+
+  it("OPTIONS answers the CORS preflight", async () => {
+    const response = await OPTIONS(new Request("http://localhost/api/health", { method: "OPTIONS" }));
+    expect(response.status).toBe(204);
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    expect(response.headers.get("access-control-allow-methods")).toBe("GET, HEAD, OPTIONS");
+    expect(response.headers.get("access-control-allow-headers")).toContain("x-api-key");
+  });
+});
