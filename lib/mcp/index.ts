@@ -1,0 +1,16 @@
+export { MCP_MAX_DURATION_S, readSseTiming, type SseTiming } from "./config";
+export { createMcpRoute, type McpRoute, type McpRouteOptions } from "./route";
+export { SESSION_TTL_MS, isSessionId, newSessionId, sessionMailboxId } from "./relay";
+export {
+  SERVER_INFO,
+  TOOL_NAME,
+  buildServer,
+  extractTextInputSchema,
+  extractTextOutputSchema,
+  imageSourceSchema,
+  toOcrRequest,
+  toolErrorResult,
+  type BuildServerOptions,
+  type ExtractTextInput,
+} from "./server";
+export { serveJsonExchange, serveStreamablePost } from "./streamable";

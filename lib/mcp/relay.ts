@@ -1,0 +1,255 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { closeMailbox, drainMailbox, openMailbox, pushMailboxMessage } from "@/lib/store/mailbox";
+import type { SseTiming } from "./config";
+
+/*
+ * The legacy HTTP+SSE transport (protocol 2024-11-05), which the SDK no longer serves: `GET /api/mcp` holds an
+ * event stream, `POST /api/mcp?sessionId=…` delivers a message whose response travels on that stream. On serverless
+ * the two requests may run on different instances, so the POST side pushes into the session's mailbox in the Store
+ * (a Redis list) and the stream side drains it.
+ *
+ * Mailbox entries (JSON, validated when drained — the store is a trust boundary):
+ *   { "open": token }                 a POST was accepted and is being processed
+ *   { "done": token, "messages": [] } its JSON-RPC responses (none for notifications)
+ * The `open` marker lets the stream know that an answer is coming: it polls fast meanwhile, and near the end of its
+ * life it waits for pending answers (until the hard end) rather than cutting them off.
+ */
+
+/** How long a session lives without its stream refreshing it (an instance that died takes its sessions with it). */
+export const SESSION_TTL_MS = 60_000;
+/** How often an open stream refreshes its session's TTL. */
+const SESSION_REFRESH_MS = 15_000;
+/** After activity, the stream keeps polling fast this long: clients send bursts (initialize, initialized, list). */
+const LINGER_MS = 5_000;
+/** A stream whose store has failed this long closes (the client reconnects, and gets a 503 while it lasts). */
+const STORE_OUTAGE_MS = 10_000;
+/** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
+export const SSE_RETRY_MS = 500;
+
+/** A new session id: 128 random bits, URL-safe. */
+export function newSessionId(): string {
+  return randomBytes(16).toString("base64url");
+}
+
+const SESSION_ID = /^[A-Za-z0-9_-]{16,64}$/;
+
+export function isSessionId(value: string): boolean {
+  return SESSION_ID.test(value);
+}
+
+/**
+ * The mailbox of a session, named by the API key that opened it: the same session id with another key (another
+ * account's, or another of the same account's keys) names a mailbox that does not exist, so it answers 404 exactly
+ * like an unknown session — sessions cannot be probed or used across keys.
+ */
+export function sessionMailboxId(keyId: string, sessionId: string): string {
+  return `mcp:${keyId}:${sessionId}`;
+}
+
+const jsonRpcMessageSchema = z.looseObject({ jsonrpc: z.literal("2.0") });
+export type RelayedMessage = z.infer<typeof jsonRpcMessageSchema>;
+
+const mailboxEntrySchema = z.union([
+  z.strictObject({ open: z.string() }),
+  z.strictObject({ done: z.string(), messages: z.array(jsonRpcMessageSchema) }),
+]);
+type MailboxEntry = z.infer<typeof mailboxEntrySchema>;
+
+/** Mark a POST as accepted on the session. Returns its token, or null when the session is unknown or expired. */
+export async function acceptSessionPost(mailboxId: string): Promise<string | null> {
+  const token = randomBytes(9).toString("base64url");
+  const entry: MailboxEntry = { open: token };
+  return (await pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
+}
+
+/** Queue the responses of an accepted POST for the stream. False when the stream closed meanwhile. */
+export async function completeSessionPost(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
+  const entry: MailboxEntry = { done: token, messages };
+  return pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
+}
+
+/**
+ * In-process wake-ups: when the POST lands on the instance that holds the stream, the stream is woken at once
+ * instead of at its next poll. Only a hint — messages always travel through the store.
+ */
+export class StreamWakeups {
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  /** Resolves after `ms`, on `wake(id)`, or when `signal` aborts. */
+  wait(id: string, ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        const set = this.waiters.get(id);
+        set?.delete(done);
+        if (set?.size === 0) this.waiters.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal.addEventListener("abort", done, { once: true });
+      let set = this.waiters.get(id);
+      if (!set) this.waiters.set(id, (set = new Set()));
+      set.add(done);
+    });
+  }
+
+  wake(id: string): void {
+    for (const done of [...(this.waiters.get(id) ?? [])]) done();
+  }
+}
+
+export interface SseStreamOptions {
+  /** The session's mailbox (already opened). */
+  mailboxId: string;
+  /** The `endpoint` event's data: where the client POSTs its messages. */
+  endpoint: string;
+  timing: SseTiming;
+  wakeups: StreamWakeups;
+  /** The GET request's signal: the client went away. */
+  signal: AbortSignal;
+  /** For log lines. */
+  requestId: string;
+}
+
+/**
+ * The event stream of one session: `event: endpoint` first (with a `retry:` hint), then an `event: message` per
+ * JSON-RPC response taken from the mailbox, a `: ping` comment every `pingMs`, and a clean close before the function's
+ * `maxDuration` — after `lifetimeMs - drainMs` at the first quiet moment with nothing pending, at `lifetimeMs`
+ * regardless. The mailbox is
+ * closed with the stream, so later POSTs to the session get 404 and the client reconnects.
+ */
+export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal.addEventListener("abort", onAbort, { once: true });
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+
+  const write = (text: string): boolean => {
+    if (stop.signal.aborted) return false;
+    try {
+      controller.enqueue(encoder.encode(text));
+      return true;
+    } catch {
+      stop.abort();
+      return false;
+    }
+  };
+
+  return new ReadableStream<Uint8Array>({
+    start(streamController) {
+      controller = streamController;
+      write(`event: endpoint\ndata: ${options.endpoint}\nretry: ${SSE_RETRY_MS}\n\n`);
+      void pumpMailbox(options, write, stop.signal).finally(() => {
+        options.signal.removeEventListener("abort", onAbort);
+        if (stop.signal.aborted) return;
+        stop.abort();
+        try {
+          controller.close();
+        } catch {
+          // already cancelled by the client
+        }
+      });
+    },
+    cancel() {
+      stop.abort();
+    },
+  });
+}
+
+async function pumpMailbox(options: SseStreamOptions, write: (text: string) => boolean, stopped: AbortSignal): Promise<void> {
+  const { mailboxId, timing, wakeups, requestId } = options;
+  const opened = Date.now();
+  const hardEnd = opened + timing.lifetimeMs;
+  const softEnd = hardEnd - timing.drainMs;
+  const pending = new Set<string>();
+  // Near the end, wait for a quiet moment: a client in the middle of a burst would post into the reconnect gap.
+  const quietMs = Math.min(LINGER_MS, timing.drainMs / 4);
+  let nextPing = opened + timing.pingMs;
+  let nextRefresh = opened + SESSION_REFRESH_MS;
+  let lastActivity = opened;
+  let interval = timing.pollMs;
+  let failingSince: number | undefined;
+
+  const deliver = (raw: string[]) => {
+    for (const item of raw) {
+      const entry = parseEntry(item);
+      if (!entry) {
+        console.warn(`[${requestId}] mcp session: dropped an unreadable mailbox entry`);
+        continue;
+      }
+      if ("open" in entry) {
+        pending.add(entry.open);
+        continue;
+      }
+      pending.delete(entry.done);
+      for (const message of entry.messages) write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    }
+  };
+
+  try {
+    while (!stopped.aborted) {
+      const now = Date.now();
+      if (now >= hardEnd || (now >= softEnd && pending.size === 0 && now - lastActivity >= quietMs)) break;
+      try {
+        if (now >= nextRefresh) {
+          await openMailbox(mailboxId, SESSION_TTL_MS);
+          nextRefresh = now + SESSION_REFRESH_MS;
+        }
+        const raw = await drainMailbox(mailboxId);
+        failingSince = undefined;
+        if (raw.length > 0) {
+          lastActivity = Date.now();
+          deliver(raw);
+        }
+      } catch (error) {
+        failingSince ??= now;
+        if (now - failingSince === 0) console.warn(`[${requestId}] mcp session: mailbox unreachable (${describe(error)})`);
+        if (now - failingSince >= STORE_OUTAGE_MS) break;
+      }
+      if (Date.now() >= nextPing) {
+        if (!write(": ping\n\n")) break;
+        nextPing = Date.now() + timing.pingMs;
+      }
+      const busy = pending.size > 0 || Date.now() - lastActivity < LINGER_MS;
+      interval = busy ? timing.pollMs : Math.min(timing.idlePollMs, Math.ceil(interval * 1.5));
+      const nextCheck = Math.min(nextPing, Date.now() < softEnd ? softEnd : hardEnd);
+      await wakeups.wait(mailboxId, Math.max(0, Math.min(interval, nextCheck - Date.now())), stopped);
+    }
+  } finally {
+    // Whatever arrived since the last poll still goes out, then the session is gone: later POSTs get 404.
+    if (!stopped.aborted) {
+      try {
+        deliver(await drainMailbox(mailboxId));
+      } catch {
+        // the store is down: nothing to deliver
+      }
+    }
+    await closeMailbox(mailboxId).catch((error: unknown) =>
+      console.warn(`[${requestId}] mcp session: closing the mailbox failed (${describe(error)}); it expires by itself`),
+    );
+  }
+}
+
+/** The stream as the legacy transport's clients need it: no buffering, no compression (`no-transform`). */
+export const SSE_HEADERS: Record<string, string> = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-cache, no-transform",
+  "X-Accel-Buffering": "no",
+};
+
+function parseEntry(raw: string): MailboxEntry | null {
+  try {
+    const parsed = mailboxEntrySchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+function describe(error: unknown): string {
+  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") return error.code;
+  return error instanceof Error ? error.name : "error";
+}

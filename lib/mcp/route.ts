@@ -1,0 +1,249 @@
+import { ApiError } from "@/lib/errors";
+import { preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import { noteResponse } from "@/lib/http/respond";
+import type { ProcessDocumentResult } from "@/lib/process";
+import { openMailbox } from "@/lib/store/mailbox";
+import { readSseTiming, type SseTiming } from "./config";
+import {
+  SESSION_TTL_MS,
+  SSE_HEADERS,
+  StreamWakeups,
+  acceptSessionPost,
+  completeSessionPost,
+  createSseStream,
+  isSessionId,
+  newSessionId,
+  sessionMailboxId,
+  type RelayedMessage,
+} from "./relay";
+import { buildServer } from "./server";
+import { serveJsonExchange, serveStreamablePost } from "./streamable";
+
+export interface McpRouteOptions {
+  /** Timing of the legacy SSE stream; unset fields come from the environment (`readSseTiming`) at each GET. */
+  sse?: Partial<SseTiming>;
+}
+
+export interface McpRoute {
+  GET: RouteHandler;
+  POST: RouteHandler;
+  OPTIONS: RouteHandler;
+  HEAD: RouteHandler;
+  PUT: RouteHandler;
+  PATCH: RouteHandler;
+  DELETE: RouteHandler;
+}
+
+const METHODS = ["GET", "POST"] as const;
+const ALLOW = "GET, POST, OPTIONS";
+
+/** The protocol version of the legacy HTTP+SSE transport; `initialize` over it negotiates this one. */
+const SSE_PROTOCOL_VERSION = "2024-11-05";
+
+/**
+ * The handlers of `/api/mcp`. Each call builds an independent instance (the route module makes one; tests make two
+ * to stand for two serverless instances that share only the Store).
+ *
+ * - `POST` without `sessionId`: Streamable HTTP, stateless, JSON answers (see `serveStreamablePost`).
+ * - `GET` with `Accept: text/event-stream`: opens a legacy SSE session (see `createSseStream`).
+ * - `POST ?sessionId=…`: a message for that session, processed here, its response queued for the stream, then `202`.
+ *
+ * All of them go through `withApiKey` with the `api_key` query carrier allowed: key → `401`, rate limit, and
+ * `Idempotency-Key` on POST, exactly as REST.
+ */
+export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
+  const wakeups = new StreamWakeups();
+
+  const openStream = withApiKey(
+    async ({ req, account, requestId }) => {
+      const sessionId = newSessionId();
+      const mailboxId = sessionMailboxId(account.keyId, sessionId);
+      // Before any byte of the stream: a store outage is a plain 503, and the session exists before the client
+      // learns its endpoint.
+      await openMailbox(mailboxId, SESSION_TTL_MS);
+      const stream = createSseStream({
+        mailboxId,
+        endpoint: sessionEndpoint(req, sessionId),
+        timing: { ...readSseTiming(), ...options.sse },
+        wakeups,
+        signal: req.signal,
+        requestId,
+      });
+      return new Response(stream, { headers: SSE_HEADERS });
+    },
+    { acceptQueryKey: true },
+  );
+
+  const post = withApiKey(
+    async (context) => {
+      const sessionId = new URL(context.req.url).searchParams.get("sessionId");
+      return sessionId === null ? postStateless(context) : postToSession(context, sessionId, wakeups);
+    },
+    { acceptQueryKey: true },
+  );
+
+  // Refusals go through `withRequest` (CORS, x-request-id, log line); the stream through `withApiKey` alone.
+  const refuse = withRequest(async ({ req }) => {
+    throw refuseGet(req) ?? new ApiError("internal_error", "GET refusal without a reason");
+  });
+  const get: RouteHandler = async (req) => (refuseGet(req) ? refuse(req) : openStream(withoutIdempotencyKey(req)));
+
+  const notAllowed = withRequest(async ({ req }) => {
+    throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`, {
+      headers: { Allow: ALLOW },
+    });
+  });
+
+  return {
+    GET: get,
+    POST: post,
+    OPTIONS: preflight(METHODS),
+    HEAD: notAllowed,
+    PUT: notAllowed,
+    PATCH: notAllowed,
+    DELETE: notAllowed,
+  };
+}
+
+/**
+ * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): without
+ * `Accept: text/event-stream`; or from a Streamable HTTP client (an `mcp-session-id`, or an `mcp-protocol-version`
+ * of 2025-03-26 or later) asking for the optional standalone stream, which a stateless server does not offer — the
+ * Streamable HTTP spec's answer is 405, and clients carry on without it. Legacy SSE clients send no version on
+ * their first GET and `2024-11-05` (the version negotiated over SSE) when they reconnect.
+ */
+function refuseGet(req: Request): ApiError | null {
+  const accept = req.headers.get("accept")?.toLowerCase() ?? "";
+  if (!accept.includes("text/event-stream")) {
+    return new ApiError(
+      "method_not_allowed",
+      "GET /api/mcp opens the SSE transport and needs Accept: text/event-stream; send JSON-RPC messages with POST",
+      { headers: { Allow: ALLOW } },
+    );
+  }
+  const version = req.headers.get("mcp-protocol-version")?.trim();
+  if (req.headers.has("mcp-session-id") || (version && version > SSE_PROTOCOL_VERSION)) {
+    return new ApiError(
+      "method_not_allowed",
+      "This server is stateless over Streamable HTTP and offers no standalone SSE stream; POST JSON-RPC messages instead",
+      { headers: { Allow: ALLOW } },
+    );
+  }
+  return null;
+}
+
+/**
+ * `Idempotency-Key` is for POSTs: on a GET the wrapper would wait for the end of the stream to store it. A stream
+ * is not a replayable response, so the header is dropped there.
+ */
+function withoutIdempotencyKey(req: Request): Request {
+  if (!req.headers.has("idempotency-key")) return req;
+  const headers = new Headers(req.headers);
+  headers.delete("idempotency-key");
+  return new Request(req, { headers });
+}
+
+/**
+ * The `endpoint` event's URL. When the key came in the `api_key` query (clients that can set no header), the
+ * endpoint carries it too, or the client's POSTs could not authenticate; clients with a header never see it there.
+ */
+function sessionEndpoint(req: Request, sessionId: string): string {
+  const url = new URL(req.url);
+  const query = new URLSearchParams({ sessionId });
+  if (readApiKey(req.headers) === null) {
+    const key = url.searchParams.get("api_key")?.trim();
+    if (key) query.set("api_key", key);
+  }
+  return `${url.pathname}?${query.toString()}`;
+}
+
+/** Tracks what the tool calls of one HTTP request charged: for `x-credits-remaining` and the log line. */
+function chargeTracker() {
+  let creditsRemaining: number | undefined;
+  let pages = 0;
+  return {
+    onExtracted(result: ProcessDocumentResult) {
+      creditsRemaining = result.creditsRemaining;
+      pages += result.response.creditsUsed;
+    },
+    finish(response: Response, body: BodyInit | null = response.body, status = response.status): Response {
+      const headers = new Headers(response.headers);
+      if (creditsRemaining !== undefined) headers.set("x-credits-remaining", String(creditsRemaining));
+      if (status === 202) headers.delete("content-type");
+      return noteResponse(new Response(body, { status, headers }), { pages });
+    },
+  };
+}
+
+async function postStateless({ req, account, requestId, receivedAt }: ApiContext): Promise<Response> {
+  const body = await readJson(req);
+  const charges = chargeTracker();
+  const response = await serveStreamablePost(req, body, () =>
+    buildServer(account, requestId, { receivedAt, onExtracted: charges.onExtracted }),
+  );
+  return charges.finish(response);
+}
+
+/**
+ * A message for a legacy SSE session. It is processed before the `202` goes out: on serverless the instance may be
+ * frozen once the response is sent, so work scheduled after it might never finish. The response is on the stream
+ * by the time the client reads the 202 (the old transport allows either order).
+ */
+async function postToSession(
+  { req, account, requestId, receivedAt }: ApiContext,
+  sessionId: string,
+  wakeups: StreamWakeups,
+): Promise<Response> {
+  const body = await readJson(req);
+  const mailboxId = sessionMailboxId(account.keyId, sessionId);
+  const token = isSessionId(sessionId) ? await acceptSessionPost(mailboxId) : null;
+  if (token === null) {
+    throw new ApiError(
+      "not_found",
+      "Unknown or expired MCP session: open a new stream with GET /api/mcp (Accept: text/event-stream) and post to the endpoint it names",
+    );
+  }
+  wakeups.wake(mailboxId);
+
+  const charges = chargeTracker();
+  let messages: RelayedMessage[] = [];
+  let response: Response;
+  let delivered = false;
+  try {
+    const server = buildServer(account, requestId, {
+      receivedAt,
+      protocolVersions: [SSE_PROTOCOL_VERSION],
+      onExtracted: charges.onExtracted,
+    });
+    response = await serveJsonExchange(withoutProtocolVersion(req), body, server);
+    if (response.status === 200) messages = parseResponses(await response.text());
+  } finally {
+    delivered = await completeSessionPost(mailboxId, token, messages).catch(() => false);
+    wakeups.wake(mailboxId);
+  }
+  if (!delivered && messages.length > 0) {
+    throw new ApiError(
+      "not_found",
+      "The session's stream closed before the response could be delivered: open a new stream and send the request again",
+    );
+  }
+  // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
+  if (response.status !== 200 && response.status !== 202) return charges.finish(response);
+  return charges.finish(response, null, 202);
+}
+
+/**
+ * The 2024-11-05 transport has no `mcp-protocol-version` header; clients that send one after negotiating a newer
+ * version elsewhere are not refused for it.
+ */
+function withoutProtocolVersion(req: Request): Request {
+  const headers = new Headers(req.headers);
+  headers.delete("mcp-protocol-version");
+  return new Request(req.url, { method: req.method, headers, signal: req.signal });
+}
+
+function parseResponses(text: string): RelayedMessage[] {
+  const parsed: unknown = JSON.parse(text);
+  const list: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  return list.filter((item): item is RelayedMessage => typeof item === "object" && item !== null && !Array.isArray(item));
+}

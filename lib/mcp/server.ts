@@ -1,0 +1,189 @@
+import {
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolResult,
+} from "@modelcontextprotocol/server";
+import { z } from "zod";
+import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { describeZodError, toApiError, type ApiError, type ErrorCode } from "@/lib/errors";
+import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+
+/** `serverInfo` of `initialize`. The version is the seed's metadata version (SEED-interface.md, Versioning). */
+export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: "2.0.0" } as const;
+
+export const TOOL_NAME = "extract_text";
+
+/*
+ * The tool's input, exactly the seed's (SEED-interface.md, MCP tool `extract_text`), described field by field for
+ * the model. Strict objects like the REST body: an unknown or misspelt field is a malformed call, not ignored.
+ */
+export const imageSourceSchema = z
+  .strictObject({
+    type: z
+      .enum(["base64", "url"])
+      .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
+    data: z
+      .string()
+      .min(1)
+      .describe(
+        "When type is `base64`: the file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
+          "(`data:application/pdf;base64,…`), at most 3 MB decoded. When type is `url`: an http(s) URL of the file on a " +
+          `public host (at most 25 MB, 3 redirects, 15 s; ${MAX_IMAGE_URL_LENGTH} characters). Prefer base64 under 1 MB and a URL above.`,
+      ),
+    filename: z
+      .string()
+      .max(255)
+      .optional()
+      .describe(
+        "Optional file name such as `invoice.pdf` or `scan.png`. Only a hint: the file type is decided from the bytes " +
+          "(PDF, JPEG, PNG or WebP), never from the name.",
+      ),
+  })
+  .describe("The document or image to read: PDF, JPEG, PNG or WebP.");
+
+export const extractTextInputSchema = z.strictObject({
+  image_source: imageSourceSchema,
+  output_format: outputFormatSchema.optional(),
+});
+export type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
+
+/** The result's `structuredContent`: the REST 200 body, field for field. */
+export const extractTextOutputSchema = ocrResponseSchema;
+
+/** The output schema's JSON Schema: its root is an object, so the SDK passes `structuredContent` through unwrapped. */
+const OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(extractTextOutputSchema);
+
+const TOOL_DESCRIPTION =
+  "Extract the text of a PDF, JPEG, PNG or WebP file by OCR (PDF pages that carry a text layer are read directly). " +
+  "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
+  "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
+  "page). Synchronous. Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and " +
+  "nothing is charged when it fails.";
+
+/** Map the tool's arguments onto the REST request body that `processDocument` takes. */
+export function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
+  const options = input.output_format ? { options: { format: input.output_format } } : {};
+  return input.image_source.type === "base64"
+    ? { image: input.image_source.data, ...options }
+    : { imageUrl: input.image_source.data, ...options };
+}
+
+/**
+ * What a model can do about each failure, appended to the tool error's text. Every `processDocument` failure is
+ * listed; `internal_error` never reaches a tool result (it is a JSON-RPC error).
+ */
+const HINTS: Partial<Record<ErrorCode, string>> = {
+  invalid_request:
+    'Check image_source: with type "base64", data must be the file\'s base64 or a data URL; with type "url", a public http(s) URL.',
+  unsupported_media_type: "Send a PDF, JPEG, PNG or WebP file; the type is read from the bytes, not from the filename.",
+  payload_too_large:
+    'Inline (base64) files are limited to 3 MB decoded: pass a URL with type "url" instead, or send a smaller file or fewer pages.',
+  unreadable_document: "The file is corrupt, truncated, encrypted or has no pages; check that it opens, or export it again.",
+  insufficient_credits: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
+  fetch_failed: "The service could not download the URL: check that it is public, returns the file itself (not a login page) and is reachable.",
+  timeout: "The file took too long to read: send fewer or smaller pages, or retry.",
+  overloaded: "The service is busy: retry in a few seconds.",
+  unavailable: "The service's account store is briefly unavailable: retry in a minute. Nothing was charged.",
+  rate_limited: "Too many requests with this key: retry after a minute.",
+};
+
+/** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
+export function toolErrorResult(error: ApiError): CallToolResult {
+  const hint = HINTS[error.code];
+  return { content: [{ type: "text", text: `${error.code}: ${error.message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
+}
+
+export interface BuildServerOptions {
+  /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
+  receivedAt?: number;
+  /**
+   * Protocol versions `initialize` may negotiate. Default: every 2025-era version the SDK supports (2024-11-05 to
+   * 2025-11-25). The legacy SSE relay passes `["2024-11-05"]`, the version of that transport.
+   */
+  protocolVersions?: readonly string[];
+  /** Called after each successful `extract_text` (the route reports `x-credits-remaining` and the pages charged). */
+  onExtracted?: (result: ProcessDocumentResult) => void;
+}
+
+/**
+ * A fresh MCP server for one HTTP request, on behalf of `account`: `capabilities.tools` only and the one tool,
+ * `extract_text`, which runs `processDocument` — the REST use case, with its credits, limits and errors.
+ *
+ * Failures the model can act on (bad file, unsupported type, too large, no credits, fetch failed, timeout,
+ * overloaded, store unavailable) are tool results with `isError: true` whose text starts with the error code.
+ * Malformed calls are JSON-RPC errors: an unknown tool or arguments that violate the input schema → `-32602`
+ * (SPEC.md, MCP — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
+ * failure → `-32603` with the request id, its details only in the log.
+ *
+ * `requestId` keys the credit reservation: a batch with several calls gets `requestId`, then `requestId.2`, ….
+ */
+export function buildServer(account: ProcessAccount, requestId: string, options: BuildServerOptions = {}): McpServer {
+  const server = new McpServer(SERVER_INFO, {
+    // `listChanged: false`: the tool list never changes, and a stateless server could not announce it anyway.
+    capabilities: { tools: { listChanged: false } },
+    supportedProtocolVersions: [...(options.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS)],
+  });
+
+  let calls = 0;
+  const extractText = async (input: ExtractTextInput): Promise<CallToolResult> => {
+    calls += 1;
+    const callId = calls === 1 ? requestId : `${requestId}.${calls}`;
+    let result: ProcessDocumentResult;
+    try {
+      result = await processDocument({ body: toOcrRequest(input), account, requestId: callId, receivedAt: options.receivedAt });
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (apiError.code === "internal_error") {
+        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeCause(apiError.cause ?? error));
+        throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
+      }
+      return toolErrorResult(apiError);
+    }
+    options.onExtracted?.(result);
+    return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+  };
+
+  // Registered for `tools/list` (the schemas, converted by the SDK) …
+  server.registerTool(
+    TOOL_NAME,
+    {
+      title: "Extract text (OCR)",
+      description: TOOL_DESCRIPTION,
+      inputSchema: extractTextInputSchema,
+      outputSchema: extractTextOutputSchema,
+      annotations: {
+        title: "Extract text (OCR)",
+        readOnlyHint: true,
+        destructiveHint: false,
+        // Not idempotent: every call reads the file again and charges credits (REST's Idempotency-Key is the retry tool).
+        idempotentHint: false,
+        // URLs reach the open web.
+        openWorldHint: true,
+      },
+    },
+    extractText,
+  );
+
+  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as SPEC says (the SDK's own handler
+  // would answer them with `isError` results).
+  server.server.removeRequestHandler("tools/call");
+  server.server.setRequestHandler("tools/call", async (request) => {
+    const { name, arguments: args } = request.params;
+    if (name !== TOOL_NAME) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has only ${TOOL_NAME}`);
+    }
+    const parsed = extractTextInputSchema.safeParse(args ?? {});
+    if (!parsed.success) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${TOOL_NAME}: ${describeZodError(parsed.error)}`);
+    }
+    return server.server.projectCallToolResult(await extractText(parsed.data), OUTPUT_JSON_SCHEMA);
+  });
+
+  return server;
+}
+
+function describeCause(cause: unknown): string {
+  return cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
+}

@@ -1,0 +1,60 @@
+import {
+  WebStandardStreamableHTTPServerTransport,
+  createMcpHandler,
+  isLegacyRequest,
+  type McpServer,
+} from "@modelcontextprotocol/server";
+
+/**
+ * Streamable HTTP, stateless: one JSON-RPC exchange per POST (SPEC.md, Surfaces).
+ *
+ * - 2025-era traffic (`initialize` with 2024-11-05 … 2025-11-25, `tools/list`, `tools/call`, notifications, batches)
+ *   goes to the SDK's web-standard transport with `sessionIdGenerator: undefined, enableJsonResponse: true`: one
+ *   `application/json` answer in the same response, `202` for notifications only.
+ * - Newer revisions (2026-07-28 and on: a per-request `_meta` envelope) go to the SDK's own `createMcpHandler`, which
+ *   serves them however the SDK does.
+ *
+ * The body was already read and parsed by the caller (our size, content-type and JSON checks; the idempotency
+ * fingerprint reads the same bytes), so the SDK gets it as `parsedBody` on a body-less copy of the request.
+ */
+export async function serveStreamablePost(req: Request, body: unknown, createServer: () => McpServer): Promise<Response> {
+  const forward = sdkRequest(req);
+  if (await isLegacyRequest(forward, body)) return serveJsonExchange(req, body, createServer());
+  const modern = createMcpHandler(() => createServer(), { legacy: "reject", onerror: reportSdkError });
+  return modern.fetch(forward, { parsedBody: body });
+}
+
+/**
+ * One JSON-RPC message (or batch) through a fresh server on the JSON transport. Resolves once every response is
+ * ready (a `tools/call` runs to its end here), so nothing is left running after the HTTP response.
+ */
+export async function serveJsonExchange(req: Request, body: unknown, server: McpServer): Promise<Response> {
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  transport.onerror = reportSdkError;
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(sdkRequest(req), { parsedBody: body });
+  } finally {
+    await server.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The request as the SDK transports want it. The SDK answers `406` unless `Accept` lists both `application/json`
+ * and `text/event-stream`, even in JSON mode — but curl and plain HTTP clients send `Accept: application/json`,
+ * `*∕*` or nothing, and the answer is JSON either way, so both are always listed. The content type was checked by
+ * the caller (which also accepts a missing one, like the REST route) and is stated for the SDK's own check.
+ */
+function sdkRequest(req: Request): Request {
+  const headers = new Headers(req.headers);
+  headers.set("accept", "application/json, text/event-stream");
+  headers.set("content-type", "application/json");
+  headers.delete("content-length");
+  return new Request(req.url, { method: req.method, headers, signal: req.signal });
+}
+
+function reportSdkError(error: Error): void {
+  // The SDK reports rejected messages here too (they are answered as JSON-RPC errors); only log what is unexpected.
+  if (/^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request)/.test(error.message)) return;
+  console.warn(`[mcp] ${error.name}: ${error.message.slice(0, 300)}`);
+}
