@@ -33,10 +33,32 @@ export async function serveJsonExchange(req: Request, body: unknown, server: Mcp
   transport.onerror = reportSdkError;
   await server.connect(transport);
   try {
-    return await transport.handleRequest(sdkRequest(req), { parsedBody: body });
+    return await transport.handleRequest(sdkRequest(req), { parsedBody: withSeedInitialize(body) });
   } finally {
     await server.close().catch(() => undefined);
   }
+}
+
+/** What `initialize` reports as the client when it names none. */
+export const UNNAMED_CLIENT = { name: "unnamed-client", version: "0.0.0" } as const;
+
+/**
+ * The seed's `initialize` carries only `protocolVersion` and `capabilities` (SEED-interface.md, MCP JSON-RPC request
+ * envelope); the SDK also requires `clientInfo` and would answer -32603. A missing `clientInfo` (or `capabilities`)
+ * is filled in; anything present is left for the SDK to judge.
+ */
+export function withSeedInitialize(body: unknown): unknown {
+  const complete = (message: unknown): unknown => {
+    if (!isRecord(message) || message.method !== "initialize" || !isRecord(message.params)) return message;
+    const { params } = message;
+    if (params.clientInfo !== undefined && params.capabilities !== undefined) return message;
+    return { ...message, params: { capabilities: {}, clientInfo: UNNAMED_CLIENT, ...params } };
+  };
+  return Array.isArray(body) ? body.map(complete) : complete(body);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /**
@@ -55,6 +77,6 @@ function sdkRequest(req: Request): Request {
 
 function reportSdkError(error: Error): void {
   // The SDK reports rejected messages here too (they are answered as JSON-RPC errors); only log what is unexpected.
-  if (/^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request)/.test(error.message)) return;
+  if (/^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request|Rejected inbound request)/.test(error.message)) return;
   console.warn(`[mcp] ${error.name}: ${error.message.slice(0, 300)}`);
 }

@@ -1,0 +1,306 @@
+import { http, HttpResponse } from "msw";
+import { describe, expect, it } from "vitest";
+import * as mcpRoute from "@/app/api/mcp/route";
+import { listLedger } from "@/lib/credits";
+import { MCP_MAX_DURATION_S } from "@/lib/mcp";
+import {
+  REQUEST_ID,
+  createAccount,
+  expectApiError,
+  expectLedgerConsistent,
+  fixture,
+  setEnv,
+  tinyPng,
+  withRemoteFiles,
+  withStore,
+} from "../api/support";
+import { waitForWindowRoom } from "../support/redis";
+import {
+  MCP_ENDPOINT,
+  expectExtracted,
+  expectToolError,
+  jsonRpcErrorSchema,
+  jsonRpcResultSchema,
+  rpcRequest,
+  type RpcOptions,
+} from "./support";
+
+/*
+ * `/api/mcp` spoken to by hand, the way curl or a home-grown client would: JSON-RPC over POST with
+ * `Accept: application/json` (or nothing), one JSON answer per request. Plus what the route adds around the SDK:
+ * CORS, methods, body checks, rate limits, Idempotency-Key, and the tool's errors.
+ */
+
+const server = withRemoteFiles();
+withStore("memory");
+
+const png = tinyPng("HELLO 42").toString("base64");
+
+async function rpc(body: unknown, options: RpcOptions = {}): Promise<Response> {
+  return mcpRoute.POST(rpcRequest(body, options));
+}
+
+/** The JSON-RPC result of a 200 answer. */
+async function resultOf(response: Response): Promise<Record<string, unknown>> {
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+  return jsonRpcResultSchema.parse(await response.json()).result;
+}
+
+function callTool(args: unknown, id = 1) {
+  return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "extract_text", arguments: args } };
+}
+
+describe("route module", () => {
+  it("runs on Node with a maxDuration above the SSE stream's lifetime", () => {
+    expect(mcpRoute.runtime).toBe("nodejs");
+    expect(mcpRoute.maxDuration).toBe(MCP_MAX_DURATION_S);
+  });
+});
+
+describe("raw JSON-RPC over POST, as curl sends it", () => {
+  it.each(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])(
+    "initialize %s with the seed's params (no clientInfo) → 200 JSON echoing the version, tools only",
+    async (version) => {
+      const account = await createAccount(0);
+      const response = await rpc(
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: version, capabilities: { tools: {} } } },
+        { key: account.key },
+      );
+      expect(response.headers.get("x-request-id")).toMatch(REQUEST_ID);
+      expect(response.headers.get("access-control-allow-origin")).toBe("*");
+      expect(response.headers.get("mcp-session-id")).toBeNull();
+      expect(await resultOf(response)).toEqual({
+        protocolVersion: version,
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: { name: "ocr-service", title: "OCR service", version: "2.0.0" },
+      });
+    },
+  );
+
+  it("initialize with a version it does not know → the latest it supports", async () => {
+    const account = await createAccount(0);
+    const result = await resultOf(
+      await rpc(
+        { jsonrpc: "2.0", id: "a", method: "initialize", params: { protocolVersion: "2023-01-01", capabilities: {}, clientInfo: { name: "x", version: "1" } } },
+        { key: account.key },
+      ),
+    );
+    expect(result.protocolVersion).toBe("2025-11-25");
+  });
+
+  it.each([
+    ["Accept: application/json", { accept: "application/json" }],
+    ["no Accept", { accept: "" }],
+    ["Accept: */*", { accept: "*/*" }],
+    ["no Content-Type either", { accept: "", "content-type": "" }],
+  ])("tools/list without params, %s → 200 JSON with extract_text", async (_label, headers) => {
+    const account = await createAccount(0);
+    const result = await resultOf(await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key, headers }));
+    const tools = result.tools as { name: string; inputSchema: { required: string[] } }[];
+    expect(tools.map((tool) => tool.name)).toEqual(["extract_text"]);
+    expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
+  });
+
+  it("a notification → 202 with an empty body", async () => {
+    const account = await createAccount(0);
+    const response = await rpc({ jsonrpc: "2.0", method: "notifications/initialized" }, { key: account.key });
+    expect(response.status).toBe(202);
+    expect(await response.text()).toBe("");
+    expect(response.headers.get("x-request-id")).toMatch(REQUEST_ID);
+  });
+
+  it("a batch (2025-03-26) → an array of answers; two tool calls are charged under two request ids", async () => {
+    const account = await createAccount(5);
+    const response = await rpc(
+      [{ jsonrpc: "2.0", id: 1, method: "ping" }, callTool({ image_source: { type: "base64", data: png } }, 2), callTool({ image_source: { type: "base64", data: png } }, 3)],
+      { key: account.key, headers: { "mcp-protocol-version": "2025-03-26" } },
+    );
+    expect(response.status).toBe(200);
+    const answers = jsonRpcResultSchema.array().parse(await response.json());
+    expect(answers.map((answer) => answer.id).sort()).toEqual([1, 2, 3]);
+    expect(answers.find((answer) => answer.id === 1)!.result).toEqual({});
+    const extracted = answers.filter((answer) => answer.id !== 1).map((answer) => expectExtracted(answer.result));
+    const requestId = response.headers.get("x-request-id")!;
+    expect(extracted.map((body) => body.requestId).sort()).toEqual([requestId, `${requestId}.2`]);
+    expect(response.headers.get("x-credits-remaining")).toBe("3");
+    expect(await account.balance()).toBe(3);
+    const { entries } = await listLedger(account.userId, { limit: 10 });
+    expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.requestId).sort()).toEqual([requestId, `${requestId}.2`]);
+  });
+
+  it("ping → {}; an unknown method → -32601", async () => {
+    const account = await createAccount(0);
+    expect(await resultOf(await rpc({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key }))).toEqual({});
+    const response = await rpc({ jsonrpc: "2.0", id: 9, method: "resources/list" }, { key: account.key });
+    expect(response.status).toBe(200);
+    expect(jsonRpcErrorSchema.parse(await response.json())).toMatchObject({ id: 9, error: { code: -32601 } });
+  });
+
+  it("a tools/call answers with the tool result, x-credits-remaining and the rate-limit headers", async () => {
+    const account = await createAccount(3);
+    const response = await rpc(callTool({ image_source: { type: "base64", data: png }, output_format: "text" }), { key: account.key });
+    const body = expectExtracted(await resultOf(response));
+    expect(body).toMatchObject({ creditsUsed: 1, userId: account.userId, requestId: response.headers.get("x-request-id") });
+    expect(response.headers.get("x-credits-remaining")).toBe("2");
+    expect(response.headers.get("ratelimit-limit")).toBe("60");
+    expect(response.headers.get("ratelimit-remaining")).toMatch(/^\d+$/);
+  });
+});
+
+describe("malformed calls → JSON-RPC errors; nothing charged", () => {
+  it.each([
+    ["an unknown tool", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ocr", arguments: {} } }, /Unknown tool "ocr"/],
+    ["no arguments", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "extract_text" } }, /image_source/],
+    ["type ftp", callTool({ image_source: { type: "ftp", data: "x" } }), /image_source\.type/],
+    ["empty data", callTool({ image_source: { type: "base64", data: "" } }), /image_source\.data/],
+    ["an unknown field", callTool({ image_source: { type: "base64", data: png }, language: "eng" }), /language/],
+    ["a misspelt field", callTool({ image_source: { type: "url", data: "https://files.example/a.png", file_name: "a.png" } }), /file_name/],
+    ["output_format pdf", callTool({ image_source: { type: "base64", data: png }, output_format: "pdf" }), /output_format/],
+  ])("%s → -32602", async (_label, body, message) => {
+    const account = await createAccount(5);
+    const response = await rpc(body, { key: account.key });
+    expect(response.status).toBe(200);
+    const answer = jsonRpcErrorSchema.parse(await response.json());
+    expect(answer.error.code).toBe(-32602);
+    expect(answer.error.message).toMatch(message);
+    expect(await account.balance()).toBe(5);
+  });
+
+  it("a body that is not JSON-RPC → the SDK's 400", async () => {
+    const account = await createAccount(0);
+    const response = await rpc({ hello: "world" }, { key: account.key });
+    expect(response.status).toBe(400);
+    expect(jsonRpcErrorSchema.parse(await response.json()).error.code).toBeLessThan(-32000);
+  });
+
+  it("bad JSON, a wrong content type, an oversized body → SPEC's HTTP errors", async () => {
+    const account = await createAccount(0);
+    await expectApiError(await rpc(null, { key: account.key, raw: '{"jsonrpc": "2.0",' }), "invalid_request", /not valid JSON/);
+    await expectApiError(await rpc(null, { key: account.key, raw: "x", headers: { "content-type": "text/plain" } }), "unsupported_media_type");
+    const restore = setEnv({ MAX_INLINE_BYTES: "1000" });
+    try {
+      const big = JSON.stringify(callTool({ image_source: { type: "base64", data: "A".repeat(80_000) } }));
+      await expectApiError(await rpc(null, { key: account.key, raw: big }), "payload_too_large");
+    } finally {
+      restore();
+    }
+  });
+});
+
+describe("tool errors the model can act on → isError with the SPEC code; nothing charged", () => {
+  async function toolError(args: unknown, code: string, credits = 5): Promise<string> {
+    const account = await createAccount(credits);
+    const response = await rpc(callTool(args), { key: account.key });
+    const text = expectToolError(await resultOf(response), code);
+    expect(response.headers.get("x-credits-remaining")).toBeNull();
+    expect(await account.balance()).toBe(credits);
+    await expectLedgerConsistent(account);
+    return text;
+  }
+
+  it("insufficient_credits: an image on an empty account, a 3-page PDF on 2 credits", async () => {
+    expect(await toolError({ image_source: { type: "base64", data: png } }, "insufficient_credits", 0)).toMatch(/needs 1 credit .* balance is 0/);
+    const pdf = fixture("born-digital.pdf").toString("base64");
+    expect(await toolError({ image_source: { type: "base64", data: pdf } }, "insufficient_credits", 2)).toMatch(/3 credits/);
+  });
+
+  it.each([
+    ["plain text", Buffer.from("hello, this is not an image").toString("base64")],
+    ["a GIF (named .png)", fixture("hostile/gif.gif").toString("base64")],
+    ["HTML", fixture("hostile/html.html").toString("base64")],
+  ])("unsupported_media_type: %s", async (_label, data) => {
+    await toolError({ image_source: { type: "base64", data, filename: "scan.png" } }, "unsupported_media_type");
+  });
+
+  it("payload_too_large: an inline file over MAX_INLINE_BYTES (the hint points to URLs)", async () => {
+    const restore = setEnv({ MAX_INLINE_BYTES: "2000" });
+    try {
+      const text = await toolError({ image_source: { type: "base64", data: tinyPng("BIG", 900, 600).toString("base64") } }, "payload_too_large");
+      expect(text).toMatch(/type "url"/);
+    } finally {
+      restore();
+    }
+  });
+
+  it.each([
+    ["invalid base64", { type: "base64", data: "@@@not base64@@@" }],
+    ["a non-http URL", { type: "url", data: "ftp://files.example/a.png" }],
+    ["a loopback URL", { type: "url", data: "http://127.0.0.1/a.png" }],
+    ["not a URL", { type: "url", data: "scan.png" }],
+  ])("invalid_request: %s", async (_label, source) => {
+    await toolError({ image_source: source }, "invalid_request");
+  });
+
+  it.each(["truncated.pdf", "zero-pages.pdf", "truncated.png"])("unreadable_document: %s", async (name) => {
+    await toolError({ image_source: { type: "base64", data: fixture(`hostile/${name}`).toString("base64") } }, "unreadable_document");
+  });
+
+  it("fetch_failed: the URL answers 404", async () => {
+    server.use(http.get("https://files.example/missing.png", () => new HttpResponse(null, { status: 404 })));
+    expect(await toolError({ image_source: { type: "url", data: "https://files.example/missing.png" } }, "fetch_failed")).toMatch(/404/);
+  });
+});
+
+describe("HTTP around the SDK", () => {
+  it("OPTIONS → the CORS preflight, without a key", async () => {
+    const response = await mcpRoute.OPTIONS(
+      new Request(MCP_ENDPOINT, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "POST" } }),
+    );
+    expect(response.status).toBe(204);
+    expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS");
+    expect(response.headers.get("access-control-allow-headers")).toContain("mcp-protocol-version");
+    expect(response.headers.get("access-control-expose-headers")).toContain("mcp-session-id");
+    expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
+  });
+
+  it.each(["PUT", "PATCH", "DELETE", "HEAD"] as const)("%s → 405 with Allow, no key needed", async (method) => {
+    const response = await mcpRoute[method](new Request(MCP_ENDPOINT, { method }));
+    if (method === "HEAD") expect(response.status).toBe(405);
+    else await expectApiError(response, "method_not_allowed");
+    expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
+  });
+
+  it.each([
+    ["no Accept", {}],
+    ["Accept: application/json", { accept: "application/json" }],
+    ["a Streamable HTTP client's standalone stream (2025-06-18)", { accept: "text/event-stream", "mcp-protocol-version": "2025-06-18" }],
+    ["a Streamable HTTP session id", { accept: "text/event-stream", "mcp-session-id": "abc" }],
+  ])("GET with %s → 405 with Allow, and no stream", async (_label, headers) => {
+    const response = await mcpRoute.GET(new Request(MCP_ENDPOINT, { headers }));
+    await expectApiError(response, "method_not_allowed");
+    expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
+  });
+
+  it("Idempotency-Key: a retried tools/call is replayed and charged once; another body → 422", async () => {
+    const account = await createAccount(5);
+    const headers = { "idempotency-key": "mcp-retry-1" };
+    const body = callTool({ image_source: { type: "base64", data: png } }, 7);
+    const first = await rpc(body, { key: account.key, headers });
+    const original = expectExtracted(await resultOf(first));
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const retry = await rpc(body, { key: account.key, headers });
+      expect(retry.headers.get("idempotent-replayed")).toBe("true");
+      expect(retry.headers.get("x-credits-remaining")).toBe("4");
+      expect(expectExtracted(await resultOf(retry))).toEqual(original);
+    }
+    expect(await account.balance()).toBe(4);
+    await expectApiError(await rpc(callTool({ image_source: { type: "base64", data: png } }, 8), { key: account.key, headers }), "idempotency_mismatch");
+  });
+
+  it("rate limits as REST: 429 with Retry-After past RATE_LIMIT_PER_MINUTE", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "2" });
+    try {
+      await waitForWindowRoom(60_000, 2_000);
+      const account = await createAccount(0);
+      const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+      expect((await rpc(ping, { key: account.key })).status).toBe(200);
+      expect((await rpc(ping, { key: account.key })).status).toBe(200);
+      const limited = await rpc(ping, { key: account.key });
+      await expectApiError(limited, "rate_limited");
+      expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    } finally {
+      restore();
+    }
+  });
+});
