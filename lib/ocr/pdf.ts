@@ -39,25 +39,31 @@ const MAX_RENDER_PIXELS = 36_000_000;
 export interface PdfHandle {
   doc: PDFDocumentProxy;
   pageCount: number;
+  /** The file, for threads that open their own copy (long documents' text layers). */
+  bytes: Uint8Array;
   close(): Promise<void>;
+}
+
+/** pdf.js's module file (threads import it by path). */
+export function pdfJsPath(): string {
+  return requireFromApp.resolve("pdfjs-dist/legacy/build/pdf.mjs");
+}
+
+/** `getDocument` options besides the data: plain values, so threads can use them too. */
+export function pdfDocumentOptions() {
+  return { ...pdfResources(), cMapPacked: true, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 }
 
 export async function openPdf(bytes: Uint8Array): Promise<PdfHandle> {
   const pdfjs = await loadPdfJs();
   let task: PDFDocumentLoadingTask | undefined;
   try {
-    task = pdfjs.getDocument({
-      data: new Uint8Array(bytes), // pdf.js takes ownership (and detaches) the buffer it is given
-      ...pdfResources(),
-      cMapPacked: true,
-      disableFontFace: true,
-      useSystemFonts: false,
-      verbosity: 0,
-    });
+    // pdf.js takes ownership (and detaches) the buffer it is given: hand it a copy.
+    task = pdfjs.getDocument({ data: new Uint8Array(bytes), ...pdfDocumentOptions() });
     const doc = await task.promise;
     if (doc.numPages < 1) throw new ApiError("unreadable_document", "The PDF has no pages");
     const loading = task;
-    return { doc, pageCount: doc.numPages, close: () => loading.destroy() };
+    return { doc, pageCount: doc.numPages, bytes, close: () => loading.destroy() };
   } catch (error) {
     await task?.destroy().catch(() => {});
     if (error instanceof ApiError) throw error;
@@ -79,11 +85,17 @@ export async function getPdfPage(handle: PdfHandle, number: number): Promise<PDF
 
 /** The page's size in pixels at 300 DPI (what a text-layer page reports, and what OCR renders). */
 export function pagePixelSize(page: PDFPageProxy): { width: number; height: number; scale: number } {
-  const viewport = page.getViewport({ scale: 1 });
+  const viewport = page.getViewport({ scale: 1, rotation: 0 });
+  return pixelSize(viewport.width, viewport.height, ((page.rotate % 360) + 360) % 360);
+}
+
+/** Unrotated size in points + rotation → displayed size in pixels at 300 DPI (lower for oversized pages). */
+function pixelSize(width: number, height: number, rotation: number): { width: number; height: number; scale: number } {
+  const [w, h] = rotation === 90 || rotation === 270 ? [height, width] : [width, height];
   let scale = PDF_DPI / 72;
-  const pixels = viewport.width * viewport.height * scale * scale;
+  const pixels = w * h * scale * scale;
   if (pixels > MAX_RENDER_PIXELS) scale *= Math.sqrt(MAX_RENDER_PIXELS / pixels);
-  return { width: Math.max(1, Math.round(viewport.width * scale)), height: Math.max(1, Math.round(viewport.height * scale)), scale };
+  return { width: Math.max(1, Math.round(w * scale)), height: Math.max(1, Math.round(h * scale)), scale };
 }
 
 export async function renderPdfPage(page: PDFPageProxy): Promise<Canvas> {
@@ -131,32 +143,66 @@ interface LineDraft {
 
 const GARBAGE = /[\uFFFD\uE000-\uF8FF\u0000-\u0008\u000E-\u001F]/gu;
 
-/**
- * The page's own text as the document model: fragments from pdf.js in content-stream order, joined into
- * lines by baseline, words split on spaces with proportional boxes, lines grouped into blocks by vertical
- * gaps and font-size changes. Font sizes travel along as line styles (markdown headings).
- */
-export async function readTextLayer(page: PDFPageProxy, number: number): Promise<TextLayer> {
-  const pdfjs = await loadPdfJs();
+/** What pdf.js says about a page's text, as plain data (it may come from another thread). */
+export interface RawTextPage {
+  items: Array<Pick<TextItem, "str" | "transform" | "width" | "height" | "fontName" | "hasEOL">>;
+  styles: Record<string, Pick<TextStyle, "ascent" | "descent" | "fontFamily">>;
+  /** The unrotated viewport at scale 1: its transform, width and height (PDF points). */
+  viewTransform: number[];
+  viewWidth: number;
+  viewHeight: number;
+  /** The page's display rotation in degrees. */
+  rotate: number;
+}
+
+export async function readRawText(page: PDFPageProxy): Promise<RawTextPage> {
   // Lay text out in the page's own (unrotated) space, where lines run as authored; boxes are rotated to the
   // displayed page at the end.
   const viewport = page.getViewport({ scale: 1, rotation: 0 });
   const content = await page.getTextContent();
-  const styles: Record<string, TextStyle> = content.styles;
+  const items: RawTextPage["items"] = [];
+  for (const item of content.items) {
+    if ("str" in item) items.push(item);
+  }
+  return {
+    items,
+    styles: content.styles,
+    viewTransform: viewport.transform,
+    viewWidth: viewport.width,
+    viewHeight: viewport.height,
+    rotate: page.rotate,
+  };
+}
+
+export async function readTextLayer(page: PDFPageProxy, number: number): Promise<TextLayer> {
+  return layoutTextLayer(await readRawText(page), number);
+}
+
+/** `a × b` for PDF's 2×3 affine matrices `[a, b, c, d, e, f]`. */
+function multiply(m: number[], n: number[]): number[] {
+  const [a = 0, b = 0, c = 0, d = 0, e = 0, f = 0] = m;
+  const [p = 0, q = 0, r = 0, s = 0, t = 0, u = 0] = n;
+  return [a * p + c * q, b * p + d * q, a * r + c * s, b * r + d * s, a * t + c * u + e, b * t + d * u + f];
+}
+
+/**
+ * The page's own text as the document model: fragments in content-stream order, joined into lines by
+ * baseline, words split on spaces with proportional boxes, lines grouped into blocks by vertical gaps and
+ * font-size changes. Font sizes travel along as line styles (markdown headings).
+ */
+export function layoutTextLayer(raw: RawTextPage, number: number): TextLayer {
   const fragments: Fragment[] = [];
   let chars = 0;
   let garbage = 0;
-  for (const item of content.items) {
-    if (!("str" in item)) continue;
-    const text = (item as TextItem).str;
-    const textItem = item as TextItem;
-    if (!text && !textItem.hasEOL) continue;
+  for (const item of raw.items) {
+    const text = item.str;
+    if (!text && !item.hasEOL) continue;
     const nonSpace = text.replace(/\s+/g, "");
     chars += nonSpace.length;
     garbage += nonSpace.match(GARBAGE)?.length ?? 0;
-    const tx = pdfjs.Util.transform(viewport.transform, textItem.transform) as number[];
-    const size = Math.hypot(tx[2]!, tx[3]!) || Math.abs(textItem.height) || 1;
-    const style = styles[textItem.fontName];
+    const tx = multiply(raw.viewTransform, item.transform as number[]);
+    const size = Math.hypot(tx[2]!, tx[3]!) || Math.abs(item.height) || 1;
+    const style = raw.styles[item.fontName];
     const ascent = style?.ascent && style.ascent > 0 ? style.ascent : 0.8;
     const descent = style?.descent && style.descent < 0 ? style.descent : -0.2;
     const x0 = tx[4]!;
@@ -164,20 +210,21 @@ export async function readTextLayer(page: PDFPageProxy, number: number): Promise
     fragments.push({
       text,
       x0,
-      x1: x0 + Math.max(0, textItem.width),
+      x1: x0 + Math.max(0, item.width),
       top: baseline - ascent * size,
       bottom: baseline - descent * size,
       baseline,
       size,
       monospace: style?.fontFamily === "monospace",
-      eol: textItem.hasEOL,
+      eol: item.hasEOL,
     });
   }
-  const { width, height } = pagePixelSize(page);
-  const pageBox: PageBox = { width: viewport.width, height: viewport.height, rotation: ((page.rotate % 360) + 360) % 360 };
+  const rotation = ((raw.rotate % 360) + 360) % 360;
+  const { width, height } = pixelSize(raw.viewWidth, raw.viewHeight, rotation);
+  const pageBox: PageBox = { width: raw.viewWidth, height: raw.viewHeight, rotation };
   const lines = groupLines(fragments);
   const { blocks, lineStyles } = groupBlocks(lines, pageBox);
-  const result: ExtractedPage = {
+  const page: ExtractedPage = {
     number,
     width,
     height,
@@ -187,7 +234,7 @@ export async function readTextLayer(page: PDFPageProxy, number: number): Promise
     blocks,
     lineStyles,
   };
-  return { page: result, chars, garbage: chars === 0 ? 0 : garbage / chars };
+  return { page, chars, garbage: chars === 0 ? 0 : garbage / chars };
 }
 
 function groupLines(fragments: Fragment[]): LineDraft[] {
