@@ -1,6 +1,6 @@
 export { MCP_MAX_DURATION_S, readSseTiming, type SseTiming } from "./config";
 export { createMcpRoute, type McpRoute, type McpRouteOptions } from "./route";
-export { SESSION_TTL_MS, isSessionId, newSessionId, sessionMailboxId } from "./relay";
+export { SESSION_TTL_MS, newSessionId, sessionMailboxId, sessionStreamEnd } from "./relay";
 export {
   SERVER_INFO,
   TOOL_NAME,

@@ -27,15 +27,21 @@ const STORE_OUTAGE_MS = 10_000;
 /** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
 export const SSE_RETRY_MS = 500;
 
-/** A new session id: 128 random bits, URL-safe. */
-export function newSessionId(): string {
-  return randomBytes(16).toString("base64url");
+/**
+ * A new session id: 128 random bits, then the stream's hard end (epoch ms in base 36). The POST side reads the end
+ * from the id and bounds its work by it, so an answer is always ready while the stream can still deliver it. The id
+ * names the mailbox, so an altered end names a mailbox that does not exist.
+ */
+export function newSessionId(hardEnd: number): string {
+  return `${randomBytes(16).toString("base64url")}.${Math.trunc(hardEnd).toString(36)}`;
 }
 
-const SESSION_ID = /^[A-Za-z0-9_-]{16,64}$/;
+const SESSION_ID = /^[A-Za-z0-9_-]{22}\.([0-9a-z]{1,11})$/;
 
-export function isSessionId(value: string): boolean {
-  return SESSION_ID.test(value);
+/** The hard end of the session's stream (epoch ms), or null for something that is not a session id of ours. */
+export function sessionStreamEnd(sessionId: string): number | null {
+  const match = SESSION_ID.exec(sessionId);
+  return match ? parseInt(match[1]!, 36) : null;
 }
 
 /**
@@ -103,6 +109,8 @@ export class StreamWakeups {
 export interface SseStreamOptions {
   /** The session's mailbox (already opened). */
   mailboxId: string;
+  /** Epoch ms when the stream closes at the latest (`timing.lifetimeMs` after it opened; also in the session id). */
+  hardEnd: number;
   /** The `endpoint` event's data: where the client POSTs its messages. */
   endpoint: string;
   timing: SseTiming;
@@ -160,9 +168,8 @@ export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8
 }
 
 async function pumpMailbox(options: SseStreamOptions, write: (text: string) => boolean, stopped: AbortSignal): Promise<void> {
-  const { mailboxId, timing, wakeups, requestId } = options;
+  const { mailboxId, timing, wakeups, requestId, hardEnd } = options;
   const opened = Date.now();
-  const hardEnd = opened + timing.lifetimeMs;
   const softEnd = hardEnd - timing.drainMs;
   const pending = new Set<string>();
   // Near the end, wait for a quiet moment: a client in the middle of a burst would post into the reconnect gap.

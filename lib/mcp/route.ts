@@ -1,3 +1,4 @@
+import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
 import { preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { noteResponse } from "@/lib/http/respond";
@@ -11,8 +12,8 @@ import {
   acceptSessionPost,
   completeSessionPost,
   createSseStream,
-  isSessionId,
   newSessionId,
+  sessionStreamEnd,
   sessionMailboxId,
   type RelayedMessage,
 } from "./relay";
@@ -37,6 +38,9 @@ export interface McpRoute {
 const METHODS = ["GET", "POST"] as const;
 const ALLOW = "GET, POST, OPTIONS";
 
+/** Time left before the stream's end for the answer of a session POST to reach it. */
+const DELIVERY_MARGIN_MS = 1_000;
+
 /** The protocol version of the legacy HTTP+SSE transport; `initialize` over it negotiates this one. */
 const SSE_PROTOCOL_VERSION = "2024-11-05";
 
@@ -56,15 +60,18 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   const openStream = withApiKey(
     async ({ req, account, requestId }) => {
-      const sessionId = newSessionId();
+      const timing = { ...readSseTiming(), ...options.sse };
+      const hardEnd = Date.now() + timing.lifetimeMs;
+      const sessionId = newSessionId(hardEnd);
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
       // Before any byte of the stream: a store outage is a plain 503, and the session exists before the client
       // learns its endpoint.
       await openMailbox(mailboxId, SESSION_TTL_MS);
       const stream = createSseStream({
         mailboxId,
+        hardEnd,
         endpoint: sessionEndpoint(req, sessionId),
-        timing: { ...readSseTiming(), ...options.sse },
+        timing,
         wakeups,
         signal: req.signal,
         requestId,
@@ -196,7 +203,8 @@ async function postToSession(
 ): Promise<Response> {
   const body = await readJson(req);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
-  const token = isSessionId(sessionId) ? await acceptSessionPost(mailboxId) : null;
+  const streamEnd = sessionStreamEnd(sessionId);
+  const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;
   if (token === null) {
     throw new ApiError(
       "not_found",
@@ -212,6 +220,8 @@ async function postToSession(
   try {
     const server = buildServer(account, requestId, {
       receivedAt,
+      // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
+      deadline: Math.min(receivedAt + getEnv().REQUEST_DEADLINE_MS, streamEnd! - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       onExtracted: charges.onExtracted,
     });

@@ -98,6 +98,8 @@ export function toolErrorResult(error: ApiError): CallToolResult {
 export interface BuildServerOptions {
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
+  /** Epoch ms past which a tool call stops with `timeout` and nothing is charged. Default: `receivedAt + REQUEST_DEADLINE_MS`. */
+  deadline?: number;
   /**
    * Protocol versions `initialize` may negotiate. Default: every 2025-era version the SDK supports (2024-11-05 to
    * 2025-11-25). The legacy SSE relay passes `["2024-11-05"]`, the version of that transport.
@@ -132,7 +134,13 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     const callId = calls === 1 ? requestId : `${requestId}.${calls}`;
     let result: ProcessDocumentResult;
     try {
-      result = await processDocument({ body: toOcrRequest(input), account, requestId: callId, receivedAt: options.receivedAt });
+      result = await processDocument({
+        body: toOcrRequest(input),
+        account,
+        requestId: callId,
+        receivedAt: options.receivedAt,
+        deadline: options.deadline,
+      });
     } catch (error) {
       const apiError = toApiError(error);
       if (apiError.code === "internal_error") {

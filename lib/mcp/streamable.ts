@@ -77,6 +77,7 @@ function sdkRequest(req: Request): Request {
 
 function reportSdkError(error: Error): void {
   // The SDK reports rejected messages here too (they are answered as JSON-RPC errors); only log what is unexpected.
+  if (error.name === "ZodError") return;
   if (/^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request|Rejected inbound request)/.test(error.message)) return;
   console.warn(`[mcp] ${error.name}: ${error.message.slice(0, 300)}`);
 }
