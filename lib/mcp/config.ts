@@ -34,7 +34,12 @@ export interface SseTiming {
   pingMs: number;
   pollMs: number;
   idlePollMs: number;
+  /** A stream whose mailbox has been unreachable this long closes (the client reconnects, and gets 503 meanwhile). */
+  storeOutageMs: number;
 }
+
+/** Default of `SseTiming.storeOutageMs`. */
+export const SSE_STORE_OUTAGE_MS = 10_000;
 
 /** The SSE timing from the environment (parsed on every call: cheap, and tests change it). */
 export function readSseTiming(env: NodeJS.ProcessEnv = process.env): SseTiming {
@@ -47,5 +52,6 @@ export function readSseTiming(env: NodeJS.ProcessEnv = process.env): SseTiming {
     pingMs: values.MCP_SSE_PING_MS,
     pollMs: values.MCP_SSE_POLL_MS,
     idlePollMs: Math.max(values.MCP_SSE_POLL_MS, values.MCP_SSE_IDLE_POLL_MS),
+    storeOutageMs: SSE_STORE_OUTAGE_MS,
   };
 }

@@ -22,8 +22,6 @@ export const SESSION_TTL_MS = 60_000;
 const SESSION_REFRESH_MS = 15_000;
 /** After activity, the stream keeps polling fast this long: clients send bursts (initialize, initialized, list). */
 const LINGER_MS = 5_000;
-/** A stream whose store has failed this long closes (the client reconnects, and gets a 503 while it lasts). */
-const STORE_OUTAGE_MS = 10_000;
 /** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
 export const SSE_RETRY_MS = 500;
 
@@ -196,6 +194,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
     }
   };
 
+  let storeDown = false;
   try {
     while (!stopped.aborted) {
       const now = Date.now();
@@ -212,9 +211,12 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
           deliver(raw);
         }
       } catch (error) {
+        if (failingSince === undefined) console.warn(`[${requestId}] mcp session: mailbox unreachable (${describe(error)})`);
         failingSince ??= now;
-        if (now - failingSince === 0) console.warn(`[${requestId}] mcp session: mailbox unreachable (${describe(error)})`);
-        if (now - failingSince >= STORE_OUTAGE_MS) break;
+        if (Date.now() - failingSince >= timing.storeOutageMs) {
+          storeDown = true;
+          break;
+        }
       }
       if (Date.now() >= nextPing) {
         if (!write(": ping\n\n")) break;
@@ -226,17 +228,24 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       await wakeups.wait(mailboxId, Math.max(0, Math.min(interval, nextCheck - Date.now())), stopped);
     }
   } finally {
-    // Whatever arrived since the last poll still goes out, then the session is gone: later POSTs get 404.
-    if (!stopped.aborted) {
-      try {
-        deliver(await drainMailbox(mailboxId));
-      } catch {
-        // the store is down: nothing to deliver
+    const close = () =>
+      closeMailbox(mailboxId).catch((error: unknown) =>
+        console.warn(`[${requestId}] mcp session: closing the mailbox failed (${describe(error)}); it expires by itself`),
+      );
+    if (storeDown) {
+      // Not waited for: the stream ends now, and the mailbox expires by itself if the store stays down.
+      void close();
+    } else {
+      // Whatever arrived since the last poll still goes out, then the session is gone: later POSTs get 404.
+      if (!stopped.aborted) {
+        try {
+          deliver(await drainMailbox(mailboxId));
+        } catch {
+          // the store failed just now: nothing to deliver
+        }
       }
+      await close();
     }
-    await closeMailbox(mailboxId).catch((error: unknown) =>
-      console.warn(`[${requestId}] mcp session: closing the mailbox failed (${describe(error)}); it expires by itself`),
-    );
   }
 }
 
