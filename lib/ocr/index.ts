@@ -11,7 +11,7 @@ import { parsePageSelection } from "./pages";
 import { getPdfPage, layoutTextLayer, openPdf, readTextLayer, renderPdfPage, type PdfHandle, type RawTextPage, type TextLayer } from "./pdf";
 import { PARALLEL_TEXT_MIN_PAGES, PdfTextWorkers } from "./pdf-text-workers";
 import { OcrPool } from "./pool";
-import { decodeImage } from "./raster";
+import { decodeImage, releaseSource } from "./raster";
 import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "./recognize";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./document";
@@ -190,10 +190,14 @@ async function extractImage(
   work: Work,
 ): Promise<ExtractedDocument> {
   const image = await decodeImage(bytes, type, limits.maxImagePixels);
-  checkDeadline(work.deadline);
-  const prepared = prepareRaster(image.source, image.width, image.height);
-  const { reading } = await readWithLanguage(prepared, 1, work, work.language);
-  return { pages: [reading.page], pageCount: 1 };
+  try {
+    checkDeadline(work.deadline);
+    const prepared = prepareRaster(image.source, image.width, image.height);
+    const { reading } = await readWithLanguage(prepared, 1, work, work.language);
+    return { pages: [reading.page], pageCount: 1 };
+  } finally {
+    releaseSource(image.source);
+  }
 }
 
 /**
@@ -254,10 +258,14 @@ async function extractPdf(handle: PdfHandle, selected: number[], work: Work): Pr
     checkDeadline(work.deadline);
     const canvas = await renderPdfPage(item.page);
     item.page.cleanup();
-    const prepared = prepareRaster(canvas, canvas.width, canvas.height);
-    const result = await readWithLanguage(prepared, item.number, work, language);
-    language = result.language;
-    pages.set(item.number, pickSparsePage(item.textLayer, result.reading.page));
+    try {
+      const prepared = prepareRaster(canvas, canvas.width, canvas.height);
+      const result = await readWithLanguage(prepared, item.number, work, language);
+      language = result.language;
+      pages.set(item.number, pickSparsePage(item.textLayer, result.reading.page));
+    } finally {
+      releaseSource(canvas);
+    }
   };
 
   // In auto mode the first scanned page decides the language for the rest; then pages run concurrently,

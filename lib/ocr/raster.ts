@@ -1,4 +1,4 @@
-import { createCanvas, loadImage, type Canvas, type Image } from "@napi-rs/canvas";
+import { Canvas, createCanvas, loadImage, type Image } from "@napi-rs/canvas";
 import { ApiError } from "@/lib/errors";
 import type { FileType } from "./detect";
 import { isTransposed, readImageInfo } from "./image-info";
@@ -104,7 +104,25 @@ function orient(image: Image, orientation: number): DecodedImage {
   const t = transforms[orientation];
   if (t) ctx.setTransform(...t);
   ctx.drawImage(image, 0, 0);
+  releaseSource(image);
   return { source: canvas, width: canvas.width, height: canvas.height };
+}
+
+/**
+ * Free a decoded image's or a canvas's pixels now. V8 does not see their size (it lives in Skia), so it
+ * collects the small JS wrappers late and a busy instance would hold hundreds of MB of pixels nobody uses.
+ */
+export function releaseSource(source: RasterSource): void {
+  if (source instanceof Canvas) {
+    source.width = 0;
+    source.height = 0;
+  } else {
+    try {
+      source.src = new Uint8Array(0);
+    } catch {
+      // Nothing to free.
+    }
+  }
 }
 
 /** A rectangle in source pixels. */
@@ -149,6 +167,7 @@ export function drawGrey(source: RasterSource, width: number, height: number, cr
       data[o++] = (rgba[i]! * 77 + rgba[i + 1]! * 150 + rgba[i + 2]! * 29) >> 8;
     }
   }
+  releaseSource(canvas);
   return { width, height, data, pgm };
 }
 
