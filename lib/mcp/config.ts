@@ -4,18 +4,28 @@ import { getEnv } from "@/lib/env";
 /** `maxDuration` of `/api/mcp` in seconds (the Vercel Hobby maximum). The route file repeats it as a literal. */
 export const MCP_MAX_DURATION_S = 300;
 
+/**
+ * Default budget of one `tools/call`: under the 30 s timeout of the seed's sample client configuration, so that a
+ * call too slow for it ends as a `timeout` tool error (refunded) before the client gives up — instead of being
+ * charged for an answer nobody receives, and again for each of its 3 retries.
+ */
+export const MCP_TOOL_DEADLINE_MS = 28_000;
+
 const ms = (fallback: number, min: number) => z.coerce.number().int().min(min).default(fallback);
 
 /*
- * The legacy SSE stream's timing. Read from the environment through this schema (lib/env.ts holds the service-wide
- * variables; these belong to the relay), each with its default.
+ * The MCP surface's own settings, read from the environment through this schema (lib/env.ts holds the
+ * service-wide variables), each with its default. Parsed on every call: cheap, and tests change them.
  */
 const mcpEnvSchema = z.object({
+  /** Budget of one `tools/call`, capped by `REQUEST_DEADLINE_MS`. */
+  MCP_TOOL_DEADLINE_MS: ms(MCP_TOOL_DEADLINE_MS, 1000),
   /** Hard end of an SSE stream: it closes itself this long after opening, before the function's `maxDuration`. */
   MCP_SSE_LIFETIME_MS: ms((MCP_MAX_DURATION_S - 5) * 1000, 1000),
   /**
-   * The last stretch of a stream's life in which it closes as soon as no posted message is being processed, so that a
-   * `tools/call` accepted before it can still finish (default: `REQUEST_DEADLINE_MS` + 5 s).
+   * The last stretch of a stream's life in which it closes at the first quiet moment with no posted message in
+   * progress, so that a `tools/call` accepted before it can still finish (default: the tool budget + 5 s, at most
+   * half the lifetime).
    */
   MCP_SSE_DRAIN_MS: z.coerce.number().int().min(0).optional(),
   /** Interval of the `: ping` comment that keeps proxies from closing an idle stream. */
@@ -29,7 +39,7 @@ const mcpEnvSchema = z.object({
 export interface SseTiming {
   /** Hard end of the stream, ms after it opened. */
   lifetimeMs: number;
-  /** From `lifetimeMs - drainMs` on, the stream closes as soon as nothing is pending. */
+  /** From `lifetimeMs - drainMs` on, the stream closes at the first quiet moment with nothing pending. */
   drainMs: number;
   pingMs: number;
   pollMs: number;
@@ -41,17 +51,27 @@ export interface SseTiming {
 /** Default of `SseTiming.storeOutageMs`. */
 export const SSE_STORE_OUTAGE_MS = 10_000;
 
-/** The SSE timing from the environment (parsed on every call: cheap, and tests change it). */
-export function readSseTiming(env: NodeJS.ProcessEnv = process.env): SseTiming {
+export interface McpConfig {
+  /** Budget of one `tools/call` in ms (≤ `REQUEST_DEADLINE_MS`). */
+  toolDeadlineMs: number;
+  sse: SseTiming;
+}
+
+/** The MCP settings from the environment. Throws one readable error listing every bad variable. */
+export function readMcpConfig(env: NodeJS.ProcessEnv = process.env): McpConfig {
   const parsed = mcpEnvSchema.safeParse(env);
   if (!parsed.success) throw new Error(`Invalid MCP configuration:\n${z.prettifyError(parsed.error)}`);
   const values = parsed.data;
+  const toolDeadlineMs = Math.min(values.MCP_TOOL_DEADLINE_MS, getEnv().REQUEST_DEADLINE_MS);
   return {
-    lifetimeMs: values.MCP_SSE_LIFETIME_MS,
-    drainMs: values.MCP_SSE_DRAIN_MS ?? getEnv().REQUEST_DEADLINE_MS + 5_000,
-    pingMs: values.MCP_SSE_PING_MS,
-    pollMs: values.MCP_SSE_POLL_MS,
-    idlePollMs: Math.max(values.MCP_SSE_POLL_MS, values.MCP_SSE_IDLE_POLL_MS),
-    storeOutageMs: SSE_STORE_OUTAGE_MS,
+    toolDeadlineMs,
+    sse: {
+      lifetimeMs: values.MCP_SSE_LIFETIME_MS,
+      drainMs: values.MCP_SSE_DRAIN_MS ?? Math.min(toolDeadlineMs + 5_000, values.MCP_SSE_LIFETIME_MS / 2),
+      pingMs: values.MCP_SSE_PING_MS,
+      pollMs: values.MCP_SSE_POLL_MS,
+      idlePollMs: Math.max(values.MCP_SSE_POLL_MS, values.MCP_SSE_IDLE_POLL_MS),
+      storeOutageMs: SSE_STORE_OUTAGE_MS,
+    },
   };
 }

@@ -1,4 +1,4 @@
-export { MCP_MAX_DURATION_S, readSseTiming, type SseTiming } from "./config";
+export { MCP_MAX_DURATION_S, MCP_TOOL_DEADLINE_MS, readMcpConfig, type McpConfig, type SseTiming } from "./config";
 export { createMcpRoute, type McpRoute, type McpRouteOptions } from "./route";
 export { SESSION_TTL_MS, newSessionId, sessionMailboxId, sessionStreamEnd } from "./relay";
 export {

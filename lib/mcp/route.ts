@@ -1,10 +1,9 @@
-import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
 import { preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { noteResponse } from "@/lib/http/respond";
 import type { ProcessDocumentResult } from "@/lib/process";
 import { openMailbox } from "@/lib/store/mailbox";
-import { readSseTiming, type SseTiming } from "./config";
+import { readMcpConfig, type SseTiming } from "./config";
 import {
   SESSION_TTL_MS,
   SSE_HEADERS,
@@ -21,7 +20,7 @@ import { buildServer } from "./server";
 import { serveJsonExchange, serveStreamablePost } from "./streamable";
 
 export interface McpRouteOptions {
-  /** Timing of the legacy SSE stream; unset fields come from the environment (`readSseTiming`) at each GET. */
+  /** Timing of the legacy SSE stream; unset fields come from the environment (`readMcpConfig`) at each GET. */
   sse?: Partial<SseTiming>;
 }
 
@@ -60,7 +59,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   const openStream = withApiKey(
     async ({ req, account, requestId }) => {
-      const timing = { ...readSseTiming(), ...options.sse };
+      const timing = { ...readMcpConfig().sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
       const sessionId = newSessionId(hardEnd);
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
@@ -185,8 +184,9 @@ function chargeTracker() {
 async function postStateless({ req, account, requestId, receivedAt }: ApiContext): Promise<Response> {
   const body = await readJson(req);
   const charges = chargeTracker();
+  const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
   const response = await serveStreamablePost(req, body, () =>
-    buildServer(account, requestId, { receivedAt, onExtracted: charges.onExtracted }),
+    buildServer(account, requestId, { receivedAt, deadline, onExtracted: charges.onExtracted }),
   );
   return charges.finish(response);
 }
@@ -221,7 +221,7 @@ async function postToSession(
     const server = buildServer(account, requestId, {
       receivedAt,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
-      deadline: Math.min(receivedAt + getEnv().REQUEST_DEADLINE_MS, streamEnd! - DELIVERY_MARGIN_MS),
+      deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd! - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       onExtracted: charges.onExtracted,
     });

@@ -83,7 +83,7 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
   unreadable_document: "The file is corrupt, truncated, encrypted or has no pages; check that it opens, or export it again.",
   insufficient_credits: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
   fetch_failed: "The service could not download the URL: check that it is public, returns the file itself (not a login page) and is reachable.",
-  timeout: "The file took too long to read: send fewer or smaller pages, or retry.",
+  timeout: "The file took longer than this tool's time limit: send a smaller file or fewer pages (split the PDF), or retry later.",
   overloaded: "The service is busy: retry in a few seconds.",
   unavailable: "The service's account store is briefly unavailable: retry in a minute. Nothing was charged.",
   rate_limited: "Too many requests with this key: retry after a minute.",
@@ -98,7 +98,10 @@ export function toolErrorResult(error: ApiError): CallToolResult {
 export interface BuildServerOptions {
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
-  /** Epoch ms past which a tool call stops with `timeout` and nothing is charged. Default: `receivedAt + REQUEST_DEADLINE_MS`. */
+  /**
+   * Epoch ms past which a tool call stops with `timeout` and nothing is charged. Default: `receivedAt +
+   * REQUEST_DEADLINE_MS` (the routes pass the MCP tool budget, `MCP_TOOL_DEADLINE_MS`).
+   */
   deadline?: number;
   /**
    * Protocol versions `initialize` may negotiate. Default: every 2025-era version the SDK supports (2024-11-05 to

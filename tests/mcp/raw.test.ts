@@ -1,8 +1,8 @@
-import { http, HttpResponse } from "msw";
+import { delay, http, HttpResponse } from "msw";
 import { describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { listLedger } from "@/lib/credits";
-import { MCP_MAX_DURATION_S } from "@/lib/mcp";
+import { MCP_MAX_DURATION_S, readMcpConfig } from "@/lib/mcp";
 import {
   REQUEST_ID,
   createAccount,
@@ -51,10 +51,22 @@ function callTool(args: unknown, id = 1) {
   return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "extract_text", arguments: args } };
 }
 
-describe("route module", () => {
+describe("route module and configuration", () => {
   it("runs on Node with a maxDuration above the SSE stream's lifetime", () => {
     expect(mcpRoute.runtime).toBe("nodejs");
     expect(mcpRoute.maxDuration).toBe(MCP_MAX_DURATION_S);
+    expect(readMcpConfig().sse.lifetimeMs).toBeLessThanOrEqual((MCP_MAX_DURATION_S - 5) * 1000);
+  });
+
+  it("defaults: a tool budget under the sample client's 30 s timeout, pings every 15 s, a drain longer than a tool call", () => {
+    expect(readMcpConfig({})).toEqual({
+      toolDeadlineMs: 28_000,
+      sse: { lifetimeMs: 295_000, drainMs: 33_000, pingMs: 15_000, pollMs: 100, idlePollMs: 1_000, storeOutageMs: 10_000 },
+    });
+    const short = readMcpConfig({ MCP_SSE_LIFETIME_MS: "20000", MCP_TOOL_DEADLINE_MS: "90000" });
+    expect(short.toolDeadlineMs).toBe(55_000); // capped by REQUEST_DEADLINE_MS
+    expect(short.sse.drainMs).toBe(10_000); // at most half the lifetime
+    expect(() => readMcpConfig({ MCP_SSE_PING_MS: "soon" })).toThrow(/Invalid MCP configuration[\s\S]*MCP_SSE_PING_MS/);
   });
 });
 
@@ -234,6 +246,23 @@ describe("tool errors the model can act on → isError with the SPEC code; nothi
 
   it.each(["truncated.pdf", "zero-pages.pdf", "truncated.png"])("unreadable_document: %s", async (name) => {
     await toolError({ image_source: { type: "base64", data: fixture(`hostile/${name}`).toString("base64") } }, "unreadable_document");
+  });
+
+  it("timeout: a call over MCP_TOOL_DEADLINE_MS stops in time and is refunded", async () => {
+    server.use(
+      http.get("https://files.example/slow.png", async () => {
+        await delay(5_000);
+        return new HttpResponse(null, { status: 500 });
+      }),
+    );
+    const restore = setEnv({ MCP_TOOL_DEADLINE_MS: "1000" });
+    try {
+      const started = Date.now();
+      await toolError({ image_source: { type: "url", data: "https://files.example/slow.png" } }, "timeout");
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      restore();
+    }
   });
 
   it("fetch_failed: the URL answers 404", async () => {
