@@ -58,7 +58,7 @@ export interface McpConfig {
 }
 
 /** The MCP settings from the environment. Throws one readable error listing every bad variable. */
-export function readMcpConfig(env: NodeJS.ProcessEnv = process.env): McpConfig {
+export function readMcpConfig(env: Record<string, string | undefined> = process.env): McpConfig {
   const parsed = mcpEnvSchema.safeParse(env);
   if (!parsed.success) throw new Error(`Invalid MCP configuration:\n${z.prettifyError(parsed.error)}`);
   const values = parsed.data;
