@@ -92,7 +92,8 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
 /** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
 export function toolErrorResult(error: ApiError): CallToolResult {
   const hint = HINTS[error.code];
-  return { content: [{ type: "text", text: `${error.code}: ${error.message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
+  const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
+  return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
 }
 
 export interface BuildServerOptions {
