@@ -123,8 +123,7 @@ export interface SseStreamOptions {
  * The event stream of one session: `event: endpoint` first (with a `retry:` hint), then an `event: message` per
  * JSON-RPC response taken from the mailbox, a `: ping` comment every `pingMs`, and a clean close before the function's
  * `maxDuration` — after `lifetimeMs - drainMs` at the first quiet moment with nothing pending, at `lifetimeMs`
- * regardless. The mailbox is
- * closed with the stream, so later POSTs to the session get 404 and the client reconnects.
+ * regardless. The mailbox is closed with the stream, so later POSTs to the session get 404 and the client reconnects.
  */
 export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();

@@ -88,11 +88,16 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     { acceptQueryKey: true },
   );
 
-  // Refusals go through `withRequest` (CORS, x-request-id, log line); the stream through `withApiKey` alone.
-  const refuse = withRequest(async ({ req }) => {
-    throw refuseGet(req) ?? new ApiError("internal_error", "GET refusal without a reason");
-  });
-  const get: RouteHandler = async (req) => (refuseGet(req) ? refuse(req) : openStream(withoutIdempotencyKey(req)));
+  const get: RouteHandler = async (req) => {
+    const refusal = refuseGet(req);
+    // A refusal goes through `withRequest` (CORS, x-request-id, log line); the stream through `withApiKey` alone.
+    if (refusal) {
+      return withRequest(async () => {
+        throw refusal;
+      })(req);
+    }
+    return openStream(withoutIdempotencyKey(req));
+  };
 
   const notAllowed = withRequest(async ({ req }) => {
     throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`, {
@@ -205,7 +210,7 @@ async function postToSession(
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
   const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;
-  if (token === null) {
+  if (streamEnd === null || token === null) {
     throw new ApiError(
       "not_found",
       "Unknown or expired MCP session: open a new stream with GET /api/mcp (Accept: text/event-stream) and post to the endpoint it names",
@@ -216,21 +221,23 @@ async function postToSession(
   const charges = chargeTracker();
   let messages: RelayedMessage[] = [];
   let response: Response;
-  let delivered = false;
+  let delivered: boolean | Error = false;
   try {
     const server = buildServer(account, requestId, {
       receivedAt,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
-      deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd! - DELIVERY_MARGIN_MS),
+      deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       onExtracted: charges.onExtracted,
     });
     response = await serveJsonExchange(withoutProtocolVersion(req), body, server);
     if (response.status === 200) messages = parseResponses(await response.text());
   } finally {
-    delivered = await completeSessionPost(mailboxId, token, messages).catch(() => false);
+    // Also after a failure: the stream must learn that this POST is over.
+    delivered = await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
   }
+  if (delivered instanceof Error) throw delivered;
   if (!delivered && messages.length > 0) {
     throw new ApiError(
       "not_found",
@@ -250,6 +257,10 @@ function withoutProtocolVersion(req: Request): Request {
   const headers = new Headers(req.headers);
   headers.delete("mcp-protocol-version");
   return new Request(req.url, { method: req.method, headers, signal: req.signal });
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 function parseResponses(text: string): RelayedMessage[] {
