@@ -62,7 +62,7 @@ export async function extractDocument(
     headers: { ...headersFor(config, key), "content-type": "application/json" },
     body: JSON.stringify(body),
   }, { ...options, idempotencyKey: options.idempotencyKey ?? randomUUID() });
-  const json = await readJson(response, url);
+  const json = await readJson(response);
   if (!response.ok) throw toServiceError(response, json, url);
   const parsed = ocrResultSchema.safeParse(json);
   if (!parsed.success) throw unexpectedAnswer(response, url, "a 200 without the OCR response fields");
@@ -78,7 +78,7 @@ export async function fetchBalance(config: Config): Promise<number> {
   const key = requireKey(config);
   const url = `${config.baseUrl}/api/credits`;
   const response = await send(url, config, { method: "GET", headers: headersFor(config, key) }, {});
-  const json = await readJson(response, url);
+  const json = await readJson(response);
   if (response.status === 404 && !errorBodySchema.safeParse(json).success) {
     throw new CliError(
       EXIT.other,
@@ -110,7 +110,7 @@ async function send(
   }
 }
 
-async function readJson(response: Response, _url: string): Promise<unknown> {
+async function readJson(response: Response): Promise<unknown> {
   const text = await response.text();
   try {
     return JSON.parse(text) as unknown;

@@ -63,7 +63,7 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
       const body = await requestBody(job.source, options, config, io);
       const answer = await extractDocument(config, body, {
         idempotencyKey: randomUUID(),
-        onRetry: options.verbose ? (info) => note(`${job.source.label}: ${describeRetry(info, config)}`) : undefined,
+        onRetry: options.verbose ? (info) => note(`${job.source.label}: ${describeRetry(info)}`) : undefined,
       });
       const text = withFinalNewline(answer.result.extractedText);
       let file: string | undefined;
@@ -224,8 +224,8 @@ function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
   return new Promise((resolve, reject) => stream.write(text, (error) => (error ? reject(error) : resolve())));
 }
 
-function describeRetry(info: RetryInfo, config: Config): string {
-  return `${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1}, at most ${config.retries + 1})`;
+function describeRetry(info: RetryInfo): string {
+  return `${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1})`;
 }
 
 function describeSuccess(result: { creditsUsed: number; confidence: number; processingTime: number; requestId?: string }, remaining: number | null, replayed: boolean, file?: string): string {
