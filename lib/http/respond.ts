@@ -8,6 +8,11 @@ interface ResponseFacts {
   pages?: number;
   code?: string;
   replayed?: boolean;
+  /**
+   * The answer reports a failure of the moment (timeout, overloaded, no credits…) inside a 200, as MCP tool
+   * errors do: like a REST 402 or 5xx, it is not stored for `Idempotency-Key` replays, so a retry runs again.
+   */
+  transient?: boolean;
 }
 
 const facts = new WeakMap<Response, ResponseFacts>();

@@ -10,7 +10,7 @@ import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } 
 import { hasNonBearerAuthorization, readApiKey } from "./api-key";
 import { readBody } from "./body";
 import { newRequestId } from "./request-id";
-import { errorResponse, finishResponse, noteResponse, rebuildResponse } from "./respond";
+import { describeResponse, errorResponse, finishResponse, noteResponse, rebuildResponse } from "./respond";
 import type { RequestContext, RouteHandler } from "./routes";
 
 export interface ApiContext extends RequestContext {
@@ -131,7 +131,7 @@ async function runIdempotently(context: ApiContext, run: () => Promise<Response>
 
   const { token } = claim;
   const response = await run();
-  if (!isFinalOutcome(response.status)) {
+  if (!isFinalOutcome(response.status) || describeResponse(response).transient) {
     await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) => logStoreFailure(requestId, "release", error));
     return response;
   }

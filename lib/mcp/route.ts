@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/errors";
-import { preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import { isFinalOutcome, preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { noteResponse } from "@/lib/http/respond";
 import type { ProcessDocumentResult } from "@/lib/process";
 import { openMailbox } from "@/lib/store/mailbox";
@@ -168,20 +168,28 @@ function sessionEndpoint(req: Request, sessionId: string): string {
   return `${url.pathname}?${query.toString()}`;
 }
 
-/** Tracks what the tool calls of one HTTP request charged: for `x-credits-remaining` and the log line. */
+/**
+ * Tracks what the tool calls of one HTTP request charged (for `x-credits-remaining` and the log line) and whether
+ * one failed in a way REST would not store for `Idempotency-Key` replays (402, 429, 5xx): such an answer is marked
+ * transient, so a retry with the same key runs again instead of replaying the failure.
+ */
 function chargeTracker() {
   let creditsRemaining: number | undefined;
   let pages = 0;
+  let transient = false;
   return {
     onExtracted(result: ProcessDocumentResult) {
       creditsRemaining = result.creditsRemaining;
       pages += result.response.creditsUsed;
     },
+    onToolError(error: ApiError) {
+      if (!isFinalOutcome(error.status)) transient = true;
+    },
     finish(response: Response, body: BodyInit | null = response.body, status = response.status): Response {
       const headers = new Headers(response.headers);
       if (creditsRemaining !== undefined) headers.set("x-credits-remaining", String(creditsRemaining));
       if (status === 202) headers.delete("content-type");
-      return noteResponse(new Response(body, { status, headers }), { pages });
+      return noteResponse(new Response(body, { status, headers }), { pages, transient });
     },
   };
 }
@@ -191,7 +199,7 @@ async function postStateless({ req, account, requestId, receivedAt }: ApiContext
   const charges = chargeTracker();
   const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
   const response = await serveStreamablePost(req, body, () =>
-    buildServer(account, requestId, { receivedAt, deadline, onExtracted: charges.onExtracted }),
+    buildServer(account, requestId, { receivedAt, deadline, onExtracted: charges.onExtracted, onToolError: charges.onToolError }),
   );
   return charges.finish(response);
 }
@@ -229,6 +237,7 @@ async function postToSession(
       deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       onExtracted: charges.onExtracted,
+      onToolError: charges.onToolError,
     });
     response = await serveJsonExchange(withoutProtocolVersion(req), body, server);
     if (response.status === 200) messages = parseResponses(await response.text());

@@ -111,6 +111,8 @@ export interface BuildServerOptions {
   protocolVersions?: readonly string[];
   /** Called after each successful `extract_text` (the route reports `x-credits-remaining` and the pages charged). */
   onExtracted?: (result: ProcessDocumentResult) => void;
+  /** Called for each `extract_text` that ends as an `isError` result. */
+  onToolError?: (error: ApiError) => void;
 }
 
 /**
@@ -151,6 +153,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         console.error(`[${callId}] ${TOOL_NAME} failed:`, describeCause(apiError.cause ?? error));
         throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
       }
+      options.onToolError?.(apiError);
       return toolErrorResult(apiError);
     }
     options.onExtracted?.(result);

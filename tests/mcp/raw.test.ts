@@ -1,7 +1,7 @@
 import { delay, http, HttpResponse } from "msw";
 import { describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
-import { listLedger } from "@/lib/credits";
+import { grantCredits, listLedger } from "@/lib/credits";
 import { MCP_MAX_DURATION_S, readMcpConfig } from "@/lib/mcp";
 import {
   REQUEST_ID,
@@ -315,6 +315,18 @@ describe("HTTP around the SDK", () => {
     }
     expect(await account.balance()).toBe(4);
     await expectApiError(await rpc(callTool({ image_source: { type: "base64", data: png } }, 8), { key: account.key, headers }), "idempotency_mismatch");
+  });
+
+  it("Idempotency-Key: a tool error of the moment (no credits) is not replayed; the retry runs once credits arrive", async () => {
+    const account = await createAccount(0);
+    const headers = { "idempotency-key": "mcp-retry-credits" };
+    const body = callTool({ image_source: { type: "base64", data: png } }, 9);
+    expectToolError(await resultOf(await rpc(body, { key: account.key, headers })), "insufficient_credits");
+    await grantCredits({ userId: account.userId, credits: 2 });
+    const retry = await rpc(body, { key: account.key, headers });
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    expectExtracted(await resultOf(retry));
+    expect(await account.balance()).toBe(1);
   });
 
   it("rate limits as REST: 429 with Retry-After past RATE_LIMIT_PER_MINUTE", async () => {
