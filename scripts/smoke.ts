@@ -17,6 +17,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createClient } from "redis";
+import { makeTextPdf } from "../bench/long-pdf";
 import { characterErrorRate } from "../bench/metrics";
 import { FIXTURE_DIR, generateFixtures, TEXTS } from "./make-fixtures";
 
@@ -285,6 +286,20 @@ async function main(): Promise<void> {
       });
       console.log(`      ${detail}`);
     }
+    await step("POST /api/ocr/process a 30-page born-digital PDF (text layers read on threads)", async () => {
+      const pages = 30;
+      const response = await request("/api/ocr/process", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ image: Buffer.from(await makeTextPdf(pages)).toString("base64"), options: { format: "json" } }),
+      });
+      const body = await json(response);
+      check(response.status === 200, `status ${response.status}: ${JSON.stringify(body).slice(0, 400)}`);
+      check(body.creditsUsed === pages, `creditsUsed ${String(body.creditsUsed)}, expected ${pages}`);
+      const document = JSON.parse(String(body.extractedText)) as { pages: Array<{ number: number; text: string; source: string }> };
+      check(document.pages.length === pages && document.pages.every((p) => p.source === "text-layer"), "not 30 text-layer pages");
+      check(document.pages[pages - 1]!.text.includes(`Chapter ${pages}: Reading documents`), "the last page's heading is missing");
+    });
     await step("POST /api/ocr/process without a key: 401 with the SPEC error body", async () => {
       const response = await request("/api/ocr/process", {
         method: "POST",
