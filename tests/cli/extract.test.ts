@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { ocrDocumentSchema } from "@/lib/ocr";
 import { FIXTURE_DIR, createAccount, expectLedgerConsistent, groundTruth, withStore } from "../api/support";
-import { runCli, tempDir, unusedPort, withBuiltCli, withTestServer } from "./support";
+import { runCli, unusedPort, withBuiltCli, withTempDirs, withTestServer } from "./support";
 
 /*
  * `ocr extract` and `ocr balance` as a user runs them: the bundled CLI in a child process, against the real route
@@ -19,6 +19,7 @@ const PDF = path.join(FIXTURE_DIR, "born-digital.pdf");
 withStore("memory");
 const cli = withBuiltCli();
 const server = withTestServer();
+const tempDir = withTempDirs();
 
 afterEach(() => {
   server.current.intercept = undefined;

@@ -202,6 +202,15 @@ export async function unusedPort(): Promise<number> {
   return port;
 }
 
-export function tempDir(label: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `ocr-cli-${label}-${randomBytes(3).toString("hex")}-`));
+/** Scratch directories for the tests of one file, removed after them. */
+export function withTempDirs(): (label: string) => string {
+  const made: string[] = [];
+  afterAll(() => {
+    for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return (label) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ocr-cli-${label}-${randomBytes(3).toString("hex")}-`));
+    made.push(dir);
+    return dir;
+  };
 }
