@@ -16,5 +16,5 @@ export default defineConfig([
     files: ["scripts/**", "bench/**", "cli/**"],
     rules: { "no-console": "off" },
   },
-  globalIgnores([".next/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**"]),
+  globalIgnores([".next/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

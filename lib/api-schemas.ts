@@ -116,3 +116,11 @@ export const ocrResponseSchema = z.object({
   requestId: z.string().describe("Also in the `x-request-id` header; quote it when asking for help."),
 });
 export type OcrResponse = z.infer<typeof ocrResponseSchema>;
+
+/** `GET /api/credits`: the balance of the account behind the key (nothing is charged). */
+export const creditsResponseSchema = z.object({
+  success: z.literal(true),
+  userId: z.string().describe("The account that owns the key (`usr_…`)."),
+  balance: z.number().int().min(0).describe("Credits remaining: one is spent per page read."),
+});
+export type CreditsResponse = z.infer<typeof creditsResponseSchema>;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ocrOptionsSchema, ocrRequestSchema, ocrResponseSchema } from "@/lib/api-schemas";
+import { creditsResponseSchema, ocrOptionsSchema, ocrRequestSchema, ocrResponseSchema } from "@/lib/api-schemas";
 import { getEnv } from "@/lib/env";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http/cors";
@@ -103,6 +103,7 @@ function componentSchemas(): Record<string, Json> {
   requests.add(ocrOptionsSchema, { id: "OcrOptions" });
   const responses = z.registry<{ id: string }>();
   responses.add(ocrResponseSchema, { id: "OcrResponse" });
+  responses.add(creditsResponseSchema, { id: "CreditsResponse" });
   responses.add(errorBodySchema, { id: "ErrorBody" });
   responses.add(ocrDocumentSchema, { id: "OcrDocument" });
 
@@ -233,6 +234,26 @@ function buildOpenApiDocument(): Json {
               description: `CORS preflight answer; allowed request headers: ${CORS_ALLOW_HEADERS.join(", ")}.`,
               headers: { ...requestIdHeader, Allow: { $ref: "#/components/headers/Allow" } },
             },
+          },
+        },
+      },
+      "/api/credits": {
+        get: {
+          operationId: "getCredits",
+          summary: "Credit balance",
+          description: "The credits left on the account behind the key, also in `x-credits-remaining`. Free: nothing is charged.",
+          responses: {
+            "200": {
+              description: "The balance.",
+              headers: { ...requestIdHeader, ...rateLimitHeaders, "x-credits-remaining": { $ref: "#/components/headers/CreditsRemaining" } },
+              content: {
+                "application/json": {
+                  schema: { $ref: "#/components/schemas/CreditsResponse" },
+                  example: { success: true, userId: "usr_Qm9yZ2VzIEx1aXMg", balance: 97 },
+                },
+              },
+            },
+            ...errorResponses(["unauthorized", "method_not_allowed", "rate_limited", "unavailable", "internal_error"]),
           },
         },
       },

@@ -6,10 +6,9 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
+import * as creditsRoute from "@/app/api/credits/route";
 import * as mcpRoute from "@/app/api/mcp/route";
 import * as processRoute from "@/app/api/ocr/process/route";
-import { getBalance } from "@/lib/credits";
-import { withApiKey } from "@/lib/http";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -41,27 +40,6 @@ export interface TestServer {
 }
 
 /**
- * `GET /api/credits`: the balance endpoint the CLI's `balance` command reads. The service has no such route yet
- * (the cheap calls it offers do not carry `x-credits-remaining`); until app/api/credits/route.ts exists, the tests
- * serve this stand-in of the proposed contract — `withApiKey`, `200 { success, userId, balance }` and the header.
- */
-const standInCredits: RouteModule = {
-  GET: withApiKey(async ({ account }) => {
-    const balance = await getBalance(account.userId);
-    return Response.json(
-      { success: true, userId: account.userId, balance },
-      { headers: { "x-credits-remaining": String(balance), "cache-control": "no-store" } },
-    );
-  }),
-};
-
-async function creditsRoute(): Promise<RouteModule> {
-  const file = path.join(ROOT, "app/api/credits/route.ts");
-  if (!fs.existsSync(file)) return standInCredits;
-  return (await import(/* @vite-ignore */ file)) as RouteModule;
-}
-
-/**
  * The real route handlers on an ephemeral localhost port, as Next would call them: each request becomes a
  * `Request` (aborted when the client goes away) and the `Response` is streamed back (SSE included).
  */
@@ -69,7 +47,7 @@ export async function startServer(): Promise<TestServer> {
   const routes: Record<string, RouteModule> = {
     "/api/ocr/process": processRoute,
     "/api/mcp": mcpRoute,
-    "/api/credits": await creditsRoute(),
+    "/api/credits": creditsRoute,
   };
   const state: TestServer = { baseUrl: "", requests: [], intercept: undefined, close: async () => undefined };
 

@@ -1,0 +1,20 @@
+import type { CreditsResponse } from "@/lib/api-schemas";
+import { getBalance } from "@/lib/credits";
+import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+
+export const runtime = "nodejs";
+
+const methods = ["GET"];
+
+// GET /api/credits – the balance of the account behind the key (what `ocr balance` shows); nothing is charged
+export const GET = withApiKey(async ({ account }) => {
+  const balance = await getBalance(account.userId);
+  const body: CreditsResponse = { success: true, userId: account.userId, balance };
+  return Response.json(body, { headers: { "x-credits-remaining": String(balance) } });
+});
+
+export const OPTIONS = preflight(methods);
+export const POST = methodNotAllowed(methods);
+export const PUT = methodNotAllowed(methods);
+export const PATCH = methodNotAllowed(methods);
+export const DELETE = methodNotAllowed(methods);
