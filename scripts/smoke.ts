@@ -333,9 +333,10 @@ async function main(): Promise<void> {
           params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "smoke", version: "1.0.0" } },
         }),
       });
-      check(response.status === 200, `expected 200, got ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      const text = await response.text();
+      check(response.status === 200, `expected 200, got ${response.status}: ${text.slice(0, 300)}`);
       check(response.headers.get("content-type")?.includes("application/json"), `content-type ${response.headers.get("content-type")}`);
-      const body = await json(response);
+      const body = JSON.parse(text) as Record<string, unknown>;
       const result = body.result as { protocolVersion?: string } | undefined;
       check(result?.protocolVersion === "2024-11-05", `initialize answered ${JSON.stringify(body).slice(0, 300)}`);
     });
