@@ -28,3 +28,15 @@ export async function makeTextPdf(pages: number, seed = 1): Promise<Uint8Array> 
   }
   return pdf.save();
 }
+
+/** A PDF of `pages` pages made by repeating the pages of `source` (a real document's fonts and layout). */
+export async function repeatPdf(source: Uint8Array, pages: number): Promise<Uint8Array> {
+  const input = await PDFDocument.load(source);
+  const output = await PDFDocument.create();
+  const indices = input.getPageIndices();
+  while (output.getPageCount() < pages) {
+    const copied = await output.copyPages(input, indices.slice(0, pages - output.getPageCount()));
+    for (const page of copied) output.addPage(page);
+  }
+  return output.save();
+}

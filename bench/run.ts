@@ -9,6 +9,7 @@
  *   --baseline        also run tesseract.js with its defaults (one worker per core, raw files, PSM single block)
  *   --native          also run the tesseract CLI (OMP_THREAD_LIMIT=1, same traineddata, N processes) and pdftotext
  *   --long-pdf N      time a generated N-page born-digital PDF (default 120; 0 to skip)
+ *   --long-pdf-from F build that PDF by repeating the pages of the born-digital PDF F instead (real fonts)
  *   --lang L          options.language for every file (default: the engine's default, auto)
  *   --filter S        only files whose path contains S
  *   --json FILE       write the results as JSON
@@ -23,7 +24,7 @@ import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
-import { makeTextPdf } from "./long-pdf";
+import { makeTextPdf, repeatPdf } from "./long-pdf";
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -59,6 +60,7 @@ const { values: args, positionals } = parseArgs({
     baseline: { type: "boolean", default: false },
     native: { type: "boolean", default: false },
     "long-pdf": { type: "string", default: "120" },
+    "long-pdf-from": { type: "string" },
     lang: { type: "string" },
     filter: { type: "string" },
     json: { type: "string" },
@@ -230,7 +232,8 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
 
 async function longPdfPass(pages: number): Promise<Record<string, number | string> | null> {
   if (pages <= 0) return null;
-  const bytes = await makeTextPdf(pages);
+  const from = args["long-pdf-from"];
+  const bytes = from ? await repeatPdf(await fs.readFile(from), pages) : await makeTextPdf(pages);
   const file = path.join(os.tmpdir(), `bench-long-${pages}.pdf`);
   await fs.writeFile(file, bytes);
   const runs: number[] = [];
@@ -241,7 +244,13 @@ async function longPdfPass(pages: number): Promise<Record<string, number | strin
     runs.push(performance.now() - t);
     chars = render(doc, "text").length;
   }
-  const result: Record<string, number | string> = { pages, chars, coldMs: Math.round(runs[0]!), warmMs: Math.round(Math.min(...runs.slice(1))) };
+  const result: Record<string, number | string> = {
+    source: from ? path.basename(from) : "generated",
+    pages,
+    chars,
+    coldMs: Math.round(runs[0]!),
+    warmMs: Math.round(Math.min(...runs.slice(1))),
+  };
   try {
     const native: number[] = [];
     for (let i = 0; i < 3; i++) {

@@ -286,7 +286,7 @@ async function main(): Promise<void> {
       });
       console.log(`      ${detail}`);
     }
-    await step("POST /api/ocr/process a 30-page born-digital PDF (text layers read on threads)", async () => {
+    await step("POST /api/ocr/process a 30-page born-digital PDF (text layer)", async () => {
       const pages = 30;
       const response = await request("/api/ocr/process", {
         method: "POST",

@@ -8,8 +8,7 @@ import { detectLanguage } from "./language-detect";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
 import { renderMarkdown } from "./markdown";
 import { parsePageSelection } from "./pages";
-import { getPdfPage, layoutTextLayer, openPdf, readTextLayer, renderPdfPage, type PdfHandle, type RawTextPage, type TextLayer } from "./pdf";
-import { PARALLEL_TEXT_MIN_PAGES, PdfTextWorkers } from "./pdf-text-workers";
+import { getPdfPage, openPdf, pageHasInk, readTextLayer, renderPdfPage, type PdfHandle } from "./pdf";
 import { OcrPool } from "./pool";
 import { decodeImage, releaseSource } from "./raster";
 import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "./recognize";
@@ -225,27 +224,24 @@ async function extractPdf(handle: PdfHandle, selected: number[], work: Work): Pr
   const pages = new Map<number, ExtractedPage>();
   const needsOcr: Array<{ number: number; page: PDFPageProxy; textLayer?: ExtractedPage }> = [];
 
-  // Text layers first. Long documents are read on several threads; otherwise several pages are kept in flight
-  // here (pdf.js's in-thread worker yields between messages, so pipelining still roughly halves the time).
-  const raw = selected.length >= PARALLEL_TEXT_MIN_PAGES && work.pool.stats().size > 1 ? await readRawInThreads(handle, selected, work) : null;
+  // Text layers first, several pages in flight: pdf.js's in-thread worker yields between messages, so pipelining
+  // pages roughly halves the time of a long document. (Reading them on several threads was tried: each thread
+  // parses the document's embedded fonts again, which made real documents slower, not faster.)
   const pending = [...selected];
   await Promise.all(
     Array.from({ length: Math.min(TEXT_LAYER_CONCURRENCY, pending.length) }, async () => {
       for (let number = pending.shift(); number !== undefined; number = pending.shift()) {
         checkDeadline(work.deadline);
-        const fromThread = raw?.get(number);
-        let page: PDFPageProxy | undefined;
-        let layer: TextLayer;
-        if (fromThread) layer = layoutTextLayer(fromThread, number);
-        else {
-          page = await getPdfPage(handle, number);
-          layer = await readTextLayer(page, number);
-        }
+        const page = await getPdfPage(handle, number);
+        const layer = await readTextLayer(page, number);
         if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
           pages.set(number, layer.page);
-          page?.cleanup();
+          page.cleanup();
+        } else if (layer.chars === 0 && !(await pageHasInk(page))) {
+          // Nothing to read and nothing drawn: a blank page needs no 300-DPI rendering and no OCR.
+          pages.set(number, layer.page);
+          page.cleanup();
         } else {
-          page ??= await getPdfPage(handle, number);
           needsOcr.push({ number, page, textLayer: layer.chars > 0 && layer.garbage <= MAX_GARBAGE ? layer.page : undefined });
         }
       }
@@ -286,19 +282,6 @@ async function extractPdf(handle: PdfHandle, selected: number[], work: Work): Pr
   );
 
   return { pages: selected.map((n) => pages.get(n)!), pageCount: handle.pageCount };
-}
-
-let textWorkers: PdfTextWorkers | undefined;
-
-/** Raw text of many pages from threads; null (read here instead) if the threads fail for any reason but time. */
-async function readRawInThreads(handle: PdfHandle, selected: number[], work: Work): Promise<Map<number, RawTextPage> | null> {
-  textWorkers ??= new PdfTextWorkers(work.pool.stats().size);
-  try {
-    return await textWorkers.read(handle.bytes, selected, work.deadline);
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    return null;
-  }
 }
 
 /** A sparse text layer against OCR of the same page: keep the exact text unless OCR found clearly more. */

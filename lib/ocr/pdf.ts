@@ -39,18 +39,11 @@ const MAX_RENDER_PIXELS = 36_000_000;
 export interface PdfHandle {
   doc: PDFDocumentProxy;
   pageCount: number;
-  /** The file, for threads that open their own copy (long documents' text layers). */
-  bytes: Uint8Array;
   close(): Promise<void>;
 }
 
-/** pdf.js's module file (threads import it by path). */
-export function pdfJsPath(): string {
-  return requireFromApp.resolve("pdfjs-dist/legacy/build/pdf.mjs");
-}
-
-/** `getDocument` options besides the data: plain values, so threads can use them too. */
-export function pdfDocumentOptions() {
+/** `getDocument` options besides the data. */
+function pdfDocumentOptions() {
   return { ...pdfResources(), cMapPacked: true, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 }
 
@@ -63,7 +56,7 @@ export async function openPdf(bytes: Uint8Array): Promise<PdfHandle> {
     const doc = await task.promise;
     if (doc.numPages < 1) throw new ApiError("unreadable_document", "The PDF has no pages");
     const loading = task;
-    return { doc, pageCount: doc.numPages, bytes, close: () => loading.destroy() };
+    return { doc, pageCount: doc.numPages, close: () => loading.destroy() };
   } catch (error) {
     await task?.destroy().catch(() => {});
     if (error instanceof ApiError) throw error;
@@ -96,6 +89,34 @@ function pixelSize(width: number, height: number, rotation: number): { width: nu
   const pixels = w * h * scale * scale;
   if (pixels > MAX_RENDER_PIXELS) scale *= Math.sqrt(MAX_RENDER_PIXELS / pixels);
   return { width: Math.max(1, Math.round(w * scale)), height: Math.max(1, Math.round(h * scale)), scale };
+}
+
+/** Resolution of the blank-page check. */
+const INK_CHECK_SCALE = 0.5; // 36 DPI
+/** A pixel darker than this is a mark; lighter ones are paper (and rendering noise). */
+const INK_LEVEL = 235;
+
+/**
+ * Whether anything visible is drawn on the page, from a 36-DPI rendering (a few milliseconds): a page with no
+ * text layer and no ink is blank, and skips the 300-DPI rendering and OCR.
+ */
+export async function pageHasInk(page: PDFPageProxy): Promise<boolean> {
+  const viewport = page.getViewport({ scale: INK_CHECK_SCALE });
+  const canvas = createCanvas(Math.max(1, Math.ceil(viewport.width)), Math.max(1, Math.ceil(viewport.height)));
+  try {
+    await page.render({ canvas: canvas as unknown as HTMLCanvasElement, viewport }).promise;
+    const rgba = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < rgba.length; i += 4) {
+      // Transparent pixels are paper (pdf.js draws on a transparent canvas unless told otherwise).
+      if (rgba[i + 3]! > 0 && Math.min(rgba[i]!, rgba[i + 1]!, rgba[i + 2]!) < INK_LEVEL) return true;
+    }
+    return false;
+  } catch {
+    return true; // when in doubt, read it
+  } finally {
+    canvas.width = 0;
+    canvas.height = 0;
+  }
 }
 
 export async function renderPdfPage(page: PDFPageProxy): Promise<Canvas> {

@@ -138,10 +138,10 @@ const STRIP_BYTES = 4 * 1024 * 1024;
 
 /**
  * Draw the `crop` region of `source` (default: all of it) scaled to `width`×`height` on white (transparent
- * pixels become paper) and return it as greyscale (ITU-R BT.601 luma). The drawing goes through a canvas
- * one strip high, so no full-size RGBA copy of the page ever exists; each strip draws the whole image
- * translated (clipped by the canvas), so resampling has no seams. The pixels are written straight into a
- * PGM buffer (see `toPgm`).
+ * pixels become paper) and return it as greyscale (ITU-R BT.601 luma). The drawing goes through a canvas one
+ * strip high, so no full-size RGBA copy of the page exists; each strip draws only the source rows it covers,
+ * plus a margin so the resampling filter sees the same neighbours as in one draw (no seams). A 1:1 copy of a
+ * canvas skips drawing and reads its pixels. The result is written straight into a PGM buffer (see `toPgm`).
  */
 export function drawGrey(source: RasterSource, width: number, height: number, crop?: Rect): GreyRaster {
   const region = crop ?? { x: 0, y: 0, width: source.width, height: source.height };
@@ -152,23 +152,42 @@ export function drawGrey(source: RasterSource, width: number, height: number, cr
   pgm.set(header, 0);
   const data = pgm.subarray(header.length);
   const stripHeight = Math.max(1, Math.min(height, Math.floor(STRIP_BYTES / (width * 4))));
-  const canvas = createCanvas(width, stripHeight);
+
+  if (source instanceof Canvas && scaleX === 1 && scaleY === 1) {
+    // Same size: read the canvas itself (PDF pages are rendered opaque, on white).
+    const ctx = source.getContext("2d");
+    for (let y = 0; y < height; y += stripHeight) {
+      toGrey(ctx.getImageData(region.x, region.y + y, width, Math.min(stripHeight, height - y)).data, data, y * width);
+    }
+    return { width, height, data, pgm };
+  }
+
+  const margin = 4; // destination rows: enough for the widest resampling kernel
+  const canvas = createCanvas(width, stripHeight + 2 * margin);
   const ctx = canvas.getContext("2d");
   ctx.imageSmoothingEnabled = true;
   ctx.imageSmoothingQuality = "high";
   for (let y = 0; y < height; y += stripHeight) {
     const rows = Math.min(stripHeight, height - y);
     ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, width, stripHeight);
-    ctx.drawImage(source, -region.x * scaleX, -region.y * scaleY - y, source.width * scaleX, source.height * scaleY);
-    const rgba = ctx.getImageData(0, 0, width, rows).data;
-    let o = y * width;
-    for (let i = 0; i < rgba.length; i += 4) {
-      data[o++] = (rgba[i]! * 77 + rgba[i + 1]! * 150 + rgba[i + 2]! * 29) >> 8;
-    }
+    ctx.fillRect(0, 0, width, canvas.height);
+    // Source rows of this strip and its margins, clipped to the region; drawn so that row `y` lands at `margin`.
+    const top = Math.max(0, y - margin);
+    const bottom = Math.min(height, y + rows + margin);
+    const sy = region.y + top / scaleY;
+    const sh = (bottom - top) / scaleY;
+    ctx.drawImage(source, region.x, sy, region.width, sh, 0, margin - (y - top), width, bottom - top);
+    toGrey(ctx.getImageData(0, margin, width, rows).data, data, y * width);
   }
   releaseSource(canvas);
   return { width, height, data, pgm };
+}
+
+function toGrey(rgba: Uint8ClampedArray, out: Uint8Array, offset: number): void {
+  let o = offset;
+  for (let i = 0; i < rgba.length; i += 4) {
+    out[o++] = (rgba[i]! * 77 + rgba[i + 1]! * 150 + rgba[i + 2]! * 29) >> 8;
+  }
 }
 
 /** Binary PGM (P5): the cheapest lossless way to hand greyscale pixels to Tesseract. */

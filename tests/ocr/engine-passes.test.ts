@@ -2,34 +2,32 @@ import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { makeTextPdf } from "@/bench/long-pdf";
+import { PDFDocument, StandardFonts } from "pdf-lib";
 import { extractDocument, OcrPool, render } from "@/lib/ocr";
-import { PARALLEL_TEXT_MIN_PAGES } from "@/lib/ocr/pdf-text-workers";
-import { createTestPool } from "@/tests/support/ocr";
+import { TEXTS } from "@/scripts/make-fixtures";
+import { createTestPool, fixture } from "@/tests/support/ocr";
 
 const pools: OcrPool[] = [];
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.terminate()));
 });
 
-describe("long PDFs: text layers read on several threads", () => {
-  it("gives exactly the document the calling thread gives", async () => {
-    const pages = PARALLEL_TEXT_MIN_PAGES + 6;
-    const bytes = await makeTextPdf(pages);
-    // Two workers engage the threads; one keeps everything on the calling thread.
-    const two = new OcrPool({ size: 2, queueLimit: 4, maxJobsPerWorker: 10, createTimeoutMs: 60_000 });
-    const one = new OcrPool({ size: 1, queueLimit: 4, maxJobsPerWorker: 10, createTimeoutMs: 60_000 });
-    pools.push(two, one);
-    const limits = { maxPdfPages: pages };
-    const threaded = await extractDocument(bytes, { pool: two, limits });
-    const local = await extractDocument(bytes, { pool: one, limits });
-    expect(threaded.pages).toHaveLength(pages);
-    expect(threaded.pages.every((p) => p.source === "text-layer")).toBe(true);
-    expect(render(threaded, "json")).toBe(render(local, "json"));
-    expect(render(threaded, "markdown")).toBe(render(local, "markdown"));
-    // A page selection keeps its order and numbers.
-    const some = await extractDocument(bytes, { pool: two, limits, pages: `2-${PARALLEL_TEXT_MIN_PAGES + 2}` });
-    expect(some.pages.map((p) => p.number)).toEqual(Array.from({ length: PARALLEL_TEXT_MIN_PAGES + 1 }, (_, i) => i + 2));
+describe("blank pages", () => {
+  it("a blank PDF page between a text page and a scan reads as empty text, the others as usual", async () => {
+    const pdf = await PDFDocument.create();
+    const font = await pdf.embedFont(StandardFonts.Helvetica);
+    pdf.addPage([612, 792]).drawText("A page with a real text layer on it, long enough to count.", { x: 72, y: 700, size: 12, font });
+    pdf.addPage([612, 792]); // blank
+    const scan = await pdf.embedPng(fixture("paragraph.png"));
+    pdf.addPage([612, 792]).drawImage(scan, { x: 36, y: 500, width: 540, height: 108 });
+    const pool = createTestPool();
+    pools.push(pool);
+    const doc = await extractDocument(await pdf.save(), { pool });
+    expect(doc.pages.map((p) => p.source)).toEqual(["text-layer", "text-layer", "ocr"]);
+    expect(doc.pages[1]!.text).toBe("");
+    expect(doc.pages[1]!.blocks).toEqual([]);
+    expect(characterErrorRate(doc.pages[2]!.text, TEXTS.paragraph.join("\n"))).toBeLessThan(0.02);
+    expect(render(doc, "text").split("\f")).toHaveLength(3);
   });
 });
 
