@@ -28,13 +28,22 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
   for (const item of items) {
     bodies.set(item.name, JSON.stringify({ image: (await fs.readFile(item.file)).toString("base64") }));
   }
-  const post = async (item: HttpItem) => {
-    const t = performance.now();
-    const response = await fetch(endpoint, {
+  const send = () => (item: HttpItem) =>
+    fetch(endpoint, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": options.key },
       body: bodies.get(item.name)!,
     });
+  const post = async (item: HttpItem) => {
+    const t = performance.now();
+    let response: Response;
+    try {
+      response = await send()(item);
+    } catch (error) {
+      // A keep-alive connection the server had already closed (EPIPE / ECONNRESET): once more on a new one.
+      console.error(`${item.name}: ${error instanceof Error ? `${error.message} (${String((error.cause as Error | undefined)?.message ?? "")})` : String(error)}; retrying once`);
+      response = await send()(item);
+    }
     const body = responseSchema.parse(await response.json());
     return { ms: performance.now() - t, status: response.status, body };
   };
