@@ -22,7 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
-import { extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
+import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 
@@ -101,16 +101,6 @@ function percentile(values: number[], p: number): number {
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
 const f3 = (v: number) => v.toFixed(3);
 
-function documentConfidence(doc: ExtractedDocument): number {
-  let sum = 0;
-  let n = 0;
-  for (const p of doc.pages) {
-    const chars = p.text.replace(/\s+/g, "").length;
-    sum += p.confidence * chars;
-    n += chars;
-  }
-  return n ? sum / n : 0;
-}
 
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
 async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void): Promise<PassResult> {

@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "7";
+const VERSION = "8";
 
 export const TEXTS = {
   paragraph: [
@@ -168,15 +168,8 @@ function exifJpeg(upright: Canvas, orientation: 3 | 6 | 8): Uint8Array {
   return Buffer.concat([jpeg.subarray(0, 2), app1, payload, jpeg.subarray(2)]);
 }
 
-/** A PDF whose trailer points at a Standard security handler with a user password: pdf.js asks for it. */
-function encryptedPdf(): Uint8Array {
-  const objects = [
-    "<< /Type /Catalog /Pages 2 0 R >>",
-    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-    "<< /Length 0 >>\nstream\n\nendstream",
-    `<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <${"a1".repeat(32)}> /U <${"5c".repeat(32)}> >>`,
-  ];
+/** A PDF written by hand: `objects` numbered from 1 (the first is the catalog), `trailer` added to the trailer. */
+export function handWrittenPdf(objects: string[], trailer = ""): Uint8Array {
   let body = "%PDF-1.4\n";
   const offsets: number[] = [];
   objects.forEach((object, i) => {
@@ -186,9 +179,23 @@ function encryptedPdf(): Uint8Array {
   const xref = body.length;
   body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
   for (const offset of offsets) body += `${String(offset).padStart(10, "0")} 00000 n \n`;
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R ${trailer}>>\nstartxref\n${xref}\n%%EOF\n`;
+  return new Uint8Array(Buffer.from(body, "latin1"));
+}
+
+/** A PDF whose trailer points at a Standard security handler with a user password: pdf.js asks for it. */
+function encryptedPdf(): Uint8Array {
   const id = "0123456789abcdef0123456789abcdef";
-  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 5 0 R /ID [<${id}> <${id}>] >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(body, "latin1");
+  return handWrittenPdf(
+    [
+      "<< /Type /Catalog /Pages 2 0 R >>",
+      "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+      "<< /Length 0 >>\nstream\n\nendstream",
+      `<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <${"a1".repeat(32)}> /U <${"5c".repeat(32)}> >>`,
+    ],
+    `/Encrypt 5 0 R /ID [<${id}> <${id}>] `,
+  );
 }
 
 async function textPdf(pages: ReadonlyArray<{ heading: string; body: readonly string[] }>): Promise<Uint8Array> {

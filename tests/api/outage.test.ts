@@ -1,114 +1,19 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
 import { resetEnv } from "@/lib/env";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore, resetStore } from "@/lib/store";
+import { OwnRedis, freePort, waitForStore } from "../support/own-redis";
 import { createTestPrefix } from "../support/redis";
-import { callOcr, createAccount, expectApiError, expectOcrOk, sleep, tinyPng } from "./support";
+import { callOcr, createAccount, expectApiError, expectOcrOk, tinyPng } from "./support";
 
 /*
  * The Store on a redis-server of this test's own, stopped mid-run. Keys and credits fail closed: 503
  * `unavailable`, and no OCR is done that is not paid for. The server is stopped with SHUTDOWN SAVE and restarted
  * from its dump, as a managed Redis comes back with its data, so the same account works afterwards.
  */
-
-const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? "redis-server";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.unref();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
-class OwnRedis {
-  private child: ChildProcess | undefined;
-  constructor(
-    readonly port: number,
-    private readonly dir: string,
-  ) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn(
-      REDIS_SERVER,
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--dbfilename", "dump.rdb"],
-      { stdio: "ignore" },
-    );
-    this.child = child;
-    const failed = new Promise<never>((_, reject) => {
-      child.once("error", (error) => reject(new Error(`could not start ${REDIS_SERVER}: ${error.message}`)));
-      child.once("exit", (code) => reject(new Error(`${REDIS_SERVER} exited with ${code}`)));
-    });
-    failed.catch(() => undefined);
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const ready = await Promise.race([this.ping(), failed]);
-      if (ready) return;
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not start`);
-      await sleep(50);
-    }
-  }
-
-  /** SHUTDOWN SAVE: the server writes its data and exits. */
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    const client = createClient({ url: this.url, RESP: 2, socket: { reconnectStrategy: false } });
-    client.on("error", () => undefined);
-    await client.connect();
-    await client.sendCommand(["SHUTDOWN", "SAVE"]).catch(() => undefined);
-    client.destroy();
-    await exited;
-    this.child = undefined;
-  }
-
-  kill(): void {
-    if (this.child?.exitCode === null) this.child.kill("SIGKILL");
-    this.child = undefined;
-  }
-
-  private async ping(): Promise<boolean> {
-    const client = createClient({ url: this.url, RESP: 2, socket: { connectTimeout: 500, reconnectStrategy: false } });
-    client.on("error", () => undefined);
-    try {
-      await client.connect();
-      return (await client.ping()) === "PONG";
-    } catch {
-      return false;
-    } finally {
-      if (client.isOpen) client.destroy();
-    }
-  }
-}
-
-/** Wait until the app's own store client has reconnected. */
-async function waitForStore(): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      await getStore().ping();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(100);
-    }
-  }
-}
 
 const completedJobs = () => getOcrPool().stats().completed;
 

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { ApiError, type ErrorCode } from "@/lib/errors";
 import { extractDocument, openDocument, render } from "@/lib/ocr";
-import { TEXTS } from "@/scripts/make-fixtures";
+import { handWrittenPdf, TEXTS } from "@/scripts/make-fixtures";
 import { apiErrorOf, createTestPool, expectApiError, fixture, parsedJson, seededRandom } from "../support/ocr";
 
 const pool = createTestPool();
@@ -60,19 +60,8 @@ describe("hostile files end in the right ApiError", () => {
 });
 
 /** A minimal PDF written by hand: a catalog and the given page tree root. */
-function handWrittenPdf(pagesDict: string): Uint8Array {
-  const objects = ["<< /Type /Catalog /Pages 2 0 R >>", pagesDict];
-  let body = "%PDF-1.4\n";
-  const offsets: number[] = [];
-  objects.forEach((object, i) => {
-    offsets.push(body.length);
-    body += `${i + 1} 0 obj\n${object}\nendobj\n`;
-  });
-  const xref = body.length;
-  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) body += `${String(offset).padStart(10, "0")} 00000 n \n`;
-  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return new Uint8Array(Buffer.from(body, "latin1"));
+function handWrittenPagesPdf(pagesDict: string): Uint8Array {
+  return handWrittenPdf(["<< /Type /Catalog /Pages 2 0 R >>", pagesDict]);
 }
 
 // hostile/zero-pages.pdf is not used: pdf-lib's save() adds a blank page to an empty document unless told
@@ -84,11 +73,11 @@ describe("PDFs without pages → 422 unreadable_document from openDocument", () 
   });
 
   it("hand-written: /Count 0, no kids", async () => {
-    await expectApiError(openDocument(handWrittenPdf("<< /Type /Pages /Kids [] /Count 0 >>")), "unreadable_document", 422);
+    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>")), "unreadable_document", 422);
   });
 
   it("hand-written: a page count that lies (/Count 3, no kids)", async () => {
-    await expectApiError(openDocument(handWrittenPdf("<< /Type /Pages /Kids [] /Count 3 >>")), "unreadable_document", 422);
+    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>")), "unreadable_document", 422);
   });
 
   it("a blank page is not an error: one page, no text", async () => {

@@ -5,8 +5,7 @@ import { getStore } from "@/lib/store";
 import { sleep } from "../api/support";
 
 /*
- * A redis-server of the test's own, to stop mid-run (copied from tests/api/outage.test.ts, which is a test file and
- * cannot be imported).
+ * A redis-server of the test's own, to stop mid-run: the REST and MCP store-outage suites share it.
  */
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? "redis-server";
