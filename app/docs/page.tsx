@@ -50,6 +50,11 @@ export default function DocsPage() {
         <code>processingTime</code> is in milliseconds. <code>creditsUsed</code> is one per page read; failed
         requests cost nothing. Send an <code>Idempotency-Key</code> header to retry safely.
       </p>
+      <h2>GET /api/credits</h2>
+      <p>
+        The balance of the key&apos;s account, free of charge: <code>{`{ "success": true, "userId": "usr_…", "balance": 97 }`}</code>,
+        also in the <code>x-credits-remaining</code> header (which every OCR answer carries too).
+      </p>
       <h2>Errors</h2>
       <p>
         Every failure is <code>{`{"success": false, "error": {"code", "message"}, "requestId"}`}</code>:
