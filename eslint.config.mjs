@@ -10,6 +10,14 @@ export default defineConfig([
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "no-console": ["warn", { allow: ["warn", "error", "info"] }],
+      // Errors cross bundles (routes, instrumentation, the engine): recognise them with isApiError, never instanceof.
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "BinaryExpression[operator='instanceof'][right.name='ApiError']",
+          message: "Use isApiError(error): each bundle has its own copy of the ApiError class.",
+        },
+      ],
     },
   },
   {

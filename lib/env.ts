@@ -38,6 +38,13 @@ export const envSchema = z.object({
   /** A worker is replaced after this many jobs (bounds wasm heap growth). */
   OCR_WORKER_MAX_JOBS: int(200, 1),
   OCR_WORKER_CREATE_TIMEOUT_MS: int(30_000, 1000),
+  /**
+   * Memory ceiling of one engine process (resident MB): a job that drives its process past it is stopped and
+   * answered `413`. Every page is read in a separate process, so the ceiling is per job.
+   */
+  OCR_WORKER_MEMORY_MB: int(1024, 128),
+  /** Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR. */
+  OCR_INSPECT_WORKERS: int(1, 1),
 
   // Limits (SPEC.md, Limits)
   MAX_INLINE_BYTES: int(3 * MiB, 1),
@@ -46,8 +53,12 @@ export const envSchema = z.object({
   URL_MAX_REDIRECTS: int(3, 0),
   MAX_PDF_PAGES: int(50, 1),
   MAX_IMAGE_PIXELS: int(50_000_000, 1),
+  /** Most bytes one PDF stream (page content, font, form) may inflate to; a PDF with a larger one is `413`. */
+  MAX_PDF_STREAM_BYTES: int(128 * MiB, 1024),
   REQUEST_DEADLINE_MS: int(55_000, 1000),
   RATE_LIMIT_PER_MINUTE: int(60, 1),
+  /** OCR requests one account may have in flight on one instance; past it `429` with `Retry-After`. */
+  ACCOUNT_MAX_IN_FLIGHT: int(4, 1),
 
   // Accounts and credits
   FREE_CREDITS: int(100, 0),
@@ -59,6 +70,9 @@ export const envSchema = z.object({
   KV_REST_API_TOKEN: optionalString,
   REDIS_URL: optionalString,
   REDIS_PREFIX: z.string().default("ocr:"),
+
+  /** Bearer secret of `/api/cron/*` (Vercel sends it as `Authorization: Bearer $CRON_SECRET`). */
+  CRON_SECRET: optionalString,
 
   /** Log one line per request (never keys or file content). */
   LOG_REQUESTS: flag(true),

@@ -36,10 +36,19 @@ export interface ApiErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * The brand of an `ApiError`. Next bundles this module into several chunks (routes, `instrumentation.ts`, the
+ * engine), each with its own copy of the class, so `instanceof` fails across them: a deadline error thrown by the
+ * pool that instrumentation created answered `500` instead of `504`. Errors are recognised by this registered
+ * symbol instead, which every copy shares.
+ */
+const API_ERROR_BRAND = Symbol.for("ocr-service.api-error");
+
 /** A failure with a SPEC error code. Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
+  readonly [API_ERROR_BRAND] = true;
 
   constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
     super(message, { cause: options.cause });
@@ -53,9 +62,15 @@ export class ApiError extends Error {
   }
 }
 
+/** True for an `ApiError` from any copy of this module (see `API_ERROR_BRAND`); never use `instanceof ApiError`. */
 export function isApiError(error: unknown): error is ApiError {
-  return error instanceof ApiError;
+  if (typeof error !== "object" || error === null) return false;
+  const candidate = error as { [API_ERROR_BRAND]?: unknown; code?: unknown };
+  return candidate[API_ERROR_BRAND] === true && typeof candidate.code === "string" && Object.hasOwn(errorStatus, candidate.code);
 }
+
+/** Seconds a client should wait after a `503` that names no better figure. */
+export const DEFAULT_RETRY_AFTER_S = 5;
 
 /** One readable line for a schema violation: `options.format: Invalid option: expected one of …`. */
 export function describeZodError(error: z.ZodError): string {
@@ -68,7 +83,7 @@ export function describeZodError(error: z.ZodError): string {
 
 /** Normalize anything thrown into an ApiError; unknown errors become a generic `internal_error`. */
 export function toApiError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
+  if (isApiError(error)) return error;
   if (error instanceof z.ZodError) return new ApiError("invalid_request", describeZodError(error), { cause: error });
   return new ApiError("internal_error", "Internal error", { cause: error });
 }
@@ -86,6 +101,8 @@ export function toErrorResponse(error: unknown, requestId: string, headers: Head
   }
   const responseHeaders = new Headers(headers);
   for (const [name, value] of Object.entries(apiError.headers)) responseHeaders.set(name, value);
+  // Every 503 (`overloaded`, `unavailable`) says when to come back.
+  if (apiError.status === 503 && !responseHeaders.has("retry-after")) responseHeaders.set("retry-after", String(DEFAULT_RETRY_AFTER_S));
   responseHeaders.set("x-request-id", requestId);
   if (apiError.code === "unauthorized" && !responseHeaders.has("www-authenticate")) {
     responseHeaders.set("www-authenticate", 'Bearer realm="ocr"');

@@ -1,7 +1,7 @@
 import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, toApiError } from "@/lib/errors";
+import { ApiError, toApiError, isApiError } from "@/lib/errors";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
 import { documentConfidence, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
 
@@ -150,6 +150,6 @@ function plural(count: number, noun: string): string {
 }
 
 function describe(error: unknown): string {
-  if (error instanceof ApiError) return error.code;
+  if (isApiError(error)) return error.code;
   return error instanceof Error ? error.name : "error";
 }

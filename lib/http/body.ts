@@ -1,5 +1,5 @@
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/errors";
 import { formatMegabytes } from "@/lib/input/base64";
 
 /** Nesting deeper than this is refused before `JSON.parse` (the request schema is two levels deep). */
@@ -62,7 +62,7 @@ async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> 
       chunks.push(value);
     }
   } catch (error) {
-    if (error instanceof ApiError) throw error;
+    if (isApiError(error)) throw error;
     throw new ApiError("invalid_request", "The request body could not be read", { cause: error });
   }
 

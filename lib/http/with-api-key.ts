@@ -5,7 +5,7 @@ import {
   releaseIdempotencyKey,
   type StoredResponse,
 } from "@/lib/credits";
-import { ApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/errors";
 import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
 import { hasNonBearerAuthorization, readApiKey } from "./api-key";
 import { readBody } from "./body";
@@ -155,6 +155,6 @@ function replay(stored: StoredResponse): Response {
 }
 
 function logStoreFailure(requestId: string, operation: string, error: unknown): void {
-  const reason = error instanceof ApiError ? error.code : error instanceof Error ? error.name : "error";
+  const reason = isApiError(error) ? error.code : error instanceof Error ? error.name : "error";
   console.error(`[${requestId}] idempotency ${operation} failed (${reason})`);
 }

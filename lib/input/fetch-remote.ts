@@ -5,7 +5,7 @@ import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/errors";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
 import { formatMegabytes } from "./base64";
 
@@ -90,7 +90,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
   } catch (error) {
     if (options.signal?.aborted) {
       const reason: unknown = options.signal.reason;
-      if (reason instanceof ApiError) throw reason;
+      if (isApiError(reason)) throw reason;
       throw new ApiError("timeout", "The request deadline passed while fetching imageUrl", { cause: reason });
     }
     if (deadline.signal.aborted) {
@@ -98,7 +98,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
         cause: error,
       });
     }
-    if (error instanceof ApiError) throw error;
+    if (isApiError(error)) throw error;
     throw new ApiError("fetch_failed", `Could not fetch imageUrl: ${describeNetworkError(error)}`, { cause: error });
   } finally {
     clearTimeout(timer);

@@ -3,7 +3,7 @@ import path from "node:path";
 import { createCanvas, type Canvas } from "@napi-rs/canvas";
 import type { PDFDocumentLoadingTask, PDFDocumentProxy, PDFPageProxy } from "pdfjs-dist";
 import type { TextItem, TextStyle } from "pdfjs-dist/types/src/display/api";
-import { ApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/errors";
 import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "./document";
 
 type PdfJs = typeof import("pdfjs-dist");
@@ -59,7 +59,7 @@ export async function openPdf(bytes: Uint8Array): Promise<PdfHandle> {
     return { doc, pageCount: doc.numPages, close: () => loading.destroy() };
   } catch (error) {
     await task?.destroy().catch(() => {});
-    if (error instanceof ApiError) throw error;
+    if (isApiError(error)) throw error;
     const name = error instanceof Error ? error.name : "";
     if (name === "PasswordException") {
       throw new ApiError("unreadable_document", "The PDF is encrypted with a password", { cause: error });

@@ -1,6 +1,6 @@
 import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
-import { ApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/errors";
 import { languageDataPath } from "./languages";
 
 export interface PoolOptions {
@@ -235,7 +235,7 @@ export class OcrPool {
   private failQueued(error: unknown): void {
     // Workers could not start: fail the jobs nobody can serve rather than leaving them to their deadline.
     if (this.slots.length > 0 || this.spawning > 0) return;
-    const apiError = error instanceof ApiError ? error : new ApiError("internal_error", "The OCR engine could not start", { cause: error });
+    const apiError = isApiError(error) ? error : new ApiError("internal_error", "The OCR engine could not start", { cause: error });
     for (const entry of this.queue.splice(0)) this.settle(entry, apiError);
   }
 
@@ -263,7 +263,7 @@ function deadlineError(): ApiError {
 }
 
 function toRecognizeError(error: unknown): Error {
-  if (error instanceof ApiError) return error;
+  if (isApiError(error)) return error;
   const message = typeof error === "string" ? error : error instanceof Error ? error.message : "";
   if (/read image/i.test(message)) {
     return new ApiError("unreadable_document", "The image could not be read", { cause: error });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { ApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/errors";
 import { OcrPool, getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
 import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
@@ -40,7 +40,7 @@ describe("503 overloaded", () => {
             pool,
           }).then(
             (result) => result.response.creditsUsed,
-            (error: unknown) => (error instanceof ApiError ? error.code : String(error)),
+            (error: unknown) => (isApiError(error) ? error.code : String(error)),
           ),
         ),
       );

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { ApiError, type ErrorCode } from "@/lib/errors";
+import { isApiError, type ApiError, type ErrorCode } from "@/lib/errors";
 import { ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
 
@@ -21,7 +21,7 @@ export async function apiErrorOf(work: Promise<unknown> | (() => unknown)): Prom
   try {
     outcome = typeof work === "function" ? await work() : await work;
   } catch (error) {
-    if (!(error instanceof ApiError)) {
+    if (!isApiError(error)) {
       throw new Error(`expected an ApiError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
     }
     return error;

@@ -1,6 +1,6 @@
 import packageJson from "@/package.json";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/errors";
 import {
   HEALTH_SAMPLE_PDF_BASE64,
   HEALTH_SAMPLE_PDF_TEXT,
@@ -170,7 +170,7 @@ async function readSample(type: SampleReading["type"], base64: string, expected:
     };
   } catch (error) {
     console.error(`[health] engine check (${type}) failed:`, error instanceof Error ? (error.stack ?? error.message) : error);
-    const message = error instanceof ApiError ? `${error.code}: ${error.message}` : "the engine failed";
+    const message = isApiError(error) ? `${error.code}: ${error.message}` : "the engine failed";
     return { type, ok: false, latencyMs: elapsed(), error: message };
   }
 }
