@@ -4,8 +4,10 @@
  *
  * - Configuration is checked up front, so a production deployment without Redis (or with a bad variable) refuses
  *   to start with a clear message instead of failing on the first request, or silently losing keys.
- * - One OCR worker starts warming in the background: the first request then skips the ~0.4 s of worker creation
- *   and language-data loading. A failure here is logged, never thrown; requests start workers on demand anyway.
+ * - One OCR engine process (and the PDF inspect process) starts warming in the background: the first request then
+ *   skips the ~0.5 s of process start, Tesseract creation and language-data loading. A failure here is logged,
+ *   never thrown; requests start processes on demand anyway.
+ * - The event-loop delay monitor starts (reported by `/api/health`).
  */
 export async function register(): Promise<void> {
   // Node.js runtime only (the engine needs worker threads and wasm files); nothing to do while `next build` runs.
@@ -18,6 +20,9 @@ export async function register(): Promise<void> {
     console.error(`[startup] refusing to start: ${error instanceof Error ? error.message : String(error)}`);
     throw error;
   }
+
+  const { startEventLoopMonitor } = await import("@/lib/event-loop");
+  startEventLoopMonitor();
 
   const { getOcrPool } = await import("@/lib/ocr");
   const started = performance.now();

@@ -1,9 +1,23 @@
 import type { NextConfig } from "next";
 
-// Files the OCR engine loads at run time by path (worker script, wasm, language data, pdf.js worker and
-// resources). Next's tracer cannot see them, so they are listed here; without them the standalone build
-// (what a Vercel function gets) fails at run time. See STACK-NOTES.md.
+// The OCR engine runs in child processes started from its own bundle (build/engine/ocr-worker.mjs, made by
+// scripts/build-engine.mjs before `next build`); the server code never imports tesseract.js, pdf.js or the canvas,
+// so Next's tracer sees none of what the engine loads at run time. It is all listed here: the bundle, the three
+// packages it leaves external with their dependencies, the tesseract worker script and wasm, language data, and
+// pdf.js's worker and resources. Without them the standalone build (what a Vercel function gets) fails at run time.
 const engineFiles = [
+  "./build/engine/ocr-worker.mjs",
+  "./node_modules/@napi-rs/canvas/**/*",
+  // The native addon of the platform the build runs on (Vercel builds on linux-x64-gnu, as its functions run).
+  "./node_modules/@napi-rs/canvas-linux-x64-gnu/**/*",
+  "./node_modules/pdfjs-dist/legacy/build/pdf.mjs",
+  "./node_modules/tesseract.js/src/**/*",
+  "./node_modules/node-fetch/**/*",
+  "./node_modules/whatwg-url/**/*",
+  "./node_modules/tr46/**/*",
+  "./node_modules/webidl-conversions/**/*",
+  "./node_modules/idb-keyval/**/*",
+  "./node_modules/zlibjs/**/*",
   "./node_modules/tesseract.js/package.json",
   "./node_modules/tesseract.js/src/**/*",
   "./node_modules/tesseract.js-core/package.json",

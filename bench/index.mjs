@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { build } from "esbuild";
+import { buildEngine } from "../scripts/build-engine.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const outfile = path.join(root, "node_modules/.cache/ocr-bench/run.mjs");
@@ -18,6 +19,8 @@ await build({
   alias: { "@": root },
   logLevel: "warning",
 });
+// The engine runs in child processes started from its own bundle: build it from the current source too.
+await buildEngine();
 const child = spawn(process.execPath, [outfile, ...process.argv.slice(2)], {
   stdio: "inherit",
   // Measured as deployed: with the allocator setting the README recommends (glibc otherwise keeps freed page

@@ -25,6 +25,7 @@ import { gunzipSync } from "node:zlib";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
+import { sampleTreeRss } from "./process-tree";
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -105,9 +106,8 @@ const f3 = (v: number) => v.toFixed(3);
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
 async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void): Promise<PassResult> {
   const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000 });
-  await pool.warm(["eng"]);
-  // Load pdf.js before timing (its first import is a one-off cost of the process, not of a document).
-  await import("pdfjs-dist/legacy/build/pdf.mjs");
+  // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
+  await pool.warm({ ocr: size });
   const queue = [...items];
   let pages = 0;
   const started = performance.now();
@@ -284,6 +284,8 @@ async function main(): Promise<void> {
   const cold = await coldStart(coldItem.file);
 
   const results: FileResult[] = [];
+  // This process and its engine processes together (the engine runs in child processes).
+  const memory = sampleTreeRss();
   const single = await enginePass(items, 1, (item, doc, ms) => {
     const text = render(doc, "text");
     results.push({
@@ -300,7 +302,7 @@ async function main(): Promise<void> {
     });
   });
   const multi = workers > 1 ? await enginePass(items, workers) : single;
-  const peakRssMiB = process.resourceUsage().maxRSS / 1024;
+  const peakRssMiB = memory.stop();
 
   const baselineScores = new Map<string, AccuracyScores>();
   const baseline = args.baseline ? await baselinePass(items, workers, baselineScores) : null;

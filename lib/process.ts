@@ -3,7 +3,9 @@ import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { ApiError, toApiError, isApiError } from "@/lib/errors";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
-import { documentConfidence, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
+import { acquireInFlight } from "@/lib/limits/in-flight";
+import { documentConfidence, getOcrPool, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
+import { ANSWER_GRACE_MS, runWithDeadline } from "@/lib/request-scope";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
 export interface ProcessAccount {
@@ -47,10 +49,45 @@ export async function processDocument(input: ProcessDocumentInput): Promise<Proc
   const parsed = ocrRequestSchema.safeParse(input.body);
   if (!parsed.success) throw toApiError(parsed.error);
   const body = parsed.data;
+  // Every step below is bounded by the deadline on its own (fetch aborted, engine jobs killed, store commands
+  // capped); this is the backstop that answers `504` by the deadline plus the answer grace whatever happens, while
+  // the work winds down (and refunds) behind it.
+  return runWithDeadline(deadline, () =>
+    answerByDeadline(processWithinDeadline({ ...input, receivedAt, deadline }, body), deadline + ANSWER_GRACE_MS - 100),
+  );
+}
 
+async function processWithinDeadline(
+  input: ProcessDocumentInput & { receivedAt: number; deadline: number },
+  body: OcrRequest,
+): Promise<ProcessDocumentResult> {
+  const { receivedAt, deadline } = input;
+  const pool = input.pool ?? getOcrPool();
+  // One account cannot fill an instance: its requests in flight here are limited (429 past it).
+  const release = acquireInFlight(input.account.userId, {
+    retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)),
+  });
+  try {
+    return await processAdmitted({ ...input, pool }, body, receivedAt, deadline);
+  } finally {
+    release();
+  }
+}
+
+async function processAdmitted(
+  input: ProcessDocumentInput & { pool: OcrPool },
+  body: OcrRequest,
+  receivedAt: number,
+  deadline: number,
+): Promise<ProcessDocumentResult> {
   const { bytes, inputSource } = await loadInput(body, deadline, input.resolveHost);
   checkDeadline(deadline);
-  const document = await openDocument(bytes, { pages: body.options?.pages, language: body.options?.language });
+  const document = await openDocument(bytes, {
+    pages: body.options?.pages,
+    language: body.options?.language,
+    deadline,
+    pool: input.pool,
+  });
   try {
     checkDeadline(deadline);
     return await chargeAndExtract(document, { ...input, body, inputSource, receivedAt, deadline });
@@ -107,7 +144,7 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
 
   let result: { response: OcrResponse; used: number };
   try {
-    const extracted = await document.extract({ deadline: work.deadline, pool: work.pool });
+    const extracted = await document.extract({ deadline: work.deadline });
     const used = Math.min(pages, extracted.pages.length);
     const response: OcrResponse = {
       success: true,
@@ -143,6 +180,19 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
 
 function checkDeadline(deadline: number): void {
   if (Date.now() >= deadline) throw new ApiError("timeout", "The request deadline passed before the document was read");
+}
+
+/** `work`, or `504 timeout` at `by` if it has not settled (it goes on, and cleans up after itself). */
+function answerByDeadline<T>(work: Promise<T>, by: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ApiError("timeout", "The request deadline passed before the document was read")),
+      Math.max(0, by - Date.now()),
+    );
+  });
+  work.catch(() => undefined); // settled after the 504: its failure is already answered
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 function plural(count: number, noun: string): string {

@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { crc32, deflateSync } from "node:zlib";
+import { crc32, createDeflate, deflateSync } from "node:zlib";
 import { createCanvas, GlobalFonts, type Canvas, type SKRSContext2D } from "@napi-rs/canvas";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 
@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "8";
+const VERSION = "10";
 
 export const TEXTS = {
   paragraph: [
@@ -241,6 +241,88 @@ function seededBytes(length: number, seed: number): Uint8Array {
   return out;
 }
 
+/** zlib (Flate) of `total` bytes of `byte`, streamed: a few MB of memory whatever the size. */
+function deflateRepeated(byte: number, total: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const deflate = createDeflate({ level: 9 });
+    const out: Buffer[] = [];
+    deflate.on("data", (chunk: Buffer) => out.push(chunk));
+    deflate.on("end", () => resolve(Buffer.concat(out)));
+    deflate.on("error", reject);
+    const chunk = Buffer.alloc(16 * 1024 * 1024, byte);
+    let left = total;
+    const write = () => {
+      while (left > 0) {
+        const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+        left -= piece.length;
+        if (!deflate.write(piece)) {
+          deflate.once("drain", write);
+          return;
+        }
+      }
+      deflate.end();
+    };
+    write();
+  });
+}
+
+/** A one-page PDF written by hand whose last object is a binary stream (`streamDict` without /Length). */
+function pdfWithStream(page: string, streamDict: string, data: Buffer, extra: string[] = []): Uint8Array {
+  const head = handWrittenPdf(["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, ...extra]);
+  // handWrittenPdf writes text objects; the binary stream is appended as object 4 with an xref of its own.
+  const text = Buffer.from(head).toString("latin1");
+  const body = text.slice(0, text.indexOf("xref\n"));
+  const offsets = [...body.matchAll(/^(\d+) 0 obj$/gm)].map((m) => m.index!);
+  const streamOffset = Buffer.byteLength(body, "latin1");
+  const objectHead = Buffer.from(`${offsets.length + 1} 0 obj\n<< ${streamDict} /Length ${data.length} >>\nstream\n`, "latin1");
+  const objectTail = Buffer.from("\nendstream\nendobj\n", "latin1");
+  const xrefOffset = streamOffset + objectHead.length + data.length + objectTail.length;
+  let xref = `xref\n0 ${offsets.length + 2}\n0000000000 65535 f \n`;
+  for (const offset of [...offsets, streamOffset]) xref += `${String(offset).padStart(10, "0")} 00000 n \n`;
+  xref += `trailer\n<< /Size ${offsets.length + 2} /Root 1 0 R >>\nstartxref\n${xrefOffset}\n%%EOF\n`;
+  return new Uint8Array(Buffer.concat([Buffer.from(body, "latin1"), objectHead, data, objectTail, Buffer.from(xref, "latin1")]));
+}
+
+/**
+ * The hostile PDFs of issue 9, each small on the wire:
+ * - image-bomb.pdf: one page drawing a 20000×20000 greyscale Flate image (400 MP; ~0.4 MB);
+ * - inflate-bomb.pdf: one page whose content stream inflates to 1 GiB of spaces (~1 MB);
+ * - huge-pages.pdf: 50 pages of 14400×14400 pt (the largest PDF allows) with vector ink and no text.
+ */
+async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
+  const side = 20_000;
+  const image = await deflateRepeated(0, side * side);
+  const imageBomb = pdfWithStream(
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>",
+    `/Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode`,
+    image,
+    ["<< /Length 30 >>\nstream\nq 612 0 0 792 0 0 cm /Im0 Do Q\nendstream"],
+  );
+
+  const content = await deflateRepeated(0x20, 1024 * 1024 * 1024);
+  const inflateBomb = pdfWithStream(
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+    "/Filter /FlateDecode",
+    content,
+  );
+
+  const pageSize = 14_400;
+  const draw = Array.from({ length: 40 }, (_, i) => `${i * 360} 0 m ${pageSize - i * 360} ${pageSize} l`).join(" ");
+  const strokes = `20 w ${draw} S`;
+  const kids = Array.from({ length: 50 }, (_, i) => `${3 + i} 0 R`).join(" ");
+  const pages = Array.from(
+    { length: 50 },
+    () => `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${pageSize} ${pageSize}] /Contents 53 0 R >>`,
+  );
+  const hugePages = handWrittenPdf([
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    `<< /Type /Pages /Kids [${kids}] /Count 50 >>`,
+    ...pages,
+    `<< /Length ${strokes.length} >>\nstream\n${strokes}\nendstream`,
+  ]);
+  return { "hostile/image-bomb.pdf": imageBomb, "hostile/inflate-bomb.pdf": inflateBomb, "hostile/huge-pages.pdf": hugePages };
+}
+
 export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const stamp = path.join(dir, ".version");
   if (existsSync(stamp) && (await fs.readFile(stamp, "utf8")) === VERSION) return;
@@ -270,6 +352,10 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const columns = renderLines(1400, 760, [...stack(TEXTS.columnLeft, 40, 30, 30), ...stack(TEXTS.columnRight, 720, 30, 30)]);
   await withTruth("two-column.png", columns.toBuffer("image/png"), [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"));
 
+  // A dense page (~4 s of recognition): for tests that need a job still running when its deadline passes.
+  const denseLines = Array.from({ length: 36 }, (_, i) => TEXTS.paragraph[i % TEXTS.paragraph.length]!);
+  await write("dense-page.png", renderLines(2000, 2600, stack(denseLines, 40, 30, 44, 1.5)).toBuffer("image/png"));
+
   // A narrow receipt.
   const receipt = renderLines(520, 560, stack(TEXTS.receipt, 30, 20, 30, 1.8));
   await withTruth("receipt.png", receipt.toBuffer("image/png"), TEXTS.receipt.join("\n"));
@@ -294,6 +380,7 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const pdfTruth = TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n");
   await withTruth("born-digital.pdf", await textPdf(TEXTS.pdfPages), pdfTruth);
   await withTruth("scanned.pdf", await imagePdf(paragraphPng), paragraphTruth);
+  await withTruth("scanned-3.pdf", await imagePdf(paragraphPng, 3), [paragraphTruth, paragraphTruth, paragraphTruth].join("\n\n"));
   await withTruth("mixed.pdf", await mixedPdf(paragraphPng), `${[TEXTS.pdfPages[0].heading, ...TEXTS.pdfPages[0].body].join("\n")}\n\n${paragraphTruth}`);
   // pdf-lib adds a blank page on save unless told not to.
   await write("hostile/zero-pages.pdf", await (await PDFDocument.create()).save({ addDefaultPage: false }));
@@ -318,6 +405,7 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await write("hostile/gif.gif", Buffer.from("GIF89a\x01\x00\x01\x00\x00\x00\x00;", "latin1"));
   await write("hostile/html.html", "<!doctype html><html><body>not an image</body></html>");
   await write("hostile/not-really.pdf", "%PDF-1.7\n this is not a PDF at all");
+  for (const [name, bytes] of Object.entries(await hostilePdfs())) await write(name, bytes);
 
   await write(".version", VERSION);
 }

@@ -26,6 +26,8 @@ const STANDALONE = path.join(ROOT, ".next/standalone");
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 const PREFIX = `ocr:smoke:${randomBytes(6).toString("hex")}:`;
 const STARTUP_TIMEOUT_MS = 60_000;
+/** The server's REQUEST_DEADLINE_MS: short, so the engine-timeout check below takes seconds, not a minute. */
+const DEADLINE_MS = 8_000;
 const MAX_CER = 0.05;
 
 class SmokeFailure extends Error {}
@@ -101,6 +103,7 @@ async function startServer(dir: string, port: number): Promise<void> {
     HOSTNAME: "127.0.0.1",
     REDIS_URL,
     REDIS_PREFIX: PREFIX,
+    REQUEST_DEADLINE_MS: String(DEADLINE_MS),
     NEXT_TELEMETRY_DISABLED: "1",
   });
   server = spawn(process.execPath, ["server.js"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -205,6 +208,23 @@ async function checkOcr(key: string, item: OcrCase): Promise<string> {
   const cer = characterErrorRate(text, truth);
   check(cer < MAX_CER, `${label}: character error rate ${cer.toFixed(3)} ≥ ${MAX_CER}; read: ${JSON.stringify(text.slice(0, 300))}`);
   return `CER ${cer.toFixed(3)}, ${item.pages} credit${item.pages > 1 ? "s" : ""}, ${String(body.processingTime)} ms server time`;
+}
+
+async function postFile(key: string, file: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const bytes = await fs.readFile(path.join(FIXTURE_DIR, file));
+  const response = await request("/api/ocr/process", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": key },
+    body: JSON.stringify({ image: bytes.toString("base64") }),
+  });
+  return { status: response.status, body: await json(response) };
+}
+
+async function balanceOf(key: string): Promise<number> {
+  const response = await request("/api/credits", { headers: { "x-api-key": key } });
+  const body = await json(response);
+  check(response.status === 200 && typeof body.balance === "number", `GET /api/credits: ${response.status} ${JSON.stringify(body)}`);
+  return body.balance;
 }
 
 async function main(): Promise<void> {
@@ -316,6 +336,36 @@ async function main(): Promise<void> {
         `not the SPEC error body: ${JSON.stringify(body)}`,
       );
       check(response.headers.get("x-request-id") === body.requestId, "x-request-id differs from the body's requestId");
+    });
+    await step("hostile PDFs: image bomb and inflate bomb → 413 at once, nothing charged", async () => {
+      const before = await balanceOf(apiKey);
+      for (const [file, pattern] of [
+        ["hostile/image-bomb.pdf", /megapixels/],
+        ["hostile/inflate-bomb.pdf", /inflates to more than/],
+      ] as const) {
+        const { status, body } = await postFile(apiKey, file);
+        const error = body.error as { code?: string; message?: string } | undefined;
+        check(status === 413 && error?.code === "payload_too_large", `${file}: ${status} ${JSON.stringify(body).slice(0, 300)}`);
+        check(pattern.test(error.message ?? ""), `${file}: the message does not name the limit: ${error.message}`);
+      }
+      check((await balanceOf(apiKey)) === before, "credits were charged for refused documents");
+    });
+    await step(`engine timeout on the built server: 504 within the ${DEADLINE_MS / 1000} s deadline + 1 s, health answers meanwhile`, async () => {
+      const before = await balanceOf(apiKey);
+      const started = Date.now();
+      const slow = postFile(apiKey, "hostile/huge-pages.pdf");
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const healthStarted = Date.now();
+      const health = await request("/api/health");
+      await health.body?.cancel();
+      const healthMs = Date.now() - healthStarted;
+      const { status, body } = await slow;
+      const elapsed = Date.now() - started;
+      const error = body.error as { code?: string } | undefined;
+      check(status === 504 && error?.code === "timeout", `expected 504 timeout, got ${status}: ${JSON.stringify(body).slice(0, 300)}`);
+      check(elapsed <= DEADLINE_MS + 1_500, `answered after ${elapsed} ms (deadline ${DEADLINE_MS} ms)`);
+      check(health.status === 200 && healthMs < 1_500, `health during the work: ${health.status} in ${healthMs} ms`);
+      check((await balanceOf(apiKey)) === before, "credits were charged for a timed-out request");
     });
     parts.push("REST");
   } else {

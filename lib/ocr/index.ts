@@ -1,23 +1,21 @@
-import type { PDFPageProxy } from "pdfjs-dist";
-import { ApiError } from "@/lib/errors";
+import { randomBytes } from "node:crypto";
+import { ApiError, toApiError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { toPublicDocument, type ExtractedDocument, type ExtractedPage } from "./document";
 import { detectFileType, type FileType } from "./detect";
 import { readImageInfo } from "./image-info";
-import { detectLanguage } from "./language-detect";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
 import { renderMarkdown } from "./markdown";
 import { parsePageSelection } from "./pages";
-import { getPdfPage, openPdf, pageHasInk, readTextLayer, renderPdfPage, type PdfHandle } from "./pdf";
 import { OcrPool } from "./pool";
-import { decodeImage, releaseSource } from "./raster";
-import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "./recognize";
+import type { InspectPdfResult, ReadLimits } from "./worker/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./document";
 export { ocrDocumentSchema } from "./document";
 export type { FileType } from "./detect";
 export { detectFileType, mediaTypes, sniffFileType } from "./detect";
 export { OcrPool } from "./pool";
+export type { PoolOptions, PoolStats } from "./pool";
 
 export const outputFormats = ["text", "json", "markdown"] as const;
 export type OutputFormat = (typeof outputFormats)[number];
@@ -25,6 +23,8 @@ export type OutputFormat = (typeof outputFormats)[number];
 export interface EngineLimits {
   maxPdfPages: number;
   maxImagePixels: number;
+  /** Most bytes one PDF stream may inflate to. */
+  maxStreamBytes: number;
 }
 
 export interface OpenOptions {
@@ -33,16 +33,18 @@ export interface OpenOptions {
   /** `auto` (default), or Tesseract codes such as `eng`, `eng+fra`. */
   language?: string;
   limits?: Partial<EngineLimits>;
-}
-
-export interface ExtractOptions {
-  /** Epoch ms; past it the work stops with `504 timeout`. */
+  /** Epoch ms; past it the work stops with `504 timeout`. Default: now + `REQUEST_DEADLINE_MS`. */
   deadline?: number;
-  /** The worker pool to use (default: the process-wide pool). */
+  /** The engine processes to use (default: the process-wide pool). */
   pool?: OcrPool;
 }
 
-/** A validated document: type, page count and the pages that will be read are known; nothing is decoded. */
+export interface ExtractOptions {
+  /** Epoch ms; past it the work stops with `504 timeout`. Default: the deadline `openDocument` was given. */
+  deadline?: number;
+}
+
+/** A validated document: type, page count and the pages that will be read are known; no OCR has run. */
 export interface OpenedDocument {
   type: FileType;
   /** Pages in the file. */
@@ -50,46 +52,50 @@ export interface OpenedDocument {
   /** 1-based pages that `extract` will read: what a request is charged for. */
   selectedPages: number[];
   extract(options?: ExtractOptions): Promise<ExtractedDocument>;
+  /** Close the document in the engine processes that hold it. */
   close(): Promise<void>;
 }
-
-/** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
-const SPARSE_TEXT_LAYER = 40;
-/** A text layer with more unmapped glyphs than this share is unusable: OCR instead. */
-const MAX_GARBAGE = 0.3;
-const TEXT_LAYER_CONCURRENCY = 8;
 
 const POOL_KEY = Symbol.for("ocr-service.pool");
 type PoolHolder = { [POOL_KEY]?: OcrPool };
 
-/** The process-wide worker pool (kept on globalThis so dev-server reloads do not leak workers). */
+/** The process-wide engine pool (kept on globalThis so dev-server reloads and bundle copies share one). */
 export function getOcrPool(): OcrPool {
   const holder = globalThis as PoolHolder;
   if (!holder[POOL_KEY]) {
     const env = getEnv();
     holder[POOL_KEY] = new OcrPool({
       size: env.OCR_WORKERS,
+      inspectSize: env.OCR_INSPECT_WORKERS,
       queueLimit: env.OCR_QUEUE_LIMIT,
       maxJobsPerWorker: env.OCR_WORKER_MAX_JOBS,
       createTimeoutMs: env.OCR_WORKER_CREATE_TIMEOUT_MS,
+      memoryMb: env.OCR_WORKER_MEMORY_MB,
     });
   }
   return holder[POOL_KEY];
 }
 
 /**
- * Check everything that can be checked cheaply — type from magic bytes, header sizes, PDF structure, page
- * selection and limits, language — so a request can be refused (or charged) before any expensive work.
+ * Check everything that can be checked before OCR, so a request can be refused (or charged) first: type from
+ * magic bytes, image size from the header (here, bounded work), language; for a PDF, an engine process inspects it
+ * (inflate bombs, structure, page count and selection, text layers, blank pages). Whether the OCR lane could start
+ * this document before its deadline is checked too (`503 overloaded` at once otherwise).
  */
 export async function openDocument(bytes: Uint8Array, options: OpenOptions = {}): Promise<OpenedDocument> {
   const env = getEnv();
   const limits: EngineLimits = {
     maxPdfPages: options.limits?.maxPdfPages ?? env.MAX_PDF_PAGES,
     maxImagePixels: options.limits?.maxImagePixels ?? env.MAX_IMAGE_PIXELS,
+    maxStreamBytes: options.limits?.maxStreamBytes ?? env.MAX_PDF_STREAM_BYTES,
   };
+  const readLimits: ReadLimits = { maxImagePixels: limits.maxImagePixels, maxStreamBytes: limits.maxStreamBytes };
   const available = availableLanguages(env.OCR_LANGUAGES);
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, available);
   const type = detectFileType(bytes);
+  const pool = options.pool ?? getOcrPool();
+  const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
+  const work = { language, available, limits: readLimits };
 
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
@@ -100,29 +106,38 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       );
     }
     parsePageSelection(options.pages, 1);
+    pool.admit("ocr", pool.estimate("read-image"), openDeadline);
     return {
       type,
       pageCount: 1,
       selectedPages: [1],
-      extract: (extractOptions = {}) =>
-        extractImage(bytes, type, limits, { language, available, ...resolveExtractOptions(extractOptions) }),
+      extract: async ({ deadline = openDeadline } = {}) => {
+        checkDeadline(deadline);
+        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline });
+        return { pages: [page], pageCount: 1 };
+      },
       close: async () => {},
     };
   }
 
-  const handle = await openPdf(bytes);
+  const docId = `doc_${randomBytes(9).toString("base64url")}`;
+  const session = pool.session();
   try {
-    const selectedPages = parsePageSelection(options.pages, handle.pageCount, limits.maxPdfPages);
+    const inspected = await pool.run(
+      "inspect",
+      { kind: "inspect-pdf", doc: { id: docId, bytes }, pages: options.pages, maxPages: limits.maxPdfPages, limits: readLimits },
+      { deadline: openDeadline, session },
+    );
+    if (inspected.ocr.length > 0) pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline);
     return {
       type,
-      pageCount: handle.pageCount,
-      selectedPages,
-      extract: (extractOptions = {}) =>
-        extractPdf(handle, selectedPages, { language, available, ...resolveExtractOptions(extractOptions) }),
-      close: () => handle.close(),
+      pageCount: inspected.pageCount,
+      selectedPages: inspected.selected,
+      extract: ({ deadline = openDeadline } = {}) => extractPdf({ pool, bytes, docId, session, inspected, deadline, ...work }),
+      close: async () => pool.release(docId),
     };
   } catch (error) {
-    await handle.close();
+    pool.release(docId);
     throw error;
   }
 }
@@ -164,129 +179,58 @@ export function documentConfidence(document: ExtractedDocument): number {
   return chars === 0 ? 0 : Math.round((sum / chars) * 10) / 10;
 }
 
-interface Work {
-  language: LanguageChoice;
-  available: string[];
-  deadline: number;
-  pool: OcrPool;
-}
-
-function resolveExtractOptions(options: ExtractOptions): Pick<Work, "deadline" | "pool"> {
-  return {
-    deadline: options.deadline ?? Date.now() + getEnv().REQUEST_DEADLINE_MS,
-    pool: options.pool ?? getOcrPool(),
-  };
-}
-
 function checkDeadline(deadline: number): void {
   if (Date.now() >= deadline) throw new ApiError("timeout", "The request deadline passed before the document was read");
 }
 
-async function extractImage(
-  bytes: Uint8Array,
-  type: Exclude<FileType, "pdf">,
-  limits: EngineLimits,
-  work: Work,
-): Promise<ExtractedDocument> {
-  const image = await decodeImage(bytes, type, limits.maxImagePixels);
-  try {
-    checkDeadline(work.deadline);
-    const prepared = prepareRaster(image.source, image.width, image.height);
-    const { reading } = await readWithLanguage(prepared, 1, work, work.language);
-    return { pages: [reading.page], pageCount: 1 };
-  } finally {
-    releaseSource(image.source);
-  }
+interface PdfWork {
+  pool: OcrPool;
+  bytes: Uint8Array;
+  docId: string;
+  session: string;
+  inspected: InspectPdfResult;
+  deadline: number;
+  language: LanguageChoice;
+  available: string[];
+  limits: ReadLimits;
 }
 
 /**
- * Read a page; in `auto` mode, re-read it in another installed language when the English reading is
- * clearly in that language. Returns the languages to use for the rest of the document.
+ * The pages the inspection could not finish go to the OCR processes, all at once (the pool serves requests
+ * round-robin, so a long document does not starve others). In `auto` mode the first scanned page decides the
+ * language of the rest. The first failure drops the pages still waiting.
  */
-async function readWithLanguage(
-  prepared: PreparedRaster,
-  number: number,
-  work: Work,
-  language: LanguageChoice,
-): Promise<{ reading: PageReading; language: LanguageChoice }> {
-  const context = { pool: work.pool, deadline: work.deadline };
-  const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
-  if (!language.auto) return { reading, language };
-  const guess = detectLanguage(reading.page.text, work.available);
-  if (!guess) return { reading, language: { langs: language.langs, auto: false } };
-  const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
-  const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
-  if (again.page.trace) again.page.trace.passes = (again.page.trace.passes ?? 1) + (reading.page.trace?.passes ?? 1);
-  return { reading: again, language: decided };
-}
-
-async function extractPdf(handle: PdfHandle, selected: number[], work: Work): Promise<ExtractedDocument> {
-  const pages = new Map<number, ExtractedPage>();
-  const needsOcr: Array<{ number: number; page: PDFPageProxy; textLayer?: ExtractedPage }> = [];
-
-  // Text layers first, several pages in flight: pdf.js's in-thread worker yields between messages, so pipelining
-  // pages roughly halves the time of a long document. (Reading them on several threads was tried: each thread
-  // parses the document's embedded fonts again, which made real documents slower, not faster.)
-  const pending = [...selected];
-  await Promise.all(
-    Array.from({ length: Math.min(TEXT_LAYER_CONCURRENCY, pending.length) }, async () => {
-      for (let number = pending.shift(); number !== undefined; number = pending.shift()) {
-        checkDeadline(work.deadline);
-        const page = await getPdfPage(handle, number);
-        const layer = await readTextLayer(page, number);
-        if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
-          pages.set(number, layer.page);
-          page.cleanup();
-        } else if (layer.chars === 0 && !(await pageHasInk(page))) {
-          // Nothing to read and nothing drawn: a blank page needs no 300-DPI rendering and no OCR.
-          pages.set(number, layer.page);
-          page.cleanup();
-        } else {
-          needsOcr.push({ number, page, textLayer: layer.chars > 0 && layer.garbage <= MAX_GARBAGE ? layer.page : undefined });
-        }
-      }
-    }),
-  );
-  needsOcr.sort((a, b) => a.number - b.number);
-
+async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
+  const { pool, inspected, session } = work;
+  checkDeadline(work.deadline);
+  const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
-  const ocrOne = async (item: (typeof needsOcr)[number]): Promise<void> => {
-    checkDeadline(work.deadline);
-    const canvas = await renderPdfPage(item.page);
-    item.page.cleanup();
-    try {
-      const prepared = prepareRaster(canvas, canvas.width, canvas.height);
-      const result = await readWithLanguage(prepared, item.number, work, language);
-      language = result.language;
-      pages.set(item.number, pickSparsePage(item.textLayer, result.reading.page));
-    } finally {
-      releaseSource(canvas);
-    }
+  const readPage = async ({ number, textLayer }: InspectPdfResult["ocr"][number]): Promise<void> => {
+    const result = await pool.run(
+      "ocr",
+      {
+        kind: "read-pdf-page",
+        doc: { id: work.docId, bytes: work.bytes },
+        number,
+        language,
+        available: work.available,
+        limits: work.limits,
+        ...(textLayer && { textLayer }),
+      },
+      // Admission was decided when the document was opened; its later pages wait their turn.
+      { deadline: work.deadline, session, admit: false },
+    );
+    language = result.language;
+    pages.set(number, result.page);
   };
 
-  // In auto mode the first scanned page decides the language for the rest; then pages run concurrently,
-  // rendering the next page while the pool recognizes the previous ones.
-  const queue = [...needsOcr];
-  if (language.auto && queue.length > 1) await ocrOne(queue.shift()!);
-  const concurrency = Math.max(1, work.pool.stats().size);
-  let failed = false;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, queue.length) }, async () => {
-      for (let item = queue.shift(); item && !failed; item = queue.shift()) {
-        await ocrOne(item).catch((error: unknown) => {
-          failed = true; // the other lanes stop taking pages
-          throw error;
-        });
-      }
-    }),
-  );
-
-  return { pages: selected.map((n) => pages.get(n)!), pageCount: handle.pageCount };
-}
-
-/** A sparse text layer against OCR of the same page: keep the exact text unless OCR found clearly more. */
-function pickSparsePage(textLayer: ExtractedPage | undefined, ocr: ExtractedPage): ExtractedPage {
-  if (!textLayer) return ocr;
-  const count = (p: ExtractedPage) => p.text.replace(/\s+/g, "").length;
-  return count(ocr) > count(textLayer) * 1.5 + 10 ? ocr : textLayer;
+  const queue = [...inspected.ocr];
+  if (language.auto && queue.length > 1) await readPage(queue.shift()!);
+  try {
+    await Promise.all(queue.map(readPage));
+  } catch (error) {
+    pool.cancel(session, toApiError(error));
+    throw error;
+  }
+  return { pages: inspected.selected.map((n) => pages.get(n)!), pageCount: inspected.pageCount };
 }

@@ -42,17 +42,58 @@ export interface PdfHandle {
   close(): Promise<void>;
 }
 
-/** `getDocument` options besides the data. */
-function pdfDocumentOptions() {
-  return { ...pdfResources(), cMapPacked: true, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
+export interface PdfOpenOptions {
+  /**
+   * Most pixels of one image drawn on a page (pdf.js `maxImageSize`): a larger one is not decoded at all, and pdf.js
+   * says so in a warning that {@link takePdfWarnings} collects. Default: no limit.
+   */
+  maxImagePixels?: number;
 }
 
-export async function openPdf(bytes: Uint8Array): Promise<PdfHandle> {
+/** pdf.js's `VerbosityLevel.WARNINGS`: the removed-image warning is how an image over `maxImageSize` shows. */
+const PDFJS_WARNINGS = 1;
+
+/** `getDocument` options besides the data. */
+function pdfDocumentOptions({ maxImagePixels }: PdfOpenOptions) {
+  return {
+    ...pdfResources(),
+    cMapPacked: true,
+    disableFontFace: true,
+    useSystemFonts: false,
+    // Fonts' PostScript is interpreted, never compiled with `new Function` (CVE-2024-4367 was that path).
+    isEvalSupported: false,
+    maxImageSize: maxImagePixels ?? -1,
+    verbosity: PDFJS_WARNINGS,
+  };
+}
+
+const warnings: string[] = [];
+const MAX_WARNINGS = 100;
+
+/**
+ * pdf.js reports through `console.warn("Warning: …")` (in Node it runs in this thread, as a "fake worker"). The
+ * engine process routes those lines here instead of its log; the reader looks for the ones that matter.
+ */
+export function notePdfWarning(message: string): void {
+  if (warnings.length < MAX_WARNINGS) warnings.push(message);
+}
+
+/** The pdf.js warnings since the last call. */
+export function takePdfWarnings(): string[] {
+  return warnings.splice(0);
+}
+
+/** Whether pdf.js removed an image for being over `maxImageSize` (see {@link PdfOpenOptions}). */
+export function removedOversizedImage(pdfWarnings: string[]): boolean {
+  return pdfWarnings.some((warning) => warning.includes("Image exceeded maximum allowed size"));
+}
+
+export async function openPdf(bytes: Uint8Array, options: PdfOpenOptions = {}): Promise<PdfHandle> {
   const pdfjs = await loadPdfJs();
   let task: PDFDocumentLoadingTask | undefined;
   try {
     // pdf.js takes ownership (and detaches) the buffer it is given: hand it a copy.
-    task = pdfjs.getDocument({ data: new Uint8Array(bytes), ...pdfDocumentOptions() });
+    task = pdfjs.getDocument({ data: new Uint8Array(bytes), ...pdfDocumentOptions(options) });
     const doc = await task.promise;
     if (doc.numPages < 1) throw new ApiError("unreadable_document", "The PDF has no pages");
     const loading = task;
@@ -93,6 +134,8 @@ function pixelSize(width: number, height: number, rotation: number): { width: nu
 
 /** Resolution of the blank-page check. */
 const INK_CHECK_SCALE = 0.5; // 36 DPI
+/** …lowered for huge pages (a 200-inch page at 36 DPI would be a 52-megapixel canvas). */
+const INK_CHECK_MAX_PIXELS = 2_000_000;
 /** A pixel darker than this is a mark; lighter ones are paper (and rendering noise). */
 const INK_LEVEL = 235;
 
@@ -101,7 +144,9 @@ const INK_LEVEL = 235;
  * text layer and no ink is blank, and skips the 300-DPI rendering and OCR.
  */
 export async function pageHasInk(page: PDFPageProxy): Promise<boolean> {
-  const viewport = page.getViewport({ scale: INK_CHECK_SCALE });
+  const unit = page.getViewport({ scale: 1 });
+  const scale = Math.min(INK_CHECK_SCALE, Math.sqrt(INK_CHECK_MAX_PIXELS / Math.max(1, unit.width * unit.height)));
+  const viewport = page.getViewport({ scale });
   const canvas = createCanvas(Math.max(1, Math.ceil(viewport.width)), Math.max(1, Math.ceil(viewport.height)));
   try {
     await page.render({ canvas: canvas as unknown as HTMLCanvasElement, viewport }).promise;

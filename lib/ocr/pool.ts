@@ -1,288 +1,646 @@
-import { Worker as ThreadWorker } from "node:worker_threads";
-import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
-import { ApiError, isApiError } from "@/lib/errors";
-import { languageDataPath } from "./languages";
+import { fork, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { ApiError } from "@/lib/errors";
+import {
+  ENGINE_CONFIG_VARIABLE,
+  fromEngineSchema,
+  type EngineJob,
+  type EngineProcessConfig,
+  type JobKind,
+  type JobResults,
+  type ToEngine,
+} from "./worker/protocol";
+
+/**
+ * The engine's processes, seen from the server. Every byte of a document is read in a child process (see
+ * lib/ocr/worker/jobs.ts): the server's event loop only routes messages, a job past its deadline or its memory
+ * ceiling is stopped by killing its process — which returns all of its memory to the system — and a process that
+ * dies is replaced while its job is answered with the SPEC error.
+ *
+ * Two lanes: `ocr` processes (Tesseract, one per core by default) and `inspect` processes that only open PDFs and
+ * read their text layers, so that opening a document never waits behind someone else's OCR.
+ *
+ * Admission is measured in expected seconds, not jobs: the pool keeps a running mean of how long each kind of job
+ * takes, and a job that could not start before its deadline is refused at once (`503 overloaded` with a
+ * `Retry-After` computed from the queue) instead of waiting to time out. Waiting jobs are served round-robin by
+ * request, so one long PDF does not hold up everyone behind it.
+ */
+export type Lane = "ocr" | "inspect";
 
 export interface PoolOptions {
-  /** Workers (threads with their own wasm instance, ~100–150 MB each). */
+  /** OCR processes. */
   size: number;
-  /** Jobs allowed to wait; past it `recognize` throws `503 overloaded`. */
+  /** Inspect processes (PDF structure and text layers). Default 1. */
+  inspectSize?: number;
+  /** Jobs allowed to wait per lane, whatever their expected duration; past it `503 overloaded`. */
   queueLimit: number;
-  /** A worker is replaced after this many jobs: wasm memory only grows. */
+  /** A Tesseract worker inside a process is replaced after this many jobs (wasm memory only grows). */
   maxJobsPerWorker: number;
+  /** How long starting a process (and its Tesseract) may take. */
   createTimeoutMs: number;
-  /** A worker that recognized an image larger than this is replaced afterwards, returning its heap. */
-  recycleAbovePixels?: number;
+  /** Resident-memory ceiling of one process, MB: a job that passes it is stopped with `413`. Default 1024. */
+  memoryMb?: number;
+  /** Languages the OCR processes load at start. Default `["eng"]`. */
+  warmLanguages?: string[];
+  /** The engine process script (default: `build/engine/ocr-worker.mjs` under the app's directory). */
+  workerScript?: string;
 }
 
-export interface RecognizeJob {
-  /** Encoded image bytes (we pass PGM). Never a string: tesseract.js would fetch or read it as a path. */
-  image: Uint8Array;
-  /** Tesseract language codes, primary first. */
-  langs: string[];
-  /** Tesseract parameters for this job only (restored afterwards by tesseract.js). */
-  params: Record<string, string>;
-  /** Epoch ms after which the job is abandoned with `504 timeout`. */
+export interface RunOptions {
+  /** Epoch ms: a job still waiting then is dropped, a running one is stopped; both answer `504 timeout`. */
   deadline: number;
-  pixels: number;
+  /** Jobs of one request share a key: waiting jobs are served round-robin by key, and `cancel(key)` drops them. */
+  session?: string;
+  /** Expected duration in ms (admission and queue estimates). Default: the running mean for the job's kind. */
+  estimateMs?: number;
+  /** Refuse at once when the job could not start before its deadline (default true; a request's later pages pass false). */
+  admit?: boolean;
 }
 
 export interface PoolStats {
   size: number;
+  /** Live OCR processes. */
   workers: number;
   busy: number;
   queued: number;
+  /** Jobs answered by OCR processes (results and errors; not stopped ones). */
   completed: number;
+  /** Expected wait in ms for a new OCR job to start. */
+  expectedWaitMs: number;
+  inspect: { size: number; workers: number; busy: number; queued: number; completed: number };
+  /** Processes stopped for their job's deadline, for passing the memory ceiling, or that died on their own. */
+  stopped: { timeout: number; memory: number; crashed: number };
+  /** The live engine processes. */
+  processes: Array<{ pid: number; lane: Lane; busy: boolean; jobs: number; rssMb: number }>;
 }
 
 interface Slot {
   id: number;
-  worker: Worker | null;
-  langs: string;
+  lane: Lane;
+  child: ChildProcess;
+  ready: boolean;
   busy: boolean;
-  jobs: number;
   retired: boolean;
-  /** Rejects the running job when the thread dies under it. */
-  onDeath?: (error: Error) => void;
+  jobs: number;
+  /** Documents open in the process, oldest first. */
+  docs: string[];
+  current?: QueuedJob;
+  /** Why we killed it (the answer of its job), if we did. */
+  killedFor?: ApiError;
+  stderrTail: string;
+  rssMb: number;
 }
 
 interface QueuedJob {
-  job: RecognizeJob;
-  resolve: (tsv: string) => void;
+  id: number;
+  lane: Lane;
+  job: EngineJob;
+  deadline: number;
+  session: string;
+  estimateMs: number;
+  resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
-  slot?: Slot;
   settled: boolean;
+  startedAt?: number;
+  slot?: Slot;
 }
 
-const LSTM_ONLY = OEM.LSTM_ONLY;
-
+/** Starting points of the per-kind running means (ms), measured on corpus-dev. */
+const INITIAL_ESTIMATES: Record<JobKind, number> = { "inspect-pdf": 150, "read-image": 2_500, "read-pdf-page": 3_000 };
+const ESTIMATE_WEIGHT = 0.2;
+/** Admission wants this much of a job's work (or all of it, when shorter) to fit before the deadline. */
+const MIN_WORK_MS = 1_000;
+/** Documents the server keeps open in one process (the process itself allows a few more). */
+const MAX_DOCS_PER_PROCESS = 2;
+/** How often busy processes' memory is read. */
+const MEMORY_POLL_MS = 100;
 /**
- * A pool of tesseract.js workers: created lazily, kept warm, bounded queue, deadlines, and replacement of a
- * worker after a failure, a timeout, a crash, N jobs or a very large image.
+ * A process whose resident memory stays above this after a job is replaced: Tesseract's wasm heap and glibc keep
+ * what a large page needed, and only a new process gives it back (an idle OCR process takes ~145 MB).
  */
+const RECYCLE_MB = 320;
+
 export class OcrPool {
-  private readonly options: Required<PoolOptions>;
+  private readonly options: Required<Omit<PoolOptions, "workerScript">> & { workerScript?: string };
   private readonly slots: Slot[] = [];
-  private readonly queue: QueuedJob[] = [];
-  private spawning = 0;
-  private nextId = 1;
-  private completed = 0;
+  private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
+  /** Waiting jobs per lane, per session, in the order sessions were first seen (round-robin). */
+  private readonly queues: Record<Lane, Map<string, QueuedJob[]>> = { ocr: new Map(), inspect: new Map() };
+  private readonly estimates: Record<JobKind, number> = { ...INITIAL_ESTIMATES };
+  private readonly samples: Record<JobKind, number> = { "inspect-pdf": 0, "read-image": 0, "read-pdf-page": 0 };
+  private readonly stopped = { timeout: 0, memory: 0, crashed: 0 };
+  private nextSlotId = 1;
+  private nextJobId = 1;
+  private nextSession = 1;
+  private readonly completed: Record<Lane, number> = { ocr: 0, inspect: 0 };
   private closed = false;
+  private memoryTimer?: NodeJS.Timeout;
+  private scriptStamp?: number;
 
   constructor(options: PoolOptions) {
-    this.options = { recycleAbovePixels: 30_000_000, ...options };
+    this.options = { inspectSize: 1, memoryMb: 1024, warmLanguages: ["eng"], ...options };
   }
 
-  stats(): PoolStats {
-    return {
-      size: this.options.size,
-      workers: this.slots.length,
-      busy: this.slots.filter((s) => s.busy).length,
-      queued: this.queue.length,
-      completed: this.completed,
-    };
-  }
-
-  /** Recognize one image; resolves with Tesseract's TSV (one row per page/block/paragraph/line/word). */
-  recognize(job: RecognizeJob): Promise<string> {
+  /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `ApiError`. */
+  run<K extends JobKind>(lane: Lane, job: Extract<EngineJob, { kind: K }>, options: RunOptions): Promise<JobResults[K]> {
     if (this.closed) return Promise.reject(new ApiError("unavailable", "The OCR engine is shutting down"));
-    const remaining = job.deadline - Date.now();
-    if (remaining <= 0) return Promise.reject(deadlineError());
-    if (this.queue.length >= this.options.queueLimit) {
-      return Promise.reject(
-        new ApiError("overloaded", "The OCR queue is full; retry shortly", { headers: { "Retry-After": "5" } }),
-      );
+    const now = Date.now();
+    if (options.deadline <= now) return Promise.reject(deadlineError());
+    const estimateMs = options.estimateMs ?? this.estimates[job.kind];
+    try {
+      if (options.admit !== false) this.admit(lane, estimateMs, options.deadline, now);
+      else if (this.queuedCount(lane) >= this.options.queueLimit * 4) throw new ApiError("overloaded", "The OCR queue is full; retry shortly");
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return new Promise<string>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const entry: QueuedJob = {
+        id: this.nextJobId++,
+        lane,
         job,
-        resolve,
+        deadline: options.deadline,
+        session: options.session ?? `job:${this.nextJobId}`,
+        estimateMs,
+        resolve: resolve as (value: unknown) => void,
         reject,
         settled: false,
-        timer: setTimeout(() => this.expire(entry), remaining),
+        timer: setTimeout(() => this.expire(entry), options.deadline - now),
       };
-      this.queue.push(entry);
-      this.pump();
+      const queue = this.queues[lane];
+      const waiting = queue.get(entry.session);
+      if (waiting) waiting.push(entry);
+      else queue.set(entry.session, [entry]);
+      this.pump(lane);
     });
   }
 
-  /** Start one worker ahead of the first request (cold-start latency). */
-  async warm(langs: string[] = ["eng"]): Promise<void> {
-    if (this.slots.length > 0 || this.spawning > 0) return;
-    await this.spawn(langs.join("+"));
-    this.pump();
+  /**
+   * Refuse now what could not start (and get a second of work done) before its deadline: `503 overloaded` with a
+   * `Retry-After` of the expected wait. Also refuses when `queueLimit` jobs already wait.
+   */
+  admit(lane: Lane, estimateMs: number, deadline: number, now = Date.now()): void {
+    const waitMs = this.expectedWaitMs(lane);
+    const queued = this.queuedCount(lane);
+    const retryAfter = { "Retry-After": String(Math.min(120, Math.max(1, Math.ceil(waitMs / 1000)))) };
+    if (queued >= this.options.queueLimit) {
+      throw new ApiError("overloaded", "The OCR queue is full; retry shortly", { headers: retryAfter });
+    }
+    // At least a second of work (or the whole job, when shorter) must fit after the wait. An idle lane always
+    // admits: a deadline too short for the work itself ends as `504 timeout`, not as "busy".
+    if (waitMs > 0 && now + waitMs + Math.min(estimateMs, MIN_WORK_MS) > deadline) {
+      throw new ApiError(
+        "overloaded",
+        `The OCR engine is busy: this request would wait about ${Math.ceil(waitMs / 1000)} s and could not finish before its deadline; retry shortly`,
+        { headers: retryAfter },
+      );
+    }
+  }
+
+  /** A fresh session key for the jobs of one request. */
+  session(): string {
+    return `s${this.nextSession++}`;
+  }
+
+  /** Drop the waiting jobs of a session with `error` (its running jobs finish). */
+  cancel(session: string, error: ApiError): void {
+    for (const lane of ["ocr", "inspect"] as const) {
+      const waiting = this.queues[lane].get(session);
+      if (!waiting) continue;
+      this.queues[lane].delete(session);
+      for (const entry of waiting) this.settle(entry, error);
+    }
+  }
+
+  /** Close a document in every process that holds it (the end of a request). */
+  release(docId: string): void {
+    for (const slot of this.slots) {
+      const index = slot.docs.indexOf(docId);
+      if (index < 0) continue;
+      slot.docs.splice(index, 1);
+      this.send(slot, { type: "drop", docId });
+    }
+  }
+
+  /** The mean duration of a kind of job so far (ms). */
+  estimate(kind: JobKind): number {
+    return this.estimates[kind];
+  }
+
+  /** Expected wait before a new job of `lane` starts: the work ahead of it spread over the lane's processes. */
+  expectedWaitMs(lane: Lane = "ocr", now = Date.now()): number {
+    let backlog = 0;
+    for (const waiting of this.queues[lane].values()) for (const entry of waiting) backlog += entry.estimateMs;
+    let idle = this.laneSize(lane);
+    for (const slot of this.slots) {
+      const entry = slot.current;
+      if (slot.lane !== lane || !entry?.startedAt) continue;
+      idle--;
+      backlog += Math.max(0, entry.estimateMs - (now - entry.startedAt));
+    }
+    if (backlog === 0 && idle > 0) return 0;
+    return Math.round(backlog / this.laneSize(lane));
+  }
+
+  stats(): PoolStats {
+    const lane = (name: Lane) => ({
+      workers: this.slots.filter((s) => s.lane === name).length,
+      busy: this.slots.filter((s) => s.lane === name && s.busy).length,
+      queued: this.queuedCount(name),
+      completed: this.completed[name],
+    });
+    return {
+      size: this.options.size,
+      ...lane("ocr"),
+      expectedWaitMs: this.expectedWaitMs("ocr"),
+      inspect: { size: this.options.inspectSize, ...lane("inspect") },
+      stopped: { ...this.stopped },
+      processes: this.slots
+        .filter((slot) => !slot.retired && slot.child.pid !== undefined)
+        .map((slot) => ({ pid: slot.child.pid!, lane: slot.lane, busy: slot.busy, jobs: slot.jobs, rssMb: slot.rssMb })),
+    };
+  }
+
+  /**
+   * Start processes ahead of the first request (cold-start latency): `ocr` OCR processes (default 1) and the inspect
+   * lane. Resolves when they are ready, their Tesseract loaded.
+   */
+  async warm({ ocr = 1 }: { ocr?: number } = {}): Promise<void> {
+    const starting: Promise<void>[] = [];
+    const want: Record<Lane, number> = { ocr: Math.min(ocr, this.laneSize("ocr")), inspect: this.laneSize("inspect") };
+    for (const lane of ["ocr", "inspect"] as const) {
+      const have = this.slots.filter((s) => s.lane === lane && !s.retired).length + this.spawning[lane];
+      for (let i = have; i < want[lane]; i++) starting.push(this.spawn(lane));
+    }
+    await Promise.all(starting);
   }
 
   async terminate(): Promise<void> {
     this.closed = true;
-    for (const entry of this.queue.splice(0)) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));
-    await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot)));
+    for (const lane of ["ocr", "inspect"] as const) {
+      for (const waiting of this.queues[lane].values()) {
+        for (const entry of waiting) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));
+      }
+      this.queues[lane].clear();
+    }
+    await Promise.all(this.slots.map((slot) => this.stop(slot, new ApiError("unavailable", "The OCR engine stopped"))));
   }
 
-  private pump(): void {
+  private laneSize(lane: Lane): number {
+    return Math.max(1, lane === "ocr" ? this.options.size : this.options.inspectSize);
+  }
+
+  private queuedCount(lane: Lane): number {
+    let count = 0;
+    for (const waiting of this.queues[lane].values()) count += waiting.length;
+    return count;
+  }
+
+  private pump(lane: Lane): void {
     if (this.closed) return;
-    while (this.queue.length > 0) {
-      const idle = this.slots.filter((s) => !s.busy && !s.retired);
+    this.recycleIfRebuilt();
+    const queue = this.queues[lane];
+    while (queue.size > 0) {
+      const idle = this.slots.filter((s) => s.lane === lane && s.ready && !s.busy && !s.retired);
       if (idle.length === 0) break;
-      const head = this.queue[0]!;
-      const key = head.job.langs.join("+");
-      const slot = idle.find((s) => s.langs === key) ?? idle[0]!;
-      this.queue.shift();
-      void this.run(slot, head);
+      // Round-robin: the first session in the map, whose job then goes to the back of the line.
+      const [session, waiting] = queue.entries().next().value!;
+      const entry = waiting.shift()!;
+      queue.delete(session);
+      if (waiting.length > 0) queue.set(session, waiting);
+      const docId = "doc" in entry.job ? entry.job.doc.id : undefined;
+      const slot = idle.find((s) => docId !== undefined && s.docs.includes(docId)) ?? idle[0]!;
+      this.dispatch(slot, entry);
     }
-    // Grow towards `size` while jobs wait for more workers than are starting.
-    while (this.queue.length > this.spawning && this.slots.length + this.spawning < this.options.size) {
-      const langs = this.queue[this.spawning]?.job.langs.join("+") ?? "eng";
-      void this.spawn(langs).then(
-        () => this.pump(),
-        (error: unknown) => this.failQueued(error),
-      );
-    }
-  }
-
-  private async spawn(langs: string): Promise<void> {
-    this.spawning++;
-    try {
-      const langPath = await languageDataPath(langs.split("+"));
-      const creating = createWorker(langs, LSTM_ONLY, {
-        langPath,
-        gzip: true,
-        cacheMethod: "none",
-        // Mandatory: without it one bad job throws on the worker's message loop and kills the process.
-        errorHandler: () => {},
-      });
-      const worker = await withTimeout(creating, this.options.createTimeoutMs, "Starting an OCR worker timed out");
-      const slot: Slot = { id: this.nextId++, worker, langs, busy: false, jobs: 0, retired: false };
-      if (this.closed) {
-        await worker.terminate();
-        return;
-      }
-      watchThread(worker, (error) => {
-        slot.onDeath?.(error);
-        void this.retire(slot);
-      });
-      this.slots.push(slot);
-    } catch (error) {
-      // A creation that timed out may still finish later: nothing holds it, and its thread exits with us.
-      throw new ApiError("internal_error", "The OCR engine could not start", { cause: error });
-    } finally {
-      this.spawning--;
+    // Grow towards the lane's size while jobs wait for more processes than are starting.
+    const live = () => this.slots.filter((s) => s.lane === lane && !s.retired).length + this.spawning[lane];
+    while (this.queuedCount(lane) > this.spawning[lane] && live() < this.laneSize(lane)) {
+      this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
     }
   }
 
-  private async run(slot: Slot, entry: QueuedJob): Promise<void> {
+  private dispatch(slot: Slot, entry: QueuedJob): void {
     slot.busy = true;
+    slot.current = entry;
     entry.slot = slot;
-    const { job } = entry;
-    const key = job.langs.join("+");
-    const died = new Promise<never>((_, reject) => {
-      slot.onDeath = (error) => reject(error);
-    });
-    let failed = false;
-    try {
-      const worker = slot.worker!;
-      if (slot.langs !== key) {
-        await languageDataPath(job.langs);
-        await Promise.race([worker.reinitialize(key, LSTM_ONLY), died]);
-        slot.langs = key;
+    entry.startedAt = Date.now();
+    let job = entry.job;
+    if ("doc" in job) {
+      const { id, bytes } = job.doc;
+      if (slot.docs.includes(id)) {
+        job = { ...job, doc: { id } };
+      } else {
+        while (slot.docs.length >= MAX_DOCS_PER_PROCESS) this.send(slot, { type: "drop", docId: slot.docs.shift()! });
+        slot.docs.push(id);
+        job = { ...job, doc: { id, bytes } };
       }
-      const options = job.params as Partial<RecognizeOptions>;
-      const result = await Promise.race([worker.recognize(asImageLike(job.image), options, { text: false, tsv: true }), died]);
-      slot.jobs++;
-      this.completed++;
-      this.settle(entry, null, result.data.tsv ?? "");
+    }
+    this.send(slot, { type: "job", id: entry.id, deadline: entry.deadline, job });
+    this.watchMemory();
+  }
+
+  /** Post a message; a process that cannot take it is stopped (its job, if any, answers `500`). */
+  private send(slot: Slot, message: ToEngine): void {
+    const unreachable = (cause: unknown) =>
+      void this.stop(slot, new ApiError("internal_error", "The OCR engine process could not be reached", { cause }));
+    if (!slot.child.connected) {
+      unreachable(new Error("disconnected"));
+      return;
+    }
+    try {
+      slot.child.send(message, (error) => {
+        if (error) unreachable(error);
+      });
     } catch (error) {
-      failed = true;
-      this.settle(entry, toRecognizeError(error));
-    } finally {
-      slot.onDeath = undefined;
-      entry.slot = undefined;
-      const worn = slot.jobs >= this.options.maxJobsPerWorker || job.pixels > this.options.recycleAbovePixels;
-      if (failed || worn) await this.retire(slot);
-      else slot.busy = false;
-      this.pump();
+      unreachable(error);
     }
   }
 
-  /** The deadline passed: drop a waiting job, or abandon a running one together with its worker. */
+  private spawn(lane: Lane): Promise<void> {
+    this.spawning[lane]++;
+    let started: Promise<void>;
+    try {
+      started = this.startProcess(lane);
+    } catch (error) {
+      started = Promise.reject(error);
+    }
+    return started.finally(() => {
+      this.spawning[lane]--;
+    });
+  }
+
+  private startProcess(lane: Lane): Promise<void> {
+    const script = this.workerScript();
+    const config: EngineProcessConfig = {
+      maxJobsPerWorker: this.options.maxJobsPerWorker,
+      createTimeoutMs: this.options.createTimeoutMs,
+      ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
+    };
+    const child = fork(script, [], {
+      // The JS heap gets the same ceiling (typed arrays and wasm memory are outside it: the RSS watch covers them).
+      execArgv: [`--max-old-space-size=${this.options.memoryMb}`],
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
+      env: engineEnvironment(config),
+    });
+    const slot: Slot = {
+      id: this.nextSlotId++,
+      lane,
+      child,
+      ready: false,
+      busy: false,
+      retired: false,
+      jobs: 0,
+      docs: [],
+      stderrTail: "",
+      rssMb: 0,
+    };
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      slot.stderrTail = (slot.stderrTail + chunk).slice(-4096);
+      process.stderr.write(chunk);
+    });
+    this.slots.push(slot);
+
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        void this.stop(slot, new ApiError("internal_error", "Starting an OCR engine process timed out"));
+        reject(new ApiError("internal_error", "The OCR engine could not start (timed out)"));
+      }, this.options.createTimeoutMs);
+      child.on("message", (raw: unknown) => {
+        const parsed = fromEngineSchema.safeParse(raw);
+        if (!parsed.success) return;
+        const message = parsed.data;
+        if (message.type === "ready") {
+          clearTimeout(timer);
+          slot.ready = true;
+          if (this.closed) void this.stop(slot, new ApiError("unavailable", "The OCR engine stopped"));
+          resolve();
+          this.pump(lane);
+          return;
+        }
+        const entry = slot.current;
+        if (!entry || entry.id !== message.id) return;
+        this.finishJob(slot, entry);
+        if (message.ok) {
+          this.learn(entry);
+          this.settle(entry, null, message.value);
+        } else {
+          this.settle(entry, new ApiError(message.error.code, message.error.message));
+        }
+        this.afterJob(slot);
+      });
+      child.on("error", (error) => {
+        clearTimeout(timer);
+        reject(new ApiError("internal_error", "The OCR engine could not start", { cause: error }));
+        this.onExit(slot, null, null);
+      });
+      child.on("exit", (code, signal) => {
+        clearTimeout(timer);
+        if (!slot.ready) reject(new ApiError("internal_error", `The OCR engine process exited at start (${signal ?? code})`));
+        this.onExit(slot, code, signal);
+      });
+    });
+  }
+
+  private finishJob(slot: Slot, entry: QueuedJob): void {
+    slot.current = undefined;
+    slot.busy = false;
+    slot.jobs++;
+    entry.slot = undefined;
+    this.completed[slot.lane]++;
+  }
+
+  /** After a job: a process that kept too much memory is replaced (glibc and wasm rarely give memory back). */
+  private afterJob(slot: Slot): void {
+    const rss = readRssMb(slot.child.pid);
+    if (rss !== null) slot.rssMb = rss;
+    if (rss !== null && rss > Math.min(RECYCLE_MB, this.options.memoryMb * 0.6)) {
+      void this.stop(slot);
+      // Its replacement starts now, while other work runs, rather than when the next job waits for it.
+      if (!this.closed) this.spawn(slot.lane).catch((error: unknown) => this.failQueued(slot.lane, error));
+    }
+    this.pump(slot.lane);
+  }
+
+  private learn(entry: QueuedJob): void {
+    if (!entry.startedAt) return;
+    const kind = entry.job.kind;
+    const took = Date.now() - entry.startedAt;
+    // A plain mean over the first few jobs (the starting guess counts as one), then a moving one.
+    const weight = Math.max(ESTIMATE_WEIGHT, 1 / (++this.samples[kind] + 1));
+    this.estimates[kind] = Math.round(this.estimates[kind] * (1 - weight) + took * weight);
+  }
+
+  /** The deadline passed: drop a waiting job, or stop the process running it. */
   private expire(entry: QueuedJob): void {
     if (entry.settled) return;
-    const index = this.queue.indexOf(entry);
-    if (index >= 0) this.queue.splice(index, 1);
+    const error = deadlineError();
     const slot = entry.slot;
-    this.settle(entry, deadlineError());
     if (slot) {
-      void this.retire(slot).then(() => this.pump());
+      this.stopped.timeout++;
+      void this.stop(slot, error);
+      return;
     }
+    const waiting = this.queues[entry.lane].get(entry.session);
+    const index = waiting?.indexOf(entry) ?? -1;
+    if (waiting && index >= 0) {
+      waiting.splice(index, 1);
+      if (waiting.length === 0) this.queues[entry.lane].delete(entry.session);
+    }
+    this.settle(entry, error);
   }
 
-  private async retire(slot: Slot): Promise<void> {
+  /** Kill a process now. Its job (if any) is answered with `reason`; a replacement starts when jobs wait. */
+  private async stop(slot: Slot, reason?: ApiError): Promise<void> {
     if (slot.retired) return;
     slot.retired = true;
-    slot.busy = true;
+    slot.killedFor = reason;
+    const exited = new Promise<void>((resolve) => {
+      if (slot.child.exitCode !== null || slot.child.signalCode !== null) resolve();
+      else slot.child.once("exit", () => resolve());
+    });
+    if (slot.busy || reason) slot.child.kill("SIGKILL");
+    else slot.child.disconnect?.(); // idle: let it exit on its own (it exits when the channel closes)
+    const timer = setTimeout(() => slot.child.kill("SIGKILL"), 2_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
     const index = this.slots.indexOf(slot);
-    if (index >= 0) this.slots.splice(index, 1);
-    const worker = slot.worker;
-    slot.worker = null;
-    // tesseract.js's recognize() awaits its own image loading before posting to the thread, in a promise
-    // nobody can catch; terminating in that window makes it post to a null worker and crash the process.
-    // One macrotask lets any such post go out first.
-    await new Promise((resolve) => setImmediate(resolve));
-    await worker?.terminate().catch(() => {});
+    if (index < 0) return;
+    this.slots.splice(index, 1);
+    slot.retired = true;
+    const entry = slot.current;
+    slot.current = undefined;
+    if (entry && !entry.settled) {
+      let error = slot.killedFor;
+      if (!error) {
+        const outOfMemory = /heap out of memory|Allocation failed/i.test(slot.stderrTail) || signal === "SIGKILL";
+        if (outOfMemory) {
+          this.stopped.memory++;
+          error = memoryError(this.options.memoryMb);
+        } else {
+          this.stopped.crashed++;
+          console.error(`[engine] an engine process died during ${entry.job.kind} (${signal ?? `exit ${code}`})`);
+          error = new ApiError("internal_error", "The OCR engine process stopped unexpectedly");
+        }
+      }
+      this.settle(entry, error);
+    }
+    this.pump(slot.lane);
   }
 
-  private failQueued(error: unknown): void {
-    // Workers could not start: fail the jobs nobody can serve rather than leaving them to their deadline.
-    if (this.slots.length > 0 || this.spawning > 0) return;
-    const apiError = isApiError(error) ? error : new ApiError("internal_error", "The OCR engine could not start", { cause: error });
-    for (const entry of this.queue.splice(0)) this.settle(entry, apiError);
+  /** Read the memory of busy processes every 100 ms while any is busy; kill one past the ceiling. */
+  private watchMemory(): void {
+    if (this.memoryTimer) return;
+    this.memoryTimer = setInterval(() => {
+      const busy = this.slots.filter((s) => s.busy && !s.retired);
+      if (busy.length === 0) {
+        clearInterval(this.memoryTimer);
+        this.memoryTimer = undefined;
+        return;
+      }
+      for (const slot of busy) {
+        const rss = readRssMb(slot.child.pid);
+        if (rss === null) continue;
+        slot.rssMb = rss;
+        if (rss > this.options.memoryMb) {
+          this.stopped.memory++;
+          void this.stop(slot, memoryError(this.options.memoryMb));
+        }
+      }
+    }, MEMORY_POLL_MS);
+    this.memoryTimer.unref();
   }
 
-  private settle(entry: QueuedJob, error: Error | null, tsv = ""): void {
+  private failQueued(lane: Lane, error: unknown): void {
+    // No process could start: fail the jobs nobody can serve rather than leaving them to their deadline.
+    if (this.slots.some((s) => s.lane === lane && !s.retired) || this.spawning[lane] > 0) return;
+    console.error(`[engine] ${error instanceof Error ? error.message : String(error)}`);
+    const apiError = new ApiError("internal_error", "The OCR engine could not start", { cause: error });
+    for (const waiting of this.queues[lane].values()) for (const entry of waiting) this.settle(entry, apiError);
+    this.queues[lane].clear();
+  }
+
+  private settle(entry: QueuedJob, error: Error | null, value?: unknown): void {
     if (entry.settled) return;
     entry.settled = true;
     clearTimeout(entry.timer);
     if (error) entry.reject(error);
-    else entry.resolve(tsv);
+    else entry.resolve(value);
+  }
+
+  private workerScript(): string {
+    const script = this.options.workerScript ?? defaultWorkerScript();
+    if (!existsSync(script)) {
+      throw new ApiError(
+        "internal_error",
+        `The OCR engine is not built (${script} is missing): run \`npm run build:engine\` (npm run dev and npm run build do it)`,
+      );
+    }
+    return script;
+  }
+
+  /** In development the engine bundle is rebuilt on change: idle processes running the old one are replaced. */
+  private recycleIfRebuilt(): void {
+    if (process.env.NODE_ENV !== "development") return;
+    let stamp: number;
+    try {
+      stamp = statSync(this.workerScript()).mtimeMs;
+    } catch {
+      return;
+    }
+    if (this.scriptStamp !== undefined && stamp !== this.scriptStamp) {
+      for (const slot of this.slots) if (!slot.busy) void this.stop(slot);
+    }
+    this.scriptStamp = stamp;
   }
 }
 
+/** `build/engine/ocr-worker.mjs` under the app's directory (also in the standalone output, see next.config.ts). */
+export function defaultWorkerScript(): string {
+  return path.join(process.cwd(), "build", "engine", "ocr-worker.mjs");
+}
+
 /**
- * tesseract.js copies a Buffer or Uint8Array before posting it to the worker (which copies again); an
- * ArrayBuffer it only wraps. Hand over the bytes' own buffer when they fill it.
+ * The environment of an engine process: its configuration and what Node and the C library need — none of the
+ * server's secrets. `MALLOC_MMAP_THRESHOLD_` makes glibc return freed page buffers to the system (without it, freed
+ * pixel memory stays in per-thread arenas); it only works when set before the process starts, which is the case here.
  */
-function asImageLike(bytes: Uint8Array): ImageLike {
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-  const buffer = whole ? bytes.buffer : bytes.slice().buffer;
-  return buffer as unknown as ImageLike;
+function engineEnvironment(config: EngineProcessConfig): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    [ENGINE_CONFIG_VARIABLE]: JSON.stringify(config),
+    MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? "1048576",
+    NODE_ENV: process.env.NODE_ENV,
+  };
+  for (const name of ["PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG", "TZ", "SYSTEMROOT"]) {
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  }
+  return env;
+}
+
+/** Resident memory of a process in MB, from /proc (Linux); null elsewhere or when it is gone. */
+function readRssMb(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "latin1");
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
 }
 
 function deadlineError(): ApiError {
   return new ApiError("timeout", "The request deadline passed before the document was read");
 }
 
-function toRecognizeError(error: unknown): Error {
-  if (isApiError(error)) return error;
-  const message = typeof error === "string" ? error : error instanceof Error ? error.message : "";
-  if (/read image/i.test(message)) {
-    return new ApiError("unreadable_document", "The image could not be read", { cause: error });
-  }
-  return new ApiError("internal_error", "Recognition failed", { cause: error });
-}
-
-/** tesseract.js sets `worker.onerror`, which Node's Worker ignores: listen to the thread ourselves. */
-function watchThread(worker: Worker, onDeath: (error: Error) => void): void {
-  const thread: unknown = (worker as unknown as { worker?: unknown }).worker;
-  if (!(thread instanceof ThreadWorker)) return;
-  thread.on("error", (error) => onDeath(new ApiError("internal_error", "An OCR worker crashed", { cause: error })));
-  thread.on("exit", (code) => onDeath(new ApiError("internal_error", `An OCR worker exited (${code})`)));
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+function memoryError(memoryMb: number): ApiError {
+  return new ApiError(
+    "payload_too_large",
+    `Reading this document needs more than ${memoryMb} MB of memory for one page, the limit per page; send smaller pages or fewer megapixels`,
+  );
 }

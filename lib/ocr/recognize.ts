@@ -10,7 +10,7 @@ import {
   type OcrLine,
   type OcrWord,
 } from "./document";
-import type { OcrPool } from "./pool";
+import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { analyzeInk, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
 
@@ -117,7 +117,7 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
 }
 
 export interface RecognizeContext {
-  pool: OcrPool;
+  pool: TesseractPool;
   langs: string[];
   deadline: number;
 }

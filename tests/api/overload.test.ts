@@ -4,30 +4,67 @@ import { OcrPool, getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
 import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
 
-// This file's process-wide pool: one worker and room for one waiting job, so concurrent requests overflow it.
-withStore("memory", { OCR_WORKERS: "1", OCR_QUEUE_LIMIT: "1" });
+/*
+ * Admission control: an instance knows its capacity (engine processes, and the work waiting for them in expected
+ * seconds); a request that could not start before its deadline is refused at once with `503 overloaded` and a
+ * `Retry-After`, instead of waiting to time out.
+ */
+const DEADLINE_MS = 6_000;
+withStore("memory", { OCR_WORKERS: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS) });
 afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {
-  it("through the route: requests past the OCR queue get 503 with Retry-After and are not charged", async () => {
-    const account = await createAccount(10);
-    const image = base64Of("paragraph.png");
-    const responses = await Promise.all(Array.from({ length: 6 }, () => callOcr({ image }, { key: account.key })));
-    const ok = responses.filter((response) => response.status === 200);
-    const overloaded = responses.filter((response) => response.status === 503);
-    expect(ok.length + overloaded.length).toBe(6);
-    expect(ok.length).toBeGreaterThanOrEqual(1);
-    expect(overloaded.length).toBeGreaterThanOrEqual(1);
-    for (const response of ok) await expectOcrOk(response);
-    for (const response of overloaded) {
-      expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
-      await expectApiError(response, "overloaded", /queue is full/);
+  it("3× capacity at once: the surplus is refused within a second with Retry-After; no 500; only answers are charged", async () => {
+    // One read first, so the instance knows what a dense page costs.
+    const warm = await createAccount(10);
+    await expectOcrOk(await callOcr({ image: base64Of("dense-page.png") }, { key: warm.key }));
+
+    const accounts = await Promise.all(Array.from({ length: 6 }, () => createAccount(10)));
+    const image = base64Of("dense-page.png");
+    const started = Date.now();
+    const outcomes = await Promise.all(
+      accounts.map(async (account) => {
+        const response = await callOcr({ image }, { key: account.key });
+        return { account, response, ms: Date.now() - started };
+      }),
+    );
+    const statuses = outcomes.map((outcome) => outcome.response.status);
+    expect(statuses.every((status) => [200, 503, 504].includes(status))).toBe(true);
+    const refused = outcomes.filter((outcome) => outcome.response.status === 503);
+    expect(refused.length).toBeGreaterThanOrEqual(2);
+    for (const { response, ms } of refused) {
+      expect(ms).toBeLessThan(1_000);
+      expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      await expectApiError(response, "overloaded", /busy|queue/);
     }
-    expect(await account.balance()).toBe(10 - ok.length);
-    await expectLedgerConsistent(account);
+    for (const { account, response } of outcomes) {
+      if (response.status === 200) await expectOcrOk(response);
+      expect(await account.balance()).toBe(response.status === 200 ? 9 : 10);
+      await expectLedgerConsistent(account);
+    }
   });
 
-  it("processDocument with an injected pool (queue limit 1)", async () => {
+  it("one account cannot fill an instance: past ACCOUNT_MAX_IN_FLIGHT (4) requests in flight, 429 with Retry-After", async () => {
+    const account = await createAccount(20);
+    const image = base64Of("small-text.png");
+    const responses = await Promise.all(Array.from({ length: 8 }, () => callOcr({ image }, { key: account.key })));
+    const ok = responses.filter((response) => response.status === 200);
+    const limited = responses.filter((response) => response.status === 429);
+    // The four in flight are answered, or refused by the instance's admission control (this file's deadline is short).
+    expect(responses.filter((response) => response.status === 503).length + ok.length + limited.length).toBe(8);
+    expect(limited.length).toBeGreaterThanOrEqual(3);
+    for (const response of limited) {
+      expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      await expectApiError(response, "rate_limited", /at most 4 OCR requests/);
+    }
+    expect(await account.balance()).toBe(20 - ok.length);
+    await expectLedgerConsistent(account);
+    // Another account is not affected meanwhile.
+    const other = await createAccount(1);
+    await expectOcrOk(await callOcr({ image }, { key: other.key }));
+  });
+
+  it("the job queue has a hard limit too (OCR_QUEUE_LIMIT): past it 503 at once, nothing charged", async () => {
     const account = await createAccount(10);
     const pool = new OcrPool({ size: 1, queueLimit: 1, maxJobsPerWorker: 100, createTimeoutMs: 30_000 });
     try {
@@ -38,6 +75,7 @@ describe("503 overloaded", () => {
             account,
             requestId: `req_overload_${i}_${Date.now()}`,
             pool,
+            deadline: Date.now() + 60_000,
           }).then(
             (result) => result.response.creditsUsed,
             (error: unknown) => (isApiError(error) ? error.code : String(error)),

@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ocrResponseSchema } from "@/lib/api-schemas";
 import { listLedger } from "@/lib/credits";
 import { ApiError, type ErrorCode } from "@/lib/errors";
 import * as ocr from "@/lib/ocr";
-import { OcrPool, type OpenedDocument } from "@/lib/ocr";
-import type { RecognizeJob } from "@/lib/ocr/pool";
+import type { OpenedDocument } from "@/lib/ocr";
 import { processDocument, type ProcessDocumentInput } from "@/lib/process";
+import { createTestPool } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
 
 /*
@@ -52,19 +52,11 @@ async function expectCode(input: ProcessDocumentInput, code: ErrorCode): Promise
   return error;
 }
 
-/** A pool whose jobs never finish: they fail at their deadline, as the real pool's do. */
-class StalledPool extends OcrPool {
-  started = 0;
-  constructor() {
-    super({ size: 1, queueLimit: 10, maxJobsPerWorker: 1, createTimeoutMs: 1_000 });
-  }
-  override recognize(job: RecognizeJob): Promise<string> {
-    this.started++;
-    return new Promise((_, reject) =>
-      setTimeout(() => reject(new ApiError("timeout", "The request deadline passed before the document was read")), Math.max(0, job.deadline - Date.now())),
-    );
-  }
-}
+/** The real engine, one OCR process; dense-page.png keeps it busy for seconds, past short deadlines. */
+const pool = createTestPool();
+beforeAll(() => pool.warm());
+afterAll(() => pool.terminate());
+const SLOW = "dense-page.png";
 
 describe("processDocument", () => {
   it("returns the response body and the balance, with processingTime from receivedAt", async () => {
@@ -85,12 +77,12 @@ describe("processDocument", () => {
     expect(await account.balance()).toBe(5);
   });
 
-  it("a deadline passing during OCR → 504 timeout: reserved, then refunded in full", async () => {
+  it("a deadline passing during OCR → 504 timeout: the job is stopped (its process killed); reserved, then refunded in full", async () => {
     const account = await createAccount(5);
-    const pool = new StalledPool();
     const id = requestId();
-    await expectCode({ body: { image: base64Of("small-text.png") }, account, requestId: id, pool, deadline: Date.now() + 1_500 }, "timeout");
-    expect(pool.started).toBeGreaterThan(0);
+    const stopped = pool.stats().stopped.timeout;
+    await expectCode({ body: { image: base64Of(SLOW) }, account, requestId: id, pool, deadline: Date.now() + 2_000 }, "timeout");
+    expect(pool.stats().stopped.timeout).toBe(stopped + 1);
     expect(await account.balance()).toBe(5);
     const { entries } = await listLedger(account.userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
@@ -101,19 +93,18 @@ describe("processDocument", () => {
 
   it("a deadline already past → 504 before anything is charged or recognized", async () => {
     const account = await createAccount(5);
-    const pool = new StalledPool();
+    const before = pool.stats();
     await expectCode({ body: { image: base64Of("small-text.png") }, account, requestId: requestId(), pool, deadline: Date.now() - 1 }, "timeout");
-    expect(pool.started).toBe(0);
+    expect(pool.stats()).toMatchObject({ completed: before.completed, stopped: before.stopped });
     const { entries } = await listLedger(account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
   });
 
   it("the default deadline is receivedAt + REQUEST_DEADLINE_MS", async () => {
     const account = await createAccount(5);
-    const pool = new StalledPool();
-    // Received 54.5 s ago: half a second of the default 55 s is left.
+    // Received 54 s ago: one second of the default 55 s is left.
     await expectCode(
-      { body: { image: base64Of("small-text.png") }, account, requestId: requestId(), pool, receivedAt: Date.now() - 54_500 },
+      { body: { image: base64Of(SLOW) }, account, requestId: requestId(), pool, receivedAt: Date.now() - 54_000 },
       "timeout",
     );
     expect(await account.balance()).toBe(5);
@@ -121,11 +112,12 @@ describe("processDocument", () => {
 
   it("402 before any OCR: nothing recognized, nothing charged", async () => {
     const account = await createAccount(2);
-    const pool = new StalledPool();
-    const error = await expectCode({ body: { image: base64Of("born-digital.pdf") }, account, requestId: requestId(), pool }, "insufficient_credits");
+    const ocrJobs = pool.stats().completed;
+    const error = await expectCode({ body: { image: base64Of("scanned-3.pdf") }, account, requestId: requestId(), pool }, "insufficient_credits");
     expect(error.message).toMatch(/needs 3 credits \(3 pages\) and the balance is 2/);
     expect(error.headers["x-credits-remaining"]).toBe("2");
-    expect(pool.started).toBe(0);
+    // The PDF was inspected (its page count), but no page went to an OCR process.
+    expect(pool.stats().completed).toBe(ocrJobs);
     expect(await account.balance()).toBe(2);
   });
 

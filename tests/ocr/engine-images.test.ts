@@ -178,14 +178,14 @@ describe("language", () => {
   });
 
   it("an unknown language → 400 from openDocument, before any work", async () => {
-    const error = await expectApiError(openDocument(fixture("paragraph.png"), { language: "xyz" }), "invalid_request", 400);
+    const error = await expectApiError(openDocument(fixture("paragraph.png"), { pool, language: "xyz" }), "invalid_request", 400);
     expect(error.message).toContain("eng");
   });
 });
 
 describe("openDocument on images", () => {
   it("an image is one page, selected and charged as one", async () => {
-    const doc = await openDocument(fixture("paragraph.webp"));
+    const doc = await openDocument(fixture("paragraph.webp"), { pool });
     expect({ type: doc.type, pageCount: doc.pageCount, selectedPages: doc.selectedPages }).toEqual({
       type: "webp",
       pageCount: 1,
@@ -195,26 +195,26 @@ describe("openDocument on images", () => {
   });
 
   it("pages: \"1\" is fine on an image; any other page → 400", async () => {
-    const ok = await openDocument(fixture("paragraph.png"), { pages: "1" });
+    const ok = await openDocument(fixture("paragraph.png"), { pool, pages: "1" });
     expect(ok.selectedPages).toEqual([1]);
     await ok.close();
-    await expectApiError(openDocument(fixture("paragraph.png"), { pages: "2" }), "invalid_request", 400);
+    await expectApiError(openDocument(fixture("paragraph.png"), { pool, pages: "2" }), "invalid_request", 400);
   });
 
   it("a pixel limit below the image's size → 413 from openDocument", async () => {
     await expectApiError(
-      openDocument(fixture("paragraph.png"), { limits: { maxImagePixels: 1500 * 300 - 1 } }),
+      openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 - 1 } }),
       "payload_too_large",
       413,
     );
-    const exact = await openDocument(fixture("paragraph.png"), { limits: { maxImagePixels: 1500 * 300 } });
+    const exact = await openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 } });
     expect(exact.pageCount).toBe(1);
     await exact.close();
   });
 
   it("a deadline already passed → 504 timeout", async () => {
-    const doc = await openDocument(fixture("paragraph.png"));
-    await expectApiError(doc.extract({ pool, deadline: Date.now() - 1 }), "timeout", 504);
+    const doc = await openDocument(fixture("paragraph.png"), { pool });
+    await expectApiError(doc.extract({ deadline: Date.now() - 1 }), "timeout", 504);
     await doc.close();
   });
 });

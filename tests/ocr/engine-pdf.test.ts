@@ -81,14 +81,14 @@ describe("born-digital.pdf: read from its text layer", () => {
 
 describe("born-digital.pdf: page selection and limits", () => {
   it("pages: \"2\" → only page 2, numbered 2; selectedPages [2]", async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pages: "2" });
+    const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "2" });
     try {
       expect({ type: opened.type, pageCount: opened.pageCount, selectedPages: opened.selectedPages }).toEqual({
         type: "pdf",
         pageCount: 3,
         selectedPages: [2],
       });
-      const doc = await opened.extract({ pool });
+      const doc = await opened.extract();
       expect(doc.pageCount).toBe(3);
       expect(doc.pages.map((p) => p.number)).toEqual([2]);
       expect(characterErrorRate(render(doc, "text"), pageTruth(1))).toBeLessThan(0.005);
@@ -113,31 +113,31 @@ describe("born-digital.pdf: page selection and limits", () => {
 
   it("limits.maxPdfPages: 2 on the 3-page PDF → 413 from openDocument, before any extraction", async () => {
     await expectApiError(
-      openDocument(fixture("born-digital.pdf"), { limits: { maxPdfPages: 2 } }),
+      openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } }),
       "payload_too_large",
       413,
     );
   });
 
   it("limits.maxPdfPages: 2 with pages \"1-2\" is within the limit", async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pages: "1-2", limits: { maxPdfPages: 2 } });
+    const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "1-2", limits: { maxPdfPages: 2 } });
     expect(opened.selectedPages).toEqual([1, 2]);
     await opened.close();
   });
 
   it.each([["4"], ["2-5"], ["1,9"]])("pages: %j beyond the document → 400 from openDocument", async (pages) => {
-    const error = await expectApiError(openDocument(fixture("born-digital.pdf"), { pages }), "invalid_request", 400);
+    const error = await expectApiError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "invalid_request", 400);
     expect(error.message).toContain("3 pages");
   });
 
   it("pages: garbage → 400", async () => {
-    await expectApiError(openDocument(fixture("born-digital.pdf"), { pages: "first" }), "invalid_request", 400);
+    await expectApiError(openDocument(fixture("born-digital.pdf"), { pool, pages: "first" }), "invalid_request", 400);
   });
 
   it("a deadline already passed → 504 timeout", async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"));
+    const opened = await openDocument(fixture("born-digital.pdf"), { pool });
     try {
-      await expectApiError(opened.extract({ pool, deadline: Date.now() - 1 }), "timeout", 504);
+      await expectApiError(opened.extract({ deadline: Date.now() - 1 }), "timeout", 504);
     } finally {
       await opened.close();
     }

@@ -34,13 +34,13 @@ describe("hostile files end in the right ApiError", () => {
   it.each([["hostile/huge-header.png"], ["hostile/bomb.png"]])(
     "%s is refused by openDocument itself, from the header, before any decoding",
     async (file) => {
-      const error = await expectApiError(openDocument(fixture(file)), "payload_too_large", 413);
+      const error = await expectApiError(openDocument(fixture(file), { pool }), "payload_too_large", 413);
       expect(error.message).toMatch(/megapixels/);
     },
   );
 
   it("the bomb is refused for its pixel count only: with a higher limit it opens (and is not decoded here)", async () => {
-    const opened = await openDocument(fixture("hostile/bomb.png"), { limits: { maxImagePixels: 100_000_000 } });
+    const opened = await openDocument(fixture("hostile/bomb.png"), { pool, limits: { maxImagePixels: 100_000_000 } });
     expect(opened.pageCount).toBe(1);
     await opened.close();
   });
@@ -55,7 +55,7 @@ describe("hostile files end in the right ApiError", () => {
     ["hostile/not-really.pdf"],
     ["hostile/encrypted.pdf"],
   ])("%s is refused by openDocument already (nothing to charge for)", async (file) => {
-    await apiErrorOf(openDocument(fixture(file)));
+    await apiErrorOf(openDocument(fixture(file), { pool }));
   });
 });
 
@@ -69,15 +69,15 @@ function handWrittenPagesPdf(pagesDict: string): Uint8Array {
 describe("PDFs without pages → 422 unreadable_document from openDocument", () => {
   it("pdf-lib, saved without its default page", async () => {
     const bytes = await (await PDFDocument.create()).save({ addDefaultPage: false });
-    await expectApiError(openDocument(bytes), "unreadable_document", 422);
+    await expectApiError(openDocument(bytes, { pool }), "unreadable_document", 422);
   });
 
   it("hand-written: /Count 0, no kids", async () => {
-    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>")), "unreadable_document", 422);
+    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>"), { pool }), "unreadable_document", 422);
   });
 
   it("hand-written: a page count that lies (/Count 3, no kids)", async () => {
-    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>")), "unreadable_document", 422);
+    await expectApiError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>"), { pool }), "unreadable_document", 422);
   });
 
   it("a blank page is not an error: one page, no text", async () => {

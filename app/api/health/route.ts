@@ -9,6 +9,7 @@ import {
 } from "@/lib/health-sample";
 import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
 import { extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
 import { availableLanguages } from "@/lib/ocr/languages";
 import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
 
@@ -59,14 +60,25 @@ export interface HealthBody {
   version: string;
   store: StoreHealth;
   engine: {
-    /** Shallow: a worker is started and warm. Deep: both built-in samples were read correctly. */
+    /** Shallow: an OCR process is started and warm. Deep: both built-in samples were read correctly. */
     ready: boolean;
+    /** OCR processes (live, busy) and jobs waiting for one. */
     workers: number;
     busy: number;
     queued: number;
+    /** Expected wait before a new OCR job starts, in seconds (what admission control and `Retry-After` use). */
+    expectedWaitS: number;
+    /** Processes that only open PDFs and read text layers. */
+    inspect: { workers: number; busy: number; queued: number };
+    /** Engine processes stopped for a deadline or the memory ceiling, or that died, since this instance started. */
+    stopped: { timeout: number; memory: number; crashed: number };
+    /** Resident memory of this server process and of each engine process, MB. */
+    memoryMb: { server: number; engine: number[] };
     languages: string[];
     check?: EngineCheck;
   };
+  /** This process's event-loop delay (the last 10-second window): the server stays responsive while pages are read. */
+  eventLoop: EventLoopDelay;
 }
 
 // GET /api/health – store reachable, OCR engine ready; `?deep=1` also reads built-in samples end to end. No key.
@@ -84,9 +96,17 @@ export const GET = withRequest(async ({ req }) => {
       workers: pool.workers,
       busy: pool.busy,
       queued: pool.queued,
+      expectedWaitS: Math.round(pool.expectedWaitMs / 100) / 10,
+      inspect: { workers: pool.inspect.workers, busy: pool.inspect.busy, queued: pool.inspect.queued },
+      stopped: pool.stopped,
+      memoryMb: {
+        server: Math.round(process.memoryUsage.rss() / 1048576),
+        engine: pool.processes.map((p) => p.rssMb),
+      },
       languages: availableLanguages(getEnv().OCR_LANGUAGES),
       ...(check && { check }),
     },
+    eventLoop: eventLoopDelay(),
   };
   return Response.json(body, { status: healthy ? 200 : 503, headers: { "Cache-Control": "no-store" } });
 });

@@ -1,13 +1,13 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { ApiError } from "@/lib/errors";
-import { OcrPool } from "@/lib/ocr";
-import type { PoolOptions, RecognizeJob } from "@/lib/ocr/pool";
+import { TesseractPool } from "@/lib/ocr/tesseract-pool";
+import type { PoolOptions, RecognizeJob } from "@/lib/ocr/tesseract-pool";
 import { apiErrorOf, barsPgm, expectApiError, fixture } from "../support/ocr";
 
 const BASE: PoolOptions = { size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 };
-const pools: OcrPool[] = [];
-function newPool(options: Partial<PoolOptions> = {}): OcrPool {
-  const pool = new OcrPool({ ...BASE, ...options });
+const pools: TesseractPool[] = [];
+function newPool(options: Partial<PoolOptions> = {}): TesseractPool {
+  const pool = new TesseractPool({ ...BASE, ...options });
   pools.push(pool);
   return pool;
 }
@@ -42,7 +42,7 @@ function words(tsv: string): string[] {
     .filter(Boolean);
 }
 
-describe("OcrPool", () => {
+describe("TesseractPool", () => {
   it("recognize returns Tesseract's TSV (a PGM built here, and a PNG)", async () => {
     const pool = newPool();
     const bars = await pool.recognize(job(BARS));

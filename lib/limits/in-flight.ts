@@ -1,0 +1,35 @@
+import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
+
+const KEY = Symbol.for("ocr-service.in-flight");
+type Holder = { [KEY]?: Map<string, number> };
+
+function counts(): Map<string, number> {
+  const holder = globalThis as Holder;
+  holder[KEY] ??= new Map();
+  return holder[KEY];
+}
+
+/** Take one of the account's in-flight slots on this instance; `429` with `Retry-After` when none is left. */
+export function acquireInFlight(userId: string, options: { limit?: number; retryAfterS?: number } = {}): () => void {
+  const limit = options.limit ?? getEnv().ACCOUNT_MAX_IN_FLIGHT;
+  const map = counts();
+  const current = map.get(userId) ?? 0;
+  if (current >= limit) {
+    const retryAfter = options.retryAfterS ?? 2;
+    throw new ApiError(
+      "rate_limited",
+      `Too many requests in flight: at most ${limit} OCR requests per account at a time; retry in ${retryAfter} s`,
+      { headers: { "Retry-After": String(retryAfter) } },
+    );
+  }
+  map.set(userId, current + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const left = (map.get(userId) ?? 1) - 1;
+    if (left <= 0) map.delete(userId);
+    else map.set(userId, left);
+  };
+}

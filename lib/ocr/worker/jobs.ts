@@ -1,0 +1,227 @@
+import type { PDFPageProxy } from "pdfjs-dist";
+import { ApiError } from "@/lib/errors";
+import type { ExtractedPage } from "../document";
+import { detectLanguage } from "../language-detect";
+import type { LanguageChoice } from "../languages";
+import { parsePageSelection } from "../pages";
+import {
+  getPdfPage,
+  openPdf,
+  pageHasInk,
+  readTextLayer,
+  removedOversizedImage,
+  renderPdfPage,
+  takePdfWarnings,
+  type PdfHandle,
+} from "../pdf";
+import { decodeImage, releaseSource } from "../raster";
+import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "../recognize";
+import { TesseractPool } from "../tesseract-pool";
+import { findOversizedStream } from "./pdf-streams";
+import type {
+  DocumentRef,
+  EngineJob,
+  EngineProcessConfig,
+  InspectPdfJob,
+  InspectPdfResult,
+  PageResult,
+  ReadImageJob,
+  ReadLimits,
+  ReadPdfPageJob,
+} from "./protocol";
+
+/** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
+const SPARSE_TEXT_LAYER = 40;
+/** A text layer with more unmapped glyphs than this share is unusable: OCR instead. */
+const MAX_GARBAGE = 0.3;
+/** pdf.js's in-thread worker yields between messages, so several pages in flight roughly halve a long document. */
+const TEXT_LAYER_CONCURRENCY = 8;
+/** Open documents one engine process keeps (the server decides which, and drops them when a request ends). */
+const MAX_OPEN_DOCUMENTS = 4;
+
+/**
+ * What one engine process does: everything from a file's bytes to a page reading — decoding, EXIF, text-size
+ * analysis, pdf.js parsing, text layers, rendering and Tesseract. It runs in a child process of the server
+ * (lib/ocr/worker/main.ts), one job at a time, so the server's event loop never touches pixels and a job past its
+ * deadline or its memory ceiling can be stopped by killing the process.
+ */
+export class Engine {
+  private tesseract?: TesseractPool;
+  private readonly documents = new Map<string, PdfHandle>();
+
+  constructor(private readonly config: EngineProcessConfig) {}
+
+  /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
+  async warm(langs: string[]): Promise<void> {
+    await this.pool().warm(langs);
+  }
+
+  run(job: EngineJob, deadline: number): Promise<unknown> {
+    switch (job.kind) {
+      case "inspect-pdf":
+        return this.inspectPdf(job);
+      case "read-image":
+        return this.readImage(job, deadline);
+      case "read-pdf-page":
+        return this.readPdfPage(job, deadline);
+    }
+  }
+
+  async drop(docId: string): Promise<void> {
+    const handle = this.documents.get(docId);
+    this.documents.delete(docId);
+    await handle?.close().catch(() => undefined);
+  }
+
+  private pool(): TesseractPool {
+    this.tesseract ??= new TesseractPool({
+      size: 1,
+      queueLimit: 16,
+      maxJobsPerWorker: this.config.maxJobsPerWorker,
+      createTimeoutMs: this.config.createTimeoutMs,
+    });
+    return this.tesseract;
+  }
+
+  /**
+   * Everything about a PDF that is cheap next to OCR, so the server can refuse or charge before any OCR: inflate
+   * bombs, structure, page count and selection, then each selected page's text layer; pages with no text get a
+   * 36-DPI look for ink (a blank page needs no OCR). Images over the pixel limit show here, in that look.
+   */
+  private async inspectPdf(job: InspectPdfJob): Promise<InspectPdfResult> {
+    if (job.doc.bytes) {
+      const oversized = await findOversizedStream(job.doc.bytes, job.limits.maxStreamBytes);
+      if (oversized) {
+        throw new ApiError(
+          "payload_too_large",
+          `The PDF holds a stream${oversized.object ? ` (object ${oversized.object})` : ""} that inflates to more than ${formatBytes(oversized.limit)}, the limit per stream`,
+        );
+      }
+    }
+    const handle = await this.document(job.doc, job.limits);
+    const selected = parsePageSelection(job.pages, handle.pageCount, job.maxPages);
+    const done: ExtractedPage[] = [];
+    const ocr: InspectPdfResult["ocr"] = [];
+    const inkChecks: Array<{ number: number; page: PDFPageProxy; layer: ExtractedPage }> = [];
+
+    const pending = [...selected];
+    await Promise.all(
+      Array.from({ length: Math.min(TEXT_LAYER_CONCURRENCY, pending.length) }, async () => {
+        for (let number = pending.shift(); number !== undefined; number = pending.shift()) {
+          const page = await getPdfPage(handle, number);
+          const layer = await readTextLayer(page, number);
+          if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
+            done.push(layer.page);
+            page.cleanup();
+          } else if (layer.chars === 0) {
+            inkChecks.push({ number, page, layer: layer.page });
+          } else {
+            ocr.push({ number, ...(layer.garbage <= MAX_GARBAGE && { textLayer: layer.page }) });
+            page.cleanup();
+          }
+        }
+      }),
+    );
+
+    // One page at a time, so a removed oversized image is attributed to its page.
+    inkChecks.sort((a, b) => a.number - b.number);
+    for (const { number, page, layer } of inkChecks) {
+      takePdfWarnings();
+      const ink = await pageHasInk(page);
+      page.cleanup();
+      checkImageLimit(number, job.limits);
+      if (ink) ocr.push({ number });
+      else done.push(layer); // nothing to read and nothing drawn: blank
+    }
+    ocr.sort((a, b) => a.number - b.number);
+    done.sort((a, b) => a.number - b.number);
+    return { pageCount: handle.pageCount, selected, done, ocr };
+  }
+
+  private async readImage(job: ReadImageJob, deadline: number): Promise<PageResult> {
+    const image = await decodeImage(job.bytes, job.type, job.limits.maxImagePixels);
+    try {
+      const prepared = prepareRaster(image.source, image.width, image.height);
+      const { reading, language } = await this.readWithLanguage(prepared, 1, job.language, job.available, deadline);
+      return { page: reading.page, language };
+    } finally {
+      releaseSource(image.source);
+    }
+  }
+
+  private async readPdfPage(job: ReadPdfPageJob, deadline: number): Promise<PageResult> {
+    const handle = await this.document(job.doc, job.limits);
+    const page = await getPdfPage(handle, job.number);
+    takePdfWarnings();
+    let canvas;
+    try {
+      canvas = await renderPdfPage(page);
+    } finally {
+      page.cleanup();
+    }
+    try {
+      checkImageLimit(job.number, job.limits);
+      const prepared = prepareRaster(canvas, canvas.width, canvas.height);
+      const { reading, language } = await this.readWithLanguage(prepared, job.number, job.language, job.available, deadline);
+      return { page: pickSparsePage(job.textLayer, reading.page), language };
+    } finally {
+      releaseSource(canvas);
+    }
+  }
+
+  /**
+   * Read a page; in `auto` mode, re-read it in another installed language when the English reading is clearly in
+   * that language. Returns the languages to use for the rest of the document.
+   */
+  private async readWithLanguage(
+    prepared: PreparedRaster,
+    number: number,
+    language: LanguageChoice,
+    available: string[],
+    deadline: number,
+  ): Promise<{ reading: PageReading; language: LanguageChoice }> {
+    const context = { pool: this.pool(), deadline };
+    const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
+    if (!language.auto) return { reading, language };
+    const guess = detectLanguage(reading.page.text, available);
+    if (!guess) return { reading, language: { langs: language.langs, auto: false } };
+    const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
+    const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
+    if (again.page.trace) again.page.trace.passes = (again.page.trace.passes ?? 1) + (reading.page.trace?.passes ?? 1);
+    return { reading: again, language: decided };
+  }
+
+  /** The open document `ref` names, opened from its bytes when this process does not hold it yet. */
+  private async document(ref: DocumentRef, limits: ReadLimits): Promise<PdfHandle> {
+    const open = this.documents.get(ref.id);
+    if (open) return open;
+    if (!ref.bytes) throw new Error(`document ${ref.id} is not open in this engine process and came without bytes`);
+    const handle = await openPdf(ref.bytes, { maxImagePixels: limits.maxImagePixels });
+    this.documents.set(ref.id, handle);
+    while (this.documents.size > MAX_OPEN_DOCUMENTS) {
+      const oldest = this.documents.keys().next().value!;
+      await this.drop(oldest);
+    }
+    return handle;
+  }
+}
+
+function checkImageLimit(number: number, limits: ReadLimits): void {
+  if (removedOversizedImage(takePdfWarnings())) {
+    throw new ApiError(
+      "payload_too_large",
+      `Page ${number} of the PDF draws an image of more than ${Math.round(limits.maxImagePixels / 1e6)} megapixels, the limit per image`,
+    );
+  }
+}
+
+/** A sparse text layer against OCR of the same page: keep the exact text unless OCR found clearly more. */
+function pickSparsePage(textLayer: ExtractedPage | undefined, ocr: ExtractedPage): ExtractedPage {
+  if (!textLayer) return ocr;
+  const count = (p: ExtractedPage) => p.text.replace(/\s+/g, "").length;
+  return count(ocr) > count(textLayer) * 1.5 + 10 ? ocr : textLayer;
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MB` : `${Math.round(bytes / 1024)} KB`;
+}

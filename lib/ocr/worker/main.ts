@@ -1,0 +1,83 @@
+/**
+ * The entry of an engine process: a child of the server, started by lib/ocr/pool.ts from the bundle that
+ * scripts/build-engine.mjs makes of this file. It serves one job at a time over the IPC channel and exits when the
+ * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
+ */
+import { isApiError } from "@/lib/errors";
+import { notePdfWarning } from "../pdf";
+import { Engine } from "./jobs";
+import {
+  ENGINE_CONFIG_VARIABLE,
+  engineProcessConfigSchema,
+  toEngineEnvelopeSchema,
+  type EngineJob,
+  type FromEngine,
+  type ToEngine,
+} from "./protocol";
+
+if (!process.send) {
+  console.error("The OCR engine process must be started by the server (it talks over an IPC channel).");
+  process.exit(2);
+}
+
+// pdf.js warns through console.warn; those lines are data for the reader (removed oversized images), not log noise.
+const warn = console.warn.bind(console);
+console.warn = (...args: unknown[]) => {
+  const first = args[0];
+  if (typeof first === "string" && first.startsWith("Warning: ")) notePdfWarning(first);
+  else warn(...args);
+};
+
+const config = engineProcessConfigSchema.parse(JSON.parse(process.env[ENGINE_CONFIG_VARIABLE] ?? "null"));
+const engine = new Engine(config);
+let work = Promise.resolve();
+
+function send(message: FromEngine): void {
+  process.send?.(message);
+}
+
+process.on("message", (raw: unknown) => {
+  const envelope = toEngineEnvelopeSchema.safeParse(raw);
+  if (!envelope.success) return;
+  const message = raw as ToEngine;
+  // Messages are handled in order: a `drop` sent before a job is done before it.
+  work = work.then(() => handle(message));
+});
+
+process.on("disconnect", () => process.exit(0));
+
+async function handle(message: ToEngine): Promise<void> {
+  switch (message.type) {
+    case "drop":
+      await engine.drop(message.docId);
+      return;
+    case "job":
+      await runJob(message.id, message.job, message.deadline);
+      return;
+  }
+}
+
+// An OCR process is ready once its Tesseract is (a failure here is logged; the first job tries again).
+const warming = config.warmLanguages
+  ? engine.warm(config.warmLanguages).catch((error: unknown) => console.error(`[engine] warming Tesseract failed: ${describe(error)}`))
+  : Promise.resolve();
+void warming.then(() => send({ type: "ready" }));
+
+async function runJob(id: number, job: EngineJob, deadline: number): Promise<void> {
+  try {
+    const value = await engine.run(job, deadline);
+    send({ type: "result", id, ok: true, value });
+  } catch (error) {
+    if (isApiError(error)) {
+      if (error.code === "internal_error") console.error(`[engine] ${job.kind} failed:`, describe(error.cause ?? error));
+      send({ type: "result", id, ok: false, error: { code: error.code, message: error.message } });
+      return;
+    }
+    console.error(`[engine] ${job.kind} failed:`, describe(error));
+    send({ type: "result", id, ok: false, error: { code: "internal_error", message: "The OCR engine failed" } });
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}

@@ -1,0 +1,112 @@
+import { z } from "zod";
+import { errorCodeSchema } from "@/lib/errors";
+import type { FileType } from "../detect";
+import type { ExtractedPage } from "../document";
+import type { LanguageChoice } from "../languages";
+
+/**
+ * Messages between the server process and an engine process (lib/ocr/worker/main.ts), over Node's IPC channel with
+ * `serialization: "advanced"` (structured clone: bytes travel as bytes). Each side validates the envelope of what it
+ * receives; pages inside a result are produced by this codebase's own engine and are not re-parsed field by field
+ * (a 50-page document of words would cost the server's event loop tens of milliseconds for nothing).
+ */
+
+/** Limits the engine process applies while reading. */
+export interface ReadLimits {
+  /** Most pixels of an image file, or of one image drawn inside a PDF (pdf.js `maxImageSize`). */
+  maxImagePixels: number;
+  /** Most bytes one PDF stream may inflate to. */
+  maxStreamBytes: number;
+}
+
+/** A document an engine process keeps open between jobs of one request (a PDF read page by page). */
+export interface DocumentRef {
+  id: string;
+  /** Sent only to a process that does not hold the document yet. */
+  bytes?: Uint8Array;
+}
+
+export interface InspectPdfJob {
+  kind: "inspect-pdf";
+  doc: DocumentRef;
+  /** `options.pages`, parsed in the engine process against the page count. */
+  pages?: string;
+  maxPages: number;
+  limits: ReadLimits;
+}
+
+export interface ReadImageJob {
+  kind: "read-image";
+  bytes: Uint8Array;
+  type: Exclude<FileType, "pdf">;
+  language: LanguageChoice;
+  available: string[];
+  limits: ReadLimits;
+}
+
+export interface ReadPdfPageJob {
+  kind: "read-pdf-page";
+  doc: DocumentRef;
+  number: number;
+  language: LanguageChoice;
+  available: string[];
+  limits: ReadLimits;
+  /** The page's sparse text layer, kept when OCR finds little more. */
+  textLayer?: ExtractedPage;
+}
+
+export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob;
+export type JobKind = EngineJob["kind"];
+
+export interface InspectPdfResult {
+  pageCount: number;
+  /** 1-based pages the request reads (what it is charged for). */
+  selected: number[];
+  /** Pages read from their own text layer, and blank pages: finished. */
+  done: ExtractedPage[];
+  /** Pages that need OCR, with their sparse text layer when they have one. */
+  ocr: Array<{ number: number; textLayer?: ExtractedPage }>;
+}
+
+export interface PageResult {
+  page: ExtractedPage;
+  /** The languages the page was read in (`auto` decides on the first scanned page). */
+  language: LanguageChoice;
+}
+
+export interface JobResults {
+  "inspect-pdf": InspectPdfResult;
+  "read-image": PageResult;
+  "read-pdf-page": PageResult;
+}
+
+/**
+ * Configuration of an engine process, in its `OCR_ENGINE_CONFIG` environment variable (JSON) at start: it reads no
+ * other configuration, and gets no other variable of the server's environment (no store credentials).
+ */
+export const engineProcessConfigSchema = z.object({
+  /** Start Tesseract at once (OCR processes) rather than on the first recognition job. */
+  warmLanguages: z.array(z.string()).optional(),
+  maxJobsPerWorker: z.number().int().min(1),
+  createTimeoutMs: z.number().int().min(1),
+});
+export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;
+
+export const ENGINE_CONFIG_VARIABLE = "OCR_ENGINE_CONFIG";
+
+export type ToEngine = { type: "job"; id: number; deadline: number; job: EngineJob } | { type: "drop"; docId: string };
+
+export const jobErrorSchema = z.object({
+  code: errorCodeSchema,
+  message: z.string(),
+});
+export type JobError = z.infer<typeof jobErrorSchema>;
+
+export const fromEngineSchema = z.union([
+  z.object({ type: z.literal("ready") }),
+  z.object({ type: z.literal("result"), id: z.number().int(), ok: z.literal(true), value: z.unknown() }),
+  z.object({ type: z.literal("result"), id: z.number().int(), ok: z.literal(false), error: jobErrorSchema }),
+]);
+export type FromEngine = z.infer<typeof fromEngineSchema>;
+
+export const toEngineEnvelopeSchema = z.object({ type: z.enum(["job", "drop"]) }).loose();
