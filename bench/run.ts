@@ -14,6 +14,7 @@
  *   --filter S        only files whose path contains S
  *   --json FILE       write the results as JSON
  *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see README)
+ *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -25,7 +26,7 @@ import { gunzipSync } from "node:zlib";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
-import { sampleTreeRss } from "./process-tree";
+import { sampleTreeRss } from "./procfs";
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -53,6 +54,9 @@ interface PassResult {
   seconds: number;
   pagesPerSecond: number;
 }
+
+// --load: the load benchmark of the built standalone server; bench/load.ts parses its own options.
+if (process.argv.includes("--load")) await (await import("./load")).loadMain(process.argv.slice(2));
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
