@@ -46,6 +46,7 @@ const healthSchema = z.strictObject({
     expectedWaitS: z.number().min(0),
     inspect: z.strictObject({ workers: z.number().int().min(0), busy: z.number().int().min(0), queued: z.number().int().min(0) }),
     stopped: z.strictObject({ timeout: z.number().int().min(0), memory: z.number().int().min(0), crashed: z.number().int().min(0) }),
+    recycled: z.number().int().min(0),
     memoryMb: z.strictObject({ server: z.number().int().min(1), engine: z.array(z.number().int().min(0)) }),
     languages: z.array(z.string()),
     check: checkSchema.optional(),

@@ -71,6 +71,8 @@ export interface PoolStats {
   inspect: { size: number; workers: number; busy: number; queued: number; completed: number };
   /** Processes stopped for their job's deadline, for passing the memory ceiling, or that died on their own. */
   stopped: { timeout: number; memory: number; crashed: number };
+  /** Processes replaced between jobs because they kept too much memory. */
+  recycled: number;
   /** The live engine processes. */
   processes: Array<{ pid: number; lane: Lane; busy: boolean; jobs: number; rssMb: number }>;
 }
@@ -90,6 +92,8 @@ interface Slot {
   killedFor?: ApiError;
   stderrTail: string;
   rssMb: number;
+  /** Epoch ms of its last job's end (or of its start). */
+  idleSince: number;
 }
 
 interface QueuedJob {
@@ -121,6 +125,8 @@ const MEMORY_POLL_MS = 100;
  * what a large page needed, and only a new process gives it back (an idle OCR process takes ~145 MB).
  */
 const RECYCLE_MB = 320;
+/** An inspect process idle this long exits (~80 MB back); the next PDF starts one again in ~0.15 s. */
+const INSPECT_IDLE_MS = 60_000;
 
 export class OcrPool {
   private readonly options: Required<Omit<PoolOptions, "workerScript">> & { workerScript?: string };
@@ -131,12 +137,14 @@ export class OcrPool {
   private readonly estimates: Record<JobKind, number> = { ...INITIAL_ESTIMATES };
   private readonly samples: Record<JobKind, number> = { "inspect-pdf": 0, "read-image": 0, "read-pdf-page": 0 };
   private readonly stopped = { timeout: 0, memory: 0, crashed: 0 };
+  private recycled = 0;
   private nextSlotId = 1;
   private nextJobId = 1;
   private nextSession = 1;
   private readonly completed: Record<Lane, number> = { ocr: 0, inspect: 0 };
   private closed = false;
   private memoryTimer?: NodeJS.Timeout;
+  private idleTimer?: NodeJS.Timeout;
   private scriptStamp?: number;
 
   constructor(options: PoolOptions) {
@@ -244,6 +252,7 @@ export class OcrPool {
   }
 
   stats(): PoolStats {
+    for (const slot of this.slots) slot.rssMb = readRssMb(slot.child.pid) ?? slot.rssMb;
     const lane = (name: Lane) => ({
       workers: this.slots.filter((s) => s.lane === name).length,
       busy: this.slots.filter((s) => s.lane === name && s.busy).length,
@@ -256,6 +265,7 @@ export class OcrPool {
       expectedWaitMs: this.expectedWaitMs("ocr"),
       inspect: { size: this.options.inspectSize, ...lane("inspect") },
       stopped: { ...this.stopped },
+      recycled: this.recycled,
       processes: this.slots
         .filter((slot) => !slot.retired && slot.child.pid !== undefined)
         .map((slot) => ({ pid: slot.child.pid!, lane: slot.lane, busy: slot.busy, jobs: slot.jobs, rssMb: slot.rssMb })),
@@ -278,6 +288,7 @@ export class OcrPool {
 
   async terminate(): Promise<void> {
     this.closed = true;
+    clearInterval(this.idleTimer);
     for (const lane of ["ocr", "inspect"] as const) {
       for (const waiting of this.queues[lane].values()) {
         for (const entry of waiting) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));
@@ -395,6 +406,7 @@ export class OcrPool {
       docs: [],
       stderrTail: "",
       rssMb: 0,
+      idleSince: Date.now(),
     };
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (chunk: string) => {
@@ -402,6 +414,7 @@ export class OcrPool {
       process.stderr.write(chunk);
     });
     this.slots.push(slot);
+    if (lane === "inspect") this.watchIdle();
 
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -447,6 +460,7 @@ export class OcrPool {
   private finishJob(slot: Slot, entry: QueuedJob): void {
     slot.current = undefined;
     slot.busy = false;
+    slot.idleSince = Date.now();
     slot.jobs++;
     entry.slot = undefined;
     this.completed[slot.lane]++;
@@ -457,6 +471,7 @@ export class OcrPool {
     const rss = readRssMb(slot.child.pid);
     if (rss !== null) slot.rssMb = rss;
     if (rss !== null && rss > Math.min(RECYCLE_MB, this.options.memoryMb * 0.6)) {
+      this.recycled++;
       void this.stop(slot);
       // Its replacement starts now, while other work runs, rather than when the next job waits for it.
       if (!this.closed) this.spawn(slot.lane).catch((error: unknown) => this.failQueued(slot.lane, error));
@@ -554,6 +569,22 @@ export class OcrPool {
       }
     }, MEMORY_POLL_MS);
     this.memoryTimer.unref();
+  }
+
+  /** Inspect processes that had nothing to do for a minute exit (OCR processes stay warm: Tesseract takes ~0.4 s). */
+  private watchIdle(): void {
+    if (this.idleTimer) return;
+    this.idleTimer = setInterval(() => {
+      const inspect = this.slots.filter((s) => s.lane === "inspect" && !s.retired);
+      if (inspect.length === 0) {
+        clearInterval(this.idleTimer);
+        this.idleTimer = undefined;
+        return;
+      }
+      const now = Date.now();
+      for (const slot of inspect) if (!slot.busy && now - slot.idleSince > INSPECT_IDLE_MS) void this.stop(slot);
+    }, INSPECT_IDLE_MS / 4);
+    this.idleTimer.unref();
   }
 
   private failQueued(lane: Lane, error: unknown): void {

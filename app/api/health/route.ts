@@ -72,6 +72,8 @@ export interface HealthBody {
     inspect: { workers: number; busy: number; queued: number };
     /** Engine processes stopped for a deadline or the memory ceiling, or that died, since this instance started. */
     stopped: { timeout: number; memory: number; crashed: number };
+    /** Processes replaced between jobs because they kept too much memory (Tesseract's heap only grows). */
+    recycled: number;
     /** Resident memory of this server process and of each engine process, MB. */
     memoryMb: { server: number; engine: number[] };
     languages: string[];
@@ -99,6 +101,7 @@ export const GET = withRequest(async ({ req }) => {
       expectedWaitS: Math.round(pool.expectedWaitMs / 100) / 10,
       inspect: { workers: pool.inspect.workers, busy: pool.inspect.busy, queued: pool.inspect.queued },
       stopped: pool.stopped,
+      recycled: pool.recycled,
       memoryMb: {
         server: Math.round(process.memoryUsage.rss() / 1048576),
         engine: pool.processes.map((p) => p.rssMb),
