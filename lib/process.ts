@@ -133,7 +133,7 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
   const ledger = { userId: account.userId, requestId, keyId: account.keyId };
   const pages = document.selectedPages.length;
 
-  const reservation = await reserveCredits({ ...ledger, pages });
+  const reservation = await reserveCredits({ ...ledger, pages, deadline: work.deadline });
   if (!reservation.ok) {
     throw new ApiError(
       "insufficient_credits",

@@ -13,6 +13,7 @@ const storeSchema = z.strictObject({
   kind: z.enum(["memory", "redis-tcp", "redis-rest", "none"]),
   ok: z.boolean(),
   latencyMs: z.number().int().min(0),
+  overdueReservations: z.number().int().min(0).optional(),
   error: z.string().optional(),
 });
 
@@ -23,6 +24,7 @@ const sampleSchema = z.strictObject({
   source: z.enum(["ocr", "text-layer"]).optional(),
   confidence: z.number().min(0).max(100).optional(),
   latencyMs: z.number().int().min(0),
+  overdueReservations: z.number().int().min(0).optional(),
   error: z.string().optional(),
 });
 

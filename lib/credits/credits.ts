@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { getEnv } from "@/lib/env";
+import { ApiError, isApiError } from "@/lib/errors";
 import { getStore, type LedgerDraft, type LedgerPage, type LedgerReason } from "@/lib/store";
 
 export type { LedgerEntry, LedgerPage, LedgerReason } from "@/lib/store";
 
-/** How long an unsettled reservation can still be settled or refunded (well past the request deadline). */
-const RESERVATION_TTL_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 const pagesSchema = z.number().int().min(1).max(100_000);
@@ -28,26 +28,54 @@ export type ReserveResult = { ok: true; balance: number } | { ok: false; balance
  * Take `pages` credits before any OCR work, atomically (concurrent requests never overdraw), with an `ocr`
  * ledger entry. `{ ok: false }` (nothing charged) when the balance is below `pages` — answer 402.
  * Throws `unavailable` when the store is down: no OCR is done for free.
+ *
+ * A reserve whose reply is lost (a client-side timeout while Redis still runs the script, a dropped connection) is
+ * reconciled at once by request id: the reservation, if the script did run, is released — refunded and closed, so
+ * that a reserve arriving even later is refused — and then `unavailable` is thrown. The service never both charges
+ * and refuses. If that release fails too, the reservation (if any) is in the open index with its deadline, and the
+ * sweeper refunds it (`sweepExpiredReservations`).
  */
 export async function reserveCredits({
   userId,
   pages,
   requestId,
   keyId,
+  deadline = Date.now() + getEnv().REQUEST_DEADLINE_MS,
 }: {
   userId: string;
   pages: number;
   requestId: string;
   keyId?: string;
+  /** Epoch ms: the request's deadline. An unsettled reservation is refunded by the sweeper after it. */
+  deadline?: number;
 }): Promise<ReserveResult> {
-  const result = await getStore().reserveCredits({
-    userId,
-    requestId,
-    pages: pagesSchema.parse(pages),
-    entry: draft("ocr", { requestId, keyId }),
-    day: dayOf(new Date()),
-    reservationTtlMs: RESERVATION_TTL_MS,
-  });
+  const store = getStore();
+  const count = pagesSchema.parse(pages);
+  let result: Awaited<ReturnType<typeof store.reserveCredits>>;
+  try {
+    result = await store.reserveCredits({
+      userId,
+      requestId,
+      pages: count,
+      entry: draft("ocr", { requestId, keyId }),
+      day: dayOf(new Date()),
+      deadline,
+    });
+  } catch (error) {
+    await store
+      .releaseCredits({ userId, requestId, pages: count, entry: draft("refund", { requestId, keyId }), day: dayOf(new Date()) })
+      .then(
+        ({ refunded }) => {
+          if (refunded > 0) console.error(`[${requestId}] a reserve's reply was lost after it ran: ${refunded} credits refunded`);
+        },
+        () => console.error(`[${requestId}] reserve failed and could not be reconciled now; the reservation sweep will refund it`),
+      );
+    throw error;
+  }
+  if (result.duplicate) {
+    // Request ids are unique per request: this is a bug, not a client error. Nothing was charged.
+    throw new ApiError("internal_error", "This request was already charged", { cause: new Error(`duplicate reservation ${requestId}`) });
+  }
   return result.ok ? { ok: true, balance: result.balance } : { ok: false, balance: result.balance };
 }
 
@@ -96,6 +124,76 @@ export async function refundCredits({
     pages: refundPagesSchema.parse(pages),
     entry: draft("refund", { requestId, keyId }),
     day: dayOf(new Date()),
+  });
+}
+
+/** How long after its deadline an unsettled reservation is left to its own request before the sweeper takes it. */
+export const SWEEP_GRACE_MS = 30_000;
+
+export interface SweepResult {
+  /** Overdue reservations found. */
+  found: number;
+  /** Of those, the ones that still held credits (each an `expired` ledger entry). */
+  refunded: number;
+  credits: number;
+}
+
+/**
+ * Refund the reservations whose request never settled them — their instance crashed or was killed — once their
+ * deadline plus `graceMs` has passed: each gets a ledger entry `expired` with its request id. Safe to run from any
+ * number of instances at once: each reservation is refunded exactly once (the release is atomic and closes it).
+ */
+export async function sweepExpiredReservations({
+  now = Date.now(),
+  graceMs = SWEEP_GRACE_MS,
+  limit = 200,
+}: { now?: number; graceMs?: number; limit?: number } = {}): Promise<SweepResult> {
+  const store = getStore();
+  const overdue = await store.listOverdueReservations(now - graceMs, limit);
+  let refunded = 0;
+  let credits = 0;
+  for (const { userId, requestId } of overdue) {
+    const released = await store.releaseCredits({
+      userId,
+      requestId,
+      pages: 100_000,
+      entry: draft("expired", { requestId }),
+      day: dayOf(new Date()),
+    });
+    if (released.refunded > 0) {
+      refunded++;
+      credits += released.refunded;
+    }
+  }
+  return { found: overdue.length, refunded, credits };
+}
+
+/** Open reservations whose deadline has passed (for `/api/health`): nonzero for long means nothing sweeps. */
+export async function countOverdueReservations(now = Date.now()): Promise<number> {
+  return getStore().countOverdueReservations(now);
+}
+
+const SWEEP_EVERY_MS = 30_000;
+const SWEEP_KEY = Symbol.for("ocr-service.reservation-sweep");
+type SweepHolder = { [SWEEP_KEY]?: number };
+
+/**
+ * Sweep at most once per 30 s per instance, never failing or delaying the caller: every keyed request calls this,
+ * so as long as anyone uses the service, a crashed instance's reservations come back within a minute of their
+ * deadline (the cron route covers quiet times).
+ */
+export function maybeSweepReservations(schedule: (task: () => Promise<void>) => void = (task) => void task()): void {
+  const holder = globalThis as SweepHolder;
+  const now = Date.now();
+  if (now - (holder[SWEEP_KEY] ?? 0) < SWEEP_EVERY_MS) return;
+  holder[SWEEP_KEY] = now;
+  schedule(async () => {
+    try {
+      const result = await sweepExpiredReservations({ now });
+      if (result.refunded > 0) console.info(`[credits] sweep refunded ${result.credits} credits of ${result.refunded} expired reservations`);
+    } catch (error) {
+      console.warn(`[credits] reservation sweep failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`);
+    }
   });
 }
 

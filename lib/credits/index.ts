@@ -1,4 +1,9 @@
 export {
+  SWEEP_GRACE_MS,
+  countOverdueReservations,
+  maybeSweepReservations,
+  sweepExpiredReservations,
+  type SweepResult,
   getBalance,
   getDailyUsage,
   grantCredits,

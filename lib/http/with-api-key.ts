@@ -1,12 +1,16 @@
+import { after } from "next/server";
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   fingerprintRequest,
+  maybeSweepReservations,
   releaseIdempotencyKey,
   type StoredResponse,
 } from "@/lib/credits";
+import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
 import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
+import { runWithDeadline } from "@/lib/request-scope";
 import { hasNonBearerAuthorization, readApiKey } from "./api-key";
 import { readBody } from "./body";
 import { newRequestId } from "./request-id";
@@ -23,6 +27,8 @@ export type ApiHandler = (context: ApiContext) => Promise<Response>;
 export interface WithApiKeyOptions {
   /** Also accept the key as the `api_key` query parameter, after the headers. Default false: only `/api/mcp` may. */
   acceptQueryKey?: boolean;
+  /** The answer is a long-lived stream: its store commands are not bounded by `REQUEST_DEADLINE_MS`. Default false. */
+  stream?: boolean;
 }
 
 /** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
@@ -51,28 +57,49 @@ export function isFinalOutcome(status: number): boolean {
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
-    const requestId = newRequestId();
-    const headers: Record<string, string> = {};
-    let keyId: string | undefined;
-    let response: Response;
-    try {
-      const account = await authenticate(req, options.acceptQueryKey ?? false);
-      keyId = account.keyId;
-      const limit = await checkRateLimit(account.keyId);
-      Object.assign(headers, rateLimitHeaders(limit));
-      if (!limit.success) {
-        throw new ApiError(
-          "rate_limited",
-          `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
-        );
-      }
-      const context: ApiContext = { req, requestId, receivedAt, account };
-      response = await runIdempotently(context, () => runHandler(handler, context));
-    } catch (error) {
-      response = errorResponse(error, requestId);
-    }
-    return finishResponse(response, { req, requestId, receivedAt, keyId, headers });
+    // Every store command of the request ends by its deadline (plus the answer grace): see lib/request-scope.ts.
+    // A stream (MCP's SSE GET) outlives any request deadline and keeps the default command timeout.
+    const response =
+      options.stream === true
+        ? await serve(handler, options, req, receivedAt)
+        : await runWithDeadline(receivedAt + getEnv().REQUEST_DEADLINE_MS, () => serve(handler, options, req, receivedAt));
+    // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
+    maybeSweepReservations(afterResponse);
+    return response;
   };
+}
+
+/** Run `task` after the response when Next can (`after`: on Vercel it keeps the function alive); otherwise now. */
+function afterResponse(task: () => Promise<void>): void {
+  try {
+    after(task);
+  } catch {
+    void task(); // outside a Next request scope (tests, scripts)
+  }
+}
+
+async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Request, receivedAt: number): Promise<Response> {
+  const requestId = newRequestId();
+  const headers: Record<string, string> = {};
+  let keyId: string | undefined;
+  let response: Response;
+  try {
+    const account = await authenticate(req, options.acceptQueryKey ?? false);
+    keyId = account.keyId;
+    const limit = await checkRateLimit(account.keyId);
+    Object.assign(headers, rateLimitHeaders(limit));
+    if (!limit.success) {
+      throw new ApiError(
+        "rate_limited",
+        `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
+      );
+    }
+    const context: ApiContext = { req, requestId, receivedAt, account };
+    response = await runIdempotently(context, () => runHandler(handler, context));
+  } catch (error) {
+    response = errorResponse(error, requestId);
+  }
+  return finishResponse(response, { req, requestId, receivedAt, keyId, headers });
 }
 
 async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {

@@ -77,7 +77,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       });
       return new Response(stream, { headers: SSE_HEADERS });
     },
-    { acceptQueryKey: true },
+    { acceptQueryKey: true, stream: true },
   );
 
   const post = withApiKey(

@@ -1,4 +1,5 @@
 import { Redis, type Requester } from "@upstash/redis";
+import { callBudgetMs } from "@/lib/request-scope";
 import { createNodeRedisRequester, type NodeRedisRequesterOptions } from "./node-redis-requester";
 
 /**
@@ -17,7 +18,7 @@ class RawRedis extends Redis {
 export interface RestRedisOptions {
   url: string;
   token: string;
-  /** Per-request deadline. Default 5 000 ms. */
+  /** Per-request deadline. Default 5 000 ms, and never past the current request's deadline (lib/request-scope.ts). */
   timeoutMs?: number;
 }
 
@@ -30,7 +31,7 @@ export function createRestRedis({ url, token, timeoutMs = 5_000 }: RestRedisOpti
     enableTelemetry: false,
     // Fail closed within seconds rather than after the client's default five retries.
     retry: { retries: 2, backoff: (attempt) => 50 * 2 ** attempt },
-    signal: () => AbortSignal.timeout(timeoutMs),
+    signal: () => AbortSignal.timeout(callBudgetMs(timeoutMs)),
   });
 }
 

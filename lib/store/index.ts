@@ -90,6 +90,14 @@ export function getStore(): Store {
   return store;
 }
 
+/**
+ * Make `store` the process-wide store for the current configuration (until it changes or `resetStore()`): tests wrap
+ * a real store to lose a reply or fail a call, the way a network does.
+ */
+export function installStore(store: Store): void {
+  globalSlot.__ocrStore = { signature: JSON.stringify(resolveStoreConfig(getEnv())), store };
+}
+
 /** Close and forget the process-wide store (CLI exit, tests). */
 export async function resetStore(): Promise<void> {
   const slot = globalSlot.__ocrStore;

@@ -1,5 +1,9 @@
 import {
   MAILBOX_MAX_MESSAGES,
+  RESERVATION_TTL_MS,
+  TOMBSTONE_TTL_MS,
+  parseReservationMember,
+  reservationMember,
   ledgerEntrySchema,
   type ApiKeyRecord,
   type IdempotencyRecord,
@@ -72,7 +76,10 @@ export function createMemoryStore(): Store {
   const balances = new Map<string, number>();
   const ledgers = new Map<string, LedgerEntry[]>();
   const usage = new Map<string, Map<string, number>>();
-  const reservations = new ExpiringMap<number>();
+  /** Pages reserved while open, `closed` after release (a tombstone: see the Lua scripts). */
+  const reservations = new ExpiringMap<number | "closed">();
+  /** Open reservations: member → deadline. */
+  const openReservations = new Map<string, number>();
   const idempotency = new ExpiringMap<IdempotencyRecord>();
   const rateWindows = new ExpiringMap<number>();
   const mailboxOpen = new ExpiringMap<true>();
@@ -179,22 +186,26 @@ export function createMemoryStore(): Store {
       return balances.get(userId) ?? 0;
     },
 
-    async reserveCredits({ userId, requestId, pages, entry: draft, day, reservationTtlMs }) {
+    async reserveCredits({ userId, requestId, pages, entry: draft, day, deadline }) {
       const balance = balances.get(userId) ?? 0;
+      const id = reservationKey(userId, requestId);
+      if (reservations.get(id) !== undefined) return { ok: false, balance, duplicate: true };
       if (balance < pages) return { ok: false, balance };
       const after = balance - pages;
       balances.set(userId, after);
       appendLedger(userId, entry(draft, { balanceAfter: after, delta: -pages, pages }));
       addUsage(userId, day, pages);
-      const id = reservationKey(userId, requestId);
-      reservations.set(id, (reservations.get(id) ?? 0) + pages, reservationTtlMs);
+      reservations.set(id, pages, RESERVATION_TTL_MS);
+      openReservations.set(reservationMember(userId, requestId), deadline);
       return { ok: true, balance: after };
     },
 
     async releaseCredits({ userId, requestId, pages, entry: draft, day }) {
       const id = reservationKey(userId, requestId);
-      const refund = Math.min(pages, reservations.get(id) ?? 0);
-      reservations.delete(id);
+      const reserved = reservations.get(id);
+      const refund = Math.min(pages, typeof reserved === "number" ? reserved : 0);
+      reservations.set(id, "closed", TOMBSTONE_TTL_MS);
+      openReservations.delete(reservationMember(userId, requestId));
       const balance = balances.get(userId) ?? 0;
       if (refund <= 0) return { refunded: 0, balance };
       const after = balance + refund;
@@ -202,6 +213,23 @@ export function createMemoryStore(): Store {
       appendLedger(userId, entry(draft, { balanceAfter: after, delta: refund, pages: refund }));
       addUsage(userId, day, -refund);
       return { refunded: refund, balance: after };
+    },
+
+    async listOverdueReservations(before, limit) {
+      return [...openReservations]
+        .filter(([, deadline]) => deadline <= before)
+        .sort((a, b) => a[1] - b[1])
+        .slice(0, limit)
+        .flatMap(([member, deadline]) => {
+          const parsed = parseReservationMember(member);
+          return parsed ? [{ ...parsed, deadline }] : [];
+        });
+    },
+
+    async countOverdueReservations(before) {
+      let count = 0;
+      for (const deadline of openReservations.values()) if (deadline <= before) count++;
+      return count;
     },
 
     async grantCredits({ userId, credits, entry: draft }) {

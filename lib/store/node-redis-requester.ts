@@ -1,12 +1,16 @@
 import { createHash } from "node:crypto";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { createClient, ErrorReply, MultiErrorReply } from "redis";
+import { callBudgetMs } from "@/lib/request-scope";
 
 /** Options for {@link createNodeRedisRequester}. */
 export interface NodeRedisRequesterOptions {
   /** How long a request waits for a (re)connection before failing. Default 2 000 ms. */
   connectWaitMs?: number;
-  /** How long one request (single command, pipeline or transaction) may take. Default 5 000 ms. */
+  /**
+   * How long one request (single command, pipeline or transaction) may take. Default 5 000 ms, and never past the
+   * current request's deadline plus its answer grace (`lib/request-scope.ts`): no command outlives its request.
+   */
   commandTimeoutMs?: number;
 }
 
@@ -144,8 +148,9 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
   return {
     async request<TResult>(req: UpstashRequest): Promise<UpstashResponse<TResult>> {
       let timer: NodeJS.Timeout | undefined;
+      const budget = callBudgetMs(commandTimeoutMs);
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`Redis request timed out after ${commandTimeoutMs} ms`)), commandTimeoutMs);
+        timer = setTimeout(() => reject(new Error(`Redis request timed out after ${budget} ms`)), budget);
       });
       try {
         // The Requester contract answers a pipeline with an array of responses; its generic type cannot say so.

@@ -19,6 +19,10 @@ import {
 } from "./scripts";
 import {
   MAILBOX_MAX_MESSAGES,
+  RESERVATION_TTL_MS,
+  TOMBSTONE_TTL_MS,
+  parseReservationMember,
+  reservationMember,
   apiKeyRecordSchema,
   idempotencyRecordSchema,
   ledgerEntrySchema,
@@ -78,6 +82,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     ledger: (userId: string) => `${prefix}ledger:${userId}`,
     usage: (userId: string) => `${prefix}usage:${userId}`,
     reservation: (userId: string, requestId: string) => `${prefix}reservation:${userId}:${requestId}`,
+    openReservations: () => `${prefix}reservations:open`,
     idempotency: (scope: string) => `${prefix}idem:${scope}`,
     rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
     mailbox: (id: string) => `${prefix}mailbox:${id}`,
@@ -228,26 +233,43 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
       return reply === null ? 0 : integer.parse(reply);
     },
 
-    async reserveCredits({ userId, requestId, pages, entry, day, reservationTtlMs }) {
+    async reserveCredits({ userId, requestId, pages, entry, day, deadline }) {
       const reply = await call("reserveCredits", () =>
         scripts.reserveCredits.exec(
-          [key.credits(userId), key.ledger(userId), key.usage(userId), key.reservation(userId, requestId)],
-          [String(pages), fixed(entry), day, String(reservationTtlMs)],
+          [key.credits(userId), key.ledger(userId), key.usage(userId), key.reservation(userId, requestId), key.openReservations()],
+          [String(pages), fixed(entry), day, String(RESERVATION_TTL_MS), String(deadline), reservationMember(userId, requestId)],
         ),
       );
       const [ok, balance] = reservedTuple.parse(reply);
-      return { ok: ok === 1, balance };
+      return ok === -1 ? { ok: false, balance, duplicate: true } : { ok: ok === 1, balance };
     },
 
     async releaseCredits({ userId, requestId, pages, entry, day }) {
       const reply = await call("releaseCredits", () =>
         scripts.releaseCredits.exec(
-          [key.credits(userId), key.ledger(userId), key.usage(userId), key.reservation(userId, requestId)],
-          [String(pages), fixed(entry), day],
+          [key.credits(userId), key.ledger(userId), key.usage(userId), key.reservation(userId, requestId), key.openReservations()],
+          [String(pages), fixed(entry), day, String(TOMBSTONE_TTL_MS), reservationMember(userId, requestId)],
         ),
       );
       const [refunded, balance] = reservedTuple.parse(reply);
       return { refunded, balance };
+    },
+
+    async listOverdueReservations(before, limit) {
+      const reply = await call("listOverdueReservations", () =>
+        redis.zrange(key.openReservations(), "-inf", before, { byScore: true, offset: 0, count: limit, withScores: true }),
+      );
+      const flat = z.array(z.union([z.string(), z.number()])).parse(reply);
+      const overdue: Array<{ userId: string; requestId: string; deadline: number }> = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const parsed = parseReservationMember(String(flat[i]));
+        if (parsed) overdue.push({ ...parsed, deadline: Number(flat[i + 1]) });
+      }
+      return overdue;
+    },
+
+    async countOverdueReservations(before) {
+      return integer.parse(await call("countOverdueReservations", () => redis.zcount(key.openReservations(), "-inf", before)));
     },
 
     async grantCredits({ userId, credits, entry }) {

@@ -79,34 +79,43 @@ return 1
 `;
 
 /**
- * reserveCredits — never overdraws: the check and the decrement are one atomic step.
- * KEYS: [1] balance, [2] ledger, [3] usage hash (day → pages), [4] reservation of this request
- * ARGV: [1] pages (> 0), [2] ledger fixed fields JSON, [3] day (YYYY-MM-DD), [4] reservation TTL (ms)
- * Returns: {1, balance after} reserved | {0, balance} not enough credits (nothing written)
+ * reserveCredits — never overdraws: the check and the decrement are one atomic step. The reservation key holds the
+ * pages while open and `closed` once released (a tombstone): its existence refuses any later reserve of the same
+ * request id. Open reservations are indexed by deadline, for the sweeper.
+ * KEYS: [1] balance, [2] ledger, [3] usage hash (day → pages), [4] reservation of this request,
+ *       [5] open-reservation index (sorted set: deadline → "userId|requestId")
+ * ARGV: [1] pages (> 0), [2] ledger fixed fields JSON, [3] day (YYYY-MM-DD), [4] reservation TTL (ms),
+ *       [5] deadline (epoch ms), [6] index member
+ * Returns: {1, balance after} reserved | {0, balance} not enough credits (nothing written) |
+ *          {-1, balance} this request id already has or had a reservation (nothing written)
  */
 export const reserveCreditsScript = `${ledgerEntryHelper}
 local pages = tonumber(ARGV[1])
 local balance = tonumber(redis.call('GET', KEYS[1]) or '0')
+if redis.call('EXISTS', KEYS[4]) == 1 then return {-1, balance} end
 if balance < pages then return {0, balance} end
 local after = redis.call('DECRBY', KEYS[1], pages)
 redis.call('RPUSH', KEYS[2], ledger_entry(after, -pages, pages, ARGV[2]))
 redis.call('HINCRBY', KEYS[3], ARGV[3], pages)
-redis.call('INCRBY', KEYS[4], pages)
-redis.call('PEXPIRE', KEYS[4], ARGV[4])
+redis.call('SET', KEYS[4], pages, 'PX', ARGV[4])
+redis.call('ZADD', KEYS[5], ARGV[5], ARGV[6])
 return {1, after}
 `;
 
 /**
- * releaseCredits — settle (give back reserved − used) and refund (give back everything) of one reservation.
- * KEYS: [1] balance, [2] ledger, [3] usage hash, [4] reservation of this request
- * ARGV: [1] pages to give back (≥ 0), [2] ledger fixed fields JSON, [3] day (YYYY-MM-DD)
- * Returns: {refunded, balance after}. refunded = min(ARGV[1], still reserved); the reservation is closed, so a
- *          second settle or refund of the same request gives back nothing.
+ * releaseCredits — settle (give back reserved − used), refund (give back everything) or expire (the sweeper) one
+ * reservation, and close it: out of the index, a tombstone left behind.
+ * KEYS: [1] balance, [2] ledger, [3] usage hash, [4] reservation of this request, [5] open-reservation index
+ * ARGV: [1] pages to give back (≥ 0), [2] ledger fixed fields JSON, [3] day (YYYY-MM-DD), [4] tombstone TTL (ms),
+ *       [5] index member
+ * Returns: {refunded, balance after}. refunded = min(ARGV[1], still reserved); a closed or unknown reservation
+ *          gives back nothing (and is closed), so a second settle, refund or sweep of the same request is a no-op.
  */
 export const releaseCreditsScript = `${ledgerEntryHelper}
-local outstanding = tonumber(redis.call('GET', KEYS[4]) or '0')
+local outstanding = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
 local refund = math.min(tonumber(ARGV[1]), outstanding)
-redis.call('DEL', KEYS[4])
+redis.call('SET', KEYS[4], 'closed', 'PX', ARGV[4])
+redis.call('ZREM', KEYS[5], ARGV[5])
 if refund <= 0 then return {0, tonumber(redis.call('GET', KEYS[1]) or '0')} end
 local after = redis.call('INCRBY', KEYS[1], refund)
 redis.call('RPUSH', KEYS[2], ledger_entry(after, refund, refund, ARGV[2]))

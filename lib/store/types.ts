@@ -47,7 +47,8 @@ export const resolvedApiKeySchema = z.object({
 });
 export type ResolvedApiKey = z.infer<typeof resolvedApiKeySchema>;
 
-export const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant"]);
+/** `expired`: a reservation its request never settled (the instance died), refunded by the sweeper. */
+export const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant", "expired"]);
 export type LedgerReason = z.infer<typeof ledgerReasonSchema>;
 
 export const ledgerEntrySchema = z.object({
@@ -99,6 +100,24 @@ export interface RateLimitResult {
 export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
 
 /**
+ * How long a reservation is kept: far past any request's deadline, so the sweeper always finds what it must refund
+ * (it is closed, and leaves the open index, as soon as its request settles or the sweeper refunds it).
+ */
+export const RESERVATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** How long a closed reservation's tombstone refuses a late reserve of the same request id. */
+export const TOMBSTONE_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A reservation's member in the open-reservation index. Ids never contain `|` (`usr_…`, `req_…`, `req_….2`). */
+export function reservationMember(userId: string, requestId: string): string {
+  return `${userId}|${requestId}`;
+}
+
+export function parseReservationMember(member: string): { userId: string; requestId: string } | null {
+  const at = member.indexOf("|");
+  return at > 0 ? { userId: member.slice(0, at), requestId: member.slice(at + 1) } : null;
+}
+
+/**
  * Everything the service keeps, in domain terms. Implemented by the redis adapter (Upstash REST or TCP) and the
  * memory adapter; `tests/store/contract.test.ts` runs the same cases against each. Only lib/accounts, lib/keys,
  * lib/credits (and the MCP relay, for the mailbox) call it.
@@ -143,7 +162,10 @@ export interface Store {
   getBalance(userId: string): Promise<number>;
   /**
    * Take `pages` credits if the balance allows (never below zero), append an `ocr` ledger entry, count the pages
-   * for `day`'s usage and remember the reservation under `requestId`. `{ ok: false }` writes nothing.
+   * for `day`'s usage, remember the reservation under `requestId` and index it by `deadline` among the open ones
+   * (the sweeper refunds it if nobody settles it). `{ ok: false }` writes nothing. A request id that already has
+   * (or had) a reservation is refused with `duplicate: true` and nothing written: a reserve whose reply was lost and
+   * that arrives after its reconciling release, or a second reserve under one id, never charges.
    */
   reserveCredits(input: {
     userId: string;
@@ -151,11 +173,14 @@ export interface Store {
     pages: number;
     entry: LedgerDraft;
     day: string;
-    reservationTtlMs: number;
-  }): Promise<{ ok: boolean; balance: number }>;
+    /** Epoch ms: the request's deadline, after which an unsettled reservation is the sweeper's. */
+    deadline: number;
+  }): Promise<{ ok: boolean; balance: number; duplicate?: boolean }>;
   /**
-   * Give back up to `pages` of what `requestId` reserved (never more than is still reserved), as a `refund`
-   * ledger entry, and close the reservation. Refunding 0, or a closed reservation, writes no entry.
+   * Give back up to `pages` of what `requestId` reserved (never more than is still reserved), with `entry`'s reason
+   * (`refund`, or `expired` from the sweeper), and close the reservation: it leaves the open index and stays as a
+   * tombstone, so a late reserve under the same id is refused. Refunding 0, or a closed or unknown reservation,
+   * writes no entry (but the tombstone, so calling it for a reserve whose outcome is unknown is safe).
    */
   releaseCredits(input: {
     userId: string;
@@ -164,6 +189,10 @@ export interface Store {
     entry: LedgerDraft;
     day: string;
   }): Promise<{ refunded: number; balance: number }>;
+  /** Open reservations whose deadline is before `before` (epoch ms), oldest first, at most `limit`. */
+  listOverdueReservations(before: number, limit: number): Promise<Array<{ userId: string; requestId: string; deadline: number }>>;
+  /** How many open reservations have a deadline before `before` (epoch ms). */
+  countOverdueReservations(before: number): Promise<number>;
   /** Add credits with a ledger entry (reason `grant` or `signup`). */
   grantCredits(input: { userId: string; credits: number; entry: LedgerDraft }): Promise<{ balance: number }>;
   listLedger(userId: string, options: { limit: number; cursor?: string | null }): Promise<LedgerPage>;

@@ -106,7 +106,7 @@ describe("when Redis cannot be reached", () => {
       pages: 1,
       entry: { id: "led_x", at: new Date().toISOString(), reason: "ocr" },
       day: "2026-01-01",
-      reservationTtlMs: 1_000,
+      deadline: Date.now() + 1_000,
     });
     await expect(reserve).rejects.toBeInstanceOf(ApiError);
     await expect(reserve).rejects.toMatchObject({ code: "unavailable", status: 503 });

@@ -223,7 +223,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
           pages,
           entry: draft("ocr", { keyId: "key_x" }),
           day: today(),
-          reservationTtlMs: 60_000,
+          deadline: Date.now() + 60_000,
         });
       expect(await reserve(3)).toEqual({ ok: true, balance: 2 });
       expect(await reserve(3)).toEqual({ ok: false, balance: 2 });
@@ -245,7 +245,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         pages: 4,
         entry: draft("ocr", { requestId }),
         day: today(),
-        reservationTtlMs: 60_000,
+        deadline: Date.now() + 60_000,
       });
       const release = (pages: number) =>
         store.releaseCredits({ userId: user.id, requestId, pages, entry: draft("refund", { requestId }), day: today() });
@@ -260,7 +260,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         pages: 2,
         entry: draft("ocr", { requestId: other }),
         day: today(),
-        reservationTtlMs: 60_000,
+        deadline: Date.now() + 60_000,
       });
       const refund = await store.releaseCredits({
         userId: user.id,
@@ -304,6 +304,91 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(third.nextCursor).toBeNull();
     });
 
+    it("indexes open reservations by deadline; release takes them out; the ledger always balances", async () => {
+      const user = await newUser(20);
+      const base = Date.now() - 1_000_000; // far in the past: other tests' reservations are all later
+      const requests = Array.from({ length: 3 }, () => id("req"));
+      for (const [i, requestId] of requests.entries()) {
+        const result = await store.reserveCredits({
+          userId: user.id,
+          requestId,
+          pages: i + 1,
+          entry: draft("ocr", { requestId }),
+          day: today(),
+          deadline: base + i * 1000,
+        });
+        expect(result).toEqual({ ok: true, balance: 20 - (i === 0 ? 1 : i === 1 ? 3 : 6) });
+      }
+      expect(await store.countOverdueReservations(base + 1500)).toBe(2);
+      expect(await store.listOverdueReservations(base + 1500, 10)).toEqual([
+        { userId: user.id, requestId: requests[0], deadline: base },
+        { userId: user.id, requestId: requests[1], deadline: base + 1000 },
+      ]);
+      expect(await store.listOverdueReservations(base + 5000, 1)).toHaveLength(1);
+
+      const release = (requestId: string, pages: number, reason: LedgerDraft["reason"] = "refund") =>
+        store.releaseCredits({ userId: user.id, requestId, pages, entry: draft(reason, { requestId }), day: today() });
+      expect(await release(requests[1]!, 0)).toEqual({ refunded: 0, balance: 14 }); // settled, all pages used
+      expect(await store.listOverdueReservations(base + 5000, 10)).toEqual([
+        { userId: user.id, requestId: requests[0], deadline: base },
+        { userId: user.id, requestId: requests[2], deadline: base + 2000 },
+      ]);
+      expect(await release(requests[0]!, 100, "expired")).toEqual({ refunded: 1, balance: 15 });
+      expect(await release(requests[2]!, 100)).toEqual({ refunded: 3, balance: 18 });
+      expect(await store.countOverdueReservations(base + 5000)).toBe(0);
+
+      const { entries } = await store.listLedger(user.id, { limit: 20 });
+      expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
+        ["refund", 3, requests[2]],
+        ["expired", 1, requests[0]],
+      ]);
+      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await store.getBalance(user.id));
+    });
+
+    it("a request id reserves once: a second reserve, or one arriving after its release (a lost reply), charges nothing", async () => {
+      const user = await newUser(10);
+      const reserve = (requestId: string) =>
+        store.reserveCredits({ userId: user.id, requestId, pages: 2, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() + 60_000 });
+      const twice = id("req");
+      expect(await reserve(twice)).toEqual({ ok: true, balance: 8 });
+      expect(await reserve(twice)).toEqual({ ok: false, balance: 8, duplicate: true });
+
+      // Reconciliation first (the reserve's reply was lost, so its outcome is unknown), the reserve itself after it.
+      const late = id("req");
+      expect(
+        await store.releaseCredits({ userId: user.id, requestId: late, pages: 2, entry: draft("refund", { requestId: late }), day: today() }),
+      ).toEqual({ refunded: 0, balance: 8 });
+      expect(await reserve(late)).toEqual({ ok: false, balance: 8, duplicate: true });
+
+      expect(await store.getBalance(user.id)).toBe(8);
+      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(entries.map((entry) => entry.reason)).toEqual(["ocr", "signup"]);
+      expect(await store.countOverdueReservations(Date.now() + 120_000)).toBeGreaterThanOrEqual(1);
+      await store.releaseCredits({ userId: user.id, requestId: twice, pages: 0, entry: draft("refund"), day: today() });
+    });
+
+    it("concurrent releases of one reservation (two sweeps) give it back exactly once", async () => {
+      const user = await newUser(30);
+      const requests = Array.from({ length: 20 }, () => id("req"));
+      for (const requestId of requests) {
+        await store.reserveCredits({ userId: user.id, requestId, pages: 1, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() - 1 });
+      }
+      expect(await store.getBalance(user.id)).toBe(10);
+      const sweep = () =>
+        Promise.all(
+          requests.map((requestId) =>
+            store.releaseCredits({ userId: user.id, requestId, pages: 100, entry: draft("expired", { requestId }), day: today() }),
+          ),
+        );
+      const [first, second] = await Promise.all([sweep(), sweep()]);
+      const refunded = [...first!, ...second!].reduce((sum, result) => sum + result.refunded, 0);
+      expect(refunded).toBe(20);
+      expect(await store.getBalance(user.id)).toBe(30);
+      const { entries } = await store.listLedger(user.id, { limit: 100 });
+      expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(20);
+      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(30);
+    });
+
     it("race: 100 concurrent reserves of 1 credit on a balance of 10 → exactly 10 succeed", async () => {
       const user = await newUser(10);
       const results = await Promise.all(
@@ -315,7 +400,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
             pages: 1,
             entry: draft("ocr", { requestId }),
             day: today(),
-            reservationTtlMs: 60_000,
+            deadline: Date.now() + 60_000,
           });
         }),
       );

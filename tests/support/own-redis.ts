@@ -72,6 +72,15 @@ export class OwnRedis {
     this.child = undefined;
   }
 
+  /** SIGSTOP: the server stops answering but keeps its connections open (a Redis stuck in a long command). */
+  pause(): void {
+    this.child?.kill("SIGSTOP");
+  }
+
+  resume(): void {
+    this.child?.kill("SIGCONT");
+  }
+
   kill(): void {
     if (this.child?.exitCode === null) this.child.kill("SIGKILL");
     this.child = undefined;

@@ -9,6 +9,7 @@ import {
 } from "@/lib/health-sample";
 import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
 import { extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
 import { availableLanguages } from "@/lib/ocr/languages";
 import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
@@ -31,6 +32,11 @@ export interface StoreHealth {
   kind: string;
   ok: boolean;
   latencyMs: number;
+  /**
+   * Credit reservations still open after their request's deadline (their instance died before settling them); the
+   * sweep refunds them within a minute or two. A number that stays above zero means nothing sweeps.
+   */
+  overdueReservations?: number;
   error?: string;
 }
 
@@ -129,7 +135,9 @@ async function checkStore(): Promise<StoreHealth> {
     const store = getStore(); // throws in production when no Redis is configured
     kind = store.kind;
     await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
-    return { kind, ok: true, latencyMs: elapsed() };
+    const latencyMs = elapsed();
+    const overdueReservations = await withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined);
+    return { kind, ok: true, latencyMs, ...(overdueReservations !== undefined && { overdueReservations }) };
   } catch (error) {
     // Fixed wording, never the raw error: it could carry a connection string.
     const reason =

@@ -1,0 +1,153 @@
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import {
+  countOverdueReservations,
+  grantCredits,
+  listLedger,
+  getBalance,
+  reserveCredits,
+  sweepExpiredReservations,
+} from "@/lib/credits";
+import { ApiError } from "@/lib/errors";
+import { getOcrPool } from "@/lib/ocr";
+import { processDocument } from "@/lib/process";
+import { getStore, installStore, resetStore, type Store } from "@/lib/store";
+import { tinyPng } from "../api/support";
+import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
+
+/*
+ * DESIGN's ledger always balances: credits are never lost, whatever happens between the service and Redis or to the
+ * instance holding a reservation. A real Redis under this file's prefix; the engine is real where a request runs.
+ */
+const { prefix } = withRedisStoreEnv("reservations", { LOG_REQUESTS: "false" });
+afterAll(() => getOcrPool().terminate());
+afterEach(() => resetStore());
+
+const user = () => `usr_${randomBytes(6).toString("hex")}`;
+const request = () => `req_${randomBytes(6).toString("hex")}`;
+
+async function expectBalanced(userId: string): Promise<void> {
+  const { entries } = await listLedger(userId, { limit: 100 });
+  expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(userId));
+}
+
+/** The real store, except that `reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
+function lossyStore(real: Store, { failRelease = false } = {}): Store & { lost: number } {
+  const wrapper = Object.create(real) as Store & { lost: number };
+  wrapper.lost = 0;
+  let releaseFails = failRelease;
+  wrapper.reserveCredits = async (input) => {
+    await real.reserveCredits(input);
+    wrapper.lost++;
+    throw new ApiError("unavailable", "The account store did not answer in time");
+  };
+  wrapper.releaseCredits = async (input) => {
+    if (releaseFails) {
+      releaseFails = false;
+      throw new ApiError("unavailable", "The account store did not answer in time");
+    }
+    return real.releaseCredits(input);
+  };
+  return wrapper;
+}
+
+describe("a reserve whose reply is lost", () => {
+  it("is reconciled by request id: the request answers 503 unavailable and the balance is unchanged", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 5 });
+    const store = lossyStore(getStore());
+    installStore(store);
+    const requestId = request();
+    const outcome = await processDocument({
+      body: { image: tinyPng("LOST 1").toString("base64") },
+      account: { userId },
+      requestId,
+      deadline: Date.now() + 20_000,
+    }).catch((error: unknown) => error);
+    expect(outcome).toMatchObject({ code: "unavailable", status: 503 });
+    expect(store.lost).toBe(1);
+    expect(await getBalance(userId)).toBe(5);
+    const { entries } = await listLedger(userId);
+    expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
+      ["refund", 1, requestId],
+      ["ocr", -1, requestId],
+    ]);
+    await expectBalanced(userId);
+  });
+
+  it("when the reconciling release fails too, the sweep refunds it after the deadline", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 5 });
+    installStore(lossyStore(getStore(), { failRelease: true }));
+    const requestId = request();
+    const deadline = Date.now() + 300;
+    await expect(reserveCredits({ userId, pages: 2, requestId, deadline })).rejects.toMatchObject({ code: "unavailable" });
+    expect(await getBalance(userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
+
+    // Not before its deadline (plus grace): its request might still settle it.
+    expect((await sweepExpiredReservations({ now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
+    const result = await sweepExpiredReservations({ now: deadline + 1, graceMs: 0 });
+    expect(result.refunded).toBeGreaterThanOrEqual(1);
+    expect(await getBalance(userId)).toBe(5);
+    const { entries } = await listLedger(userId);
+    expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId });
+    await expectBalanced(userId);
+  });
+});
+
+describe("the sweep", () => {
+  it("refunds only overdue reservations, once each, even when instances sweep at the same time", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 30 });
+    const past = Date.now() - 60_000;
+    for (let i = 0; i < 10; i++) await reserveCredits({ userId, pages: 1, requestId: request(), deadline: past });
+    const pending = request();
+    await reserveCredits({ userId, pages: 5, requestId: pending, deadline: Date.now() + 60_000 });
+    expect(await getBalance(userId)).toBe(15);
+    expect(await countOverdueReservations()).toBeGreaterThanOrEqual(10);
+
+    const sweeps = await Promise.all([sweepExpiredReservations({ graceMs: 0 }), sweepExpiredReservations({ graceMs: 0 })]);
+    expect(sweeps.reduce((sum, sweep) => sum + sweep.credits, 0)).toBeGreaterThanOrEqual(10);
+    expect(await getBalance(userId)).toBe(25); // the 10 refunded; the pending one untouched
+    const { entries } = await listLedger(userId, { limit: 100 });
+    expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(10);
+    expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("req_"))).toBe(true);
+    await expectBalanced(userId);
+  });
+});
+
+describe("an instance killed with reservations open", () => {
+  it("a second instance's sweep refunds them after their deadline; the ledger balances", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 10 });
+    const deadline = Date.now() + 3_000;
+    const script = path.join(import.meta.dirname, "hold-reservations.ts");
+    const child = spawn(process.execPath, ["--import", "tsx", script, userId, "4", String(deadline)], {
+      env: { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ENV: "test" },
+      stdio: ["ignore", "pipe", "inherit"],
+      cwd: path.resolve(import.meta.dirname, "../.."),
+    });
+    // The child reserves 4 requests × 2 pages, says so, and then waits (its requests "in flight") until killed.
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("reserved")) resolve();
+      });
+      child.once("exit", (code) => reject(new Error(`the child exited (${code}) before reserving`)));
+    });
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.once("exit", resolve));
+    expect(await getBalance(userId)).toBe(2);
+
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 50));
+    expect(await countOverdueReservations()).toBeGreaterThanOrEqual(4);
+    const result = await sweepExpiredReservations({ graceMs: 0 });
+    expect(result.credits).toBeGreaterThanOrEqual(8);
+    expect(await getBalance(userId)).toBe(10);
+    const { entries } = await listLedger(userId, { limit: 100 });
+    expect(entries.filter((entry) => entry.reason === "expired").map((entry) => entry.delta)).toEqual([2, 2, 2, 2]);
+    await expectBalanced(userId);
+    expect(await countOverdueReservations()).toBe(0);
+  });
+});
