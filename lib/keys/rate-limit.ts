@@ -4,11 +4,12 @@ import { getStore, type RateLimitResult } from "@/lib/store";
 const MINUTE_MS = 60_000;
 
 /**
- * Count one request against the key's limit: `RATE_LIMIT_PER_MINUTE` requests per fixed one-minute window.
- * Never throws for a store outage: rate limits fail open (logged), unlike credits.
+ * Count `weight` requests (default 1) against the key's limit: `RATE_LIMIT_PER_MINUTE` requests per fixed one-minute
+ * window. An MCP batch counts each of its `tools/call`s. Never throws for a store outage: rate limits fail open
+ * (logged), unlike credits.
  */
-export async function checkRateLimit(keyId: string): Promise<RateLimitResult> {
-  return getStore().rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS });
+export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
+  return getStore().rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
 }
 
 /**

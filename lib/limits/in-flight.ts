@@ -1,6 +1,11 @@
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
 
+/**
+ * OCR requests in flight per account on this instance, so one key cannot fill an instance (`ACCOUNT_MAX_IN_FLIGHT`,
+ * default 4). Per instance by design: it protects this instance's engine processes, needs no store round trip and
+ * cannot leak a slot when an instance dies. Kept on globalThis so Next dev reloads and bundle copies share one.
+ */
 const KEY = Symbol.for("ocr-service.in-flight");
 type Holder = { [KEY]?: Map<string, number> };
 
@@ -32,4 +37,14 @@ export function acquireInFlight(userId: string, options: { limit?: number; retry
     if (left <= 0) map.delete(userId);
     else map.set(userId, left);
   };
+}
+
+/** Requests the account has in flight on this instance (0 when it has none: such accounts are not kept). */
+export function inFlightCount(userId: string): number {
+  return counts().get(userId) ?? 0;
+}
+
+/** Accounts with requests in flight on this instance. */
+export function inFlightAccounts(): number {
+  return counts().size;
 }

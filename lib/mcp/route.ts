@@ -1,6 +1,7 @@
 import { ApiError } from "@/lib/errors";
 import { isFinalOutcome, preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { noteResponse } from "@/lib/http/respond";
+import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
 import { openMailbox } from "@/lib/store/mailbox";
 import { readMcpConfig, type SseTiming } from "./config";
@@ -194,8 +195,30 @@ function chargeTracker() {
   };
 }
 
+/**
+ * Each `tools/call` of a JSON-RPC batch counts against the key's rate limit, as a request of its own: the HTTP
+ * request was counted once by `withApiKey`, so a batch of n calls takes n − 1 more. A batch that does not fit in what
+ * is left of the minute is refused whole (`429`, nothing run, nothing charged): running part of it would leave the
+ * client to sort out which calls happened.
+ */
+async function chargeBatch(keyId: string, body: unknown): Promise<void> {
+  const calls = (Array.isArray(body) ? body : [body]).filter(
+    (message) => typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call",
+  ).length;
+  if (calls <= 1) return;
+  const limit = await checkRateLimit(keyId, calls - 1);
+  if (limit.success) return;
+  const headers = rateLimitHeaders(limit);
+  throw new ApiError(
+    "rate_limited",
+    `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
+    { headers },
+  );
+}
+
 async function postStateless({ req, account, requestId, receivedAt }: ApiContext): Promise<Response> {
   const body = await readJson(req);
+  await chargeBatch(account.keyId, body);
   const charges = chargeTracker();
   const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
   const response = await serveStreamablePost(req, body, () =>
@@ -215,6 +238,7 @@ async function postToSession(
   wakeups: StreamWakeups,
 ): Promise<Response> {
   const body = await readJson(req);
+  await chargeBatch(account.keyId, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
   const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;

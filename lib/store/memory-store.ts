@@ -285,11 +285,11 @@ export function createMemoryStore(): Store {
       return idempotency.ttl(scope);
     },
 
-    async rateLimit({ bucket, identifier, limit, windowMs }) {
+    async rateLimit({ bucket, identifier, limit, windowMs, weight = 1 }) {
       // Same algorithm as @upstash/ratelimit's fixedWindow, which the redis adapter uses.
       const window = Math.floor(Date.now() / windowMs);
       const id = `${bucket}:${identifier}:${window}`;
-      const count = (rateWindows.get(id) ?? 0) + 1;
+      const count = (rateWindows.get(id) ?? 0) + weight;
       rateWindows.set(id, count, windowMs);
       return { success: count <= limit, limit, remaining: Math.max(0, limit - count), reset: (window + 1) * windowMs };
     },

@@ -336,7 +336,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
       return ttl < 0 ? null : ttl;
     },
 
-    async rateLimit({ bucket, identifier, limit, windowMs }): Promise<RateLimitResult> {
+    async rateLimit({ bucket, identifier, limit, windowMs, weight = 1 }): Promise<RateLimitResult> {
       const id = `${bucket}:${limit}:${windowMs}`;
       let limiter = limiters.get(id);
       if (!limiter) {
@@ -356,7 +356,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
         return { success: true, limit, remaining: limit, reset: Date.now() + windowMs, failedOpen: true };
       };
       try {
-        const result = await limiter.limit(identifier);
+        const result = await limiter.limit(identifier, { rate: weight });
         if (result.reason === "timeout") return failOpen("timeout");
         return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
       } catch (error) {

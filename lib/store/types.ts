@@ -216,7 +216,8 @@ export interface Store {
   getIdempotencyTtl(scope: string): Promise<number | null>;
 
   // Rate limits (fixed window)
-  rateLimit(input: { bucket: string; identifier: string; limit: number; windowMs: number }): Promise<RateLimitResult>;
+  /** Count `weight` (default 1) hits against `identifier`'s fixed window of `limit` per `windowMs`; fails open. */
+  rateLimit(input: { bucket: string; identifier: string; limit: number; windowMs: number; weight?: number }): Promise<RateLimitResult>;
 
   // Mailboxes (MCP legacy SSE relay: the POST instance pushes, the instance holding the stream drains)
   /** Create or extend a mailbox for `ttlMs`. */

@@ -1,5 +1,6 @@
 import { delay, http, HttpResponse } from "msw";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { grantCredits, listLedger } from "@/lib/credits";
 import { MCP_MAX_DURATION_S, readMcpConfig } from "@/lib/mcp";
@@ -340,6 +341,55 @@ describe("HTTP around the SDK", () => {
       const limited = await rpc(ping, { key: account.key });
       await expectApiError(limited, "rate_limited");
       expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    } finally {
+      restore();
+    }
+  });
+
+  it("each tools/call of a batch counts: a batch of 4 with 3 left in the minute → 429, nothing run or charged", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "3" });
+    try {
+      await waitForWindowRoom(60_000, 3_000);
+      const account = await createAccount(10);
+      const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
+      const limited = await rpc(batch, { key: account.key });
+      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(await account.balance()).toBe(10);
+      await expectLedgerConsistent(account);
+    } finally {
+      restore();
+    }
+  });
+
+  it("a batch of 3 tools/call with 4 allowed runs (3 credits), and then a single request is over the limit", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "4" });
+    try {
+      await waitForWindowRoom(60_000, 10_000);
+      const account = await createAccount(10);
+      const batch = [1, 2, 3].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
+      const answered = await rpc(batch, { key: account.key });
+      expect(answered.status).toBe(200);
+      const results = z.array(jsonRpcResultSchema).parse(await answered.json());
+      for (const result of results) expectExtracted(result.result);
+      expect(await account.balance()).toBe(7);
+      // 3 of 4 used: one more request fits, the next does not.
+      expect((await rpc({ jsonrpc: "2.0", id: 9, method: "ping" }, { key: account.key })).status).toBe(200);
+      await expectApiError(await rpc({ jsonrpc: "2.0", id: 10, method: "ping" }, { key: account.key }), "rate_limited");
+    } finally {
+      restore();
+    }
+  });
+
+  it("a batch without tool calls costs one request, like a single message", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "2" });
+    try {
+      await waitForWindowRoom(60_000, 2_000);
+      const account = await createAccount(0);
+      const pings = [1, 2, 3, 4, 5].map((id) => ({ jsonrpc: "2.0", id, method: "ping" }));
+      expect((await rpc(pings, { key: account.key })).status).toBe(200);
+      expect((await rpc(pings, { key: account.key })).status).toBe(200);
+      await expectApiError(await rpc(pings, { key: account.key }), "rate_limited");
     } finally {
       restore();
     }

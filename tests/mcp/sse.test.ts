@@ -1,8 +1,8 @@
 import { delay, http, HttpResponse } from "msw";
 import { afterEach, describe, expect, it } from "vitest";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
-import { REQUEST_ID, STORE_KINDS, createAccount, expectApiError, sleep, tinyPng, withRemoteFiles, withStore } from "../api/support";
-import { countKeysWithPrefix } from "../support/redis";
+import { REQUEST_ID, STORE_KINDS, createAccount, expectApiError, setEnv, sleep, tinyPng, withRemoteFiles, withStore } from "../api/support";
+import { countKeysWithPrefix, waitForWindowRoom } from "../support/redis";
 import {
   MCP_ENDPOINT,
   connectClient,
@@ -111,6 +111,23 @@ describe.each(STORE_KINDS)("legacy HTTP+SSE, raw (%s store)", (storeKind) => {
     // The client goes away: the session goes with it.
     await events.cancel();
     await eventually(async () => (await post({ jsonrpc: "2.0", id: 6, method: "ping" })).status === 404);
+  });
+
+  it("a batch posted to a session counts each tools/call against the rate limit: over it, 429 and nothing run", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "4" });
+    try {
+      await waitForWindowRoom(60_000, 5_000);
+      const account = await createAccount(10);
+      const { events, post } = await openStream(route(), account.key); // the GET counts: 3 left
+      const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
+      const limited = await post(batch);
+      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      expect(await account.balance()).toBe(10);
+      await expect(events.next(300)).rejects.toThrow(/no SSE event/); // nothing was run, so nothing arrives
+      await events.cancel();
+    } finally {
+      restore();
+    }
   });
 
   it("a `: ping` comment keeps an idle stream alive", async () => {

@@ -497,6 +497,15 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect((await store.rateLimit({ bucket: "signin", identifier, limit: 5, windowMs })).success).toBe(true);
     });
 
+    it("counts a weighted hit as that many requests (an MCP batch of tool calls)", async () => {
+      const windowMs = 60_000;
+      await waitForWindowRoom(windowMs, 2_000);
+      const identifier = id("key");
+      expect(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: true, remaining: 2 });
+      expect(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: false });
+      expect(await store.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs, weight: 5 })).toMatchObject({ success: true, remaining: 0 });
+    });
+
     it("starts counting again in the next window", async () => {
       const identifier = id("key");
       const windowMs = 400;
