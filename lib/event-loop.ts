@@ -31,8 +31,9 @@ export function startEventLoopMonitor(): void {
 }
 
 /** The event-loop delay of the last complete window (or of the current one, early on). */
-export function eventLoopDelay(now = Date.now()): EventLoopDelay {
+export function eventLoopDelay(): EventLoopDelay {
   const current = monitor();
+  const now = Date.now();
   if (now - current.windowStarted >= WINDOW_MS) {
     current.last = snapshot(current.histogram, now - current.windowStarted);
     current.histogram.reset();

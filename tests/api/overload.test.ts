@@ -14,12 +14,12 @@ withStore("memory", { OCR_WORKERS: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS)
 afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {
-  it("3× capacity at once: the surplus is refused within a second with Retry-After; no 500; only answers are charged", async () => {
-    // One read first, so the instance knows what a dense page costs.
+  it("far past capacity at once: the surplus is refused within a second with Retry-After; no 500; only answers are charged", async () => {
+    // One read first, so the instance knows what a dense page costs (2.5–5 s here: 2 to 6 fit in a 6 s deadline).
     const warm = await createAccount(10);
     await expectOcrOk(await callOcr({ image: base64Of("dense-page.png") }, { key: warm.key }));
 
-    const accounts = await Promise.all(Array.from({ length: 6 }, () => createAccount(10)));
+    const accounts = await Promise.all(Array.from({ length: 12 }, () => createAccount(10)));
     const image = base64Of("dense-page.png");
     const started = Date.now();
     const outcomes = await Promise.all(
@@ -31,7 +31,7 @@ describe("503 overloaded", () => {
     const statuses = outcomes.map((outcome) => outcome.response.status);
     expect(statuses.every((status) => [200, 503, 504].includes(status))).toBe(true);
     const refused = outcomes.filter((outcome) => outcome.response.status === 503);
-    expect(refused.length).toBeGreaterThanOrEqual(2);
+    expect(refused.length).toBeGreaterThanOrEqual(5);
     for (const { response, ms } of refused) {
       expect(ms).toBeLessThan(1_000);
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
