@@ -20,6 +20,7 @@ interface Monitor {
   histogram: ELDHistogram;
   windowStarted: number;
   last?: EventLoopDelay;
+  timer: NodeJS.Timeout;
 }
 
 const MONITOR_KEY = Symbol.for("ocr-service.event-loop-monitor");
@@ -30,16 +31,10 @@ export function startEventLoopMonitor(): void {
   monitor();
 }
 
-/** The event-loop delay of the last complete window (or of the current one, early on). */
+/** The event-loop delay of the last complete 10-second window (or of the current one, early on). */
 export function eventLoopDelay(): EventLoopDelay {
   const current = monitor();
-  const now = Date.now();
-  if (now - current.windowStarted >= WINDOW_MS) {
-    current.last = snapshot(current.histogram, now - current.windowStarted);
-    current.histogram.reset();
-    current.windowStarted = now;
-  }
-  return current.last ?? snapshot(current.histogram, now - current.windowStarted);
+  return current.last ?? snapshot(current.histogram, Date.now() - current.windowStarted);
 }
 
 function monitor(): Monitor {
@@ -47,7 +42,18 @@ function monitor(): Monitor {
   if (!holder[MONITOR_KEY]) {
     const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
     histogram.enable();
-    holder[MONITOR_KEY] = { histogram, windowStarted: Date.now() };
+    const current: Monitor = {
+      histogram,
+      windowStarted: Date.now(),
+      timer: setInterval(() => {
+        const now = Date.now();
+        current.last = snapshot(histogram, now - current.windowStarted);
+        histogram.reset();
+        current.windowStarted = now;
+      }, WINDOW_MS),
+    };
+    current.timer.unref();
+    holder[MONITOR_KEY] = current;
   }
   return holder[MONITOR_KEY];
 }
