@@ -113,7 +113,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       selectedPages: [1],
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
-        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline });
+        // Admitted when opened (before the request was charged): it waits its turn now, as a PDF's pages do.
+        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admit: false });
         return { pages: [page], pageCount: 1 };
       },
       close: async () => {},
