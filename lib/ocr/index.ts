@@ -7,7 +7,7 @@ import { readImageInfo } from "./image-info";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
 import { renderMarkdown } from "./markdown";
 import { parsePageSelection } from "./pages";
-import { OcrPool } from "./pool";
+import { OcrPool, type Admission } from "./pool";
 import type { InspectPdfResult, ReadLimits } from "./worker/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./document";
@@ -15,7 +15,7 @@ export { ocrDocumentSchema } from "./document";
 export type { FileType } from "./detect";
 export { detectFileType, mediaTypes, sniffFileType } from "./detect";
 export { OcrPool } from "./pool";
-export type { PoolOptions, PoolStats } from "./pool";
+export type { Admission, PoolOptions, PoolStats } from "./pool";
 
 export const outputFormats = ["text", "json", "markdown"] as const;
 export type OutputFormat = (typeof outputFormats)[number];
@@ -106,18 +106,18 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       );
     }
     parsePageSelection(options.pages, 1);
-    pool.admit("ocr", pool.estimate("read-image"), openDeadline);
+    const admission = pool.admit("ocr", pool.estimate("read-image"), openDeadline);
     return {
       type,
       pageCount: 1,
       selectedPages: [1],
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
-        // Admitted when opened (before the request was charged): it waits its turn now, as a PDF's pages do.
-        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admit: false });
+        // Admitted when opened (before the request was charged): its place is taken now, not judged again.
+        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admission });
         return { pages: [page], pageCount: 1 };
       },
-      close: async () => {},
+      close: async () => admission.release(),
     };
   }
 
@@ -129,13 +129,16 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       { kind: "inspect-pdf", doc: { id: docId, bytes }, pages: options.pages, maxPages: limits.maxPdfPages, limits: readLimits },
       { deadline: openDeadline, session },
     );
-    if (inspected.ocr.length > 0) pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline);
+    const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
       type,
       pageCount: inspected.pageCount,
       selectedPages: inspected.selected,
-      extract: ({ deadline = openDeadline } = {}) => extractPdf({ pool, bytes, docId, session, inspected, deadline, ...work }),
-      close: async () => pool.release(docId),
+      extract: ({ deadline = openDeadline } = {}) => extractPdf({ pool, bytes, docId, session, inspected, deadline, admission, ...work }),
+      close: async () => {
+        admission?.release();
+        pool.release(docId);
+      },
     };
   } catch (error) {
     pool.release(docId);
@@ -186,6 +189,8 @@ function checkDeadline(deadline: number): void {
 
 interface PdfWork {
   pool: OcrPool;
+  /** Held since the document was opened; its first page takes it. */
+  admission?: Admission;
   bytes: Uint8Array;
   docId: string;
   session: string;
@@ -206,7 +211,11 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
   checkDeadline(work.deadline);
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
+  let admission: Admission | false | undefined = work.admission ?? false;
   const readPage = async ({ number, textLayer }: InspectPdfResult["ocr"][number]): Promise<void> => {
+    // The first page takes the place its document was admitted with; the later ones wait their turn.
+    const place = admission;
+    admission = false;
     const result = await pool.run(
       "ocr",
       {
@@ -218,8 +227,7 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
         limits: work.limits,
         ...(textLayer && { textLayer }),
       },
-      // Admission was decided when the document was opened; its later pages wait their turn.
-      { deadline: work.deadline, session, admit: false },
+      { deadline: work.deadline, session, admission: place },
     );
     language = result.language;
     pages.set(number, result.page);

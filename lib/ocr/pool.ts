@@ -54,8 +54,21 @@ export interface RunOptions {
   session?: string;
   /** Expected duration in ms (admission and queue estimates). Default: the running mean for the job's kind. */
   estimateMs?: number;
-  /** Refuse at once when the job could not start before its deadline (default true; a request's later pages pass false). */
-  admit?: boolean;
+  /**
+   * The admission this job was granted when its request was opened (`admit()`): the job takes its place in the
+   * queue without being judged again. Without one, the job is admitted here. A request's later pages pass `false`:
+   * they wait their turn.
+   */
+  admission?: Admission | false;
+}
+
+/**
+ * A place held for a request between its admission (before it is charged) and its first job: counted in the wait
+ * that later requests see, so a burst cannot all be admitted against the same empty queue. Released when the job
+ * is queued, or when the request ends without one (402, errors).
+ */
+export interface Admission {
+  release(): void;
 }
 
 export interface PoolStats {
@@ -137,6 +150,8 @@ export class OcrPool {
   private readonly estimates: Record<JobKind, number> = { ...INITIAL_ESTIMATES };
   private readonly samples: Record<JobKind, number> = { "inspect-pdf": 0, "read-image": 0, "read-pdf-page": 0 };
   private readonly stopped = { timeout: 0, memory: 0, crashed: 0 };
+  /** Admitted requests whose first job is not queued yet (see `Admission`). */
+  private readonly held: Record<Lane, { count: number; ms: number }> = { ocr: { count: 0, ms: 0 }, inspect: { count: 0, ms: 0 } };
   private recycled = 0;
   private nextSlotId = 1;
   private nextJobId = 1;
@@ -158,7 +173,8 @@ export class OcrPool {
     if (options.deadline <= now) return Promise.reject(deadlineError());
     const estimateMs = options.estimateMs ?? this.estimates[job.kind];
     try {
-      if (options.admit !== false) this.admit(lane, estimateMs, options.deadline, now);
+      if (options.admission) options.admission.release();
+      else if (options.admission === undefined) this.admit(lane, estimateMs, options.deadline, now).release();
       else if (this.queuedCount(lane) >= this.options.queueLimit * 4) throw new ApiError("overloaded", "The OCR queue is full; retry shortly");
     } catch (error) {
       return Promise.reject(error);
@@ -186,11 +202,12 @@ export class OcrPool {
 
   /**
    * Refuse now what could not start (and get a second of work done) before its deadline: `503 overloaded` with a
-   * `Retry-After` of the expected wait. Also refuses when `queueLimit` jobs already wait.
+   * `Retry-After` of the expected wait. Also refuses when `queueLimit` jobs already wait. An admitted request holds
+   * its place (its estimate counts in the wait others see) until its job is queued or `release()` is called.
    */
-  admit(lane: Lane, estimateMs: number, deadline: number, now = Date.now()): void {
+  admit(lane: Lane, estimateMs: number, deadline: number, now = Date.now()): Admission {
     const waitMs = this.expectedWaitMs(lane);
-    const queued = this.queuedCount(lane);
+    const queued = this.queuedCount(lane) + this.held[lane].count;
     const retryAfter = { "Retry-After": String(Math.min(120, Math.max(1, Math.ceil(waitMs / 1000)))) };
     if (queued >= this.options.queueLimit) {
       throw new ApiError("overloaded", "The OCR queue is full; retry shortly", { headers: retryAfter });
@@ -204,6 +221,18 @@ export class OcrPool {
         { headers: retryAfter },
       );
     }
+    const held = this.held[lane];
+    held.count++;
+    held.ms += estimateMs;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        held.count--;
+        held.ms -= estimateMs;
+      },
+    };
   }
 
   /** A fresh session key for the jobs of one request. */
@@ -238,7 +267,7 @@ export class OcrPool {
 
   /** Expected wait before a new job of `lane` starts: the work ahead of it spread over the lane's processes. */
   expectedWaitMs(lane: Lane = "ocr", now = Date.now()): number {
-    let backlog = 0;
+    let backlog = this.held[lane].ms;
     for (const waiting of this.queues[lane].values()) for (const entry of waiting) backlog += entry.estimateMs;
     let idle = this.laneSize(lane);
     for (const slot of this.slots) {
