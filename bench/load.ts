@@ -43,6 +43,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
+import { findCorpusFiles } from "./corpus";
 import { scoreText } from "./metrics";
 import {
   cpuDelta,
@@ -62,7 +63,6 @@ const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy from node_modules/.cache and says where the repo is.
 const ROOT = process.env.OCR_BENCH_ROOT ?? path.resolve(import.meta.dirname, "..");
 const DEFAULT_CORPUS = path.resolve(ROOT, "../shared/corpus-dev");
-const IMAGE_EXTENSIONS = new Set([".png", ".jpg", ".jpeg", ".webp"]);
 /** The service's default MAX_INLINE_BYTES: bigger files cannot be sent inline (they need imageUrl). */
 const MAX_INLINE_BYTES = 3 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 180_000;
@@ -188,35 +188,25 @@ async function measured<T>(pid: number | undefined, run: () => Promise<T>) {
 async function findItems(targets: string[], filter: string | undefined, withPdfs: boolean, format: string) {
   const items: Item[] = [];
   const skipped: string[] = [];
-  const visit = async (target: string): Promise<void> => {
-    const stat = await fs.stat(target);
-    if (stat.isDirectory()) {
-      for (const entry of (await fs.readdir(target)).sort()) await visit(path.join(target, entry));
-      return;
-    }
-    const ext = path.extname(target).toLowerCase();
+  const root = targets.length === 1 && (await fs.stat(targets[0]!)).isDirectory() ? targets[0]! : process.cwd();
+  for (const { file, ext, truthFile, size } of await findCorpusFiles(targets, filter)) {
     const pdf = ext === ".pdf";
-    if (!IMAGE_EXTENSIONS.has(ext) && !pdf) return;
-    const truthFile = target.slice(0, -ext.length) + ".gt.txt";
-    if (!existsSync(truthFile)) return;
-    if (filter && !target.includes(filter)) return;
-    const name = path.relative(targets.length === 1 && (await fs.stat(targets[0]!)).isDirectory() ? targets[0]! : process.cwd(), target);
-    if (pdf && !withPdfs) return;
-    if (stat.size > MAX_INLINE_BYTES) {
-      skipped.push(`${name} (${(stat.size / 1048576).toFixed(1)} MiB > the 3 MiB inline limit)`);
-      return;
+    if (pdf && !withPdfs) continue;
+    const name = path.relative(root, file);
+    if (size > MAX_INLINE_BYTES) {
+      skipped.push(`${name} (${(size / 1048576).toFixed(1)} MiB > the 3 MiB inline limit)`);
+      continue;
     }
-    const bytes = await fs.readFile(target);
+    const bytes = await fs.readFile(file);
     items.push({
-      file: target,
+      file,
       name,
       truth: await fs.readFile(truthFile, "utf8"),
-      bytes: stat.size,
+      bytes: size,
       pdf,
       body: JSON.stringify({ image: bytes.toString("base64"), options: { format } }),
     });
-  };
-  for (const target of targets) await visit(target);
+  }
   // Largest first (for the service and the native runs alike), so the big pages do not all end up in the tail.
   items.sort((a, b) => b.bytes - a.bytes);
   return { items, skipped };

@@ -25,6 +25,7 @@ import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
+import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 import { sampleTreeRss } from "./procfs";
 
@@ -32,7 +33,6 @@ const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
 const ROOT = process.env.OCR_BENCH_ROOT ?? path.resolve(import.meta.dirname, "..");
 const DEFAULT_CORPUS = path.resolve(ROOT, "../shared/corpus-dev");
-const DOC_EXTENSIONS = new Set([".pdf", ".png", ".jpg", ".jpeg", ".webp"]);
 
 interface Item {
   file: string;
@@ -79,22 +79,10 @@ const { values: args, positionals } = parseArgs({
 const workers = Number(args.workers ?? os.availableParallelism());
 
 async function findItems(targets: string[]): Promise<Item[]> {
-  const items: Item[] = [];
-  const visit = async (target: string): Promise<void> => {
-    const stat = await fs.stat(target);
-    if (stat.isDirectory()) {
-      for (const entry of (await fs.readdir(target)).sort()) await visit(path.join(target, entry));
-      return;
-    }
-    const ext = path.extname(target).toLowerCase();
-    if (!DOC_EXTENSIONS.has(ext)) return;
-    const truthFile = target.slice(0, -ext.length) + ".gt.txt";
-    if (!existsSync(truthFile)) return;
-    if (args.filter && !target.includes(args.filter)) return;
-    items.push({ file: target, name: path.relative(process.cwd(), target), truth: await fs.readFile(truthFile, "utf8") });
-  };
-  for (const target of targets) await visit(target);
-  return items;
+  const files = await findCorpusFiles(targets, args.filter);
+  return Promise.all(
+    files.map(async ({ file, truthFile }) => ({ file, name: path.relative(process.cwd(), file), truth: await fs.readFile(truthFile, "utf8") })),
+  );
 }
 
 function percentile(values: number[], p: number): number {
