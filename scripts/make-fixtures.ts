@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "10";
+const VERSION = "11";
 
 export const TEXTS = {
   paragraph: [
@@ -352,9 +352,9 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const columns = renderLines(1400, 760, [...stack(TEXTS.columnLeft, 40, 30, 30), ...stack(TEXTS.columnRight, 720, 30, 30)]);
   await withTruth("two-column.png", columns.toBuffer("image/png"), [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"));
 
-  // A dense page (~4 s of recognition): for tests that need a job still running when its deadline passes.
-  const denseLines = Array.from({ length: 36 }, (_, i) => TEXTS.paragraph[i % TEXTS.paragraph.length]!);
-  await write("dense-page.png", renderLines(2000, 2600, stack(denseLines, 40, 30, 44, 1.5)).toBuffer("image/png"));
+  // A dense page (4–6 s of recognition): for tests that need a job still running when its deadline passes.
+  const denseLines = Array.from({ length: 64 }, (_, i) => TEXTS.paragraph[i % TEXTS.paragraph.length]!);
+  await write("dense-page.png", renderLines(2000, 4400, stack(denseLines, 40, 30, 44, 1.5)).toBuffer("image/png"));
 
   // A narrow receipt.
   const receipt = renderLines(520, 560, stack(TEXTS.receipt, 30, 20, 30, 1.8));

@@ -106,7 +106,9 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       );
     }
     parsePageSelection(options.pages, 1);
-    const admission = pool.admit("ocr", pool.estimate("read-image"), openDeadline);
+    const pixels = info.width * info.height;
+    const estimateMs = pool.estimate("read-image", pixels);
+    const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
       type,
       pageCount: 1,
@@ -114,7 +116,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
-        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admission });
+        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admission, estimateMs, pixels });
         return { pages: [page], pageCount: 1 };
       },
       close: async () => admission.release(),

@@ -15,7 +15,7 @@ afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {
   it("far past capacity at once: the surplus is refused within a second with Retry-After; no 500; only answers are charged", async () => {
-    // One read first, so the instance knows what a dense page costs (2.5–5 s here: 2 to 6 fit in a 6 s deadline).
+    // One read first, so the instance knows what a dense page costs (4–6 s: a few fit in a 6 s deadline).
     const warm = await createAccount(10);
     await expectOcrOk(await callOcr({ image: base64Of("dense-page.png") }, { key: warm.key }));
 
