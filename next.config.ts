@@ -1,4 +1,6 @@
 import type { NextConfig } from "next";
+import { PHASE_PRODUCTION_BUILD } from "next/constants";
+import { API_CSP, COMMON_SECURITY_HEADERS, HSTS } from "./lib/http/security-headers";
 
 // The OCR engine runs in child processes started from its own bundle (build/engine/ocr-worker.mjs, made by
 // scripts/build-engine.mjs before `next build`); the server code never imports tesseract.js, pdf.js or the canvas,
@@ -40,7 +42,6 @@ const engineFiles = [
 ];
 
 const nextConfig: NextConfig = {
-  output: "standalone",
   serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas"],
   outputFileTracingIncludes: {
     "/api/ocr/process": engineFiles,
@@ -48,6 +49,29 @@ const nextConfig: NextConfig = {
     "/api/health": engineFiles,
   },
   poweredByHeader: false,
+  // Server function calls are logged with their arguments and results in development by default: a new API key would
+  // be printed (`createKeyAction({"created":{"key":"ocr_…"`). Never.
+  logging: { serverFunctions: false },
+  // Security headers of every response (lib/http/security-headers.ts); pages also get a nonce CSP from proxy.ts.
+  async headers() {
+    return [
+      { source: "/:path*", headers: Object.entries(COMMON_SECURITY_HEADERS).map(([key, value]) => ({ key, value })) },
+      {
+        source: "/:path*",
+        has: [{ type: "header", key: "x-forwarded-proto", value: "https" }],
+        headers: [{ key: "Strict-Transport-Security", value: HSTS }],
+      },
+      { source: "/api/:path*", headers: [{ key: "Content-Security-Policy", value: API_CSP }] },
+    ];
+  },
 };
 
-export default nextConfig;
+/**
+ * `next build` also writes `.next/standalone` (`output: "standalone"`): the traced, self-contained server that CI's
+ * smoke test and the load bench start — the nearest stand-in for a Vercel function. At run time the option is left
+ * out: `npm start` serves the repository's own `.next` through scripts/serve.mjs, where it would only make Next.js
+ * warn that `next start` cannot serve a standalone build.
+ */
+export default function config(phase: string): NextConfig {
+  return phase === PHASE_PRODUCTION_BUILD ? { ...nextConfig, output: "standalone" } : nextConfig;
+}

@@ -62,6 +62,19 @@ export const envSchema = z.object({
 
   // Accounts and credits
   FREE_CREDITS: int(100, 0),
+  /** Sign-ups allowed per client address per hour (an IPv6 address counts by its /64). */
+  SIGNUP_PER_ADDRESS_PER_HOUR: int(3, 1),
+  /** Sign-ups allowed per hour across the whole deployment: a ceiling on free credits given away. */
+  SIGNUP_PER_HOUR: int(100, 1),
+  /** Sign-in attempts allowed per client address per 15 minutes, whatever the e-mail. */
+  SIGNIN_PER_ADDRESS: int(30, 1),
+
+  // Client addresses (lib/http/client-ip.ts)
+  /**
+   * Proxies in front of a self-hosted server that append to `X-Forwarded-For`: 0 = the socket's address is the
+   * client; N = the N-th entry from the right. Ignored on Vercel, whose edge sets the address.
+   */
+  TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
 
   // Store: Redis over REST (Upstash / Vercel KV) or TCP; none = the embedded memory store (development only)
   UPSTASH_REDIS_REST_URL: optionalString,

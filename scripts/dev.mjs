@@ -1,8 +1,8 @@
 // `npm run dev`: build the OCR engine bundle (the server runs it in child processes), keep rebuilding it when lib/
-// changes, and run `next dev` with the arguments given (`npm run dev -- -p 4000`). Idle engine processes running an
-// old bundle are replaced on the next job (lib/ocr/pool.ts).
+// changes, and run the development server — Next.js inside scripts/serve.mjs, which passes the socket's address to
+// the app and cuts off slow clients — with the arguments given (`npm run dev -- -p 4000`). Idle engine processes
+// running an old bundle are replaced on the next job (lib/ocr/pool.ts).
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import path from "node:path";
 import * as esbuild from "esbuild";
 import { engineBuildOptions } from "./build-engine.mjs";
@@ -12,8 +12,10 @@ const context = await esbuild.context(engineBuildOptions());
 await context.rebuild();
 await context.watch();
 
-const nextBin = createRequire(path.join(root, "package.json")).resolve("next/dist/bin/next");
-const next = spawn(process.execPath, [nextBin, "dev", ...process.argv.slice(2)], { cwd: root, stdio: "inherit" });
+const next = spawn(process.execPath, [path.join(root, "scripts/serve.mjs"), "--dev", ...process.argv.slice(2)], {
+  cwd: root,
+  stdio: "inherit",
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => next.kill(signal));
 next.on("exit", async (code, signal) => {
   await context.dispose();

@@ -6,7 +6,7 @@
 
 import { redirect } from "next/navigation";
 import { signIn, signUp, type Account } from "@/lib/accounts";
-import { endSession, getClientIp, startSession } from "@/lib/accounts/current";
+import { endSession, getClientAddress, startSession } from "@/lib/accounts/current";
 import { formErrorMessage, type FormError } from "./form-state";
 
 export interface AuthFormState extends FormError {
@@ -19,8 +19,8 @@ async function authenticate(mode: "signin" | "signup", formData: FormData): Prom
   const password = String(formData.get("password") ?? "");
   let account: Account;
   try {
-    const ip = await getClientIp();
-    account = mode === "signup" ? await signUp({ email, password, ip }) : await signIn({ email, password, ip });
+    const address = await getClientAddress();
+    account = mode === "signup" ? await signUp({ email, password, address }) : await signIn({ email, password, address });
     await startSession(account.id);
   } catch (error) {
     return { error: formErrorMessage(error, mode), email };

@@ -1,4 +1,5 @@
 import { cookies, headers } from "next/headers";
+import { clientAddress } from "@/lib/http/client-ip";
 import type { Account } from "./accounts";
 import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";
 
@@ -31,12 +32,7 @@ async function isSecure(): Promise<boolean> {
   });
 }
 
-/**
- * The client's IP for the per-IP sign-in limit. On Vercel `x-forwarded-for` is set by the platform; elsewhere it
- * is only as trustworthy as the proxy in front (the per-e-mail limit holds regardless).
- */
-export async function getClientIp(): Promise<string | undefined> {
-  const list = await headers();
-  const forwarded = list.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return forwarded || list.get("x-real-ip") || undefined;
+/** The client's address for the sign-up and sign-in limits: the one trusted address (lib/http/client-ip.ts). */
+export async function getClientAddress(): Promise<string | undefined> {
+  return clientAddress(await headers());
 }
