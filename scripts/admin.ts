@@ -82,7 +82,10 @@ async function run(argv: string[]): Promise<string> {
 
   switch (command) {
     case "create-user": {
-      const account = await signUp({ email: required(values.email, "email"), password: required(values.password, "password") });
+      const account = await signUp(
+        { email: required(values.email, "email"), password: required(values.password, "password") },
+        { operator: true },
+      );
       return account.id;
     }
     case "create-key": {

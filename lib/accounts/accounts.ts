@@ -2,7 +2,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
-import { getStore, type UserRecord } from "@/lib/store";
+import { addressLimitKey } from "@/lib/http/client-ip";
+import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
+import { rejectCommonPassword } from "./common-passwords";
 import { decoyPasswordHash, hashPassword, verifyPassword } from "./password";
 
 /** What the app may know about a signed-in user (never the password hash). */
@@ -13,9 +15,17 @@ export interface Account {
 }
 
 export const PASSWORD_MIN_LENGTH = 8;
-/** Sign-in attempts allowed per e-mail and per client IP in {@link AUTH_WINDOW_MS}. */
-export const AUTH_ATTEMPTS = 10;
-export const AUTH_WINDOW_MS = 15 * 60 * 1000;
+export const PASSWORD_MAX_LENGTH = 256;
+
+const HOUR_MS = 60 * 60 * 1000;
+/** The window of the per-address sign-in limit (`SIGNIN_PER_ADDRESS` attempts). */
+export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
+/**
+ * Wrong passwords for one e-mail from one client address: 5 cost nothing, then each waits twice as long as the one
+ * before (2 s, 4 s, 8 s, … up to 15 minutes); forgotten a day after the last failure or at the next success. Counted
+ * per (e-mail, address) pair, so failures from elsewhere never lock the owner out at their own address.
+ */
+export const SIGNIN_BACKOFF: BackoffPolicy = { free: 5, baseMs: 2_000, maxMs: 15 * 60 * 1000, ttlMs: 24 * HOUR_MS };
 
 /** E-mails are compared trimmed and lower-cased: `Ann@Example.com ` and `ann@example.com` are one account. */
 export function normalizeEmail(email: string): string {
@@ -30,15 +40,15 @@ export const emailSchema = z
 export const passwordSchema = z
   .string()
   .min(PASSWORD_MIN_LENGTH, `Use at least ${PASSWORD_MIN_LENGTH} characters for the password.`)
-  .max(256, "Use at most 256 characters for the password.");
+  .max(PASSWORD_MAX_LENGTH, `Use at most ${PASSWORD_MAX_LENGTH} characters for the password.`);
 
 const credentialsSchema = z.object({ email: emailSchema, password: passwordSchema });
 
 export interface Credentials {
   email: string;
   password: string;
-  /** The client's IP address, for the per-IP attempt limit (omit when unknown). */
-  ip?: string;
+  /** The client's address (lib/http/client-ip.ts), for the per-address limits; omitted when unknown. */
+  address?: string;
 }
 
 function toAccount(user: UserRecord): Account {
@@ -51,30 +61,42 @@ function parseCredentials(input: Credentials): { email: string; password: string
   return parsed.data;
 }
 
-async function limitAttempts(checks: Array<{ bucket: string; identifier: string }>): Promise<void> {
-  const store = getStore();
-  const results = await Promise.all(
-    checks.map((check) => store.rateLimit({ ...check, limit: AUTH_ATTEMPTS, windowMs: AUTH_WINDOW_MS })),
-  );
-  const blocked = results.filter((result) => !result.success);
-  if (blocked.length === 0) return;
-  const retryAfter = Math.max(1, Math.ceil((Math.max(...blocked.map((result) => result.reset)) - Date.now()) / 1000));
-  throw new ApiError(
-    "rate_limited",
-    `Too many attempts. Try again in ${Math.ceil(retryAfter / 60)} minute${retryAfter > 60 ? "s" : ""}.`,
-    { headers: { "Retry-After": String(retryAfter) } },
-  );
+/** Count one attempt against a fixed-window limit; past it `429` saying `what` and the real wait. */
+async function limit(check: { bucket: string; identifier: string; limit: number; windowMs: number }, what: string): Promise<void> {
+  const result = await getStore().rateLimit(check);
+  if (!result.success) throw tooMany(what, result.reset);
+}
+
+function tooMany(what: string, until: number): ApiError {
+  const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+  return new ApiError("rate_limited", `${what} Try again in ${formatWait(seconds)}.`, {
+    headers: { "Retry-After": String(seconds) },
+  });
+}
+
+/** "8 seconds", "1 minute", "14 minutes", "2 hours": the wait as a person reads it (rounded up). */
+export function formatWait(seconds: number): string {
+  const unit = (count: number, name: string) => `${count} ${name}${count === 1 ? "" : "s"}`;
+  if (seconds < 60) return unit(seconds, "second");
+  if (seconds < 90 * 60) return unit(Math.ceil(seconds / 60), "minute");
+  return unit(Math.ceil(seconds / 3600), "hour");
 }
 
 const hashIdentifier = (value: string) => createHash("sha256").update(value).digest("hex").slice(0, 32);
 
 /**
- * Create an account with `FREE_CREDITS` (a `signup` ledger entry). Throws `invalid_request` (bad e-mail, short
- * password), `conflict` (e-mail taken), `rate_limited` (too many attempts from this IP) or `unavailable`.
+ * Create an account with `FREE_CREDITS` (a `signup` ledger entry). Throws `invalid_request` (bad e-mail, short or
+ * common password), `rate_limited` (`SIGNUP_PER_ADDRESS_PER_HOUR` from this address, or `SIGNUP_PER_HOUR` in all),
+ * `conflict` (e-mail taken) or `unavailable`. The limits are counted before any work (the scrypt hash) and before
+ * anything is granted.
  */
-export async function signUp(input: Credentials): Promise<Account> {
+export async function signUp(input: Credentials, options: { operator?: boolean } = {}): Promise<Account> {
   const { email, password } = parseCredentials(input);
-  if (input.ip) await limitAttempts([{ bucket: "auth-ip", identifier: input.ip }]);
+  await rejectCommonPassword(password, email);
+  const env = getEnv();
+  // The address's own limit first, so one address's flood does not use up everybody's hour. An operator (the admin
+  // CLI) is not a visitor: no limits.
+  if (!options.operator) await limitSignUp(input.address);
   const now = new Date().toISOString();
   const user: UserRecord = {
     id: `usr_${randomBytes(12).toString("base64url")}`,
@@ -84,30 +106,49 @@ export async function signUp(input: Credentials): Promise<Account> {
   };
   const created = await getStore().createUser({
     user,
-    signupCredits: getEnv().FREE_CREDITS,
+    signupCredits: env.FREE_CREDITS,
     signupEntry: { id: `led_${randomBytes(12).toString("base64url")}`, at: now, reason: "signup" },
   });
   if (!created) throw new ApiError("conflict", "An account with this e-mail already exists. Sign in instead.");
   return toAccount(user);
 }
 
+async function limitSignUp(address: string | undefined): Promise<void> {
+  const env = getEnv();
+  await limit(
+    { bucket: "signup-address", identifier: addressLimitKey(address), limit: env.SIGNUP_PER_ADDRESS_PER_HOUR, windowMs: HOUR_MS },
+    "Too many sign-ups from your network.",
+  );
+  await limit({ bucket: "signup-all", identifier: "all", limit: env.SIGNUP_PER_HOUR, windowMs: HOUR_MS }, "Too many new accounts this hour.");
+}
+
 /**
  * Check an e-mail and password. Throws `unauthorized` ("Wrong e-mail or password.", the same for an unknown
- * e-mail, in the same time), `rate_limited` (10 attempts per 15 minutes per e-mail and per IP) or `unavailable`.
+ * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `SIGNIN_PER_ADDRESS` attempts per 15
+ * minutes from one address (any e-mails), and {@link SIGNIN_BACKOFF} per (e-mail, address) pair — wrong passwords
+ * sent from elsewhere never block the right one from the owner's address.
  */
 export async function signIn(input: Credentials): Promise<Account> {
   const email = normalizeEmail(input.email);
-  await limitAttempts([
-    { bucket: "signin-email", identifier: hashIdentifier(email) },
-    ...(input.ip ? [{ bucket: "auth-ip", identifier: input.ip }] : []),
-  ]);
-  const wrong = new ApiError("unauthorized", "Wrong e-mail or password.");
+  const store = getStore();
+  const addressKey = addressLimitKey(input.address);
+  const subject = `signin:${hashIdentifier(`${email}\n${addressKey}`)}`;
+  const backoff = await store.getBackoff(subject);
+  if (backoff && backoff.until > Date.now()) throw tooMany("Too many wrong passwords for this e-mail.", backoff.until);
+  await limit(
+    { bucket: "signin-address", identifier: addressKey, limit: getEnv().SIGNIN_PER_ADDRESS, windowMs: SIGNIN_WINDOW_MS },
+    "Too many sign-in attempts from your network.",
+  );
   const user = await findUserByEmail(email);
-  if (!user) {
-    await verifyPassword(input.password, await decoyPasswordHash());
-    throw wrong;
+  const ok = user
+    ? await verifyPassword(input.password, user.passwordHash)
+    : await verifyPassword(input.password, await decoyPasswordHash()).then(() => false);
+  if (!ok || !user) {
+    const state = await store.recordBackoffFailure(subject, Date.now(), SIGNIN_BACKOFF);
+    const wait = state.until > Date.now() ? ` Wait ${formatWait(Math.ceil((state.until - Date.now()) / 1000))} before the next try.` : "";
+    throw new ApiError("unauthorized", `Wrong e-mail or password.${wait}`);
   }
-  if (!(await verifyPassword(input.password, user.passwordHash))) throw wrong;
+  if (backoff) await store.clearBackoff(subject);
   return toAccount(user);
 }
 

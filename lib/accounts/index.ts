@@ -1,8 +1,10 @@
 export {
-  AUTH_ATTEMPTS,
-  AUTH_WINDOW_MS,
+  PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
+  SIGNIN_BACKOFF,
+  SIGNIN_WINDOW_MS,
   emailSchema,
+  formatWait,
   getAccount,
   getAccountByEmail,
   normalizeEmail,

@@ -6,6 +6,7 @@ import {
   reservationMember,
   ledgerEntrySchema,
   type ApiKeyRecord,
+  type BackoffState,
   type IdempotencyRecord,
   type LedgerDraft,
   type LedgerEntry,
@@ -82,6 +83,7 @@ export function createMemoryStore(): Store {
   const openReservations = new Map<string, number>();
   const idempotency = new ExpiringMap<IdempotencyRecord>();
   const rateWindows = new ExpiringMap<number>();
+  const backoffs = new ExpiringMap<BackoffState>();
   const mailboxOpen = new ExpiringMap<true>();
   const mailboxes = new ExpiringMap<string[]>();
 
@@ -292,6 +294,24 @@ export function createMemoryStore(): Store {
       const count = (rateWindows.get(id) ?? 0) + weight;
       rateWindows.set(id, count, windowMs);
       return { success: count <= limit, limit, remaining: Math.max(0, limit - count), reset: (window + 1) * windowMs };
+    },
+
+    async getBackoff(subject) {
+      const state = backoffs.get(subject);
+      return state ? { ...state } : null;
+    },
+
+    async recordBackoffFailure(subject, now, policy) {
+      // Same rule as the redis adapter's recordBackoffFailure script.
+      const failures = (backoffs.get(subject)?.failures ?? 0) + 1;
+      const over = failures - policy.free;
+      const until = over > 0 ? now + Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(over - 1, 40)) : 0;
+      backoffs.set(subject, { failures, until }, policy.ttlMs);
+      return { failures, until };
+    },
+
+    async clearBackoff(subject) {
+      backoffs.delete(subject);
     },
 
     async openMailbox(id, ttlMs) {

@@ -11,6 +11,7 @@ import {
   grantCreditsScript,
   ledgerPageScript,
   pushMailboxScript,
+  recordBackoffFailureScript,
   releaseCreditsScript,
   releaseIdempotencyScript,
   reserveCreditsScript,
@@ -30,6 +31,7 @@ import {
   sessionRecordSchema,
   userRecordSchema,
   type ApiKeyRecord,
+  type BackoffState,
   type IdempotencyRecord,
   type LedgerDraft,
   type RateLimitResult,
@@ -85,6 +87,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     openReservations: () => `${prefix}reservations:open`,
     idempotency: (scope: string) => `${prefix}idem:${scope}`,
     rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
+    backoff: (subject: string) => `${prefix}backoff:${subject}`,
     mailbox: (id: string) => `${prefix}mailbox:${id}`,
     mailboxOpen: (id: string) => `${prefix}mailbox-open:${id}`,
   };
@@ -103,6 +106,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     releaseIdempotency: redis.createScript<unknown>(releaseIdempotencyScript),
     pushMailbox: redis.createScript<unknown>(pushMailboxScript),
     drainMailbox: redis.createScript<unknown>(drainMailboxScript),
+    recordBackoffFailure: redis.createScript<unknown>(recordBackoffFailureScript),
   };
 
   const limiters = new Map<string, Ratelimit>();
@@ -363,6 +367,27 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
         // Rate limits fail open: a Redis hiccup should not turn into an outage of its own.
         return failOpen(error instanceof Error ? error.name : "error");
       }
+    },
+
+    async getBackoff(subject): Promise<BackoffState | null> {
+      const record = flatHash.nullable().parse(await call("getBackoff", () => redis.hgetall(key.backoff(subject))));
+      if (!record?.failures) return null;
+      return { failures: integer.parse(record.failures), until: integer.parse(record.until ?? 0) };
+    },
+
+    async recordBackoffFailure(subject, now, policy): Promise<BackoffState> {
+      const reply = await call("recordBackoffFailure", () =>
+        scripts.recordBackoffFailure.exec(
+          [key.backoff(subject)],
+          [String(now), String(policy.free), String(policy.baseMs), String(policy.maxMs), String(policy.ttlMs)],
+        ),
+      );
+      const [failures, until] = reservedTuple.parse(reply);
+      return { failures, until };
+    },
+
+    async clearBackoff(subject) {
+      await call("clearBackoff", () => redis.del(key.backoff(subject)));
     },
 
     async openMailbox(id, ttlMs) {

@@ -217,3 +217,23 @@ local messages = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 return messages
 `;
+
+/**
+ * recordBackoffFailure
+ * KEYS: [1] the subject's back-off hash (failures, until)
+ * ARGV: [1] now (epoch ms), [2] free failures, [3] base wait ms, [4] max wait ms, [5] record TTL ms
+ * Returns: { failures, until } — until = now + min(max, base × 2^(failures − free − 1)) once failures > free, else 0
+ */
+export const recordBackoffFailureScript = `
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local now = tonumber(ARGV[1])
+local over = failures - tonumber(ARGV[2])
+local untilMs = 0
+if over > 0 then
+  local wait = tonumber(ARGV[3]) * math.pow(2, math.min(over - 1, 40))
+  untilMs = math.floor(now + math.min(tonumber(ARGV[4]), wait))
+end
+redis.call('HSET', KEYS[1], 'until', untilMs)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return { failures, untilMs }
+`;

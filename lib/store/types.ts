@@ -97,6 +97,22 @@ export interface RateLimitResult {
   failedOpen?: boolean;
 }
 
+/** Consecutive failures of one subject (a sign-in e-mail from one address) and until when it must wait. */
+export interface BackoffState {
+  failures: number;
+  /** Epoch ms before which the next attempt is refused (0: not blocked). */
+  until: number;
+}
+
+/** How failures turn into waits: `free` failures cost nothing, then `baseMs` doubling per failure up to `maxMs`. */
+export interface BackoffPolicy {
+  free: number;
+  baseMs: number;
+  maxMs: number;
+  /** The record is forgotten this long after the last failure. */
+  ttlMs: number;
+}
+
 export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
 
 /**
@@ -218,6 +234,14 @@ export interface Store {
   // Rate limits (fixed window)
   /** Count `weight` (default 1) hits against `identifier`'s fixed window of `limit` per `windowMs`; fails open. */
   rateLimit(input: { bucket: string; identifier: string; limit: number; windowMs: number; weight?: number }): Promise<RateLimitResult>;
+
+  // Back-off (sign-in failures per e-mail and client address)
+  /** The back-off record of `subject`, or null when it has none. */
+  getBackoff(subject: string): Promise<BackoffState | null>;
+  /** Count one more failure of `subject` at `now` and return its new state (atomic: concurrent failures all count). */
+  recordBackoffFailure(subject: string, now: number, policy: BackoffPolicy): Promise<BackoffState>;
+  /** Forget `subject`'s failures (a success). */
+  clearBackoff(subject: string): Promise<void>;
 
   // Mailboxes (MCP legacy SSE relay: the POST instance pushes, the instance holding the stream drains)
   /** Create or extend a mailbox for `ttlMs`. */

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import {
-  AUTH_ATTEMPTS,
-  AUTH_WINDOW_MS,
+  SIGNIN_BACKOFF,
+  SIGNIN_WINDOW_MS,
   createSession,
   deleteSession,
+  formatWait,
   getAccountByEmail,
   getSessionAccount,
   hashPassword,
@@ -16,10 +17,29 @@ import {
   verifyPassword,
 } from "@/lib/accounts";
 import { getBalance, listLedger } from "@/lib/credits";
+import { resetEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
-withRedisStoreEnv("accounts", { FREE_CREDITS: "100" });
+// High limits for the file; the limit tests lower them for themselves (withLimits).
+withRedisStoreEnv("accounts", { FREE_CREDITS: "100", SIGNUP_PER_ADDRESS_PER_HOUR: "1000", SIGNUP_PER_HOUR: "1000", SIGNIN_PER_ADDRESS: "1000" });
+
+const HOUR_MS = 60 * 60 * 1000;
+
+async function withLimits<T>(values: Record<string, string>, run: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, values);
+  resetEnv();
+  try {
+    return await run();
+  } finally {
+    Object.assign(process.env, saved);
+    resetEnv();
+  }
+}
+
+/** A documentation address (RFC 5737) of its own for each test. */
+const newAddress = () => `203.0.113.${1 + Math.floor(Math.random() * 250)}`;
 
 const email = () => `user-${randomBytes(5).toString("hex")}@example.com`;
 const password = "correct horse battery";
@@ -62,8 +82,73 @@ describe("sign-up", () => {
   it.each([
     [{ email: "not-an-email", password }, "Enter a valid e-mail address."],
     [{ email: email(), password: "short" }, "Use at least 8 characters for the password."],
+    [{ email: email(), password: "x".repeat(257) }, "Use at most 256 characters for the password."],
   ])("refuses invalid input %#", async (input, message) => {
     await expect(signUp(input)).rejects.toMatchObject({ code: "invalid_request", message });
+  });
+
+  it.each(["password", "Password", "12345678", "iloveyou", "qwertyuiop", "trustno1", "football"])(
+    "refuses the common password %s with a clear message, and creates nothing",
+    async (common) => {
+      const address = email();
+      await expect(signUp({ email: address, password: common })).rejects.toMatchObject({
+        code: "invalid_request",
+        message: expect.stringMatching(/one of the most common ones/),
+      });
+      expect(await getAccountByEmail(address)).toBeNull();
+    },
+  );
+
+  it("refuses the e-mail address (or its name) as the password; accepts an uncommon passphrase", async () => {
+    const address = `someone-${randomBytes(4).toString("hex")}@example.com`;
+    await expect(signUp({ email: address, password: address })).rejects.toMatchObject({ message: /not your e-mail/ });
+    await expect(signUp({ email: address, password: address.split("@")[0]! })).rejects.toMatchObject({ message: /not your e-mail/ });
+    await expect(signUp({ email: address, password: "violet tram ledger 42" })).resolves.toMatchObject({ email: address });
+  });
+});
+
+describe("sign-up limits", () => {
+  it("SIGNUP_PER_ADDRESS_PER_HOUR from one address, then 429 with the real wait; nothing created or granted past it", async () => {
+    await waitForWindowRoom(HOUR_MS, 20_000);
+    await withLimits({ SIGNUP_PER_ADDRESS_PER_HOUR: "3" }, async () => {
+      const address = newAddress();
+      for (let i = 0; i < 3; i++) await signUp({ email: email(), password, address });
+      const refused = email();
+      const error = await signUp({ email: refused, password, address }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: "rate_limited", status: 429, message: expect.stringMatching(/^Too many sign-ups from your network\. Try again in \d+ (minute|second)s?\.$/) });
+      expect(error).toHaveProperty("headers.Retry-After", expect.stringMatching(/^\d+$/));
+      expect(await getAccountByEmail(refused)).toBeNull();
+      // Another address is not affected.
+      await expect(signUp({ email: email(), password, address: newAddress().replace(/\d+$/, "251") })).resolves.toBeTruthy();
+    });
+  });
+
+  it("IPv6 addresses count by their /64: rotating the interface part does not help", async () => {
+    await waitForWindowRoom(HOUR_MS, 20_000);
+    await withLimits({ SIGNUP_PER_ADDRESS_PER_HOUR: "2" }, async () => {
+      const network = `2001:db8:${randomBytes(2).toString("hex")}:1`;
+      await signUp({ email: email(), password, address: `${network}::a` });
+      await signUp({ email: email(), password, address: `${network}:0:0:0:b` });
+      await expect(signUp({ email: email(), password, address: `${network}::c` })).rejects.toMatchObject({ code: "rate_limited" });
+      await expect(signUp({ email: email(), password, address: `2001:db8:ffff:2::c` })).resolves.toBeTruthy();
+    });
+  });
+
+  it("SIGNUP_PER_HOUR caps sign-ups from all addresses together", async () => {
+    await waitForWindowRoom(HOUR_MS, 20_000);
+    await withLimits({ SIGNUP_PER_HOUR: "4" }, async () => {
+      // Earlier tests of this file used part of this hour's ceiling: fill what is left from fresh addresses.
+      let created = 0;
+      let error: unknown;
+      for (let i = 0; i < 6 && !error; i++) {
+        error = await signUp({ email: email(), password, address: `198.51.100.${10 + i}` }).then(
+          () => void created++,
+          (caught: unknown) => caught,
+        );
+      }
+      expect(created).toBeLessThanOrEqual(4);
+      expect(error).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/^Too many new accounts this hour\. Try again in/) });
+    });
   });
 });
 
@@ -82,29 +167,69 @@ describe("sign-in", () => {
     });
   });
 
-  it(`allows ${AUTH_ATTEMPTS} attempts per e-mail per window, then refuses even the right password`, async () => {
+  it("wrong passwords from one address back off that address only: the owner still signs in from their own", async () => {
     const address = email();
     await signUp({ email: address, password });
-    await waitForWindowRoom(AUTH_WINDOW_MS, 20_000);
-    for (let i = 0; i < AUTH_ATTEMPTS - 1; i++) {
-      await expect(signIn({ email: address, password: "wrong password" })).rejects.toMatchObject({ code: "unauthorized" });
+    const attacker = newAddress();
+    const owner = "198.51.100.200";
+    for (let i = 1; i <= SIGNIN_BACKOFF.free; i++) {
+      await expect(signIn({ email: address, password: "wrong password", address: attacker })).rejects.toMatchObject({
+        code: "unauthorized",
+        message: "Wrong e-mail or password.",
+      });
     }
-    await expect(signIn({ email: address, password })).resolves.toMatchObject({ email: address });
-    const blocked = signIn({ email: address, password });
-    await expect(blocked).rejects.toMatchObject({ code: "rate_limited", status: 429 });
-    const error = await blocked.catch((caught: unknown) => caught);
-    expect(error).toHaveProperty("headers.Retry-After", expect.stringMatching(/^\d+$/));
+    // One failure past the free ones: refused, and told how long to wait; the next try is refused at once with the wait.
+    await expect(signIn({ email: address, password: "wrong password", address: attacker })).rejects.toMatchObject({
+      code: "unauthorized",
+      message: "Wrong e-mail or password. Wait 2 seconds before the next try.",
+    });
+    const blocked = await signIn({ email: address, password, address: attacker }).catch((caught: unknown) => caught);
+    expect(blocked).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/^Too many wrong passwords for this e-mail\. Try again in [12] seconds?\.$/) });
+    expect(blocked).toHaveProperty("headers.Retry-After", expect.stringMatching(/^[12]$/));
+    // The owner, elsewhere, is not locked out.
+    await expect(signIn({ email: address, password, address: owner })).resolves.toMatchObject({ email: address });
+    // The wait doubles with each further failure.
+    await sleep(2_100);
+    await expect(signIn({ email: address, password: "wrong again", address: attacker })).rejects.toMatchObject({
+      message: "Wrong e-mail or password. Wait 4 seconds before the next try.",
+    });
   });
 
-  it(`allows ${AUTH_ATTEMPTS} attempts per IP per window across e-mails`, async () => {
-    const ip = `203.0.113.${Math.floor(Math.random() * 250)}`;
-    await waitForWindowRoom(AUTH_WINDOW_MS, 20_000);
-    for (let i = 0; i < AUTH_ATTEMPTS; i++) {
-      await expect(signIn({ email: email(), password, ip })).rejects.toMatchObject({ code: "unauthorized" });
+  it("a success clears the back-off", async () => {
+    const address = email();
+    await signUp({ email: address, password });
+    const from = newAddress();
+    for (let i = 0; i < SIGNIN_BACKOFF.free; i++) {
+      await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({ code: "unauthorized" });
     }
-    await expect(signIn({ email: email(), password, ip })).rejects.toMatchObject({ code: "rate_limited" });
-    // Another IP is not affected.
-    await expect(signIn({ email: email(), password, ip: "198.51.100.7" })).rejects.toMatchObject({ code: "unauthorized" });
+    await expect(signIn({ email: address, password, address: from })).resolves.toMatchObject({ email: address });
+    await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({
+      message: "Wrong e-mail or password.",
+    });
+  });
+
+  it("SIGNIN_PER_ADDRESS attempts per 15 minutes from one address across e-mails; other addresses unaffected", async () => {
+    await waitForWindowRoom(SIGNIN_WINDOW_MS, 20_000);
+    await withLimits({ SIGNIN_PER_ADDRESS: "5" }, async () => {
+      const address = newAddress();
+      for (let i = 0; i < 5; i++) {
+        await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({ code: "unauthorized" });
+      }
+      await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({
+        code: "rate_limited",
+        message: expect.stringMatching(/^Too many sign-in attempts from your network\. Try again in \d+ (minute|second)s?\.$/),
+      });
+      await expect(signIn({ email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({ code: "unauthorized" });
+    });
+  });
+
+  it("states waits as a person reads them", () => {
+    expect(formatWait(1)).toBe("1 second");
+    expect(formatWait(8)).toBe("8 seconds");
+    expect(formatWait(60)).toBe("1 minute");
+    expect(formatWait(61)).toBe("2 minutes");
+    expect(formatWait(14 * 60 + 5)).toBe("15 minutes");
+    expect(formatWait(3 * 3600)).toBe("3 hours");
   });
 });
 

@@ -518,6 +518,41 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     });
   });
 
+  describe("back-off", () => {
+    const policy = { free: 2, baseMs: 1_000, maxMs: 5_000, ttlMs: 60_000 };
+
+    it("counts failures atomically; waits start past the free ones, double, and stop at the maximum", async () => {
+      const subject = id("backoff");
+      expect(await store.getBackoff(subject)).toBeNull();
+      const now = 1_000_000;
+      const states = [];
+      for (let i = 0; i < 6; i++) states.push(await store.recordBackoffFailure(subject, now, policy));
+      expect(states).toEqual([
+        { failures: 1, until: 0 },
+        { failures: 2, until: 0 },
+        { failures: 3, until: now + 1_000 },
+        { failures: 4, until: now + 2_000 },
+        { failures: 5, until: now + 4_000 },
+        { failures: 6, until: now + 5_000 },
+      ]);
+      expect(await store.getBackoff(subject)).toEqual({ failures: 6, until: now + 5_000 });
+      // Concurrent failures all count.
+      const other = id("backoff");
+      await Promise.all(Array.from({ length: 10 }, () => store.recordBackoffFailure(other, now, policy)));
+      expect(await store.getBackoff(other)).toMatchObject({ failures: 10 });
+    });
+
+    it("clears on success, and is forgotten after its TTL", async () => {
+      const subject = id("backoff");
+      await store.recordBackoffFailure(subject, Date.now(), policy);
+      await store.clearBackoff(subject);
+      expect(await store.getBackoff(subject)).toBeNull();
+      await store.recordBackoffFailure(subject, Date.now(), { ...policy, ttlMs: 150 });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await store.getBackoff(subject)).toBeNull();
+    });
+  });
+
   describe("mailbox", () => {
     it("refuses messages for a mailbox that is not open", async () => {
       expect(await store.pushMailbox(id("mbx"), "lost", 60_000)).toBe(false);
