@@ -1,0 +1,26 @@
+import { NextResponse, type NextRequest } from "next/server";
+import { isHttps, newNonce, pageCsp } from "@/lib/http/security-headers";
+
+/**
+ * Pages get a Content-Security-Policy with a fresh nonce per request. Next.js reads the nonce from the request's
+ * own CSP header and puts it on every script it renders, so the header is set on the request as well as on the
+ * response (node_modules/next/dist/docs/01-app/02-guides/content-security-policy.md); pages render dynamically for
+ * it (app/layout.tsx). The other security headers, and the CSP of API routes, are static: next.config.ts.
+ */
+export function proxy(request: NextRequest): NextResponse {
+  const nonce = newNonce();
+  const csp = pageCsp(nonce, {
+    development: process.env.NODE_ENV === "development",
+    https: isHttps(request.nextUrl, request.headers),
+  });
+  const headers = new Headers(request.headers);
+  headers.set("content-security-policy", csp);
+  const response = NextResponse.next({ request: { headers } });
+  response.headers.set("Content-Security-Policy", csp);
+  return response;
+}
+
+export const config = {
+  // Pages only: API routes (their bodies and streams pass untouched), build assets and the favicon are left out.
+  matcher: ["/((?!api/|_next/static|_next/image|favicon.ico).*)"],
+};
