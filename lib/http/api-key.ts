@@ -20,8 +20,20 @@ export function readApiKey(headers: Headers, queryUrl?: string): string | null {
   }
 }
 
-/** Whether the request carries an `Authorization` header with a scheme other than Bearer (for a clearer 401). */
-export function hasNonBearerAuthorization(headers: Headers): boolean {
+/**
+ * Why a request has no usable key, as the `401` says it: an `Authorization` header that is not `Bearer <key>`
+ * (another scheme, `Bearer` with nothing after it, or more than one token) is named as such rather than reported as
+ * a missing key, so a client's header bug is found at once.
+ */
+export function missingKeyMessage(headers: Headers): string {
   const authorization = headers.get("authorization")?.trim();
-  return Boolean(authorization) && !/^Bearer[ \t]/i.test(authorization!);
+  if (authorization) {
+    const [scheme = "", ...rest] = authorization.split(/[ \t]+/);
+    if (!/^Bearer$/i.test(scheme)) {
+      return `Unsupported Authorization scheme "${scheme.slice(0, 20)}": send Authorization: Bearer <key> or x-api-key: <key>`;
+    }
+    if (rest.length === 0) return "Malformed Authorization header: the key is missing after \"Bearer\" (send Authorization: Bearer <key>)";
+    return "Malformed Authorization header: expected exactly \"Bearer <key>\", with one key and nothing after it";
+  }
+  return "Missing API key: send it as x-api-key: <key> or Authorization: Bearer <key>";
 }

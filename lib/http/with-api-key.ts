@@ -11,7 +11,7 @@ import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
 import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
 import { runWithDeadline } from "@/lib/request-scope";
-import { hasNonBearerAuthorization, readApiKey } from "./api-key";
+import { missingKeyMessage, readApiKey } from "./api-key";
 import { readBody } from "./body";
 import { newRequestId } from "./request-id";
 import { describeResponse, errorResponse, finishResponse, noteResponse, rebuildResponse } from "./respond";
@@ -104,14 +104,7 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
 
 async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {
   const key = readApiKey(req.headers, acceptQueryKey ? req.url : undefined);
-  if (!key) {
-    throw new ApiError(
-      "unauthorized",
-      hasNonBearerAuthorization(req.headers)
-        ? "Unsupported Authorization scheme: send Authorization: Bearer <key> or x-api-key: <key>"
-        : "Missing API key: send it as x-api-key: <key> or Authorization: Bearer <key>",
-    );
-  }
+  if (!key) throw new ApiError("unauthorized", missingKeyMessage(req.headers));
   const account = await resolveApiKey(key);
   if (!account) throw new ApiError("unauthorized", "Invalid or revoked API key");
   return account;

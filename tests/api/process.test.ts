@@ -147,7 +147,19 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
       const query = await callOcr({ image: "AAAA" }, { key: null, url: `http://localhost:3000/api/ocr/process?api_key=${account.key}` });
       await expectApiError(query, "unauthorized", /Missing API key/);
       const basic = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: "Basic dXNlcjpwYXNz" } });
-      await expectApiError(basic, "unauthorized", /Unsupported Authorization scheme/);
+      await expectApiError(basic, "unauthorized", /Unsupported Authorization scheme "Basic"/);
+      expect(await account.balance()).toBe(10);
+    });
+
+    it("a malformed Authorization header is named as such, not reported as a missing key", async () => {
+      const account = await createAccount(10);
+      const extra = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: `Bearer ${account.key} extra` } });
+      await expectApiError(extra, "unauthorized", /Malformed Authorization header: expected exactly "Bearer <key>"/);
+      expect(extra.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      const bare = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: "Bearer" } });
+      await expectApiError(bare, "unauthorized", /Malformed Authorization header: the key is missing/);
+      const token = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: `Token ${account.key}` } });
+      await expectApiError(token, "unauthorized", /Unsupported Authorization scheme "Token"/);
       expect(await account.balance()).toBe(10);
     });
 
