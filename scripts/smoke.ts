@@ -16,6 +16,7 @@ import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "redis";
 import { makeTextPdf } from "../bench/long-pdf";
 import { characterErrorRate } from "../bench/metrics";
@@ -29,6 +30,11 @@ const STARTUP_TIMEOUT_MS = 60_000;
 /** The server's REQUEST_DEADLINE_MS: short, so the engine-timeout check below takes seconds, not a minute. */
 const DEADLINE_MS = 8_000;
 const MAX_CER = 0.05;
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"];
+/** Sign-ups per address the `npm start` server allows, and its headers timeout (the checks of scripts/serve.mjs). */
+const START_SIGNUPS_PER_ADDRESS = 2;
+const START_HEADERS_TIMEOUT_MS = 2_000;
 
 class SmokeFailure extends Error {}
 
@@ -227,6 +233,116 @@ async function balanceOf(key: string): Promise<number> {
   return body.balance;
 }
 
+/** Sign up in `page` (a fresh context); resolves on /settings, or on the form showing its error. */
+async function signUpIn(page: Page, origin: string, email: string): Promise<void> {
+  await page.goto(`${origin}/signin?mode=signup`);
+  await page.getByLabel("E-mail").fill(email);
+  await page.getByLabel("Password").fill(`smoke ${randomBytes(9).toString("base64url")}`);
+  await page.getByRole("button", { name: "Create account" }).click();
+  // Either the account page or the form again with its error (with or without JavaScript).
+  await Promise.race([page.waitForURL("**/settings", { timeout: 20_000 }), page.locator("#auth-error").waitFor({ timeout: 20_000 })]);
+}
+
+/**
+ * The production pages in Chromium: each carries the security headers and a nonce CSP, loads and hydrates with no CSP
+ * violation (production's policy is the strict one); then a sign-up and a new key — which must never reach the log.
+ */
+async function checkPagesInBrowser(browser: Browser): Promise<void> {
+  const page = await browser.newPage();
+  const violations: string[] = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
+  });
+  for (const pathname of ["/", "/signin", "/docs"]) {
+    const response = await page.goto(`${baseUrl}${pathname}`);
+    check(response?.status() === 200, `${pathname} is ${response?.status()}`);
+    const headers = response.headers();
+    check(/script-src 'self' 'nonce-[^']+' 'strict-dynamic'/.test(headers["content-security-policy"] ?? ""), `${pathname}: CSP ${headers["content-security-policy"]}`);
+    check(/style-src 'self' 'nonce-/.test(headers["content-security-policy"] ?? ""), `${pathname}: production styles are not nonce-only`);
+    check(headers["x-frame-options"] === "DENY" && headers["x-content-type-options"] === "nosniff", `${pathname}: headers ${JSON.stringify(headers)}`);
+    await page.waitForFunction(() => "next" in window, undefined, { timeout: 10_000 });
+  }
+  await signUpIn(page, baseUrl, `smoke-browser-${randomBytes(4).toString("hex")}@example.com`);
+  check(page.url().endsWith("/settings"), `sign-up did not reach /settings (at ${page.url()})`);
+  await page.getByLabel("Key name").fill("smoke browser");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const key = await page.getByLabel("Your new API key").inputValue();
+  check(/^ocr_\S{32,}$/.test(key), "no key shown after Create key");
+  check(violations.length === 0, `CSP violations: ${violations.slice(0, 3).join(" | ")}`);
+  await new Promise((resolve) => setTimeout(resolve, 500)); // let the request log lines arrive
+  check(!serverLog.includes(key) && !serverLog.includes(key.slice(4)), "the new API key appears in the server's log");
+  await page.context().close();
+}
+
+/**
+ * `npm start` — Next.js inside scripts/serve.mjs, on the repo's own build: starts without Next's standalone warning,
+ * limits sign-ups per socket address whatever X-Forwarded-For says, and closes a connection whose headers drip in.
+ */
+async function checkNpmStart(browser: Browser): Promise<void> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete env[name];
+  Object.assign(env, {
+    PORT: String(port),
+    HOSTNAME: "127.0.0.1",
+    REDIS_URL,
+    REDIS_PREFIX: `${PREFIX}start:`,
+    SIGNUP_PER_ADDRESS_PER_HOUR: String(START_SIGNUPS_PER_ADDRESS),
+    SERVER_HEADERS_TIMEOUT_MS: String(START_HEADERS_TIMEOUT_MS),
+    NEXT_TELEMETRY_DISABLED: "1",
+  });
+  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let log = "";
+  child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  try {
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+    for (;;) {
+      check(child.exitCode === null, `npm start exited (${child.exitCode}): ${log.slice(-500)}`);
+      const ok = await fetch(`${origin}/api/health`, { signal: AbortSignal.timeout(5_000) }).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+      if (ok) break;
+      check(Date.now() < deadline, `npm start did not answer within ${STARTUP_TIMEOUT_MS / 1000} s: ${log.slice(-500)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    check(!/does not work with|⚠/.test(log), `npm start printed a warning: ${log.slice(0, 500)}`);
+
+    const outcomes: string[] = [];
+    for (let i = 0; i < START_SIGNUPS_PER_ADDRESS + 2; i++) {
+      const context = await browser.newContext({ javaScriptEnabled: false, extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
+      const page = await context.newPage();
+      await signUpIn(page, origin, `smoke-start-${i}-${randomBytes(3).toString("hex")}@example.com`);
+      outcomes.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
+      await context.close();
+    }
+    const created = outcomes.filter((outcome) => outcome === "created").length;
+    check(
+      created === START_SIGNUPS_PER_ADDRESS && outcomes.slice(created).every((outcome) => /^Too many sign-ups from your network/.test(outcome)),
+      `sign-ups with rotating X-Forwarded-For: ${JSON.stringify(outcomes)}`,
+    );
+
+    const closedAfter = await new Promise<number>((resolve, reject) => {
+      const started = Date.now();
+      const socket = net.connect(port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.on("connect", () => socket.write("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+      const drip = setInterval(() => socket.write(`X-Drip: ${Date.now()}\r\n`), 400);
+      const giveUp = setTimeout(() => reject(new SmokeFailure("a slow-loris connection is still open after 15 s")), 15_000);
+      socket.on("close", () => {
+        clearInterval(drip);
+        clearTimeout(giveUp);
+        resolve(Date.now() - started);
+      });
+    });
+    check(closedAfter < START_HEADERS_TIMEOUT_MS + 2_500, `a slow-loris connection was closed after ${closedAfter} ms`);
+  } finally {
+    if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+  }
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const parts: string[] = [];
@@ -280,6 +396,23 @@ async function main(): Promise<void> {
     check(response.status === 200, `${asset} is ${response.status} (was .next/static copied?)`);
   });
   parts.push("pages");
+
+  if (existsSync(CHROMIUM)) {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    try {
+      await step("pages in Chromium: security headers, nonce CSP with no violation; sign-up and a new key, never in the log", () =>
+        checkPagesInBrowser(browser),
+      );
+      await step("npm start (scripts/serve.mjs): no warning; sign-ups limited per socket whatever X-Forwarded-For says; slow loris cut", () =>
+        checkNpmStart(browser),
+      );
+    } finally {
+      await browser.close();
+    }
+    parts.push("browser", "npm start");
+  } else {
+    console.log(`  - ${CHROMIUM} is missing: browser and npm start checks skipped (CI installs Debian's chromium)`);
+  }
 
   const hasRest = existsSync(path.join(ROOT, "app/api/ocr/process/route.ts"));
   const hasMcp = existsSync(path.join(ROOT, "app/api/mcp/route.ts"));

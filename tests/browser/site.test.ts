@@ -1,98 +1,51 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdirSync, existsSync } from "node:fs";
+import { createServer as createHttpServer, type Server } from "node:http";
+import { connect } from "node:net";
 import path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveApiKey } from "@/lib/keys";
+import { freePort, startDevServer, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const ARTIFACTS = path.join(ROOT, "tests/artifacts");
 const FREE_CREDITS = "100";
+/** Sign-ups the server allows per client address per hour (the tests below use 4 before the rotation test). */
+const SIGNUPS_PER_ADDRESS = 5;
+const HEADERS_TIMEOUT_MS = 2_000;
 
 // The server and this test share one Redis prefix, so the test can check from outside the browser that a
 // revoked key stops resolving; the prefix is deleted afterwards.
 const { prefix } = withRedisStoreEnv("browser");
 
-let server: ChildProcess | undefined;
-let serverOutput = "";
+let server: DevServer | undefined;
 let baseUrl = "";
 let browser: Browser | undefined;
+/** Every API key the browser was shown: none may appear in the server's output. */
+const shownKeys: string[] = [];
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start `next dev` in its own process group, on a free port, with the Redis store under this run's prefix. */
-async function startServer(): Promise<void> {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: "development",
-    NEXT_TELEMETRY_DISABLED: "1",
-    REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: prefix,
-    FREE_CREDITS,
-  };
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
-    delete env[name];
-  }
-  const child = spawn(path.join(ROOT, "node_modules/.bin/next"), ["dev", "--port", String(port), "--hostname", "127.0.0.1"], {
-    cwd: ROOT,
-    env,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  server = child;
-  child.stdout?.on("data", (chunk: Buffer) => (serverOutput += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (serverOutput += chunk.toString()));
-
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      // e.g. another `next dev` already holds .next/dev/lock for this checkout.
-      throw new Error(`next dev exited with code ${child.exitCode} before answering:\n${serverOutput}`);
-    }
-    try {
-      const response = await fetch(`${baseUrl}/signin`, { redirect: "manual" });
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(250);
-  }
-  throw new Error(`next dev did not answer within 90 s:\n${serverOutput}`);
-}
-
-async function stopServer(): Promise<void> {
-  const child = server;
-  if (!child?.pid || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  process.kill(-child.pid, "SIGTERM");
-  const timeout = sleep(5_000).then(() => "timeout");
-  if ((await Promise.race([exited, timeout])) === "timeout" && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-}
-
-describe("settings page in headless Chromium", () => {
+/** The whole site in headless Chromium, on the development server `npm run dev` runs (scripts/serve.mjs). */
+describe("the site in headless Chromium", () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
       throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
     }
     mkdirSync(ARTIFACTS, { recursive: true });
     await Promise.all([
-      startServer(),
+      startDevServer({
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: prefix,
+        FREE_CREDITS,
+        SIGNUP_PER_ADDRESS_PER_HOUR: String(SIGNUPS_PER_ADDRESS),
+        SERVER_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+        LOG_REQUESTS: "true",
+      }).then((started) => {
+        server = started;
+        baseUrl = started.baseUrl;
+      }),
       chromium
         .launch({
           executablePath: CHROMIUM,
@@ -106,12 +59,12 @@ describe("settings page in headless Chromium", () => {
 
   afterAll(async () => {
     await browser?.close();
-    await stopServer();
+    await server?.stop();
   });
 
-  async function newPage(viewport = { width: 1100, height: 900 }, javaScriptEnabled = true): Promise<Page> {
+  async function newPage(viewport = { width: 1100, height: 900 }, javaScriptEnabled = true, options: BrowserContextOptions = {}): Promise<Page> {
     if (!browser) throw new Error("browser not started");
-    const context = await browser.newContext({ viewport, javaScriptEnabled });
+    const context = await browser.newContext({ viewport, javaScriptEnabled, ...options });
     const page = await context.newPage();
     page.setDefaultTimeout(20_000);
     return page;
@@ -155,6 +108,7 @@ describe("settings page in headless Chromium", () => {
     const keyField = page.getByLabel("Your new API key");
     await keyField.waitFor();
     const key = await keyField.inputValue();
+    shownKeys.push(key);
     expect(key).toMatch(/^ocr_[1-9A-HJ-NP-Za-km-z]{43,44}$/);
     expect(await page.locator(".key-reveal[role=status]").textContent()).toContain("You won’t see it again");
     expect(await page.getByRole("button", { name: "Copy" }).isVisible()).toBe(true);
@@ -195,7 +149,7 @@ describe("settings page in headless Chromium", () => {
     await page.waitForURL(`${baseUrl}/settings`);
     await page.getByLabel("Key name").fill("phone");
     await page.getByRole("button", { name: "Create key" }).click();
-    await page.getByLabel("Your new API key").waitFor();
+    shownKeys.push(await page.getByLabel("Your new API key").inputValue());
     // Nothing forces the page wider than the screen.
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
@@ -216,6 +170,7 @@ describe("settings page in headless Chromium", () => {
     const keyField = page.getByLabel("Your new API key");
     await keyField.waitFor();
     const key = await keyField.inputValue();
+    shownKeys.push(key);
     expect(await resolveApiKey(key)).toMatchObject({ name: "no script" });
 
     const row = page.locator(`tr[data-key-start="${key.slice(0, 12)}"]`);
@@ -223,5 +178,160 @@ describe("settings page in headless Chromium", () => {
     await row.getByRole("button", { name: "Revoke key" }).click();
     await page.getByText("No API keys yet.").waitFor();
     expect(await resolveApiKey(key)).toBeNull();
+  });
+
+  /** Sign up in a fresh context (from the socket 127.0.0.1, plus any headers given); the page ends on /settings or shows an error. */
+  async function signUp(page: Page, email: string): Promise<void> {
+    await page.goto(`${baseUrl}/signin?mode=signup`);
+    await page.getByLabel("E-mail").fill(email);
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Create account" }).click();
+  }
+
+  /** Collect what Chromium reports about the Content-Security-Policy: console lines and securitypolicyviolation events. */
+  async function watchCsp(page: Page): Promise<string[]> {
+    const violations: string[] = [];
+    page.on("console", (message) => {
+      if (/Content Security Policy|Content-Security-Policy|Refused to/i.test(message.text())) violations.push(message.text());
+    });
+    await page.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (event) => {
+        console.error(`Refused to load (CSP event): ${event.violatedDirective} ${event.blockedURI}`);
+      });
+    });
+    return violations;
+  }
+
+  it("every page and route carries the security headers; pages load and hydrate with no CSP violation", async () => {
+    const page = await newPage();
+    const violations = await watchCsp(page);
+    await signUp(page, `csp-${Date.now()}@example.com`);
+    await page.waitForURL(`${baseUrl}/settings`);
+    for (const pathname of ["/", "/signin", "/settings", "/docs"]) {
+      const response = await page.goto(`${baseUrl}${pathname}`);
+      const headers = response!.headers();
+      expect(response!.status(), pathname).toBe(200);
+      const csp = headers["content-security-policy"] ?? "";
+      expect(csp, pathname).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]{20,}' 'strict-dynamic'/);
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("object-src 'none'");
+      expect(headers).toMatchObject({
+        "x-content-type-options": "nosniff",
+        "x-frame-options": "DENY",
+        "referrer-policy": "strict-origin-when-cross-origin",
+      });
+      expect(headers["permissions-policy"]).toContain("camera=()");
+      // No HSTS over plain http.
+      expect(headers["strict-transport-security"]).toBeUndefined();
+      // Every script the server rendered carries this response's nonce (scripts they load are trusted through
+      // 'strict-dynamic'), and they ran: Next's client runtime started (it sets window.next) and hydrated the page.
+      const nonce = /'nonce-([^']+)'/.exec(csp)![1]!;
+      const html = await response!.text();
+      const scriptTags = html.match(/<script\b[^>]*>/g) ?? [];
+      expect(scriptTags.length, pathname).toBeGreaterThan(0);
+      for (const tag of scriptTags) expect(tag, pathname).toContain(`nonce="${nonce}"`);
+      await page.waitForFunction(() => "next" in window && "__next_f" in window);
+    }
+    expect(violations).toEqual([]);
+
+    // API routes: nothing may run or frame them; HSTS when a proxy says the request came over https.
+    const api = await fetch(`${baseUrl}/api/health`, { headers: { "x-forwarded-proto": "https" } });
+    expect(api.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    expect(api.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(api.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    const overHttps = await fetch(`${baseUrl}/signin`, { headers: { "x-forwarded-proto": "https" } });
+    expect(overHttps.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    expect(overHttps.headers.get("content-security-policy")).toContain("upgrade-insecure-requests");
+  });
+
+  it("another origin cannot frame /settings (no clickjacking of Create key or Revoke)", async () => {
+    const framePort = await freePort();
+    const attacker: Server = createHttpServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(`<!doctype html><title>attacker</title><iframe id="victim" src="${baseUrl}/settings" width="800" height="600"></iframe>`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(framePort, "127.0.0.1", resolve));
+    try {
+      const page = await newPage();
+      const messages: string[] = [];
+      page.on("console", (message) => messages.push(message.text()));
+      await page.goto(`http://localhost:${framePort}/`);
+      await expect.poll(() => messages.some((text) => /frame-ancestors|X-Frame-Options/i.test(text)), { timeout: 10_000 }).toBe(true);
+      const frame = page.frames().find((candidate) => candidate !== page.mainFrame());
+      const framedText = frame ? await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "") : "";
+      expect(framedText).not.toMatch(/Sign in|Create key/);
+    } finally {
+      await new Promise((resolve) => attacker.close(resolve));
+    }
+  });
+
+  it("sign-ups from one socket are limited whatever X-Forwarded-For claims (20 rotating values)", async () => {
+    const redis = createClient({ url: TEST_REDIS_URL, RESP: 2 });
+    await redis.connect();
+    // Start from an empty count for 127.0.0.1 (earlier tests of this file signed up from it).
+    const clearCounts = async () => {
+      for await (const keys of redis.scanIterator({ MATCH: `${prefix}ratelimit:signup-address*`, COUNT: 100 })) {
+        if (keys.length > 0) await redis.unlink(keys);
+      }
+    };
+    try {
+      await clearCounts();
+      const outcomes: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
+        await signUp(page, `rotate-${i}-${Date.now()}@example.com`);
+        await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
+        outcomes.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
+        await page.context().close();
+      }
+      expect(outcomes.slice(0, SIGNUPS_PER_ADDRESS)).toEqual(Array(SIGNUPS_PER_ADDRESS).fill("created"));
+      for (const outcome of outcomes.slice(SIGNUPS_PER_ADDRESS)) {
+        expect(outcome).toMatch(/^Too many sign-ups from your network\. Try again in \d+ (minutes?|seconds?)\.$/);
+      }
+    } finally {
+      await clearCounts();
+      redis.destroy();
+    }
+  });
+
+  it("closes connections whose headers arrive too slowly (slow loris)", async () => {
+    const started = Date.now();
+    const closedAfter = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        new Promise<number>((resolve, reject) => {
+          const socket = connect(server!.port, "127.0.0.1");
+          socket.on("error", () => undefined);
+          socket.on("connect", () => socket.write("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+          // One more header line every 500 ms, never the blank line that ends them.
+          const drip = setInterval(() => socket.write(`X-Drip-${Date.now()}: 1\r\n`), 500);
+          const giveUp = setTimeout(() => {
+            clearInterval(drip);
+            socket.destroy();
+            reject(new Error("still open after 15 s"));
+          }, 15_000);
+          socket.on("close", () => {
+            clearInterval(drip);
+            clearTimeout(giveUp);
+            resolve(Date.now() - started);
+          });
+        }),
+      ),
+    );
+    // Closed by the headers timeout (checked every second), long before Node's default 60 s.
+    expect(Math.max(...closedAfter)).toBeLessThan(HEADERS_TIMEOUT_MS + 3_000);
+    expect(Math.min(...closedAfter)).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
+    // The server still answers.
+    expect((await fetch(`${baseUrl}/api/health`)).status).toBe(200);
+  });
+
+  it("no API key ever reaches the server's output (sign-up → create key, with request logging on)", () => {
+    expect(shownKeys.length).toBeGreaterThanOrEqual(3);
+    const output = server!.output();
+    expect(output.length).toBeGreaterThan(0);
+    for (const key of shownKeys) {
+      expect(output).not.toContain(key);
+      expect(output).not.toContain(key.slice(4)); // not even without its prefix
+    }
+    expect(output).not.toMatch(/ocr_[1-9A-HJ-NP-Za-km-z]{40,}/);
   });
 });
