@@ -24,5 +24,5 @@ export default defineConfig([
     files: ["scripts/**", "bench/**", "cli/**"],
     rules: { "no-console": "off" },
   },
-  globalIgnores([".next/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
+  globalIgnores([".next/**", ".next-test/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

@@ -42,6 +42,9 @@ const engineFiles = [
 ];
 
 const nextConfig: NextConfig = {
+  // The tests' development server builds into .next-test (tests/support/dev-server.ts), so `npm test` runs while
+  // `npm run dev` holds .next/dev. (tsconfig.json lists .next-test's types, or Next would add them at every run.)
+  ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
   serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas"],
   outputFileTracingIncludes: {
     "/api/ocr/process": engineFiles,

@@ -33,7 +33,8 @@ export async function freePort(): Promise<number> {
 export async function startDevServer(env: Record<string, string>, readyPath = "/signin"): Promise<DevServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: "1", ...env };
+  // Its own build directory: `npm test` works while `npm run dev` holds .next/dev (next.config.ts reads NEXT_DIST_DIR).
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: "1", NEXT_DIST_DIR: ".next-test", ...env };
   for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN", "NODE_ENV"]) {
     if (!(name in env)) delete childEnv[name];
   }
