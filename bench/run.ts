@@ -13,7 +13,7 @@
  *   --lang L          options.language for every file (default: the engine's default, auto)
  *   --filter S        only files whose path contains S
  *   --json FILE       write the results as JSON
- *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see README)
+ *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see docs/benchmark.md)
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  */
 import { execFile, spawn } from "node:child_process";

@@ -112,7 +112,7 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
     PORT: String(port),
     HOSTNAME: "127.0.0.1",
     NEXT_TELEMETRY_DISABLED: "1",
-    // The allocator setting the README recommends for deployments (see "Deploy to Vercel").
+    // The allocator setting docs/deploy.md recommends for deployments.
     MALLOC_MMAP_THRESHOLD_: "1048576",
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: prefix,

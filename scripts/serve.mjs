@@ -1,6 +1,6 @@
 // The HTTP server of a self-hosted instance: `npm start` (production, after `npm run build`) and `npm run dev`
 // (through scripts/dev.mjs) run Next.js inside this server instead of `next start` / `next dev`, for two things
-// Next's own server does not do (Vercel does both at its edge; see README → Security):
+// Next's own server does not do (Vercel does both at its edge; see docs/security.md):
 //
 // - The socket's address reaches the app. Next.js only fills `X-Forwarded-For` when the client sent none, so behind
 //   no proxy a client could name any address it likes. Here a random header name is chosen at start and published

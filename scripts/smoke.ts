@@ -102,7 +102,7 @@ async function startServer(dir: string, port: number): Promise<void> {
     delete env[name];
   }
   Object.assign(env, {
-    // The allocator setting the README recommends for deployments (see "Deploy to Vercel").
+    // The allocator setting docs/deploy.md recommends for deployments.
     MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? "1048576",
     NODE_ENV: "production",
     PORT: String(port),

@@ -4,7 +4,7 @@ import { CliError, EXIT, exitCodeForStatus } from "./errors";
 import { NetworkError, sendWithRetry, type RetryInfo } from "./http";
 import { balanceSchema, errorBodySchema, ocrResultSchema, parseCreditsHeader, type OcrResult, type OutputFormat } from "./schemas";
 
-/** `POST /api/ocr/process` body (README, API reference). */
+/** `POST /api/ocr/process` body (docs/api.md). */
 export interface OcrRequestBody {
   image?: string;
   imageUrl?: string;

@@ -32,7 +32,7 @@ export interface ClientAddressOptions {
  *
  * Without the socket header (a server started by `next start` or `next dev` directly) the chain is only
  * `X-Forwarded-For`, where Next.js put the socket's address if the client sent none: a client can then choose its
- * address by sending the header, which README → Security tells self-hosters to avoid by using `npm start`.
+ * address by sending the header, which docs/security.md tells self-hosters to avoid by using `npm start`.
  *
  * Returns a normalized IP address (IPv4-mapped IPv6 as IPv4), or undefined when none is known.
  */

@@ -1,5 +1,5 @@
 /**
- * Security headers of every response (README → Security). Pages get a Content-Security-Policy with a fresh nonce per
+ * Security headers of every response (docs/security.md). Pages get a Content-Security-Policy with a fresh nonce per
  * request (proxy.ts sets it on the request too, which is how Next.js finds the nonce for its own scripts); API routes
  * get one that allows nothing to run or frame them. Everything else is the same on every path.
  */
