@@ -153,10 +153,12 @@ export function createMemoryStore(): Store {
     },
 
     async listApiKeys(userId) {
-      return [...(activeKeys.get(userId)?.values() ?? [])].map((record) => {
+      const active = [...(activeKeys.get(userId)?.values() ?? [])].map((record) => {
         const lastUsedMs = keyIndex.get(record.hash)?.lastUsedMs ?? null;
         return { ...record, lastUsedAt: lastUsedMs === null ? null : new Date(lastUsedMs).toISOString() };
       });
+      const revoked = [...(revokedKeys.get(userId)?.values() ?? [])].map((record) => ({ ...record }));
+      return [...active, ...revoked];
     },
 
     async resolveApiKey(hash, now, touchIntervalMs) {
@@ -177,8 +179,9 @@ export function createMemoryStore(): Store {
       const record = activeKeys.get(userId)?.get(keyId);
       if (!record) return false;
       activeKeys.get(userId)?.delete(keyId);
+      const lastUsedMs = keyIndex.get(record.hash)?.lastUsedMs ?? null;
       const revoked = revokedKeys.get(userId) ?? new Map<string, ApiKeyRecord>();
-      revoked.set(keyId, { ...record, revokedAt });
+      revoked.set(keyId, { ...record, lastUsedAt: lastUsedMs === null ? null : new Date(lastUsedMs).toISOString(), revokedAt });
       revokedKeys.set(userId, revoked);
       keyIndex.delete(record.hash);
       return true;

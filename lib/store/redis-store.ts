@@ -57,6 +57,11 @@ const flatHash = z.array(z.union([z.string(), z.number()])).transform((items) =>
   for (let i = 0; i + 1 < items.length; i += 2) record[String(items[i])] = String(items[i + 1]);
   return record;
 });
+/** A record in the revoked-keys hash: revoked, with the last use the revoke script copied from the hash index. */
+const revokedApiKeySchema = apiKeyRecordSchema.extend({
+  revokedAt: z.iso.datetime(),
+  lastUsedMs: z.number().int().nonnegative().optional(),
+});
 const claimReply = z.union([
   z.tuple([z.literal("claimed")]),
   z.tuple([z.literal("exists"), flatHash]),
@@ -188,19 +193,28 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     },
 
     async listApiKeys(userId) {
-      const reply = await call("listApiKeys", () => redis.hgetall(key.keys(userId)));
-      const stored = Object.values(flatHash.nullable().parse(reply) ?? {}).map((json) =>
-        apiKeyRecordSchema.parse(JSON.parse(json)),
-      );
-      if (stored.length === 0) return [];
+      const lists = redis.pipeline();
+      lists.hgetall(key.keys(userId));
+      lists.hgetall(key.revokedKeys(userId));
+      const [activeHash, revokedHash] = z
+        .tuple([flatHash.nullable(), flatHash.nullable()])
+        .parse(await call("listApiKeys", () => lists.exec()));
+      const revoked = Object.values(revokedHash ?? {}).map((json): ApiKeyRecord => {
+        // The revoke script appended the key's last use, which lived on its (now deleted) hash index.
+        const { lastUsedMs, ...record } = revokedApiKeySchema.parse(JSON.parse(json));
+        return lastUsedMs === undefined ? record : { ...record, lastUsedAt: new Date(lastUsedMs).toISOString() };
+      });
+      const stored = Object.values(activeHash ?? {}).map((json) => apiKeyRecordSchema.parse(JSON.parse(json)));
+      if (stored.length === 0) return revoked;
       // lastUsed lives on the hash index, where the hot path writes it.
       const pipeline = redis.pipeline();
       for (const record of stored) pipeline.hget(key.apiKey(record.hash), "lastUsedMs");
       const lastUsed = z.array(z.union([z.string(), z.number()]).nullable()).parse(await call("listApiKeys", () => pipeline.exec()));
-      return stored.map((record, index) => {
+      const active = stored.map((record, index) => {
         const ms = lastUsed[index];
         return { ...record, lastUsedAt: ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString() };
       });
+      return [...active, ...revoked];
     },
 
     async resolveApiKey(hash, now, touchIntervalMs) {

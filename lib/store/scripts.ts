@@ -34,7 +34,7 @@ return 1
 `;
 
 /**
- * createApiKey
+ * createApiKey — only active keys count against the maximum (revoked ones are in another hash).
  * KEYS: [1] the user's active-keys hash (keyId → record JSON), [2] the key's hash index
  * ARGV: [1] keyId, [2] record JSON, [3] max active keys, [4] userId, [5] start, [6] name, [7] createdAt
  * Returns: 1 created | 0 the user already has max active keys (nothing written)
@@ -65,15 +65,22 @@ return record
 `;
 
 /**
- * revokeApiKey
+ * revokeApiKey — the record moves to the revoked-keys hash (kept, to list it and to name it in the ledger) and the
+ * hash index goes, so the key never resolves again. The last use, which lives on the index, is kept in the record:
+ * `,"lastUsedMs":N` is added before the record JSON's closing brace (plain string work, like the ledger entries).
  * KEYS: [1] the user's active-keys hash, [2] the user's revoked-keys hash, [3] the key's hash index
- * ARGV: [1] keyId, [2] revoked record JSON
+ * ARGV: [1] keyId, [2] revoked record JSON (with revokedAt)
  * Returns: 1 revoked (index deleted, record moved) | 0 not an active key of this user
  */
 export const revokeApiKeyScript = `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+local record = ARGV[2]
+local last = redis.call('HGET', KEYS[3], 'lastUsedMs')
+if last and string.match(last, '^%d+$') then
+  record = string.sub(record, 1, -2) .. ',"lastUsedMs":' .. last .. '}'
+end
 redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], record)
 redis.call('DEL', KEYS[3])
 return 1
 `;

@@ -32,6 +32,7 @@ export const apiKeyRecordSchema = z.object({
   hash: z.string().regex(/^[0-9a-f]{64}$/),
   createdAt: z.iso.datetime(),
   lastUsedAt: z.iso.datetime().nullable(),
+  /** When it was revoked (null: active). A revoked key stays listed, and never resolves again. */
   revokedAt: z.iso.datetime().nullable(),
 });
 export type ApiKeyRecord = z.infer<typeof apiKeyRecordSchema>;
@@ -51,6 +52,10 @@ export type ResolvedApiKey = z.infer<typeof resolvedApiKeySchema>;
 export const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant", "expired"]);
 export type LedgerReason = z.infer<typeof ledgerReasonSchema>;
 
+/** The output format an OCR request asked for (the same three as `options.format`), recorded on its entries. */
+export const ledgerFormatSchema = z.enum(["text", "json", "markdown"]);
+export type LedgerFormat = z.infer<typeof ledgerFormatSchema>;
+
 export const ledgerEntrySchema = z.object({
   id: z.string(),
   at: z.iso.datetime(),
@@ -60,11 +65,13 @@ export const ledgerEntrySchema = z.object({
   requestId: z.string().optional(),
   keyId: z.string().optional(),
   pages: z.number().int().optional(),
+  /** `ocr` entries (and their refunds): the request's output format. Absent on older entries. */
+  format: ledgerFormatSchema.optional(),
 });
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
 /** A ledger entry before the store knows its amounts: the store fills in `delta`, `pages` and `balanceAfter`. */
-export type LedgerDraft = Pick<LedgerEntry, "id" | "at" | "reason" | "requestId" | "keyId">;
+export type LedgerDraft = Pick<LedgerEntry, "id" | "at" | "reason" | "requestId" | "keyId" | "format">;
 
 export interface LedgerPage {
   /** Newest first. */
@@ -162,16 +169,25 @@ export interface Store {
   deleteSession(sessionKey: string): Promise<void>;
 
   // API keys
-  /** Store a new key. Returns false, writing nothing, when the user already has `maxActive` active keys. */
+  /**
+   * Store a new key. Returns false, writing nothing, when the user already has `maxActive` active keys (revoked
+   * ones do not count).
+   */
   createApiKey(record: ApiKeyRecord, maxActive: number): Promise<boolean>;
-  /** Active (not revoked) keys of a user, in no particular order. */
+  /**
+   * Every key of a user: the active ones (`revokedAt` null), then the revoked ones (`revokedAt` set, `lastUsedAt` as
+   * it was when revoked), each group in no particular order.
+   */
   listApiKeys(userId: string): Promise<ApiKeyRecord[]>;
   /**
    * The key whose SHA-256 is `hash`, or null (unknown or revoked). One round trip; it also records the use
    * when the previous one is older than `touchIntervalMs`.
    */
   resolveApiKey(hash: string, now: Date, touchIntervalMs: number): Promise<ResolvedApiKey | null>;
-  /** Revoke an active key of this user: its hash index is deleted at once. False when there is no such key. */
+  /**
+   * Revoke an active key of this user: its hash index is deleted at once (it never resolves again) and the record is
+   * kept, with `revokedAt` and its last use, among the user's revoked keys. False when there is no such active key.
+   */
   revokeApiKey(userId: string, keyId: string, revokedAt: string): Promise<boolean>;
 
   // Credits

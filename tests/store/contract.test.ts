@@ -184,18 +184,32 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.resolveApiKey(sha256("ocr_unknown"), new Date(), 60_000)).toBeNull();
     });
 
-    it("stops resolving a revoked key at once and drops it from the list", async () => {
+    it("stops resolving a revoked key at once and keeps it listed, after the active ones, with revokedAt and its last use", async () => {
       const user = await newUser();
       const keep = newKey(user.id, "keep").record;
       const revoke = newKey(user.id, "revoke").record;
-      await store.createApiKey(keep, 50);
+      const never = newKey(user.id, "never used").record;
       await store.createApiKey(revoke, 50);
-      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).not.toBeNull();
+      await store.createApiKey(keep, 50);
+      await store.createApiKey(never, 50);
+      const usedAt = new Date(Date.now() - 5_000);
+      expect(await store.resolveApiKey(revoke.hash, usedAt, 60_000)).not.toBeNull();
 
-      expect(await store.revokeApiKey(user.id, revoke.id, now())).toBe(true);
+      const revokedAt = now();
+      expect(await store.revokeApiKey(user.id, revoke.id, revokedAt)).toBe(true);
+      expect(await store.revokeApiKey(user.id, never.id, revokedAt)).toBe(true);
       expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
-      expect((await store.listApiKeys(user.id)).map((key) => key.id)).toEqual([keep.id]);
+      expect(await store.resolveApiKey(never.hash, new Date(), 60_000)).toBeNull();
+      const listed = await store.listApiKeys(user.id);
+      expect(listed[0]).toEqual(keep);
+      expect(listed.slice(1).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+        { ...never, revokedAt },
+        { ...revoke, lastUsedAt: usedAt.toISOString(), revokedAt },
+      ]);
+      // Revoked once and for all: a second revoke finds no active key, and the record is not touched.
       expect(await store.revokeApiKey(user.id, revoke.id, now())).toBe(false);
+      expect((await store.listApiKeys(user.id)).find((key) => key.id === revoke.id)?.revokedAt).toBe(revokedAt);
+      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
       // Another user cannot revoke someone else's key.
       expect(await store.revokeApiKey("usr_other", keep.id, now())).toBe(false);
       expect(await store.resolveApiKey(keep.hash, new Date(), 60_000)).not.toBeNull();
@@ -210,6 +224,11 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.resolveApiKey(extra.hash, new Date(), 60_000)).toBeNull();
       await store.revokeApiKey(user.id, records[0]?.id ?? "", now());
       expect(await store.createApiKey(extra, 3)).toBe(true);
+      // Revoked keys stay listed but do not count: 3 active (the maximum) and 1 revoked.
+      const listed = await store.listApiKeys(user.id);
+      expect(listed.filter((key) => key.revokedAt === null)).toHaveLength(3);
+      expect(listed.filter((key) => key.revokedAt !== null).map((key) => key.id)).toEqual([records[0]?.id]);
+      expect(await store.createApiKey(newKey(user.id).record, 3)).toBe(false);
     });
   });
 
@@ -279,6 +298,29 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         ["signup", 10, undefined],
       ]);
       expect(await store.getDailyUsage(user.id, [today(), "2000-01-01"])).toEqual([3, 0]);
+    });
+
+    it("records the request's format (and its key and request id) on the ocr entry and its refund", async () => {
+      const user = await newUser(10);
+      const requestId = id("req");
+      const refs = { requestId, keyId: "key_fmt", format: "markdown" } as const;
+      await store.reserveCredits({
+        userId: user.id,
+        requestId,
+        pages: 3,
+        entry: draft("ocr", refs),
+        day: today(),
+        deadline: Date.now() + 60_000,
+      });
+      await store.releaseCredits({ userId: user.id, requestId, pages: 1, entry: draft("refund", refs), day: today() });
+      await store.grantCredits({ userId: user.id, credits: 1, entry: draft("grant") });
+      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(entries.map((entry) => [entry.reason, entry.format, entry.requestId, entry.keyId, entry.pages])).toEqual([
+        ["grant", undefined, undefined, undefined, undefined],
+        ["refund", "markdown", requestId, "key_fmt", 1],
+        ["ocr", "markdown", requestId, "key_fmt", 3],
+        ["signup", undefined, undefined, undefined, undefined],
+      ]);
     });
 
     it("grants credits with a ledger entry", async () => {
