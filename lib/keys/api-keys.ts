@@ -27,6 +27,8 @@ export const apiKeyInfoSchema = z.object({
   start: z.string(),
   createdAt: z.string(),
   lastUsedAt: z.string().nullable(),
+  /** When it was revoked; null while it is active. */
+  revokedAt: z.string().nullable(),
 });
 export type ApiKeyInfo = z.infer<typeof apiKeyInfoSchema>;
 
@@ -75,12 +77,21 @@ export async function createApiKey({ userId, name }: { userId: string; name: str
   return { key, info: apiKeyInfoSchema.parse(record) };
 }
 
-/** Active keys of a user, newest first, without hashes. */
+/**
+ * Every key of a user, without hashes: the active ones newest first, then the revoked ones (kept, to show and to
+ * name the ledger's entries), most recently revoked first.
+ */
 export async function listApiKeys(userId: string): Promise<ApiKeyInfo[]> {
   const records = await getStore().listApiKeys(userId);
+  const order = (record: ApiKeyRecord) => record.revokedAt ?? record.createdAt;
   return records
-    .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+    .sort((a, b) => Number(a.revokedAt !== null) - Number(b.revokedAt !== null) || order(b).localeCompare(order(a)))
     .map((record) => apiKeyInfoSchema.parse(record));
+}
+
+/** The active keys of a user, newest first. */
+export async function listActiveApiKeys(userId: string): Promise<ApiKeyInfo[]> {
+  return (await listApiKeys(userId)).filter((key) => key.revokedAt === null);
 }
 
 /**
@@ -103,7 +114,7 @@ export async function revokeApiKey({ userId, keyId }: { userId: string; keyId: s
  * matches and `conflict` when several do.
  */
 export async function revokeApiKeyByStart({ userId, start }: { userId: string; start: string }): Promise<ApiKeyInfo> {
-  const matches = (await listApiKeys(userId)).filter((key) => key.start === start || key.start.startsWith(start));
+  const matches = (await listActiveApiKeys(userId)).filter((key) => key.start === start || key.start.startsWith(start));
   const [match, ...more] = matches;
   if (!match) throw new ApiError("not_found", `No active key starting with ${start}.`);
   if (more.length > 0) throw new ApiError("conflict", `${matches.length} keys start with ${start}; give more characters.`);

@@ -8,6 +8,7 @@ export {
   createApiKey,
   generateApiKey,
   hashApiKey,
+  listActiveApiKeys,
   listApiKeys,
   resolveApiKey,
   revokeApiKey,

@@ -6,6 +6,7 @@ import {
   createApiKey,
   generateApiKey,
   hashApiKey,
+  listActiveApiKeys,
   listApiKeys,
   rateLimitHeaders,
   resolveApiKey,
@@ -34,6 +35,7 @@ describe("API keys", () => {
       start: key.slice(0, 12),
       createdAt: expect.any(String),
       lastUsedAt: null,
+      revokedAt: null,
     });
     expect(Object.keys(info)).not.toContain("hash");
 
@@ -70,7 +72,11 @@ describe("API keys", () => {
     expect(await resolveApiKey(key)).not.toBeNull();
     expect(await revokeApiKey({ userId, keyId: info.id })).toBe(true);
     expect(await resolveApiKey(key)).toBeNull();
-    expect(await listApiKeys(userId)).toEqual([]);
+    // Still listed, revoked, with its last use; no longer active.
+    expect(await listApiKeys(userId)).toEqual([{ ...info, lastUsedAt: expect.any(String), revokedAt: expect.any(String) }]);
+    expect(await listActiveApiKeys(userId)).toEqual([]);
+    expect(await revokeApiKey({ userId, keyId: info.id })).toBe(false);
+    expect(await resolveApiKey(key)).toBeNull();
   });
 
   it("are revoked by their visible start (the admin CLI)", async () => {
@@ -79,6 +85,8 @@ describe("API keys", () => {
     await expect(revokeApiKeyByStart({ userId, start: "ocr_nope" })).rejects.toMatchObject({ code: "not_found" });
     expect(await revokeApiKeyByStart({ userId, start: info.start })).toEqual(info);
     expect(await resolveApiKey(key)).toBeNull();
+    // A revoked key is not found again by its start.
+    await expect(revokeApiKeyByStart({ userId, start: info.start })).rejects.toMatchObject({ code: "not_found" });
   });
 
   it.each([[""], ["   "], ["x".repeat(65)]])("refuse a bad name %#", async (name) => {
@@ -95,14 +103,24 @@ describe("API keys", () => {
     expect(await listApiKeys(userId)).toHaveLength(MAX_ACTIVE_KEYS);
     await revokeApiKey({ userId, keyId: created[0]?.info.id ?? "" });
     await expect(createApiKey({ userId, name: "fits again" })).resolves.toMatchObject({ info: { name: "fits again" } });
+    // The revoked key is still listed but does not count.
+    expect(await listApiKeys(userId)).toHaveLength(MAX_ACTIVE_KEYS + 1);
+    await expect(createApiKey({ userId, name: "one too many again" })).rejects.toMatchObject({ code: "conflict" });
   });
 
-  it("list newest first", async () => {
+  it("list the active keys newest first, then the revoked ones, most recently revoked first", async () => {
     const userId = user();
-    const first = await createApiKey({ userId, name: "first" });
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const second = await createApiKey({ userId, name: "second" });
-    expect((await listApiKeys(userId)).map((key) => key.id)).toEqual([second.info.id, first.info.id]);
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push((await createApiKey({ userId, name: `k${i}` })).info.id);
+      await tick();
+    }
+    await revokeApiKey({ userId, keyId: ids[2] ?? "" });
+    await tick();
+    await revokeApiKey({ userId, keyId: ids[0] ?? "" });
+    expect((await listApiKeys(userId)).map((key) => key.id)).toEqual([ids[3], ids[1], ids[0], ids[2]]);
+    expect((await listActiveApiKeys(userId)).map((key) => key.id)).toEqual([ids[3], ids[1]]);
   });
 });
 
