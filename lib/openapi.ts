@@ -5,6 +5,7 @@ import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http/cors";
 import { formatMegabytes } from "@/lib/input/base64";
 import { ocrDocumentSchema } from "@/lib/ocr";
+import { SERVICE_VERSION } from "@/lib/version";
 
 type Json = { [key: string]: unknown };
 
@@ -151,7 +152,7 @@ function buildOpenApiDocument(): Json {
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     info: {
       title: "OCR API",
-      version: "2.0.0",
+      version: SERVICE_VERSION,
       description:
         "Extract text from PDF, JPEG, PNG and WebP files, sent as base64 or fetched from a URL; synchronous. " +
         "One credit per page read; nothing is charged for a failed request. Every failure has the body " +

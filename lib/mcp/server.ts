@@ -9,9 +9,10 @@ import { z } from "zod";
 import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
 import { describeZodError, toApiError, type ApiError, type ErrorCode } from "@/lib/errors";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { SERVICE_VERSION } from "@/lib/version";
 
-/** `serverInfo` of `initialize`. The version is the seed's metadata version (SEED-interface.md, Versioning). */
-export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: "2.0.0" } as const;
+/** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
+export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
 
 export const TOOL_NAME = "extract_text";
 

@@ -1,4 +1,3 @@
-import packageJson from "@/package.json";
 import { getEnv } from "@/lib/env";
 import { isApiError } from "@/lib/errors";
 import {
@@ -13,6 +12,7 @@ import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
 import { availableLanguages } from "@/lib/ocr/languages";
 import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
+import { SERVICE_VERSION } from "@/lib/version";
 
 export const runtime = "nodejs";
 export const dynamic = "force-dynamic";
@@ -97,7 +97,7 @@ export const GET = withRequest(async ({ req }) => {
   const healthy = store.ok && (check?.ok ?? true);
   const body: HealthBody = {
     status: healthy ? "ok" : "degraded",
-    version: packageJson.version,
+    version: SERVICE_VERSION,
     store,
     engine: {
       ready: check ? check.ok : pool.workers > 0,
