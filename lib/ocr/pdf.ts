@@ -9,8 +9,20 @@ import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type 
 type PdfJs = typeof import("pdfjs-dist");
 
 let pdfjsModule: Promise<PdfJs> | undefined;
-/** pdf.js is large: load it on the first PDF. The legacy build is the one that runs in Node. */
+/** pdf.js 6's own floor (its package.json `engines`): older Nodes import it, then fail inside every `getDocument`. */
+const PDFJS_MIN_NODE: readonly [number, number] = [22, 13];
+
+/**
+ * pdf.js is large: load it on the first PDF. The legacy build is the one that runs in Node. On a Node older than pdf.js
+ * supports, every document would fail inside `getDocument` (Node 20: "Promise.withResolvers is not a function") and
+ * read as a corrupt file; it is an engine error instead (`500`, and a log line naming the versions).
+ */
 function loadPdfJs(): Promise<PdfJs> {
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  if (major < PDFJS_MIN_NODE[0] || (major === PDFJS_MIN_NODE[0] && minor < PDFJS_MIN_NODE[1])) {
+    const error = new Error(`pdf.js needs Node.js ${PDFJS_MIN_NODE.join(".")} or newer; this engine runs on Node.js ${process.versions.node}`);
+    return Promise.reject(new ApiError("internal_error", "The PDF engine cannot run on this server", { cause: error }));
+  }
   pdfjsModule ??= import("pdfjs-dist/legacy/build/pdf.mjs") as Promise<PdfJs>;
   return pdfjsModule;
 }
