@@ -2,8 +2,8 @@
  * Next.js calls `register()` once when a server instance starts, before it serves requests (see
  * node_modules/next/dist/docs/01-app/03-api-reference/03-file-conventions/instrumentation.md).
  *
- * - Configuration is checked up front, so a production deployment without Redis (or with a bad variable) refuses
- *   to start with a clear message instead of failing on the first request, or silently losing keys.
+ * - Configuration is checked up front, so a production deployment without Redis (or with a bad variable) exits at
+ *   start with a clear message instead of failing on every request, or silently losing keys.
  * - One OCR engine process (and the PDF inspect process) starts warming in the background: the first request then
  *   skips the ~0.5 s of process start, Tesseract creation and language-data loading. A failure here is logged,
  *   never thrown; requests start processes on demand anyway.
@@ -17,8 +17,10 @@ export async function register(): Promise<void> {
   try {
     assertStoreConfigured();
   } catch (error) {
+    // Exit rather than stay up answering 500 on every path: a self-hosted `npm start` stops here with the message; on
+    // Vercel the function fails to start and its log shows the same line.
     console.error(`[startup] refusing to start: ${error instanceof Error ? error.message : String(error)}`);
-    throw error;
+    process.exit(1);
   }
 
   const { startEventLoopMonitor } = await import("@/lib/event-loop");

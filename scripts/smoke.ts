@@ -343,6 +343,21 @@ async function checkNpmStart(browser: Browser): Promise<void> {
   }
 }
 
+/** `npm start` with no Redis configured: exits 1 at start, saying what to set, instead of answering 500 everywhere. */
+async function checkStartWithoutRedis(): Promise<void> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(await freePort()), HOSTNAME: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" };
+  for (const name of ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete env[name];
+  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let log = "";
+  child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  const timer = setTimeout(() => child.pid && process.kill(-child.pid, "SIGKILL"), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  clearTimeout(timer);
+  check(code === 1, `npm start without Redis exited with ${code} (expected 1): ${log.slice(-400)}`);
+  check(/refusing to start: No Redis is configured.*REDIS_URL/s.test(log), `npm start without Redis did not say what to set: ${log.slice(-400)}`);
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const parts: string[] = [];
@@ -387,13 +402,19 @@ async function main(): Promise<void> {
       check(html.includes(expected), `${pathname} does not contain "${expected}"`);
     });
   }
-  await step("static assets are served", async () => {
+  await step("static assets, the favicon and the sample documents are served", async () => {
     const html = await (await request("/")).text();
     const asset = html.match(/\/_next\/static\/[^"']+\.(?:js|css)/)?.[0];
     check(asset, "the home page links no /_next/static asset");
     const response = await request(asset);
     await response.body?.cancel();
     check(response.status === 200, `${asset} is ${response.status} (was .next/static copied?)`);
+    const icon = await request("/favicon.ico");
+    await icon.body?.cancel();
+    check(icon.status === 200 && /image/.test(icon.headers.get("content-type") ?? ""), `/favicon.ico is ${icon.status}`);
+    const sample = await request("/samples/scan.png");
+    await sample.body?.cancel();
+    check(sample.status === 200, `/samples/scan.png (the docs' URL example) is ${sample.status}`);
   });
   parts.push("pages");
 
@@ -413,6 +434,7 @@ async function main(): Promise<void> {
   } else {
     console.log(`  - ${CHROMIUM} is missing: browser and npm start checks skipped (CI installs Debian's chromium)`);
   }
+  await step("npm start without Redis: exits 1 at start, naming the variables to set", checkStartWithoutRedis);
 
   const hasRest = existsSync(path.join(ROOT, "app/api/ocr/process/route.ts"));
   const hasMcp = existsSync(path.join(ROOT, "app/api/mcp/route.ts"));
