@@ -323,6 +323,49 @@ async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
   return { "hostile/image-bomb.pdf": imageBomb, "hostile/inflate-bomb.pdf": inflateBomb, "hostile/huge-pages.pdf": hugePages };
 }
 
+/** The sample documents of the README and /docs examples (public/samples/, also served at /samples/ by every deployment). */
+export const SAMPLES = {
+  dir: path.join(ROOT, "public/samples"),
+  scan: [
+    "ACME OFFICE SUPPLIES",
+    "Invoice 2026-0417",
+    "Date: 12 March 2026",
+    "Bill to: Northwind Traders, 8 Harbour Road",
+    "Paper A4, 5 reams 24.50",
+    "Ink cartridges, 2 pieces 38.00",
+    "Desk lamp 19.90",
+    "Total due 82.40 EUR",
+    "Payment within 30 days. Thank you for your order.",
+  ],
+  report: [
+    { heading: "Annual Summary", body: ["This report was generated as a sample document.", "Its text is a real text layer, read without OCR."] },
+    { heading: "Highlights", body: ["Revenue grew by twelve percent.", "Two new offices opened this year."] },
+  ],
+} as const;
+
+/**
+ * Write the sample documents (`npm run samples`; committed, so a clone has them without running anything):
+ * `scan.png`, an invoice drawn like a 150-DPI scan; `scan.pdf`, the same page as an image-only PDF; `report.pdf`,
+ * two born-digital pages with a text layer. Each with its `.txt` ground truth.
+ */
+export async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
+  await fs.mkdir(dir, { recursive: true });
+  const lines: TextLine[] = [
+    { text: SAMPLES.scan[0], x: 60, y: 80, size: 34, bold: true },
+    ...stack(SAMPLES.scan.slice(1, 4), 60, 110, 22, 1.6),
+    ...stack(SAMPLES.scan.slice(4, 7), 60, 250, 22, 1.6),
+    { text: SAMPLES.scan[7], x: 60, y: 390, size: 24, bold: true },
+    ...stack(SAMPLES.scan.slice(8), 60, 420, 20, 1.6),
+  ];
+  const png = renderLines(1000, 520, lines).toBuffer("image/png");
+  const scanTruth = `${SAMPLES.scan.join("\n")}\n`;
+  await fs.writeFile(path.join(dir, "scan.png"), png);
+  await fs.writeFile(path.join(dir, "scan.txt"), scanTruth);
+  await fs.writeFile(path.join(dir, "scan.pdf"), await imagePdf(png));
+  await fs.writeFile(path.join(dir, "report.pdf"), await textPdf(SAMPLES.report));
+  await fs.writeFile(path.join(dir, "report.txt"), `${SAMPLES.report.flatMap((page) => [page.heading, ...page.body]).join("\n")}\n`);
+}
+
 export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const stamp = path.join(dir, ".version");
   if (existsSync(stamp) && (await fs.readFile(stamp, "utf8")) === VERSION) return;
@@ -410,8 +453,13 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await write(".version", VERSION);
 }
 
-// `npm run fixtures`
+// `npm run fixtures`; `npm run samples` (--samples)
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  await generateFixtures();
-  console.log(`fixtures written to ${path.relative(process.cwd(), FIXTURE_DIR)}`);
+  if (process.argv.includes("--samples")) {
+    await generateSamples();
+    console.log(`samples written to ${path.relative(process.cwd(), SAMPLES.dir)}`);
+  } else {
+    await generateFixtures();
+    console.log(`fixtures written to ${path.relative(process.cwd(), FIXTURE_DIR)}`);
+  }
 }

@@ -1,0 +1,42 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { characterErrorRate } from "@/bench/metrics";
+import { getOcrPool } from "@/lib/ocr";
+import { callOcr, createAccount, expectOcrOk, withStore } from "./support";
+
+/*
+ * The sample documents the README and the docs use (public/samples/, committed; `npm run samples` writes them) exist
+ * and read as their examples promise, through the route handler on the real engine.
+ */
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const SAMPLES = path.join(ROOT, "public/samples");
+const read = (name: string) => fs.readFileSync(path.join(SAMPLES, name));
+
+withStore("memory");
+afterAll(() => getOcrPool().terminate());
+
+describe("sample documents", () => {
+  it.each([
+    { file: "scan.png", truth: "scan.txt", pages: 1, maxCer: 0.03 },
+    { file: "scan.pdf", truth: "scan.txt", pages: 1, maxCer: 0.03 },
+    { file: "report.pdf", truth: "report.txt", pages: 2, maxCer: 0.01 },
+  ])("$file reads as $truth says ($pages page(s))", async ({ file, truth, pages, maxCer }) => {
+    const account = await createAccount(10);
+    const body = await expectOcrOk(await callOcr({ image: read(file).toString("base64") }, { key: account.key }));
+    expect(body.creditsUsed).toBe(pages);
+    expect(characterErrorRate(body.extractedText.replaceAll("\f", "\n"), read(truth).toString("utf8"))).toBeLessThan(maxCer);
+  });
+
+  it("every public/samples/ file the README and docs/ name exists", () => {
+    const documents = ["README.md", ...fs.readdirSync(path.join(ROOT, "docs")).map((name) => `docs/${name}`)];
+    const named = new Set<string>();
+    for (const document of documents) {
+      for (const match of fs.readFileSync(path.join(ROOT, document), "utf8").matchAll(/(?:public)?\/samples\/([\w.-]+\.\w+)/g)) {
+        named.add(match[1]!);
+      }
+    }
+    expect(named.size).toBeGreaterThan(0);
+    for (const name of named) expect(fs.existsSync(path.join(SAMPLES, name)), `public/samples/${name}`).toBe(true);
+  });
+});
