@@ -130,7 +130,8 @@ interface Work {
 
 async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<ProcessDocumentResult> {
   const { account, requestId } = work;
-  const ledger = { userId: account.userId, requestId, keyId: account.keyId };
+  // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
+  const ledger = { userId: account.userId, requestId, keyId: account.keyId, format: work.body.options?.format ?? "text" };
   const pages = document.selectedPages.length;
 
   const reservation = await reserveCredits({ ...ledger, pages, deadline: work.deadline });

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
-import { getStore, type LedgerDraft, type LedgerPage, type LedgerReason } from "@/lib/store";
+import { getStore, type LedgerDraft, type LedgerEntry, type LedgerFormat, type LedgerPage, type LedgerReason } from "@/lib/store";
 
-export type { LedgerEntry, LedgerPage, LedgerReason } from "@/lib/store";
+export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -15,10 +15,18 @@ const grantSchema = z.number().int().min(1).max(1_000_000_000);
 const newLedgerId = () => `led_${randomBytes(12).toString("base64url")}`;
 const dayOf = (date: Date) => date.toISOString().slice(0, 10);
 
-function draft(reason: LedgerReason, refs: { requestId?: string; keyId?: string } = {}): LedgerDraft {
+/** What an entry refers to: the request, the key that made it, and the output format it asked for. */
+interface LedgerRefs {
+  requestId?: string;
+  keyId?: string;
+  format?: LedgerFormat;
+}
+
+function draft(reason: LedgerReason, refs: LedgerRefs = {}): LedgerDraft {
   const entry: LedgerDraft = { id: newLedgerId(), at: new Date().toISOString(), reason };
   if (refs.requestId) entry.requestId = refs.requestId;
   if (refs.keyId) entry.keyId = refs.keyId;
+  if (refs.format) entry.format = refs.format;
   return entry;
 }
 
@@ -40,12 +48,15 @@ export async function reserveCredits({
   pages,
   requestId,
   keyId,
+  format,
   deadline = Date.now() + getEnv().REQUEST_DEADLINE_MS,
 }: {
   userId: string;
   pages: number;
   requestId: string;
   keyId?: string;
+  /** The output format the request asked for, recorded on its ledger entries. */
+  format?: LedgerFormat;
   /** Epoch ms: the request's deadline. An unsettled reservation is refunded by the sweeper after it. */
   deadline?: number;
 }): Promise<ReserveResult> {
@@ -57,13 +68,13 @@ export async function reserveCredits({
       userId,
       requestId,
       pages: count,
-      entry: draft("ocr", { requestId, keyId }),
+      entry: draft("ocr", { requestId, keyId, format }),
       day: dayOf(new Date()),
       deadline,
     });
   } catch (error) {
     await store
-      .releaseCredits({ userId, requestId, pages: count, entry: draft("refund", { requestId, keyId }), day: dayOf(new Date()) })
+      .releaseCredits({ userId, requestId, pages: count, entry: draft("refund", { requestId, keyId, format }), day: dayOf(new Date()) })
       .then(
         ({ refunded }) => {
           if (refunded > 0) console.error(`[${requestId}] a reserve's reply was lost after it ran: ${refunded} credits refunded`);
@@ -87,12 +98,14 @@ export async function settleCredits({
   userId,
   requestId,
   keyId,
+  format,
   reserved,
   used,
 }: {
   userId: string;
   requestId: string;
   keyId?: string;
+  format?: LedgerFormat;
   reserved: number;
   used: number;
 }): Promise<{ refunded: number; balance: number }> {
@@ -101,7 +114,7 @@ export async function settleCredits({
     userId,
     requestId,
     pages: unused,
-    entry: draft("refund", { requestId, keyId }),
+    entry: draft("refund", { requestId, keyId, format }),
     day: dayOf(new Date()),
   });
 }
@@ -111,18 +124,20 @@ export async function refundCredits({
   userId,
   requestId,
   keyId,
+  format,
   pages,
 }: {
   userId: string;
   requestId: string;
   keyId?: string;
+  format?: LedgerFormat;
   pages: number;
 }): Promise<{ refunded: number; balance: number }> {
   return getStore().releaseCredits({
     userId,
     requestId,
     pages: refundPagesSchema.parse(pages),
-    entry: draft("refund", { requestId, keyId }),
+    entry: draft("refund", { requestId, keyId, format }),
     day: dayOf(new Date()),
   });
 }
@@ -206,14 +221,59 @@ export async function getBalance(userId: string): Promise<number> {
   return getStore().getBalance(userId);
 }
 
-/** Ledger entries newest first; pass `nextCursor` back for older ones. `limit` is clamped to 1–100 (default 20). */
+/** The store's own page size when the ledger is read through (a filter, the CSV export). */
+const LEDGER_SCAN_PAGE = 100;
+/** Most entries one filtered page looks through before it answers with what it found (and a cursor to go on). */
+export const LEDGER_FILTER_SCAN_LIMIT = 1_000;
+
+const safeCursorOf = (cursor: string | null | undefined) => (cursor && /^\d+$/.test(cursor) ? cursor : null);
+
+/**
+ * Ledger entries newest first; pass `nextCursor` back for older ones. `limit` is clamped to 1–100 (default 20).
+ *
+ * With `keyId`, only that key's entries: the ledger is read in pages of 100 until `limit` of them are found, or
+ * {@link LEDGER_FILTER_SCAN_LIMIT} entries were looked at — then the page may hold fewer than `limit`, and
+ * `nextCursor` goes on from where the search stopped (so a key with few entries in a long ledger costs a bounded
+ * amount of work per page).
+ */
 export async function listLedger(
   userId: string,
-  { limit = 20, cursor }: { limit?: number; cursor?: string | null } = {},
+  { limit = 20, cursor, keyId }: { limit?: number; cursor?: string | null; keyId?: string | null } = {},
 ): Promise<LedgerPage> {
   const safeLimit = Math.min(100, Math.max(1, Math.trunc(limit) || 20));
-  const safeCursor = cursor && /^\d+$/.test(cursor) ? cursor : null;
-  return getStore().listLedger(userId, { limit: safeLimit, cursor: safeCursor });
+  const store = getStore();
+  if (!keyId) return store.listLedger(userId, { limit: safeLimit, cursor: safeCursorOf(cursor) });
+
+  const entries: LedgerEntry[] = [];
+  let next = safeCursorOf(cursor);
+  let scanned = 0;
+  for (;;) {
+    const page = await store.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor: next });
+    // The page holds list indexes first … first + length − 1, newest first.
+    const first = page.nextCursor ? Number(page.nextCursor) : 0;
+    for (const [offset, entry] of page.entries.entries()) {
+      if (entry.keyId !== keyId) continue;
+      entries.push(entry);
+      if (entries.length === safeLimit) {
+        const index = first + page.entries.length - 1 - offset;
+        return { entries, nextCursor: index > 0 ? String(index) : null };
+      }
+    }
+    scanned += page.entries.length;
+    next = page.nextCursor;
+    if (!next || scanned >= LEDGER_FILTER_SCAN_LIMIT) return { entries, nextCursor: next };
+  }
+}
+
+/** Every ledger entry of `userId`, newest first (only `keyId`'s when given), read from the store 100 at a time. */
+export async function* iterateLedger(userId: string, { keyId }: { keyId?: string | null } = {}): AsyncGenerator<LedgerEntry> {
+  const store = getStore();
+  let cursor: string | null = null;
+  do {
+    const page: LedgerPage = await store.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor });
+    for (const entry of page.entries) if (!keyId || entry.keyId === keyId) yield entry;
+    cursor = page.nextCursor;
+  } while (cursor);
 }
 
 export interface DailyUsage {

@@ -8,7 +8,9 @@ import {
   getBalance,
   getDailyUsage,
   grantCredits,
+  iterateLedger,
   listLedger,
+  LEDGER_FILTER_SCAN_LIMIT,
   refundCredits,
   releaseIdempotencyKey,
   reserveCredits,
@@ -112,6 +114,69 @@ describe("credits", () => {
     expect((await listLedger(userId, { limit: 1, cursor: "nonsense" })).entries[0]?.delta).toBe(5);
   });
 
+  it("records the request's format on its ocr entry and on its refunds", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 10 });
+    const settled = request();
+    await reserveCredits({ userId, pages: 3, requestId: settled, keyId: "key_f", format: "json" });
+    await settleCredits({ userId, requestId: settled, keyId: "key_f", format: "json", reserved: 3, used: 2 });
+    const failed = request();
+    await reserveCredits({ userId, pages: 1, requestId: failed, keyId: "key_f", format: "markdown" });
+    await refundCredits({ userId, requestId: failed, keyId: "key_f", format: "markdown", pages: 1 });
+    const { entries } = await listLedger(userId);
+    expect(entries.map((entry) => [entry.reason, entry.requestId, entry.format])).toEqual([
+      ["refund", failed, "markdown"],
+      ["ocr", failed, "markdown"],
+      ["refund", settled, "json"],
+      ["ocr", settled, "json"],
+      ["grant", undefined, undefined],
+    ]);
+  });
+
+  it("filters the ledger by key, paging newest first with a cursor; iterates every entry", async () => {
+    const userId = user();
+    await grantCredits({ userId, credits: 100 });
+    // 12 requests, alternately with key_a and key_b, each one ocr entry; and a grant in the middle.
+    const requests: Array<{ requestId: string; keyId: string }> = [];
+    for (let i = 0; i < 12; i++) {
+      const entry = { requestId: request(), keyId: i % 2 === 0 ? "key_a" : "key_b" };
+      requests.push(entry);
+      await reserveCredits({ userId, pages: 1, ...entry });
+      if (i === 5) await grantCredits({ userId, credits: 1 });
+    }
+    const ofA = requests.filter((entry) => entry.keyId === "key_a").map((entry) => entry.requestId).reverse();
+    const first = await listLedger(userId, { limit: 4, keyId: "key_a" });
+    expect(first.entries.map((entry) => entry.requestId)).toEqual(ofA.slice(0, 4));
+    expect(first.nextCursor).toMatch(/^\d+$/);
+    const second = await listLedger(userId, { limit: 4, keyId: "key_a", cursor: first.nextCursor });
+    expect(second.entries.map((entry) => entry.requestId)).toEqual(ofA.slice(4));
+    expect(second.nextCursor).toBeNull();
+    expect((await listLedger(userId, { keyId: "key_none" })).entries).toEqual([]);
+
+    const all: string[] = [];
+    for await (const entry of iterateLedger(userId)) all.push(entry.reason);
+    expect(all).toHaveLength(14);
+    const onlyB: string[] = [];
+    for await (const entry of iterateLedger(userId, { keyId: "key_b" })) onlyB.push(entry.requestId ?? "");
+    expect(onlyB).toEqual(requests.filter((entry) => entry.keyId === "key_b").map((entry) => entry.requestId).reverse());
+  });
+
+  it(`a filtered page looks at no more than ${LEDGER_FILTER_SCAN_LIMIT} entries, then gives a cursor to go on`, async () => {
+    const userId = user();
+    const store = getStore();
+    await reserveAndGrant(userId, "key_old");
+    // Many entries of other keys (grants are cheap): the old key's entry is past the scan limit.
+    for (let i = 0; i < LEDGER_FILTER_SCAN_LIMIT + 50; i++) {
+      await store.grantCredits({ userId, credits: 1, entry: { id: `led_${i}`, at: new Date().toISOString(), reason: "grant", keyId: "key_new" } });
+    }
+    const page = await listLedger(userId, { keyId: "key_old" });
+    expect(page.entries).toEqual([]);
+    expect(page.nextCursor).toMatch(/^\d+$/);
+    const rest = await listLedger(userId, { keyId: "key_old", cursor: page.nextCursor });
+    expect(rest.entries.map((entry) => entry.keyId)).toEqual(["key_old"]);
+    expect(rest.nextCursor).toBeNull();
+  });
+
   it("reports pages used per day for the last 30 days, today last", async () => {
     const userId = user();
     await grantCredits({ userId, credits: 20 });
@@ -126,6 +191,11 @@ describe("credits", () => {
     expect(usage[0]?.day).toBe(new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10));
   });
 });
+
+async function reserveAndGrant(userId: string, keyId: string): Promise<void> {
+  await grantCredits({ userId, credits: 1 });
+  await reserveCredits({ userId, pages: 1, requestId: request(), keyId });
+}
 
 describe("idempotency keys", () => {
   const response = { status: 200, headers: { "content-type": "application/json" }, body: '{"success":true}' };
