@@ -1,5 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
+import { parseAllowList } from "@/lib/input/allow-hosts";
 
 const MiB = 1024 * 1024;
 
@@ -49,6 +50,20 @@ export const envSchema = z.object({
   // Limits (SPEC.md, Limits)
   MAX_INLINE_BYTES: int(3 * MiB, 1),
   MAX_URL_BYTES: int(25 * MiB, 1),
+  /**
+   * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses
+   * (each optionally `:port`) and CIDR ranges, comma-separated. Empty: only public addresses. lib/input/allow-hosts.ts.
+   */
+  URL_ALLOW_HOSTS: z
+    .string()
+    .optional()
+    .superRefine((value, context) => {
+      try {
+        parseAllowList(value);
+      } catch (error) {
+        context.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+      }
+    }),
   URL_FETCH_TIMEOUT_MS: int(15_000, 100),
   URL_MAX_REDIRECTS: int(3, 0),
   MAX_PDF_PAGES: int(50, 1),

@@ -7,6 +7,7 @@ import zlib from "node:zlib";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
+import { allowsAddress, allowsName, parseAllowList, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
 
 export type ResolvedAddress = IpAddress;
@@ -25,6 +26,8 @@ export interface FetchRemoteOptions {
   signal?: AbortSignal;
   /** Stand-in for DNS (tests). Default: the system resolver, `dns.promises.lookup` with `all: true`. */
   resolveHost?: ResolveHost;
+  /** Private hosts let through (lib/input/allow-hosts.ts). Default: `URL_ALLOW_HOSTS`. */
+  allowHosts?: AllowList;
 }
 
 export interface RemoteFile {
@@ -58,6 +61,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
   const timeoutMs = options.timeoutMs ?? env.URL_FETCH_TIMEOUT_MS;
   const maxRedirects = options.maxRedirects ?? env.URL_MAX_REDIRECTS;
   const resolveHost = options.resolveHost ?? systemResolveHost;
+  const allow = options.allowHosts ?? envAllowList(env.URL_ALLOW_HOSTS);
 
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -67,7 +71,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
     signal.throwIfAborted();
     let target = parseTarget(url, false);
     for (let redirects = 0; ; redirects++) {
-      const addresses = await resolveAllowed(target, resolveHost, signal, redirects > 0);
+      const addresses = await resolveAllowed(target, resolveHost, signal, redirects > 0, allow);
       const response = await sendRequest(target, addresses, signal);
       const status = response.statusCode ?? 0;
 
@@ -135,24 +139,37 @@ function redirectTarget(from: URL, location: string | undefined): URL {
   return parseTarget(next.href, true);
 }
 
+let cachedAllowList: { value: string | undefined; list: AllowList } | undefined;
+function envAllowList(value: string | undefined): AllowList {
+  if (!cachedAllowList || cachedAllowList.value !== value) cachedAllowList = { value, list: parseAllowList(value) };
+  return cachedAllowList.list;
+}
+
 /**
  * The trust boundary: the addresses returned here are the only ones the request may connect to, and every
- * one of them is public. An IP-literal host is checked as is; a name is resolved once, and if any of its
- * addresses is private the URL is refused (a name that mixes public and private answers is an attack).
+ * one of them is public — or let through by `URL_ALLOW_HOSTS` (a listed name, on its port if one is given, with
+ * whatever it resolves to; a listed address or range). An IP-literal host is checked as is; a name is resolved once,
+ * and if any of its addresses is private and not allowed the URL is refused (a name that mixes public and private
+ * answers is an attack). Every redirect hop comes through here again.
  */
 async function resolveAllowed(
   url: URL,
   resolveHost: ResolveHost,
   signal: AbortSignal,
   afterRedirect: boolean,
+  allow: AllowList,
 ): Promise<IpAddress[]> {
   const host = url.hostname;
+  const port = portOf(url);
   const literal = parseHostLiteral(host);
   if (literal) {
-    if (!isPublicAddress(literal.address)) throw notAllowed(`${host} is not a public address`, afterRedirect);
+    if (!isPublicAddress(literal.address) && !allowsAddress(allow, literal, port)) {
+      throw notAllowed(`${host} is not a public address`, afterRedirect);
+    }
     return [literal];
   }
-  if (isLocalhostName(host)) throw notAllowed(`${host} resolves to a private address`, afterRedirect);
+  const nameAllowed = allowsName(allow, host, port);
+  if (isLocalhostName(host) && !nameAllowed) throw notAllowed(`${host} resolves to a private address`, afterRedirect);
 
   let answers: ResolvedAddress[];
   try {
@@ -166,7 +183,7 @@ async function resolveAllowed(
   const checked: IpAddress[] = [];
   for (const answer of answers) {
     const address = parseHostLiteral(answer.address);
-    if (!address || !isPublicAddress(address.address)) {
+    if (!address || !(nameAllowed || isPublicAddress(address.address) || allowsAddress(allow, address, port))) {
       throw notAllowed(`${host} resolves to a private address`, afterRedirect);
     }
     checked.push(address);
