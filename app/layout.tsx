@@ -21,7 +21,7 @@ export default async function RootLayout({ children }: Readonly<{ children: Reac
             OCR API
           </Link>
           <nav aria-label="Main">
-            <Link href="/docs">API reference</Link>
+            <Link href="/docs">Docs</Link>
             <Link href="/settings">Settings</Link>
           </nav>
         </header>

@@ -392,7 +392,7 @@ async function main(): Promise<void> {
 
   for (const [pathname, expected] of [
     ["/", "/api/ocr/process"],
-    ["/docs", "API reference"],
+    ["/docs", "Documentation"],
     ["/signin", "Sign in"],
   ] as const) {
     await step(`GET ${pathname}: 200, mentions "${expected}"`, async () => {

@@ -1,91 +1,125 @@
 import type { Metadata } from "next";
+import { headers } from "next/headers";
+import Link from "next/link";
+import { CodeExample } from "@/app/components/code-example";
+import { cliExample, mcpExamples, requestOrigin, restExamples } from "@/lib/examples";
 
-export const metadata: Metadata = { title: "API reference" };
+export const metadata: Metadata = { title: "Documentation" };
 
 const errors: Array<[number, string, string]> = [
   [400, "invalid_request", "bad JSON, schema violation, both or neither inputs, bad base64, URL not allowed"],
-  [401, "unauthorized", "no key, unknown key, revoked key"],
+  [401, "unauthorized", "no key, unknown key, revoked key, malformed Authorization header"],
   [402, "insufficient_credits", "balance below the pages the request needs (checked before any OCR)"],
   [404, "not_found", "unknown or expired MCP SSE session"],
   [405, "method_not_allowed", "wrong method for the path"],
   [409, "conflict", "a request with the same Idempotency-Key is still in progress"],
-  [413, "payload_too_large", "body, file, page count or pixel count over its limit"],
+  [413, "payload_too_large", "body, file, page count, pixel count or a PDF's inner limits"],
   [415, "unsupported_media_type", "the bytes are not PDF, JPEG, PNG or WebP"],
   [422, "unreadable_document", "corrupt or truncated file, encrypted PDF, zero pages"],
   [422, "idempotency_mismatch", "an Idempotency-Key reused with a different body"],
-  [429, "rate_limited", "per-key rate limit; see Retry-After"],
+  [429, "rate_limited", "per-key rate limit or requests in flight; see Retry-After"],
   [502, "fetch_failed", "imageUrl could not be fetched"],
-  [503, "overloaded", "OCR queue full; see Retry-After"],
-  [503, "unavailable", "the account store is unreachable"],
-  [504, "timeout", "the request deadline passed"],
-  [500, "internal_error", "anything else"],
+  [503, "overloaded", "the OCR engine is busy; see Retry-After"],
+  [503, "unavailable", "the account store is unreachable; see Retry-After"],
+  [504, "timeout", "the request deadline passed (nothing charged)"],
+  [500, "internal_error", "anything else (quote the request id)"],
 ];
 
-export default function DocsPage() {
+/** The product's manual: every example carries this server's own address. */
+export default async function DocsPage() {
+  const origin = requestOrigin(await headers());
+  const target = { origin };
   return (
-    <article className="prose">
-      <h1>API reference</h1>
+    <article className="prose docs">
+      <h1>Documentation</h1>
       <p>
-        Authenticate with <code>x-api-key: &lt;key&gt;</code> or <code>Authorization: Bearer &lt;key&gt;</code>.
-        Create keys on the <a href="/settings">settings page</a>. The machine-readable description is{" "}
-        <a href="/api/openapi.json">/api/openapi.json</a>.
+        Send a PDF, JPEG, PNG or WebP and get its text back in the same response. This server is{" "}
+        <code>{origin}</code>. Create an API key on the <Link href="/settings">settings page</Link>, then export it
+        for the examples below: <code>export OCR_API_KEY=ocr_…</code>. Each page read costs one credit; a failed
+        request costs nothing.
       </p>
-      <h2>POST /api/ocr/process</h2>
+      <nav aria-label="On this page" className="toc">
+        <a href="#rest">REST</a> <a href="#request">Request and response</a> <a href="#errors">Errors</a>{" "}
+        <a href="#mcp">MCP clients</a> <a href="#cli">Command line</a>
+      </nav>
+
+      <h2 id="rest">REST: POST /api/ocr/process</h2>
+      <p>
+        Authenticate with <code>x-api-key: &lt;key&gt;</code> or <code>Authorization: Bearer &lt;key&gt;</code>. The
+        sample documents are in the repository&apos;s <code>public/samples/</code> and served by this server at{" "}
+        <a href="/samples/scan.png">/samples/scan.png</a>, <a href="/samples/scan.pdf">/samples/scan.pdf</a> and{" "}
+        <a href="/samples/report.pdf">/samples/report.pdf</a>.
+      </p>
+      {restExamples(target).map((example) => (
+        <CodeExample key={example.id} example={example} />
+      ))}
+
+      <h2 id="request">Request and response</h2>
       <pre>
         <code>{`{ "image": "<base64 or data URL>", "options": { "format": "text" } }
-{ "imageUrl": "https://example.com/scan.pdf",
+{ "imageUrl": "${origin}/samples/report.pdf",
   "options": { "format": "markdown", "language": "eng+fra", "pages": "1-3,5" } }`}</code>
       </pre>
       <p>
-        Exactly one of <code>image</code> and <code>imageUrl</code>. The type is read from the bytes: PDF, JPEG, PNG
-        or WebP. <code>format</code> is <code>text</code> (default; pages separated by a form feed),{" "}
-        <code>markdown</code> or <code>json</code> (a serialized document of pages, blocks, lines and words with
-        confidences 0–100 and bounding boxes normalized to 0–1).
+        Exactly one of <code>image</code> (at most 3 MB decoded) and <code>imageUrl</code> (public http(s), at most
+        25 MB). The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
+        a form feed), <code>markdown</code> or <code>json</code> (pages, blocks, lines and words with confidences
+        0–100 and bounding boxes normalized to 0–1). Send an <code>Idempotency-Key</code> header to retry safely: a
+        retry replays the first answer and is not charged again.
       </p>
       <pre>
         <code>{`{ "success": true, "userId": "usr_…", "inputSource": "base64", "extractedText": "…",
   "confidence": 91.4, "processingTime": 812, "creditsUsed": 1, "pageCount": 1, "requestId": "req_…" }`}</code>
       </pre>
       <p>
-        <code>processingTime</code> is in milliseconds. <code>creditsUsed</code> is one per page read; failed
-        requests cost nothing. Send an <code>Idempotency-Key</code> header to retry safely.
+        <code>processingTime</code> is in milliseconds. <code>GET /api/credits</code> returns the key&apos;s balance for
+        free (<code>{`{ "success": true, "balance": 97 }`}</code>); every answer also carries{" "}
+        <code>x-credits-remaining</code>. The machine-readable description is{" "}
+        <a href="/api/openapi.json">/api/openapi.json</a>.
       </p>
-      <h2>GET /api/credits</h2>
+
+      <h2 id="errors">Errors</h2>
       <p>
-        The balance of the key&apos;s account, free of charge: <code>{`{ "success": true, "userId": "usr_…", "balance": 97 }`}</code>,
-        also in the <code>x-credits-remaining</code> header (which every OCR answer carries too).
+        Every failure is <code>{`{"success": false, "error": {"code", "message"}, "requestId"}`}</code> with the
+        status below:
       </p>
-      <h2>Errors</h2>
-      <p>
-        Every failure is <code>{`{"success": false, "error": {"code", "message"}, "requestId"}`}</code>:
-      </p>
-      <table>
-        <thead>
-          <tr>
-            <th>Status</th>
-            <th>Code</th>
-            <th>When</th>
-          </tr>
-        </thead>
-        <tbody>
-          {errors.map(([status, code, when]) => (
-            <tr key={code}>
-              <td>{status}</td>
-              <td>
-                <code>{code}</code>
-              </td>
-              <td>{when}</td>
+      <div className="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th>Status</th>
+              <th>Code</th>
+              <th>When</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-      <h2>MCP</h2>
+          </thead>
+          <tbody>
+            {errors.map(([status, code, when]) => (
+              <tr key={code}>
+                <td>{status}</td>
+                <td>
+                  <code>{code}</code>
+                </td>
+                <td>{when}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+
+      <h2 id="mcp">MCP clients</h2>
       <p>
-        <code>POST /api/mcp</code> speaks Streamable HTTP (JSON replies); <code>GET /api/mcp</code> with{" "}
-        <code>Accept: text/event-stream</code> opens the 2024-11-05 SSE transport. One tool,{" "}
-        <code>extract_text</code>, takes <code>image_source: {`{ type: "base64" | "url", data, filename? }`}</code>{" "}
-        and <code>output_format</code>.
+        <code>{origin}/api/mcp</code> is an MCP server with one tool, <code>extract_text</code>{" "}
+        (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>output_format</code>): the
+        same engine, credits and keys. <code>POST</code> speaks Streamable HTTP with JSON replies; <code>GET</code> with{" "}
+        <code>Accept: text/event-stream</code> opens the 2024-11-05 SSE transport for older clients. A tool call has
+        28 s; long scans belong on the REST endpoint.
       </p>
+      {mcpExamples(target).map((example) => (
+        <CodeExample key={example.id} example={example} />
+      ))}
+
+      <h2 id="cli">Command line</h2>
+      <CodeExample example={cliExample(target)} />
     </article>
   );
 }

@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, existsSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect } from "node:net";
@@ -5,7 +7,8 @@ import path from "node:path";
 import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resolveApiKey } from "@/lib/keys";
+import { getBalance, grantCredits } from "@/lib/credits";
+import { createApiKey, resolveApiKey } from "@/lib/keys";
 import { freePort, startDevServer, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
@@ -27,6 +30,14 @@ let browser: Browser | undefined;
 /** Every API key the browser was shown: none may appear in the server's output. */
 const shownKeys: string[] = [];
 
+/** An account with 100 credits and a key, made directly in the store the server uses (for running examples). */
+async function newApiAccount(): Promise<{ key: string; balance: () => Promise<number> }> {
+  const userId = `usr_docs${randomBytes(6).toString("hex")}`;
+  await grantCredits({ userId, credits: 100 });
+  const { key } = await createApiKey({ userId, name: "docs examples" });
+  return { key, balance: () => getBalance(userId) };
+}
+
 /** The whole site in headless Chromium, on the development server `npm run dev` runs (scripts/serve.mjs). */
 describe("the site in headless Chromium", () => {
   beforeAll(async () => {
@@ -41,6 +52,8 @@ describe("the site in headless Chromium", () => {
         FREE_CREDITS,
         SIGNUP_PER_ADDRESS_PER_HOUR: String(SIGNUPS_PER_ADDRESS),
         SERVER_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+        // The docs' URL examples fetch /samples/… from this very server (a private address otherwise refused).
+        URL_ALLOW_HOSTS: "127.0.0.1",
         LOG_REQUESTS: "true",
       }).then((started) => {
         server = started;
@@ -322,6 +335,52 @@ describe("the site in headless Chromium", () => {
     expect(Math.min(...closedAfter)).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
     // The server still answers.
     expect((await fetch(`${baseUrl}/api/health`)).status).toBe(200);
+  });
+
+  it("/docs is the manual: every example carries this origin, and at 390 px and 1280 px nothing overflows", async () => {
+    for (const width of [390, 1280]) {
+      const page = await newPage({ width, height: 900 });
+      await page.goto(`${baseUrl}/docs`);
+      const ids = await page.locator("[data-example]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
+      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
+      for (const id of ["curl-base64", "curl-url", "javascript", "python", "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
+        expect(await page.locator(`[data-example="${id}"] code`).textContent(), id).toContain(baseUrl);
+      }
+      expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(ids.length);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, `horizontal overflow at ${width} px`).toBeLessThanOrEqual(0);
+      if (width === 390) await page.screenshot({ path: path.join(ARTIFACTS, "docs-phone.png"), fullPage: true });
+      await page.context().close();
+    }
+  });
+
+  it("the /docs shell and JavaScript examples, copied from the page and run, read the samples", async () => {
+    const account = await newApiAccount();
+    const page = await newPage();
+    await page.goto(`${baseUrl}/docs`);
+    const code = (id: string) => page.locator(`[data-example="${id}"] code`).textContent().then((text) => text ?? "");
+    const env = { ...process.env, OCR_API_KEY: account.key };
+    const runs = [
+      { id: "curl-base64", command: "sh", args: ["-c", await code("curl-base64")], text: /ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/ },
+      { id: "curl-url", command: "sh", args: ["-c", await code("curl-url")], text: /ACME OFFICE SUPPLIES/ },
+    ];
+    for (const run of runs) {
+      const result = spawnSync(run.command, run.args, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+      expect(result.status, `${run.id}: ${result.stderr}`).toBe(0);
+      const body = JSON.parse(result.stdout) as { success: boolean; extractedText: string };
+      expect(body.success, run.id).toBe(true);
+      expect(body.extractedText, run.id).toMatch(run.text);
+    }
+    // The JavaScript example prints the scan's text, then the report's JSON document.
+    const js = spawnSync(process.execPath, ["--input-type=module", "-e", await code("javascript")], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+    expect(js.status, js.stderr).toBe(0);
+    expect(js.stdout).toMatch(/ACME OFFICE SUPPLIES[\s\S]*"source":"text-layer"/);
+    // The AI SDK example calls extract_text over MCP on the sample's URL.
+    const ai = spawnSync(process.execPath, ["--input-type=module", "-e", await code("ai-sdk")], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+    expect(ai.status, ai.stderr).toBe(0);
+    expect(ai.stdout).toMatch(/ACME OFFICE SUPPLIES/);
+    expect(await account.balance()).toBe(100 - 6); // scan.png, scan.pdf, scan.png, report.pdf (2 pages), scan.png
+    await page.context().close();
   });
 
   it("no API key ever reaches the server's output (sign-up → create key, with request logging on)", () => {
