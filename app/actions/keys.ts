@@ -4,14 +4,22 @@
 // settings page is not a security boundary.
 
 import { revalidatePath } from "next/cache";
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { requestOrigin } from "@/app/settings/origin";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
 import { formErrorMessage, type FormError } from "./form-state";
 
+/** Stands in for this server's origin in the snippets when the request's Host is unusable (see requestOrigin). */
+const PLACEHOLDER_ORIGIN = "https://ocr.example.com";
+
 export interface CreateKeyState extends FormError {
-  /** The new key, shown once: it lives only in this response. */
-  created?: { key: string; name: string; start: string };
+  /**
+   * The new key, shown once: it lives only in this response (with the "try it" snippets built from it). `origin` is
+   * this server's, from the request's headers, for those snippets.
+   */
+  created?: { key: string; name: string; start: string; origin: string };
 }
 
 async function requireAccount() {
@@ -25,7 +33,8 @@ export async function createKeyAction(_previous: CreateKeyState, formData: FormD
   try {
     const { key, info } = await createApiKey({ userId: account.id, name: String(formData.get("name") ?? "") });
     revalidatePath("/settings");
-    return { created: { key, name: info.name, start: info.start } };
+    const origin = requestOrigin(await headers()) ?? PLACEHOLDER_ORIGIN;
+    return { created: { key, name: info.name, start: info.start, origin } };
   } catch (error) {
     return { error: formErrorMessage(error, "create-key") };
   }

@@ -3,6 +3,7 @@
 import { useActionState } from "react";
 import { createKeyAction, type CreateKeyState } from "@/app/actions/keys";
 import { CopyButton } from "./copy-button";
+import { TryIt } from "./try-it";
 
 const initialState: CreateKeyState = {};
 
@@ -32,6 +33,7 @@ export function CreateKeyForm() {
           </p>
         </div>
       )}
+      {state.created && <TryIt apiKey={state.created.key} origin={state.created.origin} />}
       <form action={formAction} className="inline-form">
         <div className="field">
           <label htmlFor="key-name">Key name</label>
