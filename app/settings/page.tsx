@@ -5,27 +5,35 @@ import { signOutAction } from "@/app/actions/auth";
 import { revokeKeyAction } from "@/app/actions/keys";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { getBalance, getDailyUsage, listLedger } from "@/lib/credits";
-import { MAX_ACTIVE_KEYS, listApiKeys } from "@/lib/keys";
+import { MAX_ACTIVE_KEYS, listApiKeys, type ApiKeyInfo } from "@/lib/keys";
 import { CreateKeyForm } from "./create-key-form";
 import { formatDateTime, formatDelta } from "./format";
+import { KEY_ID, ledgerHref } from "./ledger-query";
 import { UsageChart } from "./usage-chart";
 
 export const metadata: Metadata = { title: "Settings" };
 
 const LEDGER_PAGE = 20;
 
-export default async function SettingsPage({ searchParams }: { searchParams: Promise<{ before?: string | string[] }> }) {
+type SearchParams = Promise<{ before?: string | string[]; key?: string | string[] }>;
+
+export default async function SettingsPage({ searchParams }: { searchParams: SearchParams }) {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
-  const before = (await searchParams).before;
-  const cursor = typeof before === "string" && /^\d+$/.test(before) ? before : null;
+  const params = await searchParams;
+  const cursor = typeof params.before === "string" && /^\d+$/.test(params.before) ? params.before : null;
+  const requestedKey = typeof params.key === "string" && KEY_ID.test(params.key) ? params.key : null;
 
-  const [keys, balance, ledger, usage] = await Promise.all([
-    listApiKeys(account.id),
+  // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
+  const keys = await listApiKeys(account.id);
+  const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
+  const [balance, ledger, usage] = await Promise.all([
     getBalance(account.id),
-    listLedger(account.id, { limit: LEDGER_PAGE, cursor }),
+    listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
   ]);
+  const keysById = new Map(keys.map((key) => [key.id, key]));
+  const activeCount = keys.filter((key) => key.revokedAt === null).length;
 
   return (
     <div className="settings stack-lg">
@@ -58,7 +66,8 @@ export default async function SettingsPage({ searchParams }: { searchParams: Pro
         <h2 id="keys-heading">API keys</h2>
         <p className="muted">
           Send a key in the <code>x-api-key</code> header. Each key has full access to this account; revoke any
-          you no longer use. Up to {MAX_ACTIVE_KEYS} active keys.
+          you no longer use. Up to {MAX_ACTIVE_KEYS} active keys ({activeCount} now). Revoked keys stay listed, so
+          the activity below can still name them.
         </p>
         <CreateKeyForm />
         {keys.length === 0 ? (
@@ -66,7 +75,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Pro
         ) : (
           <div className="table-wrap">
             <table className="keys-table">
-              <caption className="visually-hidden">Your active API keys</caption>
+              <caption className="visually-hidden">Your API keys: active ones first, then revoked ones</caption>
               <thead>
                 <tr>
                   <th scope="col">Name</th>
@@ -74,46 +83,13 @@ export default async function SettingsPage({ searchParams }: { searchParams: Pro
                   <th scope="col">Created (UTC)</th>
                   <th scope="col">Last used (UTC)</th>
                   <th scope="col">
-                    <span className="visually-hidden">Actions</span>
+                    <span className="visually-hidden">Status and actions</span>
                   </th>
                 </tr>
               </thead>
               <tbody>
                 {keys.map((key) => (
-                  <tr key={key.id} data-key-start={key.start}>
-                    <td>{key.name}</td>
-                    <td>
-                      <code>{key.start}…</code>
-                    </td>
-                    <td>
-                      <time dateTime={key.createdAt}>{formatDateTime(key.createdAt)}</time>
-                    </td>
-                    <td>
-                      {key.lastUsedAt ? (
-                        <time dateTime={key.lastUsedAt}>{formatDateTime(key.lastUsedAt)}</time>
-                      ) : (
-                        <span className="muted">Never</span>
-                      )}
-                    </td>
-                    <td>
-                      {/* Confirmation without JavaScript: the real button is behind a disclosure. */}
-                      <details className="revoke">
-                        <summary>Revoke</summary>
-                        <div className="revoke-confirm">
-                          <p>
-                            Revoke “{key.name}” (<code>{key.start}…</code>)? Requests using it fail at once. This
-                            cannot be undone.
-                          </p>
-                          <form action={revokeKeyAction}>
-                            <input type="hidden" name="keyId" value={key.id} />
-                            <button type="submit" className="danger">
-                              Revoke key
-                            </button>
-                          </form>
-                        </div>
-                      </details>
-                    </td>
-                  </tr>
+                  <KeyRow key={key.id} apiKey={key} />
                 ))}
               </tbody>
             </table>
@@ -123,50 +99,156 @@ export default async function SettingsPage({ searchParams }: { searchParams: Pro
 
       <section aria-labelledby="ledger-heading" className="card stack">
         <h2 id="ledger-heading">Recent activity</h2>
+        <p className="muted">
+          Every credit change. Match a row to a request by its id: the <code>requestId</code> of the answer and its{" "}
+          <code>x-request-id</code> header.
+        </p>
+        <div className="ledger-tools">
+          {keys.length > 0 && (
+            // A plain GET form: filtering works without JavaScript.
+            <form method="get" action="/settings" className="ledger-filter">
+              <div className="field">
+                <label htmlFor="ledger-key">Key</label>
+                <select id="ledger-key" name="key" defaultValue={keyFilter?.id ?? ""}>
+                  <option value="">All keys</option>
+                  {keys.map((key) => (
+                    <option key={key.id} value={key.id}>
+                      {key.name} ({key.start}…){key.revokedAt ? " · revoked" : ""}
+                    </option>
+                  ))}
+                </select>
+              </div>
+              <button type="submit" className="secondary">
+                Show
+              </button>
+            </form>
+          )}
+          <a className="button secondary" href={`/settings/ledger.csv${keyFilter ? `?key=${keyFilter.id}` : ""}`} download>
+            Download CSV{keyFilter ? " of this key" : ""}
+          </a>
+        </div>
         {ledger.entries.length === 0 ? (
-          <p className="muted">No credit changes yet.</p>
+          <p className="muted" data-testid="ledger-empty">
+            {!keyFilter
+              ? "No credit changes yet."
+              : ledger.nextCursor
+                ? `No entries of “${keyFilter.name}” in this stretch of the activity; older entries may have some.`
+                : `No credit changes with “${keyFilter.name}”${cursor ? " before these" : ""}.`}
+          </p>
         ) : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-labelledby="ledger-heading">
             <table className="ledger-table">
-              <caption className="visually-hidden">Credit ledger, newest first</caption>
+              <caption className="visually-hidden">
+                Credit ledger, newest first{keyFilter ? `, requests with the key “${keyFilter.name}”` : ""}
+              </caption>
               <thead>
                 <tr>
                   <th scope="col">Time (UTC)</th>
                   <th scope="col" className="num">
                     Change
                   </th>
-                  <th scope="col">Reason</th>
-                  <th scope="col" className="num">
-                    Pages
-                  </th>
                   <th scope="col" className="num">
                     Balance after
+                  </th>
+                  <th scope="col">Reason</th>
+                  <th scope="col">Request id</th>
+                  <th scope="col">Key</th>
+                  <th scope="col">Format</th>
+                  <th scope="col" className="num">
+                    Pages
                   </th>
                 </tr>
               </thead>
               <tbody>
-                {ledger.entries.map((entry) => (
-                  <tr key={entry.id}>
-                    <td>
-                      <time dateTime={entry.at}>{formatDateTime(entry.at)}</time>
-                    </td>
-                    <td className={`num ${entry.delta < 0 ? "negative" : "positive"}`}>{formatDelta(entry.delta)}</td>
-                    <td>{entry.reason}</td>
-                    <td className="num">{entry.pages ?? "—"}</td>
-                    <td className="num">{entry.balanceAfter}</td>
-                  </tr>
-                ))}
+                {ledger.entries.map((entry) => {
+                  const key = entry.keyId ? keysById.get(entry.keyId) : undefined;
+                  return (
+                    <tr key={entry.id} data-request-id={entry.requestId}>
+                      <td>
+                        <time dateTime={entry.at}>{formatDateTime(entry.at)}</time>
+                      </td>
+                      <td className={`num ${entry.delta < 0 ? "negative" : "positive"}`}>{formatDelta(entry.delta)}</td>
+                      <td className="num">{entry.balanceAfter}</td>
+                      <td>{entry.reason}</td>
+                      <td>{entry.requestId ? <code className="request-id">{entry.requestId}</code> : <Dash />}</td>
+                      <td>
+                        {key ? (
+                          <>
+                            {key.name}
+                            {key.revokedAt && <span className="muted"> (revoked)</span>}
+                          </>
+                        ) : entry.keyId ? (
+                          <code>{entry.keyId}</code>
+                        ) : (
+                          <Dash />
+                        )}
+                      </td>
+                      <td>{entry.format ?? <Dash />}</td>
+                      <td className="num">{entry.pages ?? <Dash />}</td>
+                    </tr>
+                  );
+                })}
               </tbody>
             </table>
           </div>
         )}
         {(cursor || ledger.nextCursor) && (
           <nav aria-label="Ledger pages" className="pager">
-            {cursor && <Link href="/settings">Newest</Link>}
-            {ledger.nextCursor && <Link href={`/settings?before=${ledger.nextCursor}`}>Older entries</Link>}
+            {cursor && <Link href={ledgerHref({ key: keyFilter?.id })}>Newest</Link>}
+            {ledger.nextCursor && <Link href={ledgerHref({ key: keyFilter?.id, before: ledger.nextCursor })}>Older entries</Link>}
           </nav>
         )}
       </section>
     </div>
+  );
+}
+
+function Dash() {
+  return <span className="muted">—</span>;
+}
+
+/** One key: active ones can be revoked; revoked ones stay, greyed, with when they were revoked. */
+function KeyRow({ apiKey: key }: { apiKey: ApiKeyInfo }) {
+  return (
+    <tr data-key-start={key.start} data-revoked={key.revokedAt ? "true" : undefined} className={key.revokedAt ? "revoked" : undefined}>
+      <td>{key.name}</td>
+      <td>
+        <code>{key.start}…</code>
+      </td>
+      <td>
+        <time dateTime={key.createdAt}>{formatDateTime(key.createdAt)}</time>
+      </td>
+      <td>
+        {key.lastUsedAt ? (
+          <time dateTime={key.lastUsedAt}>{formatDateTime(key.lastUsedAt)}</time>
+        ) : (
+          <span className="muted">Never</span>
+        )}
+      </td>
+      <td>
+        {key.revokedAt ? (
+          <span className="revoked-at">
+            Revoked <time dateTime={key.revokedAt}>{formatDateTime(key.revokedAt)}</time>
+          </span>
+        ) : (
+          // Confirmation without JavaScript: the real button is behind a disclosure.
+          <details className="revoke">
+            <summary>Revoke</summary>
+            <div className="revoke-confirm">
+              <p>
+                Revoke “{key.name}” (<code>{key.start}…</code>)? Requests using it fail at once. This cannot be
+                undone.
+              </p>
+              <form action={revokeKeyAction}>
+                <input type="hidden" name="keyId" value={key.id} />
+                <button type="submit" className="danger">
+                  Revoke key
+                </button>
+              </form>
+            </div>
+          </details>
+        )}
+      </td>
+    </tr>
   );
 }

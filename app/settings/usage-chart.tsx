@@ -4,20 +4,33 @@ const WIDTH = 300;
 const HEIGHT = 80;
 const GAP = 2;
 
-/** Pages per day over the last 30 days, as an inline SVG bar chart (no client JavaScript). */
+/**
+ * Pages per day over the last 30 days, as an inline SVG bar chart (no client JavaScript); a short message instead
+ * when nothing was read in them (a new account), rather than an empty box.
+ */
 export function UsageChart({ usage }: { usage: DailyUsage[] }) {
   const max = Math.max(1, ...usage.map((day) => day.pages));
   const total = usage.reduce((sum, day) => sum + day.pages, 0);
   const barWidth = WIDTH / Math.max(1, usage.length);
   const first = usage[0]?.day;
   const last = usage.at(-1)?.day;
+  if (total === 0) {
+    return (
+      <div className="chart-empty" data-testid="usage-empty">
+        <p>
+          <strong>No pages read in the last 30 days.</strong> Create a key below and run one of the snippets it
+          shows: your pages per day will appear here.
+        </p>
+      </div>
+    );
+  }
   return (
     <figure className="chart">
       <svg
         viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
         preserveAspectRatio="none"
         role="img"
-        aria-label={`Pages read per day, ${first} to ${last}: ${total} in total, at most ${max === 1 && total === 0 ? 0 : max} in a day.`}
+        aria-label={`Pages read per day, ${first} to ${last}: ${total} in total, at most ${max} in a day.`}
       >
         <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} className="chart-axis" />
         {usage.map((day, index) => {
