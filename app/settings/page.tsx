@@ -14,6 +14,8 @@ import { UsageChart } from "./usage-chart";
 export const metadata: Metadata = { title: "Settings" };
 
 const LEDGER_PAGE = 20;
+/** Revoked keys listed (most recently revoked first); older ones still name their ledger rows. */
+const REVOKED_SHOWN = 20;
 
 type SearchParams = Promise<{ before?: string | string[]; key?: string | string[] }>;
 
@@ -33,7 +35,12 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
     getDailyUsage(account.id, { days: 30 }),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
-  const activeCount = keys.filter((key) => key.revokedAt === null).length;
+  const active = keys.filter((key) => key.revokedAt === null);
+  const revoked = keys.filter((key) => key.revokedAt !== null);
+  // What the table and the filter offer: every active key, the most recently revoked ones, and the filtered key.
+  const listed = [...active, ...revoked.slice(0, REVOKED_SHOWN)];
+  if (keyFilter && !listed.includes(keyFilter)) listed.push(keyFilter);
+  const unlisted = keys.length - listed.length;
 
   return (
     <div className="settings stack-lg">
@@ -66,7 +73,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
         <h2 id="keys-heading">API keys</h2>
         <p className="muted">
           Send a key in the <code>x-api-key</code> header. Each key has full access to this account; revoke any
-          you no longer use. Up to {MAX_ACTIVE_KEYS} active keys ({activeCount} now). Revoked keys stay listed, so
+          you no longer use. Up to {MAX_ACTIVE_KEYS} active keys ({active.length} now). Revoked keys stay listed, so
           the activity below can still name them.
         </p>
         <CreateKeyForm />
@@ -88,12 +95,18 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
                 </tr>
               </thead>
               <tbody>
-                {keys.map((key) => (
+                {listed.map((key) => (
                   <KeyRow key={key.id} apiKey={key} />
                 ))}
               </tbody>
             </table>
           </div>
+        )}
+        {unlisted > 0 && (
+          <p className="hint">
+            {unlisted} older revoked key{unlisted === 1 ? " is" : "s are"} not listed; the activity below still names
+            them.
+          </p>
         )}
       </section>
 
@@ -111,7 +124,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
                 <label htmlFor="ledger-key">Key</label>
                 <select id="ledger-key" name="key" defaultValue={keyFilter?.id ?? ""}>
                   <option value="">All keys</option>
-                  {keys.map((key) => (
+                  {listed.map((key) => (
                     <option key={key.id} value={key.id}>
                       {key.name} ({key.start}…){key.revokedAt ? " · revoked" : ""}
                     </option>

@@ -37,7 +37,7 @@ export function trySnippets({ key, origin }: { key: string; origin: string }): S
     // The service refuses to fetch loopback and private addresses (the SSRF guard), its own included.
     const note =
       id === "curl-url" && isLoopbackOrigin(origin)
-        ? "The service downloads the URL itself, from public addresses only: this one works once the service is deployed (a local server will not fetch from itself)."
+        ? "The service downloads the URL itself and refuses private addresses, this local one included unless URL_ALLOW_HOSTS lets it through; deployed, it works as it is."
         : example.note;
     return [{ ...example, note, copyLabel }];
   });

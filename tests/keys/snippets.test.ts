@@ -62,7 +62,7 @@ describe("the try-it snippets", () => {
     expect(isLoopbackOrigin("http://[::1]:3000")).toBe(true);
     expect(isLoopbackOrigin("https://ocr.example.com")).toBe(false);
     const local = trySnippets({ key, origin: "http://localhost:3000" });
-    expect(local.find((snippet) => snippet.id === "curl-url")?.note).toMatch(/once the service is deployed/);
+    expect(local.find((snippet) => snippet.id === "curl-url")?.note).toMatch(/refuses private addresses/);
   });
 
   it("are valid POSIX sh", async () => {
