@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, existsSync } from "node:fs";
+import { mkdirSync, existsSync, readFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { connect } from "node:net";
 import path from "node:path";
@@ -83,8 +83,27 @@ describe("the site in headless Chromium", () => {
     return page;
   }
 
-  it("signs up, shows the free credits, creates a key once, lists it by its start, revokes it, signs out", async () => {
-    const page = await newPage();
+  /** How far the page is wider than its viewport (0 or less: no horizontal scrolling). */
+  async function overflowOf(page: Page): Promise<number> {
+    return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  }
+
+  /** Read public/samples/scan.png through the API with `key`, in `format`; the 200 body. */
+  async function ocrWith(key: string, format: "text" | "json" | "markdown"): Promise<{ requestId: string }> {
+    const image = readFileSync(path.join(ROOT, "public/samples/scan.png")).toString("base64");
+    const response = await fetch(`${baseUrl}/api/ocr/process`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ image, options: { format } }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { success: boolean; requestId: string };
+    expect(body.success).toBe(true);
+    return body;
+  }
+
+  it("signs up, shows the free credits and the empty chart, creates a key once with try-it snippets (the curl one copied and run), matches its request in the ledger, filters and exports it, revokes it (still listed), signs out", async () => {
+    const page = await newPage({ width: 1280, height: 900 });
     const email = `browser-${Date.now()}@example.com`;
 
     // Signed out: /settings sends us to sign in.
@@ -114,6 +133,9 @@ describe("the site in headless Chromium", () => {
     await expect.poll(() => page.getByTestId("balance").textContent()).toBe(FREE_CREDITS);
     await expect.poll(() => page.locator(".ledger-table tbody tr").first().textContent()).toMatch(/\+100.*signup/);
     await expect.poll(() => page.getByText("No API keys yet.").isVisible()).toBe(true);
+    // A new account's usage chart is a message, not an empty box.
+    expect(await page.getByTestId("usage-empty").textContent()).toContain("No pages read in the last 30 days");
+    expect(await page.locator(".chart svg").count()).toBe(0);
 
     // Create a key: shown once, with a copy button and the warning.
     await page.getByLabel("Key name").fill("browser test key");
@@ -124,7 +146,7 @@ describe("the site in headless Chromium", () => {
     shownKeys.push(key);
     expect(key).toMatch(/^ocr_[1-9A-HJ-NP-Za-km-z]{43,44}$/);
     expect(await page.locator(".key-reveal[role=status]").textContent()).toContain("You won’t see it again");
-    expect(await page.getByRole("button", { name: "Copy" }).isVisible()).toBe(true);
+    expect(await page.getByRole("button", { name: "Copy", exact: true }).isVisible()).toBe(true);
     const start = key.slice(0, 12);
     const row = page.locator(`tr[data-key-start="${start}"]`);
     await row.waitFor();
@@ -132,26 +154,112 @@ describe("the site in headless Chromium", () => {
     expect(await row.textContent()).toContain(`${start}…`);
     expect(await resolveApiKey(key)).toMatchObject({ name: "browser test key" });
 
+    // Try-it snippets under it: curl (a file, a URL), the CLI, Claude Code, an MCP configuration — each with the new
+    // key and this server's origin, each with its own copy button.
+    const snippetIds = await page.locator("[data-snippet]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-snippet")));
+    expect(snippetIds).toEqual(["curl-base64", "curl-url", "cli", "claude-code", "cursor"]);
+    for (const id of snippetIds) {
+      const code = (await page.locator(`[data-snippet="${id}"] pre code`).textContent()) ?? "";
+      expect(code, `${id}`).toContain(key);
+      expect(code, `${id}`).toContain(baseUrl);
+    }
+    expect(JSON.parse((await page.locator('[data-snippet="cursor"] pre code').textContent()) ?? "")).toEqual({
+      mcpServers: { ocr: { url: `${baseUrl}/api/mcp`, headers: { "x-api-key": key } } },
+    });
+    expect(await page.getByRole("button", { name: /^Copy/ }).count()).toBe(1 + snippetIds.length);
+    expect(await overflowOf(page), "horizontal overflow at 1280 px with the snippets").toBeLessThanOrEqual(0);
+
+    // Copy the curl command with its button, and run what was copied, from the repository's root (the sample path).
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
+    const copyCurl = page.getByRole("button", { name: "Copy the curl command", exact: true });
+    await copyCurl.click();
+    await expect.poll(() => copyCurl.textContent()).toBe("Copied");
+    const command = await page.evaluate(() => navigator.clipboard.readText());
+    expect(command).toBe(await page.locator('[data-snippet="curl-base64"] pre code').textContent());
+    const curl = spawnSync("sh", ["-c", command], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    expect(curl.status, curl.stderr).toBe(0);
+    const answer = JSON.parse(curl.stdout) as { success: boolean; requestId: string; creditsUsed: number; extractedText: string };
+    expect(answer).toMatchObject({ success: true, creditsUsed: 1, requestId: expect.stringMatching(/^req_/) });
+    expect(answer.extractedText).toContain("ACME OFFICE SUPPLIES");
+
+    // A second key, and a Markdown request with it (straight to the API).
+    await page.getByLabel("Key name").fill("second key");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await expect.poll(() => keyField.inputValue()).not.toBe(key);
+    const secondKey = await keyField.inputValue();
+    shownKeys.push(secondKey);
+    const second = await ocrWith(secondKey, "markdown");
+
     // After a reload the key is listed by its start only; the full key is gone for good.
     await page.reload();
     await row.waitFor();
     expect(await page.content()).not.toContain(key);
+    expect(await page.content()).not.toContain(secondKey);
     expect(await page.getByLabel("Your new API key").count()).toBe(0);
+    expect(await page.locator("[data-snippet]").count()).toBe(0);
+    // The chart has today's two pages.
+    expect(await page.getByTestId("usage-empty").count()).toBe(0);
+    expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("2 in total");
+
+    // Each request's ledger row: time, change, balance, reason, request id, key name, format, pages.
+    const cells = (requestId: string) => page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().locator("td").allTextContents();
+    expect((await cells(answer.requestId)).slice(1)).toEqual(["−1", "99", "ocr", answer.requestId, "browser test key", "text", "1"]);
+    expect((await cells(second.requestId)).slice(1)).toEqual(["−1", "98", "ocr", second.requestId, "second key", "markdown", "1"]);
+    expect(await overflowOf(page), "horizontal overflow at 1280 px with the ledger").toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings.png"), fullPage: true });
 
-    // Revoke, with confirmation.
+    // Filter by key (a GET form): only that key's rows.
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: `browser test key (${start}…)` });
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.waitForURL(/\?key=key_/);
+    const keyId = new URL(page.url()).searchParams.get("key") ?? "";
+    const requestIdsShown = () =>
+      page.locator(".ledger-table tbody tr").evaluateAll((rows) => rows.map((tableRow) => tableRow.getAttribute("data-request-id")));
+    expect(await requestIdsShown()).toEqual([answer.requestId]);
+
+    // The CSV export of the filter, fetched with the page's cookies.
+    const csvHref = (await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")) ?? "";
+    expect(csvHref).toBe(`/settings/ledger.csv?key=${keyId}`);
+    const filtered = await page.request.get(`${baseUrl}${csvHref}`);
+    expect(filtered.status()).toBe(200);
+    expect(filtered.headers()["content-type"]).toBe("text/csv; charset=utf-8");
+    expect(filtered.headers()["content-disposition"]).toMatch(new RegExp(`^attachment; filename="ocr-ledger-${keyId}-\\d{4}-\\d{2}-\\d{2}\\.csv"$`));
+    const filteredLines = (await filtered.text()).split("\r\n");
+    expect(filteredLines[0]).toBe("time,change,balance_after,reason,request_id,key_name,key_id,format,pages");
+    expect(filteredLines.slice(1)).toEqual([expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z,-1,99,ocr,${answer.requestId},browser test key,${keyId},text,1$`)), ""]);
+    // The whole ledger: the signup and both requests; never a key.
+    const whole = await (await page.request.get(`${baseUrl}/settings/ledger.csv`)).text();
+    expect(whole.split("\r\n").slice(1, -1).map((line) => line.split(",")[3])).toEqual(["ocr", "ocr", "signup"]);
+    expect(whole).toContain(`${second.requestId},second key,`);
+    for (const shown of [key, secondKey]) expect(whole).not.toContain(shown.slice(4));
+    // Without the session cookie: nothing.
+    expect((await fetch(`${baseUrl}/settings/ledger.csv`)).status).toBe(401);
+
+    // Revoke, with confirmation: the key stays listed, greyed, with when it was revoked, after the active one.
+    await page.goto(`${baseUrl}/settings`);
     await row.getByText("Revoke", { exact: true }).click();
     await row.getByRole("button", { name: "Revoke key" }).click();
-    await row.waitFor({ state: "detached" });
-    await expect.poll(() => page.getByText("No API keys yet.").isVisible()).toBe(true);
+    await expect.poll(() => row.getAttribute("data-revoked")).toBe("true");
+    expect(await row.textContent()).toMatch(/Revoked \d{1,2} \w{3} \d{4}, \d{2}:\d{2}/);
+    expect(await row.getByText("Revoke", { exact: true }).count()).toBe(0);
+    const muted = "rgb(91, 100, 112)";
+    expect(await row.locator("td").first().evaluate((cell) => getComputedStyle(cell).color)).toBe(muted);
+    const secondRow = page.locator(`tr[data-key-start="${secondKey.slice(0, 12)}"]`);
+    expect(await secondRow.locator("td").first().evaluate((cell) => getComputedStyle(cell).color)).not.toBe(muted);
+    expect(await page.locator("tr[data-key-start]").evaluateAll((rows) => rows.map((keyRow) => keyRow.getAttribute("data-key-start")))).toEqual([
+      secondKey.slice(0, 12),
+      start,
+    ]);
     expect(await resolveApiKey(key)).toBeNull();
+    // The ledger still names it.
+    expect((await cells(answer.requestId))[5]).toBe("browser test key (revoked)");
 
     // Sign out ends the session.
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${baseUrl}/signin`);
     await page.goto(`${baseUrl}/settings`);
     await page.waitForURL(`${baseUrl}/signin`);
-  });
+  }, 180_000);
 
   it("is usable on a phone-sized screen", async () => {
     const page = await newPage({ width: 390, height: 844 });
@@ -162,12 +270,19 @@ describe("the site in headless Chromium", () => {
     await page.waitForURL(`${baseUrl}/settings`);
     await page.getByLabel("Key name").fill("phone");
     await page.getByRole("button", { name: "Create key" }).click();
-    shownKeys.push(await page.getByLabel("Your new API key").inputValue());
-    // Nothing forces the page wider than the screen.
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(overflow).toBeLessThanOrEqual(0);
+    const key = await page.getByLabel("Your new API key").inputValue();
+    shownKeys.push(key);
+    // Nothing forces the page wider than the screen: not the snippets (they scroll in their own boxes)…
+    await page.locator('[data-snippet="curl-base64"]').waitFor();
+    expect(await overflowOf(page), "with the snippets").toBeLessThanOrEqual(0);
+    await page.screenshot({ path: path.join(ARTIFACTS, "settings-phone-snippets.png"), fullPage: true });
+    // … nor the ledger's rows with request ids (the table scrolls in its container).
+    const { requestId } = await ocrWith(key, "json");
+    await page.reload();
+    await page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().waitFor();
+    expect(await overflowOf(page), "with the ledger").toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-phone.png"), fullPage: true });
-  });
+  }, 120_000);
 
   it("works without JavaScript: sign up, create a key (shown once), revoke it", async () => {
     const page = await newPage(undefined, false);
@@ -185,12 +300,22 @@ describe("the site in headless Chromium", () => {
     const key = await keyField.inputValue();
     shownKeys.push(key);
     expect(await resolveApiKey(key)).toMatchObject({ name: "no script" });
+    // The try-it snippets come with the server's answer too.
+    expect(await page.locator('[data-snippet="curl-base64"] pre code').textContent()).toContain(key);
 
     const row = page.locator(`tr[data-key-start="${key.slice(0, 12)}"]`);
     await row.getByText("Revoke", { exact: true }).click();
     await row.getByRole("button", { name: "Revoke key" }).click();
-    await page.getByText("No API keys yet.").waitFor();
+    await page.locator(`tr[data-key-start="${key.slice(0, 12)}"][data-revoked="true"]`).waitFor();
+    expect(await row.textContent()).toContain("Revoked");
     expect(await resolveApiKey(key)).toBeNull();
+
+    // The ledger's key filter is a plain form: it works without JavaScript too.
+    await page.getByLabel("Key", { exact: true }).selectOption({ label: `no script (${key.slice(0, 12)}…) · revoked` });
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.waitForURL(/\?key=key_/);
+    expect(await page.getByTestId("ledger-empty").textContent()).toBe("No credit changes with “no script”.");
+    expect(await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")).toMatch(/^\/settings\/ledger\.csv\?key=key_/);
   });
 
   /** Sign up in a fresh context (from the socket 127.0.0.1, plus any headers given); the page ends on /settings or shows an error. */
