@@ -185,17 +185,10 @@ export function cliExample(target: ExampleTarget): Example {
     title: "Command line (this repository's ocr CLI)",
     language: "sh",
     note: "From a clone of the repository after npm install; see docs/cli.md for npx and global installs.",
-    code: `${key.shExport || "export OCR_API_KEY=ocr_…\n"}export OCR_BASE_URL=${target.origin}
+    // FETCH_MCP_SERVER_API_KEY is the variable the CLI reads first (before OCR_API_KEY): set it, so an older value
+    // of it in the user's shell cannot win.
+    code: `export FETCH_MCP_SERVER_API_KEY=${target.key ? `'${target.key}'` : '"$OCR_API_KEY"'} OCR_BASE_URL=${target.origin}
 npx ocr extract public/samples/scan.png
 npx ocr extract public/samples/report.pdf --format markdown`,
   };
-}
-
-/** The origin a page was requested at: the forwarded scheme and host when a proxy says so, else the Host header. */
-export function requestOrigin(headers: Headers): string {
-  const host = headers.get("x-forwarded-host")?.split(",")[0]?.trim() || headers.get("host") || "localhost:3000";
-  const forwarded = headers.get("x-forwarded-proto")?.split(",")[0]?.trim();
-  const local = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(host);
-  const scheme = forwarded === "http" || forwarded === "https" ? forwarded : local ? "http" : "https";
-  return `${scheme}://${host}`;
 }

@@ -2,7 +2,8 @@ import type { Metadata } from "next";
 import { headers } from "next/headers";
 import Link from "next/link";
 import { CodeExample } from "@/app/components/code-example";
-import { cliExample, mcpExamples, requestOrigin, restExamples } from "@/lib/examples";
+import { cliExample, mcpExamples, restExamples } from "@/lib/examples";
+import { requestOrigin } from "@/lib/http/origin";
 
 export const metadata: Metadata = { title: "Documentation" };
 
@@ -27,7 +28,8 @@ const errors: Array<[number, string, string]> = [
 
 /** The product's manual: every example carries this server's own address. */
 export default async function DocsPage() {
-  const origin = requestOrigin(await headers());
+  // A Host that is not a plain host name never reaches the examples (they are pasted into shells).
+  const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
   return (
     <article className="prose docs">

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { requestOrigin } from "@/app/settings/origin";
+import { requestOrigin } from "@/lib/http/origin";
 import { isLoopbackOrigin, trySnippets } from "@/app/settings/snippets";
 import { generateApiKey } from "@/lib/keys";
 
