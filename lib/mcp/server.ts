@@ -61,7 +61,12 @@ const TOOL_DESCRIPTION =
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
   "page). Synchronous. Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and " +
-  "nothing is charged when it fails.";
+  "nothing is charged when it fails. " +
+  "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
+  "finish in under 30 s (many MCP clients give up at 30 s), so a scanned PDF of more than about 5 pages can end in " +
+  "a timeout error. This tool reads the whole file and has no page-range argument: for a long scan, send a shorter " +
+  "file (only the pages needed, split into several calls), or use the service's REST endpoint POST /api/ocr/process, " +
+  "whose options.pages reads a page range.";
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
 export function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
