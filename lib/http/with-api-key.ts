@@ -29,6 +29,12 @@ export interface WithApiKeyOptions {
   acceptQueryKey?: boolean;
   /** The answer is a long-lived stream: its store commands are not bounded by `REQUEST_DEADLINE_MS`. Default false. */
   stream?: boolean;
+  /**
+   * Refuse a missing, malformed, unknown or revoked key with `403` (same body, no `WWW-Authenticate`) instead of
+   * REST's `401`. Default false. For `/api/mcp`: MCP clients take any `401` for "sign in with OAuth", which this
+   * service does not offer, and never show the message (docs/mcp.md, Authentication errors).
+   */
+  refuseKeyWith403?: boolean;
 }
 
 /** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
@@ -98,8 +104,16 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
     response = await runIdempotently(context, () => runHandler(handler, context));
   } catch (error) {
     response = errorResponse(error, requestId);
+    if (options.refuseKeyWith403 === true && response.status === 401) response = forbidden(response);
   }
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers });
+}
+
+/** A key refusal as `403` without the Bearer challenge (`WithApiKeyOptions.refuseKeyWith403`); the body is unchanged. */
+function forbidden(response: Response): Response {
+  const headers = new Headers(response.headers);
+  headers.delete("www-authenticate");
+  return noteResponse(new Response(response.body, { status: 403, headers }), describeResponse(response));
 }
 
 async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {

@@ -52,8 +52,8 @@ const SSE_PROTOCOL_VERSION = "2024-11-05";
  * - `GET` with `Accept: text/event-stream`: opens a legacy SSE session (see `createSseStream`).
  * - `POST ?sessionId=…`: a message for that session, processed here, its response queued for the stream, then `202`.
  *
- * All of them go through `withApiKey` with the `api_key` query carrier allowed: key → `401`, rate limit, and
- * `Idempotency-Key` on POST, exactly as REST.
+ * All of them go through `withApiKey` with the `api_key` query carrier allowed: rate limit and `Idempotency-Key` on
+ * POST exactly as REST, but a refused key is `403` where REST says `401` (see `KEY_OPTIONS`).
  */
 export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const wakeups = new StreamWakeups();
@@ -78,7 +78,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       });
       return new Response(stream, { headers: SSE_HEADERS });
     },
-    { acceptQueryKey: true, stream: true },
+    { ...KEY_OPTIONS, stream: true },
   );
 
   const post = withApiKey(
@@ -86,7 +86,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       const sessionId = new URL(context.req.url).searchParams.get("sessionId");
       return sessionId === null ? postStateless(context) : postToSession(context, sessionId, wakeups);
     },
-    { acceptQueryKey: true },
+    KEY_OPTIONS,
   );
 
   const get: RouteHandler = async (req) => {
@@ -116,6 +116,14 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     DELETE: notAllowed,
   };
 }
+
+/**
+ * How `/api/mcp` checks keys: the `api_key` query is accepted (clients that can set no header), and a refused key is
+ * `403` without `WWW-Authenticate`, not REST's `401` — MCP clients (mcp-remote, the MCP Inspector, SDK clients given
+ * an auth provider) answer any `401` by starting an OAuth sign-in this service does not offer, and the user never
+ * sees why the key was refused; on `403` they show the body's message. docs/mcp.md, Authentication errors.
+ */
+const KEY_OPTIONS = { acceptQueryKey: true, refuseKeyWith403: true } as const;
 
 /**
  * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): without

@@ -6,6 +6,7 @@ import {
   MCP_ENDPOINT,
   connectClient,
   eventually,
+  expectKeyRefused,
   keyCarrier,
   messageOf,
   readEvents,
@@ -72,8 +73,8 @@ describe("key carriers", () => {
     const account = await createAccount(0);
     const url = `${MCP_ENDPOINT}?api_key=${account.key}`;
     const headers = { "x-api-key": "ocr_wrong", authorization: `Bearer ${account.key}` };
-    await expectApiError(await post(url, ping, headers), "unauthorized", /Invalid or revoked/);
-    await expectApiError(await get(url, headers), "unauthorized");
+    await expectKeyRefused(await post(url, ping, headers), /Invalid or revoked/);
+    await expectKeyRefused(await get(url, headers), /Invalid or revoked/);
   });
 
   const clients: McpClient[] = [];
@@ -96,23 +97,17 @@ describe("key carriers", () => {
 });
 
 describe("refusals", () => {
-  async function expectUnauthorized(response: Response, message?: RegExp): Promise<void> {
-    await expectApiError(response, "unauthorized", message);
-    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
-  }
-
-  it("no key → 401 with WWW-Authenticate on POST, on GET (no stream) and on the session POST", async () => {
+  it("no key → 403 with the message, without a Bearer challenge, on POST, on GET (no stream) and on the session POST", async () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
-    await expectUnauthorized(await post(MCP_ENDPOINT, ping), /Missing API key/);
-    await expectUnauthorized(await get(MCP_ENDPOINT), /Missing API key/);
-    await expectUnauthorized(await post(`${MCP_ENDPOINT}${query}`, ping), /Missing API key/);
-    await expectUnauthorized(await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }), /Unsupported Authorization scheme/);
+    await expectKeyRefused(await post(MCP_ENDPOINT, ping), /Missing API key/);
+    await expectKeyRefused(await get(MCP_ENDPOINT), /Missing API key/);
+    await expectKeyRefused(await post(`${MCP_ENDPOINT}${query}`, ping), /Missing API key/);
+    await expectKeyRefused(await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }), /Unsupported Authorization scheme/);
     await events.cancel();
   });
 
-  it("a revoked key → 401 on POST, on GET and on the session POST of a stream it opened", async () => {
+  it("a revoked key → 403 on POST, on GET and on the session POST of a stream it opened", async () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
     expect((await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": account.key })).status).toBe(202);
@@ -120,10 +115,10 @@ describe("refusals", () => {
 
     for (const carrier of CARRIERS) {
       const plain = withCarrier(account.key, carrier);
-      await expectUnauthorized(await post(plain.url, ping, plain.headers), /Invalid or revoked/);
-      await expectUnauthorized(await get(plain.url, plain.headers), /Invalid or revoked/);
+      await expectKeyRefused(await post(plain.url, ping, plain.headers), /Invalid or revoked/);
+      await expectKeyRefused(await get(plain.url, plain.headers), /Invalid or revoked/);
       const session = withCarrier(account.key, carrier, query);
-      await expectUnauthorized(await post(session.url, ping, session.headers), /Invalid or revoked/);
+      await expectKeyRefused(await post(session.url, ping, session.headers), /Invalid or revoked/);
     }
     await events.cancel();
   });
@@ -166,5 +161,7 @@ describe("refusals", () => {
       new Request(`${ENDPOINT}?api_key=${account.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
     );
     await expectApiError(response, "unauthorized");
+    // REST keeps SPEC's 401 and its Bearer challenge: only /api/mcp answers 403.
+    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
   });
 });

@@ -8,6 +8,27 @@ import { ocrResponseSchema, type OcrResponse } from "@/lib/api-schemas";
 import type { McpRoute } from "@/lib/mcp";
 import { REQUEST_ID } from "../api/support";
 
+/**
+ * A key refused on `/api/mcp`: `403` (where REST says `401`), no `WWW-Authenticate` (MCP clients take a Bearer
+ * challenge for "sign in with OAuth"), and SPEC's error body with code `unauthorized`, exactly.
+ */
+export async function expectKeyRefused(response: Response, message?: RegExp): Promise<string> {
+  expect(response.status).toBe(403);
+  expect(response.headers.get("www-authenticate")).toBeNull();
+  expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+  const requestId = response.headers.get("x-request-id");
+  expect(requestId).toMatch(REQUEST_ID);
+  const body = z
+    .strictObject({
+      success: z.literal(false),
+      error: z.strictObject({ code: z.literal("unauthorized"), message: z.string().min(1) }),
+      requestId: z.literal(requestId!),
+    })
+    .parse(await response.json());
+  if (message) expect(body.error.message).toMatch(message);
+  return body.error.message;
+}
+
 const TOOL_REQUEST_ID = new RegExp(`${REQUEST_ID.source.slice(0, -1)}(\\.\\d+)?$`);
 
 export const MCP_ENDPOINT = "http://localhost:3000/api/mcp";
