@@ -46,10 +46,18 @@ export interface SseTiming {
   idlePollMs: number;
   /** A stream whose mailbox has been unreachable this long closes (the client reconnects, and gets 503 meanwhile). */
   storeOutageMs: number;
+  /**
+   * A stream opened by a GET that carried a post-2024-11-05 `mcp-protocol-version` closes this long after opening if
+   * nothing was posted to its session: that GET may have been a Streamable HTTP client's optional inbound stream,
+   * which would ignore the session and hold the stream for its whole life (see `refuseGet` in route.ts).
+   */
+  unusedMs: number;
 }
 
 /** Default of `SseTiming.storeOutageMs`. */
 export const SSE_STORE_OUTAGE_MS = 10_000;
+/** Default of `SseTiming.unusedMs`: a legacy client posts `initialize` as soon as it reads the endpoint. */
+export const SSE_UNUSED_MS = 10_000;
 
 export interface McpConfig {
   /** Budget of one `tools/call` in ms (≤ `REQUEST_DEADLINE_MS`). */
@@ -72,6 +80,7 @@ export function readMcpConfig(env: Record<string, string | undefined> = process.
       pollMs: values.MCP_SSE_POLL_MS,
       idlePollMs: Math.max(values.MCP_SSE_POLL_MS, values.MCP_SSE_IDLE_POLL_MS),
       storeOutageMs: SSE_STORE_OUTAGE_MS,
+      unusedMs: SSE_UNUSED_MS,
     },
   };
 }

@@ -115,6 +115,8 @@ export interface SseStreamOptions {
   wakeups: StreamWakeups;
   /** The GET request's signal: the client went away. */
   signal: AbortSignal;
+  /** Close after `timing.unusedMs` if nothing has been posted to the session by then. */
+  closeIfUnused?: boolean;
   /** For log lines. */
   requestId: string;
 }
@@ -168,6 +170,8 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
   const { mailboxId, timing, wakeups, requestId, hardEnd } = options;
   const opened = Date.now();
   const softEnd = hardEnd - timing.drainMs;
+  const unusedEnd = options.closeIfUnused === true ? opened + timing.unusedMs : Infinity;
+  let used = false;
   const pending = new Set<string>();
   // Near the end, wait for a quiet moment: a client in the middle of a burst would post into the reconnect gap.
   const quietMs = Math.min(LINGER_MS, timing.drainMs / 4);
@@ -185,6 +189,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
         continue;
       }
       if ("open" in entry) {
+        used = true;
         pending.add(entry.open);
         continue;
       }
@@ -198,6 +203,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
     while (!stopped.aborted) {
       const now = Date.now();
       if (now >= hardEnd || (now >= softEnd && pending.size === 0 && now - lastActivity >= quietMs)) break;
+      if (!used && now >= unusedEnd) break;
       try {
         if (now >= nextRefresh) {
           await openMailbox(mailboxId, SESSION_TTL_MS);
@@ -223,7 +229,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       }
       const busy = pending.size > 0 || Date.now() - lastActivity < LINGER_MS;
       interval = busy ? timing.pollMs : Math.min(timing.idlePollMs, Math.ceil(interval * 1.5));
-      const nextCheck = Math.min(nextPing, Date.now() < softEnd ? softEnd : hardEnd);
+      const nextCheck = Math.min(nextPing, Date.now() < softEnd ? softEnd : hardEnd, used ? Infinity : unusedEnd);
       await wakeups.wait(mailboxId, Math.max(0, Math.min(interval, nextCheck - Date.now())), stopped);
     }
   } finally {

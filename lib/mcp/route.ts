@@ -75,6 +75,9 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
         wakeups,
         signal: req.signal,
         requestId,
+        // Served to the AI SDK despite its version header (see `refuseGet`): also what its HTTP transport sends for
+        // its optional inbound stream, which it would hold unused.
+        closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
       });
       return new Response(stream, { headers: SSE_HEADERS });
     },
@@ -127,10 +130,20 @@ const KEY_OPTIONS = { acceptQueryKey: true, refuseKeyWith403: true } as const;
 
 /**
  * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): without
- * `Accept: text/event-stream`; or from a Streamable HTTP client (an `mcp-session-id`, or an `mcp-protocol-version`
- * of 2025-03-26 or later) asking for the optional standalone stream, which a stateless server does not offer — the
- * Streamable HTTP spec's answer is 405, and clients carry on without it. Legacy SSE clients send no version on
- * their first GET and `2024-11-05` (the version negotiated over SSE) when they reconnect.
+ * `Accept: text/event-stream`; or from a Streamable HTTP client asking for the optional standalone stream, which a
+ * stateless server does not offer — the Streamable HTTP spec's answer is 405, and clients carry on without it.
+ *
+ * Those clients are told apart by their headers: they send an `mcp-session-id` when the server gave one (this one
+ * never does) and the negotiated `mcp-protocol-version`, 2025-03-26 or later, while legacy SSE clients send no
+ * version on their first GET and `2024-11-05` (the version negotiated over SSE) when they reconnect. One legacy
+ * client breaks the rule: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends `2025-11-25` on its
+ * first GET, exactly what an SDK's Streamable HTTP client sends for its standalone stream. Its User-Agent
+ * (`ai-sdk/<version>`) is the only difference, so a GET that names the AI SDK gets the stream whatever version it
+ * carries. Serving every versioned GET a stream instead would give each Streamable HTTP client an idle stream,
+ * held for the stream's whole life and reopened when it ends, for as long as the client runs. The AI SDK's own HTTP
+ * transport sends the same headers for its optional inbound stream (1.x always, 2.x after a 2025 handshake): it
+ * gets a stream too, which it ignores — so a stream opened by a versioned GET closes early when nothing is posted
+ * to its session (`SseTiming.unusedMs`), and that transport does not reopen it.
  */
 function refuseGet(req: Request): ApiError | null {
   const accept = req.headers.get("accept")?.toLowerCase() ?? "";
@@ -141,8 +154,9 @@ function refuseGet(req: Request): ApiError | null {
       { headers: { Allow: ALLOW } },
     );
   }
-  const version = req.headers.get("mcp-protocol-version")?.trim();
-  if (req.headers.has("mcp-session-id") || (version && version > SSE_PROTOCOL_VERSION)) {
+  const version = req.headers.get("mcp-protocol-version")?.trim() ?? "";
+  const aiSdk = AI_SDK_USER_AGENT.test(req.headers.get("user-agent") ?? "");
+  if (req.headers.has("mcp-session-id") || (version > SSE_PROTOCOL_VERSION && !aiSdk)) {
     return new ApiError(
       "method_not_allowed",
       "This server is stateless over Streamable HTTP and offers no standalone SSE stream; POST JSON-RPC messages instead",
@@ -151,6 +165,9 @@ function refuseGet(req: Request): ApiError | null {
   }
   return null;
 }
+
+/** The Vercel AI SDK's User-Agent product token (`ai-sdk/2.0.99 node.js/24`, after any the caller set). */
+const AI_SDK_USER_AGENT = /(?:^|\s)ai-sdk\/\d/i;
 
 /**
  * `Idempotency-Key` is for POSTs: on a GET the wrapper would wait for the end of the stream to store it. A stream

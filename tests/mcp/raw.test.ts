@@ -62,7 +62,7 @@ describe("route module and configuration", () => {
   it("defaults: a tool budget under the sample client's 30 s timeout, pings every 15 s, a drain longer than a tool call", () => {
     expect(readMcpConfig({})).toEqual({
       toolDeadlineMs: 28_000,
-      sse: { lifetimeMs: 295_000, drainMs: 33_000, pingMs: 15_000, pollMs: 100, idlePollMs: 1_000, storeOutageMs: 10_000 },
+      sse: { lifetimeMs: 295_000, drainMs: 33_000, pingMs: 15_000, pollMs: 100, idlePollMs: 1_000, storeOutageMs: 10_000, unusedMs: 10_000 },
     });
     const short = readMcpConfig({ MCP_SSE_LIFETIME_MS: "20000", MCP_TOOL_DEADLINE_MS: "90000" });
     expect(short.toolDeadlineMs).toBe(55_000); // capped by REQUEST_DEADLINE_MS

@@ -45,7 +45,7 @@ export interface WireLog {
  * holds SSE streams), everything else to `posts` (the same instance by default; another one for cross-instance).
  */
 export function routeFetch(posts: Handlers, streams: Handlers = posts, log?: WireLog) {
-  return async (url: string | URL, init?: RequestInit): Promise<Response> => {
+  return async (url: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(url, init);
     const response = await (request.method === "GET" ? streams.GET(request) : posts.POST(request));
     log?.requests.push({ method: request.method, url: request.url, status: response.status });
