@@ -11,6 +11,13 @@ export const MCP_MAX_DURATION_S = 300;
  */
 export const MCP_TOOL_DEADLINE_MS = 28_000;
 
+/**
+ * Interval of `notifications/progress` during a `tools/call` that asks for them (`_meta.progressToken`). Clients
+ * that reset their timeout on progress (`resetTimeoutOnProgress` in the SDKs) then wait for a long document instead
+ * of giving up at their request timeout; 5 s is well under the shortest timeouts in use (the sample client's 30 s).
+ */
+export const MCP_PROGRESS_INTERVAL_MS = 5_000;
+
 const ms = (fallback: number, min: number) => z.coerce.number().int().min(min).default(fallback);
 
 /*

@@ -11,6 +11,7 @@ import type { SseTiming } from "./config";
  *
  * Mailbox entries (JSON, validated when drained — the store is a trust boundary):
  *   { "open": token }                 a POST was accepted and is being processed
+ *   { "note": token, "messages": [] } notifications it sent while still in progress (progress of a tool call)
  *   { "done": token, "messages": [] } its JSON-RPC responses (none for notifications)
  * The `open` marker lets the stream know that an answer is coming: it polls fast meanwhile, and near the end of its
  * life it waits for pending answers (until the hard end) rather than cutting them off.
@@ -56,6 +57,7 @@ export type RelayedMessage = z.infer<typeof jsonRpcMessageSchema>;
 
 const mailboxEntrySchema = z.union([
   z.strictObject({ open: z.string() }),
+  z.strictObject({ note: z.string(), messages: z.array(jsonRpcMessageSchema) }),
   z.strictObject({ done: z.string(), messages: z.array(jsonRpcMessageSchema) }),
 ]);
 type MailboxEntry = z.infer<typeof mailboxEntrySchema>;
@@ -65,6 +67,15 @@ export async function acceptSessionPost(mailboxId: string): Promise<string | nul
   const token = randomBytes(9).toString("base64url");
   const entry: MailboxEntry = { open: token };
   return (await pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
+}
+
+/**
+ * Queue notifications of an accepted POST that is still being processed (they go out at once; the POST stays
+ * pending). False when the stream closed meanwhile.
+ */
+export async function queueSessionNotes(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
+  const entry: MailboxEntry = { note: token, messages };
+  return pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /** Queue the responses of an accepted POST for the stream. False when the stream closed meanwhile. */
@@ -193,7 +204,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
         pending.add(entry.open);
         continue;
       }
-      pending.delete(entry.done);
+      if ("done" in entry) pending.delete(entry.done);
       for (const message of entry.messages) write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
     }
   };
@@ -252,6 +263,47 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       await close();
     }
   }
+}
+
+/**
+ * Read an exchange answered as an event stream (`serveStreamedExchange`) to its end: each notification is handed to
+ * `onNotification` as it arrives (so it can be relayed while the work goes on), and the responses are returned.
+ * The SDK writes one JSON message per `data:` line and `:` comments as keep-alives; anything unreadable is dropped.
+ */
+export async function readStreamedExchange(
+  response: Response,
+  onNotification: (message: RelayedMessage) => void,
+): Promise<RelayedMessage[]> {
+  const responses: RelayedMessage[] = [];
+  const take = (block: string) => {
+    const data = block
+      .split(/\r?\n/)
+      .filter((line) => line.startsWith("data:"))
+      .map((line) => line.slice(5).replace(/^ /, ""))
+      .join("\n");
+    if (!data) return;
+    let parsed: z.ZodSafeParseResult<RelayedMessage>;
+    try {
+      parsed = jsonRpcMessageSchema.safeParse(JSON.parse(data));
+    } catch {
+      return;
+    }
+    if (!parsed.success) return;
+    if ("result" in parsed.data || "error" in parsed.data) responses.push(parsed.data);
+    else onNotification(parsed.data);
+  };
+  let buffer = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of response.body ?? []) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      take(buffer.slice(0, end));
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "");
+    }
+  }
+  take(buffer + decoder.decode());
+  return responses;
 }
 
 /** The stream as the legacy transport's clients need it: no buffering, no compression (`no-transform`). */

@@ -4,7 +4,7 @@ import { noteResponse } from "@/lib/http/respond";
 import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
 import { openMailbox } from "@/lib/store/mailbox";
-import { readMcpConfig, type SseTiming } from "./config";
+import { MCP_PROGRESS_INTERVAL_MS, readMcpConfig, type SseTiming } from "./config";
 import {
   SESSION_TTL_MS,
   SSE_HEADERS,
@@ -13,16 +13,20 @@ import {
   completeSessionPost,
   createSseStream,
   newSessionId,
+  queueSessionNotes,
+  readStreamedExchange,
   sessionStreamEnd,
   sessionMailboxId,
   type RelayedMessage,
 } from "./relay";
-import { buildServer } from "./server";
-import { serveJsonExchange, serveStreamablePost } from "./streamable";
+import { asksForProgress, buildServer } from "./server";
+import { serveJsonExchange, serveStreamablePost, serveStreamedExchange } from "./streamable";
 
 export interface McpRouteOptions {
   /** Timing of the legacy SSE stream; unset fields come from the environment (`readMcpConfig`) at each GET. */
   sse?: Partial<SseTiming>;
+  /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
+  progressIntervalMs?: number;
 }
 
 export interface McpRoute {
@@ -48,7 +52,8 @@ const SSE_PROTOCOL_VERSION = "2024-11-05";
  * The handlers of `/api/mcp`. Each call builds an independent instance (the route module makes one; tests make two
  * to stand for two serverless instances that share only the Store).
  *
- * - `POST` without `sessionId`: Streamable HTTP, stateless, JSON answers (see `serveStreamablePost`).
+ * - `POST` without `sessionId`: Streamable HTTP, stateless, JSON answers (see `serveStreamablePost`) — or an event
+ *   stream for a `tools/call` that asks for progress (see `postStateless`).
  * - `GET` with `Accept: text/event-stream`: opens a legacy SSE session (see `createSseStream`).
  * - `POST ?sessionId=…`: a message for that session, processed here, its response queued for the stream, then `202`.
  *
@@ -57,6 +62,7 @@ const SSE_PROTOCOL_VERSION = "2024-11-05";
  */
 export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const wakeups = new StreamWakeups();
+  const progressIntervalMs = options.progressIntervalMs ?? MCP_PROGRESS_INTERVAL_MS;
 
   const openStream = withApiKey(
     async ({ req, account, requestId }) => {
@@ -84,13 +90,12 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     { ...KEY_OPTIONS, stream: true },
   );
 
-  const post = withApiKey(
-    async (context) => {
-      const sessionId = new URL(context.req.url).searchParams.get("sessionId");
-      return sessionId === null ? postStateless(context) : postToSession(context, sessionId, wakeups);
-    },
-    KEY_OPTIONS,
-  );
+  const post = withApiKey(async (context) => {
+    const sessionId = new URL(context.req.url).searchParams.get("sessionId");
+    return sessionId === null
+      ? postStateless(context, progressIntervalMs)
+      : postToSession(context, sessionId, wakeups, progressIntervalMs);
+  }, KEY_OPTIONS);
 
   const get: RouteHandler = async (req) => {
     const refusal = refuseGet(req);
@@ -241,26 +246,51 @@ async function chargeBatch(keyId: string, body: unknown): Promise<void> {
   );
 }
 
-async function postStateless({ req, account, requestId, receivedAt }: ApiContext): Promise<Response> {
+/**
+ * A Streamable HTTP POST. Answered with JSON, except a `tools/call` that carries `_meta.progressToken` from a client
+ * that accepts `text/event-stream`: that answer is an event stream, so the progress notifications reach the client
+ * while the document is read (clients that reset their timeout on progress keep waiting). Its headers leave before
+ * the work is done, so it carries no `x-credits-remaining` (the result's `creditsUsed` says what was charged). A POST
+ * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
+ */
+async function postStateless({ req, account, requestId, receivedAt }: ApiContext, progressIntervalMs: number): Promise<Response> {
   const body = await readJson(req);
   await chargeBatch(account.keyId, body);
   const charges = chargeTracker();
   const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
-  const response = await serveStreamablePost(req, body, () =>
-    buildServer(account, requestId, { receivedAt, deadline, onExtracted: charges.onExtracted, onToolError: charges.onToolError }),
+  const stream = acceptsEventStream(req) && !req.headers.has("idempotency-key") && asksForProgress(body);
+  const response = await serveStreamablePost(
+    req,
+    body,
+    () =>
+      buildServer(account, requestId, {
+        receivedAt,
+        deadline,
+        progressIntervalMs: stream ? progressIntervalMs : undefined,
+        onExtracted: charges.onExtracted,
+        onToolError: charges.onToolError,
+      }),
+    { stream },
   );
   return charges.finish(response);
+}
+
+function acceptsEventStream(req: Request): boolean {
+  return (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
 }
 
 /**
  * A message for a legacy SSE session. It is processed before the `202` goes out: on serverless the instance may be
  * frozen once the response is sent, so work scheduled after it might never finish. The response is on the stream
- * by the time the client reads the 202 (the old transport allows either order).
+ * by the time the client reads the 202 (the old transport allows either order). A `tools/call` that asks for
+ * progress is served as an event stream read here: each progress notification is queued for the session's stream
+ * as it comes, ahead of the result.
  */
 async function postToSession(
   { req, account, requestId, receivedAt }: ApiContext,
   sessionId: string,
   wakeups: StreamWakeups,
+  progressIntervalMs: number,
 ): Promise<Response> {
   const body = await readJson(req);
   await chargeBatch(account.keyId, body);
@@ -276,6 +306,15 @@ async function postToSession(
   wakeups.wake(mailboxId);
 
   const charges = chargeTracker();
+  const streamed = asksForProgress(body);
+  // Notifications are queued one after the other, and all of them before the responses.
+  let notes = Promise.resolve();
+  const relayNote = (message: RelayedMessage) => {
+    notes = notes
+      .then(() => queueSessionNotes(mailboxId, token, [message]))
+      .then(() => wakeups.wake(mailboxId))
+      .catch(() => undefined); // a lost progress notification does not fail the call
+  };
   let messages: RelayedMessage[] = [];
   let response: Response;
   let delivered: boolean | Error = false;
@@ -285,12 +324,17 @@ async function postToSession(
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
       deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
+      progressIntervalMs,
       onExtracted: charges.onExtracted,
       onToolError: charges.onToolError,
     });
-    response = await serveJsonExchange(withoutProtocolVersion(req), body, server);
-    if (response.status === 200) messages = parseResponses(await response.text());
+    const sdkReq = withoutProtocolVersion(req);
+    response = streamed ? await serveStreamedExchange(sdkReq, body, server) : await serveJsonExchange(sdkReq, body, server);
+    if (response.status === 200) {
+      messages = streamed ? await readStreamedExchange(response, relayNote) : parseResponses(await response.text());
+    }
   } finally {
+    await notes;
     // Also after a failure: the stream must learn that this POST is over.
     delivered = await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);

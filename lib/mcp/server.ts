@@ -4,6 +4,8 @@ import {
   ProtocolErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolResult,
+  type ProgressNotification,
+  type ProgressToken,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
@@ -76,6 +78,18 @@ export function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
     : { imageUrl: input.image_source.data, ...options };
 }
 
+/** A `tools/call` request that asks for progress notifications (MCP: `params._meta.progressToken`). */
+const progressCallSchema = z.looseObject({
+  method: z.literal("tools/call"),
+  id: z.union([z.string(), z.number()]),
+  params: z.looseObject({ _meta: z.looseObject({ progressToken: z.union([z.string(), z.number()]) }) }),
+});
+
+/** True when the JSON-RPC message, or a message of the batch, is a `tools/call` that carries a progress token. */
+export function asksForProgress(body: unknown): boolean {
+  return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
+}
+
 /**
  * What a model can do about each failure, appended to the tool error's text. Every `processDocument` failure is
  * listed; `internal_error` never reaches a tool result (it is a JSON-RPC error).
@@ -115,6 +129,12 @@ export interface BuildServerOptions {
    * 2025-11-25). The legacy SSE relay passes `["2024-11-05"]`, the version of that transport.
    */
   protocolVersions?: readonly string[];
+  /**
+   * Send `notifications/progress` this often during an `extract_text` call that carries `_meta.progressToken`.
+   * Unset: none. The routes set it when the answer can carry them (an event stream: the SSE session, or a Streamable
+   * HTTP answer served as `text/event-stream`); a JSON answer has nowhere to put them.
+   */
+  progressIntervalMs?: number;
   /** Called after each successful `extract_text` (the route reports `x-credits-remaining` and the pages charged). */
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
@@ -190,7 +210,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as SPEC says (the SDK's own handler
   // would answer them with `isError` results).
   server.server.removeRequestHandler("tools/call");
-  server.server.setRequestHandler("tools/call", async (request) => {
+  server.server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
     if (name !== TOOL_NAME) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has only ${TOOL_NAME}`);
@@ -199,10 +219,49 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     if (!parsed.success) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${TOOL_NAME}: ${describeZodError(parsed.error)}`);
     }
-    return server.server.projectCallToolResult(await extractText(parsed.data), OUTPUT_JSON_SCHEMA);
+    const progressToken = request.params._meta?.progressToken;
+    const stopProgress =
+      progressToken !== undefined && options.progressIntervalMs !== undefined
+        ? reportProgress((notification) => ctx.mcpReq.notify(notification), progressToken, options.progressIntervalMs)
+        : undefined;
+    let result: CallToolResult;
+    try {
+      result = await extractText(parsed.data);
+    } finally {
+      await stopProgress?.();
+    }
+    return server.server.projectCallToolResult(result, OUTPUT_JSON_SCHEMA);
   });
 
   return server;
+}
+
+/**
+ * `notifications/progress` for one call, every `intervalMs` until the returned `stop()`. The work has no total known
+ * in advance (the page count is known only once the file is read), so `progress` is the seconds elapsed — it must
+ * grow with every notification — and the message says the same for people. `stop()` waits for the notifications
+ * already handed to the transport, so none can follow the call's result.
+ */
+function reportProgress(
+  notify: (notification: ProgressNotification) => Promise<void>,
+  progressToken: ProgressToken,
+  intervalMs: number,
+): () => Promise<void> {
+  const started = Date.now();
+  const sent: Promise<void>[] = [];
+  const timer = setInterval(() => {
+    const elapsedMs = Date.now() - started;
+    const notification: ProgressNotification = {
+      method: "notifications/progress",
+      params: { progressToken, progress: elapsedMs / 1000, message: `Reading the document: ${Math.round(elapsedMs / 1000)} s so far` },
+    };
+    // A notification that cannot be delivered (the client went away) is no reason to stop the work.
+    sent.push(notify(notification).catch(() => undefined));
+  }, Math.max(10, intervalMs));
+  return async () => {
+    clearInterval(timer);
+    await Promise.all(sent);
+  };
 }
 
 function describeCause(cause: unknown): string {

@@ -5,21 +5,37 @@ import {
   type McpServer,
 } from "@modelcontextprotocol/server";
 
+export interface StreamablePostOptions {
+  /**
+   * Answer 2025-era traffic as `text/event-stream` (see `serveStreamedExchange`) instead of JSON, so that the
+   * progress notifications of a long `tools/call` reach the client before its result. Default false.
+   */
+  stream?: boolean;
+}
+
 /**
  * Streamable HTTP, stateless: one JSON-RPC exchange per POST (SPEC.md, Surfaces).
  *
  * - 2025-era traffic (`initialize` with 2024-11-05 … 2025-11-25, `tools/list`, `tools/call`, notifications, batches)
- *   goes to the SDK's web-standard transport with `sessionIdGenerator: undefined, enableJsonResponse: true`: one
- *   `application/json` answer in the same response, `202` for notifications only.
+ *   goes to the SDK's web-standard transport with `sessionIdGenerator: undefined`: one `application/json` answer in
+ *   the same response (`enableJsonResponse`), or with `stream` the same exchange framed as an event stream; `202`
+ *   for notifications only.
  * - Newer revisions (2026-07-28 and on: a per-request `_meta` envelope) go to the SDK's own `createMcpHandler`, which
- *   serves them however the SDK does.
+ *   serves them however the SDK does (JSON, upgraded to an event stream when the server sends a notification first).
  *
  * The body was already read and parsed by the caller (our size, content-type and JSON checks; the idempotency
  * fingerprint reads the same bytes), so the SDK gets it as `parsedBody` on a body-less copy of the request.
  */
-export async function serveStreamablePost(req: Request, body: unknown, createServer: () => McpServer): Promise<Response> {
+export async function serveStreamablePost(
+  req: Request,
+  body: unknown,
+  createServer: () => McpServer,
+  { stream = false }: StreamablePostOptions = {},
+): Promise<Response> {
   const forward = sdkRequest(req);
-  if (await isLegacyRequest(forward, body)) return serveJsonExchange(req, body, createServer());
+  if (await isLegacyRequest(forward, body)) {
+    return stream ? serveStreamedExchange(req, body, createServer()) : serveJsonExchange(req, body, createServer());
+  }
   const modern = createMcpHandler(() => createServer(), { legacy: "reject", onerror: reportSdkError });
   return modern.fetch(forward, { parsedBody: body });
 }
@@ -37,6 +53,66 @@ export async function serveJsonExchange(req: Request, body: unknown, server: Mcp
   } finally {
     await server.close().catch(() => undefined);
   }
+}
+
+/**
+ * One JSON-RPC message (or batch) through a fresh server on the transport's event-stream mode: a request is answered
+ * `200 text/event-stream` at once, then each notification the server sends while working (progress) is an
+ * `event: message`, then the responses, then the stream ends. The server is closed when the stream ends or when its
+ * reader goes away. Errors found before any work (a malformed message) are answered as in JSON mode.
+ */
+export async function serveStreamedExchange(req: Request, body: unknown, server: McpServer): Promise<Response> {
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  transport.onerror = reportSdkError;
+  await server.connect(transport);
+  const close = () => void server.close().catch(() => undefined);
+  let response: Response;
+  try {
+    response = await transport.handleRequest(sdkRequest(req), { parsedBody: withSeedInitialize(body) });
+  } catch (error) {
+    close();
+    throw error;
+  }
+  const type = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+  if (response.body === null || type !== "text/event-stream") {
+    close();
+    return response;
+  }
+  const headers = new Headers(response.headers);
+  // A hop-by-hop header: not the route's to set (HTTP/2 forbids it).
+  headers.delete("connection");
+  return new Response(onStreamEnd(response.body, close), { status: response.status, headers });
+}
+
+/** `body`, calling `done` once when it has been read to its end, fails, or its reader cancels it. */
+function onStreamEnd(body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    done();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await reader.read();
+        if (chunk.done) {
+          end();
+          controller.close();
+        } else {
+          controller.enqueue(chunk.value);
+        }
+      } catch (error) {
+        end();
+        controller.error(error);
+      }
+    },
+    async cancel(reason) {
+      end();
+      await reader.cancel(reason).catch(() => undefined);
+    },
+  });
 }
 
 /** What `initialize` reports as the client when it names none. */

@@ -137,6 +137,30 @@ export async function connectClient(options: ConnectOptions): Promise<McpClient>
   }
 }
 
+/** One `notifications/progress` as the SDK clients hand it to `onprogress`. */
+export interface ProgressReport {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/**
+ * `extract_text` with a progress callback (the client then sends `_meta.progressToken`) and `resetTimeoutOnProgress`:
+ * the request `timeoutMs` counts from the last progress notification, as in clients that wait for long calls.
+ */
+export function callToolWithProgress(
+  client: McpClient,
+  args: Record<string, unknown>,
+  onProgress: (report: ProgressReport) => void,
+  timeoutMs: number,
+): Promise<unknown> {
+  const params = { name: "extract_text", arguments: args };
+  const options = { onprogress: onProgress, resetTimeoutOnProgress: true, timeout: timeoutMs };
+  if (client instanceof ClientV1) return client.callTool(params, undefined, options);
+  if (client instanceof ClientV2) return client.callTool(params, options);
+  throw new Error("not an SDK client");
+}
+
 /** A tool result as the SDK clients return it. */
 export const toolResultSchema = z.looseObject({
   content: z.array(z.looseObject({ type: z.string(), text: z.string().optional() })),
