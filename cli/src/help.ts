@@ -13,7 +13,7 @@ Configuration (every command):
   --api-key KEY       only if you must: it lands in your shell history and in \`ps\`. Prefer the environment:
   FETCH_MCP_SERVER_API_KEY   the API key (OCR_API_KEY is read too); create one on the service's /settings page
 
-Exit codes: 0 ok, 1 other failure, 2 usage, 3 authentication (401, no key), 4 credits (402),
+Exit codes: 0 ok, 1 other failure, 2 usage, 3 authentication (401/403, no key), 4 credits (402),
             5 input (a file the CLI or the service refused: 400, 404, 413, 415, 422)
 
   -h, --help          this help

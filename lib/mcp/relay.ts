@@ -25,6 +25,8 @@ const SESSION_REFRESH_MS = 15_000;
 const LINGER_MS = 5_000;
 /** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
 export const SSE_RETRY_MS = 500;
+/** The `retry:` hint of a stream that may not be wanted (`closeIfUnused`): a client that ignores it comes back rarely. */
+export const IDLE_CLIENT_RETRY_MS = 300_000;
 
 /**
  * A new session id: 128 random bits, then the stream's hard end (epoch ms in base 36). The POST side reads the end
@@ -126,7 +128,11 @@ export interface SseStreamOptions {
   wakeups: StreamWakeups;
   /** The GET request's signal: the client went away. */
   signal: AbortSignal;
-  /** Close after `timing.unusedMs` if nothing has been posted to the session by then. */
+  /**
+   * Close after `timing.unusedMs` if nothing has been posted to the session by then, and tell the client to wait
+   * {@link IDLE_CLIENT_RETRY_MS} before reconnecting: for GETs that may come from a Streamable HTTP client asking for
+   * its optional standalone stream (see `refuseGet` in route.ts), which would ignore the stream and reopen it.
+   */
   closeIfUnused?: boolean;
   /** For log lines. */
   requestId: string;
@@ -159,7 +165,8 @@ export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8
   return new ReadableStream<Uint8Array>({
     start(streamController) {
       controller = streamController;
-      write(`event: endpoint\ndata: ${options.endpoint}\nretry: ${SSE_RETRY_MS}\n\n`);
+      const retry = options.closeIfUnused === true ? IDLE_CLIENT_RETRY_MS : SSE_RETRY_MS;
+      write(`event: endpoint\ndata: ${options.endpoint}\nretry: ${retry}\n\n`);
       void pumpMailbox(options, write, stop.signal).finally(() => {
         options.signal.removeEventListener("abort", onAbort);
         if (stop.signal.aborted) return;

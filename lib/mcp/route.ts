@@ -81,8 +81,8 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
         wakeups,
         signal: req.signal,
         requestId,
-        // Served to the AI SDK despite its version header (see `refuseGet`): also what its HTTP transport sends for
-        // its optional inbound stream, which it would hold unused.
+        // A versioned GET may be a Streamable HTTP client's optional standalone stream, which it would hold unused
+        // (see `refuseGet`).
         closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
       });
       return new Response(stream, { headers: SSE_HEADERS });
@@ -134,21 +134,16 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 const KEY_OPTIONS = { acceptQueryKey: true, refuseKeyWith403: true } as const;
 
 /**
- * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): without
- * `Accept: text/event-stream`; or from a Streamable HTTP client asking for the optional standalone stream, which a
- * stateless server does not offer — the Streamable HTTP spec's answer is 405, and clients carry on without it.
+ * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): one without
+ * `Accept: text/event-stream`, or one naming an `mcp-session-id`.
  *
- * Those clients are told apart by their headers: they send an `mcp-session-id` when the server gave one (this one
- * never does) and the negotiated `mcp-protocol-version`, 2025-03-26 or later, while legacy SSE clients send no
- * version on their first GET and `2024-11-05` (the version negotiated over SSE) when they reconnect. One legacy
- * client breaks the rule: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends `2025-11-25` on its
- * first GET, exactly what an SDK's Streamable HTTP client sends for its standalone stream. Its User-Agent
- * (`ai-sdk/<version>`) is the only difference, so a GET that names the AI SDK gets the stream whatever version it
- * carries. Serving every versioned GET a stream instead would give each Streamable HTTP client an idle stream,
- * held for the stream's whole life and reopened when it ends, for as long as the client runs. The AI SDK's own HTTP
- * transport sends the same headers for its optional inbound stream (1.x always, 2.x after a 2025 handshake): it
- * gets a stream too, which it ignores — so a stream opened by a versioned GET closes early when nothing is posted
- * to its session (`SseTiming.unusedMs`), and that transport does not reopen it.
+ * A GET with `Accept: text/event-stream` and no `mcp-session-id` opens the legacy stream, whatever
+ * `mcp-protocol-version` it carries: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends
+ * `2025-11-25` on its first GET. Only a GET naming a session (which this stateless server never hands out) is `405`.
+ * The same headers come from an SDK's Streamable HTTP client asking for its optional standalone stream, and from the
+ * AI SDK's HTTP transport: they get a stream too, which they ignore (its `endpoint` event is not a message to them).
+ * So a stream opened by a versioned GET closes after `SseTiming.unusedMs` when nothing is posted to its session, and
+ * its `retry:` hint is five minutes: an SDK client that reconnects its standalone stream comes back that rarely.
  */
 function refuseGet(req: Request): ApiError | null {
   const accept = req.headers.get("accept")?.toLowerCase() ?? "";
@@ -159,20 +154,15 @@ function refuseGet(req: Request): ApiError | null {
       { headers: { Allow: ALLOW } },
     );
   }
-  const version = req.headers.get("mcp-protocol-version")?.trim() ?? "";
-  const aiSdk = AI_SDK_USER_AGENT.test(req.headers.get("user-agent") ?? "");
-  if (req.headers.has("mcp-session-id") || (version > SSE_PROTOCOL_VERSION && !aiSdk)) {
+  if (req.headers.has("mcp-session-id")) {
     return new ApiError(
       "method_not_allowed",
-      "This server is stateless over Streamable HTTP and offers no standalone SSE stream; POST JSON-RPC messages instead",
+      "This server is stateless over Streamable HTTP and keeps no sessions to stream; POST JSON-RPC messages instead",
       { headers: { Allow: ALLOW } },
     );
   }
   return null;
 }
-
-/** The Vercel AI SDK's User-Agent product token (`ai-sdk/2.0.99 node.js/24`, after any the caller set). */
-const AI_SDK_USER_AGENT = /(?:^|\s)ai-sdk\/\d/i;
 
 /**
  * `Idempotency-Key` is for POSTs: on a GET the wrapper would wait for the end of the stream to store it. A stream

@@ -140,7 +140,7 @@ describe("ocr mcp over Streamable HTTP", () => {
     });
     expect(run.code).toBe(3);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/cannot connect to .*\/api\/mcp: Streamable HTTP: HTTP 401 unauthorized: Invalid or revoked API key/);
+    expect(run.stderr).toMatch(/cannot connect to .*\/api\/mcp: Streamable HTTP: HTTP 403 unauthorized: Invalid or revoked API key/);
     // Not retried on SSE: the key is refused there too.
     expect(mcpRequests().filter((request) => request.method === "GET")).toEqual([]);
   });

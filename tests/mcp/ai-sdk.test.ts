@@ -95,19 +95,24 @@ describe("the AI SDK's first SSE GET", () => {
   const get = (headers: Record<string, string>) =>
     mcpRoute.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers } }));
 
-  it("with mcp-protocol-version: 2025-11-25 opens the SSE stream: the first event is endpoint", async () => {
+  it.each([
+    ["the AI SDK's User-Agent", { "user-agent": "ai-sdk/2.0.99 node.js/24" }],
+    ["any client (curl, an SDK's standalone-stream GET)", { "user-agent": "curl/8.5.0" }],
+  ])("with mcp-protocol-version: 2025-11-25 and %s opens the SSE stream: the first event is endpoint, retry 5 min", async (_label, headers) => {
     const account = await createAccount(0);
-    const response = await get({ "x-api-key": account.key, "user-agent": "ai-sdk/2.0.99 node.js/24" });
+    const response = await get({ "x-api-key": account.key, ...headers });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const events = readEvents(response);
-    expect(await events.next()).toMatchObject({ event: "endpoint", data: expect.stringMatching(/^\/api\/mcp\?sessionId=/) as string });
-    await events.cancel();
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    // A client that only wanted an optional stream and ignores this one is told to come back in five minutes.
+    expect(first).toMatch(/^event: endpoint\ndata: \/api\/mcp\?sessionId=\S+\nretry: 300000\n\n/);
+    await reader.cancel();
   });
 
-  it("the same GET from a Streamable HTTP client (no AI SDK User-Agent) asks for the standalone stream → 405", async () => {
+  it("a GET naming an mcp-session-id (this server hands out none) → 405", async () => {
     const account = await createAccount(0);
-    const response = await get({ "x-api-key": account.key });
+    const response = await get({ "x-api-key": account.key, "mcp-session-id": "abc" });
     expect(response.status).toBe(405);
     expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
   });

@@ -294,7 +294,6 @@ describe("HTTP around the SDK", () => {
   it.each([
     ["no Accept", {}],
     ["Accept: application/json", { accept: "application/json" }],
-    ["a Streamable HTTP client's standalone stream (2025-06-18)", { accept: "text/event-stream", "mcp-protocol-version": "2025-06-18" }],
     ["a Streamable HTTP session id", { accept: "text/event-stream", "mcp-session-id": "abc" }],
   ])("GET with %s → 405 with Allow, and no stream", async (_label, headers) => {
     const response = await mcpRoute.GET(new Request(MCP_ENDPOINT, { headers }));
