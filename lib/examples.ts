@@ -179,7 +179,6 @@ await client.close();`,
 
 /** The `ocr` command line of this repository. */
 export function cliExample(target: ExampleTarget): Example {
-  const key = keyIn(target);
   return {
     id: "cli",
     title: "Command line (this repository's ocr CLI)",
