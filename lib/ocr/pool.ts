@@ -151,6 +151,8 @@ const MEMORY_POLL_MS = 100;
  * what a large page needed, and only a new process gives it back (an idle OCR process takes ~145 MB).
  */
 const RECYCLE_MB = 320;
+/** A SIGKILL the pool did not send counts as out of memory when the process's last reading was this share of the ceiling. */
+const OOM_KILL_SHARE = 0.8;
 /** An inspect process idle this long exits (~80 MB back); the next PDF starts one again in ~0.15 s. */
 const INSPECT_IDLE_MS = 60_000;
 
@@ -592,7 +594,11 @@ export class OcrPool {
     if (entry && !entry.settled) {
       let error = slot.killedFor;
       if (!error) {
-        const outOfMemory = /heap out of memory|Allocation failed/i.test(slot.stderrTail) || signal === "SIGKILL";
+        // V8 says so when the JS heap ran out. A SIGKILL we did not send is the kernel's OOM killer only when the
+        // process was near its ceiling; otherwise someone else killed it (an operator, a supervisor): a crash, `500`,
+        // which a client retries — not a `413` telling it the page is too large.
+        const nearCeiling = slot.rssMb >= this.options.memoryMb * OOM_KILL_SHARE;
+        const outOfMemory = /heap out of memory|Allocation failed/i.test(slot.stderrTail) || (signal === "SIGKILL" && nearCeiling);
         if (outOfMemory) {
           this.stopped.memory++;
           error = memoryError(this.options.memoryMb);

@@ -121,6 +121,16 @@ describe("engine processes", () => {
     expect(pool.stats().processes.map((p) => p.pid)).not.toContain(busy.pid);
   });
 
+  it("a process killed from outside (SIGKILL, far below its ceiling) → 500, not a 413 for memory", async () => {
+    const pool = newPool();
+    await pool.warm();
+    const running = extractDocument(fixture("dense-page.png"), { pool });
+    const busy = await waitFor(() => pool.stats().processes.find((p) => p.lane === "ocr" && p.busy));
+    process.kill(busy.pid, "SIGKILL");
+    await expectApiError(running, "internal_error", 500);
+    expect(pool.stats().stopped).toMatchObject({ crashed: 1, memory: 0 });
+  });
+
   it("a page over the memory ceiling → 413, its process killed and replaced", async () => {
     const pool = newPool({ memoryMb: 256 });
     const error = await expectApiError(
