@@ -1,4 +1,5 @@
-import type { ExtractedDocument, ExtractedPage, LineStyle, OcrBlock } from "./document";
+import type { ExtractedDocument, ExtractedPage, LineStyle, OcrBlock, OcrLine } from "./document";
+import { detectTables, renderTable, type DetectedTable } from "./tables";
 
 /**
  * Bullet glyphs seen in real documents, and what OCR makes of them (`«` for a round bullet, `o` for a
@@ -12,7 +13,7 @@ const HEADING_RATIO = 1.25;
 const MAX_HEADING_CHARS = 120;
 
 interface Item {
-  kind: "heading" | "paragraph" | "list" | "code";
+  kind: "heading" | "paragraph" | "list" | "code" | "table";
   text: string;
 }
 
@@ -26,11 +27,7 @@ export function renderMarkdown(document: ExtractedDocument): string {
 
 function renderPage(page: ExtractedPage): string {
   const body = bodySize(page);
-  const items: Item[] = [];
-  page.blocks.forEach((block, b) => {
-    const styles = page.lineStyles[b] ?? [];
-    items.push(...blockItems(block, styles, body));
-  });
+  const items = pageItems(page, detectTables(page), body);
   const out: string[] = [];
   items.forEach((item, i) => {
     const prev = items[i - 1];
@@ -39,6 +36,76 @@ function renderPage(page: ExtractedPage): string {
     out.push(item.text);
   });
   return out.join("");
+}
+
+/**
+ * Blocks in their order, with each table in place of its words: it appears where its first word was, lines of
+ * the blocks it took words from that stand above it come just before it, and what the blocks keep is rendered
+ * as usual.
+ */
+function pageItems(page: ExtractedPage, tables: DetectedTable[], body: number): Item[] {
+  const items: Item[] = [];
+  if (tables.length === 0) {
+    page.blocks.forEach((block, b) => items.push(...blockItems(block, page.lineStyles[b] ?? [], body)));
+    return items;
+  }
+  const taken = new Set<string>();
+  const anchors = new Map<string, DetectedTable[]>();
+  const before = new Map<DetectedTable, Array<[number, number]>>();
+  const moved = new Set<string>();
+  for (const table of tables) {
+    for (const { block, line, word } of table.words) taken.add(`${block}:${line}:${word}`);
+    const first = table.words.reduce((a, b) => (b.block < a.block || (b.block === a.block && b.line < a.line) ? b : a));
+    const key = `${first.block}:${first.line}`;
+    anchors.set(key, [...(anchors.get(key) ?? []), table]);
+    const [x0, y0, x1, y1] = table.bbox;
+    const rowHeight = (y1 - y0) / table.rows.length;
+    const lines: Array<[number, number]> = [];
+    page.blocks.forEach((block, b) =>
+      block.lines.forEach((line, l) => {
+        const later = b > first.block || (b === first.block && l > first.line);
+        const [lx0, , lx1, ly1] = line.bbox;
+        // A caption or column group label just above the table, which the segmentation read after its first cell.
+        const above = ly1 <= y0 + 0.002 && ly1 >= y0 - 3 * rowHeight && lx0 >= x0 - 0.01 && lx1 <= x1 + 0.01;
+        if (later && above && line.words.some((_, w) => !taken.has(`${b}:${l}:${w}`))) lines.push([b, l]);
+      }),
+    );
+    for (const [b, l] of lines) moved.add(`${b}:${l}`);
+    before.set(table, lines);
+  }
+  /** The line without the words a table took; undefined when none is left. */
+  const remaining = (b: number, l: number): OcrLine | undefined => {
+    const line = page.blocks[b]!.lines[l]!;
+    const words = line.words.filter((_, w) => !taken.has(`${b}:${l}:${w}`));
+    if (words.length === line.words.length) return line;
+    if (words.length === 0) return undefined;
+    return { ...line, text: words.map((w) => w.text).join(" "), words };
+  };
+  const emit = (b: number, lines: Array<[OcrLine, LineStyle | undefined]>) => {
+    if (lines.length === 0) return;
+    const block: OcrBlock = { ...page.blocks[b]!, lines: lines.map(([line]) => line) };
+    const styles = lines.flatMap(([, style]) => (style ? [style] : []));
+    items.push(...blockItems(block, styles, body));
+  };
+  page.blocks.forEach((block, b) => {
+    let pending: Array<[OcrLine, LineStyle | undefined]> = [];
+    block.lines.forEach((_, l) => {
+      for (const table of anchors.get(`${b}:${l}`) ?? []) {
+        emit(b, pending);
+        pending = [];
+        for (const [mb, ml] of before.get(table) ?? []) {
+          const line = remaining(mb, ml);
+          if (line) emit(mb, [[line, page.lineStyles[mb]?.[ml]]]);
+        }
+        items.push({ kind: "table", text: renderTable(table.rows) });
+      }
+      if (moved.has(`${b}:${l}`)) return;
+      const line = remaining(b, l);
+      if (line) pending.push([line, page.lineStyles[b]?.[l]]);
+    });
+    emit(b, pending);
+  });
+  return items;
 }
 
 /** The size of body text: the character-weighted median line size of the page. */
