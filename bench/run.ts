@@ -23,11 +23,15 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
+import { envSchema } from "../lib/env";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 import { sampleTreeRss } from "./procfs";
+
+/** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
+const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -97,7 +101,7 @@ const f3 = (v: number) => v.toFixed(3);
 
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
 async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void): Promise<PassResult> {
-  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000 });
+  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
   const queue = [...items];
@@ -138,7 +142,7 @@ async function coldStart(file: string): Promise<{ spawnToResultMs: number; inPro
 
 async function coldChild(file: string): Promise<void> {
   const t = performance.now();
-  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000 });
+  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000, engines: ENGINES });
   await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
   console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));
@@ -288,7 +292,7 @@ async function main(): Promise<void> {
       confidence: documentConfidence(doc),
       trace: doc.pages
         .filter((p) => p.trace)
-        .map((p) => `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes} [${p.trace!.crop}]`)
+        .map((p) => `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes}${p.trace!.second ? ` 2nd:${p.trace!.second}` : ""} [${p.trace!.crop}]`)
         .join("; "),
       ...scoreText(text, item.truth),
     });

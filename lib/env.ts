@@ -44,6 +44,19 @@ export const envSchema = z.object({
    * answered `413`. Every page is read in a separate process, so the ceiling is per job.
    */
   OCR_WORKER_MEMORY_MB: int(1024, 128),
+  /**
+   * Recognizers, comma-separated: `tesseract` reads every page; `paddle` (PaddleOCR) also reads the pages Tesseract
+   * was unsure of (receipts, noisy forms) and its reading is kept where it is better. `tesseract` alone turns it off.
+   */
+  OCR_ENGINES: z
+    .string()
+    .default("tesseract,paddle")
+    .transform((value) => value.split(/[\s,+]+/).filter(Boolean))
+    .pipe(
+      z
+        .array(z.enum(["tesseract", "paddle"], { message: "OCR_ENGINES lists tesseract and optionally paddle" }))
+        .refine((engines) => engines.includes("tesseract"), "OCR_ENGINES must include tesseract (it reads every page)"),
+    ),
   /** Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR. */
   OCR_INSPECT_WORKERS: int(1, 1),
 

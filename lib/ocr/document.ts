@@ -31,6 +31,9 @@ export const ocrBlockSchema = z.object({
 });
 export type OcrBlock = z.infer<typeof ocrBlockSchema>;
 
+export const ocrEngineSchema = z.enum(["tesseract", "paddle"]);
+export type OcrEngine = z.infer<typeof ocrEngineSchema>;
+
 export const pageSourceSchema = z.enum(["ocr", "text-layer"]);
 export type PageSource = z.infer<typeof pageSourceSchema>;
 
@@ -39,6 +42,9 @@ export const ocrPageSchema = z.object({
   width: z.number().int().describe("pixel width the page was read at"),
   height: z.number().int().describe("pixel height the page was read at"),
   source: pageSourceSchema.describe("`text-layer`: the PDF's own text; `ocr`: recognized from pixels"),
+  engine: ocrEngineSchema
+    .optional()
+    .describe("OCR pages: the recognizer whose reading this is (`tesseract`, or `paddle` where PaddleOCR read it better)"),
   confidence,
   text: z.string(),
   blocks: z.array(ocrBlockSchema),
@@ -70,6 +76,8 @@ export interface PageTrace {
   langs?: string;
   /** Passes through Tesseract (PSM retry and language re-read add passes). */
   passes?: number;
+  /** The second recognizer read the page too: which reading was kept. */
+  second?: OcrEngine;
 }
 
 /** A page plus renderer-only hints, indexed like `page.blocks[b].lines[l]`. */

@@ -71,6 +71,7 @@ export function getOcrPool(): OcrPool {
       maxJobsPerWorker: env.OCR_WORKER_MAX_JOBS,
       createTimeoutMs: env.OCR_WORKER_CREATE_TIMEOUT_MS,
       memoryMb: env.OCR_WORKER_MEMORY_MB,
+      engines: env.OCR_ENGINES,
     });
   }
   return holder[POOL_KEY];

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { ApiError } from "@/lib/errors";
+import type { OcrEngine } from "./document";
 import {
   ENGINE_CONFIG_VARIABLE,
   fromEngineSchema,
@@ -41,6 +42,10 @@ export interface PoolOptions {
   createTimeoutMs: number;
   /** Resident-memory ceiling of one process, MB: a job that passes it is stopped with `413`. Default 1024. */
   memoryMb?: number;
+  /** Recognizers the OCR processes use (`OCR_ENGINES`). Default `["tesseract"]`. */
+  engines?: OcrEngine[];
+  /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
+  secondReadingBelow?: number;
   /** Languages the OCR processes load at start. Default `["eng"]`. */
   warmLanguages?: string[];
   /** The engine process script (default: `build/engine/ocr-worker.mjs` under the app's directory). */
@@ -157,7 +162,8 @@ const OOM_KILL_SHARE = 0.8;
 const INSPECT_IDLE_MS = 60_000;
 
 export class OcrPool {
-  private readonly options: Required<Omit<PoolOptions, "workerScript">> & { workerScript?: string };
+  private readonly options: Required<Omit<PoolOptions, "workerScript" | "secondReadingBelow">> &
+    Pick<PoolOptions, "workerScript" | "secondReadingBelow">;
   private readonly slots: Slot[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
   /** Waiting jobs per lane, per session, in the order sessions were first seen (round-robin). */
@@ -172,6 +178,9 @@ export class OcrPool {
   /** Admitted requests whose first job is not queued yet (see `Admission`). */
   private readonly held: Record<Lane, { count: number; ms: number }> = { ocr: { count: 0, ms: 0 }, inspect: { count: 0, ms: 0 } };
   private recycled = 0;
+  /** The process running a memory-heavy step, and those waiting for their turn (acquireHeavy). */
+  private heavyHolder?: Slot;
+  private heavyWaiting: Slot[] = [];
   private nextSlotId = 1;
   private nextJobId = 1;
   private nextSession = 1;
@@ -182,7 +191,7 @@ export class OcrPool {
   private scriptStamp?: number;
 
   constructor(options: PoolOptions) {
-    this.options = { inspectSize: 1, memoryMb: 1024, warmLanguages: ["eng"], ...options };
+    this.options = { inspectSize: 1, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
   }
 
   /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `ApiError`. */
@@ -449,6 +458,8 @@ export class OcrPool {
     const config: EngineProcessConfig = {
       maxJobsPerWorker: this.options.maxJobsPerWorker,
       createTimeoutMs: this.options.createTimeoutMs,
+      engines: this.options.engines,
+      ...(this.options.secondReadingBelow !== undefined && { secondReadingBelow: this.options.secondReadingBelow }),
       ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
     };
     const child = fork(script, [], {
@@ -488,6 +499,11 @@ export class OcrPool {
         const parsed = fromEngineSchema.safeParse(raw);
         if (!parsed.success) return;
         const message = parsed.data;
+        if (message.type === "heavy") {
+          if (message.acquire) this.acquireHeavy(slot);
+          else this.releaseHeavy(slot);
+          return;
+        }
         if (message.type === "ready") {
           clearTimeout(timer);
           slot.ready = true;
@@ -520,7 +536,35 @@ export class OcrPool {
     });
   }
 
+  /**
+   * One process at a time may run a memory-heavy step (the second recognizer's pass: its detector's buffers come on
+   * top of the process's Tesseract). The others wait for their turn in the middle of their job; a process that
+   * finishes its job or dies gives the turn back.
+   */
+  private acquireHeavy(slot: Slot): void {
+    if (!slot.busy || this.heavyWaiting.includes(slot) || this.heavyHolder === slot) return;
+    if (this.heavyHolder) {
+      this.heavyWaiting.push(slot);
+      return;
+    }
+    this.heavyHolder = slot;
+    slot.child.send({ type: "grant" } satisfies ToEngine);
+  }
+
+  private releaseHeavy(slot: Slot): void {
+    this.heavyWaiting = this.heavyWaiting.filter((s) => s !== slot);
+    if (this.heavyHolder !== slot) return;
+    this.heavyHolder = undefined;
+    for (let next = this.heavyWaiting.shift(); next; next = this.heavyWaiting.shift()) {
+      if (!next.child.connected) continue;
+      this.heavyHolder = next;
+      next.child.send({ type: "grant" } satisfies ToEngine);
+      return;
+    }
+  }
+
   private finishJob(slot: Slot, entry: QueuedJob): void {
+    this.releaseHeavy(slot);
     slot.current = undefined;
     slot.busy = false;
     slot.idleSince = Date.now();
@@ -589,6 +633,7 @@ export class OcrPool {
     if (index < 0) return;
     this.slots.splice(index, 1);
     slot.retired = true;
+    this.releaseHeavy(slot);
     const entry = slot.current;
     slot.current = undefined;
     if (entry && !entry.settled) {

@@ -17,6 +17,8 @@ import {
 import { decodeImage, releaseSource } from "../raster";
 import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "../recognize";
 import { TesseractPool } from "../tesseract-pool";
+import { loadPaddle } from "../paddle";
+import { chooseReading, paddlePageReading, wantsSecondReading } from "../second-reading";
 import { findOversizedStream } from "./pdf-streams";
 import type {
   DocumentRef,
@@ -49,7 +51,11 @@ export class Engine {
   private tesseract?: TesseractPool;
   private readonly documents = new Map<string, PdfHandle>();
 
-  constructor(private readonly config: EngineProcessConfig) {}
+  constructor(
+    private readonly config: EngineProcessConfig,
+    /** The pool's one memory-heavy slot (see main.ts); without it (tests, the bench's in-process use) no waiting. */
+    private readonly heavy?: { acquire(): Promise<void>; release(): void },
+  ) {}
 
   /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
   async warm(langs: string[]): Promise<void> {
@@ -182,13 +188,49 @@ export class Engine {
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
     const context = { pool: this.pool(), deadline };
     const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
-    if (!language.auto) return { reading, language };
+    if (!language.auto) return { reading: await this.secondReading(reading, prepared, number, language.langs), language };
     const guess = detectLanguage(reading.page.text, available);
-    if (!guess) return { reading, language: { langs: language.langs, auto: false } };
+    if (!guess) {
+      return {
+        reading: await this.secondReading(reading, prepared, number, language.langs),
+        language: { langs: language.langs, auto: false },
+      };
+    }
     const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
     const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
     if (again.page.trace) again.page.trace.passes = (again.page.trace.passes ?? 1) + (reading.page.trace?.passes ?? 1);
     return { reading: again, language: decided };
+  }
+
+  /**
+   * The second recognizer (OCR_ENGINES includes `paddle`): a page Tesseract was unsure of is read by PaddleOCR too,
+   * and the better reading kept (lib/ocr/second-reading.ts). It reads the raster Tesseract read.
+   */
+  private async secondReading(
+    reading: PageReading,
+    prepared: PreparedRaster,
+    number: number,
+    langs: string[],
+  ): Promise<PageReading> {
+    if (!this.config.engines.includes("paddle") || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
+    // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
+    // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
+    await this.heavy?.acquire();
+    let result;
+    try {
+      const recognizer = await loadPaddle();
+      try {
+        result = await recognizer.read(prepared.raster);
+      } finally {
+        await recognizer.release();
+      }
+    } finally {
+      this.heavy?.release();
+    }
+    const paddle = paddlePageReading(result, prepared, number);
+    const kept = chooseReading(reading, paddle);
+    kept.page.trace = { ...reading.page.trace, second: kept.page.engine ?? "tesseract" };
+    return kept;
   }
 
   /** The open document `ref` names, opened from its bytes when this process does not hold it yet. */

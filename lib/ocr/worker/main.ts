@@ -29,17 +29,36 @@ console.warn = (...args: unknown[]) => {
 };
 
 const config = engineProcessConfigSchema.parse(JSON.parse(process.env[ENGINE_CONFIG_VARIABLE] ?? "null"));
-const engine = new Engine(config);
 let work = Promise.resolve();
 
 function send(message: FromEngine): void {
   process.send?.(message);
 }
 
+/**
+ * The pool lets one process at a time run a memory-heavy step (the second recognizer): two at once would put both
+ * processes at their peak together. Asking is a message to the server; the grant arrives while a job runs, so it is
+ * handled at once rather than queued behind the job.
+ */
+let granted: (() => void) | undefined;
+const engine = new Engine(config, {
+  acquire: () =>
+    new Promise<void>((resolve) => {
+      granted = resolve;
+      send({ type: "heavy", acquire: true });
+    }),
+  release: () => send({ type: "heavy", acquire: false }),
+});
+
 process.on("message", (raw: unknown) => {
   const envelope = toEngineEnvelopeSchema.safeParse(raw);
   if (!envelope.success) return;
   const message = raw as ToEngine;
+  if (message.type === "grant") {
+    granted?.();
+    granted = undefined;
+    return;
+  }
   // Messages are handled in order: a `drop` sent before a job is done before it.
   work = work.then(() => handle(message));
 });
@@ -53,6 +72,8 @@ async function handle(message: ToEngine): Promise<void> {
       return;
     case "job":
       await runJob(message.id, message.job, message.deadline);
+      return;
+    case "grant":
       return;
   }
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorCodeSchema } from "@/lib/errors";
 import type { FileType } from "../detect";
-import type { ExtractedPage } from "../document";
+import { ocrEngineSchema, type ExtractedPage } from "../document";
 import type { LanguageChoice } from "../languages";
 
 /**
@@ -88,13 +88,21 @@ export const engineProcessConfigSchema = z.object({
   /** Start Tesseract at once (OCR processes) rather than on the first recognition job. */
   warmLanguages: z.array(z.string()).optional(),
   maxJobsPerWorker: z.number().int().min(1),
+  /** Recognizers OCR processes may use: Tesseract always; `paddle` adds the second reading of weak pages. */
+  engines: z.array(ocrEngineSchema).default(["tesseract"]),
+  /** Pages Tesseract read with a mean confidence under this are read by the second recognizer too (tests raise it). */
+  secondReadingBelow: z.number().min(0).max(101).optional(),
   createTimeoutMs: z.number().int().min(1),
 });
 export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;
 
 export const ENGINE_CONFIG_VARIABLE = "OCR_ENGINE_CONFIG";
 
-export type ToEngine = { type: "job"; id: number; deadline: number; job: EngineJob } | { type: "drop"; docId: string };
+/** `grant`: the process may start its memory-heavy step now (the answer to `heavy` with `acquire: true`). */
+export type ToEngine =
+  | { type: "job"; id: number; deadline: number; job: EngineJob }
+  | { type: "drop"; docId: string }
+  | { type: "grant" };
 
 export const jobErrorSchema = z.object({
   code: errorCodeSchema,
@@ -104,9 +112,11 @@ export type JobError = z.infer<typeof jobErrorSchema>;
 
 export const fromEngineSchema = z.union([
   z.object({ type: z.literal("ready") }),
+  /** Ask for (`acquire`) or give back the pool's one memory-heavy slot (the second recognizer's pass). */
+  z.object({ type: z.literal("heavy"), acquire: z.boolean() }),
   z.object({ type: z.literal("result"), id: z.number().int(), ok: z.literal(true), value: z.unknown() }),
   z.object({ type: z.literal("result"), id: z.number().int(), ok: z.literal(false), error: jobErrorSchema }),
 ]);
 export type FromEngine = z.infer<typeof fromEngineSchema>;
 
-export const toEngineEnvelopeSchema = z.object({ type: z.enum(["job", "drop"]) }).loose();
+export const toEngineEnvelopeSchema = z.object({ type: z.enum(["job", "drop", "grant"]) }).loose();

@@ -1,0 +1,146 @@
+import {
+  round1,
+  round4,
+  unionBBox,
+  weightedConfidence,
+  type BBox,
+  type ExtractedPage,
+  type LineStyle,
+  type OcrBlock,
+  type OcrLine,
+  type OcrWord,
+} from "./document";
+import type { PaddleReading, PaddleWord } from "./paddle";
+import type { PageReading, PreparedRaster } from "./recognize";
+
+/**
+ * The second recognizer (PaddleOCR, lib/ocr/paddle) and when it reads a page. Tesseract reads every page first; a
+ * page it read with a mean word confidence under this is read by PaddleOCR too. Chosen on corpus-dev's 20 images
+ * by sweeping the threshold 70–92 (issue 12's lab report): 84 gave the lowest mean CER, and the curve is flat
+ * between 82 and 88. Tesseract's confidence is the signal because it needs no ground truth, and because where
+ * Tesseract is sure (clean scans, book pages) PaddleOCR was never better.
+ */
+export const SECOND_READING_BELOW_CONFIDENCE = 84;
+
+/**
+ * A mean confidence over fewer words than this says little about the page (one line of Times read perfectly scored
+ * 75, and PaddleOCR read it worse: "simplc", "latcly"): short pages stay with Tesseract.
+ */
+export const SECOND_READING_MIN_WORDS = 20;
+
+/**
+ * Whether a page's Tesseract reading should be checked against PaddleOCR's. Only English readings: the
+ * recognizer's character set has no accented Latin letters (a French page lost its accents: CER 0.025 → 0.160).
+ * Blank pages, pages where Tesseract found nothing and pages of a few words are not second-guessed.
+ */
+export function wantsSecondReading(
+  reading: PageReading,
+  langs: readonly string[],
+  below = SECOND_READING_BELOW_CONFIDENCE,
+): boolean {
+  if (langs.length !== 1 || langs[0] !== "eng") return false;
+  const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
+  if (words < SECOND_READING_MIN_WORDS) return false;
+  return reading.page.confidence < below;
+}
+
+/**
+ * Which reading to keep. PaddleOCR's reading order is line by line across the page, so a page Tesseract laid out
+ * in side-by-side columns keeps Tesseract's reading (columns would interleave). A PaddleOCR reading with far less
+ * text than Tesseract's lost lines (missed detections) and is not kept either. Otherwise PaddleOCR's reading wins:
+ * on the pages the threshold sends it (receipts, noisy forms) it was the better one on 8 of 10.
+ */
+export function chooseReading(tesseract: PageReading, paddle: PageReading): PageReading {
+  if (hasColumns(tesseract.page)) return tesseract;
+  const chars = (page: ExtractedPage) => page.text.replace(/\s+/g, "").length;
+  if (chars(paddle.page) < 0.8 * chars(tesseract.page)) return tesseract;
+  return paddle;
+}
+
+/** Two blocks of three or more lines side by side (overlapping rows, separate x-ranges): a multi-column page. */
+function hasColumns(page: ExtractedPage): boolean {
+  const tall = page.blocks.filter((b) => b.lines.length >= 3);
+  for (let i = 0; i < tall.length; i++) {
+    for (let j = i + 1; j < tall.length; j++) {
+      const [ax0, ay0, ax1, ay1] = tall[i]!.bbox;
+      const [bx0, by0, bx1, by1] = tall[j]!.bbox;
+      const overlapY = Math.min(ay1, by1) - Math.max(ay0, by0);
+      const apartX = ax1 <= bx0 || bx1 <= ax0;
+      if (apartX && overlapY > 0.5 * Math.min(ay1 - ay0, by1 - by0)) return true;
+    }
+  }
+  return false;
+}
+
+/** A new block starts where the gap to the previous line is larger than this many line heights. */
+const BLOCK_GAP = 0.8;
+
+/** PaddleOCR's reading as a page of the document model: boxes in source pixels, normalized like Tesseract's. */
+export function paddlePageReading(reading: PaddleReading, prepared: PreparedRaster, number: number): PageReading {
+  const { crop, scale, sourceWidth: width, sourceHeight: height } = prepared;
+  const clamp = (v: number) => Math.min(1, Math.max(0, v));
+  const toSource = (box: PaddleWord["box"]): PaddleWord["box"] => [
+    box[0] / scale + crop.x,
+    box[1] / scale + crop.y,
+    box[2] / scale + crop.x,
+    box[3] / scale + crop.y,
+  ];
+  const norm = ([x0, y0, x1, y1]: PaddleWord["box"]): BBox => [
+    round4(clamp(x0 / width)),
+    round4(clamp(y0 / height)),
+    round4(clamp(x1 / width)),
+    round4(clamp(y1 / height)),
+  ];
+
+  const blocks: OcrBlock[] = [];
+  const lineStyles: LineStyle[][] = [];
+  let lines: OcrLine[] = [];
+  let styles: LineStyle[] = [];
+  let previous: { bottom: number; height: number } | undefined;
+  let score = 0;
+  const flush = () => {
+    if (lines.length === 0) return;
+    blocks.push({
+      text: lines.map((l) => l.text).join("\n"),
+      confidence: weightedConfidence(lines.flatMap((l) => l.words)),
+      bbox: unionBBox(lines.map((l) => l.bbox)),
+      lines,
+    });
+    lineStyles.push(styles);
+    lines = [];
+    styles = [];
+  };
+  for (const line of reading.lines) {
+    const source = line.words.filter((w) => w.text.trim()).map((w) => ({ ...w, box: toSource(w.box) }));
+    if (source.length === 0) continue;
+    const top = Math.min(...source.map((w) => w.box[1]));
+    const bottom = Math.max(...source.map((w) => w.box[3]));
+    const lineHeight = bottom - top;
+    if (previous && top - previous.bottom > BLOCK_GAP * Math.max(lineHeight, previous.height)) flush();
+    previous = { bottom, height: lineHeight };
+    const words: OcrWord[] = source.map((w) => ({ text: w.text, confidence: round1(w.confidence), bbox: norm(w.box) }));
+    for (const w of words) if (w.confidence >= 40) score += (w.text.length * w.confidence) / 100;
+    lines.push({
+      text: words.map((w) => w.text).join(" "),
+      confidence: weightedConfidence(words),
+      bbox: unionBBox(words.map((w) => w.bbox)),
+      words,
+    });
+    const heights = source.map((w) => w.box[3] - w.box[1]).sort((a, b) => a - b);
+    styles.push({ size: heights[Math.floor(heights.length / 2)] ?? 0 });
+  }
+  flush();
+
+  const page: ExtractedPage = {
+    number,
+    width,
+    height,
+    source: "ocr",
+    engine: "paddle",
+    confidence: weightedConfidence(blocks.flatMap((b) => b.lines.flatMap((l) => l.words))),
+    text: blocks.map((b) => b.text).join("\n\n"),
+    blocks,
+    lineStyles,
+  };
+  return { page, score, psm: "paddle", coverage: 1 };
+}

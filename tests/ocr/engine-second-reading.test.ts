@@ -1,0 +1,75 @@
+import path from "node:path";
+import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { characterErrorRate } from "@/bench/metrics";
+import { extractDocument, OcrPool, render } from "@/lib/ocr";
+
+// The second recognizer through the real engine processes: a page goes to PaddleOCR when Tesseract's confidence is
+// under the threshold (raised here so that a clean test page qualifies), the JSON names the engine, and two
+// processes wanting PaddleOCR at once take turns (the pool's heavy slot) rather than deadlocking.
+
+const RECEIPT = [
+  "FRESH MART SDN BHD",
+  "Milk 1L          4.50",
+  "Bread            3.20",
+  "Eggs (10)        6.90",
+  "TOTAL           14.60",
+  "CASH            20.00",
+  "CHANGE           5.40",
+  "Thank you and see you again",
+  "Goods sold are not returnable",
+];
+
+function receiptPng(shift: number): Uint8Array {
+  const canvas = createCanvas(900, 660);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, 900, 660);
+  ctx.fillStyle = "#111111";
+  ctx.font = '30px "Second Reading Mono"';
+  RECEIPT.forEach((line, i) => ctx.fillText(line, 60 + shift, 70 + i * 62));
+  return new Uint8Array(canvas.encodeSync("png"));
+}
+
+let both: OcrPool;
+let tesseractOnly: OcrPool;
+beforeAll(() => {
+  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationMono-Regular.ttf"), "Second Reading Mono");
+  both = new OcrPool({
+    size: 2,
+    queueLimit: 16,
+    maxJobsPerWorker: 50,
+    createTimeoutMs: 60_000,
+    engines: ["tesseract", "paddle"],
+    secondReadingBelow: 101,
+  });
+  tesseractOnly = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines: ["tesseract"], secondReadingBelow: 101 });
+});
+afterAll(async () => {
+  await Promise.all([both.terminate(), tesseractOnly.terminate()]);
+});
+
+describe("second reading", () => {
+  it("reads a page Tesseract was unsure of with PaddleOCR too, and names the engine kept", async () => {
+    // Two pages at once on two processes: both want PaddleOCR, one waits for the other's turn.
+    const [a, b] = await Promise.all(
+      [0, 8].map((shift) => extractDocument(receiptPng(shift), { pool: both, language: "eng", deadline: Date.now() + 120_000 })),
+    );
+    for (const doc of [a!, b!]) {
+      expect(doc.pages[0]!.engine).toBe("paddle");
+      expect(doc.pages[0]!.trace?.second).toBe("paddle");
+      expect(characterErrorRate(render(doc, "text"), RECEIPT.join("\n"), true)).toBeLessThan(0.05);
+      const json = JSON.parse(render(doc, "json")) as { pages: Array<{ engine?: string; blocks: unknown[] }> };
+      expect(json.pages[0]!.engine).toBe("paddle");
+      expect(json.pages[0]!.blocks.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("stays with Tesseract when OCR_ENGINES leaves PaddleOCR out, or the page is not English", async () => {
+    const doc = await extractDocument(receiptPng(0), { pool: tesseractOnly, language: "eng", deadline: Date.now() + 120_000 });
+    expect(doc.pages[0]!.engine).toBe("tesseract");
+    expect(doc.pages[0]!.trace?.second).toBeUndefined();
+    const french = await extractDocument(receiptPng(0), { pool: both, language: "fra", deadline: Date.now() + 120_000 });
+    expect(french.pages[0]!.engine).toBe("tesseract");
+  });
+});

@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import type { BBox, ExtractedPage, OcrBlock } from "@/lib/ocr/document";
+import type { PaddleReading } from "@/lib/ocr/paddle";
+import type { PageReading, PreparedRaster } from "@/lib/ocr/recognize";
+import {
+  chooseReading,
+  paddlePageReading,
+  SECOND_READING_BELOW_CONFIDENCE,
+  SECOND_READING_MIN_WORDS,
+  wantsSecondReading,
+} from "@/lib/ocr/second-reading";
+
+function block(text: string[], bbox: BBox, confidence = 80): OcrBlock {
+  const lines = text.map((line, i) => {
+    const height = (bbox[3] - bbox[1]) / text.length;
+    const lineBox: BBox = [bbox[0], bbox[1] + i * height, bbox[2], bbox[1] + (i + 1) * height];
+    return { text: line, confidence, bbox: lineBox, words: line.split(" ").map((w) => ({ text: w, confidence, bbox: lineBox })) };
+  });
+  return { text: text.join("\n"), confidence, bbox, lines };
+}
+
+function reading(blocks: OcrBlock[], confidence: number, engine: "tesseract" | "paddle" = "tesseract"): PageReading {
+  const page: ExtractedPage = {
+    number: 1,
+    width: 1000,
+    height: 1000,
+    source: "ocr",
+    engine,
+    confidence,
+    text: blocks.map((b) => b.text).join("\n\n"),
+    blocks,
+    lineStyles: blocks.map((b) => b.lines.map(() => ({ size: 20 }))),
+  };
+  return { page, score: 0, psm: "3", coverage: 1 };
+}
+
+const receipt = ["TOTAL 12.50", "CASH 20.00", "CHANGE 7.50"];
+/** A receipt long enough for its confidence to mean something (SECOND_READING_MIN_WORDS). */
+const longReceipt = Array.from({ length: 8 }, (_, i) => `ITEM ${i + 1} 2.${i}0`);
+
+describe("wantsSecondReading", () => {
+  it("sends an English page Tesseract was unsure of", () => {
+    expect(wantsSecondReading(reading([block(longReceipt, [0.1, 0.1, 0.9, 0.5])], 70), ["eng"])).toBe(true);
+  });
+
+  it("keeps pages Tesseract was sure of, non-English pages, empty pages and pages of a few words", () => {
+    const sure = reading([block(longReceipt, [0.1, 0.1, 0.9, 0.5])], SECOND_READING_BELOW_CONFIDENCE);
+    expect(wantsSecondReading(sure, ["eng"])).toBe(false);
+    const french = reading([block(longReceipt, [0.1, 0.1, 0.9, 0.5])], 60);
+    expect(wantsSecondReading(french, ["fra", "eng"])).toBe(false);
+    expect(wantsSecondReading(reading([], 0), ["eng"])).toBe(false);
+    const short = reading([block(receipt, [0.1, 0.1, 0.9, 0.3])], 60);
+    expect(short.page.blocks[0]!.lines.flatMap((l) => l.words).length).toBeLessThan(SECOND_READING_MIN_WORDS);
+    expect(wantsSecondReading(short, ["eng"])).toBe(false);
+  });
+});
+
+describe("chooseReading", () => {
+  it("keeps PaddleOCR's reading of a single-column page", () => {
+    const tesseract = reading([block(["T0TAL 12.5O", "CASH 2O.00", "CHANGE 7.50"], [0.1, 0.1, 0.9, 0.3])], 70);
+    const paddle = reading([block(receipt, [0.1, 0.1, 0.9, 0.3], 95)], 95, "paddle");
+    expect(chooseReading(tesseract, paddle).page.engine).toBe("paddle");
+  });
+
+  it("keeps Tesseract's reading of side-by-side columns (PaddleOCR reads across them)", () => {
+    const left = block(["one two three", "four five six", "seven eight nine"], [0.05, 0.1, 0.45, 0.5]);
+    const right = block(["alpha beta gamma", "delta epsilon zeta", "eta theta iota"], [0.55, 0.1, 0.95, 0.5]);
+    const tesseract = reading([left, right], 70);
+    const paddle = reading([block(["one two three alpha beta gamma"], [0.05, 0.1, 0.95, 0.5], 95)], 95, "paddle");
+    expect(chooseReading(tesseract, paddle).page.engine).toBe("tesseract");
+  });
+
+  it("keeps Tesseract's reading when PaddleOCR read much less text (missed lines)", () => {
+    const tesseract = reading([block(receipt, [0.1, 0.1, 0.9, 0.3])], 70);
+    const paddle = reading([block(["TOTAL 12.50"], [0.1, 0.1, 0.9, 0.15], 99)], 99, "paddle");
+    expect(chooseReading(tesseract, paddle).page.engine).toBe("tesseract");
+  });
+});
+
+describe("paddlePageReading", () => {
+  // The raster PaddleOCR read: the crop (100, 50, 400×300) of a 1000×800 source, scaled 2×.
+  const prepared = {
+    crop: { x: 100, y: 50, width: 400, height: 300 },
+    scale: 2,
+    sourceWidth: 1000,
+    sourceHeight: 800,
+  } as PreparedRaster;
+  const word = (text: string, box: [number, number, number, number], confidence = 90) => ({ text, confidence, box });
+  const paddle: PaddleReading = {
+    confidence: 90,
+    lines: [
+      { words: [word("Invoice", [0, 0, 140, 40]), word("No.", [160, 0, 220, 40])] },
+      { words: [word("Date:", [0, 50, 100, 90], 80), word("2024-01-05", [120, 50, 300, 90], 60)] },
+      // A gap of three line heights: a new block.
+      { words: [word("Total", [0, 210, 100, 250]), word("12.50", [400, 210, 500, 250])] },
+    ],
+  };
+
+  it("maps raster boxes back to the source page and normalizes them", () => {
+    const { page } = paddlePageReading(paddle, prepared, 3);
+    expect(page).toMatchObject({ number: 3, width: 1000, height: 800, source: "ocr", engine: "paddle" });
+    const invoice = page.blocks[0]!.lines[0]!.words[0]!;
+    // x: 0/2 + 100 = 100 → 0.1; y: 0/2 + 50 = 50 → 0.0625; x1: 140/2 + 100 = 170 → 0.17; y1: 40/2 + 50 = 70 → 0.0875.
+    expect(invoice.bbox).toEqual([0.1, 0.0625, 0.17, 0.0875]);
+    expect(invoice.confidence).toBe(90);
+  });
+
+  it("groups lines into blocks at large gaps, in reading order", () => {
+    const { page, score } = paddlePageReading(paddle, prepared, 1);
+    expect(page.blocks.map((b) => b.text)).toEqual(["Invoice No.\nDate: 2024-01-05", "Total 12.50"]);
+    expect(page.text).toBe("Invoice No.\nDate: 2024-01-05\n\nTotal 12.50");
+    expect(page.lineStyles.map((s) => s.length)).toEqual([2, 1]);
+    // Character-weighted: (7·90 + 3·90 + 5·80 + 10·60 + 5·90 + 5·90) / 35.
+    expect(page.confidence).toBeCloseTo(80, 0);
+    expect(score).toBeGreaterThan(0);
+  });
+
+  it("gives an empty page for an empty reading", () => {
+    const { page } = paddlePageReading({ confidence: 0, lines: [] }, prepared, 1);
+    expect(page.blocks).toEqual([]);
+    expect(page.text).toBe("");
+  });
+});
