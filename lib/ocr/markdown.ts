@@ -6,8 +6,11 @@ import { detectTables, renderTable, type DetectedTable } from "./tables";
  * hollow one), followed by a space. A French opening quote `«` is not a bullet when its `»` follows.
  */
 const BULLET = /^\s*(?:[•●▪■□◦○◆◇❖➢➤►▸‣⁃∙·*+\-–—]|o(?=\s)|«(?![^»]*»))\s+/u;
-/** `1.`, `1)`, `(1)`, `a)`, `iv.` followed by a space (lower-case letters only: "A. Smith" is a name). */
-const NUMBERED = /^\s*\(?(?:(\d{1,3})|([a-h])|((?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})))[.)]\s+/;
+/**
+ * `1.`, `1)`, `(1)`, `a)`, `iv.` followed by a space (lower-case letters only: "A. Smith" is a name), but not a
+ * telephone number's area code ("(203) 569-4345").
+ */
+const NUMBERED = /^\s*\(?(?:(\d{1,3})|([a-h])|((?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})))[.)]\s+(?!\d{3}[-.\s]\d{4}\b)/;
 
 const HEADING_RATIO = 1.25;
 const MAX_HEADING_CHARS = 120;

@@ -121,6 +121,10 @@ describe("renderMarkdown: lists", () => {
     expect(md(["A. Smith wrote the report."])).toBe("A. Smith wrote the report.");
   });
 
+  it("a telephone number's area code is not a list item: `(203) 569-4345`", () => {
+    expect(md(["(203) 569-4345 ext. 12"])).toBe("(203) 569-4345 ext. 12");
+  });
+
   it("continuation lines are joined to their item", () => {
     const out = md(["• The first item wraps", "onto a second line", "and a third", "• The second item"]);
     expect(out).toBe("- The first item wraps onto a second line and a third\n- The second item");
