@@ -5,6 +5,7 @@ import { ApiError } from "@/lib/errors";
 import type { OcrEngine } from "./document";
 import {
   ENGINE_CONFIG_VARIABLE,
+  ENGINE_DEADLINE_SLACK_MS,
   fromEngineSchema,
   type EngineJob,
   type EngineProcessConfig,
@@ -135,8 +136,6 @@ interface QueuedJob {
 
 /** Starting points of the per-kind running means (ms), measured on corpus-dev. */
 const INITIAL_ESTIMATES: Record<JobKind, number> = { "inspect-pdf": 150, "read-image": 2_500, "read-pdf-page": 3_000 };
-/** How much later than the server an engine process gives up on a job by itself (the server kills it first). */
-const ENGINE_DEADLINE_SLACK_MS = 2_000;
 /** Jobs per kind the duration model remembers. */
 const ESTIMATE_HISTORY = 64;
 /** Admission wants this much of a job's work (or all of it, when shorter) to fit before the deadline. */

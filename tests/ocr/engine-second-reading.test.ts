@@ -72,4 +72,10 @@ describe("second reading", () => {
     const french = await extractDocument(receiptPng(0), { pool: both, language: "fra", deadline: Date.now() + 120_000 });
     expect(french.pages[0]!.engine).toBe("tesseract");
   });
+
+  it("answers with Tesseract's reading when too little time is left before the deadline for a second one", async () => {
+    const doc = await extractDocument(receiptPng(0), { pool: both, language: "eng", deadline: Date.now() + 9_000 });
+    expect(doc.pages[0]!.engine).toBe("tesseract");
+    expect(characterErrorRate(render(doc, "text"), RECEIPT.join("\n"), true)).toBeLessThan(0.1);
+  });
 });

@@ -20,16 +20,17 @@ import { TesseractPool } from "../tesseract-pool";
 import { loadPaddle } from "../paddle";
 import { chooseReading, paddlePageReading, wantsSecondReading } from "../second-reading";
 import { findOversizedStream } from "./pdf-streams";
-import type {
-  DocumentRef,
-  EngineJob,
-  EngineProcessConfig,
-  InspectPdfJob,
-  InspectPdfResult,
-  PageResult,
-  ReadImageJob,
-  ReadLimits,
-  ReadPdfPageJob,
+import {
+  ENGINE_DEADLINE_SLACK_MS,
+  type DocumentRef,
+  type EngineJob,
+  type EngineProcessConfig,
+  type InspectPdfJob,
+  type InspectPdfResult,
+  type PageResult,
+  type ReadImageJob,
+  type ReadLimits,
+  type ReadPdfPageJob,
 } from "./protocol";
 
 /** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
@@ -38,6 +39,8 @@ const SPARSE_TEXT_LAYER = 40;
 const MAX_GARBAGE = 0.3;
 /** pdf.js's in-thread worker yields between messages, so several pages in flight roughly halve a long document. */
 const TEXT_LAYER_CONCURRENCY = 8;
+/** The second reading starts only with this much time left before the request's deadline (a dense page takes ~7 s). */
+const SECOND_READING_RESERVE_MS = 10_000;
 /** Open documents one engine process keeps (the server decides which, and drops them when a request ends). */
 const MAX_OPEN_DOCUMENTS = 4;
 
@@ -54,7 +57,7 @@ export class Engine {
   constructor(
     private readonly config: EngineProcessConfig,
     /** The pool's one memory-heavy slot (see main.ts); without it (tests, the bench's in-process use) no waiting. */
-    private readonly heavy?: { acquire(): Promise<void>; release(): void },
+    private readonly heavy?: { acquire(waitMs: number): Promise<boolean>; release(): void },
   ) {}
 
   /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
@@ -188,11 +191,11 @@ export class Engine {
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
     const context = { pool: this.pool(), deadline };
     const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
-    if (!language.auto) return { reading: await this.secondReading(reading, prepared, number, language.langs), language };
+    if (!language.auto) return { reading: await this.secondReading(reading, prepared, number, language.langs, deadline), language };
     const guess = detectLanguage(reading.page.text, available);
     if (!guess) {
       return {
-        reading: await this.secondReading(reading, prepared, number, language.langs),
+        reading: await this.secondReading(reading, prepared, number, language.langs, deadline),
         language: { langs: language.langs, auto: false },
       };
     }
@@ -211,11 +214,15 @@ export class Engine {
     prepared: PreparedRaster,
     number: number,
     langs: string[],
+    deadline: number,
   ): Promise<PageReading> {
     if (!this.config.engines.includes("paddle") || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
     // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
     // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
-    await this.heavy?.acquire();
+    // Tesseract's reading is an answer already: the second one is only tried with time to spare before the deadline.
+    const spare = deadline - ENGINE_DEADLINE_SLACK_MS - Date.now() - SECOND_READING_RESERVE_MS;
+    if (spare <= 0) return reading;
+    if (this.heavy && !(await this.heavy.acquire(spare))) return reading;
     let result;
     try {
       const recognizer = await loadPaddle();

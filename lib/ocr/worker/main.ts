@@ -42,9 +42,19 @@ function send(message: FromEngine): void {
  */
 let granted: (() => void) | undefined;
 const engine = new Engine(config, {
-  acquire: () =>
-    new Promise<void>((resolve) => {
-      granted = resolve;
+  acquire: (waitMs) =>
+    new Promise<boolean>((resolve) => {
+      // Past `waitMs` the job goes on without the heavy step: the request is withdrawn (a grant already on its way
+      // is given back when it arrives).
+      const timer = setTimeout(() => {
+        granted = undefined;
+        send({ type: "heavy", acquire: false });
+        resolve(false);
+      }, Math.max(0, waitMs));
+      granted = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
       send({ type: "heavy", acquire: true });
     }),
   release: () => send({ type: "heavy", acquire: false }),
@@ -55,7 +65,8 @@ process.on("message", (raw: unknown) => {
   if (!envelope.success) return;
   const message = raw as ToEngine;
   if (message.type === "grant") {
-    granted?.();
+    if (granted) granted();
+    else send({ type: "heavy", acquire: false });
     granted = undefined;
     return;
   }

@@ -98,6 +98,12 @@ export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;
 
 export const ENGINE_CONFIG_VARIABLE = "OCR_ENGINE_CONFIG";
 
+/**
+ * How much later than the server an engine process gives up on a job by itself (the server kills it first): a job's
+ * `deadline` is the request's plus this.
+ */
+export const ENGINE_DEADLINE_SLACK_MS = 2_000;
+
 /** `grant`: the process may start its memory-heavy step now (the answer to `heavy` with `acquire: true`). */
 export type ToEngine =
   | { type: "job"; id: number; deadline: number; job: EngineJob }
