@@ -126,6 +126,48 @@ export function unionBBox(boxes: Iterable<BBox>): BBox {
   return Number.isFinite(x0) ? [x0, y0, x1, y1] : [0, 0, 0, 0];
 }
 
+/** A box in page pixels `[x0, y0, x1, y1]` → the document's box, normalized to 0–1 of a `width`×`height` page. */
+export function normalizeBox([x0, y0, x1, y1]: readonly [number, number, number, number], width: number, height: number): BBox {
+  const clamp = (v: number) => Math.min(1, Math.max(0, v));
+  return [round4(clamp(x0 / width)), round4(clamp(y0 / height)), round4(clamp(x1 / width)), round4(clamp(y1 / height))];
+}
+
+/** A line of the document from its words (text, confidence and box follow from them). */
+export function lineOf(words: OcrWord[]): OcrLine {
+  return {
+    text: words.map((w) => w.text).join(" "),
+    confidence: weightedConfidence(words),
+    bbox: unionBBox(words.map((w) => w.bbox)),
+    words,
+  };
+}
+
+/** A block of the document from its lines. */
+export function blockOf(lines: OcrLine[]): OcrBlock {
+  return {
+    text: lines.map((l) => l.text).join("\n"),
+    confidence: weightedConfidence(lines.flatMap((l) => l.words)),
+    bbox: unionBBox(lines.map((l) => l.bbox)),
+    lines,
+  };
+}
+
+/** An OCR page from its blocks (and the renderer's line styles, indexed like the blocks' lines). */
+export function ocrPageOf(
+  page: Pick<ExtractedPage, "number" | "width" | "height"> & { engine: OcrEngine },
+  blocks: OcrBlock[],
+  lineStyles: LineStyle[][],
+): ExtractedPage {
+  return {
+    ...page,
+    source: "ocr",
+    confidence: weightedConfidence(blocks.flatMap((b) => b.lines.flatMap((l) => l.words))),
+    text: blocks.map((b) => b.text).join("\n\n"),
+    blocks,
+    lineStyles,
+  };
+}
+
 /** Strip renderer-only hints: the public document. */
 export function toPublicDocument(document: ExtractedDocument): OcrDocument {
   return {

@@ -1,14 +1,13 @@
 import {
+  blockOf,
+  lineOf,
+  normalizeBox,
+  ocrPageOf,
   round1,
-  round4,
-  unionBBox,
-  weightedConfidence,
-  type BBox,
   type ExtractedPage,
   type LineStyle,
   type OcrBlock,
   type OcrLine,
-  type OcrWord,
 } from "./document";
 import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
@@ -292,47 +291,19 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
     if (confidence >= 40) score += (text.length * confidence) / 100;
   }
 
-  const clamp = (v: number) => Math.min(1, Math.max(0, v));
-  const norm = ([x0, y0, x1, y1]: PixelBox): BBox => [
-    round4(clamp(x0 / width)),
-    round4(clamp(y0 / height)),
-    round4(clamp(x1 / width)),
-    round4(clamp(y1 / height)),
-  ];
   const blocks: OcrBlock[] = [];
   const lineStyles: LineStyle[][] = [];
   for (const lines of paragraphs.values()) {
     const blockLines: OcrLine[] = [];
     const styles: LineStyle[] = [];
     for (const rows of lines.values()) {
-      const words: OcrWord[] = rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: norm(r.px) }));
-      blockLines.push({
-        text: words.map((w) => w.text).join(" "),
-        confidence: weightedConfidence(words),
-        bbox: unionBBox(words.map((w) => w.bbox)),
-        words,
-      });
+      blockLines.push(lineOf(rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: normalizeBox(r.px, width, height) }))));
       styles.push({ size: lineGlyphSize(rows) });
     }
-    blocks.push({
-      text: blockLines.map((l) => l.text).join("\n"),
-      confidence: weightedConfidence(blockLines.flatMap((l) => l.words)),
-      bbox: unionBBox(blockLines.map((l) => l.bbox)),
-      lines: blockLines,
-    });
+    blocks.push(blockOf(blockLines));
     lineStyles.push(styles);
   }
-  const page: ExtractedPage = {
-    number,
-    width,
-    height,
-    source: "ocr",
-    engine: "tesseract",
-    confidence: weightedConfidence(blocks.flatMap((b) => b.lines.flatMap((l) => l.words))),
-    text: blocks.map((b) => b.text).join("\n\n"),
-    blocks,
-    lineStyles,
-  };
+  const page = ocrPageOf({ number, width, height, engine: "tesseract" }, blocks, lineStyles);
   return { page, score, wordBoxes };
 }
 

@@ -1,9 +1,9 @@
 import {
+  blockOf,
+  lineOf,
+  normalizeBox,
+  ocrPageOf,
   round1,
-  round4,
-  unionBBox,
-  weightedConfidence,
-  type BBox,
   type ExtractedPage,
   type LineStyle,
   type OcrBlock,
@@ -78,18 +78,11 @@ const BLOCK_GAP = 0.8;
 /** PaddleOCR's reading as a page of the document model: boxes in source pixels, normalized like Tesseract's. */
 export function paddlePageReading(reading: PaddleReading, prepared: PreparedRaster, number: number): PageReading {
   const { crop, scale, sourceWidth: width, sourceHeight: height } = prepared;
-  const clamp = (v: number) => Math.min(1, Math.max(0, v));
   const toSource = (box: PaddleWord["box"]): PaddleWord["box"] => [
     box[0] / scale + crop.x,
     box[1] / scale + crop.y,
     box[2] / scale + crop.x,
     box[3] / scale + crop.y,
-  ];
-  const norm = ([x0, y0, x1, y1]: PaddleWord["box"]): BBox => [
-    round4(clamp(x0 / width)),
-    round4(clamp(y0 / height)),
-    round4(clamp(x1 / width)),
-    round4(clamp(y1 / height)),
   ];
 
   const blocks: OcrBlock[] = [];
@@ -100,12 +93,7 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
   let score = 0;
   const flush = () => {
     if (lines.length === 0) return;
-    blocks.push({
-      text: lines.map((l) => l.text).join("\n"),
-      confidence: weightedConfidence(lines.flatMap((l) => l.words)),
-      bbox: unionBBox(lines.map((l) => l.bbox)),
-      lines,
-    });
+    blocks.push(blockOf(lines));
     lineStyles.push(styles);
     lines = [];
     styles = [];
@@ -118,29 +106,14 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
     const lineHeight = bottom - top;
     if (previous && top - previous.bottom > BLOCK_GAP * Math.max(lineHeight, previous.height)) flush();
     previous = { bottom, height: lineHeight };
-    const words: OcrWord[] = source.map((w) => ({ text: w.text, confidence: round1(w.confidence), bbox: norm(w.box) }));
+    const words: OcrWord[] = source.map((w) => ({ text: w.text, confidence: round1(w.confidence), bbox: normalizeBox(w.box, width, height) }));
     for (const w of words) if (w.confidence >= 40) score += (w.text.length * w.confidence) / 100;
-    lines.push({
-      text: words.map((w) => w.text).join(" "),
-      confidence: weightedConfidence(words),
-      bbox: unionBBox(words.map((w) => w.bbox)),
-      words,
-    });
+    lines.push(lineOf(words));
     const heights = source.map((w) => w.box[3] - w.box[1]).sort((a, b) => a - b);
     styles.push({ size: heights[Math.floor(heights.length / 2)] ?? 0 });
   }
   flush();
 
-  const page: ExtractedPage = {
-    number,
-    width,
-    height,
-    source: "ocr",
-    engine: "paddle",
-    confidence: weightedConfidence(blocks.flatMap((b) => b.lines.flatMap((l) => l.words))),
-    text: blocks.map((b) => b.text).join("\n\n"),
-    blocks,
-    lineStyles,
-  };
+  const page = ocrPageOf({ number, width, height, engine: "paddle" }, blocks, lineStyles);
   return { page, score, psm: "paddle", coverage: 1 };
 }
