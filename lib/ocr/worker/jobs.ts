@@ -17,7 +17,7 @@ import {
 import { decodeImage, releaseSource } from "../raster";
 import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "../recognize";
 import { TesseractPool } from "../tesseract-pool";
-import { loadPaddle } from "../paddle";
+import { checkPaddle, loadPaddle } from "../paddle";
 import { chooseReading, paddlePageReading, wantsSecondReading } from "../second-reading";
 import { findOversizedStream } from "./pdf-streams";
 import {
@@ -52,26 +52,28 @@ const MAX_OPEN_DOCUMENTS = 4;
  */
 export class Engine {
   private tesseract?: TesseractPool;
-  /** The second recognizer failed to load at start: not tried again in this process. */
-  private paddleBroken = false;
+  /** Whether pages may get a second reading by PaddleOCR: OCR_ENGINES names it, and it could be loaded. */
+  private paddle: boolean;
   private readonly documents = new Map<string, PdfHandle>();
 
   constructor(
     private readonly config: EngineProcessConfig,
     /** The pool's one memory-heavy slot (see main.ts); without it (tests, the bench's in-process use) no waiting. */
     private readonly heavy?: { acquire(waitMs: number): Promise<boolean>; release(): void },
-  ) {}
+  ) {
+    this.paddle = config.engines.includes("paddle");
+  }
 
   /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
   async warm(langs: string[]): Promise<void> {
     await this.pool().warm(langs);
-    if (this.config.engines.includes("paddle")) {
-      // Load the second recognizer once at start, so a deployment without onnxruntime's native runtime or the model
-      // files says so in its log at once (pages are still read by Tesseract), then give its memory back.
+    if (this.paddle) {
+      // A deployment without onnxruntime's native runtime or the model files says so in its log at once (pages are
+      // still read by Tesseract). Only checked, not loaded: every replaced process passes here.
       try {
-        await (await loadPaddle()).release();
+        await checkPaddle();
       } catch (error) {
-        this.paddleBroken = true;
+        this.paddle = false;
         console.error(`[engine] PaddleOCR could not load; pages are read by Tesseract alone: ${String(error)}`);
       }
     }
@@ -203,8 +205,7 @@ export class Engine {
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
     const context = { pool: this.pool(), deadline };
     const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
-    if (!language.auto) return { reading: await this.secondReading(reading, prepared, number, language.langs, deadline), language };
-    const guess = detectLanguage(reading.page.text, available);
+    const guess = language.auto ? detectLanguage(reading.page.text, available) : null;
     if (!guess) {
       return {
         reading: await this.secondReading(reading, prepared, number, language.langs, deadline),
@@ -228,15 +229,15 @@ export class Engine {
     langs: string[],
     deadline: number,
   ): Promise<PageReading> {
-    if (!this.config.engines.includes("paddle") || this.paddleBroken || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
-    // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
-    // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
+    if (!this.paddle || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
     // Tesseract's reading is an answer already: the second one is only tried with time to spare before the deadline.
     const spare = deadline - ENGINE_DEADLINE_SLACK_MS - Date.now() - SECOND_READING_RESERVE_MS;
     if (spare <= 0) return reading;
     if (this.heavy && !(await this.heavy.acquire(spare))) return reading;
     let result;
     try {
+      // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
+      // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
       const recognizer = await loadPaddle();
       try {
         result = await recognizer.read(prepared.raster);

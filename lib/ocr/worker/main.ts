@@ -76,15 +76,13 @@ process.on("message", (raw: unknown) => {
 
 process.on("disconnect", () => process.exit(0));
 
-async function handle(message: ToEngine): Promise<void> {
+async function handle(message: Exclude<ToEngine, { type: "grant" }>): Promise<void> {
   switch (message.type) {
     case "drop":
       await engine.drop(message.docId);
       return;
     case "job":
       await runJob(message.id, message.job, message.deadline);
-      return;
-    case "grant":
       return;
   }
 }
