@@ -244,6 +244,10 @@ export class Engine {
       } finally {
         await recognizer.release();
       }
+    } catch (error) {
+      // A second opinion that failed is no reason to fail the page: Tesseract's reading stands.
+      console.error(`[engine] PaddleOCR failed on a page; Tesseract's reading kept: ${String(error)}`);
+      return reading;
     } finally {
       this.heavy?.release();
     }
