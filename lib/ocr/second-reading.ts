@@ -10,7 +10,7 @@ import {
   type OcrLine,
   type OcrWord,
 } from "./document";
-import type { PaddleReading, PaddleWord } from "./paddle";
+import type { PaddleReading, PaddleWord, TextBox } from "./paddle";
 import type { PageReading, PreparedRaster } from "./recognize";
 
 /**
@@ -116,4 +116,61 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
 
   const page = ocrPageOf({ number, width, height, engine: "paddle" }, blocks, lineStyles);
   return { page, score, psm: "paddle", coverage: 1 };
+}
+
+/**
+ * Tesseract words at or above this confidence are kept inside PaddleOCR's reading: a line PaddleOCR detected that
+ * Tesseract read entirely at this confidence is not recognized again. On corpus-dev's 18 pages that get a second
+ * reading: at 90, 35% of the detected lines keep Tesseract's words and PaddleOCR's CPU time falls 16% (28.2 →
+ * 23.7 s) with the same accuracy (case-folded CER 0.115, word F1 0.859 → 0.860); at 80, 51% and −25%, but CER
+ * 0.116 with 5 of 9 receipts worse.
+ */
+export const KEEP_TESSERACT_ABOVE = 90;
+
+/**
+ * For PaddleOCR's `known` option: the Tesseract words of a detected box (raster pixels), when Tesseract read the
+ * whole box with confidence — every word whose centre lies in the box at `minConfidence` or more, none sticking
+ * out of it, and together spanning the box's text (a box grows by ~¾ of its height on each side when detected).
+ */
+export function confidentTesseractWords(
+  reading: PageReading,
+  prepared: PreparedRaster,
+  minConfidence = KEEP_TESSERACT_ABOVE,
+): (box: TextBox) => PaddleWord[] | undefined {
+  const { crop, scale, sourceWidth, sourceHeight } = prepared;
+  const words: PaddleWord[] = [];
+  for (const block of reading.page.blocks) {
+    for (const line of block.lines) {
+      for (const word of line.words) {
+        const [x0, y0, x1, y1] = word.bbox;
+        words.push({
+          text: word.text,
+          confidence: word.confidence,
+          box: [
+            (x0 * sourceWidth - crop.x) * scale,
+            (y0 * sourceHeight - crop.y) * scale,
+            (x1 * sourceWidth - crop.x) * scale,
+            (y1 * sourceHeight - crop.y) * scale,
+          ],
+        });
+      }
+    }
+  }
+  return (box) => {
+    const height = box.y1 - box.y0;
+    const inside = words.filter((w) => {
+      const cx = (w.box[0] + w.box[2]) / 2;
+      const cy = (w.box[1] + w.box[3]) / 2;
+      return cx >= box.x0 && cx <= box.x1 && cy >= box.y0 && cy <= box.y1;
+    });
+    if (inside.length === 0) return undefined;
+    for (const w of inside) {
+      if (w.confidence < minConfidence) return undefined;
+      if (w.box[0] < box.x0 - height / 2 || w.box[2] > box.x1 + height / 2) return undefined;
+      if (w.box[3] - w.box[1] > 1.5 * height) return undefined;
+    }
+    const span = Math.max(...inside.map((w) => w.box[2])) - Math.min(...inside.map((w) => w.box[0]));
+    if (span < 0.85 * (box.x1 - box.x0 - 1.5 * height)) return undefined;
+    return inside.sort((a, b) => a.box[0] - b.box[0]);
+  };
 }

@@ -114,6 +114,14 @@ export class TesseractPool {
     this.pump();
   }
 
+  /**
+   * Stop the idle workers, returning their wasm heaps (which only grow) to the system; the next job starts one
+   * again. For a process about to need memory for something else (a second recognizer).
+   */
+  async shed(): Promise<void> {
+    await Promise.all(this.slots.filter((s) => !s.busy).map((slot) => this.retire(slot)));
+  }
+
   async terminate(): Promise<void> {
     this.closed = true;
     for (const entry of this.queue.splice(0)) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));

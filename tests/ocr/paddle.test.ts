@@ -95,4 +95,21 @@ describe("PaddleOCR recognizer", () => {
     expect(characterErrorRate(text(reading), LINES.join("\n"), true)).toBeLessThan(0.05);
     for (const word of reading.lines.flatMap((line) => line.words)) expect(word.box[2]).toBeLessThanOrEqual(2400);
   });
+
+  it("keeps the words a caller already knows for a detected line and recognizes only the others", async () => {
+    const raster = renderLines(LINES, 900, 300, 28);
+    const seen: number[] = [];
+    const reading = await paddle.read(raster, {
+      known: (box) => {
+        seen.push(box.cy);
+        // The second line (baseline 116) is "known" with words of its own; the others are recognized.
+        if (box.y0 > 80 && box.y1 < 140) return [{ text: "KNOWN", confidence: 97, box: [box.x0, box.y0, box.x1, box.y1] }];
+        return undefined;
+      },
+    });
+    expect(seen).toHaveLength(LINES.length);
+    const lines = text(reading).split("\n");
+    expect(lines[1]).toBe("KNOWN");
+    expect(characterErrorRate([lines[0], lines[2], lines[3]].join("\n"), [LINES[0], LINES[2], LINES[3]].join("\n"), true)).toBeLessThan(0.05);
+  });
 });

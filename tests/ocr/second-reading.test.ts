@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { BBox, ExtractedPage, OcrBlock } from "@/lib/ocr/document";
-import type { PaddleReading } from "@/lib/ocr/paddle";
+import type { PaddleReading, TextBox } from "@/lib/ocr/paddle";
 import type { PageReading, PreparedRaster } from "@/lib/ocr/recognize";
 import {
   chooseReading,
+  confidentTesseractWords,
+  KEEP_TESSERACT_ABOVE,
   paddlePageReading,
   SECOND_READING_BELOW_CONFIDENCE,
   SECOND_READING_MIN_WORDS,
@@ -119,5 +121,58 @@ describe("paddlePageReading", () => {
     const { page } = paddlePageReading({ confidence: 0, lines: [] }, prepared, 1);
     expect(page.blocks).toEqual([]);
     expect(page.text).toBe("");
+  });
+});
+
+describe("confidentTesseractWords", () => {
+  // Tesseract read the crop (100, 50, 400×300) of a 1000×800 source at scale 2; PaddleOCR detects on that raster.
+  const prepared = {
+    crop: { x: 100, y: 50, width: 400, height: 300 },
+    scale: 2,
+    sourceWidth: 1000,
+    sourceHeight: 800,
+  } as PreparedRaster;
+  /** A Tesseract word at raster box `[x0, y0, x1, y1]`, stored normalized to the source as pages store it. */
+  const word = (text: string, [x0, y0, x1, y1]: [number, number, number, number], confidence: number) => ({
+    text,
+    confidence,
+    bbox: [(x0 / 2 + 100) / 1000, (y0 / 2 + 50) / 800, (x1 / 2 + 100) / 1000, (y1 / 2 + 50) / 800] as BBox,
+  });
+  const page = (words: ReturnType<typeof word>[]) => {
+    const line = { text: words.map((w) => w.text).join(" "), confidence: 90, bbox: [0, 0, 1, 1] as BBox, words };
+    return reading([{ text: line.text, confidence: 90, bbox: line.bbox, lines: [line] }], 80);
+  };
+  /** A detected horizontal line box from x0 to x1 between y0 and y1 (grown by PaddleOCR like a real one). */
+  const box = (x0: number, y0: number, x1: number, y1: number): TextBox => ({
+    cx: (x0 + x1) / 2,
+    cy: (y0 + y1) / 2,
+    w: x1 - x0,
+    h: y1 - y0,
+    angle: 0,
+    x0,
+    y0,
+    x1,
+    y1,
+    score: 0.9,
+  });
+
+  it("gives a line's words, in raster pixels and left to right, when Tesseract read all of it with confidence", () => {
+    const known = confidentTesseractWords(page([word("12.50", [300, 110, 400, 140], 95), word("TOTAL", [40, 110, 200, 140], 96)]), prepared);
+    const words = known(box(20, 100, 420, 150));
+    expect(words?.map((w) => w.text)).toEqual(["TOTAL", "12.50"]);
+    const [x0, y0, x1, y1] = words![0]!.box;
+    expect([x0, y0, x1, y1].map((v) => Math.round(v))).toEqual([40, 110, 200, 140]);
+  });
+
+  it("leaves a line to PaddleOCR when one word is unsure, a word sticks out, the words miss part of it, or none is in it", () => {
+    const unsure = confidentTesseractWords(page([word("TOTAL", [40, 110, 200, 140], 96), word("12.5O", [300, 110, 400, 140], KEEP_TESSERACT_ABOVE - 1)]), prepared);
+    expect(unsure(box(20, 100, 420, 150))).toBeUndefined();
+    // Tesseract's word runs far past the detected line: it joined it with something else.
+    const wide = confidentTesseractWords(page([word("TOTAL12.50CASH", [40, 110, 700, 140], 96)]), prepared);
+    expect(wide(box(20, 100, 420, 150))).toBeUndefined();
+    // Tesseract read only the first half of the line.
+    const partial = confidentTesseractWords(page([word("TOTAL", [40, 110, 200, 140], 96)]), prepared);
+    expect(partial(box(20, 100, 620, 150))).toBeUndefined();
+    expect(partial(box(20, 300, 420, 350))).toBeUndefined();
   });
 });

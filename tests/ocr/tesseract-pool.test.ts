@@ -52,6 +52,17 @@ describe("TesseractPool", () => {
     expect(pool.stats()).toMatchObject({ size: 1, workers: 1, busy: 0, queued: 0, completed: 2 });
   });
 
+  it("shed stops idle workers (their heaps go back) and the next job starts one again", async () => {
+    const pool = newPool();
+    await pool.recognize(job(BARS));
+    expect(pool.stats()).toMatchObject({ workers: 1, busy: 0 });
+    await pool.shed();
+    expect(pool.stats()).toMatchObject({ workers: 0, busy: 0 });
+    const paragraph = await pool.recognize(job(PARAGRAPH));
+    expect(words(paragraph).slice(0, 3)).toEqual(["Optical", "character", "recognition"]);
+    expect(pool.stats()).toMatchObject({ workers: 1, completed: 2 });
+  });
+
   it("is lazy: no worker before the first job", () => {
     expect(newPool().stats()).toMatchObject({ size: 1, workers: 0, busy: 0, queued: 0, completed: 0 });
   });

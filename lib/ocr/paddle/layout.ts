@@ -14,13 +14,19 @@ export interface PaddleLine {
   words: PaddleWord[];
 }
 
-/** One recognized text box: its characters and how frames map back onto the box. */
-export interface BoxReading {
-  box: TextBox;
-  chars: DecodedChar[];
-  /** Source pixels per recognizer frame, along the box. */
-  frameWidth: number;
-}
+/** One text box: its recognized characters and how frames map back onto the box, or words known already. */
+export type BoxReading =
+  | {
+      box: TextBox;
+      chars: DecodedChar[];
+      /** Source pixels per recognizer frame, along the box. */
+      frameWidth: number;
+    }
+  | {
+      box: TextBox;
+      /** The box's words from another reading (PaddleReadOptions.known): not recognized again. */
+      words: PaddleWord[];
+    };
 
 /**
  * A word boundary wherever the space class scored above this on a frame between two characters. The Chinese
@@ -33,6 +39,7 @@ export const SPACE_PROBABILITY = 0.1;
 
 /** Split one box's characters into words; each word's box spans its characters' frames, across the box height. */
 export function boxWords(reading: BoxReading): PaddleWord[] {
+  if ("words" in reading) return reading.words;
   const { box, chars, frameWidth } = reading;
   const words: PaddleWord[] = [];
   const cos = Math.cos(box.angle);

@@ -18,7 +18,7 @@ import { decodeImage, releaseSource } from "../raster";
 import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "../recognize";
 import { TesseractPool } from "../tesseract-pool";
 import { checkPaddle, loadPaddle } from "../paddle";
-import { chooseReading, paddlePageReading, wantsSecondReading } from "../second-reading";
+import { chooseReading, confidentTesseractWords, paddlePageReading, wantsSecondReading } from "../second-reading";
 import { findOversizedStream } from "./pdf-streams";
 import {
   ENGINE_DEADLINE_SLACK_MS,
@@ -236,11 +236,15 @@ export class Engine {
     if (this.heavy && !(await this.heavy.acquire(spare))) return reading;
     let result;
     try {
+      // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up
+      // (engine processes' peak with PaddleOCR 656 → 543 MB on corpus-dev). This process is usually replaced after
+      // such a page anyway (it keeps PaddleOCR's buffers), and otherwise starts a thread for its next page.
+      await this.tesseract?.shed();
       // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
       // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
       const recognizer = await loadPaddle();
       try {
-        result = await recognizer.read(prepared.raster);
+        result = await recognizer.read(prepared.raster, { known: confidentTesseractWords(reading, prepared) });
       } finally {
         await recognizer.release();
       }
