@@ -12,6 +12,7 @@ import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRe
 import { describeZodError, toApiError, type ApiError, type ErrorCode } from "@/lib/errors";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
+import { inputSources } from "@/lib/vocabulary";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
 export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
@@ -25,7 +26,7 @@ export const TOOL_NAME = "extract_text";
 export const imageSourceSchema = z
   .strictObject({
     type: z
-      .enum(["base64", "url"])
+      .enum(inputSources)
       .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
     data: z
       .string()
