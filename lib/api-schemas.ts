@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { outputFormats } from "@/lib/ocr";
+import { inputSources, outputFormats } from "@/lib/vocabulary";
 
 /*
  * The REST request and response, as zod schemas. The route parses with them, `lib/openapi.ts` describes the API
- * from them (`z.toJSONSchema`), and the MCP tool maps its arguments onto `OcrRequest`.
+ * from them (`z.toJSONSchema`), the MCP tool maps its arguments onto `OcrRequest`, and the CLI reads the service's
+ * answers with them. Imports stay light (zod and lib/vocabulary.ts, never the engine) so the CLI can bundle them.
  */
 
 /** Longest `imageUrl` accepted. Browsers and CDNs stop around 8 KiB too. */
@@ -94,7 +95,7 @@ export const ocrRequestSchema = z
 export type OcrRequest = z.infer<typeof ocrRequestSchema>;
 export type OcrRequestInput = z.input<typeof ocrRequestSchema>;
 
-export const inputSourceSchema = z.enum(["base64", "url"]);
+export const inputSourceSchema = z.enum(inputSources);
 export type InputSource = z.infer<typeof inputSourceSchema>;
 
 /** The 200 answer. The seed's fields keep their names and types; `pageCount` and `requestId` are additions. */

@@ -1,6 +1,7 @@
 import os from "node:os";
 import { z } from "zod";
 import { parseAllowList } from "@/lib/input/allow-hosts";
+import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
 const MiB = 1024 * 1024;
 
@@ -61,7 +62,7 @@ export const envSchema = z.object({
   OCR_INSPECT_WORKERS: int(1, 1),
 
   // Limits (SPEC.md, Limits)
-  MAX_INLINE_BYTES: int(3 * MiB, 1),
+  MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**
    * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses

@@ -1,27 +1,14 @@
 import { z } from "zod";
+import { errorCatalogue, errorCodes, type ErrorCode } from "@/lib/error-catalogue";
 
-/** The one map from error code to HTTP status (SPEC.md, Errors). */
-export const errorStatus = {
-  invalid_request: 400,
-  unauthorized: 401,
-  insufficient_credits: 402,
-  not_found: 404,
-  method_not_allowed: 405,
-  conflict: 409,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  unreadable_document: 422,
-  idempotency_mismatch: 422,
-  rate_limited: 429,
-  internal_error: 500,
-  fetch_failed: 502,
-  overloaded: 503,
-  unavailable: 503,
-  timeout: 504,
-} as const;
+export type { ErrorCode } from "@/lib/error-catalogue";
 
-export type ErrorCode = keyof typeof errorStatus;
-export const errorCodeSchema = z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]);
+/** Error code → HTTP status, from the catalogue (lib/error-catalogue.ts). */
+export const errorStatus = Object.fromEntries(errorCodes.map((code) => [code, errorCatalogue[code].status])) as {
+  readonly [Code in ErrorCode]: (typeof errorCatalogue)[Code]["status"];
+};
+
+export const errorCodeSchema = z.enum(errorCodes as [ErrorCode, ...ErrorCode[]]);
 
 export const errorBodySchema = z.object({
   success: z.literal(false),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { creditsResponseSchema, ocrOptionsSchema, ocrRequestSchema, ocrResponseSchema } from "@/lib/api-schemas";
 import { getEnv } from "@/lib/env";
+import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http/cors";
 import { formatMegabytes } from "@/lib/input/base64";
@@ -8,27 +9,6 @@ import { ocrDocumentSchema } from "@/lib/ocr";
 import { SERVICE_VERSION } from "@/lib/version";
 
 type Json = { [key: string]: unknown };
-
-/** When each error happens (SPEC.md, Errors), for the response descriptions. */
-const errorWhen: Record<ErrorCode, string> = {
-  invalid_request:
-    "bad JSON, schema violation (unknown keys included), both or neither of image/imageUrl, bad base64, bad URL, URL not allowed (private or loopback address, non-http(s) scheme), bad Idempotency-Key",
-  unauthorized: "no key, unknown key, revoked key (with `WWW-Authenticate: Bearer`)",
-  insufficient_credits: "the balance is below the pages the request needs; checked before any OCR work",
-  not_found: "unknown or expired MCP SSE session (MCP only)",
-  method_not_allowed: "wrong method for the path (with `Allow`)",
-  conflict: "a request with the same Idempotency-Key is still in progress",
-  payload_too_large: "body, decoded file, fetched file, page count or pixel count over its limit",
-  unsupported_media_type: "the file's bytes are not PDF, JPEG, PNG or WebP; or the body is declared as something other than JSON",
-  unreadable_document: "corrupt or truncated file, encrypted PDF without text, zero pages",
-  idempotency_mismatch: "an Idempotency-Key reused with a different request body",
-  rate_limited: "per-key rate limit (with `Retry-After` and `RateLimit-*`)",
-  internal_error: "anything else; details only in the service's logs",
-  fetch_failed: "imageUrl could not be fetched (DNS, connect, non-2xx, too many redirects, fetch timeout)",
-  overloaded: "the OCR queue is full (with `Retry-After`)",
-  unavailable: "the account store cannot be reached: keys and credits fail closed, no OCR is done for free",
-  timeout: "the work exceeded the request deadline; nothing is charged",
-};
 
 const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema });
 
@@ -74,7 +54,7 @@ function errorResponses(codes: ErrorCode[]): Json {
   const responses: Json = {};
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
     responses[String(status)] = {
-      description: statusCodes.map((code) => `\`${code}\`: ${errorWhen[code]}`).join(". "),
+      description: statusCodes.map((code) => `\`${code}\`: ${errorCatalogue[code].when}`).join(". "),
       headers: errorHeaders(statusCodes),
       content: {
         "application/json": {
@@ -136,7 +116,7 @@ function componentSchemas(): Record<string, Json> {
 
 function buildOpenApiDocument(): Json {
   const env = getEnv();
-  const processErrors = (Object.keys(errorStatus) as ErrorCode[]).filter((code) => code !== "not_found");
+  const processErrors = errorCodes.filter((code) => code !== "not_found");
   const limits = [
     `inline (base64) file ${formatMegabytes(env.MAX_INLINE_BYTES)} decoded`,
     `URL file ${formatMegabytes(env.MAX_URL_BYTES)}`,

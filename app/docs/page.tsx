@@ -2,29 +2,16 @@ import type { Metadata } from "next";
 import { headers } from "next/headers";
 import Link from "next/link";
 import { CodeExample } from "@/app/components/code-example";
+import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
 import { cliExample, mcpExamples, restExamples } from "@/lib/examples";
 import { requestOrigin } from "@/lib/http/origin";
 
 export const metadata: Metadata = { title: "Documentation" };
 
-const errors: Array<[number, string, string]> = [
-  [400, "invalid_request", "bad JSON, schema violation, both or neither inputs, bad base64, URL not allowed"],
-  [401, "unauthorized", "no key, unknown key, revoked key, malformed Authorization header"],
-  [402, "insufficient_credits", "balance below the pages the request needs (checked before any OCR)"],
-  [404, "not_found", "unknown or expired MCP SSE session"],
-  [405, "method_not_allowed", "wrong method for the path"],
-  [409, "conflict", "a request with the same Idempotency-Key is still in progress"],
-  [413, "payload_too_large", "body, file, page count, pixel count or a PDF's inner limits"],
-  [415, "unsupported_media_type", "the bytes are not PDF, JPEG, PNG or WebP"],
-  [422, "unreadable_document", "corrupt or truncated file, encrypted PDF, zero pages"],
-  [422, "idempotency_mismatch", "an Idempotency-Key reused with a different body"],
-  [429, "rate_limited", "per-key rate limit or requests in flight; see Retry-After"],
-  [502, "fetch_failed", "imageUrl could not be fetched"],
-  [503, "overloaded", "the OCR engine is busy; see Retry-After"],
-  [503, "unavailable", "the account store is unreachable; see Retry-After"],
-  [504, "timeout", "the request deadline passed (nothing charged)"],
-  [500, "internal_error", "anything else (quote the request id)"],
-];
+/** A catalogue `when` (inline Markdown whose only markup is backticks) as text and `<code>`. */
+function InlineMarkdown({ text }: { text: string }) {
+  return <>{text.split("`").map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part))}</>;
+}
 
 /** The product's manual: every example carries this server's own address. */
 export default async function DocsPage() {
@@ -95,13 +82,15 @@ export default async function DocsPage() {
             </tr>
           </thead>
           <tbody>
-            {errors.map(([status, code, when]) => (
+            {errorCodes.map((code) => (
               <tr key={code}>
-                <td>{status}</td>
+                <td>{errorCatalogue[code].status}</td>
                 <td>
                   <code>{code}</code>
                 </td>
-                <td>{when}</td>
+                <td>
+                  <InlineMarkdown text={errorCatalogue[code].when} />
+                </td>
               </tr>
             ))}
           </tbody>

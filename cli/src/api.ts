@@ -1,8 +1,45 @@
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { creditsResponseSchema, ocrResponseSchema } from "@/lib/api-schemas";
+import { errorBodySchema } from "@/lib/errors";
+import type { OutputFormat } from "@/lib/vocabulary";
 import type { Config } from "./config";
 import { CliError, EXIT, exitCodeForStatus } from "./errors";
 import { NetworkError, sendWithRetry, type RetryInfo } from "./http";
-import { balanceSchema, errorBodySchema, ocrResultSchema, parseCreditsHeader, type OcrResult, type OutputFormat } from "./schemas";
+
+/*
+ * The service's answers as the CLI reads them: the service's own schemas (light modules, so the bundle stays free
+ * of the engine), loosened where an installed CLI must outlive the server it was built with. Unknown fields pass;
+ * an error code or input source this build does not know is still shown, not taken for a foreign answer; the
+ * fields a server before them lacked (`pageCount`, `requestId`) may be absent.
+ */
+
+/** `POST /api/ocr/process` 200 body. */
+const ocrResultSchema = ocrResponseSchema
+  .extend({
+    inputSource: z.string(),
+    pageCount: ocrResponseSchema.shape.pageCount.optional(),
+    requestId: ocrResponseSchema.shape.requestId.optional(),
+  })
+  .loose();
+export type OcrResult = z.infer<typeof ocrResultSchema>;
+
+/** Every failure: `{ success: false, error: { code, message }, requestId }` (docs/api.md, Errors). */
+export const errorAnswerSchema = errorBodySchema
+  .extend({
+    error: errorBodySchema.shape.error.extend({ code: z.string() }).loose(),
+    requestId: errorBodySchema.shape.requestId.optional(),
+  })
+  .loose();
+
+/** `GET /api/credits` 200 body: only `balance` is needed (the header `x-credits-remaining` carries the same number). */
+const balanceSchema = creditsResponseSchema.pick({ success: true, balance: true }).partial({ success: true }).loose();
+
+/** `x-credits-remaining`: a non-negative integer, or null when absent or malformed. */
+function parseCreditsHeader(value: string | null): number | null {
+  if (value === null || !/^\s*\d+\s*$/.test(value)) return null;
+  return Number(value);
+}
 
 /** `POST /api/ocr/process` body (docs/api.md). */
 export interface OcrRequestBody {
@@ -79,7 +116,7 @@ export async function fetchBalance(config: Config): Promise<number> {
   const url = `${config.baseUrl}/api/credits`;
   const response = await send(url, config, { method: "GET", headers: headersFor(config, key) }, {});
   const json = await readJson(response);
-  if (response.status === 404 && !errorBodySchema.safeParse(json).success) {
+  if (response.status === 404 && !errorAnswerSchema.safeParse(json).success) {
     throw new CliError(
       EXIT.other,
       `this server has no balance endpoint (GET /api/credits answered 404). See the balance at ${config.baseUrl}/settings; ` +
@@ -120,7 +157,7 @@ async function readJson(response: Response): Promise<unknown> {
 }
 
 function toServiceError(response: Response, json: unknown, url: string): CliError {
-  const parsed = errorBodySchema.safeParse(json);
+  const parsed = errorAnswerSchema.safeParse(json);
   if (!parsed.success) return unexpectedAnswer(response, url, "an answer that is not the OCR service's");
   const { code, message } = parsed.data.error;
   return new ServiceError(response.status, code.slice(0, 60), message.slice(0, 1000), parsed.data.requestId ?? response.headers.get("x-request-id") ?? undefined);

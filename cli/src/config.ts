@@ -1,11 +1,10 @@
+import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { UsageError } from "./errors";
 
 export const DEFAULT_BASE_URL = "http://localhost:3000";
 /** The seed's sample client configuration: 30 000 ms per attempt, 3 retries (SEED-interface.md, Limits). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_RETRIES = 3;
-/** The service's default inline limit (MAX_INLINE_BYTES, 3 MiB decoded); larger local files must go by URL. */
-export const DEFAULT_MAX_INLINE_BYTES = 3 * 1024 * 1024;
 
 /** Environment variables the CLI reads, first one set wins for the key. */
 export const KEY_VARIABLES = ["FETCH_MCP_SERVER_API_KEY", "OCR_API_KEY"] as const;

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
+import type { OutputFormat } from "@/lib/vocabulary";
 import { extractDocument, ServiceError, type OcrRequestBody } from "./api";
 import type { Config } from "./config";
 import { CliError, EXIT, type ExitCode } from "./errors";
 import type { RetryInfo } from "./http";
 import { ProgressBar } from "./progress";
-import type { OutputFormat } from "./schemas";
 
 export interface ExtractOptions {
   format: OutputFormat;

@@ -1,11 +1,11 @@
 import { parseArgs } from "node:util";
+import { outputFormats, type OutputFormat } from "@/lib/vocabulary";
 import { fetchBalance } from "./api";
 import { isInsecureRemote, parseInteger, resolveConfig, type Config, type ConfigFlags } from "./config";
 import { CliError, EXIT, UsageError, type ExitCode } from "./errors";
 import { runExtract } from "./extract";
 import { BALANCE_HELP, EXTRACT_HELP, MAIN_HELP, MCP_HELP } from "./help";
 import { runMcpBridge, type TransportChoice } from "./mcp-bridge";
-import { OUTPUT_FORMATS, type OutputFormat } from "./schemas";
 
 /** Set by the bundler (cli/build.mjs) from package.json; `dev` when the sources run through tsx. */
 declare const OCR_CLI_VERSION: string | undefined;
@@ -114,8 +114,8 @@ export async function main(args: string[], env: Readonly<Record<string, string |
 async function extract(inputs: string[], values: Values, config: Config): Promise<ExitCode> {
   if (inputs.length === 0) throw new UsageError("`ocr extract` needs at least one file or URL");
   const format = values.format ?? "text";
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(format)) {
-    throw new UsageError(`--format must be one of ${OUTPUT_FORMATS.join(", ")} (got ${JSON.stringify(format.slice(0, 40))})`);
+  if (!(outputFormats as readonly string[]).includes(format)) {
+    throw new UsageError(`--format must be one of ${outputFormats.join(", ")} (got ${JSON.stringify(format.slice(0, 40))})`);
   }
   if (values.pages !== undefined && !/^\s*\d+\s*(-\s*\d*\s*)?(,\s*\d+\s*(-\s*\d*\s*)?)*$/.test(values.pages)) {
     throw new UsageError(`--pages takes 1-based pages and ranges such as 1-3,5 or 7- (got ${JSON.stringify(values.pages.slice(0, 40))})`);

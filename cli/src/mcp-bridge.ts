@@ -16,10 +16,10 @@ import {
   type ServerResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { errorAnswerSchema } from "./api";
 import type { Config } from "./config";
 import { CliError, EXIT } from "./errors";
 import { NetworkError, sendWithRetry } from "./http";
-import { errorBodySchema } from "./schemas";
 
 /** `auto`: Streamable HTTP, then the legacy HTTP+SSE transport if that fails (the seed's fallback order). */
 export type TransportChoice = "auto" | "http" | "sse";
@@ -262,7 +262,7 @@ async function toUpstreamError(response: Response): Promise<UpstreamHttpError> {
   } catch {
     json = undefined;
   }
-  const service = errorBodySchema.safeParse(json);
+  const service = errorAnswerSchema.safeParse(json);
   if (service.success) {
     const { code, message } = service.data.error;
     return new UpstreamHttpError(response.status, `HTTP ${response.status} ${code}: ${message}`, code);

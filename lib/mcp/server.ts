@@ -9,9 +9,11 @@ import {
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
-import { describeZodError, toApiError, type ApiError, type ErrorCode } from "@/lib/errors";
+import { errorCatalogue, type ErrorEntry } from "@/lib/error-catalogue";
+import { describeZodError, toApiError, type ApiError } from "@/lib/errors";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
+import { inputSources } from "@/lib/vocabulary";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
 export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
@@ -25,7 +27,7 @@ export const TOOL_NAME = "extract_text";
 export const imageSourceSchema = z
   .strictObject({
     type: z
-      .enum(["base64", "url"])
+      .enum(inputSources)
       .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
     data: z
       .string()
@@ -90,28 +92,10 @@ export function asksForProgress(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
 }
 
-/**
- * What a model can do about each failure, appended to the tool error's text. Every `processDocument` failure is
- * listed; `internal_error` never reaches a tool result (it is a JSON-RPC error).
- */
-const HINTS: Partial<Record<ErrorCode, string>> = {
-  invalid_request:
-    'Check image_source: with type "base64", data must be the file\'s base64 or a data URL; with type "url", a public http(s) URL.',
-  unsupported_media_type: "Send a PDF, JPEG, PNG or WebP file; the type is read from the bytes, not from the filename.",
-  payload_too_large:
-    'Inline (base64) files are limited to 3 MB decoded: pass a URL with type "url" instead, or send a smaller file or fewer pages.',
-  unreadable_document: "The file is corrupt, truncated, encrypted or has no pages; check that it opens, or export it again.",
-  insufficient_credits: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
-  fetch_failed: "The service could not download the URL: check that it is public, returns the file itself (not a login page) and is reachable.",
-  timeout: "The file took longer than this tool's time limit: send a smaller file or fewer pages (split the PDF), or retry later.",
-  overloaded: "The service is busy: retry in a few seconds.",
-  unavailable: "The service's account store is briefly unavailable: retry in a minute. Nothing was charged.",
-  rate_limited: "Too many requests with this key: retry after a minute.",
-};
-
 /** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
 export function toolErrorResult(error: ApiError): CallToolResult {
-  const hint = HINTS[error.code];
+  // What the model can do about it (lib/error-catalogue.ts): every failure an `extract_text` call can end with has one.
+  const { hint }: ErrorEntry = errorCatalogue[error.code];
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
   return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { ApiError, toApiError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
+import type { OutputFormat } from "@/lib/vocabulary";
 import { toPublicDocument, type ExtractedDocument, type ExtractedPage } from "./document";
 import { detectFileType, type FileType } from "./detect";
 import { readImageInfo } from "./image-info";
@@ -17,8 +18,7 @@ export { detectFileType, mediaTypes, sniffFileType } from "./detect";
 export { OcrPool } from "./pool";
 export type { Admission, PoolOptions, PoolStats } from "./pool";
 
-export const outputFormats = ["text", "json", "markdown"] as const;
-export type OutputFormat = (typeof outputFormats)[number];
+export { outputFormats, type OutputFormat } from "@/lib/vocabulary";
 
 export interface EngineLimits {
   maxPdfPages: number;
