@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { describeError } from "@/lib/error-log";
 import { describeZodError, toApiError, type ApiError, type ErrorCode } from "@/lib/errors";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
@@ -176,7 +177,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     } catch (error) {
       const apiError = toApiError(error);
       if (apiError.code === "internal_error") {
-        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeCause(apiError.cause ?? error));
+        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeError(apiError.cause ?? error));
         throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
       }
       options.onToolError?.(apiError);
@@ -262,8 +263,4 @@ function reportProgress(
     clearInterval(timer);
     await Promise.all(sent);
   };
-}
-
-function describeCause(cause: unknown): string {
-  return cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
 }
