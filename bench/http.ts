@@ -1,5 +1,6 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
+import { inLanes } from "../lib/async";
 import { scoreText } from "./metrics";
 
 interface HttpItem {
@@ -61,16 +62,11 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
     single.push({ name: item.name, ms: r.ms, status: r.status, cerFolded: scoreText(text, item.truth).cerFolded, pages: r.body.creditsUsed ?? 0 });
   }
   const pages = single.reduce((a, r) => a + r.pages, 0);
-  const queue = [...items];
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: options.concurrency }, async () => {
-      for (let item = queue.shift(); item; item = queue.shift()) {
-        const r = await post(item);
-        if (r.status !== 200) failures++;
-      }
-    }),
-  );
+  await inLanes(items, options.concurrency, async (item) => {
+    const r = await post(item);
+    if (r.status !== 200) failures++;
+  });
   const seconds = (performance.now() - started) / 1000;
   const sorted = [...latencies].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)] ?? 0;

@@ -43,6 +43,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
+import { inLanes } from "../lib/async";
 import { findCorpusFiles } from "./corpus";
 import { scoreText } from "./metrics";
 import {
@@ -285,20 +286,15 @@ class Client {
   /** Every item once (or `count` requests cycling through them), `concurrency` in flight. */
   async run(items: Item[], concurrency: number, options: { count?: number; keepText?: boolean; onDone?: (o: Outcome, done: number) => void } = {}) {
     const count = options.count ?? items.length;
-    let next = 0;
+    const requests = Array.from({ length: count }, (_, i) => items[i % items.length]!);
     let done = 0;
     const outcomes: Outcome[] = [];
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, count) }, async () => {
-        while (next < count) {
-          const item = items[next++ % items.length]!;
-          const outcome = await this.post(item, options.keepText ?? false);
-          outcomes.push(outcome);
-          options.onDone?.(outcome, ++done);
-        }
-      }),
-    );
+    await inLanes(requests, concurrency, async (item) => {
+      const outcome = await this.post(item, options.keepText ?? false);
+      outcomes.push(outcome);
+      options.onDone?.(outcome, ++done);
+    });
     return { outcomes, seconds: (performance.now() - started) / 1000 };
   }
 }
@@ -395,26 +391,20 @@ async function prepareTessdata(serverDir: string): Promise<string | null> {
 }
 
 async function nativeRound(items: Item[], processes: number, tessdata: string) {
-  let next = 0;
   const texts = new Map<string, string>();
   const failures: string[] = [];
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(processes, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next++]!;
-        try {
-          const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", tessdata, "-l", "eng"], {
-            env: { ...process.env, OMP_THREAD_LIMIT: "1" },
-            maxBuffer: 64 * 1024 * 1024,
-          });
-          texts.set(item.name, stdout);
-        } catch (error) {
-          failures.push(`${item.name}: ${(error as Error).message.split("\n")[0]}`);
-        }
-      }
-    }),
-  );
+  await inLanes(items, processes, async (item) => {
+    try {
+      const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", tessdata, "-l", "eng"], {
+        env: { ...process.env, OMP_THREAD_LIMIT: "1" },
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      texts.set(item.name, stdout);
+    } catch (error) {
+      failures.push(`${item.name}: ${(error as Error).message.split("\n")[0]}`);
+    }
+  });
   const seconds = (performance.now() - started) / 1000;
   return { seconds, pages: texts.size, pagesPerSecond: texts.size / seconds, texts, failures };
 }

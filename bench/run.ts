@@ -23,6 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
+import { inLanes } from "../lib/async";
 import { envSchema } from "../lib/env";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
 import { scoreText, type AccuracyScores } from "./metrics";
@@ -104,21 +105,16 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
   const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
-  const queue = [...items];
   let pages = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: size }, async () => {
-      for (let item = queue.shift(); item; item = queue.shift()) {
-        const bytes = new Uint8Array(await fs.readFile(item.file));
-        const t = performance.now();
-        const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
-        const ms = performance.now() - t;
-        pages += doc.pages.length;
-        onResult?.(item, doc, ms);
-      }
-    }),
-  );
+  await inLanes(items, size, async (item) => {
+    const bytes = new Uint8Array(await fs.readFile(item.file));
+    const t = performance.now();
+    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
+    const ms = performance.now() - t;
+    pages += doc.pages.length;
+    onResult?.(item, doc, ms);
+  });
   const seconds = (performance.now() - started) / 1000;
   await pool.terminate();
   return { pages, seconds, pagesPerSecond: pages / seconds };
@@ -198,19 +194,14 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
     if (existsSync(gz)) await fs.writeFile(path.join(dataDir, `${lang}.traineddata`), gunzipSync(await fs.readFile(gz)));
   }
   const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
-  const queue = [...images];
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: size }, async () => {
-      for (let item = queue.shift(); item; item = queue.shift()) {
-        const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", dataDir, "-l", "eng"], {
-          env: { ...process.env, OMP_THREAD_LIMIT: "1" },
-          maxBuffer: 64 * 1024 * 1024,
-        });
-        scores.set(item.name, scoreText(stdout, item.truth));
-      }
-    }),
-  );
+  await inLanes(images, size, async (item) => {
+    const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", dataDir, "-l", "eng"], {
+      env: { ...process.env, OMP_THREAD_LIMIT: "1" },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    scores.set(item.name, scoreText(stdout, item.truth));
+  });
   const seconds = (performance.now() - started) / 1000;
   await fs.rm(dataDir, { recursive: true, force: true });
   return { pages: images.length, seconds, pagesPerSecond: images.length / seconds };

@@ -1,7 +1,9 @@
 import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
+import { checkDeadline, deadlineError, withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, toApiError, isApiError } from "@/lib/errors";
+import { ApiError, toApiError } from "@/lib/errors";
+import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
 import { acquireInFlight } from "@/lib/limits/in-flight";
 import { documentConfidence, getOcrPool, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
@@ -162,7 +164,7 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
   } catch (error) {
     // Nothing is charged for a failed request (timeouts included).
     await refundCredits({ ...ledger, pages }).catch((refundError: unknown) =>
-      console.error(`[${requestId}] refund of ${pages} credits failed (${describe(refundError)}); the reservation stays open`),
+      console.error(`[${requestId}] refund of ${pages} credits failed (${errorLabel(refundError, "api")}); the reservation stays open`),
     );
     throw error;
   }
@@ -173,34 +175,18 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
   try {
     creditsRemaining = (await settleCredits({ ...ledger, reserved: pages, used: result.used })).balance;
   } catch (error) {
-    console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${describe(error)})`);
+    console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${errorLabel(error, "api")})`);
   }
   result.response.processingTime = Math.max(0, Math.round(Date.now() - work.receivedAt));
   return { response: result.response, creditsRemaining };
 }
 
-function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw new ApiError("timeout", "The request deadline passed before the document was read");
-}
-
 /** `work`, or `504 timeout` at `by` if it has not settled (it goes on, and cleans up after itself). */
 function answerByDeadline<T>(work: Promise<T>, by: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ApiError("timeout", "The request deadline passed before the document was read")),
-      Math.max(0, by - Date.now()),
-    );
-  });
   work.catch(() => undefined); // settled after the 504: its failure is already answered
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return withTimeout(work, Math.max(0, by - Date.now()), deadlineError);
 }
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
-}
-
-function describe(error: unknown): string {
-  if (isApiError(error)) return error.code;
-  return error instanceof Error ? error.name : "error";
 }

@@ -9,6 +9,8 @@
  *
  * Exit codes: 0 done, 2 usage error, 1 anything else. Results go to stdout, messages to stderr.
  * It shares data with a running server only when both use Redis (the memory store lives inside one process).
+ * Run it through `npm run admin` (or `tsx --conditions=react-server scripts/admin.ts`): the modules it uses that
+ * handle keys, passwords and the store's credentials import "server-only", which loads only under that condition.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";

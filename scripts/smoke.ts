@@ -167,7 +167,8 @@ async function runAdmin(args: string[]): Promise<string> {
   for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
     delete env[name];
   }
-  const child = spawn("npx", ["tsx", "scripts/admin.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // As `npm run admin` runs it (the condition lets lib's "server-only" modules load).
+  const child = spawn("npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

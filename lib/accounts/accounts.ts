@@ -1,3 +1,4 @@
+import "server-only"; // signs up and signs in with passwords: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";

@@ -1,3 +1,4 @@
+import "server-only"; // reads and sets the session cookie: never in a client bundle (Next fails the build)
 import { cookies, headers } from "next/headers";
 import { clientAddress } from "@/lib/http/client-ip";
 import type { Account } from "./accounts";

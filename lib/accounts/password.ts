@@ -1,3 +1,4 @@
+import "server-only"; // hashes and verifies passwords: never in a client bundle (Next fails the build)
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
 
 /**

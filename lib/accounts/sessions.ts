@@ -1,3 +1,4 @@
+import "server-only"; // creates and resolves session tokens: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
 import { getStore } from "@/lib/store";
 import { getAccount, type Account } from "./accounts";

@@ -1,3 +1,4 @@
+import "server-only"; // creates and hashes API keys: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/errors";

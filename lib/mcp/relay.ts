@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { errorLabel } from "@/lib/error-log";
 import { closeMailbox, drainMailbox, openMailbox, pushMailboxMessage } from "@/lib/store/mailbox";
 import type { SseTiming } from "./config";
 
@@ -234,7 +235,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
           deliver(raw);
         }
       } catch (error) {
-        if (failingSince === undefined) console.warn(`[${requestId}] mcp session: mailbox unreachable (${describe(error)})`);
+        if (failingSince === undefined) console.warn(`[${requestId}] mcp session: mailbox unreachable (${errorLabel(error)})`);
         failingSince ??= now;
         if (Date.now() - failingSince >= timing.storeOutageMs) {
           storeDown = true;
@@ -253,7 +254,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
   } finally {
     const close = () =>
       closeMailbox(mailboxId).catch((error: unknown) =>
-        console.warn(`[${requestId}] mcp session: closing the mailbox failed (${describe(error)}); it expires by itself`),
+        console.warn(`[${requestId}] mcp session: closing the mailbox failed (${errorLabel(error)}); it expires by itself`),
       );
     if (storeDown) {
       // Not waited for: the stream ends now, and the mailbox expires by itself if the store stays down.
@@ -327,9 +328,4 @@ function parseEntry(raw: string): MailboxEntry | null {
   } catch {
     return null;
   }
-}
-
-function describe(error: unknown): string {
-  if (error && typeof error === "object" && "code" in error && typeof error.code === "string") return error.code;
-  return error instanceof Error ? error.name : "error";
 }

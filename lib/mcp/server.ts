@@ -10,6 +10,7 @@ import {
 import { z } from "zod";
 import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
 import { errorCatalogue, type ErrorEntry } from "@/lib/error-catalogue";
+import { describeError } from "@/lib/error-log";
 import { describeZodError, toApiError, type ApiError } from "@/lib/errors";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
@@ -160,7 +161,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     } catch (error) {
       const apiError = toApiError(error);
       if (apiError.code === "internal_error") {
-        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeCause(apiError.cause ?? error));
+        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeError(apiError.cause ?? error));
         throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
       }
       options.onToolError?.(apiError);
@@ -246,8 +247,4 @@ function reportProgress(
     clearInterval(timer);
     await Promise.all(sent);
   };
-}
-
-function describeCause(cause: unknown): string {
-  return cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
 }

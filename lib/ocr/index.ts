@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { checkDeadline } from "@/lib/async";
 import { ApiError, toApiError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -184,10 +185,6 @@ export function documentConfidence(document: ExtractedDocument): number {
     chars += n;
   }
   return chars === 0 ? 0 : Math.round((sum / chars) * 10) / 10;
-}
-
-function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw new ApiError("timeout", "The request deadline passed before the document was read");
 }
 
 interface PdfWork {

@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { deadlineError } from "@/lib/async";
 import { ApiError } from "@/lib/errors";
 import type { OcrEngine } from "./document";
 import {
@@ -777,10 +778,6 @@ function readRssMb(pid: number | undefined): number | null {
   } catch {
     return null;
   }
-}
-
-function deadlineError(): ApiError {
-  return new ApiError("timeout", "The request deadline passed before the document was read");
 }
 
 function memoryError(memoryMb: number): ApiError {

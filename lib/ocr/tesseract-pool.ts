@@ -1,5 +1,6 @@
 import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
+import { deadlineError, withTimeout } from "@/lib/async";
 import { ApiError, isApiError } from "@/lib/errors";
 import { languageDataPath } from "./languages";
 
@@ -266,10 +267,6 @@ function asImageLike(bytes: Uint8Array): ImageLike {
   return buffer as unknown as ImageLike;
 }
 
-function deadlineError(): ApiError {
-  return new ApiError("timeout", "The request deadline passed before the document was read");
-}
-
 function toRecognizeError(error: unknown): Error {
   if (isApiError(error)) return error;
   const message = typeof error === "string" ? error : error instanceof Error ? error.message : "";
@@ -285,12 +282,4 @@ function watchThread(worker: Worker, onDeath: (error: Error) => void): void {
   if (!(thread instanceof ThreadWorker)) return;
   thread.on("error", (error) => onDeath(new ApiError("internal_error", "An OCR worker crashed", { cause: error })));
   thread.on("exit", (code) => onDeath(new ApiError("internal_error", `An OCR worker exited (${code})`)));
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

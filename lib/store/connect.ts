@@ -1,3 +1,4 @@
+import "server-only"; // connects with the store's credentials: never in a client bundle (Next fails the build)
 import { Redis, type Requester } from "@upstash/redis";
 import { callBudgetMs } from "@/lib/request-scope";
 import { createNodeRedisRequester, type NodeRedisRequesterOptions } from "./node-redis-requester";

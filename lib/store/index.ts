@@ -1,3 +1,4 @@
+import "server-only"; // reads the store's credentials from the environment: never in a client bundle (Next fails the build)
 import { getEnv, type Env } from "@/lib/env";
 import { createRestRedis, createTcpRedis } from "./connect";
 import { createMemoryStore } from "./memory-store";

@@ -1,3 +1,4 @@
+import "server-only"; // holds the Redis URL and its password: never in a client bundle (Next fails the build)
 import { createHash } from "node:crypto";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { createClient, ErrorReply, MultiErrorReply } from "redis";

@@ -20,7 +20,8 @@ function admin(...args: string[]): Promise<Result> {
     delete env[name];
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(path.join(ROOT, "node_modules/.bin/tsx"), [path.join(ROOT, "scripts/admin.ts"), ...args], {
+    // As `npm run admin` runs it: lib/ marks its secret-handling modules "server-only", loadable only under this condition.
+    const child = spawn(path.join(ROOT, "node_modules/.bin/tsx"), ["--conditions=react-server", path.join(ROOT, "scripts/admin.ts"), ...args], {
       cwd: ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],

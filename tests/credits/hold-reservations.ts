@@ -1,7 +1,8 @@
 /**
  * A stand-in for a server instance with requests in flight, for tests/credits/reservations.test.ts:
- * `node --import tsx hold-reservations.ts <userId> <count> <deadline>` reserves `count` requests of 2 pages each on
- * the store the environment names (REDIS_URL, REDIS_PREFIX), prints "reserved", and waits to be killed.
+ * `node --conditions=react-server --import tsx hold-reservations.ts <userId> <count> <deadline>` (the condition lets
+ * lib/store's "server-only" load) reserves `count` requests of 2 pages each on the store the environment names
+ * (REDIS_URL, REDIS_PREFIX), prints "reserved", and waits to be killed.
  */
 import { randomBytes } from "node:crypto";
 import { reserveCredits } from "@/lib/credits";

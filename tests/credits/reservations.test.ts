@@ -124,7 +124,8 @@ describe("an instance killed with reservations open", () => {
     await grantCredits({ userId, credits: 10 });
     const deadline = Date.now() + 3_000;
     const script = path.join(import.meta.dirname, "hold-reservations.ts");
-    const child = spawn(process.execPath, ["--import", "tsx", script, userId, "4", String(deadline)], {
+    // The server's condition: lib/store is "server-only" (see vitest.config.ts).
+    const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", script, userId, "4", String(deadline)], {
       env: { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ENV: "test" },
       stdio: ["ignore", "pipe", "inherit"],
       cwd: path.resolve(import.meta.dirname, "../.."),

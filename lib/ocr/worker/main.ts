@@ -3,6 +3,7 @@
  * scripts/build-engine.mjs makes of this file. It serves one job at a time over the IPC channel and exits when the
  * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
  */
+import { describeError } from "@/lib/error-log";
 import { isApiError } from "@/lib/errors";
 import { notePdfWarning } from "../pdf";
 import { Engine } from "./jobs";
@@ -89,7 +90,7 @@ async function handle(message: Exclude<ToEngine, { type: "grant" }>): Promise<vo
 
 // An OCR process is ready once its Tesseract is (a failure here is logged; the first job tries again).
 const warming = config.warmLanguages
-  ? engine.warm(config.warmLanguages).catch((error: unknown) => console.error(`[engine] warming Tesseract failed: ${describe(error)}`))
+  ? engine.warm(config.warmLanguages).catch((error: unknown) => console.error(`[engine] warming Tesseract failed: ${describeError(error)}`))
   : Promise.resolve();
 void warming.then(() => send({ type: "ready" }));
 
@@ -99,15 +100,11 @@ async function runJob(id: number, job: EngineJob, deadline: number): Promise<voi
     send({ type: "result", id, ok: true, value });
   } catch (error) {
     if (isApiError(error)) {
-      if (error.code === "internal_error") console.error(`[engine] ${job.kind} failed:`, describe(error.cause ?? error));
+      if (error.code === "internal_error") console.error(`[engine] ${job.kind} failed:`, describeError(error.cause ?? error));
       send({ type: "result", id, ok: false, error: { code: error.code, message: error.message } });
       return;
     }
-    console.error(`[engine] ${job.kind} failed:`, describe(error));
+    console.error(`[engine] ${job.kind} failed:`, describeError(error));
     send({ type: "result", id, ok: false, error: { code: "internal_error", message: "The OCR engine failed" } });
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
 }

@@ -1,0 +1,202 @@
+import { TimeoutError, withTimeout } from "@/lib/async";
+import { getEnv } from "@/lib/env";
+import { isApiError } from "@/lib/errors";
+import {
+  HEALTH_SAMPLE_PDF_BASE64,
+  HEALTH_SAMPLE_PDF_TEXT,
+  HEALTH_SAMPLE_PNG_BASE64,
+  HEALTH_SAMPLE_PNG_TEXT,
+} from "@/lib/health-sample";
+import { extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { countOverdueReservations } from "@/lib/credits";
+import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
+import { availableLanguages } from "@/lib/ocr/languages";
+import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
+import { SERVICE_VERSION } from "@/lib/version";
+
+/**
+ * What `GET /api/health` reports (app/api/health/route.ts is only its wiring): whether the store answers, the OCR
+ * engine's processes and queues, this process's memory and event-loop delay; with `deep`, the built-in samples read
+ * end to end through the real engine (cached, so probes cannot load the engine).
+ */
+
+/** A store that does not answer within this is reported as down: a health check must not hang. */
+const PING_TIMEOUT_MS = 1_500;
+/** `?deep=1` runs the engine at most once per this period; other calls get the cached result. */
+const DEEP_CACHE_MS = 60_000;
+/** A failed check is retried sooner, so a transient failure does not report the instance degraded for a minute. */
+const DEEP_FAILURE_CACHE_MS = 10_000;
+const DEEP_DEADLINE_MS = 30_000;
+
+export interface StoreHealth {
+  kind: string;
+  ok: boolean;
+  latencyMs: number;
+  /**
+   * Credit reservations still open after their request's deadline (their instance died before settling them); the
+   * sweep refunds them within a minute or two. A number that stays above zero means nothing sweeps.
+   */
+  overdueReservations?: number;
+  error?: string;
+}
+
+export interface SampleReading {
+  type: "png" | "pdf";
+  ok: boolean;
+  /** What the engine read (expected: the sample's text). */
+  text?: string;
+  /** `ocr` or `text-layer`. */
+  source?: string;
+  confidence?: number;
+  latencyMs: number;
+  error?: string;
+}
+
+export interface EngineCheck {
+  ok: boolean;
+  latencyMs: number;
+  checkedAt: string;
+  /** True when this result is from an earlier call (at most 60 s old). */
+  cached: boolean;
+  samples: SampleReading[];
+}
+
+export interface HealthBody {
+  status: "ok" | "degraded";
+  version: string;
+  store: StoreHealth;
+  engine: {
+    /** Shallow: an OCR process is started and warm. Deep: both built-in samples were read correctly. */
+    ready: boolean;
+    /** OCR processes (live, busy) and jobs waiting for one. */
+    workers: number;
+    busy: number;
+    queued: number;
+    /** Expected wait before a new OCR job starts, in seconds (what admission control and `Retry-After` use). */
+    expectedWaitS: number;
+    /** Processes that only open PDFs and read text layers. */
+    inspect: { workers: number; busy: number; queued: number };
+    /** Engine processes stopped for a deadline or the memory ceiling, or that died, since this instance started. */
+    stopped: { timeout: number; memory: number; crashed: number };
+    /** Processes replaced between jobs because they kept too much memory (Tesseract's heap only grows). */
+    recycled: number;
+    /** Resident memory of this server process and of each engine process, MB. */
+    memoryMb: { server: number; engine: number[] };
+    languages: string[];
+    check?: EngineCheck;
+  };
+  /** This process's event-loop delay (the last 10-second window): the server stays responsive while pages are read. */
+  eventLoop: EventLoopDelay;
+}
+
+/** The health report: `status` is `degraded` when the store is down or (deep) the engine misread a sample. */
+export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBody> {
+  const [store, check] = await Promise.all([checkStore(), deep ? checkEngine() : undefined]);
+  const pool = getOcrPool().stats();
+  const healthy = store.ok && (check?.ok ?? true);
+  return {
+    status: healthy ? "ok" : "degraded",
+    version: SERVICE_VERSION,
+    store,
+    engine: {
+      ready: check ? check.ok : pool.workers > 0,
+      workers: pool.workers,
+      busy: pool.busy,
+      queued: pool.queued,
+      expectedWaitS: Math.round(pool.expectedWaitMs / 100) / 10,
+      inspect: { workers: pool.inspect.workers, busy: pool.inspect.busy, queued: pool.inspect.queued },
+      stopped: pool.stopped,
+      recycled: pool.recycled,
+      memoryMb: {
+        server: Math.round(process.memoryUsage.rss() / 1048576),
+        engine: pool.processes.map((p) => p.rssMb),
+      },
+      languages: availableLanguages(getEnv().OCR_LANGUAGES),
+      ...(check && { check }),
+    },
+    eventLoop: eventLoopDelay(),
+  };
+}
+
+async function checkStore(): Promise<StoreHealth> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  let kind = "none";
+  try {
+    const store = getStore(); // throws in production when no Redis is configured
+    kind = store.kind;
+    await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
+    const latencyMs = elapsed();
+    const overdueReservations = await withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined);
+    return { kind, ok: true, latencyMs, ...(overdueReservations !== undefined && { overdueReservations }) };
+  } catch (error) {
+    // Fixed wording, never the raw error: it could carry a connection string.
+    const reason =
+      error instanceof TimeoutError
+        ? error.message
+        : kind !== "none"
+          ? "unreachable"
+          : error instanceof Error && error.message === MISSING_STORE_MESSAGE
+            ? "no store is configured"
+            : "the store configuration is invalid";
+    return { kind, ok: false, latencyMs: elapsed(), error: reason };
+  }
+}
+
+let lastCheck: EngineCheck | undefined;
+let running: Promise<EngineCheck> | undefined;
+
+/** Read the built-in samples through the real engine; cached for 60 s (10 s if it failed). */
+async function checkEngine(): Promise<EngineCheck> {
+  const ttl = lastCheck?.ok ? DEEP_CACHE_MS : DEEP_FAILURE_CACHE_MS;
+  if (lastCheck && Date.now() - Date.parse(lastCheck.checkedAt) < ttl) return { ...lastCheck, cached: true };
+  running ??= runEngineCheck().finally(() => {
+    running = undefined;
+  });
+  return running;
+}
+
+async function runEngineCheck(): Promise<EngineCheck> {
+  const started = performance.now();
+  const samples = await Promise.all([
+    readSample("png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
+    readSample("pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
+  ]);
+  lastCheck = {
+    ok: samples.every((sample) => sample.ok),
+    latencyMs: Math.round(performance.now() - started),
+    checkedAt: new Date().toISOString(),
+    cached: false,
+    samples,
+  };
+  return lastCheck;
+}
+
+async function readSample(type: SampleReading["type"], base64: string, expected: string): Promise<SampleReading> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    const bytes = new Uint8Array(Buffer.from(base64, "base64"));
+    const document = await extractDocument(bytes, { language: "eng", deadline: Date.now() + DEEP_DEADLINE_MS });
+    const text = render(document, "text").trim();
+    const ok = normalize(text).includes(normalize(expected));
+    const page = document.pages[0];
+    return {
+      type,
+      ok,
+      text: text.slice(0, 200),
+      source: page?.source,
+      confidence: page?.confidence,
+      latencyMs: elapsed(),
+      ...(!ok && { error: "the engine misread the sample" }),
+    };
+  } catch (error) {
+    console.error(`[health] engine check (${type}) failed:`, error instanceof Error ? (error.stack ?? error.message) : error);
+    const message = isApiError(error) ? `${error.code}: ${error.message}` : "the engine failed";
+    return { type, ok: false, latencyMs: elapsed(), error: message };
+  }
+}
+
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, " ").trim();
+}

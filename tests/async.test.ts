@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { checkDeadline, deadlineError, inLanes, TimeoutError, withTimeout } from "@/lib/async";
+import { ApiError, isApiError } from "@/lib/errors";
+import { describeError, errorLabel } from "@/lib/error-log";
+
+describe("withTimeout", () => {
+  it("passes the work's value and failure through when it settles first", async () => {
+    await expect(withTimeout(Promise.resolve(7), 1_000, "late")).resolves.toBe(7);
+    await expect(withTimeout(Promise.reject(new Error("own")), 1_000, "late")).rejects.toThrow("own");
+  });
+
+  it("rejects with a TimeoutError carrying the message, or with the given error, when the work is late", async () => {
+    const never = new Promise<never>(() => undefined);
+    const late = await withTimeout(never, 5, "no answer").catch((error: unknown) => error);
+    expect(late).toBeInstanceOf(TimeoutError);
+    expect((late as Error).message).toBe("no answer");
+    const timeout = await withTimeout(never, 5, deadlineError).catch((error: unknown) => error);
+    expect(isApiError(timeout) && timeout.code).toBe("timeout");
+  });
+});
+
+describe("checkDeadline", () => {
+  it("throws 504 timeout only once the deadline has passed", () => {
+    expect(() => checkDeadline(Date.now() + 60_000)).not.toThrow();
+    const error = (() => {
+      try {
+        checkDeadline(Date.now() - 1);
+      } catch (thrown) {
+        return thrown;
+      }
+    })();
+    expect(isApiError(error) && error.code).toBe("timeout");
+  });
+});
+
+describe("inLanes", () => {
+  it("runs every item once, in order of start, with at most `lanes` at once", async () => {
+    const started: number[] = [];
+    let running = 0;
+    let peak = 0;
+    await inLanes([0, 1, 2, 3, 4, 5, 6], 3, async (item, index) => {
+      expect(index).toBe(item);
+      started.push(item);
+      peak = Math.max(peak, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      running--;
+    });
+    expect(started).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(peak).toBe(3);
+  });
+
+  it("rejects with the first failure; the other lanes take the items left", async () => {
+    const done: number[] = [];
+    const run = inLanes([0, 1, 2, 3], 2, async (item) => {
+      if (item === 0) throw new Error("item 0");
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      done.push(item);
+    });
+    await expect(run).rejects.toThrow("item 0");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(done.sort()).toEqual([1, 2, 3]);
+  });
+
+  it("does nothing for no items", async () => {
+    await expect(inLanes([], 4, () => Promise.reject(new Error("never")))).resolves.toBeUndefined();
+  });
+});
+
+describe("error-log", () => {
+  it("describeError: the stack of an Error, anything else as a string", () => {
+    const error = new Error("boom");
+    expect(describeError(error)).toBe(error.stack);
+    expect(describeError("plain")).toBe("plain");
+  });
+
+  it("errorLabel: a code or a class name, never the message", () => {
+    const system = Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:6379"), { code: "ECONNREFUSED" });
+    const api = new ApiError("unavailable", "The store is down");
+    expect(errorLabel(system)).toBe("ECONNREFUSED");
+    expect(errorLabel(api)).toBe("unavailable");
+    expect(errorLabel(new TypeError("secret"))).toBe("TypeError");
+    expect(errorLabel({ reason: "secret" })).toBe("error");
+    // "api": only an ApiError's code counts.
+    expect(errorLabel(system, "api")).toBe("Error");
+    expect(errorLabel(api, "api")).toBe("unavailable");
+  });
+});
