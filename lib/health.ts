@@ -7,7 +7,7 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "@/lib/health-sample";
-import { extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
 import { availableLanguages } from "@/lib/ocr/languages";
@@ -192,7 +192,7 @@ async function readSample(type: SampleReading["type"], base64: string, expected:
     };
   } catch (error) {
     console.error(`[health] engine check (${type}) failed:`, error instanceof Error ? (error.stack ?? error.message) : error);
-    const message = isApiError(error) ? `${error.code}: ${error.message}` : "the engine failed";
+    const message = isOcrError(error) || isApiError(error) ? `${error.code}: ${error.message}` : "the engine failed";
     return { type, ok: false, latencyMs: elapsed(), error: message };
   }
 }

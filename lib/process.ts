@@ -7,6 +7,7 @@ import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
 import { acquireInFlight } from "@/lib/limits/in-flight";
 import { documentConfidence, getOcrPool, openDocument, render, type OcrPool, type OpenedDocument } from "@/lib/ocr";
+import { fromEngineError } from "@/lib/process-errors";
 import { ANSWER_GRACE_MS, runWithDeadline } from "@/lib/request-scope";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
@@ -43,7 +44,8 @@ export interface ProcessDocumentResult {
  * The one use case both surfaces share (REST and the MCP tool): resolve the input (base64, data URL or URL) → open
  * the document and check it cheaply (type, size, pages, language: 4xx before anything is charged) → reserve one
  * credit per selected page (`402` when short, before any OCR) → extract before the deadline → render → settle with
- * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with SPEC codes.
+ * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with SPEC codes:
+ * the engine's own errors are translated here, once (lib/process-errors.ts).
  */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();
@@ -54,9 +56,13 @@ export async function processDocument(input: ProcessDocumentInput): Promise<Proc
   // Every step below is bounded by the deadline on its own (fetch aborted, engine jobs killed, store commands
   // capped); this is the backstop that answers `504` by the deadline plus the answer grace whatever happens, while
   // the work winds down (and refunds) behind it.
-  return runWithDeadline(deadline, () =>
-    answerByDeadline(processWithinDeadline({ ...input, receivedAt, deadline }, body), deadline + ANSWER_GRACE_MS - 100),
-  );
+  try {
+    return await runWithDeadline(deadline, () =>
+      answerByDeadline(processWithinDeadline({ ...input, receivedAt, deadline }, body), deadline + ANSWER_GRACE_MS - 100),
+    );
+  } catch (error) {
+    throw fromEngineError(error, { pages: body.options?.pages });
+  }
 }
 
 async function processWithinDeadline(

@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { OcrError } from "./errors";
 
 export type FileType = "pdf" | "jpeg" | "png" | "webp";
 
@@ -38,13 +38,13 @@ export function sniffFileType(bytes: Uint8Array): FileType | null {
   return null;
 }
 
-/** Like `sniffFileType`, but an unknown type is a `415 unsupported_media_type`. */
+/** Like `sniffFileType`, but an unknown type is an `unsupported_type` error. */
 export function detectFileType(bytes: Uint8Array): FileType {
-  if (bytes.length === 0) throw new ApiError("invalid_request", "The file is empty");
+  if (bytes.length === 0) throw new OcrError("empty_file", "The file is empty");
   const type = sniffFileType(bytes);
   if (!type) {
-    throw new ApiError(
-      "unsupported_media_type",
+    throw new OcrError(
+      "unsupported_type",
       "Unsupported file type: the bytes are not a PDF, JPEG, PNG or WebP file",
     );
   }

@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { OcrError } from "./errors";
 import type { FileType } from "./detect";
 
 export interface ImageInfo {
@@ -8,7 +8,7 @@ export interface ImageInfo {
   orientation: number;
 }
 
-const truncated = () => new ApiError("unreadable_document", "The image is truncated or corrupt: its header is incomplete");
+const truncated = () => new OcrError("unreadable", "The image is truncated or corrupt: its header is incomplete");
 
 function u16be(b: Uint8Array, o: number): number {
   return ((b[o] ?? 0) << 8) | (b[o + 1] ?? 0);
@@ -56,7 +56,7 @@ function jpegInfo(b: Uint8Array): ImageInfo {
   let orientation = 1;
   let offset = 2;
   while (offset + 4 <= b.length) {
-    if (b[offset] !== 0xff) throw new ApiError("unreadable_document", "The JPEG file is corrupt");
+    if (b[offset] !== 0xff) throw new OcrError("unreadable", "The JPEG file is corrupt");
     const marker = b[offset + 1] ?? 0;
     if (marker === 0xff) {
       offset += 1; // fill byte
@@ -68,7 +68,7 @@ function jpegInfo(b: Uint8Array): ImageInfo {
     }
     if (marker === 0xd9 || marker === 0xda) break; // end of image / start of scan before any frame header
     const length = u16be(b, offset + 2);
-    if (length < 2) throw new ApiError("unreadable_document", "The JPEG file is corrupt");
+    if (length < 2) throw new OcrError("unreadable", "The JPEG file is corrupt");
     const body = offset + 4;
     if (marker === 0xe1 && orientation === 1) {
       orientation = exifOrientation(b.subarray(body, Math.min(b.length, body + length - 2)));
@@ -88,23 +88,23 @@ function webpInfo(b: Uint8Array): ImageInfo {
   const chunk = String.fromCharCode(...b.subarray(12, 16));
   if (chunk === "VP8X") return { width: u24le(b, 24) + 1, height: u24le(b, 27) + 1, orientation: 1 };
   if (chunk === "VP8L") {
-    if (b[20] !== 0x2f) throw new ApiError("unreadable_document", "The WebP file is corrupt");
+    if (b[20] !== 0x2f) throw new OcrError("unreadable", "The WebP file is corrupt");
     const bits = (b[21] ?? 0) | ((b[22] ?? 0) << 8) | ((b[23] ?? 0) << 16) | ((b[24] ?? 0) << 24);
     return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1, orientation: 1 };
   }
   if (chunk === "VP8 ") {
     if (b[23] !== 0x9d || b[24] !== 0x01 || b[25] !== 0x2a) {
-      throw new ApiError("unreadable_document", "The WebP file is corrupt");
+      throw new OcrError("unreadable", "The WebP file is corrupt");
     }
     return { width: u16le(b, 26) & 0x3fff, height: u16le(b, 28) & 0x3fff, orientation: 1 };
   }
-  throw new ApiError("unreadable_document", "The WebP file is corrupt: unknown chunk");
+  throw new OcrError("unreadable", "The WebP file is corrupt: unknown chunk");
 }
 
 /** Dimensions (and JPEG orientation) from the header alone, so size limits apply before any decoding. */
 export function readImageInfo(bytes: Uint8Array, type: Exclude<FileType, "pdf">): ImageInfo {
   const info = type === "png" ? pngInfo(bytes) : type === "jpeg" ? jpegInfo(bytes) : webpInfo(bytes);
-  if (info.width < 1 || info.height < 1) throw new ApiError("unreadable_document", "The image has no pixels");
+  if (info.width < 1 || info.height < 1) throw new OcrError("unreadable", "The image has no pixels");
   return info;
 }
 

@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { checkDeadline } from "@/lib/async";
-import { ApiError, toApiError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { toPublicDocument, type ExtractedDocument, type ExtractedPage } from "./document";
 import { detectFileType, type FileType } from "./detect";
+import { deadlineError, isOcrError, OcrError } from "./errors";
 import { readImageInfo } from "./image-info";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
 import { renderMarkdown } from "./markdown";
@@ -16,6 +15,8 @@ export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./d
 export { ocrDocumentSchema } from "./document";
 export type { FileType } from "./detect";
 export { detectFileType, mediaTypes, sniffFileType } from "./detect";
+export { isOcrError, OcrError, ocrErrorCodes } from "./errors";
+export type { OcrErrorCode } from "./errors";
 export { OcrPool } from "./pool";
 export type { Admission, PoolOptions, PoolStats } from "./pool";
 
@@ -34,14 +35,14 @@ export interface OpenOptions {
   /** `auto` (default), or Tesseract codes such as `eng`, `eng+fra`. */
   language?: string;
   limits?: Partial<EngineLimits>;
-  /** Epoch ms; past it the work stops with `504 timeout`. Default: now + `REQUEST_DEADLINE_MS`. */
+  /** Epoch ms; past it the work stops with a `deadline` error. Default: now + `REQUEST_DEADLINE_MS`. */
   deadline?: number;
   /** The engine processes to use (default: the process-wide pool). */
   pool?: OcrPool;
 }
 
 export interface ExtractOptions {
-  /** Epoch ms; past it the work stops with `504 timeout`. Default: the deadline `openDocument` was given. */
+  /** Epoch ms; past it the work stops with a `deadline` error. Default: the deadline `openDocument` was given. */
   deadline?: number;
 }
 
@@ -82,7 +83,7 @@ export function getOcrPool(): OcrPool {
  * Check everything that can be checked before OCR, so a request can be refused (or charged) first: type from
  * magic bytes, image size from the header (here, bounded work), language; for a PDF, an engine process inspects it
  * (inflate bombs, structure, page count and selection, text layers, blank pages). Whether the OCR lane could start
- * this document before its deadline is checked too (`503 overloaded` at once otherwise).
+ * this document before its deadline is checked too (`overloaded` at once otherwise). Failures are `OcrError`s.
  */
 export async function openDocument(bytes: Uint8Array, options: OpenOptions = {}): Promise<OpenedDocument> {
   const env = getEnv();
@@ -102,8 +103,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
     if (info.width * info.height > limits.maxImagePixels) {
-      throw new ApiError(
-        "payload_too_large",
+      throw new OcrError(
+        "image_too_large",
         `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(limits.maxImagePixels / 1e6)} megapixels`,
       );
     }
@@ -187,6 +188,10 @@ export function documentConfidence(document: ExtractedDocument): number {
   return chars === 0 ? 0 : Math.round((sum / chars) * 10) / 10;
 }
 
+function checkDeadline(deadline: number): void {
+  if (Date.now() >= deadline) throw deadlineError();
+}
+
 interface PdfWork {
   pool: OcrPool;
   /** Held since the document was opened; its first page takes it. */
@@ -238,7 +243,7 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
   try {
     await Promise.all(queue.map(readPage));
   } catch (error) {
-    pool.cancel(session, toApiError(error));
+    pool.cancel(session, isOcrError(error) ? error : new OcrError("engine_failed", "The OCR engine failed", { cause: error }));
     throw error;
   }
   return { pages: inspected.selected.map((n) => pages.get(n)!), pageCount: inspected.pageCount };

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { ApiError } from "@/lib/errors";
+import { OcrError } from "./errors";
 
 /** What a request asked for: explicit languages (primary first), or `auto` (English, re-read in another
  * installed language when the text is clearly in it). */
@@ -34,8 +34,8 @@ export function availableLanguages(configured: string[]): string[] {
 }
 
 /**
- * Parse `options.language` (`eng`, `eng+fra`, `deu,eng`, `auto`); unknown or uninstalled languages are a
- * `400` naming what is available.
+ * Parse a language choice (`eng`, `eng+fra`, `deu,eng`, `auto`); unknown or uninstalled languages are an
+ * `unsupported_language` naming what is available.
  */
 export function chooseLanguages(requested: string | undefined, fallback: string, available: string[]): LanguageChoice {
   const spec = (requested ?? fallback).trim().toLowerCase();
@@ -43,12 +43,12 @@ export function chooseLanguages(requested: string | undefined, fallback: string,
   const langs = [...new Set(spec.split(/[\s+,]+/).filter(Boolean))];
   const unknown = langs.filter((lang) => !available.includes(lang));
   if (unknown.length > 0 || langs.length === 0) {
-    throw new ApiError(
-      "invalid_request",
-      `options.language: unsupported language ${unknown.map((l) => `"${l}"`).join(", ") || `"${spec}"`}; available: auto, ${available.join(", ")} (combine with +)`,
+    throw new OcrError(
+      "unsupported_language",
+      `unsupported language ${unknown.map((l) => `"${l}"`).join(", ") || `"${spec}"`}; available: auto, ${available.join(", ")} (combine with +)`,
     );
   }
-  if (langs.length > 3) throw new ApiError("invalid_request", "options.language: at most 3 languages at once");
+  if (langs.length > 3) throw new OcrError("too_many_languages", "at most 3 languages at once");
   return { langs, auto: false };
 }
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import { createCanvas, type Canvas } from "@napi-rs/canvas";
 import type { PDFDocumentLoadingTask, PDFDocumentProxy, PDFPageProxy } from "pdfjs-dist";
 import type { TextItem, TextStyle } from "pdfjs-dist/types/src/display/api";
-import { ApiError, isApiError } from "@/lib/errors";
+import { isOcrError, OcrError } from "./errors";
 import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "./document";
 
 type PdfJs = typeof import("pdfjs-dist");
@@ -21,7 +21,7 @@ function loadPdfJs(): Promise<PdfJs> {
   const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
   if (major < PDFJS_MIN_NODE[0] || (major === PDFJS_MIN_NODE[0] && minor < PDFJS_MIN_NODE[1])) {
     const error = new Error(`pdf.js needs Node.js ${PDFJS_MIN_NODE.join(".")} or newer; this engine runs on Node.js ${process.versions.node}`);
-    return Promise.reject(new ApiError("internal_error", "The PDF engine cannot run on this server", { cause: error }));
+    return Promise.reject(new OcrError("engine_failed", "The PDF engine cannot run on this server", { cause: error }));
   }
   pdfjsModule ??= import("pdfjs-dist/legacy/build/pdf.mjs") as Promise<PdfJs>;
   return pdfjsModule;
@@ -107,17 +107,17 @@ export async function openPdf(bytes: Uint8Array, options: PdfOpenOptions = {}): 
     // pdf.js takes ownership (and detaches) the buffer it is given: hand it a copy.
     task = pdfjs.getDocument({ data: new Uint8Array(bytes), ...pdfDocumentOptions(options) });
     const doc = await task.promise;
-    if (doc.numPages < 1) throw new ApiError("unreadable_document", "The PDF has no pages");
+    if (doc.numPages < 1) throw new OcrError("unreadable", "The PDF has no pages");
     const loading = task;
     return { doc, pageCount: doc.numPages, close: () => loading.destroy() };
   } catch (error) {
     await task?.destroy().catch(() => {});
-    if (isApiError(error)) throw error;
+    if (isOcrError(error)) throw error;
     const name = error instanceof Error ? error.name : "";
     if (name === "PasswordException") {
-      throw new ApiError("unreadable_document", "The PDF is encrypted with a password", { cause: error });
+      throw new OcrError("encrypted", "The PDF is encrypted with a password", { cause: error });
     }
-    throw new ApiError("unreadable_document", "The PDF is corrupt or truncated and could not be read", { cause: error });
+    throw new OcrError("unreadable", "The PDF is corrupt or truncated and could not be read", { cause: error });
   }
 }
 
@@ -125,7 +125,7 @@ export async function getPdfPage(handle: PdfHandle, number: number): Promise<PDF
   try {
     return await handle.doc.getPage(number);
   } catch (error) {
-    throw new ApiError("unreadable_document", `Page ${number} of the PDF is corrupt`, { cause: error });
+    throw new OcrError("unreadable", `Page ${number} of the PDF is corrupt`, { cause: error });
   }
 }
 
@@ -184,7 +184,7 @@ export async function renderPdfPage(page: PDFPageProxy): Promise<Canvas> {
     // pdf.js types want a DOM canvas; in Node it draws through @napi-rs/canvas's compatible API.
     await page.render({ canvas: canvas as unknown as HTMLCanvasElement, viewport }).promise;
   } catch (error) {
-    throw new ApiError("unreadable_document", `Page ${page.pageNumber} of the PDF could not be rendered`, { cause: error });
+    throw new OcrError("unreadable", `Page ${page.pageNumber} of the PDF could not be rendered`, { cause: error });
   }
   return canvas;
 }

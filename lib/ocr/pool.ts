@@ -1,9 +1,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { deadlineError } from "@/lib/async";
-import { ApiError } from "@/lib/errors";
 import type { OcrEngine } from "./document";
+import { deadlineError, fromOcrErrorData, OcrError } from "./errors";
 import {
   ENGINE_CONFIG_VARIABLE,
   ENGINE_DEADLINE_SLACK_MS,
@@ -19,14 +18,14 @@ import {
  * The engine's processes, seen from the server. Every byte of a document is read in a child process (see
  * lib/ocr/worker/jobs.ts): the server's event loop only routes messages, a job past its deadline or its memory
  * ceiling is stopped by killing its process — which returns all of its memory to the system — and a process that
- * dies is replaced while its job is answered with the SPEC error.
+ * dies is replaced while its job is answered with an engine error (lib/ocr/errors.ts).
  *
  * Two lanes: `ocr` processes (Tesseract, one per core by default) and `inspect` processes that only open PDFs and
  * read their text layers, so that opening a document never waits behind someone else's OCR.
  *
  * Admission is measured in expected seconds, not jobs: the pool keeps a running mean of how long each kind of job
- * takes, and a job that could not start before its deadline is refused at once (`503 overloaded` with a
- * `Retry-After` computed from the queue) instead of waiting to time out. Waiting jobs are served round-robin by
+ * takes, and a job that could not start before its deadline is refused at once (`overloaded`, with a retry delay
+ * computed from the queue) instead of waiting to time out. Waiting jobs are served round-robin by
  * request, so one long PDF does not hold up everyone behind it.
  */
 export type Lane = "ocr" | "inspect";
@@ -36,13 +35,13 @@ export interface PoolOptions {
   size: number;
   /** Inspect processes (PDF structure and text layers). Default 1. */
   inspectSize?: number;
-  /** Jobs allowed to wait per lane, whatever their expected duration; past it `503 overloaded`. */
+  /** Jobs allowed to wait per lane, whatever their expected duration; past it `overloaded`. */
   queueLimit: number;
   /** A Tesseract worker inside a process is replaced after this many jobs (wasm memory only grows). */
   maxJobsPerWorker: number;
   /** How long starting a process (and its Tesseract) may take. */
   createTimeoutMs: number;
-  /** Resident-memory ceiling of one process, MB: a job that passes it is stopped with `413`. Default 1024. */
+  /** Resident-memory ceiling of one process, MB: a job that passes it is stopped with `out_of_memory`. Default 1024. */
   memoryMb?: number;
   /** Recognizers the OCR processes use (`OCR_ENGINES`). Default `["tesseract"]`. */
   engines?: OcrEngine[];
@@ -55,7 +54,7 @@ export interface PoolOptions {
 }
 
 export interface RunOptions {
-  /** Epoch ms: a job still waiting then is dropped, a running one is stopped; both answer `504 timeout`. */
+  /** Epoch ms: a job still waiting then is dropped, a running one is stopped; both answer `deadline`. */
   deadline: number;
   /** Jobs of one request share a key: waiting jobs are served round-robin by key, and `cancel(key)` drops them. */
   session?: string;
@@ -111,7 +110,7 @@ interface Slot {
   docs: string[];
   current?: QueuedJob;
   /** Why we killed it (the answer of its job), if we did. */
-  killedFor?: ApiError;
+  killedFor?: OcrError;
   stderrTail: string;
   rssMb: number;
   /** Epoch ms of its last job's end (or of its start). */
@@ -194,16 +193,16 @@ export class OcrPool {
     this.options = { inspectSize: 1, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
   }
 
-  /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `ApiError`. */
+  /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `OcrError`. */
   run<K extends JobKind>(lane: Lane, job: Extract<EngineJob, { kind: K }>, options: RunOptions): Promise<JobResults[K]> {
-    if (this.closed) return Promise.reject(new ApiError("unavailable", "The OCR engine is shutting down"));
+    if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
     const now = Date.now();
     if (options.deadline <= now) return Promise.reject(deadlineError());
     const estimateMs = options.estimateMs ?? this.estimate(job.kind, options.pixels);
     try {
       if (options.admission) options.admission.release();
       else if (options.admission === undefined) this.admit(lane, estimateMs, options.deadline, now).release();
-      else if (this.queuedCount(lane) >= this.options.queueLimit * 4) throw new ApiError("overloaded", "The OCR queue is full; retry shortly");
+      else if (this.queuedCount(lane) >= this.options.queueLimit * 4) throw new OcrError("overloaded", "The OCR queue is full; retry shortly");
     } catch (error) {
       return Promise.reject(error);
     }
@@ -230,24 +229,24 @@ export class OcrPool {
   }
 
   /**
-   * Refuse now what could not start (and get a second of work done) before its deadline: `503 overloaded` with a
-   * `Retry-After` of the expected wait. Also refuses when `queueLimit` jobs already wait. An admitted request holds
+   * Refuse now what could not start (and get a second of work done) before its deadline: `overloaded`, retry after
+   * the expected wait. Also refuses when `queueLimit` jobs already wait. An admitted request holds
    * its place (its estimate counts in the wait others see) until its job is queued or `release()` is called.
    */
   admit(lane: Lane, estimateMs: number, deadline: number, now = Date.now()): Admission {
     const waitMs = this.expectedWaitMs(lane);
     const queued = this.queuedCount(lane) + this.held[lane].count;
-    const retryAfter = { "Retry-After": String(Math.min(120, Math.max(1, Math.ceil(waitMs / 1000)))) };
+    const retryAfterSeconds = Math.min(120, Math.max(1, Math.ceil(waitMs / 1000)));
     if (queued >= this.options.queueLimit) {
-      throw new ApiError("overloaded", "The OCR queue is full; retry shortly", { headers: retryAfter });
+      throw new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds });
     }
     // At least a second of work (or the whole job, when shorter) must fit after the wait. An idle lane always
-    // admits: a deadline too short for the work itself ends as `504 timeout`, not as "busy".
+    // admits: a deadline too short for the work itself ends as `deadline`, not as "busy".
     if (waitMs > 0 && now + waitMs * WAIT_MARGIN + Math.min(estimateMs, MIN_WORK_MS) > deadline) {
-      throw new ApiError(
+      throw new OcrError(
         "overloaded",
         `The OCR engine is busy: this request would wait about ${Math.ceil(waitMs / 1000)} s and could not finish before its deadline; retry shortly`,
-        { headers: retryAfter },
+        { retryAfterSeconds },
       );
     }
     const held = this.held[lane];
@@ -270,7 +269,7 @@ export class OcrPool {
   }
 
   /** Drop the waiting jobs of a session with `error` (its running jobs finish). */
-  cancel(session: string, error: ApiError): void {
+  cancel(session: string, error: OcrError): void {
     for (const lane of ["ocr", "inspect"] as const) {
       const waiting = this.queues[lane].get(session);
       if (!waiting) continue;
@@ -362,11 +361,11 @@ export class OcrPool {
     clearInterval(this.idleTimer);
     for (const lane of ["ocr", "inspect"] as const) {
       for (const waiting of this.queues[lane].values()) {
-        for (const entry of waiting) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));
+        for (const entry of waiting) this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
       }
       this.queues[lane].clear();
     }
-    await Promise.all(this.slots.map((slot) => this.stop(slot, new ApiError("unavailable", "The OCR engine stopped"))));
+    await Promise.all(this.slots.map((slot) => this.stop(slot, new OcrError("shutting_down", "The OCR engine stopped"))));
   }
 
   private laneSize(lane: Lane): number {
@@ -423,10 +422,10 @@ export class OcrPool {
     this.watchMemory();
   }
 
-  /** Post a message; a process that cannot take it is stopped (its job, if any, answers `500`). */
+  /** Post a message; a process that cannot take it is stopped (its job, if any, answers `engine_failed`). */
   private send(slot: Slot, message: ToEngine): void {
     const unreachable = (cause: unknown) =>
-      void this.stop(slot, new ApiError("internal_error", "The OCR engine process could not be reached", { cause }));
+      void this.stop(slot, new OcrError("engine_failed", "The OCR engine process could not be reached", { cause }));
     if (!slot.child.connected) {
       unreachable(new Error("disconnected"));
       return;
@@ -492,8 +491,8 @@ export class OcrPool {
 
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        void this.stop(slot, new ApiError("internal_error", "Starting an OCR engine process timed out"));
-        reject(new ApiError("internal_error", "The OCR engine could not start (timed out)"));
+        void this.stop(slot, new OcrError("engine_failed", "Starting an OCR engine process timed out"));
+        reject(new OcrError("engine_failed", "The OCR engine could not start (timed out)"));
       }, this.options.createTimeoutMs);
       child.on("message", (raw: unknown) => {
         const parsed = fromEngineSchema.safeParse(raw);
@@ -507,7 +506,7 @@ export class OcrPool {
         if (message.type === "ready") {
           clearTimeout(timer);
           slot.ready = true;
-          if (this.closed) void this.stop(slot, new ApiError("unavailable", "The OCR engine stopped"));
+          if (this.closed) void this.stop(slot, new OcrError("shutting_down", "The OCR engine stopped"));
           resolve();
           this.pump(lane);
           return;
@@ -519,18 +518,18 @@ export class OcrPool {
           this.learn(entry);
           this.settle(entry, null, message.value);
         } else {
-          this.settle(entry, new ApiError(message.error.code, message.error.message));
+          this.settle(entry, fromOcrErrorData(message.error));
         }
         this.afterJob(slot);
       });
       child.on("error", (error) => {
         clearTimeout(timer);
-        reject(new ApiError("internal_error", "The OCR engine could not start", { cause: error }));
+        reject(new OcrError("engine_failed", "The OCR engine could not start", { cause: error }));
         this.onExit(slot, null, null);
       });
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
-        if (!slot.ready) reject(new ApiError("internal_error", `The OCR engine process exited at start (${signal ?? code})`));
+        if (!slot.ready) reject(new OcrError("engine_failed", `The OCR engine process exited at start (${signal ?? code})`));
         this.onExit(slot, code, signal);
       });
     });
@@ -613,7 +612,7 @@ export class OcrPool {
   }
 
   /** Kill a process now. Its job (if any) is answered with `reason`; a replacement starts when jobs wait. */
-  private async stop(slot: Slot, reason?: ApiError): Promise<void> {
+  private async stop(slot: Slot, reason?: OcrError): Promise<void> {
     if (slot.retired) return;
     slot.retired = true;
     slot.killedFor = reason;
@@ -640,8 +639,8 @@ export class OcrPool {
       let error = slot.killedFor;
       if (!error) {
         // V8 says so when the JS heap ran out. A SIGKILL we did not send is the kernel's OOM killer only when the
-        // process was near its ceiling; otherwise someone else killed it (an operator, a supervisor): a crash, `500`,
-        // which a client retries — not a `413` telling it the page is too large.
+        // process was near its ceiling; otherwise someone else killed it (an operator, a supervisor): a crash
+        // (`engine_crashed`), which a client retries — not `out_of_memory`, which tells it the page is too large.
         const nearCeiling = slot.rssMb >= this.options.memoryMb * OOM_KILL_SHARE;
         const outOfMemory = /heap out of memory|Allocation failed/i.test(slot.stderrTail) || (signal === "SIGKILL" && nearCeiling);
         if (outOfMemory) {
@@ -650,7 +649,7 @@ export class OcrPool {
         } else {
           this.stopped.crashed++;
           console.error(`[engine] an engine process died during ${entry.job.kind} (${signal ?? `exit ${code}`})`);
-          error = new ApiError("internal_error", "The OCR engine process stopped unexpectedly");
+          error = new OcrError("engine_crashed", "The OCR engine process stopped unexpectedly");
         }
       }
       this.settle(entry, error);
@@ -701,8 +700,8 @@ export class OcrPool {
     // No process could start: fail the jobs nobody can serve rather than leaving them to their deadline.
     if (this.slots.some((s) => s.lane === lane && !s.retired) || this.spawning[lane] > 0) return;
     console.error(`[engine] ${error instanceof Error ? error.message : String(error)}`);
-    const apiError = new ApiError("internal_error", "The OCR engine could not start", { cause: error });
-    for (const waiting of this.queues[lane].values()) for (const entry of waiting) this.settle(entry, apiError);
+    const failure = new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
+    for (const waiting of this.queues[lane].values()) for (const entry of waiting) this.settle(entry, failure);
     this.queues[lane].clear();
   }
 
@@ -717,8 +716,8 @@ export class OcrPool {
   private workerScript(): string {
     const script = this.options.workerScript ?? defaultWorkerScript();
     if (!existsSync(script)) {
-      throw new ApiError(
-        "internal_error",
+      throw new OcrError(
+        "engine_failed",
         `The OCR engine is not built (${script} is missing): run \`npm run build:engine\` (npm run dev and npm run build do it)`,
       );
     }
@@ -780,9 +779,9 @@ function readRssMb(pid: number | undefined): number | null {
   }
 }
 
-function memoryError(memoryMb: number): ApiError {
-  return new ApiError(
-    "payload_too_large",
+function memoryError(memoryMb: number): OcrError {
+  return new OcrError(
+    "out_of_memory",
     `Reading this document needs more than ${memoryMb} MB of memory for one page, the limit per page; send smaller pages or fewer megapixels`,
   );
 }

@@ -1,5 +1,5 @@
 import { Canvas, createCanvas, loadImage, type Image } from "@napi-rs/canvas";
-import { ApiError } from "@/lib/errors";
+import { OcrError } from "./errors";
 import type { FileType } from "./detect";
 import { isTransposed, readImageInfo } from "./image-info";
 
@@ -43,7 +43,7 @@ function assertComplete(bytes: Uint8Array, type: Exclude<FileType, "pdf">): void
     const riffSize = (bytes[4]! | (bytes[5]! << 8) | (bytes[6]! << 16)) + bytes[7]! * 0x1000000;
     complete = bytes.length >= riffSize + 8;
   }
-  if (!complete) throw new ApiError("unreadable_document", "The image is truncated: the file ends before its data does");
+  if (!complete) throw new OcrError("unreadable", "The image is truncated: the file ends before its data does");
 }
 
 /**
@@ -58,8 +58,8 @@ export async function decodeImage(
 ): Promise<DecodedImage> {
   const info = readImageInfo(bytes, type);
   if (info.width * info.height > maxPixels) {
-    throw new ApiError(
-      "payload_too_large",
+    throw new OcrError(
+      "image_too_large",
       `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(maxPixels / 1e6)} megapixels`,
     );
   }
@@ -68,9 +68,9 @@ export async function decodeImage(
   try {
     image = await loadImage(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   } catch (error) {
-    throw new ApiError("unreadable_document", "The image could not be decoded", { cause: error });
+    throw new OcrError("unreadable", "The image could not be decoded", { cause: error });
   }
-  if (!image.width || !image.height) throw new ApiError("unreadable_document", "The image could not be decoded");
+  if (!image.width || !image.height) throw new OcrError("unreadable", "The image could not be decoded");
 
   // Skia applies EXIF orientation while decoding; if a decoder ever does not, the dimensions tell.
   const upright = isTransposed(info.orientation)

@@ -1,13 +1,13 @@
 import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
-import { deadlineError, withTimeout } from "@/lib/async";
-import { ApiError, isApiError } from "@/lib/errors";
+import { withTimeout } from "@/lib/async";
+import { deadlineError, isOcrError, OcrError } from "./errors";
 import { languageDataPath } from "./languages";
 
 export interface PoolOptions {
   /** Workers (threads with their own wasm instance, ~100–150 MB each). */
   size: number;
-  /** Jobs allowed to wait; past it `recognize` throws `503 overloaded`. */
+  /** Jobs allowed to wait; past it `recognize` throws `overloaded`. */
   queueLimit: number;
   /** A worker is replaced after this many jobs: wasm memory only grows. */
   maxJobsPerWorker: number;
@@ -23,7 +23,7 @@ export interface RecognizeJob {
   langs: string[];
   /** Tesseract parameters for this job only (restored afterwards by tesseract.js). */
   params: Record<string, string>;
-  /** Epoch ms after which the job is abandoned with `504 timeout`. */
+  /** Epoch ms after which the job is abandoned with a `deadline` error. */
   deadline: number;
   pixels: number;
 }
@@ -87,13 +87,11 @@ export class TesseractPool {
 
   /** Recognize one image; resolves with Tesseract's TSV (one row per page/block/paragraph/line/word). */
   recognize(job: RecognizeJob): Promise<string> {
-    if (this.closed) return Promise.reject(new ApiError("unavailable", "The OCR engine is shutting down"));
+    if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
     const remaining = job.deadline - Date.now();
     if (remaining <= 0) return Promise.reject(deadlineError());
     if (this.queue.length >= this.options.queueLimit) {
-      return Promise.reject(
-        new ApiError("overloaded", "The OCR queue is full; retry shortly", { headers: { "Retry-After": "5" } }),
-      );
+      return Promise.reject(new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 }));
     }
     return new Promise<string>((resolve, reject) => {
       const entry: QueuedJob = {
@@ -125,7 +123,7 @@ export class TesseractPool {
 
   async terminate(): Promise<void> {
     this.closed = true;
-    for (const entry of this.queue.splice(0)) this.settle(entry, new ApiError("unavailable", "The OCR engine stopped"));
+    for (const entry of this.queue.splice(0)) this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
     await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot)));
   }
 
@@ -174,7 +172,7 @@ export class TesseractPool {
       this.slots.push(slot);
     } catch (error) {
       // A creation that timed out may still finish later: nothing holds it, and its thread exits with us.
-      throw new ApiError("internal_error", "The OCR engine could not start", { cause: error });
+      throw new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
     } finally {
       this.spawning--;
     }
@@ -244,8 +242,8 @@ export class TesseractPool {
   private failQueued(error: unknown): void {
     // Workers could not start: fail the jobs nobody can serve rather than leaving them to their deadline.
     if (this.slots.length > 0 || this.spawning > 0) return;
-    const apiError = isApiError(error) ? error : new ApiError("internal_error", "The OCR engine could not start", { cause: error });
-    for (const entry of this.queue.splice(0)) this.settle(entry, apiError);
+    const failure = isOcrError(error) ? error : new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
+    for (const entry of this.queue.splice(0)) this.settle(entry, failure);
   }
 
   private settle(entry: QueuedJob, error: Error | null, tsv = ""): void {
@@ -268,18 +266,18 @@ function asImageLike(bytes: Uint8Array): ImageLike {
 }
 
 function toRecognizeError(error: unknown): Error {
-  if (isApiError(error)) return error;
+  if (isOcrError(error)) return error;
   const message = typeof error === "string" ? error : error instanceof Error ? error.message : "";
   if (/read image/i.test(message)) {
-    return new ApiError("unreadable_document", "The image could not be read", { cause: error });
+    return new OcrError("unreadable", "The image could not be read", { cause: error });
   }
-  return new ApiError("internal_error", "Recognition failed", { cause: error });
+  return new OcrError("engine_failed", "Recognition failed", { cause: error });
 }
 
 /** tesseract.js sets `worker.onerror`, which Node's Worker ignores: listen to the thread ourselves. */
 function watchThread(worker: Worker, onDeath: (error: Error) => void): void {
   const thread: unknown = (worker as unknown as { worker?: unknown }).worker;
   if (!(thread instanceof ThreadWorker)) return;
-  thread.on("error", (error) => onDeath(new ApiError("internal_error", "An OCR worker crashed", { cause: error })));
-  thread.on("exit", (code) => onDeath(new ApiError("internal_error", `An OCR worker exited (${code})`)));
+  thread.on("error", (error) => onDeath(new OcrError("engine_crashed", "An OCR worker crashed", { cause: error })));
+  thread.on("exit", (code) => onDeath(new OcrError("engine_crashed", `An OCR worker exited (${code})`)));
 }

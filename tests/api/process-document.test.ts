@@ -110,6 +110,19 @@ describe("processDocument", () => {
     expect(await account.balance()).toBe(5);
   });
 
+  it("engine errors answer with SPEC codes and the request's field names, before anything is charged", async () => {
+    const account = await createAccount(5);
+    const pdf = base64Of("born-digital.pdf");
+    const missing = await expectCode({ body: { image: pdf, options: { pages: "9" } }, account, requestId: requestId(), pool }, "invalid_request");
+    expect(missing.message).toBe("options.pages: page 9 does not exist; the document has 3 pages");
+    const language = await expectCode(
+      { body: { image: pdf, options: { language: "eng+fra+deu+spa" } }, account, requestId: requestId(), pool },
+      "invalid_request",
+    );
+    expect(language.message).toBe("options.language: at most 3 languages at once");
+    expect(await account.balance()).toBe(5);
+  });
+
   it("402 before any OCR: nothing recognized, nothing charged", async () => {
     const account = await createAccount(2);
     const ocrJobs = pool.stats().completed;

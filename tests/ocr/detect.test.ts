@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { detectFileType, sniffFileType, type FileType } from "@/lib/ocr";
-import { expectApiError } from "../support/ocr";
+import { expectOcrError } from "../support/ocr";
 
 const bytes = (...parts: Array<string | number[]>): Uint8Array =>
   Uint8Array.from(parts.flatMap((part) => (typeof part === "string" ? Array.from(Buffer.from(part, "latin1")) : part)));
@@ -53,12 +53,12 @@ describe("detectFileType: errors", () => {
     ["ZIP", bytes([0x50, 0x4b, 0x03, 0x04])],
     ["HTML", bytes("<!doctype html>")],
     ["one byte", bytes([0x25])],
-  ])("%s → 415 unsupported_media_type", async (_name, input) => {
-    await expectApiError(() => detectFileType(input), "unsupported_media_type", 415);
+  ])("%s → unsupported_type", async (_name, input) => {
+    await expectOcrError(() => detectFileType(input), "unsupported_type");
   });
 
-  it("empty → 400 invalid_request", async () => {
-    await expectApiError(() => detectFileType(new Uint8Array(0)), "invalid_request", 400);
+  it("empty → empty_file", async () => {
+    await expectOcrError(() => detectFileType(new Uint8Array(0)), "empty_file");
   });
 
   it.each([

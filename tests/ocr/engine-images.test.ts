@@ -3,7 +3,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { documentConfidence, extractDocument, openDocument, render, type ExtractedDocument } from "@/lib/ocr";
 import { readImageInfo } from "@/lib/ocr/image-info";
 import { TEXTS } from "@/scripts/make-fixtures";
-import { createTestPool, expectApiError, fixture, parsedJson } from "../support/ocr";
+import { createTestPool, expectOcrError, fixture, parsedJson } from "../support/ocr";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -177,8 +177,8 @@ describe("language", () => {
     expect(text).toContain("élèves");
   });
 
-  it("an unknown language → 400 from openDocument, before any work", async () => {
-    const error = await expectApiError(openDocument(fixture("paragraph.png"), { pool, language: "xyz" }), "invalid_request", 400);
+  it("an unknown language → unsupported_language from openDocument, before any work", async () => {
+    const error = await expectOcrError(openDocument(fixture("paragraph.png"), { pool, language: "xyz" }), "unsupported_language");
     expect(error.message).toContain("eng");
   });
 });
@@ -194,27 +194,26 @@ describe("openDocument on images", () => {
     await doc.close();
   });
 
-  it("pages: \"1\" is fine on an image; any other page → 400", async () => {
+  it("pages: \"1\" is fine on an image; any other page → bad_page_list", async () => {
     const ok = await openDocument(fixture("paragraph.png"), { pool, pages: "1" });
     expect(ok.selectedPages).toEqual([1]);
     await ok.close();
-    await expectApiError(openDocument(fixture("paragraph.png"), { pool, pages: "2" }), "invalid_request", 400);
+    await expectOcrError(openDocument(fixture("paragraph.png"), { pool, pages: "2" }), "bad_page_list");
   });
 
-  it("a pixel limit below the image's size → 413 from openDocument", async () => {
-    await expectApiError(
+  it("a pixel limit below the image's size → image_too_large from openDocument", async () => {
+    await expectOcrError(
       openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 - 1 } }),
-      "payload_too_large",
-      413,
+      "image_too_large",
     );
     const exact = await openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 } });
     expect(exact.pageCount).toBe(1);
     await exact.close();
   });
 
-  it("a deadline already passed → 504 timeout", async () => {
+  it("a deadline already passed → deadline", async () => {
     const doc = await openDocument(fixture("paragraph.png"), { pool });
-    await expectApiError(doc.extract({ deadline: Date.now() - 1 }), "timeout", 504);
+    await expectOcrError(doc.extract({ deadline: Date.now() - 1 }), "deadline");
     await doc.close();
   });
 });

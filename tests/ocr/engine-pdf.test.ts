@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { documentConfidence, extractDocument, openDocument, render, type ExtractedDocument } from "@/lib/ocr";
 import { TEXTS } from "@/scripts/make-fixtures";
-import { createTestPool, expectApiError, fixture, parsedJson } from "../support/ocr";
+import { createTestPool, expectOcrError, fixture, parsedJson } from "../support/ocr";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -111,12 +111,8 @@ describe("born-digital.pdf: page selection and limits", () => {
     expect(doc.pages[1]!.text).toContain("Results");
   });
 
-  it("limits.maxPdfPages: 2 on the 3-page PDF → 413 from openDocument, before any extraction", async () => {
-    await expectApiError(
-      openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } }),
-      "payload_too_large",
-      413,
-    );
+  it("limits.maxPdfPages: 2 on the 3-page PDF → too_many_pages from openDocument, before any extraction", async () => {
+    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } }), "too_many_pages");
   });
 
   it("limits.maxPdfPages: 2 with pages \"1-2\" is within the limit", async () => {
@@ -125,19 +121,19 @@ describe("born-digital.pdf: page selection and limits", () => {
     await opened.close();
   });
 
-  it.each([["4"], ["2-5"], ["1,9"]])("pages: %j beyond the document → 400 from openDocument", async (pages) => {
-    const error = await expectApiError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "invalid_request", 400);
+  it.each([["4"], ["2-5"], ["1,9"]])("pages: %j beyond the document → bad_page_list from openDocument", async (pages) => {
+    const error = await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "bad_page_list");
     expect(error.message).toContain("3 pages");
   });
 
-  it("pages: garbage → 400", async () => {
-    await expectApiError(openDocument(fixture("born-digital.pdf"), { pool, pages: "first" }), "invalid_request", 400);
+  it("pages: garbage → bad_page_list", async () => {
+    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages: "first" }), "bad_page_list");
   });
 
-  it("a deadline already passed → 504 timeout", async () => {
+  it("a deadline already passed → deadline", async () => {
     const opened = await openDocument(fixture("born-digital.pdf"), { pool });
     try {
-      await expectApiError(opened.extract({ deadline: Date.now() - 1 }), "timeout", 504);
+      await expectOcrError(opened.extract({ deadline: Date.now() - 1 }), "deadline");
     } finally {
       await opened.close();
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { detectLanguage } from "@/lib/ocr/language-detect";
 import { availableLanguages, chooseLanguages } from "@/lib/ocr/languages";
 import { TEXTS } from "@/scripts/make-fixtures";
-import { expectApiError } from "../support/ocr";
+import { expectOcrError } from "../support/ocr";
 
 // The languages package.json installs (@tesseract.js-data/*).
 const INSTALLED = ["eng", "fra", "deu", "spa", "ita", "por", "nld"];
@@ -40,22 +40,22 @@ describe("chooseLanguages", () => {
     expect(chooseLanguages(requested, fallback, available)).toEqual(expected);
   });
 
-  it.each([["xyz"], ["eng+xyz"], ["klingon"], ["ita"]])("%j: unknown or not installed → 400 naming what is available", async (requested) => {
-    const error = await expectApiError(() => chooseLanguages(requested, "auto", available), "invalid_request", 400);
+  it.each([["xyz"], ["eng+xyz"], ["klingon"], ["ita"]])("%j: unknown or not installed → unsupported_language naming what is available", async (requested) => {
+    const error = await expectOcrError(() => chooseLanguages(requested, "auto", available), "unsupported_language");
     expect(error.message).toContain(requested.split("+").pop()!);
     for (const lang of ["auto", ...available]) expect(error.message).toContain(lang);
   });
 
-  it.each([["+"], [",,"], ["+ +"]])("%j: no language at all → 400", async (requested) => {
-    await expectApiError(() => chooseLanguages(requested, "auto", available), "invalid_request", 400);
+  it.each([["+"], [",,"], ["+ +"]])("%j: no language at all → unsupported_language", async (requested) => {
+    await expectOcrError(() => chooseLanguages(requested, "auto", available), "unsupported_language");
   });
 
-  it("more than three languages at once → 400", async () => {
-    await expectApiError(() => chooseLanguages("eng+fra+deu+spa", "auto", available), "invalid_request", 400);
+  it("more than three languages at once → too_many_languages", async () => {
+    await expectOcrError(() => chooseLanguages("eng+fra+deu+spa", "auto", available), "too_many_languages");
   });
 
   it("a default naming an unavailable language is refused too", async () => {
-    await expectApiError(() => chooseLanguages(undefined, "fra", ["eng"]), "invalid_request", 400);
+    await expectOcrError(() => chooseLanguages(undefined, "fra", ["eng"]), "unsupported_language");
   });
 });
 

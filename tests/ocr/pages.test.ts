@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parsePageSelection } from "@/lib/ocr/pages";
-import { expectApiError } from "../support/ocr";
+import { expectOcrError } from "../support/ocr";
 
 describe("parsePageSelection: accepted selections", () => {
   const cases: Array<[spec: string | undefined, pageCount: number, expected: number[]]> = [
@@ -38,24 +38,24 @@ describe("parsePageSelection: refused selections", () => {
     ["4-", 3], // starts past the end
     ["2-9", 5],
     ["99999999999999999999", 5],
-  ] as const)("%j of %i pages: a page that does not exist → 400", async (spec, pageCount) => {
-    const error = await expectApiError(() => parsePageSelection(spec, pageCount), "invalid_request", 400);
-    expect(error.message).toMatch(/pages/);
+  ] as const)("%j of %i pages: a page that does not exist → bad_page_list", async (spec, pageCount) => {
+    const error = await expectOcrError(() => parsePageSelection(spec, pageCount), "bad_page_list");
+    expect(error.message).toMatch(/does not exist|not a valid range/);
   });
 
   it("names the document's page count", async () => {
-    const error = await expectApiError(() => parsePageSelection("4", 3), "invalid_request", 400);
+    const error = await expectOcrError(() => parsePageSelection("4", 3), "bad_page_list");
     expect(error.message).toContain("3 pages");
   });
 
-  it.each([["3-1"], ["0"], ["0-2"], ["5-4"]])("%j: reversed or zero → 400", async (spec) => {
-    await expectApiError(() => parsePageSelection(spec, 10), "invalid_request", 400);
+  it.each([["3-1"], ["0"], ["0-2"], ["5-4"]])("%j: reversed or zero → bad_page_list", async (spec) => {
+    await expectOcrError(() => parsePageSelection(spec, 10), "bad_page_list");
   });
 
   it.each([["abc"], ["1;2"], ["-3"], ["1--3"], [",1"], ["1,"], ["1-3-5"], ["1.5"], ["1e2"], ["one"], ["1 2"], ["all"]])(
-    "%j: not a page list → 400",
+    "%j: not a page list → bad_page_list",
     async (spec) => {
-      await expectApiError(() => parsePageSelection(spec, 10), "invalid_request", 400);
+      await expectOcrError(() => parsePageSelection(spec, 10), "bad_page_list");
     },
   );
 
@@ -65,8 +65,8 @@ describe("parsePageSelection: refused selections", () => {
     ["1-51", 100, 50],
     ["1-3,10-", 100, 50],
     ["2-", 1_000_000, 50],
-  ] as const)("%j of %i pages with a limit of %i → 413", async (spec, pageCount, maxPages) => {
-    await expectApiError(() => parsePageSelection(spec, pageCount, maxPages), "payload_too_large", 413);
+  ] as const)("%j of %i pages with a limit of %i → too_many_pages", async (spec, pageCount, maxPages) => {
+    await expectOcrError(() => parsePageSelection(spec, pageCount, maxPages), "too_many_pages");
   });
 
   it("the limit counts distinct pages, not how they are written", () => {

@@ -1,18 +1,20 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { isOcrError } from "@/lib/ocr/errors";
 import { openPdf } from "@/lib/ocr/pdf";
 
 /*
- * On a Node older than pdf.js supports, a PDF is an engine error (`internal_error`, 500, with the versions in the
- * cause for the log), never "corrupt or truncated".
+ * On a Node older than pdf.js supports, a PDF is an engine error (`engine_failed`, with the versions in the cause for
+ * the log), never "corrupt or truncated".
  */
 describe("pdf.js on an unsupported Node", () => {
   afterEach(() => vi.unstubAllGlobals());
 
-  it("is an internal_error naming the versions, not unreadable_document", async () => {
+  it("is engine_failed naming the versions, not unreadable", async () => {
     const versions = { ...process.versions, node: "20.20.2" };
     vi.spyOn(process, "versions", "get").mockReturnValue(versions);
     const error = await openPdf(new TextEncoder().encode("%PDF-1.7\n")).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: "internal_error", status: 500, message: "The PDF engine cannot run on this server" });
+    expect(isOcrError(error)).toBe(true);
+    expect(error).toMatchObject({ code: "engine_failed", message: "The PDF engine cannot run on this server" });
     expect(String((error as { cause?: unknown }).cause)).toContain("pdf.js needs Node.js 22.13 or newer; this engine runs on Node.js 20.20.2");
   });
 });

@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { ApiError } from "@/lib/errors";
 import { TesseractPool } from "@/lib/ocr/tesseract-pool";
 import type { PoolOptions, RecognizeJob } from "@/lib/ocr/tesseract-pool";
-import { apiErrorOf, barsPgm, expectApiError, fixture } from "../support/ocr";
+import { barsPgm, expectOcrError, fixture, ocrErrorOf } from "../support/ocr";
 
 const BASE: PoolOptions = { size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 };
 const pools: TesseractPool[] = [];
@@ -67,33 +66,33 @@ describe("TesseractPool", () => {
     expect(newPool().stats()).toMatchObject({ size: 1, workers: 0, busy: 0, queued: 0, completed: 0 });
   });
 
-  it("queue overflow → 503 overloaded with Retry-After; the accepted jobs still finish", async () => {
+  it("queue overflow → overloaded with a retry delay; the accepted jobs still finish", async () => {
     const pool = newPool({ queueLimit: 1 });
     await pool.warm();
     const running = pool.recognize(job(SLOW));
     const waiting = pool.recognize(job(BARS));
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 1 });
-    const error = await expectApiError(pool.recognize(job(BARS)), "overloaded", 503);
-    expect(error.headers["Retry-After"]).toMatch(/^[1-9]\d*$/);
+    const error = await expectOcrError(pool.recognize(job(BARS)), "overloaded");
+    expect(error.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(words(await running)).toContain("Apples");
     expect(typeof (await waiting)).toBe("string");
     expect(pool.stats()).toMatchObject({ queued: 0, completed: 2 });
   });
 
-  it("a deadline already passed → 504 timeout, without starting a worker", async () => {
+  it("a deadline already passed → deadline, without starting a worker", async () => {
     const pool = newPool();
-    await expectApiError(pool.recognize(job(BARS, Date.now() - 1)), "timeout", 504);
-    await expectApiError(pool.recognize(job(BARS, Date.now())), "timeout", 504);
+    await expectOcrError(pool.recognize(job(BARS, Date.now() - 1)), "deadline");
+    await expectOcrError(pool.recognize(job(BARS, Date.now())), "deadline");
     expect(pool.stats()).toMatchObject({ workers: 0, queued: 0 });
   });
 
-  it("a deadline passing while the job waits in the queue → 504; the running job and the next one are served", async () => {
+  it("a deadline passing while the job waits in the queue → deadline; the running job and the next one are served", async () => {
     const pool = newPool();
     await pool.warm();
     const running = track(pool.recognize(job(SLOW)));
     const waiting = pool.recognize(job(BARS, Date.now() + 100));
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 1 });
-    await expectApiError(waiting, "timeout", 504);
+    await expectOcrError(waiting, "deadline");
     // It expired in the queue: the slow job is still running on the same worker.
     expect(running.settled()).toBe(false);
     expect(pool.stats()).toMatchObject({ workers: 1, busy: 1, queued: 0 });
@@ -102,13 +101,13 @@ describe("TesseractPool", () => {
     expect(pool.stats()).toMatchObject({ workers: 1, completed: 2 });
   });
 
-  it("a running job past its deadline → 504; its worker is replaced and the next job succeeds", async () => {
+  it("a running job past its deadline → deadline; its worker is replaced and the next job succeeds", async () => {
     const pool = newPool();
     await pool.warm();
     expect(pool.stats()).toMatchObject({ workers: 1, busy: 0 });
     const running = pool.recognize(job(SLOW, Date.now() + 50));
     expect(pool.stats()).toMatchObject({ busy: 1, queued: 0 }); // it is running, not waiting
-    await expectApiError(running, "timeout", 504);
+    await expectOcrError(running, "deadline");
     // The worker that was busy with it is gone (a timed-out Tesseract cannot be interrupted, only dropped).
     expect(pool.stats()).toMatchObject({ workers: 0, busy: 0, completed: 0 });
     expect(words(await pool.recognize(job(PARAGRAPH)))).toContain("Optical");
@@ -141,10 +140,9 @@ describe("TesseractPool", () => {
     // Terminate in the very tick the job starts: tesseract.js is still loading its image and posts to the
     // worker afterwards; the pool must not let that become an unhandled rejection.
     await pool.terminate();
-    for (const { promise } of queued) await expectApiError(promise, "unavailable", 503);
-    const runningError = await apiErrorOf(running.promise);
-    expect(runningError).toBeInstanceOf(ApiError);
+    for (const { promise } of queued) await expectOcrError(promise, "shutting_down");
+    await ocrErrorOf(running.promise);
     expect(pool.stats()).toMatchObject({ workers: 0, queued: 0 });
-    await expectApiError(pool.recognize(job(BARS)), "unavailable", 503);
+    await expectOcrError(pool.recognize(job(BARS)), "shutting_down");
   });
 });

@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { isApiError, type ApiError, type ErrorCode } from "@/lib/errors";
-import { ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument } from "@/lib/ocr";
+import { isOcrError, ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
 
 /** Bytes of a generated fixture (tests/.generated/, written by the global setup), e.g. `"hostile/bomb.png"`. */
@@ -15,28 +14,24 @@ export function createTestPool(): OcrPool {
   return new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 });
 }
 
-/** The ApiError a call rejects (or throws) with; fails the test on success or on any other error. */
-export async function apiErrorOf(work: Promise<unknown> | (() => unknown)): Promise<ApiError> {
+/** The OcrError a call rejects (or throws) with; fails the test on success or on any other error. */
+export async function ocrErrorOf(work: Promise<unknown> | (() => unknown)): Promise<OcrError> {
   let outcome: unknown;
   try {
     outcome = typeof work === "function" ? await work() : await work;
   } catch (error) {
-    if (!isApiError(error)) {
-      throw new Error(`expected an ApiError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    if (!isOcrError(error)) {
+      throw new Error(`expected an OcrError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
     }
     return error;
   }
-  throw new Error(`expected an ApiError, got a result: ${JSON.stringify(outcome)?.slice(0, 200)}`);
+  throw new Error(`expected an OcrError, got a result: ${JSON.stringify(outcome)?.slice(0, 200)}`);
 }
 
-/** Asserts the error's code and HTTP status (and that it says something). */
-export async function expectApiError(
-  work: Promise<unknown> | (() => unknown),
-  code: ErrorCode,
-  status: number,
-): Promise<ApiError> {
-  const error = await apiErrorOf(work);
-  expect({ code: error.code, status: error.status }).toEqual({ code, status });
+/** Asserts the error's engine code (and that it says something). */
+export async function expectOcrError(work: Promise<unknown> | (() => unknown), code: OcrErrorCode): Promise<OcrError> {
+  const error = await ocrErrorOf(work);
+  expect(error.code).toBe(code);
   expect(error.message.length).toBeGreaterThan(0);
   return error;
 }

@@ -1,5 +1,5 @@
 import type { PDFPageProxy } from "pdfjs-dist";
-import { ApiError } from "@/lib/errors";
+import { OcrError } from "../errors";
 import type { ExtractedPage } from "../document";
 import { detectLanguage } from "../language-detect";
 import type { LanguageChoice } from "../languages";
@@ -115,8 +115,8 @@ export class Engine {
     if (job.doc.bytes) {
       const oversized = await findOversizedStream(job.doc.bytes, job.limits.maxStreamBytes);
       if (oversized) {
-        throw new ApiError(
-          "payload_too_large",
+        throw new OcrError(
+          "stream_too_large",
           `The PDF holds a stream${oversized.object ? ` (object ${oversized.object})` : ""} that inflates to more than ${formatBytes(oversized.limit)}, the limit per stream`,
         );
       }
@@ -278,8 +278,8 @@ export class Engine {
 
 function checkImageLimit(number: number, limits: ReadLimits): void {
   if (removedOversizedImage(takePdfWarnings())) {
-    throw new ApiError(
-      "payload_too_large",
+    throw new OcrError(
+      "image_too_large",
       `Page ${number} of the PDF draws an image of more than ${Math.round(limits.maxImagePixels / 1e6)} megapixels, the limit per image`,
     );
   }

@@ -4,7 +4,7 @@
  * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
  */
 import { describeError } from "@/lib/error-log";
-import { isApiError } from "@/lib/errors";
+import { isEngineFault, isOcrError, toOcrErrorData } from "../errors";
 import { notePdfWarning } from "../pdf";
 import { Engine } from "./jobs";
 import {
@@ -99,12 +99,12 @@ async function runJob(id: number, job: EngineJob, deadline: number): Promise<voi
     const value = await engine.run(job, deadline);
     send({ type: "result", id, ok: true, value });
   } catch (error) {
-    if (isApiError(error)) {
-      if (error.code === "internal_error") console.error(`[engine] ${job.kind} failed:`, describeError(error.cause ?? error));
-      send({ type: "result", id, ok: false, error: { code: error.code, message: error.message } });
+    if (isOcrError(error)) {
+      if (isEngineFault(error.code)) console.error(`[engine] ${job.kind} failed:`, describeError(error.cause ?? error));
+      send({ type: "result", id, ok: false, error: toOcrErrorData(error) });
       return;
     }
     console.error(`[engine] ${job.kind} failed:`, describeError(error));
-    send({ type: "result", id, ok: false, error: { code: "internal_error", message: "The OCR engine failed" } });
+    send({ type: "result", id, ok: false, error: { code: "engine_failed", message: "The OCR engine failed" } });
   }
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { errorCodeSchema } from "@/lib/errors";
 import type { FileType } from "../detect";
 import { ocrEngineSchema, type ExtractedPage } from "../document";
+import { ocrErrorCodes, type OcrErrorData } from "../errors";
 import type { LanguageChoice } from "../languages";
 
 /**
@@ -110,10 +110,13 @@ export type ToEngine =
   | { type: "drop"; docId: string }
   | { type: "grant" };
 
+/** A failed job's `OcrError`: its engine code and what the server needs to word it (its cause stays in the process). */
 export const jobErrorSchema = z.object({
-  code: errorCodeSchema,
+  code: z.enum(ocrErrorCodes),
   message: z.string(),
-});
+  retryAfterSeconds: z.number().optional(),
+  limit: z.number().optional(),
+}) satisfies z.ZodType<OcrErrorData>;
 export type JobError = z.infer<typeof jobErrorSchema>;
 
 export const fromEngineSchema = z.union([

@@ -1,0 +1,60 @@
+import { ApiError, type ErrorCode } from "@/lib/errors";
+import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr/errors";
+
+/** What of the request the wording of an engine failure depends on (it names request fields; the engine does not). */
+export interface EngineRequestOptions {
+  /** `options.pages`: a page limit reads differently for a selection than for a whole document. */
+  pages?: string;
+}
+
+/** Engine code → SPEC code (and so the HTTP status, from the catalogue). */
+const specCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
+  empty_file: "invalid_request",
+  unsupported_type: "unsupported_media_type",
+  unreadable: "unreadable_document",
+  encrypted: "unreadable_document",
+  image_too_large: "payload_too_large",
+  stream_too_large: "payload_too_large",
+  too_many_pages: "payload_too_large",
+  out_of_memory: "payload_too_large",
+  bad_page_list: "invalid_request",
+  unsupported_language: "invalid_request",
+  too_many_languages: "invalid_request",
+  deadline: "timeout",
+  overloaded: "overloaded",
+  shutting_down: "unavailable",
+  engine_crashed: "internal_error",
+  engine_failed: "internal_error",
+};
+
+/** What the user reads: the engine's message, with the request field it is about where there is one. */
+function userMessage(error: OcrError, options: EngineRequestOptions): string {
+  switch (error.code) {
+    case "bad_page_list":
+      return `options.pages: ${error.message}`;
+    case "unsupported_language":
+    case "too_many_languages":
+      return `options.language: ${error.message}`;
+    case "too_many_pages": {
+      if (error.limit === undefined) return error.message;
+      // The same limit reads differently for a selection the user made and for a whole document they sent.
+      const selected = options.pages !== undefined && options.pages.trim() !== "";
+      return selected
+        ? `options.pages selects more than ${error.limit} pages, the limit per request`
+        : `${error.message}; choose pages with options.pages (e.g. "1-${error.limit}")`;
+    }
+    default:
+      return error.message;
+  }
+}
+
+/**
+ * An engine failure (`OcrError`, lib/ocr/errors.ts) as the API answers it: SPEC code, user-facing message and, for
+ * `overloaded`, the `Retry-After` the engine computed. Anything else is returned as it is.
+ */
+export function fromEngineError(error: unknown, options: EngineRequestOptions = {}): unknown {
+  if (!isOcrError(error)) return error;
+  const headers: Record<string, string> = {};
+  if (error.code === "overloaded" && error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);
+  return new ApiError(specCodes[error.code], userMessage(error, options), { headers, cause: error });
+}
