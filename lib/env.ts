@@ -1,5 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
+// eslint-disable-next-line no-restricted-imports -- the lib/input barrel imports fetch-remote.ts, which imports this module (a cycle through env).
 import { parseAllowList } from "@/lib/input/allow-hosts";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 

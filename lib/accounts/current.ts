@@ -1,4 +1,5 @@
 import { cookies, headers } from "next/headers";
+// eslint-disable-next-line no-restricted-imports -- see lib/accounts/accounts.ts: client-ip is a leaf module, the lib/http barrel is not.
 import { clientAddress } from "@/lib/http/client-ip";
 import type { Account } from "./accounts";
 import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";

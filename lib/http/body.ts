@@ -1,6 +1,6 @@
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
-import { formatMegabytes } from "@/lib/input/base64";
+import { formatMegabytes } from "@/lib/input";
 
 /** Nesting deeper than this is refused before `JSON.parse` (the request schema is two levels deep). */
 export const MAX_JSON_DEPTH = 32;

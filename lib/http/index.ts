@@ -3,6 +3,7 @@ export { MAX_JSON_DEPTH, isJsonContentType, maxBodyBytes, readBody, readJson, ty
 export { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, corsHeaders, preflightHeaders } from "./cors";
 export { logRequest, type RequestLogLine } from "./log";
 export { newRequestId } from "./request-id";
-export { errorResponse, ocrResponse } from "./respond";
+export { errorResponse, noteResponse, ocrResponse } from "./respond";
+export { requestOrigin } from "./origin";
 export { methodNotAllowed, preflight, withRequest, type RequestContext, type RouteHandler } from "./routes";
 export { isFinalOutcome, withApiKey, type ApiContext, type ApiHandler, type WithApiKeyOptions } from "./with-api-key";

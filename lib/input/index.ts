@@ -1,4 +1,4 @@
-export { decodeBase64Input } from "./base64";
+export { decodeBase64Input, formatMegabytes } from "./base64";
 export {
   formatIPv4,
   formatIPv6,
