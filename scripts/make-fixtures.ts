@@ -348,7 +348,7 @@ export const SAMPLES = {
  * `scan.png`, an invoice drawn like a 150-DPI scan; `scan.pdf`, the same page as an image-only PDF; `report.pdf`,
  * two born-digital pages with a text layer. Each with its `.txt` ground truth.
  */
-export async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
+async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
   await fs.mkdir(dir, { recursive: true });
   const lines: TextLine[] = [
     { text: SAMPLES.scan[0], x: 60, y: 80, size: 34, bold: true },

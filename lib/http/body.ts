@@ -13,7 +13,7 @@ export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES): number
   return Math.ceil((maxInlineBytes * 4) / 3) + 64 * 1024;
 }
 
-export interface ReadBodyOptions {
+interface ReadBodyOptions {
   /** Default: {@link maxBodyBytes}. */
   maxBytes?: number;
 }

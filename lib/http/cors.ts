@@ -26,7 +26,7 @@ export const CORS_EXPOSE_HEADERS = [
 ] as const;
 
 /** How long a browser may cache a preflight answer (seconds). */
-export const CORS_MAX_AGE = 86_400;
+const CORS_MAX_AGE = 86_400;
 
 /** The headers every `/api/*` response carries. */
 export function corsHeaders(): Record<string, string> {

@@ -22,9 +22,9 @@ export interface ApiContext extends RequestContext {
   account: ApiKeyIdentity;
 }
 
-export type ApiHandler = (context: ApiContext) => Promise<Response>;
+type ApiHandler = (context: ApiContext) => Promise<Response>;
 
-export interface WithApiKeyOptions {
+interface WithApiKeyOptions {
   /** Also accept the key as the `api_key` query parameter, after the headers. Default false: only `/api/mcp` may. */
   acceptQueryKey?: boolean;
   /** The answer is a long-lived stream: its store commands are not bounded by `REQUEST_DEADLINE_MS`. Default false. */

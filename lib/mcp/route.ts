@@ -22,7 +22,7 @@ import {
 import { asksForProgress, buildServer } from "./server";
 import { serveJsonExchange, serveStreamablePost, serveStreamedExchange } from "./streamable";
 
-export interface McpRouteOptions {
+interface McpRouteOptions {
   /** Timing of the legacy SSE stream; unset fields come from the environment (`readMcpConfig`) at each GET. */
   sse?: Partial<SseTiming>;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */

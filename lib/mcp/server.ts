@@ -16,15 +16,15 @@ import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
-export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
+const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
 
-export const TOOL_NAME = "extract_text";
+const TOOL_NAME = "extract_text";
 
 /*
  * The tool's input, exactly the seed's (SEED-interface.md, MCP tool `extract_text`), described field by field for
  * the model. Strict objects like the REST body: an unknown or misspelt field is a malformed call, not ignored.
  */
-export const imageSourceSchema = z
+const imageSourceSchema = z
   .strictObject({
     type: z
       .enum(inputSources)
@@ -48,14 +48,14 @@ export const imageSourceSchema = z
   })
   .describe("The document or image to read: PDF, JPEG, PNG or WebP.");
 
-export const extractTextInputSchema = z.strictObject({
+const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
   output_format: outputFormatSchema.optional(),
 });
-export type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
+type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
 
 /** The result's `structuredContent`: the REST 200 body, field for field. */
-export const extractTextOutputSchema = ocrResponseSchema;
+const extractTextOutputSchema = ocrResponseSchema;
 
 /** The output schema's JSON Schema: its root is an object, so the SDK passes `structuredContent` through unwrapped. */
 const OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(extractTextOutputSchema);
@@ -73,7 +73,7 @@ const TOOL_DESCRIPTION =
   "whose options.pages reads a page range.";
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
-export function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
+function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
   const options = input.output_format ? { options: { format: input.output_format } } : {};
   return input.image_source.type === "base64"
     ? { image: input.image_source.data, ...options }
@@ -93,14 +93,14 @@ export function asksForProgress(body: unknown): boolean {
 }
 
 /** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
-export function toolErrorResult(error: ApiError): CallToolResult {
+function toolErrorResult(error: ApiError): CallToolResult {
   // What the model can do about it (lib/error-catalogue.ts): every failure an `extract_text` call can end with has one.
   const { hint }: ErrorEntry = errorCatalogue[error.code];
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
   return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
 }
 
-export interface BuildServerOptions {
+interface BuildServerOptions {
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
   /**

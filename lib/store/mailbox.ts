@@ -6,16 +6,11 @@ import { getStore } from "./index";
  */
 
 /** Default lifetime of a mailbox and its messages; the stream side refreshes it while it is open. */
-export const MAILBOX_TTL_MS = 5 * 60 * 1000;
+const MAILBOX_TTL_MS = 5 * 60 * 1000;
 
 /** Create (or keep alive) the mailbox of an open stream. */
 export function openMailbox(sessionId: string, ttlMs = MAILBOX_TTL_MS): Promise<void> {
   return getStore().openMailbox(sessionId, ttlMs);
-}
-
-/** Whether a stream with this session id is open somewhere (else the POST answers 404). */
-export function mailboxExists(sessionId: string): Promise<boolean> {
-  return getStore().hasMailbox(sessionId);
 }
 
 /** Queue a message for the stream; false when the session is unknown or expired. */

@@ -14,7 +14,7 @@ export interface NodeRedisRequesterOptions {
   commandTimeoutMs?: number;
 }
 
-export interface NodeRedisRequester extends Requester {
+interface NodeRedisRequester extends Requester {
   close(): Promise<void>;
 }
 
@@ -170,7 +170,7 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
 }
 
 /** Remove Upstash's `#!lua flags=…` first line, which stock Redis rejects (`Unexpected flag in script shebang`). */
-export function stripUpstashScriptFlags(script: string): string {
+function stripUpstashScriptFlags(script: string): string {
   return /^#!lua[^\n]*flags=[^\n]*allow-key-locking[^\n]*\n/.test(script) ? script.replace(/^[^\n]*\n/, "") : script;
 }
 

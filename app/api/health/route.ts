@@ -26,7 +26,7 @@ const DEEP_DEADLINE_MS = 30_000;
 
 const methods = ["GET", "HEAD"];
 
-export interface SampleReading {
+interface SampleReading {
   type: "png" | "pdf";
   ok: boolean;
   /** What the engine read (expected: the sample's text). */
@@ -38,7 +38,7 @@ export interface SampleReading {
   error?: string;
 }
 
-export interface EngineCheck {
+interface EngineCheck {
   ok: boolean;
   latencyMs: number;
   checkedAt: string;
@@ -47,7 +47,7 @@ export interface EngineCheck {
   samples: SampleReading[];
 }
 
-export interface HealthBody {
+interface HealthBody {
   status: "ok" | "degraded";
   version: string;
   store: StoreHealth;
