@@ -31,7 +31,7 @@ interface ApiErrorOptions {
  */
 const API_ERROR_BRAND = Symbol.for("ocr-service.api-error");
 
-/** A failure with a SPEC error code. Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
+/** A failure with a catalogued error code (lib/error-catalogue.ts). Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { ApiError } from "@/lib/errors";
 import { getStore } from "@/lib/store";
 
-/** A replayed request gets the stored response for 24 h (SPEC.md, Credits). */
+/** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * How long an in-progress claim blocks retries. Longer than any request (deadline 55 s, function limit below

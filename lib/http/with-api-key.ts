@@ -133,7 +133,7 @@ async function runHandler(handler: ApiHandler, context: ApiContext): Promise<Res
 }
 
 /**
- * `Idempotency-Key` (SPEC.md, Credits): the same key from the same account with the same method, path and body
+ * `Idempotency-Key` (docs/api.md#idempotency-key): the same key from the same account with the same method, path and body
  * within 24 h replays the stored status, body and headers, and is not charged again. Only final outcomes are
  * stored; after a 5xx, a timeout or a 402 the claim is released so a retry runs again.
  */

@@ -92,7 +92,7 @@ export function asksForProgress(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
 }
 
-/** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
+/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/error-catalogue.ts). */
 function toolErrorResult(error: ApiError): CallToolResult {
   // What the model can do about it (lib/error-catalogue.ts): every failure an `extract_text` call can end with has one.
   const { hint }: ErrorEntry = errorCatalogue[error.code];
@@ -132,7 +132,7 @@ interface BuildServerOptions {
  * Failures the model can act on (bad file, unsupported type, too large, no credits, fetch failed, timeout,
  * overloaded, store unavailable) are tool results with `isError: true` whose text starts with the error code.
  * Malformed calls are JSON-RPC errors: an unknown tool or arguments that violate the input schema → `-32602`
- * (SPEC.md, MCP — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
+ * (docs/mcp.md#behaviour-and-decisions — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
  * failure → `-32603` with the request id, its details only in the log.
  *
  * `requestId` keys the credit reservation: a batch with several calls gets `requestId`, then `requestId.2`, ….
@@ -191,7 +191,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     extractText,
   );
 
-  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as SPEC says (the SDK's own handler
+  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as docs/mcp.md says (the SDK's own handler
   // would answer them with `isError` results).
   server.server.removeRequestHandler("tools/call");
   server.server.setRequestHandler("tools/call", async (request, ctx) => {

@@ -14,7 +14,7 @@ interface StreamablePostOptions {
 }
 
 /**
- * Streamable HTTP, stateless: one JSON-RPC exchange per POST (SPEC.md, Surfaces).
+ * Streamable HTTP, stateless: one JSON-RPC exchange per POST (docs/mcp.md#behaviour-and-decisions).
  *
  * - 2025-era traffic (`initialize` with 2024-11-05 … 2025-11-25, `tools/list`, `tools/call`, notifications, batches)
  *   goes to the SDK's web-standard transport with `sessionIdGenerator: undefined`: one `application/json` answer in

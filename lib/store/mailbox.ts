@@ -1,7 +1,7 @@
 import { getStore } from "./index";
 
 /**
- * The per-session mailbox of the MCP legacy SSE relay (issue 5): `POST /api/mcp?sessionId=…` may land on another
+ * The per-session mailbox of the MCP legacy SSE relay (docs/decisions.md#mcp-sse-relay): `POST /api/mcp?sessionId=…` may land on another
  * instance than the one holding the stream, so responses travel through the store.
  */
 

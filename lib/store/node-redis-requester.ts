@@ -23,7 +23,7 @@ type Command = string[];
 
 /**
  * An `@upstash/redis` Requester that speaks RESP2 over TCP through node-redis, so one store implementation serves
- * both Upstash REST and a self-hosted `REDIS_URL` (STACK-NOTES.md, "@upstash/redis on a local Redis").
+ * both Upstash REST and a self-hosted `REDIS_URL` (docs/decisions.md#redis-requester).
  *
  * - `path` undefined: one command; `["pipeline"]`: many, answered one by one; `["multi-exec"]`: a transaction.
  * - The offline queue is disabled and every request has a deadline, so a Redis outage fails fast (credits and
