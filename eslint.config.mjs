@@ -2,6 +2,57 @@ import { defineConfig, globalIgnores } from "eslint/config";
 import nextVitals from "eslint-config-next/core-web-vitals";
 import nextTs from "eslint-config-next/typescript";
 
+// Layering (docs/architecture.md). One `no-restricted-imports` rule per file glob; ESLint does not merge a rule's
+// options across config objects, so each glob below gets the full list of what applies to it.
+
+// A folder with an index.ts is imported through it from outside the folder: `@/lib/ocr`, not `@/lib/ocr/pool`.
+// Tests are exempt (they test internals). Second entry points, each on purpose:
+// - lib/accounts/current.ts: the signed-in account of a Next request (next/headers); kept out of the barrel so the
+//   admin CLI (scripts/admin.ts, plain Node) can load lib/accounts.
+// - lib/http/security-headers.ts: the headers next.config.ts and proxy.ts set; the barrel would pull the request
+//   wrapper (credits, keys, the store) into the config and the proxy.
+// Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
+const BARRELS = ["accounts", "credits", "http", "input", "keys", "mcp", "ocr", "store"];
+const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers"] };
+const deepImports = (except = []) =>
+  BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
+    group: [
+      `@/lib/${folder}/*`,
+      `**/lib/${folder}/*`,
+      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [`!@/lib/${folder}/${file}`, `!**/lib/${folder}/${file}`]),
+    ],
+    message: `Import lib/${folder} through its index.ts ("@/lib/${folder}"), or add the export there.`,
+  }));
+
+// The engine reads bytes and returns text: no HTTP, storage, accounts, keys, credits or limits in it. Each folder is
+// forbidden by alias and by relative path (`../store`).
+const aliasAndRelative = (...names) => names.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`, `**/../${name}`, `**/../${name}/*`]);
+const engineForbidden = [
+  {
+    group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "process")],
+    message: "The engine (lib/ocr) knows nothing of HTTP, MCP or requests: the caller (lib/process.ts) does.",
+  },
+  {
+    group: aliasAndRelative("store", "accounts", "keys"),
+    message: "The engine (lib/ocr) does not reach storage, accounts or keys.",
+  },
+  {
+    group: aliasAndRelative("credits", "limits", "request-scope"),
+    message: "The engine (lib/ocr) does not charge or limit: lib/process.ts does, around it.",
+  },
+];
+
+// Routes and pages go through the domain (lib/process.ts, lib/credits, lib/keys, lib/accounts, lib/health.ts), never
+// to the store itself.
+const routeForbidden = [
+  {
+    group: ["@/lib/store", "@/lib/store/*", "**/lib/store", "**/lib/store/*"],
+    message: "Routes reach storage through the domain modules, not lib/store.",
+  },
+];
+
+const layering = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
+
 export default defineConfig([
   ...nextVitals,
   ...nextTs,
@@ -24,5 +75,14 @@ export default defineConfig([
     files: ["scripts/**", "bench/**", "cli/**"],
     rules: { "no-console": "off" },
   },
+  { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering(deepImports()) },
+  { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ...deepImports(["ocr"])]) },
+  { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports()]) },
+  // Barrels are used by their own folder with relative imports; tests may import internals.
+  ...BARRELS.filter((folder) => folder !== "ocr").map((folder) => ({
+    files: [`lib/${folder}/**`],
+    rules: layering(deepImports([folder])),
+  })),
+  { files: ["tests/**"], rules: { "no-restricted-imports": "off" } },
   globalIgnores([".next/**", ".next-test/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

@@ -3,9 +3,9 @@ import fs from "node:fs/promises";
 import path from "node:path";
 
 /** Documents the bench reads: images and PDFs. */
-export const DOCUMENT_EXTENSIONS = new Set([".pdf", ".png", ".jpg", ".jpeg", ".webp"]);
+const DOCUMENT_EXTENSIONS = new Set([".pdf", ".png", ".jpg", ".jpeg", ".webp"]);
 
-export interface CorpusFile {
+interface CorpusFile {
   file: string;
   /** Lower-case extension with its dot. */
   ext: string;

@@ -24,7 +24,7 @@ await buildEngine();
 const child = spawn(process.execPath, [outfile, ...process.argv.slice(2)], {
   stdio: "inherit",
   // Measured as deployed: with the allocator setting docs/deploy.md recommends (glibc otherwise keeps freed page
-  // buffers in per-thread arenas: peak RSS over corpus-dev ~770 MiB instead of ~600). Set it to 0 to see the default.
+  // buffers in per-thread arenas: peak RSS ~770 MiB instead of ~600, docs/decisions.md#malloc-mmap-threshold). Set it to 0 to see the default.
   env: { MALLOC_MMAP_THRESHOLD_: "1048576", ...process.env, OCR_BENCH_ROOT: root },
 });
 child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 1)));

@@ -423,7 +423,7 @@ function errorsOf(outcomes: Outcome[]) {
     .map((o) => ({ name: o.name, status: o.status, code: o.code, ms: Math.round(o.ms), retryAfter: o.retryAfter ?? null }));
 }
 
-export async function runLoad(argv: string[]): Promise<void> {
+async function runLoad(argv: string[]): Promise<void> {
   const { values: args, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

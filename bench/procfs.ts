@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 
 /** Clock ticks per second of the utime/stime fields. */
-export const CLK_TCK = (() => {
+const CLK_TCK = (() => {
   try {
     return Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
   } catch {

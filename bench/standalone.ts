@@ -17,7 +17,7 @@ const REST_STORE_VARIABLES = ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKE
 
 export class BenchSetupError extends Error {}
 
-export interface StandaloneOptions {
+interface StandaloneOptions {
   /** The checkout whose `.next/standalone` is started (and whose admin CLI makes the key). */
   serverDir: string;
   redisUrl: string;

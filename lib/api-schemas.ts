@@ -29,7 +29,6 @@ export const outputFormatSchema = z
       "reconstructed from the layout, pages separated by `\\n\\n---\\n\\n`. `json`: the OcrDocument serialized, so " +
       "`JSON.parse(extractedText)` gives it.",
   );
-export type OutputFormatName = z.infer<typeof outputFormatSchema>;
 
 const OPTION_KEYS = ["format", "language", "pages"] as const;
 
@@ -95,7 +94,7 @@ export const ocrRequestSchema = z
 export type OcrRequest = z.infer<typeof ocrRequestSchema>;
 export type OcrRequestInput = z.input<typeof ocrRequestSchema>;
 
-export const inputSourceSchema = z.enum(inputSources);
+const inputSourceSchema = z.enum(inputSources);
 export type InputSource = z.infer<typeof inputSourceSchema>;
 
 /** The 200 answer. The seed's fields keep their names and types; `pageCount` and `requestId` are additions. */

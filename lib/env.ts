@@ -1,5 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
+// eslint-disable-next-line no-restricted-imports -- the lib/input barrel imports fetch-remote.ts, which imports this module (a cycle through env).
 import { parseAllowList } from "@/lib/input/allow-hosts";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
@@ -18,7 +19,7 @@ const flag = (fallback: boolean) =>
     .transform((value) => (value === undefined || value === "" ? fallback : ["true", "1", "yes"].includes(value)));
 
 /**
- * Every environment variable the service reads, with SPEC's defaults. Parsed on first use, so `next build`
+ * Every environment variable the service reads, with the documented defaults (docs/configuration.md). Parsed on first use, so `next build`
  * needs no secrets. `.env.example` documents each.
  */
 export const envSchema = z.object({
@@ -61,7 +62,7 @@ export const envSchema = z.object({
   /** Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR. */
   OCR_INSPECT_WORKERS: int(1, 1),
 
-  // Limits (SPEC.md, Limits)
+  // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**

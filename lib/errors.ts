@@ -17,7 +17,7 @@ export const errorBodySchema = z.object({
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 
-export interface ApiErrorOptions {
+interface ApiErrorOptions {
   /** Extra response headers, e.g. `Retry-After` or `Allow`. */
   headers?: Record<string, string>;
   cause?: unknown;
@@ -31,7 +31,7 @@ export interface ApiErrorOptions {
  */
 const API_ERROR_BRAND = Symbol.for("ocr-service.api-error");
 
-/** A failure with a SPEC error code. Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
+/** A failure with a catalogued error code (lib/error-catalogue.ts). Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
@@ -57,7 +57,7 @@ export function isApiError(error: unknown): error is ApiError {
 }
 
 /** Seconds a client should wait after a `503` that names no better figure. */
-export const DEFAULT_RETRY_AFTER_S = 5;
+const DEFAULT_RETRY_AFTER_S = 5;
 
 /** One readable line for a schema violation: `options.format: Invalid option: expected one of …`. */
 export function describeZodError(error: z.ZodError): string {
@@ -75,7 +75,7 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError("internal_error", "Internal error", { cause: error });
 }
 
-export function errorBody(error: ApiError, requestId: string): ErrorBody {
+function errorBody(error: ApiError, requestId: string): ErrorBody {
   return { success: false, error: { code: error.code, message: error.message }, requestId };
 }
 

@@ -5,7 +5,7 @@
  * no `uuidgen`, no bash-only syntax. The sample documents are `public/samples/*`, served at `/samples/*`.
  */
 
-export interface ExampleTarget {
+interface ExampleTarget {
   /** `https://ocr.example.com`: scheme, host and port, no trailing slash. */
   origin: string;
   /** A literal key, or undefined for the placeholders. */

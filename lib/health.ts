@@ -7,10 +7,9 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "@/lib/health-sample";
-import { extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
-import { availableLanguages } from "@/lib/ocr/languages";
 import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 

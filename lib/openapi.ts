@@ -3,8 +3,8 @@ import { creditsResponseSchema, ocrOptionsSchema, ocrRequestSchema, ocrResponseS
 import { getEnv } from "@/lib/env";
 import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/errors";
-import { CORS_ALLOW_HEADERS } from "@/lib/http/cors";
-import { formatMegabytes } from "@/lib/input/base64";
+import { CORS_ALLOW_HEADERS } from "@/lib/http";
+import { formatMegabytes } from "@/lib/input";
 import { ocrDocumentSchema } from "@/lib/ocr";
 import { SERVICE_VERSION } from "@/lib/version";
 

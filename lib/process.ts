@@ -44,8 +44,8 @@ export interface ProcessDocumentResult {
  * The one use case both surfaces share (REST and the MCP tool): resolve the input (base64, data URL or URL) → open
  * the document and check it cheaply (type, size, pages, language: 4xx before anything is charged) → reserve one
  * credit per selected page (`402` when short, before any OCR) → extract before the deadline → render → settle with
- * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with SPEC codes:
- * the engine's own errors are translated here, once (lib/process-errors.ts).
+ * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with catalogued codes
+ * (docs/api.md#errors): the engine's own errors are translated here, once (lib/process-errors.ts).
  */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();

@@ -4,7 +4,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * The deadline of the request being served, visible to everything it calls (the store's Redis clients cap each
  * command's timeout by it), without threading it through every signature.
  */
-export interface RequestScope {
+interface RequestScope {
   /** Epoch ms by which the request must be answered (`504 timeout` at the latest). */
   deadline: number;
 }
@@ -21,7 +21,7 @@ export function runWithDeadline<T>(deadline: number, fn: () => T): T {
 }
 
 /** The current request's deadline, or undefined outside a request (CLI, background sweeps). */
-export function currentDeadline(): number | undefined {
+function currentDeadline(): number | undefined {
   return storage.getStore()?.deadline;
 }
 

@@ -11,7 +11,6 @@ export type OutputFormat = (typeof outputFormats)[number];
 
 /** How the file came: `image` (base64 or a data URL) or `imageUrl`; the 200 answer's `inputSource`. */
 export const inputSources = ["base64", "url"] as const;
-export type InputSourceName = (typeof inputSources)[number];
 
 /**
  * The default of `MAX_INLINE_BYTES`: the largest file sent inline (decoded). The CLI refuses bigger local files

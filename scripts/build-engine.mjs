@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import * as esbuild from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "..");
-export const ENGINE_OUTFILE = path.join(root, "build/engine/ocr-worker.mjs");
+const ENGINE_OUTFILE = path.join(root, "build/engine/ocr-worker.mjs");
 
 /** esbuild options of the engine bundle. */
 export function engineBuildOptions(outfile = ENGINE_OUTFILE) {

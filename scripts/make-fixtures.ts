@@ -284,7 +284,7 @@ function pdfWithStream(page: string, streamDict: string, data: Buffer, extra: st
 }
 
 /**
- * The hostile PDFs of issue 9, each small on the wire:
+ * The hostile PDFs (docs/decisions.md#hostile-pdfs), each small on the wire:
  * - image-bomb.pdf: one page drawing a 20000×20000 greyscale Flate image (400 MP; ~0.4 MB);
  * - inflate-bomb.pdf: one page whose content stream inflates to 1 GiB of spaces (~1 MB);
  * - huge-pages.pdf: 50 pages of 14400×14400 pt (the largest PDF allows) with vector ink and no text.
@@ -348,7 +348,7 @@ export const SAMPLES = {
  * `scan.png`, an invoice drawn like a 150-DPI scan; `scan.pdf`, the same page as an image-only PDF; `report.pdf`,
  * two born-digital pages with a text layer. Each with its `.txt` ground truth.
  */
-export async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
+async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
   await fs.mkdir(dir, { recursive: true });
   const lines: TextLine[] = [
     { text: SAMPLES.scan[0], x: 60, y: 80, size: 34, bold: true },

@@ -478,7 +478,7 @@ async function main(): Promise<void> {
       check(document.pages.length === pages && document.pages.every((p) => p.source === "text-layer"), "not 30 text-layer pages");
       check(document.pages[pages - 1]!.text.includes(`Chapter ${pages}: Reading documents`), "the last page's heading is missing");
     });
-    await step("POST /api/ocr/process without a key: 401 with the SPEC error body", async () => {
+    await step("POST /api/ocr/process without a key: 401 with the documented error body", async () => {
       const response = await request("/api/ocr/process", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -489,7 +489,7 @@ async function main(): Promise<void> {
       check(response.status === 401, `expected 401, got ${response.status}: ${JSON.stringify(body)}`);
       check(
         body.success === false && error?.code === "unauthorized" && typeof error.message === "string" && typeof body.requestId === "string",
-        `not the SPEC error body: ${JSON.stringify(body)}`,
+        `not the documented error body: ${JSON.stringify(body)}`,
       );
       check(response.headers.get("x-request-id") === body.requestId, "x-request-id differs from the body's requestId");
     });

@@ -195,7 +195,7 @@ describe("other methods", () => {
   it.each([
     ["POST", POST],
     ["DELETE", DELETE],
-  ])("%s is 405 with Allow and the SPEC error body", async (method, handler) => {
+  ])("%s is 405 with Allow and the error body", async (method, handler) => {
     const response = await handler(new Request("http://localhost/api/health", { method }));
     expect(response.status).toBe(405);
     expect(response.headers.get("allow")).toBe("GET, HEAD, OPTIONS");

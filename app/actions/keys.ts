@@ -6,7 +6,7 @@
 import { revalidatePath } from "next/cache";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
-import { requestOrigin } from "@/lib/http/origin";
+import { requestOrigin } from "@/lib/http";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
 import { formErrorMessage, type FormError } from "./form-state";

@@ -4,7 +4,7 @@ import Link from "next/link";
 import { CodeExample } from "@/app/components/code-example";
 import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
 import { cliExample, mcpExamples, restExamples } from "@/lib/examples";
-import { requestOrigin } from "@/lib/http/origin";
+import { requestOrigin } from "@/lib/http";
 
 export const metadata: Metadata = { title: "Documentation" };
 

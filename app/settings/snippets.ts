@@ -7,7 +7,7 @@ import { cliExample, mcpExamples, restExamples, type Example } from "@/lib/examp
  * place the key exists.
  */
 
-export interface Snippet extends Example {
+interface Snippet extends Example {
   /** Name of its copy button for assistive technology ("Copy the curl command"): several sit on one page. */
   copyLabel: string;
 }

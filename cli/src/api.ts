@@ -22,7 +22,7 @@ const ocrResultSchema = ocrResponseSchema
     requestId: ocrResponseSchema.shape.requestId.optional(),
   })
   .loose();
-export type OcrResult = z.infer<typeof ocrResultSchema>;
+type OcrResult = z.infer<typeof ocrResultSchema>;
 
 /** Every failure: `{ success: false, error: { code, message }, requestId }` (docs/api.md, Errors). */
 export const errorAnswerSchema = errorBodySchema
@@ -48,7 +48,7 @@ export interface OcrRequestBody {
   options?: { format?: OutputFormat; language?: string; pages?: string };
 }
 
-export interface ExtractAnswer {
+interface ExtractAnswer {
   result: OcrResult;
   /** `x-credits-remaining`: the balance after this request. */
   creditsRemaining: number | null;
@@ -71,7 +71,7 @@ export class ServiceError extends CliError {
   }
 }
 
-export function requireKey(config: Config): string {
+function requireKey(config: Config): string {
   if (config.apiKey) return config.apiKey;
   throw new CliError(
     EXIT.auth,

@@ -1,13 +1,13 @@
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { UsageError } from "./errors";
 
-export const DEFAULT_BASE_URL = "http://localhost:3000";
+const DEFAULT_BASE_URL = "http://localhost:3000";
 /** The seed's sample client configuration: 30 000 ms per attempt, 3 retries (SEED-interface.md, Limits). */
-export const DEFAULT_TIMEOUT_MS = 30_000;
-export const DEFAULT_RETRIES = 3;
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_RETRIES = 3;
 
 /** Environment variables the CLI reads, first one set wins for the key. */
-export const KEY_VARIABLES = ["FETCH_MCP_SERVER_API_KEY", "OCR_API_KEY"] as const;
+const KEY_VARIABLES = ["FETCH_MCP_SERVER_API_KEY", "OCR_API_KEY"] as const;
 
 export interface Config {
   /** Without a trailing slash; may carry a path prefix (`https://example.com/ocr`). */

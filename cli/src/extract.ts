@@ -18,14 +18,14 @@ export interface ExtractOptions {
   verbose: boolean;
 }
 
-export interface ExtractIo {
+interface ExtractIo {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stdin: NodeJS.ReadableStream;
   cwd: string;
 }
 
-export const EXTENSIONS: Record<OutputFormat, string> = { text: "txt", json: "json", markdown: "md" };
+const EXTENSIONS: Record<OutputFormat, string> = { text: "txt", json: "json", markdown: "md" };
 
 type Source =
   | { kind: "file"; label: string; path: string }

@@ -6,12 +6,12 @@
  */
 
 /** Statuses worth another attempt of the same request. */
-export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 
 /** A `Retry-After` longer than this is not waited for: the answer is reported instead. */
-export const MAX_RETRY_AFTER_MS = 120_000;
+const MAX_RETRY_AFTER_MS = 120_000;
 /** While an earlier attempt with the same Idempotency-Key is still running (`409`), ask again this often. */
-export const CONFLICT_POLL_MS = 2_000;
+const CONFLICT_POLL_MS = 2_000;
 
 export interface RetryInfo {
   /** The attempt that failed (1 = the first). */
@@ -20,7 +20,7 @@ export interface RetryInfo {
   reason: string;
 }
 
-export interface SendOptions {
+interface SendOptions {
   /** Per attempt, in ms: until the whole answer is read (for an event stream, until its headers). */
   timeoutMs: number;
   /** Attempts after the first one for transient failures. */

@@ -25,14 +25,14 @@ import { NetworkError, sendWithRetry } from "./http";
 export type TransportChoice = "auto" | "http" | "sse";
 type TransportKind = "http" | "sse";
 
-export interface BridgeOptions {
+interface BridgeOptions {
   transport: TransportChoice;
   /** One line to stderr (stdout is the MCP channel). */
   log: (line: string) => void;
 }
 
 /** An HTTP answer from `/api/mcp` that is not a success, with what the service or the SDK said in it. */
-export class UpstreamHttpError extends Error {
+class UpstreamHttpError extends Error {
   constructor(
     readonly status: number,
     message: string,

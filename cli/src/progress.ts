@@ -1,5 +1,5 @@
 /** The slice of a stderr stream the progress bar needs (a fake one in tests). */
-export interface ProgressStream {
+interface ProgressStream {
   isTTY?: boolean;
   columns?: number;
   write(text: string): boolean;

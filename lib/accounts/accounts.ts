@@ -3,6 +3,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
+// eslint-disable-next-line no-restricted-imports -- a leaf module; the lib/http barrel would load the request wrapper (credits, keys) into accounts and the admin CLI. Moving client-ip out of lib/http is the fix.
 import { addressLimitKey } from "@/lib/http/client-ip";
 import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";
@@ -16,7 +17,7 @@ export interface Account {
 }
 
 export const PASSWORD_MIN_LENGTH = 8;
-export const PASSWORD_MAX_LENGTH = 256;
+const PASSWORD_MAX_LENGTH = 256;
 
 const HOUR_MS = 60 * 60 * 1000;
 /** The window of the per-address sign-in limit (`SIGNIN_PER_ADDRESS` attempts). */
@@ -29,23 +30,23 @@ export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
 export const SIGNIN_BACKOFF: BackoffPolicy = { free: 5, baseMs: 2_000, maxMs: 15 * 60 * 1000, ttlMs: 24 * HOUR_MS };
 
 /** E-mails are compared trimmed and lower-cased: `Ann@Example.com ` and `ann@example.com` are one account. */
-export function normalizeEmail(email: string): string {
+function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-export const emailSchema = z
+const emailSchema = z
   .string()
   .transform(normalizeEmail)
   .pipe(z.email("Enter a valid e-mail address.").max(254, "That e-mail address is too long."));
 
-export const passwordSchema = z
+const passwordSchema = z
   .string()
   .min(PASSWORD_MIN_LENGTH, `Use at least ${PASSWORD_MIN_LENGTH} characters for the password.`)
   .max(PASSWORD_MAX_LENGTH, `Use at most ${PASSWORD_MAX_LENGTH} characters for the password.`);
 
 const credentialsSchema = z.object({ email: emailSchema, password: passwordSchema });
 
-export interface Credentials {
+interface Credentials {
   email: string;
   password: string;
   /** The client's address (lib/http/client-ip.ts), for the per-address limits; omitted when unknown. */

@@ -1,5 +1,6 @@
 import "server-only"; // reads and sets the session cookie: never in a client bundle (Next fails the build)
 import { cookies, headers } from "next/headers";
+// eslint-disable-next-line no-restricted-imports -- see lib/accounts/accounts.ts: client-ip is a leaf module, the lib/http barrel is not.
 import { clientAddress } from "@/lib/http/client-ip";
 import type { Account } from "./accounts";
 import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";

@@ -1,18 +1,13 @@
 export {
-  PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
   SIGNIN_BACKOFF,
   SIGNIN_WINDOW_MS,
-  emailSchema,
   formatWait,
   getAccount,
   getAccountByEmail,
-  normalizeEmail,
-  passwordSchema,
   signIn,
   signUp,
   type Account,
-  type Credentials,
 } from "./accounts";
 export { hashPassword, verifyPassword } from "./password";
 export {
@@ -23,5 +18,4 @@ export {
   getSessionAccount,
   isSecureRequest,
   sessionCookieOptions,
-  type NewSession,
 } from "./sessions";

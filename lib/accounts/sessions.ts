@@ -11,7 +11,7 @@ export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 const storageKey = (sessionId: string) => createHash("sha256").update(sessionId).digest("hex");
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
-export interface NewSession {
+interface NewSession {
   /** Goes into the cookie and nowhere else (never logged). */
   id: string;
   expiresAt: Date;

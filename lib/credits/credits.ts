@@ -30,7 +30,7 @@ function draft(reason: LedgerReason, refs: LedgerRefs = {}): LedgerDraft {
   return entry;
 }
 
-export type ReserveResult = { ok: true; balance: number } | { ok: false; balance: number };
+type ReserveResult = { ok: true; balance: number } | { ok: false; balance: number };
 
 /**
  * Take `pages` credits before any OCR work, atomically (concurrent requests never overdraw), with an `ocr`
@@ -143,9 +143,9 @@ export async function refundCredits({
 }
 
 /** How long after its deadline an unsettled reservation is left to its own request before the sweeper takes it. */
-export const SWEEP_GRACE_MS = 30_000;
+const SWEEP_GRACE_MS = 30_000;
 
-export interface SweepResult {
+interface SweepResult {
   /** Overdue reservations found. */
   found: number;
   /** Of those, the ones that still held credits (each an `expired` ledger entry). */

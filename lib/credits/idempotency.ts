@@ -3,25 +3,25 @@ import { z } from "zod";
 import { ApiError } from "@/lib/errors";
 import { getStore } from "@/lib/store";
 
-/** A replayed request gets the stored response for 24 h (SPEC.md, Credits). */
+/** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * How long an in-progress claim blocks retries. Longer than any request (deadline 55 s, function limit below
  * 300 s), shorter than 24 h: a claim whose function was killed mid-request must not block retries for a day.
  */
-export const IDEMPOTENCY_LEASE_MS = 5 * 60 * 1000;
+const IDEMPOTENCY_LEASE_MS = 5 * 60 * 1000;
 
 /** `Idempotency-Key` header values: 1–255 visible ASCII characters. */
-export const idempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1–255 visible ASCII characters");
+const idempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1–255 visible ASCII characters");
 
-export const storedResponseSchema = z.object({
+const storedResponseSchema = z.object({
   status: z.number().int(),
   headers: z.record(z.string(), z.string()),
   body: z.string(),
 });
 export type StoredResponse = z.infer<typeof storedResponseSchema>;
 
-export type IdempotencyClaim =
+type IdempotencyClaim =
   /** Go ahead; finish with `completeIdempotencyKey` or, on failure, `releaseIdempotencyKey` with this token. */
   | { status: "claimed"; token: string }
   /** The same request is still running: answer 409 `conflict`. */

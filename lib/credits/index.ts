@@ -1,9 +1,7 @@
 export {
-  SWEEP_GRACE_MS,
   countOverdueReservations,
   maybeSweepReservations,
   sweepExpiredReservations,
-  type SweepResult,
   getBalance,
   getDailyUsage,
   grantCredits,
@@ -18,17 +16,12 @@ export {
   type LedgerFormat,
   type LedgerPage,
   type LedgerReason,
-  type ReserveResult,
 } from "./credits";
 export {
-  IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   claimIdempotencyKey,
   completeIdempotencyKey,
   fingerprintRequest,
-  idempotencyKeySchema,
   releaseIdempotencyKey,
-  storedResponseSchema,
-  type IdempotencyClaim,
   type StoredResponse,
 } from "./idempotency";

@@ -1,5 +1,5 @@
 /**
- * The API key of a request, by SPEC's precedence (Authentication): header `x-api-key`, else
+ * The API key of a request, by the documented precedence (docs/api.md#authentication): header `x-api-key`, else
  * `Authorization: Bearer <key>`, else — only when `queryUrl` is given, which `/api/mcp` alone does, because URLs
  * end up in logs — the `api_key` query parameter. The first carrier present is the one used: a wrong `x-api-key`
  * is not rescued by a good Bearer token. An empty header counts as absent.

@@ -1,6 +1,6 @@
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
-import { formatMegabytes } from "@/lib/input/base64";
+import { formatMegabytes } from "@/lib/input";
 
 /** Nesting deeper than this is refused before `JSON.parse` (the request schema is two levels deep). */
 export const MAX_JSON_DEPTH = 32;
@@ -13,7 +13,7 @@ export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES): number
   return Math.ceil((maxInlineBytes * 4) / 3) + 64 * 1024;
 }
 
-export interface ReadBodyOptions {
+interface ReadBodyOptions {
   /** Default: {@link maxBodyBytes}. */
   maxBytes?: number;
 }

@@ -7,7 +7,7 @@ import { getEnv } from "@/lib/env";
  * variable, deletes any header of that name a client sent, and sets it to `socket.remoteAddress` on every request.
  * Because the name is random per process, a client cannot forge it.
  */
-export const PEER_HEADER_VARIABLE = "OCR_PEER_ADDRESS_HEADER";
+const PEER_HEADER_VARIABLE = "OCR_PEER_ADDRESS_HEADER";
 
 export interface ClientAddressOptions {
   /**
@@ -55,7 +55,7 @@ export function clientAddress(headers: Headers, options: ClientAddressOptions = 
  * The options of this process: `TRUSTED_PROXY_HOPS` (configuration), and two facts of the platform: `VERCEL` (set
  * by Vercel) and the socket header `scripts/serve.mjs` set up.
  */
-export function clientAddressOptions(): ClientAddressOptions {
+function clientAddressOptions(): ClientAddressOptions {
   return {
     trustedHops: getEnv().TRUSTED_PROXY_HOPS,
     onVercel: process.env.VERCEL === "1",

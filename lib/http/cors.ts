@@ -1,9 +1,9 @@
 /*
- * CORS for `/api/*` (SPEC.md, Surfaces): any origin, because keys in headers (not cookies) authenticate, so a
+ * CORS for `/api/*` (docs/api.md#cors): any origin, because keys in headers (not cookies) authenticate, so a
  * page on another origin can only do what the key it already holds allows.
  */
 
-/** Request headers a browser may send (SPEC's list). */
+/** Request headers a browser may send (docs/api.md#cors). */
 export const CORS_ALLOW_HEADERS = [
   "content-type",
   "authorization",
@@ -14,7 +14,7 @@ export const CORS_ALLOW_HEADERS = [
   "idempotency-key",
 ] as const;
 
-/** Response headers a browser script may read (SPEC's list; `ratelimit-*` spelled out, the header takes no wildcards). */
+/** Response headers a browser script may read (docs/api.md#headers; `ratelimit-*` spelled out, the header takes no wildcards). */
 export const CORS_EXPOSE_HEADERS = [
   "mcp-session-id",
   "x-request-id",
@@ -26,7 +26,7 @@ export const CORS_EXPOSE_HEADERS = [
 ] as const;
 
 /** How long a browser may cache a preflight answer (seconds). */
-export const CORS_MAX_AGE = 86_400;
+const CORS_MAX_AGE = 86_400;
 
 /** The headers every `/api/*` response carries. */
 export function corsHeaders(): Record<string, string> {

@@ -1,6 +1,6 @@
 import { getEnv } from "@/lib/env";
 
-export interface RequestLogLine {
+interface RequestLogLine {
   requestId: string;
   method: string;
   /** Path only: a query string may carry secrets. */

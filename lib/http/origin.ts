@@ -1,4 +1,4 @@
-import { isSecureRequest } from "@/lib/accounts/sessions";
+import { isSecureRequest } from "@/lib/accounts";
 
 /** `host` or `host:port`: a DNS name, an IPv4 address or a bracketed IPv6 address — nothing a shell would read. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;

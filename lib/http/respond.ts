@@ -45,7 +45,7 @@ export function errorResponse(error: unknown, requestId: string): Response {
   return noteResponse(toErrorResponse(apiError, requestId), { code: apiError.code });
 }
 
-export interface FinishOptions {
+interface FinishOptions {
   req: Request;
   requestId: string;
   receivedAt: number;

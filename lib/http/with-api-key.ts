@@ -22,9 +22,9 @@ export interface ApiContext extends RequestContext {
   account: ApiKeyIdentity;
 }
 
-export type ApiHandler = (context: ApiContext) => Promise<Response>;
+type ApiHandler = (context: ApiContext) => Promise<Response>;
 
-export interface WithApiKeyOptions {
+interface WithApiKeyOptions {
   /** Also accept the key as the `api_key` query parameter, after the headers. Default false: only `/api/mcp` may. */
   acceptQueryKey?: boolean;
   /** The answer is a long-lived stream: its store commands are not bounded by `REQUEST_DEADLINE_MS`. Default false. */
@@ -133,7 +133,7 @@ async function runHandler(handler: ApiHandler, context: ApiContext): Promise<Res
 }
 
 /**
- * `Idempotency-Key` (SPEC.md, Credits): the same key from the same account with the same method, path and body
+ * `Idempotency-Key` (docs/api.md#idempotency-key): the same key from the same account with the same method, path and body
  * within 24 h replays the stored status, body and headers, and is not charged again. Only final outcomes are
  * stored; after a 5xx, a timeout or a 402 the claim is released so a retry runs again.
  */

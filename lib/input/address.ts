@@ -84,7 +84,7 @@ export function parseIPv6(text: string): bigint | undefined {
   return parts.reduce((value, part) => (value << 16n) | BigInt(Number.parseInt(part, 16)), 0n);
 }
 
-export function formatIPv4(value: number): string {
+function formatIPv4(value: number): string {
   return [value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff].join(".");
 }
 

@@ -18,8 +18,6 @@ export interface AllowList {
   ranges: Array<{ family: 4 | 6; base: bigint; mask: bigint }>;
 }
 
-export const EMPTY_ALLOW_LIST: AllowList = { names: [], addresses: [], ranges: [] };
-
 /** Parse the variable; throws an Error naming the first entry that is none of the three forms. */
 export function parseAllowList(value: string | undefined): AllowList {
   const list: AllowList = { names: [], addresses: [], ranges: [] };

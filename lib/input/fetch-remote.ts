@@ -10,7 +10,7 @@ import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } fr
 import { allowsAddress, allowsName, parseAllowList, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
 
-export type ResolvedAddress = IpAddress;
+type ResolvedAddress = IpAddress;
 
 /** Resolves a hostname to every address it has; `dns.promises.lookup(host, { all: true, verbatim: true })`. */
 export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
@@ -30,7 +30,7 @@ export interface FetchRemoteOptions {
   allowHosts?: AllowList;
 }
 
-export interface RemoteFile {
+interface RemoteFile {
   bytes: Uint8Array;
   /** The URL the bytes came from, after redirects. Its query may carry secrets: never log it. */
   finalUrl: string;

@@ -1,6 +1,5 @@
-export { decodeBase64Input } from "./base64";
+export { decodeBase64Input, formatMegabytes } from "./base64";
 export {
-  formatIPv4,
   formatIPv6,
   type IpAddress,
   isLocalhostName,
@@ -13,7 +12,5 @@ export {
   fetchRemoteFile,
   type FetchRemoteOptions,
   pinnedLookup,
-  type RemoteFile,
   type ResolveHost,
-  type ResolvedAddress,
 } from "./fetch-remote";

@@ -5,24 +5,24 @@ import { ApiError } from "@/lib/errors";
 import { getStore, type ApiKeyRecord } from "@/lib/store";
 import { BASE58_PATTERN, encodeBase58 } from "./base58";
 
-export const API_KEY_PREFIX = "ocr_";
+const API_KEY_PREFIX = "ocr_";
 /** Characters of the key kept in clear to recognise it (`ocr_` + 8). */
-export const API_KEY_START_LENGTH = 12;
+const API_KEY_START_LENGTH = 12;
 export const MAX_ACTIVE_KEYS = 50;
 /** `lastUsedAt` is written at most this often per key. */
-export const LAST_USED_INTERVAL_MS = 60_000;
+const LAST_USED_INTERVAL_MS = 60_000;
 
 /** 32 random bytes in base58 are 43 or 44 characters (fewer only with leading zero bytes, astronomically rare). */
 const API_KEY_FORMAT = new RegExp(`^${API_KEY_PREFIX}${BASE58_PATTERN}{40,44}$`);
 
-export const apiKeyNameSchema = z
+const apiKeyNameSchema = z
   .string()
   .trim()
   .min(1, "Give the key a name, e.g. where it is used.")
   .max(64, "Use at most 64 characters for the name.");
 
 /** A key as the settings page and the CLI may see it: no hash, and of course no key. */
-export const apiKeyInfoSchema = z.object({
+const apiKeyInfoSchema = z.object({
   id: z.string(),
   name: z.string(),
   start: z.string(),

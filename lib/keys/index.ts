@@ -1,10 +1,5 @@
 export {
-  API_KEY_PREFIX,
-  API_KEY_START_LENGTH,
-  LAST_USED_INTERVAL_MS,
   MAX_ACTIVE_KEYS,
-  apiKeyInfoSchema,
-  apiKeyNameSchema,
   createApiKey,
   generateApiKey,
   hashApiKey,

@@ -62,11 +62,11 @@ export interface SseTiming {
 }
 
 /** Default of `SseTiming.storeOutageMs`. */
-export const SSE_STORE_OUTAGE_MS = 10_000;
+const SSE_STORE_OUTAGE_MS = 10_000;
 /** Default of `SseTiming.unusedMs`: a legacy client posts `initialize` as soon as it reads the endpoint. */
-export const SSE_UNUSED_MS = 10_000;
+const SSE_UNUSED_MS = 10_000;
 
-export interface McpConfig {
+interface McpConfig {
   /** Budget of one `tools/call` in ms (≤ `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs: number;
   sse: SseTiming;

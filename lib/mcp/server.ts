@@ -17,15 +17,15 @@ import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
-export const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
+const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
 
-export const TOOL_NAME = "extract_text";
+const TOOL_NAME = "extract_text";
 
 /*
  * The tool's input, exactly the seed's (SEED-interface.md, MCP tool `extract_text`), described field by field for
  * the model. Strict objects like the REST body: an unknown or misspelt field is a malformed call, not ignored.
  */
-export const imageSourceSchema = z
+const imageSourceSchema = z
   .strictObject({
     type: z
       .enum(inputSources)
@@ -49,14 +49,14 @@ export const imageSourceSchema = z
   })
   .describe("The document or image to read: PDF, JPEG, PNG or WebP.");
 
-export const extractTextInputSchema = z.strictObject({
+const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
   output_format: outputFormatSchema.optional(),
 });
-export type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
+type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
 
 /** The result's `structuredContent`: the REST 200 body, field for field. */
-export const extractTextOutputSchema = ocrResponseSchema;
+const extractTextOutputSchema = ocrResponseSchema;
 
 /** The output schema's JSON Schema: its root is an object, so the SDK passes `structuredContent` through unwrapped. */
 const OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(extractTextOutputSchema);
@@ -74,7 +74,7 @@ const TOOL_DESCRIPTION =
   "whose options.pages reads a page range.";
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
-export function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
+function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
   const options = input.output_format ? { options: { format: input.output_format } } : {};
   return input.image_source.type === "base64"
     ? { image: input.image_source.data, ...options }
@@ -93,15 +93,15 @@ export function asksForProgress(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
 }
 
-/** A tool result for a failure the model can act on: the text starts with the SPEC error code. */
-export function toolErrorResult(error: ApiError): CallToolResult {
+/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/error-catalogue.ts). */
+function toolErrorResult(error: ApiError): CallToolResult {
   // What the model can do about it (lib/error-catalogue.ts): every failure an `extract_text` call can end with has one.
   const { hint }: ErrorEntry = errorCatalogue[error.code];
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
   return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
 }
 
-export interface BuildServerOptions {
+interface BuildServerOptions {
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
   /**
@@ -133,7 +133,7 @@ export interface BuildServerOptions {
  * Failures the model can act on (bad file, unsupported type, too large, no credits, fetch failed, timeout,
  * overloaded, store unavailable) are tool results with `isError: true` whose text starts with the error code.
  * Malformed calls are JSON-RPC errors: an unknown tool or arguments that violate the input schema → `-32602`
- * (SPEC.md, MCP — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
+ * (docs/mcp.md#behaviour-and-decisions — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
  * failure → `-32603` with the request id, its details only in the log.
  *
  * `requestId` keys the credit reservation: a batch with several calls gets `requestId`, then `requestId.2`, ….
@@ -192,7 +192,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     extractText,
   );
 
-  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as SPEC says (the SDK's own handler
+  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as docs/mcp.md says (the SDK's own handler
   // would answer them with `isError` results).
   server.server.removeRequestHandler("tools/call");
   server.server.setRequestHandler("tools/call", async (request, ctx) => {

@@ -5,7 +5,7 @@ import {
   type McpServer,
 } from "@modelcontextprotocol/server";
 
-export interface StreamablePostOptions {
+interface StreamablePostOptions {
   /**
    * Answer 2025-era traffic as `text/event-stream` (see `serveStreamedExchange`) instead of JSON, so that the
    * progress notifications of a long `tools/call` reach the client before its result. Default false.
@@ -14,7 +14,7 @@ export interface StreamablePostOptions {
 }
 
 /**
- * Streamable HTTP, stateless: one JSON-RPC exchange per POST (SPEC.md, Surfaces).
+ * Streamable HTTP, stateless: one JSON-RPC exchange per POST (docs/mcp.md#behaviour-and-decisions).
  *
  * - 2025-era traffic (`initialize` with 2024-11-05 … 2025-11-25, `tools/list`, `tools/call`, notifications, batches)
  *   goes to the SDK's web-standard transport with `sessionIdGenerator: undefined`: one `application/json` answer in
@@ -116,14 +116,14 @@ function onStreamEnd(body: ReadableStream<Uint8Array>, done: () => void): Readab
 }
 
 /** What `initialize` reports as the client when it names none. */
-export const UNNAMED_CLIENT = { name: "unnamed-client", version: "0.0.0" } as const;
+const UNNAMED_CLIENT = { name: "unnamed-client", version: "0.0.0" } as const;
 
 /**
  * The seed's `initialize` carries only `protocolVersion` and `capabilities` (SEED-interface.md, MCP JSON-RPC request
  * envelope); the SDK also requires `clientInfo` and would answer -32603. A missing `clientInfo` (or `capabilities`)
  * is filled in; anything present is left for the SDK to judge.
  */
-export function withSeedInitialize(body: unknown): unknown {
+function withSeedInitialize(body: unknown): unknown {
   const complete = (message: unknown): unknown => {
     if (!isRecord(message) || message.method !== "initialize" || !isRecord(message.params)) return message;
     const { params } = message;

@@ -17,6 +17,7 @@ export type { FileType } from "./detect";
 export { detectFileType, mediaTypes, sniffFileType } from "./detect";
 export { isOcrError, OcrError, ocrErrorCodes } from "./errors";
 export type { OcrErrorCode } from "./errors";
+export { availableLanguages } from "./languages";
 export { OcrPool } from "./pool";
 export type { Admission, PoolOptions, PoolStats } from "./pool";
 

@@ -134,7 +134,7 @@ interface QueuedJob {
   slot?: Slot;
 }
 
-/** Starting points of the per-kind running means (ms), measured on corpus-dev. */
+/** Starting points of the per-kind running means (ms), measured (docs/decisions.md#job-duration-model). */
 const INITIAL_ESTIMATES: Record<JobKind, number> = { "inspect-pdf": 150, "read-image": 2_500, "read-pdf-page": 3_000 };
 /** Jobs per kind the duration model remembers. */
 const ESTIMATE_HISTORY = 64;
@@ -291,7 +291,7 @@ export class OcrPool {
   /**
    * Expected duration of a job (ms): recent jobs' milliseconds per unit of size, times this job's size. Size is the
    * square root of its megapixels (floored at ¼): small scans are enlarged before reading, so time grows slower than
-   * pixels. On corpus-dev that keeps the per-job error within ~3× where a plain mean is off up to 40× (0.1 s test
+   * pixels. Measured (docs/decisions.md#job-duration-model), that keeps the per-job error within ~3× where a plain mean is off up to 40× (0.1 s test
    * strips against 4 s book pages), and a mean of the last jobs follows whatever size came last.
    */
   estimate(kind: JobKind, pixels?: number): number {

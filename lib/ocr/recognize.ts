@@ -17,8 +17,8 @@ import { analyzeInk, glyphCoverage, type Glyph, type InkAnalysis } from "./text-
  * Text-size normalization. Tesseract's models read body text best at about 300 DPI (x-height ≈ 20 px).
  * Scans at 100 DPI or less lose strokes when Tesseract binarizes them; photos with huge text waste time.
  * So the glyph height is measured first and the page rescaled into a comfortable band, and Tesseract is
- * told 300 DPI so its layout thresholds match. Measured on corpus-dev: mean CER 0.228 → 0.163, word F1
- * 0.754 → 0.810 against handing the original file to Tesseract (see the issue 2 note).
+ * told 300 DPI so its layout thresholds match. Measured (docs/decisions.md#text-size-normalization): mean CER 0.228 → 0.163, word F1
+ * 0.754 → 0.810 against handing the original file to Tesseract.
  */
 const TARGET_TEXT_HEIGHT = 22;
 const MIN_TEXT_HEIGHT = 13;
@@ -41,8 +41,8 @@ const MIN_COVERAGE = 0.8;
 
 /**
  * Rescue pass. A page read with low confidence (faded receipts, noisy forms) is read again at 1.5× the
- * scale, and the reading Tesseract itself scores higher (Σ characters × confidence) is kept. On corpus-dev's
- * receipts and forms this raised mean word F1 0.746 → 0.760 and lowered CER 0.184 → 0.173; clean pages
+ * scale, and the reading Tesseract itself scores higher (Σ characters × confidence) is kept. On the benchmark's
+ * receipts and forms (docs/decisions.md#rescue-pass) this raised mean word F1 0.746 → 0.760 and lowered CER 0.184 → 0.173; clean pages
  * (confidence ≥ 80) never pay for it.
  */
 const RESCUE_BELOW_CONFIDENCE = 80;
@@ -76,7 +76,7 @@ export function chooseScale(textHeight: number | null, width: number, height: nu
  * The region worth reading on a mostly blank page: the content box plus a margin of a few text heights (a
  * line of text on a blank 17 MP page becomes a strip: memory and time). Only for mostly blank pages:
  * cropping an ordinary page changes Tesseract's page-wide statistics (its global threshold, its column
- * finding) and measurably cost word F1 on corpus-dev's forms and receipts.
+ * finding) and measurably cost word F1 on forms and receipts (docs/decisions.md#crop-blank-pages).
  */
 const MAX_CROPPED_AREA = 0.25;
 

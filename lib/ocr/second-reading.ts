@@ -15,8 +15,8 @@ import type { PageReading, PreparedRaster } from "./recognize";
 
 /**
  * The second recognizer (PaddleOCR, lib/ocr/paddle) and when it reads a page. Tesseract reads every page first; a
- * page it read with a mean word confidence under this is read by PaddleOCR too. Chosen on corpus-dev's 20 images
- * by sweeping the threshold 70–92 (issue 12's lab report): 84 gave the lowest mean CER, and the curve is flat
+ * page it read with a mean word confidence under this is read by PaddleOCR too. Chosen on the benchmark's 20 images
+ * by sweeping the threshold 70–92 (docs/decisions.md#second-reading-threshold): 84 gave the lowest mean CER, and the curve is flat
  * between 82 and 88. Tesseract's confidence is the signal because it needs no ground truth, and because where
  * Tesseract is sure (clean scans, book pages) PaddleOCR was never better.
  */
@@ -120,10 +120,10 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
 
 /**
  * Tesseract words at or above this confidence are kept inside PaddleOCR's reading: a line PaddleOCR detected that
- * Tesseract read entirely at this confidence is not recognized again. On corpus-dev's 18 pages that get a second
+ * Tesseract read entirely at this confidence is not recognized again. On the benchmark's 18 pages that get a second
  * reading: at 90, 35% of the detected lines keep Tesseract's words and PaddleOCR's CPU time falls 16% (28.2 →
  * 23.7 s) with the same accuracy (case-folded CER 0.115, word F1 0.859 → 0.860); at 80, 51% and −25%, but CER
- * 0.116 with 5 of 9 receipts worse.
+ * 0.116 with 5 of 9 receipts worse (docs/decisions.md#keep-tesseract-words).
  */
 export const KEEP_TESSERACT_ABOVE = 90;
 

@@ -19,7 +19,7 @@ export interface DetectedTable {
 /**
  * A gutter (a column boundary) is an x-range no word of the rows crosses, at least this many character widths
  * (median width of a character on the page) wide. Word spaces are ~0.5 of a width (up to ~2.5 in narrow justified
- * columns, which is why a gutter must also hold over several rows). On corpus-dev tables the narrowest gap between
+ * columns, which is why a gutter must also hold over several rows). On the benchmark tables (docs/decisions.md#table-gutters) the narrowest gap between
  * two columns was 2.2 widths (right-aligned amounts, 2023 | 2022), and the widest gap inside one cell 1.4 (a phone
  * number's "(203) 569-4345").
  */

@@ -16,7 +16,7 @@ class RawRedis extends Redis {
 }
 
 /** Options for the REST client. */
-export interface RestRedisOptions {
+interface RestRedisOptions {
   url: string;
   token: string;
   /** Per-request deadline. Default 5 000 ms, and never past the current request's deadline (lib/request-scope.ts). */

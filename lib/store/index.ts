@@ -10,7 +10,7 @@ export { createMemoryStore } from "./memory-store";
 export { createRedisStore } from "./redis-store";
 export { createRestRedis, createTcpRedis } from "./connect";
 
-export type StoreConfig =
+type StoreConfig =
   | { kind: "redis-rest"; url: string; token: string; prefix: string }
   | { kind: "redis-tcp"; url: string; prefix: string }
   | { kind: "memory" };
@@ -54,7 +54,7 @@ export function resolveStoreConfig(env: StoreEnv): StoreConfig {
 }
 
 /** Build a store for a configuration (the CLI and tests use this directly; the app uses `getStore()`). */
-export function createStore(config: StoreConfig): Store {
+function createStore(config: StoreConfig): Store {
   switch (config.kind) {
     case "redis-rest":
       return createRedisStore({ redis: createRestRedis(config), prefix: config.prefix, kind: "redis-rest" });

@@ -1,21 +1,16 @@
 import { getStore } from "./index";
 
 /**
- * The per-session mailbox of the MCP legacy SSE relay (issue 5): `POST /api/mcp?sessionId=…` may land on another
+ * The per-session mailbox of the MCP legacy SSE relay (docs/decisions.md#mcp-sse-relay): `POST /api/mcp?sessionId=…` may land on another
  * instance than the one holding the stream, so responses travel through the store.
  */
 
 /** Default lifetime of a mailbox and its messages; the stream side refreshes it while it is open. */
-export const MAILBOX_TTL_MS = 5 * 60 * 1000;
+const MAILBOX_TTL_MS = 5 * 60 * 1000;
 
 /** Create (or keep alive) the mailbox of an open stream. */
 export function openMailbox(sessionId: string, ttlMs = MAILBOX_TTL_MS): Promise<void> {
   return getStore().openMailbox(sessionId, ttlMs);
-}
-
-/** Whether a stream with this session id is open somewhere (else the POST answers 404). */
-export function mailboxExists(sessionId: string): Promise<boolean> {
-  return getStore().hasMailbox(sessionId);
 }
 
 /** Queue a message for the stream; false when the session is unknown or expired. */

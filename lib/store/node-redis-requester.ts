@@ -15,7 +15,7 @@ export interface NodeRedisRequesterOptions {
   commandTimeoutMs?: number;
 }
 
-export interface NodeRedisRequester extends Requester {
+interface NodeRedisRequester extends Requester {
   close(): Promise<void>;
 }
 
@@ -24,7 +24,7 @@ type Command = string[];
 
 /**
  * An `@upstash/redis` Requester that speaks RESP2 over TCP through node-redis, so one store implementation serves
- * both Upstash REST and a self-hosted `REDIS_URL` (STACK-NOTES.md, "@upstash/redis on a local Redis").
+ * both Upstash REST and a self-hosted `REDIS_URL` (docs/decisions.md#redis-requester).
  *
  * - `path` undefined: one command; `["pipeline"]`: many, answered one by one; `["multi-exec"]`: a transaction.
  * - The offline queue is disabled and every request has a deadline, so a Redis outage fails fast (credits and
@@ -171,7 +171,7 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
 }
 
 /** Remove Upstash's `#!lua flags=…` first line, which stock Redis rejects (`Unexpected flag in script shebang`). */
-export function stripUpstashScriptFlags(script: string): string {
+function stripUpstashScriptFlags(script: string): string {
   return /^#!lua[^\n]*flags=[^\n]*allow-key-locking[^\n]*\n/.test(script) ? script.replace(/^[^\n]*\n/, "") : script;
 }
 

@@ -39,7 +39,7 @@ import {
   type StoreKind,
 } from "./types";
 
-export interface RedisStoreOptions {
+interface RedisStoreOptions {
   /** An @upstash/redis client created with `automaticDeserialization: false` (see lib/store/connect.ts). */
   redis: Redis;
   /** Prefix of every key, e.g. `ocr:`. */

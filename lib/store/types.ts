@@ -46,14 +46,14 @@ export const resolvedApiKeySchema = z.object({
   /** Last use before this one (null: never used). */
   lastUsedAt: z.iso.datetime().nullable(),
 });
-export type ResolvedApiKey = z.infer<typeof resolvedApiKeySchema>;
+type ResolvedApiKey = z.infer<typeof resolvedApiKeySchema>;
 
 /** `expired`: a reservation its request never settled (the instance died), refunded by the sweeper. */
-export const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant", "expired"]);
+const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant", "expired"]);
 export type LedgerReason = z.infer<typeof ledgerReasonSchema>;
 
 /** The output format an OCR request asked for (the same three as `options.format`), recorded on its entries. */
-export const ledgerFormatSchema = z.enum(["text", "json", "markdown"]);
+const ledgerFormatSchema = z.enum(["text", "json", "markdown"]);
 export type LedgerFormat = z.infer<typeof ledgerFormatSchema>;
 
 export const ledgerEntrySchema = z.object({
@@ -92,7 +92,7 @@ export const idempotencyRecordSchema = z.object({
 });
 export type IdempotencyRecord = z.infer<typeof idempotencyRecordSchema>;
 
-export type IdempotencyClaimResult = { claimed: true } | { claimed: false; record: IdempotencyRecord };
+type IdempotencyClaimResult = { claimed: true } | { claimed: false; record: IdempotencyRecord };
 
 export interface RateLimitResult {
   success: boolean;

@@ -4,8 +4,8 @@ import { getOcrPool } from "@/lib/ocr";
 import { callOcr, createAccount, expectApiError, expectLedgerConsistent, fixture, withStore } from "./support";
 
 /*
- * The hostile PDFs of issue 9 (built by scripts/make-fixtures.ts) through the route handler on the real engine and a
- * real Redis: each ends in a SPEC error by its deadline + 1 s, nothing is charged, and a health check sent meanwhile
+ * The hostile PDFs (docs/decisions.md#hostile-pdfs; built by scripts/make-fixtures.ts) through the route handler on the real engine and a
+ * real Redis: each ends in a catalogued error by its deadline + 1 s, nothing is charged, and a health check sent meanwhile
  * is answered while the document is still being refused (the engine runs in child processes; this thread only routes).
  */
 const DEADLINE_MS = 6_000;

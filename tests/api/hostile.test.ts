@@ -160,7 +160,7 @@ function fileCases(manyPages: Uint8Array): HostileCase[] {
   ];
 }
 
-describe("hostile input: each a clean 4xx with SPEC's body, nothing charged, and the next request still works", () => {
+describe("hostile input: each a clean 4xx with the error body, nothing charged, and the next request still works", () => {
   let account: TestAccount;
   let valid: string;
   const cases: HostileCase[] = [];

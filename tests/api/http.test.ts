@@ -36,7 +36,7 @@ function post(body: BodyInit | null, headers: Record<string, string> = {}): Requ
 }
 
 describe("CORS and methods", () => {
-  it("answers the preflight with 204 and SPEC's lists, without a key", async () => {
+  it("answers the preflight with 204 and the documented lists, without a key", async () => {
     const response = await callOcr(undefined, {
       method: "OPTIONS",
       key: null,

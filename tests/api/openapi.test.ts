@@ -79,7 +79,7 @@ describe("GET /api/openapi.json", () => {
     for (const ref of new Set(refs)) expect(resolvePointer(document, ref), ref).toBeDefined();
   });
 
-  it("covers every status code of SPEC's table on POST /api/ocr/process (404 is MCP-only), with the error body", () => {
+  it("covers every status code of the error catalogue on POST /api/ocr/process (404 is MCP-only), with the error body", () => {
     const operation = asObject(asObject(asObject(document.paths)["/api/ocr/process"]).post);
     const responses = asObject(operation.responses);
     const expected = new Set(

@@ -174,7 +174,7 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
     });
   });
 
-  // One case per status code of SPEC's table that REST can answer; 503 `overloaded` and `unavailable` have files
+  // One case per status code of the error catalogue that REST can answer; 503 `overloaded` and `unavailable` have files
   // of their own (overload.test.ts, outage.test.ts), because they need their own pool and their own Redis.
   describe("status codes", () => {
     it("400 invalid_request: neither image nor imageUrl", async () => {

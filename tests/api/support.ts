@@ -135,7 +135,7 @@ function expectCommonHeaders(response: Response): string {
 
 /**
  * The whole error body, exactly: `{ success: false, error: { code, message }, requestId }` and nothing else, the
- * status from SPEC's table, `x-request-id` equal to the body's request id, and CORS.
+ * status from the error catalogue, `x-request-id` equal to the body's request id, and CORS.
  */
 export async function expectApiError(response: Response, code: ErrorCode, message?: RegExp): Promise<ErrorBody> {
   const requestId = expectCommonHeaders(response);

@@ -161,7 +161,7 @@ describe("refusals", () => {
       new Request(`${ENDPOINT}?api_key=${account.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
     );
     await expectApiError(response, "unauthorized");
-    // REST keeps SPEC's 401 and its Bearer challenge: only /api/mcp answers 403.
+    // REST keeps its documented 401 and its Bearer challenge: only /api/mcp answers 403.
     expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
   });
 });

@@ -187,7 +187,7 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
     expect(jsonRpcErrorSchema.parse(await response.json()).error.code).toBeLessThan(-32000);
   });
 
-  it("bad JSON, a wrong content type, an oversized body → SPEC's HTTP errors", async () => {
+  it("bad JSON, a wrong content type, an oversized body → the catalogued HTTP errors", async () => {
     const account = await createAccount(0);
     await expectApiError(await rpc(null, { key: account.key, raw: '{"jsonrpc": "2.0",' }), "invalid_request", /not valid JSON/);
     await expectApiError(await rpc(null, { key: account.key, raw: "x", headers: { "content-type": "text/plain" } }), "unsupported_media_type");
@@ -201,7 +201,7 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
   });
 });
 
-describe("tool errors the model can act on → isError with the SPEC code; nothing charged", () => {
+describe("tool errors the model can act on → isError with the catalogued code; nothing charged", () => {
   async function toolError(args: unknown, code: string, credits = 5): Promise<string> {
     const account = await createAccount(credits);
     const response = await rpc(callTool(args), { key: account.key });

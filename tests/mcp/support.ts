@@ -10,7 +10,7 @@ import { REQUEST_ID } from "../api/support";
 
 /**
  * A key refused on `/api/mcp`: `403` (where REST says `401`), no `WWW-Authenticate` (MCP clients take a Bearer
- * challenge for "sign in with OAuth"), and SPEC's error body with code `unauthorized`, exactly.
+ * challenge for "sign in with OAuth"), and the error body with code `unauthorized`, exactly.
  */
 export async function expectKeyRefused(response: Response, message?: RegExp): Promise<string> {
   expect(response.status).toBe(403);
@@ -183,7 +183,7 @@ export function expectExtracted(result: unknown): OcrResponse {
   return body;
 }
 
-/** A tool error the model can act on: `isError` and a text that starts with the SPEC code. */
+/** A tool error the model can act on: `isError` and a text that starts with the catalogued code. */
 export function expectToolError(result: unknown, code: string): string {
   const parsed = toolResultSchema.parse(result);
   expect(parsed.isError).toBe(true);

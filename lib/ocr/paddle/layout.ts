@@ -31,7 +31,7 @@ export type BoxReading =
 /**
  * A word boundary wherever the space class scored above this on a frame between two characters. The Chinese
  * recognizer seldom lets the space class win (it runs English words together), but it still gives it some
- * probability at word gaps, where the blank wins: greedy decoding alone loses those spaces. Word F1 on corpus-dev
+ * probability at word gaps, where the blank wins: greedy decoding alone loses those spaces. Word F1 (docs/decisions.md#paddle-spaces)
  * (20 pages): 0.71 with the winning space only, 0.82 at 0.05–0.1, 0.80 at 0.2, 0.77 at 0.3; spaces from the
  * distance between character positions instead: 0.43 (a frame is 1/6 of the line height, too coarse for a space).
  */

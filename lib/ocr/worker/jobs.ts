@@ -237,7 +237,7 @@ export class Engine {
     let result;
     try {
       // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up
-      // (engine processes' peak with PaddleOCR 656 → 543 MB on corpus-dev). This process is usually replaced after
+      // (engine processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). This process is usually replaced after
       // such a page anyway (it keeps PaddleOCR's buffers), and otherwise starts a thread for its next page.
       await this.tesseract?.shed();
       // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
