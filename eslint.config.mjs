@@ -29,8 +29,12 @@ const deepImports = (except = []) =>
 const aliasAndRelative = (...names) => names.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`, `**/../${name}`, `**/../${name}/*`]);
 const engineForbidden = [
   {
-    group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "process")],
+    group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "process", "process-errors")],
     message: "The engine (lib/ocr) knows nothing of HTTP, MCP or requests: the caller (lib/process.ts) does.",
+  },
+  {
+    group: aliasAndRelative("errors", "error-catalogue"),
+    message: "The engine throws its own OcrError (lib/ocr/ocr-error.ts); lib/process-errors.ts maps it to the API's codes.",
   },
   {
     group: aliasAndRelative("store", "accounts", "keys"),

@@ -1,4 +1,4 @@
-import { OcrError } from "./errors";
+import { OcrError } from "./ocr-error";
 
 export type FileType = "pdf" | "jpeg" | "png" | "webp";
 

@@ -1,4 +1,4 @@
-import { OcrError } from "./errors";
+import { OcrError } from "./ocr-error";
 import type { FileType } from "./detect";
 
 export interface ImageInfo {

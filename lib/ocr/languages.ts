@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { OcrError } from "./errors";
+import { OcrError } from "./ocr-error";
 
 /** What a request asked for: explicit languages (primary first), or `auto` (English, re-read in another
  * installed language when the text is clearly in it). */

@@ -1,4 +1,4 @@
-import { OcrError } from "./errors";
+import { OcrError } from "./ocr-error";
 
 /** Syntax of a page selection: comma-separated page numbers and ranges, 1-based; `7-` runs to the last page. */
 export const PAGE_SELECTION_PATTERN = /^\s*\d+\s*(-\s*\d*\s*)?(,\s*\d+\s*(-\s*\d*\s*)?)*$/;

@@ -1,5 +1,5 @@
 import { Canvas, createCanvas, loadImage, type Image } from "@napi-rs/canvas";
-import { OcrError } from "./errors";
+import { OcrError } from "./ocr-error";
 import type { FileType } from "./detect";
 import { isTransposed, readImageInfo } from "./image-info";
 

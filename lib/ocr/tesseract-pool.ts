@@ -1,7 +1,7 @@
 import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
 import { withTimeout } from "@/lib/async";
-import { deadlineError, isOcrError, OcrError } from "./errors";
+import { deadlineError, isOcrError, OcrError } from "./ocr-error";
 import { languageDataPath } from "./languages";
 
 export interface PoolOptions {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isApiError, type ApiError, type ErrorCode } from "@/lib/errors";
-import { OcrError, ocrErrorCodes, type OcrErrorCode, type OcrErrorOptions } from "@/lib/ocr/errors";
+import { OcrError, ocrErrorCodes, type OcrErrorCode, type OcrErrorOptions } from "@/lib/ocr/ocr-error";
 import { fromEngineError } from "@/lib/process-errors";
 
 /** The API's answer to an engine failure (fails the test when the mapping returns anything but an ApiError). */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { isOcrError } from "@/lib/ocr/errors";
+import { isOcrError } from "@/lib/ocr/ocr-error";
 import { openPdf } from "@/lib/ocr/pdf";
 
 /*

@@ -1,5 +1,5 @@
 import type { PDFPageProxy } from "pdfjs-dist";
-import { OcrError } from "../errors";
+import { OcrError } from "../ocr-error";
 import type { ExtractedPage } from "../document";
 import { detectLanguage } from "../language-detect";
 import type { LanguageChoice } from "../languages";

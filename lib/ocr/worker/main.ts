@@ -4,7 +4,7 @@
  * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
  */
 import { describeError } from "@/lib/error-log";
-import { isEngineFault, isOcrError, toOcrErrorData } from "../errors";
+import { isEngineFault, isOcrError, toOcrErrorData } from "../ocr-error";
 import { notePdfWarning } from "../pdf";
 import { Engine } from "./jobs";
 import {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { FileType } from "../detect";
 import { ocrEngineSchema, type ExtractedPage } from "../document";
-import { ocrErrorCodes, type OcrErrorData } from "../errors";
+import { ocrErrorCodes, type OcrErrorData } from "../ocr-error";
 import type { LanguageChoice } from "../languages";
 
 /**
