@@ -18,20 +18,25 @@ interface ReadBodyOptions {
   maxBytes?: number;
 }
 
-// One read per request: the idempotency check fingerprints the raw bytes and the handler parses the same bytes.
-const bodies = new WeakMap<Request, Promise<Uint8Array>>();
+/** A request's body, read on first use and at most once, cut off past its size limit. */
+export interface RequestBody {
+  /**
+   * The raw bytes (`413 payload_too_large` past the limit, without buffering the rest; a declared `Content-Length`
+   * over it is refused before reading). The same promise on every call.
+   */
+  bytes(): Promise<Uint8Array>;
+  /** The bytes as parsed JSON (`unknown`: validate it with a schema); see {@link parseJsonBody} for the errors. */
+  json(): Promise<unknown>;
+}
 
 /**
- * The raw body, read at most once per request and cut off past `maxBytes` (`413 payload_too_large`) without
- * buffering the rest. A declared `Content-Length` over the limit is refused before reading.
+ * The body of `req`, read lazily and once: the idempotency check fingerprints the raw bytes and the handler parses
+ * the same bytes. `withApiKey` makes one per request and hands it to the handler as `ApiContext.body`.
  */
-export function readBody(req: Request, options: ReadBodyOptions = {}): Promise<Uint8Array> {
-  let pending = bodies.get(req);
-  if (!pending) {
-    pending = readLimited(req, options.maxBytes ?? maxBodyBytes());
-    bodies.set(req, pending);
-  }
-  return pending;
+export function requestBody(req: Request, options: ReadBodyOptions = {}): RequestBody {
+  let pending: Promise<Uint8Array> | undefined;
+  const bytes = () => (pending ??= readLimited(req, options.maxBytes ?? maxBodyBytes()));
+  return { bytes, json: () => parseJsonBody(req.headers.get("content-type"), bytes) };
 }
 
 function bodyTooLarge(maxBytes: number): ApiError {
@@ -86,19 +91,17 @@ export function isJsonContentType(header: string | null): boolean {
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /**
- * The body as parsed JSON (`unknown`: validate it with a schema). Errors: `415` for a declared non-JSON content
- * type, `413` past the size limit, `400` for an empty body, invalid UTF-8, nesting deeper than
- * {@link MAX_JSON_DEPTH} or invalid JSON.
+ * The body as parsed JSON. Errors: `415` for a declared non-JSON content type (before reading), `413` past the size
+ * limit, `400` for an empty body, invalid UTF-8, nesting deeper than {@link MAX_JSON_DEPTH} or invalid JSON.
  */
-export async function readJson(req: Request, options: ReadBodyOptions = {}): Promise<unknown> {
-  const contentType = req.headers.get("content-type");
+async function parseJsonBody(contentType: string | null, read: () => Promise<Uint8Array>): Promise<unknown> {
   if (!isJsonContentType(contentType)) {
     throw new ApiError(
       "unsupported_media_type",
       `Send the request body as JSON with Content-Type: application/json (got ${contentType!.split(";")[0]!.trim().slice(0, 60)})`,
     );
   }
-  const bytes = await readBody(req, options);
+  const bytes = await read();
   if (bytes.byteLength === 0) throw new ApiError("invalid_request", "The request body is empty; send a JSON object");
 
   let text: string;

@@ -1,28 +1,23 @@
 import { ApiError } from "@/lib/errors";
 import { preflightHeaders } from "./cors";
+import type { RequestContext } from "./context";
 import { newRequestId } from "./request-id";
-import { errorResponse, finishResponse } from "./respond";
+import { errorAnswer, finishResponse } from "./respond";
 
 export type RouteHandler = (req: Request) => Promise<Response>;
-
-export interface RequestContext {
-  req: Request;
-  requestId: string;
-  /** Epoch ms when the request arrived: the base of `processingTime` and of the request deadline. */
-  receivedAt: number;
-}
 
 /** For routes without a key (`/api/openapi.json`, health): request id, CORS, the one catch, one log line. */
 export function withRequest(handler: (context: RequestContext) => Promise<Response>): RouteHandler {
   return async (req) => {
     const context: RequestContext = { req, requestId: newRequestId(), receivedAt: Date.now() };
     let response: Response;
+    let code: string | undefined;
     try {
       response = await handler(context);
     } catch (error) {
-      response = errorResponse(error, context.requestId);
+      ({ response, code } = errorAnswer(error, context.requestId));
     }
-    return finishResponse(response, context);
+    return finishResponse(response, { ...context, facts: { code } });
   };
 }
 

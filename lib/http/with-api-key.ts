@@ -12,15 +12,11 @@ import { ApiError, isApiError } from "@/lib/errors";
 import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
 import { runWithDeadline } from "@/lib/request-scope";
 import { missingKeyMessage, readApiKey } from "./api-key";
-import { readBody } from "./body";
+import { requestBody } from "./body";
+import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
-import { describeResponse, errorResponse, finishResponse, noteResponse, rebuildResponse } from "./respond";
-import type { RequestContext, RouteHandler } from "./routes";
-
-export interface ApiContext extends RequestContext {
-  /** The account and key behind the request's API key. */
-  account: ApiKeyIdentity;
-}
+import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
+import type { RouteHandler } from "./routes";
 
 type ApiHandler = (context: ApiContext) => Promise<Response>;
 
@@ -58,7 +54,8 @@ export function isFinalOutcome(status: number): boolean {
  * `WWW-Authenticate`) → per-key rate limit
  * (`429`; `RateLimit-*` on every later response) → `Idempotency-Key` (replay, `409` while in progress, `422` for
  * another body) → handler → the one catch (`toErrorResponse`) → CORS, `x-request-id` and one log line.
- * Handlers throw; they never build an error response.
+ * Handlers throw; they never build an error response, and they set no credits header: they `report` (see
+ * `ApiContext`), and the wrapper alone sets the headers, decides about replays and writes the log line.
  */
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
@@ -84,36 +81,64 @@ function afterResponse(task: () => Promise<void>): void {
   }
 }
 
+/** What the wrapper learns while serving one request: for its headers, the replay decision and the log line. */
+interface Outcome extends AnswerFacts {
+  pages: number;
+  creditsRemaining: number | undefined;
+  replayable: boolean;
+}
+
 async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Request, receivedAt: number): Promise<Response> {
   const requestId = newRequestId();
   const headers: Record<string, string> = {};
+  const outcome: Outcome = { pages: 0, creditsRemaining: undefined, replayable: true };
   let keyId: string | undefined;
   let response: Response;
   try {
     const account = await authenticate(req, options.acceptQueryKey ?? false);
     keyId = account.keyId;
-    const limit = await checkRateLimit(account.keyId);
-    Object.assign(headers, rateLimitHeaders(limit));
-    if (!limit.success) {
-      throw new ApiError(
-        "rate_limited",
-        `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
-      );
-    }
-    const context: ApiContext = { req, requestId, receivedAt, account };
-    response = await runIdempotently(context, () => runHandler(handler, context));
+    await limitRate(account.keyId, headers);
+    const report = (facts: Report) => addReport(outcome, facts);
+    const context: ApiContext = { req, requestId, receivedAt, account, body: requestBody(req), report };
+    response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   } catch (error) {
-    response = errorResponse(error, requestId);
+    response = fail(error, requestId, outcome);
     if (options.refuseKeyWith403 === true && response.status === 401) response = forbidden(response);
   }
-  return finishResponse(response, { req, requestId, receivedAt, keyId, headers });
+  return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
+}
+
+/** `ApiContext.report`: pages add up, the latest balance wins, one `replayable: false` is enough. */
+function addReport(outcome: Outcome, { pages = 0, creditsRemaining, replayable = true }: Report): void {
+  outcome.pages += pages;
+  if (creditsRemaining !== undefined) outcome.creditsRemaining = creditsRemaining;
+  if (!replayable) outcome.replayable = false;
+}
+
+/** A thrown error is the answer: what the handler reported is dropped; its code goes to the log line. */
+function fail(error: unknown, requestId: string, outcome: Outcome): Response {
+  const { response, code } = errorAnswer(error, requestId);
+  Object.assign(outcome, { pages: 0, creditsRemaining: undefined, replayable: true, code });
+  return response;
+}
+
+/** The per-key rate limit: its `RateLimit-*` headers go into `headers` (every later answer carries them), or `429`. */
+async function limitRate(keyId: string, headers: Record<string, string>): Promise<void> {
+  const limit = await checkRateLimit(keyId);
+  Object.assign(headers, rateLimitHeaders(limit));
+  if (!limit.success) {
+    throw new ApiError(
+      "rate_limited",
+      `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
+    );
+  }
 }
 
 /** A key refusal as `403` without the Bearer challenge (`WithApiKeyOptions.refuseKeyWith403`); the body is unchanged. */
 function forbidden(response: Response): Response {
   const headers = new Headers(response.headers);
   headers.delete("www-authenticate");
-  return noteResponse(new Response(response.body, { status: 403, headers }), describeResponse(response));
+  return new Response(response.body, { status: 403, headers });
 }
 
 async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {
@@ -124,30 +149,35 @@ async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiK
   return account;
 }
 
-async function runHandler(handler: ApiHandler, context: ApiContext): Promise<Response> {
+/** The handler's answer with the reported balance as `x-credits-remaining` (before it is stored for replays). */
+async function runHandler(handler: ApiHandler, context: ApiContext, outcome: Outcome): Promise<Response> {
+  let response: Response;
   try {
-    return await handler(context);
+    response = await handler(context);
   } catch (error) {
-    return errorResponse(error, context.requestId);
+    return fail(error, context.requestId, outcome);
   }
+  const { creditsRemaining } = outcome;
+  return creditsRemaining === undefined ? response : withHeaders(response, { "x-credits-remaining": String(creditsRemaining) });
 }
 
 /**
  * `Idempotency-Key` (docs/api.md#idempotency-key): the same key from the same account with the same method, path and body
  * within 24 h replays the stored status, body and headers, and is not charged again. Only final outcomes are
- * stored; after a 5xx, a timeout or a 402 the claim is released so a retry runs again.
+ * stored; after a 5xx, a timeout or a 402 (or an answer reported not `replayable`) the claim is released so a
+ * retry runs again.
  */
-async function runIdempotently(context: ApiContext, run: () => Promise<Response>): Promise<Response> {
+async function runIdempotently(context: ApiContext, outcome: Outcome, run: () => Promise<Response>): Promise<Response> {
   const { req, account, requestId } = context;
   const key = req.headers.get("idempotency-key");
   if (key === null) return run();
 
-  const body = await readBody(req);
-  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, body]);
+  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, await context.body.bytes()]);
   const { userId } = account;
   const claim = await claimIdempotencyKey({ userId, key, fingerprint });
   switch (claim.status) {
     case "replay":
+      outcome.replayed = true;
       return replay(claim.response);
     case "in-progress":
       throw new ApiError(
@@ -165,7 +195,7 @@ async function runIdempotently(context: ApiContext, run: () => Promise<Response>
 
   const { token } = claim;
   const response = await run();
-  if (!isFinalOutcome(response.status) || describeResponse(response).transient) {
+  if (!isFinalOutcome(response.status) || !outcome.replayable) {
     await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) => logStoreFailure(requestId, "release", error));
     return response;
   }
@@ -179,13 +209,13 @@ async function runIdempotently(context: ApiContext, run: () => Promise<Response>
   await completeIdempotencyKey({ userId, key, token, response: stored }).catch((error: unknown) =>
     logStoreFailure(requestId, "complete", error),
   );
-  return rebuildResponse(response, new Headers(response.headers), text);
+  return withHeaders(response, {}, text);
 }
 
 function replay(stored: StoredResponse): Response {
   const headers = new Headers(stored.headers);
   headers.set("Idempotent-Replayed", "true");
-  return noteResponse(new Response(stored.body, { status: stored.status, headers }), { replayed: true });
+  return new Response(stored.body, { status: stored.status, headers });
 }
 
 function logStoreFailure(requestId: string, operation: string, error: unknown): void {

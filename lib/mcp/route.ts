@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/errors";
-import { isFinalOutcome, noteResponse, preflight, readApiKey, readJson, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import { isFinalOutcome, preflight, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
 // eslint-disable-next-line no-restricted-imports -- see lib/mcp/relay.ts (mailbox.ts and the store barrel would import each other).
@@ -190,28 +190,15 @@ function sessionEndpoint(req: Request, sessionId: string): string {
 }
 
 /**
- * Tracks what the tool calls of one HTTP request charged (for `x-credits-remaining` and the log line) and whether
- * one failed in a way REST would not store for `Idempotency-Key` replays (402, 429, 5xx): such an answer is marked
- * transient, so a retry with the same key runs again instead of replaying the failure.
+ * The tool calls' outcomes, reported to `withApiKey`: what they charged (`x-credits-remaining`, the log line) and
+ * whether one failed in a way REST would not store for `Idempotency-Key` replays (402, 429, 5xx) — then the answer
+ * is not `replayable`, so a retry with the same key runs again instead of replaying the failure.
  */
-function chargeTracker() {
-  let creditsRemaining: number | undefined;
-  let pages = 0;
-  let transient = false;
+function reportCharges(report: ApiContext["report"]) {
   return {
-    onExtracted(result: ProcessDocumentResult) {
-      creditsRemaining = result.creditsRemaining;
-      pages += result.response.creditsUsed;
-    },
-    onToolError(error: ApiError) {
-      if (!isFinalOutcome(error.status)) transient = true;
-    },
-    finish(response: Response, body: BodyInit | null = response.body, status = response.status): Response {
-      const headers = new Headers(response.headers);
-      if (creditsRemaining !== undefined) headers.set("x-credits-remaining", String(creditsRemaining));
-      if (status === 202) headers.delete("content-type");
-      return noteResponse(new Response(body, { status, headers }), { pages, transient });
-    },
+    onExtracted: (result: ProcessDocumentResult) =>
+      report({ pages: result.response.creditsUsed, creditsRemaining: result.creditsRemaining }),
+    onToolError: (error: ApiError) => report({ replayable: isFinalOutcome(error.status) }),
   };
 }
 
@@ -243,13 +230,15 @@ async function chargeBatch(keyId: string, body: unknown): Promise<void> {
  * the work is done, so it carries no `x-credits-remaining` (the result's `creditsUsed` says what was charged). A POST
  * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
  */
-async function postStateless({ req, account, requestId, receivedAt }: ApiContext, progressIntervalMs: number): Promise<Response> {
-  const body = await readJson(req);
+async function postStateless(
+  { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
+  progressIntervalMs: number,
+): Promise<Response> {
+  const body = await requestBody.json();
   await chargeBatch(account.keyId, body);
-  const charges = chargeTracker();
   const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
   const stream = acceptsEventStream(req) && !req.headers.has("idempotency-key") && asksForProgress(body);
-  const response = await serveStreamablePost(
+  return serveStreamablePost(
     req,
     body,
     () =>
@@ -257,12 +246,10 @@ async function postStateless({ req, account, requestId, receivedAt }: ApiContext
         receivedAt,
         deadline,
         progressIntervalMs: stream ? progressIntervalMs : undefined,
-        onExtracted: charges.onExtracted,
-        onToolError: charges.onToolError,
+        ...reportCharges(report),
       }),
     { stream },
   );
-  return charges.finish(response);
 }
 
 function acceptsEventStream(req: Request): boolean {
@@ -277,12 +264,12 @@ function acceptsEventStream(req: Request): boolean {
  * as it comes, ahead of the result.
  */
 async function postToSession(
-  { req, account, requestId, receivedAt }: ApiContext,
+  { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
   sessionId: string,
   wakeups: StreamWakeups,
   progressIntervalMs: number,
 ): Promise<Response> {
-  const body = await readJson(req);
+  const body = await requestBody.json();
   await chargeBatch(account.keyId, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
@@ -295,7 +282,6 @@ async function postToSession(
   }
   wakeups.wake(mailboxId);
 
-  const charges = chargeTracker();
   const streamed = asksForProgress(body);
   // Notifications are queued one after the other, and all of them before the responses.
   let notes = Promise.resolve();
@@ -315,8 +301,7 @@ async function postToSession(
       deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       progressIntervalMs,
-      onExtracted: charges.onExtracted,
-      onToolError: charges.onToolError,
+      ...reportCharges(report),
     });
     const sdkReq = withoutProtocolVersion(req);
     response = streamed ? await serveStreamedExchange(sdkReq, body, server) : await serveJsonExchange(sdkReq, body, server);
@@ -337,8 +322,15 @@ async function postToSession(
     );
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
-  if (response.status !== 200 && response.status !== 202) return charges.finish(response);
-  return charges.finish(response, null, 202);
+  if (response.status !== 200 && response.status !== 202) return response;
+  return accepted(response);
+}
+
+/** The session POST's own answer: `202`, no body (the messages went to the stream), the SDK's other headers kept. */
+function accepted(response: Response): Response {
+  const headers = new Headers(response.headers);
+  headers.delete("content-type");
+  return new Response(null, { status: 202, headers });
 }
 
 /**

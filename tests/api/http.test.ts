@@ -9,8 +9,7 @@ import {
   isJsonContentType,
   maxBodyBytes,
   readApiKey,
-  readBody,
-  readJson,
+  requestBody,
   withApiKey,
 } from "@/lib/http";
 import { assertJsonDepth } from "@/lib/http/body";
@@ -28,6 +27,10 @@ async function apiError(promise: Promise<unknown>): Promise<ApiError> {
   expect(outcome).toBeInstanceOf(ApiError);
   return outcome as ApiError;
 }
+
+/** One-shot reads, as a handler's `ApiContext.body` does them. */
+const readBody = (req: Request, options?: { maxBytes?: number }) => requestBody(req, options).bytes();
+const readJson = (req: Request, options?: { maxBytes?: number }) => requestBody(req, options).json();
 
 function post(body: BodyInit | null, headers: Record<string, string> = {}): Request {
   const init: RequestInit & { duplex?: "half" } = { method: "POST", headers: { "content-type": "application/json", ...headers }, body };
@@ -133,10 +136,10 @@ describe("readJson and readBody", () => {
   });
 
   it("reads the body once: the idempotency fingerprint and the handler see the same bytes", async () => {
-    const req = post('{"image":"AAAA"}', { "content-type": "application/json" });
-    const first = await readBody(req);
-    expect(await readBody(req)).toBe(first);
-    expect(await readJson(req)).toEqual({ image: "AAAA" });
+    const body = requestBody(post('{"image":"AAAA"}', { "content-type": "application/json" }));
+    const first = await body.bytes();
+    expect(await body.bytes()).toBe(first);
+    expect(await body.json()).toEqual({ image: "AAAA" });
   });
 
   it("accepts a body at the limit and refuses one byte more", async () => {

@@ -1,5 +1,5 @@
 import { ocrRequestSchema } from "@/lib/api-schemas";
-import { methodNotAllowed, ocrResponse, preflight, readJson, withApiKey } from "@/lib/http";
+import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { processDocument } from "@/lib/process";
 
 export const runtime = "nodejs";
@@ -8,9 +8,11 @@ export const maxDuration = 60;
 const methods = ["POST"];
 
 // POST /api/ocr/process – extract text from a base64 or URL document
-export const POST = withApiKey(async ({ req, account, requestId, receivedAt }) => {
-  const body = ocrRequestSchema.parse(await readJson(req));
-  return ocrResponse(await processDocument({ body, account, requestId, receivedAt }));
+export const POST = withApiKey(async ({ body, account, requestId, receivedAt, report }) => {
+  const request = ocrRequestSchema.parse(await body.json());
+  const { response, creditsRemaining } = await processDocument({ body: request, account, requestId, receivedAt });
+  report({ pages: response.creditsUsed, creditsRemaining });
+  return Response.json(response);
 });
 
 export const OPTIONS = preflight(methods);

@@ -1,0 +1,37 @@
+import type { ApiKeyIdentity } from "@/lib/keys";
+import type { RequestBody } from "./body";
+
+/** What every handler gets from its wrapper (`withRequest`, `withApiKey`). */
+export interface RequestContext {
+  req: Request;
+  requestId: string;
+  /** Epoch ms when the request arrived: the base of `processingTime` and of the request deadline. */
+  receivedAt: number;
+}
+
+/**
+ * What a handler tells `withApiKey` about its answer, instead of setting headers itself: the wrapper alone turns it
+ * into `x-credits-remaining`, the log line and the `Idempotency-Key` decision. Reports add up (an MCP batch reports
+ * each tool call): pages are summed, the latest balance wins, one `replayable: false` is enough. A handler that
+ * throws has its reports dropped: the answer is then the error.
+ */
+export interface Report {
+  /** Pages charged. */
+  pages?: number;
+  /** The account's balance after the charge, sent as `x-credits-remaining` (and stored with a replayable answer). */
+  creditsRemaining?: number;
+  /**
+   * False when the answer reports a failure of the moment (timeout, overloaded, no credits…) inside a 2xx, as MCP
+   * tool errors do: like a REST 402 or 5xx it is not stored for `Idempotency-Key` replays, so a retry runs again.
+   */
+  replayable?: boolean;
+}
+
+/** What `withApiKey` hands a keyed handler. */
+export interface ApiContext extends RequestContext {
+  /** The account and key behind the request's API key. */
+  account: ApiKeyIdentity;
+  /** The body, read at most once (the idempotency fingerprint and the handler see the same bytes), within its limit. */
+  body: RequestBody;
+  report(report: Report): void;
+}
