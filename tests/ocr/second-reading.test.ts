@@ -79,14 +79,15 @@ describe("chooseReading", () => {
   });
 });
 
+/** The raster both recognizers read: the crop (100, 50, 400×300) of a 1000×800 source, scaled 2×. */
+const prepared = {
+  crop: { x: 100, y: 50, width: 400, height: 300 },
+  scale: 2,
+  sourceWidth: 1000,
+  sourceHeight: 800,
+} as PreparedRaster;
+
 describe("paddlePageReading", () => {
-  // The raster PaddleOCR read: the crop (100, 50, 400×300) of a 1000×800 source, scaled 2×.
-  const prepared = {
-    crop: { x: 100, y: 50, width: 400, height: 300 },
-    scale: 2,
-    sourceWidth: 1000,
-    sourceHeight: 800,
-  } as PreparedRaster;
   const word = (text: string, box: [number, number, number, number], confidence = 90) => ({ text, confidence, box });
   const paddle: PaddleReading = {
     confidence: 90,
@@ -125,13 +126,6 @@ describe("paddlePageReading", () => {
 });
 
 describe("confidentTesseractWords", () => {
-  // Tesseract read the crop (100, 50, 400×300) of a 1000×800 source at scale 2; PaddleOCR detects on that raster.
-  const prepared = {
-    crop: { x: 100, y: 50, width: 400, height: 300 },
-    scale: 2,
-    sourceWidth: 1000,
-    sourceHeight: 800,
-  } as PreparedRaster;
   /** A Tesseract word at raster box `[x0, y0, x1, y1]`, stored normalized to the source as pages store it. */
   const word = (text: string, [x0, y0, x1, y1]: [number, number, number, number], confidence: number) => ({
     text,
