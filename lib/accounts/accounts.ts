@@ -65,7 +65,7 @@ function parseCredentials(input: Credentials): { email: string; password: string
 
 /** Count one attempt against a fixed-window limit; past it `429` saying `what` and the real wait. */
 async function limit(check: { bucket: string; identifier: string; limit: number; windowMs: number }, what: string): Promise<void> {
-  const result = await getStore().rateLimit(check);
+  const result = await getStore().limits.rateLimit(check);
   if (!result.success) throw tooMany(what, result.reset);
 }
 
@@ -106,7 +106,7 @@ export async function signUp(input: Credentials, options: { operator?: boolean }
     passwordHash: await hashPassword(password),
     createdAt: now,
   };
-  const created = await getStore().createUser({
+  const created = await getStore().accounts.createUser({
     user,
     signupCredits: env.FREE_CREDITS,
     signupEntry: { id: `led_${randomBytes(12).toString("base64url")}`, at: now, reason: "signup" },
@@ -132,10 +132,10 @@ async function limitSignUp(address: string | undefined): Promise<void> {
  */
 export async function signIn(input: Credentials): Promise<Account> {
   const email = normalizeEmail(input.email);
-  const store = getStore();
+  const limits = getStore().limits;
   const addressKey = addressLimitKey(input.address);
   const subject = `signin:${hashIdentifier(`${email}\n${addressKey}`)}`;
-  const backoff = await store.getBackoff(subject);
+  const backoff = await limits.getBackoff(subject);
   if (backoff && backoff.until > Date.now()) throw tooMany("Too many wrong passwords for this e-mail.", backoff.until);
   await limit(
     { bucket: "signin-address", identifier: addressKey, limit: getEnv().SIGNIN_PER_ADDRESS, windowMs: SIGNIN_WINDOW_MS },
@@ -146,18 +146,18 @@ export async function signIn(input: Credentials): Promise<Account> {
     ? await verifyPassword(input.password, user.passwordHash)
     : await verifyPassword(input.password, await decoyPasswordHash()).then(() => false);
   if (!ok || !user) {
-    const state = await store.recordBackoffFailure(subject, Date.now(), SIGNIN_BACKOFF);
+    const state = await limits.recordBackoffFailure(subject, Date.now(), SIGNIN_BACKOFF);
     const wait = state.until > Date.now() ? ` Wait ${formatWait(Math.ceil((state.until - Date.now()) / 1000))} before the next try.` : "";
     throw new ApiError("unauthorized", `Wrong e-mail or password.${wait}`);
   }
-  if (backoff) await store.clearBackoff(subject);
+  if (backoff) await limits.clearBackoff(subject);
   return toAccount(user);
 }
 
 async function findUserByEmail(email: string): Promise<UserRecord | null> {
-  const store = getStore();
-  const userId = await store.getUserIdByEmail(normalizeEmail(email));
-  return userId ? store.getUser(userId) : null;
+  const accounts = getStore().accounts;
+  const userId = await accounts.getUserIdByEmail(normalizeEmail(email));
+  return userId ? accounts.getUser(userId) : null;
 }
 
 export async function getAccountByEmail(email: string): Promise<Account | null> {
@@ -166,6 +166,6 @@ export async function getAccountByEmail(email: string): Promise<Account | null> 
 }
 
 export async function getAccount(userId: string): Promise<Account | null> {
-  const user = await getStore().getUser(userId);
+  const user = await getStore().accounts.getUser(userId);
   return user ? toAccount(user) : null;
 }

@@ -21,7 +21,7 @@ export async function createSession(userId: string, ttlMs = SESSION_TTL_MS): Pro
   const id = randomBytes(32).toString("base64url");
   const now = new Date();
   const expiresAt = new Date(now.getTime() + ttlMs);
-  await getStore().createSession(
+  await getStore().accounts.createSession(
     storageKey(id),
     { userId, createdAt: now.toISOString(), expiresAt: expiresAt.toISOString() },
     ttlMs,
@@ -32,14 +32,14 @@ export async function createSession(userId: string, ttlMs = SESSION_TTL_MS): Pro
 /** The account behind a session id, or null (unknown, expired, signed out, malformed). */
 export async function getSessionAccount(sessionId: string | undefined): Promise<Account | null> {
   if (!sessionId || !SESSION_ID.test(sessionId)) return null;
-  const session = await getStore().getSession(storageKey(sessionId));
+  const session = await getStore().accounts.getSession(storageKey(sessionId));
   if (!session || Date.parse(session.expiresAt) <= Date.now()) return null;
   return getAccount(session.userId);
 }
 
 export async function deleteSession(sessionId: string | undefined): Promise<void> {
   if (!sessionId || !SESSION_ID.test(sessionId)) return;
-  await getStore().deleteSession(storageKey(sessionId));
+  await getStore().accounts.deleteSession(storageKey(sessionId));
 }
 
 /**

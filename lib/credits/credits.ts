@@ -60,7 +60,7 @@ export async function reserveCredits({
   /** Epoch ms: the request's deadline. An unsettled reservation is refunded by the sweeper after it. */
   deadline?: number;
 }): Promise<ReserveResult> {
-  const store = getStore();
+  const store = getStore().credits;
   const count = pagesSchema.parse(pages);
   let result: Awaited<ReturnType<typeof store.reserveCredits>>;
   try {
@@ -110,7 +110,7 @@ export async function settleCredits({
   used: number;
 }): Promise<{ refunded: number; balance: number }> {
   const unused = refundPagesSchema.parse(Math.max(0, reserved - used));
-  return getStore().releaseCredits({
+  return getStore().credits.releaseCredits({
     userId,
     requestId,
     pages: unused,
@@ -133,7 +133,7 @@ export async function refundCredits({
   format?: LedgerFormat;
   pages: number;
 }): Promise<{ refunded: number; balance: number }> {
-  return getStore().releaseCredits({
+  return getStore().credits.releaseCredits({
     userId,
     requestId,
     pages: refundPagesSchema.parse(pages),
@@ -163,7 +163,7 @@ export async function sweepExpiredReservations({
   graceMs = SWEEP_GRACE_MS,
   limit = 200,
 }: { now?: number; graceMs?: number; limit?: number } = {}): Promise<SweepResult> {
-  const store = getStore();
+  const store = getStore().credits;
   const overdue = await store.listOverdueReservations(now - graceMs, limit);
   let refunded = 0;
   let credits = 0;
@@ -185,7 +185,7 @@ export async function sweepExpiredReservations({
 
 /** Open reservations whose deadline has passed (for `/api/health`): nonzero for long means nothing sweeps. */
 export async function countOverdueReservations(now = Date.now()): Promise<number> {
-  return getStore().countOverdueReservations(now);
+  return getStore().credits.countOverdueReservations(now);
 }
 
 const SWEEP_EVERY_MS = 30_000;
@@ -214,11 +214,11 @@ export function maybeSweepReservations(schedule: (task: () => Promise<void>) => 
 
 /** Add credits (operators, the admin CLI) with a `grant` ledger entry. */
 export async function grantCredits({ userId, credits }: { userId: string; credits: number }): Promise<{ balance: number }> {
-  return getStore().grantCredits({ userId, credits: grantSchema.parse(credits), entry: draft("grant") });
+  return getStore().credits.grantCredits({ userId, credits: grantSchema.parse(credits), entry: draft("grant") });
 }
 
 export async function getBalance(userId: string): Promise<number> {
-  return getStore().getBalance(userId);
+  return getStore().credits.getBalance(userId);
 }
 
 /** The store's own page size when the ledger is read through (a filter, the CSV export). */
@@ -241,7 +241,7 @@ export async function listLedger(
   { limit = 20, cursor, keyId }: { limit?: number; cursor?: string | null; keyId?: string | null } = {},
 ): Promise<LedgerPage> {
   const safeLimit = Math.min(100, Math.max(1, Math.trunc(limit) || 20));
-  const store = getStore();
+  const store = getStore().credits;
   if (!keyId) return store.listLedger(userId, { limit: safeLimit, cursor: safeCursorOf(cursor) });
 
   const entries: LedgerEntry[] = [];
@@ -267,7 +267,7 @@ export async function listLedger(
 
 /** Every ledger entry of `userId`, newest first (only `keyId`'s when given), read from the store 100 at a time. */
 export async function* iterateLedger(userId: string, { keyId }: { keyId?: string | null } = {}): AsyncGenerator<LedgerEntry> {
-  const store = getStore();
+  const store = getStore().credits;
   let cursor: string | null = null;
   do {
     const page: LedgerPage = await store.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor });
@@ -286,6 +286,6 @@ export interface DailyUsage {
 /** Pages used per day for the last `days` days (UTC), oldest first, today last. */
 export async function getDailyUsage(userId: string, { days = 30, now = new Date() }: { days?: number; now?: Date } = {}): Promise<DailyUsage[]> {
   const dates = Array.from({ length: days }, (_, index) => dayOf(new Date(now.getTime() - (days - 1 - index) * DAY_MS)));
-  const pages = await getStore().getDailyUsage(userId, dates);
+  const pages = await getStore().credits.getDailyUsage(userId, dates);
   return dates.map((day, index) => ({ day, pages: pages[index] ?? 0 }));
 }

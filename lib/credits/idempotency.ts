@@ -61,7 +61,7 @@ export async function claimIdempotencyKey({
   const parsedKey = idempotencyKeySchema.safeParse(key);
   if (!parsedKey.success) throw new ApiError("invalid_request", parsedKey.error.issues[0]?.message ?? "Invalid Idempotency-Key");
   const token = randomBytes(16).toString("base64url");
-  const result = await getStore().claimIdempotency(
+  const result = await getStore().idempotency.claimIdempotency(
     scopeOf(userId, parsedKey.data),
     { fingerprint, token, createdAt: new Date().toISOString() },
     IDEMPOTENCY_LEASE_MS,
@@ -85,10 +85,10 @@ export async function completeIdempotencyKey({
   token: string;
   response: StoredResponse;
 }): Promise<boolean> {
-  return getStore().completeIdempotency(scopeOf(userId, key), token, JSON.stringify(storedResponseSchema.parse(response)), IDEMPOTENCY_TTL_MS);
+  return getStore().idempotency.completeIdempotency(scopeOf(userId, key), token, JSON.stringify(storedResponseSchema.parse(response)), IDEMPOTENCY_TTL_MS);
 }
 
 /** Give up a claim (the request failed in a way worth retrying) so the next retry runs again. */
 export async function releaseIdempotencyKey({ userId, key, token }: { userId: string; key: string; token: string }): Promise<boolean> {
-  return getStore().releaseIdempotency(scopeOf(userId, key), token);
+  return getStore().idempotency.releaseIdempotency(scopeOf(userId, key), token);
 }

@@ -69,7 +69,7 @@ export async function createApiKey({ userId, name }: { userId: string; name: str
     lastUsedAt: null,
     revokedAt: null,
   };
-  if (!(await getStore().createApiKey(record, MAX_ACTIVE_KEYS))) {
+  if (!(await getStore().keys.createApiKey(record, MAX_ACTIVE_KEYS))) {
     throw new ApiError(
       "conflict",
       `This account already has ${MAX_ACTIVE_KEYS} active API keys, the most allowed. Revoke one to create another.`,
@@ -83,7 +83,7 @@ export async function createApiKey({ userId, name }: { userId: string; name: str
  * name the ledger's entries), most recently revoked first.
  */
 export async function listApiKeys(userId: string): Promise<ApiKeyInfo[]> {
-  const records = await getStore().listApiKeys(userId);
+  const records = await getStore().keys.listApiKeys(userId);
   const order = (record: ApiKeyRecord) => record.revokedAt ?? record.createdAt;
   return records
     .sort((a, b) => Number(a.revokedAt !== null) - Number(b.revokedAt !== null) || order(b).localeCompare(order(a)))
@@ -101,13 +101,13 @@ export async function listActiveApiKeys(userId: string): Promise<ApiKeyInfo[]> {
  */
 export async function resolveApiKey(key: string): Promise<ApiKeyIdentity | null> {
   if (!API_KEY_FORMAT.test(key)) return null;
-  const resolved = await getStore().resolveApiKey(hashApiKey(key), new Date(), LAST_USED_INTERVAL_MS);
+  const resolved = await getStore().keys.resolveApiKey(hashApiKey(key), new Date(), LAST_USED_INTERVAL_MS);
   return resolved ? { ...resolved } : null;
 }
 
 /** Revoke one of the user's keys; effective on the next request. False when it is not an active key of theirs. */
 export async function revokeApiKey({ userId, keyId }: { userId: string; keyId: string }): Promise<boolean> {
-  return getStore().revokeApiKey(userId, keyId, new Date().toISOString());
+  return getStore().keys.revokeApiKey(userId, keyId, new Date().toISOString());
 }
 
 /**

@@ -9,7 +9,7 @@ const MINUTE_MS = 60_000;
  * (logged), unlike credits.
  */
 export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
-  return getStore().rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
+  return getStore().limits.rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
 }
 
 /**

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { errorLabel } from "@/lib/error-log";
-// eslint-disable-next-line no-restricted-imports -- mailbox.ts calls getStore() from lib/store/index.ts; re-exporting it there would be a cycle. Moving the mailbox into index.ts is the fix.
-import { closeMailbox, drainMailbox, openMailbox, pushMailboxMessage } from "@/lib/store/mailbox";
+import { getStore } from "@/lib/store";
 import type { SseTiming } from "./config";
 
 /*
@@ -29,6 +28,14 @@ const LINGER_MS = 5_000;
 const SSE_RETRY_MS = 500;
 /** The `retry:` hint of a stream that may not be wanted (`closeIfUnused`): a client that ignores it comes back rarely. */
 const IDLE_CLIENT_RETRY_MS = 300_000;
+
+/** The store's mailbox port, taken at each call (tests swap the store). */
+const mailboxes = () => getStore().mailbox;
+
+/** Create (or keep alive, for `ttlMs`) the mailbox of a session's stream: the GET side, before it streams. */
+export function openMailbox(mailboxId: string, ttlMs: number): Promise<void> {
+  return mailboxes().openMailbox(mailboxId, ttlMs);
+}
 
 /**
  * A new session id: 128 random bits, then the stream's hard end (epoch ms in base 36). The POST side reads the end
@@ -70,7 +77,7 @@ type MailboxEntry = z.infer<typeof mailboxEntrySchema>;
 export async function acceptSessionPost(mailboxId: string): Promise<string | null> {
   const token = randomBytes(9).toString("base64url");
   const entry: MailboxEntry = { open: token };
-  return (await pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
+  return (await mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
 }
 
 /**
@@ -79,13 +86,13 @@ export async function acceptSessionPost(mailboxId: string): Promise<string | nul
  */
 export async function queueSessionNotes(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
   const entry: MailboxEntry = { note: token, messages };
-  return pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
+  return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /** Queue the responses of an accepted POST for the stream. False when the stream closed meanwhile. */
 export async function completeSessionPost(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
   const entry: MailboxEntry = { done: token, messages };
-  return pushMailboxMessage(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
+  return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /**
@@ -226,10 +233,10 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       if (!used && now >= unusedEnd) break;
       try {
         if (now >= nextRefresh) {
-          await openMailbox(mailboxId, SESSION_TTL_MS);
+          await mailboxes().openMailbox(mailboxId, SESSION_TTL_MS);
           nextRefresh = now + SESSION_REFRESH_MS;
         }
-        const raw = await drainMailbox(mailboxId);
+        const raw = await mailboxes().drainMailbox(mailboxId);
         failingSince = undefined;
         if (raw.length > 0) {
           lastActivity = Date.now();
@@ -254,7 +261,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
     }
   } finally {
     const close = () =>
-      closeMailbox(mailboxId).catch((error: unknown) =>
+      mailboxes().closeMailbox(mailboxId).catch((error: unknown) =>
         console.warn(`[${requestId}] mcp session: closing the mailbox failed (${errorLabel(error)}); it expires by itself`),
       );
     if (storeDown) {
@@ -264,7 +271,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       // Whatever arrived since the last poll still goes out, then the session is gone: later POSTs get 404.
       if (!stopped.aborted) {
         try {
-          deliver(await drainMailbox(mailboxId));
+          deliver(await mailboxes().drainMailbox(mailboxId));
         } catch {
           // the store failed just now: nothing to deliver
         }

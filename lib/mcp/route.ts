@@ -2,8 +2,6 @@ import { ApiError } from "@/lib/errors";
 import { isFinalOutcome, preflight, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
-// eslint-disable-next-line no-restricted-imports -- see lib/mcp/relay.ts (mailbox.ts and the store barrel would import each other).
-import { openMailbox } from "@/lib/store/mailbox";
 import { MCP_PROGRESS_INTERVAL_MS, readMcpConfig, type SseTiming } from "./config";
 import {
   SESSION_TTL_MS,
@@ -13,6 +11,7 @@ import {
   completeSessionPost,
   createSseStream,
   newSessionId,
+  openMailbox,
   queueSessionNotes,
   readStreamedExchange,
   sessionStreamEnd,

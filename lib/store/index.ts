@@ -1,14 +1,16 @@
 import "server-only"; // reads the store's credentials from the environment: never in a client bundle (Next fails the build)
 import { getEnv, type Env } from "@/lib/env";
 import { createRestRedis, createTcpRedis } from "./connect";
-import { createMemoryStore } from "./memory-store";
-import { createRedisStore } from "./redis-store";
-import type { Store } from "./types";
+import { createMemoryStore, createRedisStore, type Store } from "./store";
 
-export * from "./types";
-export { createMemoryStore } from "./memory-store";
-export { createRedisStore } from "./redis-store";
+export { createMemoryStore, createRedisStore, type Store, type StoreKind } from "./store";
 export { createRestRedis, createTcpRedis } from "./connect";
+export type { AccountStore, SessionRecord, UserRecord } from "./accounts";
+export type { ApiKeyRecord, ApiKeyStore } from "./keys/port";
+export type { CreditStore, LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "./credits/port";
+export type { IdempotencyRecord, IdempotencyStore } from "./idempotency";
+export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult } from "./limits";
+export type { MailboxStore } from "./mailbox";
 
 type StoreConfig =
   | { kind: "redis-rest"; url: string; token: string; prefix: string }
@@ -77,8 +79,10 @@ interface StoreSlot {
 const globalSlot = globalThis as typeof globalThis & { __ocrStore?: StoreSlot };
 
 /**
- * The process-wide store for the current configuration (`getEnv()`). Throws on first use in production when no
- * Redis is configured. The same store is returned until the configuration changes or `resetStore()` is called.
+ * The process-wide store for the current configuration (`getEnv()`): its ports, built once over one connection.
+ * Callers take the port they need (`getStore().credits`) at each call, not once: tests swap the store. Throws on
+ * first use in production when no Redis is configured. The same store is returned until the configuration changes
+ * or `resetStore()` is called.
  */
 export function getStore(): Store {
   const config = resolveStoreConfig(getEnv());

@@ -1,6 +1,8 @@
 /**
  * The store's atomic operations, as Lua run by Redis (EVALSHA, falling back to EVAL). Each script's KEYS, ARGV
- * and return tuple are documented above it; lib/store/redis-store.ts is the only caller and parses every reply.
+ * and return tuple are documented above it; the redis adapters of the ports (lib/store/credits/redis.ts,
+ * keys/redis.ts, and the redis halves of accounts.ts, idempotency.ts, limits.ts, mailbox.ts) are the only callers
+ * and parse every reply.
  * Plain Lua string work only (no cjson), so they run unchanged on Upstash and stock Redis.
  *
  * Ledger entries are JSON strings appended to a list. The caller passes the entry's fixed fields as JSON

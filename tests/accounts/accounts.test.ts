@@ -65,7 +65,7 @@ describe("sign-up", () => {
     expect(await getBalance(account.id)).toBe(100);
     const { entries } = await listLedger(account.id);
     expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 100, balanceAfter: 100 })]);
-    const stored = await getStore().getUser(account.id);
+    const stored = await getStore().accounts.getUser(account.id);
     expect(stored?.passwordHash).not.toContain(password);
     expect(await getAccountByEmail(address.toUpperCase())).toEqual(account);
   });

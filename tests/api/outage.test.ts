@@ -68,7 +68,7 @@ describe("Store outage on a redis-server of our own", () => {
   it("stopped between the key check and the reservation: 503, and no OCR was done", async () => {
     const account = await createAccount(10);
     await expectOcrOk(await callOcr({ image }, { key: account.key }));
-    const store = getStore();
+    const store = getStore().keys;
     const resolve = store.resolveApiKey.bind(store);
     const spy = vi.spyOn(store, "resolveApiKey").mockImplementationOnce(async (...args) => {
       const identity = await resolve(...args);
@@ -89,7 +89,7 @@ describe("Store outage on a redis-server of our own", () => {
 
   it("stopped after the reservation: the OCR was paid for, the answer stands, settling is logged", async () => {
     const account = await createAccount(10);
-    const store = getStore();
+    const store = getStore().credits;
     const reserve = store.reserveCredits.bind(store);
     const spy = vi.spyOn(store, "reserveCredits").mockImplementationOnce(async (...args) => {
       const result = await reserve(...args);

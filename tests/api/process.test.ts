@@ -325,7 +325,7 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
 
     it("500 internal_error: an unexpected failure; details only in the log, nothing charged", async () => {
       const account = await createAccount(10);
-      const store = getStore();
+      const store = getStore().credits;
       const reserve = vi.spyOn(store, "reserveCredits").mockRejectedValueOnce(new TypeError("boom: secret detail"));
       const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
       try {
@@ -395,7 +395,7 @@ describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
       const account = await createAccount(10);
       const headers = { "idempotency-key": "after-outage" };
       const body = { image: base64Of("small-text.png") };
-      const reserve = vi.spyOn(getStore(), "reserveCredits").mockRejectedValueOnce(new TypeError("transient"));
+      const reserve = vi.spyOn(getStore().credits, "reserveCredits").mockRejectedValueOnce(new TypeError("transient"));
       const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
       try {
         await expectApiError(await callOcr(body, { key: account.key, headers }), "internal_error");

@@ -17,9 +17,9 @@ import {
   settleCredits,
 } from "@/lib/credits";
 import { getStore } from "@/lib/store";
-import { withRedisStoreEnv } from "../support/redis";
+import { readPttl, withRedisStoreEnv } from "../support/redis";
 
-withRedisStoreEnv("credits");
+const { prefix } = withRedisStoreEnv("credits");
 
 const user = () => `usr_${randomBytes(6).toString("hex")}`;
 const request = () => `req_${randomBytes(6).toString("hex")}`;
@@ -167,7 +167,7 @@ describe("credits", () => {
     await reserveAndGrant(userId, "key_old");
     // Many entries of other keys (grants are cheap): the old key's entry is past the scan limit.
     for (let i = 0; i < LEDGER_FILTER_SCAN_LIMIT + 50; i++) {
-      await store.grantCredits({ userId, credits: 1, entry: { id: `led_${i}`, at: new Date().toISOString(), reason: "grant", keyId: "key_new" } });
+      await store.credits.grantCredits({ userId, credits: 1, entry: { id: `led_${i}`, at: new Date().toISOString(), reason: "grant", keyId: "key_new" } });
     }
     const page = await listLedger(userId, { keyId: "key_old" });
     expect(page.entries).toEqual([]);
@@ -226,7 +226,7 @@ describe("idempotency keys", () => {
     const claim = await claimIdempotencyKey({ userId, key: "ttl", fingerprint: "f" });
     if (claim.status !== "claimed") throw new Error("not claimed");
     await completeIdempotencyKey({ userId, key: "ttl", token: claim.token, response });
-    const ttl = await getStore().getIdempotencyTtl(`${userId}:${createHash("sha256").update("ttl").digest("hex")}`);
+    const ttl = await readPttl(`${prefix}idem:${userId}:${createHash("sha256").update("ttl").digest("hex")}`);
     expect(ttl).toBeGreaterThan(IDEMPOTENCY_TTL_MS - 60_000);
   });
 

@@ -13,7 +13,7 @@ import {
 import { ApiError } from "@/lib/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
-import { getStore, installStore, resetStore, type Store } from "@/lib/store";
+import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
@@ -33,22 +33,22 @@ async function expectBalanced(userId: string): Promise<void> {
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(userId));
 }
 
-/** The real store, except that `reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
+/** The real store, except that `credits.reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
 function lossyStore(real: Store, { failRelease = false } = {}): Store & { lost: number } {
-  const wrapper = Object.create(real) as Store & { lost: number };
-  wrapper.lost = 0;
+  const credits: CreditStore = Object.create(real.credits) as CreditStore;
+  const wrapper: Store & { lost: number } = { ...real, credits, lost: 0 };
   let releaseFails = failRelease;
-  wrapper.reserveCredits = async (input) => {
-    await real.reserveCredits(input);
+  credits.reserveCredits = async (input) => {
+    await real.credits.reserveCredits(input);
     wrapper.lost++;
     throw new ApiError("unavailable", "The account store did not answer in time");
   };
-  wrapper.releaseCredits = async (input) => {
+  credits.releaseCredits = async (input) => {
     if (releaseFails) {
       releaseFails = false;
       throw new ApiError("unavailable", "The account store did not answer in time");
     }
-    return real.releaseCredits(input);
+    return real.credits.releaseCredits(input);
   };
   return wrapper;
 }

@@ -61,7 +61,7 @@ describe("MCP during a Store outage", () => {
 
   it("a tool call whose credits cannot be reserved → isError `unavailable`, no OCR done, nothing charged", async () => {
     const account = await createAccount(5);
-    const store = getStore();
+    const store = getStore().keys;
     const resolve = store.resolveApiKey.bind(store);
     const spy = vi.spyOn(store, "resolveApiKey").mockImplementationOnce(async (...args) => {
       const identity = await resolve(...args);

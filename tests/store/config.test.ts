@@ -100,7 +100,7 @@ describe("when Redis cannot be reached", () => {
   });
 
   it("credits and keys fail closed with `unavailable`", async () => {
-    const reserve = store.reserveCredits({
+    const reserve = store.credits.reserveCredits({
       userId: "usr_x",
       requestId: "req_x",
       pages: 1,
@@ -110,12 +110,12 @@ describe("when Redis cannot be reached", () => {
     });
     await expect(reserve).rejects.toBeInstanceOf(ApiError);
     await expect(reserve).rejects.toMatchObject({ code: "unavailable", status: 503 });
-    await expect(store.resolveApiKey("0".repeat(64), new Date(), 60_000)).rejects.toMatchObject({ code: "unavailable" });
+    await expect(store.keys.resolveApiKey("0".repeat(64), new Date(), 60_000)).rejects.toMatchObject({ code: "unavailable" });
     await expect(store.ping()).rejects.toMatchObject({ code: "unavailable" });
   });
 
   it("rate limits fail open", async () => {
-    const result = await store.rateLimit({ bucket: "api", identifier: "key_x", limit: 1, windowMs: 60_000 });
+    const result = await store.limits.rateLimit({ bucket: "api", identifier: "key_x", limit: 1, windowMs: 60_000 });
     expect(result).toMatchObject({ success: true, failedOpen: true });
   });
 });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   createMemoryStore,
   createRedisStore,
@@ -17,6 +17,7 @@ import {
   countKeysWithPrefix,
   createTestPrefix,
   deleteKeysWithPrefix,
+  readPttl,
   waitForWindowRoom,
 } from "../support/redis";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
@@ -85,7 +86,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       passwordHash: "scrypt$test",
       createdAt: now(),
     };
-    expect(await store.createUser({ user, signupCredits, signupEntry: draft("signup") })).toBe(true);
+    expect(await store.accounts.createUser({ user, signupCredits, signupEntry: draft("signup") })).toBe(true);
     return user;
   }
 
@@ -106,6 +107,32 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     };
   }
 
+  /**
+   * That the idempotency record under `scope` lives between `minMs` and `maxMs` from now. The ports have no TTL
+   * getter: on Redis the key's PTTL is read directly; in memory the clock is moved (fake `Date`) and a probe claim
+   * must see the record at `minMs` and find it gone past `maxMs` (the probe's claim is then released).
+   */
+  async function expectIdempotencyLifetime(scope: string, minMs: number, maxMs: number): Promise<void> {
+    if (prefix) {
+      const ttl = await readPttl(`${prefix}idem:${scope}`);
+      expect(ttl).toBeGreaterThan(minMs);
+      expect(ttl).toBeLessThanOrEqual(maxMs);
+      return;
+    }
+    const start = Date.now();
+    vi.useFakeTimers({ toFake: ["Date"], now: start });
+    try {
+      const probe = { fingerprint: "probe", token: "probe", createdAt: now() };
+      vi.setSystemTime(start + minMs);
+      expect((await store.idempotency.claimIdempotency(scope, probe, 1_000)).claimed).toBe(false);
+      vi.setSystemTime(start + maxMs + 1);
+      expect((await store.idempotency.claimIdempotency(scope, probe, 1_000)).claimed).toBe(true);
+      expect(await store.idempotency.releaseIdempotency(scope, "probe")).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  }
+
   it("answers ping", async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });
@@ -113,27 +140,27 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
   describe("users", () => {
     it("creates a user with its e-mail index, signup credits and a signup ledger entry", async () => {
       const user = await newUser(25);
-      expect(await store.getUser(user.id)).toEqual(user);
-      expect(await store.getUserIdByEmail(user.email)).toBe(user.id);
-      expect(await store.getBalance(user.id)).toBe(25);
-      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(await store.accounts.getUser(user.id)).toEqual(user);
+      expect(await store.accounts.getUserIdByEmail(user.email)).toBe(user.id);
+      expect(await store.credits.getBalance(user.id)).toBe(25);
+      const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 25, balanceAfter: 25 })]);
     });
 
     it("refuses a second user with the same e-mail and writes nothing", async () => {
       const user = await newUser(10);
       const twin: UserRecord = { ...user, id: id("usr") };
-      expect(await store.createUser({ user: twin, signupCredits: 10, signupEntry: draft("signup") })).toBe(false);
-      expect(await store.getUser(twin.id)).toBeNull();
-      expect(await store.getBalance(twin.id)).toBe(0);
-      expect(await store.getUserIdByEmail(user.email)).toBe(user.id);
+      expect(await store.accounts.createUser({ user: twin, signupCredits: 10, signupEntry: draft("signup") })).toBe(false);
+      expect(await store.accounts.getUser(twin.id)).toBeNull();
+      expect(await store.credits.getBalance(twin.id)).toBe(0);
+      expect(await store.accounts.getUserIdByEmail(user.email)).toBe(user.id);
     });
 
     it("returns null / zero for unknown users", async () => {
-      expect(await store.getUser("usr_missing")).toBeNull();
-      expect(await store.getUserIdByEmail("nobody@example.com")).toBeNull();
-      expect(await store.getBalance("usr_missing")).toBe(0);
-      expect(await store.listLedger("usr_missing", { limit: 5 })).toEqual({ entries: [], nextCursor: null });
+      expect(await store.accounts.getUser("usr_missing")).toBeNull();
+      expect(await store.accounts.getUserIdByEmail("nobody@example.com")).toBeNull();
+      expect(await store.credits.getBalance("usr_missing")).toBe(0);
+      expect(await store.credits.listLedger("usr_missing", { limit: 5 })).toEqual({ entries: [], nextCursor: null });
     });
   });
 
@@ -141,18 +168,18 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("stores, reads and deletes a session", async () => {
       const session = { userId: "usr_a", createdAt: now(), expiresAt: new Date(Date.now() + 60_000).toISOString() };
       const key = sha256(id("s"));
-      await store.createSession(key, session, 60_000);
-      expect(await store.getSession(key)).toEqual(session);
-      await store.deleteSession(key);
-      expect(await store.getSession(key)).toBeNull();
+      await store.accounts.createSession(key, session, 60_000);
+      expect(await store.accounts.getSession(key)).toEqual(session);
+      await store.accounts.deleteSession(key);
+      expect(await store.accounts.getSession(key)).toBeNull();
     });
 
     it("expires a session after its TTL", async () => {
       const key = sha256(id("s"));
-      await store.createSession(key, { userId: "usr_a", createdAt: now(), expiresAt: now() }, 150);
-      expect(await store.getSession(key)).not.toBeNull();
+      await store.accounts.createSession(key, { userId: "usr_a", createdAt: now(), expiresAt: now() }, 150);
+      expect(await store.accounts.getSession(key)).not.toBeNull();
       await sleep(300);
-      expect(await store.getSession(key)).toBeNull();
+      expect(await store.accounts.getSession(key)).toBeNull();
     });
   });
 
@@ -160,28 +187,28 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("resolves a key by its hash, lists it and records its use at most once per interval", async () => {
       const user = await newUser();
       const { record } = newKey(user.id, "laptop");
-      expect(await store.createApiKey(record, 50)).toBe(true);
+      expect(await store.keys.createApiKey(record, 50)).toBe(true);
 
-      const first = await store.resolveApiKey(record.hash, new Date(), 60_000);
+      const first = await store.keys.resolveApiKey(record.hash, new Date(), 60_000);
       expect(first).toEqual({ keyId: record.id, userId: user.id, name: "laptop", start: record.start, lastUsedAt: null });
-      const used = (await store.listApiKeys(user.id))[0]?.lastUsedAt;
+      const used = (await store.keys.listApiKeys(user.id))[0]?.lastUsedAt;
       expect(used).toEqual(expect.any(String));
 
       // Within the interval the use is not written again.
-      const second = await store.resolveApiKey(record.hash, new Date(Date.now() + 1_000), 60_000);
+      const second = await store.keys.resolveApiKey(record.hash, new Date(Date.now() + 1_000), 60_000);
       expect(second?.lastUsedAt).toBe(used);
-      expect((await store.listApiKeys(user.id))[0]?.lastUsedAt).toBe(used);
+      expect((await store.keys.listApiKeys(user.id))[0]?.lastUsedAt).toBe(used);
 
       // After it, it is.
       const later = new Date(Date.now() + 120_000);
-      await store.resolveApiKey(record.hash, later, 60_000);
-      expect((await store.listApiKeys(user.id))[0]?.lastUsedAt).toBe(later.toISOString());
+      await store.keys.resolveApiKey(record.hash, later, 60_000);
+      expect((await store.keys.listApiKeys(user.id))[0]?.lastUsedAt).toBe(later.toISOString());
 
-      expect(await store.listApiKeys(user.id)).toEqual([{ ...record, lastUsedAt: later.toISOString() }]);
+      expect(await store.keys.listApiKeys(user.id)).toEqual([{ ...record, lastUsedAt: later.toISOString() }]);
     });
 
     it("does not resolve an unknown key", async () => {
-      expect(await store.resolveApiKey(sha256("ocr_unknown"), new Date(), 60_000)).toBeNull();
+      expect(await store.keys.resolveApiKey(sha256("ocr_unknown"), new Date(), 60_000)).toBeNull();
     });
 
     it("stops resolving a revoked key at once and keeps it listed, after the active ones, with revokedAt and its last use", async () => {
@@ -189,46 +216,46 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const keep = newKey(user.id, "keep").record;
       const revoke = newKey(user.id, "revoke").record;
       const never = newKey(user.id, "never used").record;
-      await store.createApiKey(revoke, 50);
-      await store.createApiKey(keep, 50);
-      await store.createApiKey(never, 50);
+      await store.keys.createApiKey(revoke, 50);
+      await store.keys.createApiKey(keep, 50);
+      await store.keys.createApiKey(never, 50);
       const usedAt = new Date(Date.now() - 5_000);
-      expect(await store.resolveApiKey(revoke.hash, usedAt, 60_000)).not.toBeNull();
+      expect(await store.keys.resolveApiKey(revoke.hash, usedAt, 60_000)).not.toBeNull();
 
       const revokedAt = now();
-      expect(await store.revokeApiKey(user.id, revoke.id, revokedAt)).toBe(true);
-      expect(await store.revokeApiKey(user.id, never.id, revokedAt)).toBe(true);
-      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
-      expect(await store.resolveApiKey(never.hash, new Date(), 60_000)).toBeNull();
-      const listed = await store.listApiKeys(user.id);
+      expect(await store.keys.revokeApiKey(user.id, revoke.id, revokedAt)).toBe(true);
+      expect(await store.keys.revokeApiKey(user.id, never.id, revokedAt)).toBe(true);
+      expect(await store.keys.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
+      expect(await store.keys.resolveApiKey(never.hash, new Date(), 60_000)).toBeNull();
+      const listed = await store.keys.listApiKeys(user.id);
       expect(listed[0]).toEqual(keep);
       expect(listed.slice(1).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
         { ...never, revokedAt },
         { ...revoke, lastUsedAt: usedAt.toISOString(), revokedAt },
       ]);
       // Revoked once and for all: a second revoke finds no active key, and the record is not touched.
-      expect(await store.revokeApiKey(user.id, revoke.id, now())).toBe(false);
-      expect((await store.listApiKeys(user.id)).find((key) => key.id === revoke.id)?.revokedAt).toBe(revokedAt);
-      expect(await store.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
+      expect(await store.keys.revokeApiKey(user.id, revoke.id, now())).toBe(false);
+      expect((await store.keys.listApiKeys(user.id)).find((key) => key.id === revoke.id)?.revokedAt).toBe(revokedAt);
+      expect(await store.keys.resolveApiKey(revoke.hash, new Date(), 60_000)).toBeNull();
       // Another user cannot revoke someone else's key.
-      expect(await store.revokeApiKey("usr_other", keep.id, now())).toBe(false);
-      expect(await store.resolveApiKey(keep.hash, new Date(), 60_000)).not.toBeNull();
+      expect(await store.keys.revokeApiKey("usr_other", keep.id, now())).toBe(false);
+      expect(await store.keys.resolveApiKey(keep.hash, new Date(), 60_000)).not.toBeNull();
     });
 
     it("refuses more than the maximum of active keys; revoking frees a slot", async () => {
       const user = await newUser();
       const records = Array.from({ length: 3 }, () => newKey(user.id).record);
-      for (const record of records) expect(await store.createApiKey(record, 3)).toBe(true);
+      for (const record of records) expect(await store.keys.createApiKey(record, 3)).toBe(true);
       const extra = newKey(user.id).record;
-      expect(await store.createApiKey(extra, 3)).toBe(false);
-      expect(await store.resolveApiKey(extra.hash, new Date(), 60_000)).toBeNull();
-      await store.revokeApiKey(user.id, records[0]?.id ?? "", now());
-      expect(await store.createApiKey(extra, 3)).toBe(true);
+      expect(await store.keys.createApiKey(extra, 3)).toBe(false);
+      expect(await store.keys.resolveApiKey(extra.hash, new Date(), 60_000)).toBeNull();
+      await store.keys.revokeApiKey(user.id, records[0]?.id ?? "", now());
+      expect(await store.keys.createApiKey(extra, 3)).toBe(true);
       // Revoked keys stay listed but do not count: 3 active (the maximum) and 1 revoked.
-      const listed = await store.listApiKeys(user.id);
+      const listed = await store.keys.listApiKeys(user.id);
       expect(listed.filter((key) => key.revokedAt === null)).toHaveLength(3);
       expect(listed.filter((key) => key.revokedAt !== null).map((key) => key.id)).toEqual([records[0]?.id]);
-      expect(await store.createApiKey(newKey(user.id).record, 3)).toBe(false);
+      expect(await store.keys.createApiKey(newKey(user.id).record, 3)).toBe(false);
     });
   });
 
@@ -236,7 +263,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("reserves, never below zero, and writes nothing when the balance is too low", async () => {
       const user = await newUser(5);
       const reserve = (pages: number) =>
-        store.reserveCredits({
+        store.credits.reserveCredits({
           userId: user.id,
           requestId: id("req"),
           pages,
@@ -246,8 +273,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         });
       expect(await reserve(3)).toEqual({ ok: true, balance: 2 });
       expect(await reserve(3)).toEqual({ ok: false, balance: 2 });
-      expect(await store.getBalance(user.id)).toBe(2);
-      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(await store.credits.getBalance(user.id)).toBe(2);
+      const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => [entry.reason, entry.delta, entry.balanceAfter, entry.pages])).toEqual([
         ["ocr", -3, 2, 3],
         ["signup", 5, 5, undefined],
@@ -258,7 +285,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("settles the unused part of a reservation once, and refunds no more than was reserved", async () => {
       const user = await newUser(10);
       const requestId = id("req");
-      await store.reserveCredits({
+      await store.credits.reserveCredits({
         userId: user.id,
         requestId,
         pages: 4,
@@ -267,13 +294,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         deadline: Date.now() + 60_000,
       });
       const release = (pages: number) =>
-        store.releaseCredits({ userId: user.id, requestId, pages, entry: draft("refund", { requestId }), day: today() });
+        store.credits.releaseCredits({ userId: user.id, requestId, pages, entry: draft("refund", { requestId }), day: today() });
       expect(await release(1)).toEqual({ refunded: 1, balance: 7 });
       // The reservation is closed: a second settle or refund gives nothing back.
       expect(await release(3)).toEqual({ refunded: 0, balance: 7 });
 
       const other = id("req");
-      await store.reserveCredits({
+      await store.credits.reserveCredits({
         userId: user.id,
         requestId: other,
         pages: 2,
@@ -281,7 +308,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         day: today(),
         deadline: Date.now() + 60_000,
       });
-      const refund = await store.releaseCredits({
+      const refund = await store.credits.releaseCredits({
         userId: user.id,
         requestId: other,
         pages: 99,
@@ -289,7 +316,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         day: today(),
       });
       expect(refund).toEqual({ refunded: 2, balance: 7 });
-      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => [entry.reason, entry.delta, entry.pages])).toEqual([
         ["refund", 2, 2],
         ["ocr", -2, 2],
@@ -297,14 +324,14 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         ["ocr", -4, 4],
         ["signup", 10, undefined],
       ]);
-      expect(await store.getDailyUsage(user.id, [today(), "2000-01-01"])).toEqual([3, 0]);
+      expect(await store.credits.getDailyUsage(user.id, [today(), "2000-01-01"])).toEqual([3, 0]);
     });
 
     it("records the request's format (and its key and request id) on the ocr entry and its refund", async () => {
       const user = await newUser(10);
       const requestId = id("req");
       const refs = { requestId, keyId: "key_fmt", format: "markdown" } as const;
-      await store.reserveCredits({
+      await store.credits.reserveCredits({
         userId: user.id,
         requestId,
         pages: 3,
@@ -312,9 +339,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         day: today(),
         deadline: Date.now() + 60_000,
       });
-      await store.releaseCredits({ userId: user.id, requestId, pages: 1, entry: draft("refund", refs), day: today() });
-      await store.grantCredits({ userId: user.id, credits: 1, entry: draft("grant") });
-      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      await store.credits.releaseCredits({ userId: user.id, requestId, pages: 1, entry: draft("refund", refs), day: today() });
+      await store.credits.grantCredits({ userId: user.id, credits: 1, entry: draft("grant") });
+      const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => [entry.reason, entry.format, entry.requestId, entry.keyId, entry.pages])).toEqual([
         ["grant", undefined, undefined, undefined, undefined],
         ["refund", "markdown", requestId, "key_fmt", 1],
@@ -325,8 +352,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("grants credits with a ledger entry", async () => {
       const user = await newUser();
-      expect(await store.grantCredits({ userId: user.id, credits: 40, entry: draft("grant") })).toEqual({ balance: 40 });
-      expect((await store.listLedger(user.id, { limit: 1 })).entries[0]).toMatchObject({
+      expect(await store.credits.grantCredits({ userId: user.id, credits: 40, entry: draft("grant") })).toEqual({ balance: 40 });
+      expect((await store.credits.listLedger(user.id, { limit: 1 })).entries[0]).toMatchObject({
         reason: "grant",
         delta: 40,
         balanceAfter: 40,
@@ -335,13 +362,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("pages the ledger newest first with a cursor that is stable under new entries", async () => {
       const user = await newUser();
-      for (let i = 1; i <= 7; i++) await store.grantCredits({ userId: user.id, credits: i, entry: draft("grant") });
-      const first = await store.listLedger(user.id, { limit: 3 });
+      for (let i = 1; i <= 7; i++) await store.credits.grantCredits({ userId: user.id, credits: i, entry: draft("grant") });
+      const first = await store.credits.listLedger(user.id, { limit: 3 });
       expect(first.entries.map((entry) => entry.delta)).toEqual([7, 6, 5]);
-      await store.grantCredits({ userId: user.id, credits: 100, entry: draft("grant") });
-      const second = await store.listLedger(user.id, { limit: 3, cursor: first.nextCursor });
+      await store.credits.grantCredits({ userId: user.id, credits: 100, entry: draft("grant") });
+      const second = await store.credits.listLedger(user.id, { limit: 3, cursor: first.nextCursor });
       expect(second.entries.map((entry) => entry.delta)).toEqual([4, 3, 2]);
-      const third = await store.listLedger(user.id, { limit: 3, cursor: second.nextCursor });
+      const third = await store.credits.listLedger(user.id, { limit: 3, cursor: second.nextCursor });
       expect(third.entries.map((entry) => entry.delta)).toEqual([1]);
       expect(third.nextCursor).toBeNull();
     });
@@ -351,7 +378,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const base = Date.now() - 1_000_000; // far in the past: other tests' reservations are all later
       const requests = Array.from({ length: 3 }, () => id("req"));
       for (const [i, requestId] of requests.entries()) {
-        const result = await store.reserveCredits({
+        const result = await store.credits.reserveCredits({
           userId: user.id,
           requestId,
           pages: i + 1,
@@ -361,36 +388,36 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         });
         expect(result).toEqual({ ok: true, balance: 20 - (i === 0 ? 1 : i === 1 ? 3 : 6) });
       }
-      expect(await store.countOverdueReservations(base + 1500)).toBe(2);
-      expect(await store.listOverdueReservations(base + 1500, 10)).toEqual([
+      expect(await store.credits.countOverdueReservations(base + 1500)).toBe(2);
+      expect(await store.credits.listOverdueReservations(base + 1500, 10)).toEqual([
         { userId: user.id, requestId: requests[0], deadline: base },
         { userId: user.id, requestId: requests[1], deadline: base + 1000 },
       ]);
-      expect(await store.listOverdueReservations(base + 5000, 1)).toHaveLength(1);
+      expect(await store.credits.listOverdueReservations(base + 5000, 1)).toHaveLength(1);
 
       const release = (requestId: string, pages: number, reason: LedgerDraft["reason"] = "refund") =>
-        store.releaseCredits({ userId: user.id, requestId, pages, entry: draft(reason, { requestId }), day: today() });
+        store.credits.releaseCredits({ userId: user.id, requestId, pages, entry: draft(reason, { requestId }), day: today() });
       expect(await release(requests[1]!, 0)).toEqual({ refunded: 0, balance: 14 }); // settled, all pages used
-      expect(await store.listOverdueReservations(base + 5000, 10)).toEqual([
+      expect(await store.credits.listOverdueReservations(base + 5000, 10)).toEqual([
         { userId: user.id, requestId: requests[0], deadline: base },
         { userId: user.id, requestId: requests[2], deadline: base + 2000 },
       ]);
       expect(await release(requests[0]!, 100, "expired")).toEqual({ refunded: 1, balance: 15 });
       expect(await release(requests[2]!, 100)).toEqual({ refunded: 3, balance: 18 });
-      expect(await store.countOverdueReservations(base + 5000)).toBe(0);
+      expect(await store.credits.countOverdueReservations(base + 5000)).toBe(0);
 
-      const { entries } = await store.listLedger(user.id, { limit: 20 });
+      const { entries } = await store.credits.listLedger(user.id, { limit: 20 });
       expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
         ["refund", 3, requests[2]],
         ["expired", 1, requests[0]],
       ]);
-      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await store.getBalance(user.id));
+      expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await store.credits.getBalance(user.id));
     });
 
     it("a request id reserves once: a second reserve, or one arriving after its release (a lost reply), charges nothing", async () => {
       const user = await newUser(10);
       const reserve = (requestId: string) =>
-        store.reserveCredits({ userId: user.id, requestId, pages: 2, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() + 60_000 });
+        store.credits.reserveCredits({ userId: user.id, requestId, pages: 2, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() + 60_000 });
       const twice = id("req");
       expect(await reserve(twice)).toEqual({ ok: true, balance: 8 });
       expect(await reserve(twice)).toEqual({ ok: false, balance: 8, duplicate: true });
@@ -398,35 +425,35 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       // Reconciliation first (the reserve's reply was lost, so its outcome is unknown), the reserve itself after it.
       const late = id("req");
       expect(
-        await store.releaseCredits({ userId: user.id, requestId: late, pages: 2, entry: draft("refund", { requestId: late }), day: today() }),
+        await store.credits.releaseCredits({ userId: user.id, requestId: late, pages: 2, entry: draft("refund", { requestId: late }), day: today() }),
       ).toEqual({ refunded: 0, balance: 8 });
       expect(await reserve(late)).toEqual({ ok: false, balance: 8, duplicate: true });
 
-      expect(await store.getBalance(user.id)).toBe(8);
-      const { entries } = await store.listLedger(user.id, { limit: 10 });
+      expect(await store.credits.getBalance(user.id)).toBe(8);
+      const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => entry.reason)).toEqual(["ocr", "signup"]);
-      expect(await store.countOverdueReservations(Date.now() + 120_000)).toBeGreaterThanOrEqual(1);
-      await store.releaseCredits({ userId: user.id, requestId: twice, pages: 0, entry: draft("refund"), day: today() });
+      expect(await store.credits.countOverdueReservations(Date.now() + 120_000)).toBeGreaterThanOrEqual(1);
+      await store.credits.releaseCredits({ userId: user.id, requestId: twice, pages: 0, entry: draft("refund"), day: today() });
     });
 
     it("concurrent releases of one reservation (two sweeps) give it back exactly once", async () => {
       const user = await newUser(30);
       const requests = Array.from({ length: 20 }, () => id("req"));
       for (const requestId of requests) {
-        await store.reserveCredits({ userId: user.id, requestId, pages: 1, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() - 1 });
+        await store.credits.reserveCredits({ userId: user.id, requestId, pages: 1, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() - 1 });
       }
-      expect(await store.getBalance(user.id)).toBe(10);
+      expect(await store.credits.getBalance(user.id)).toBe(10);
       const sweep = () =>
         Promise.all(
           requests.map((requestId) =>
-            store.releaseCredits({ userId: user.id, requestId, pages: 100, entry: draft("expired", { requestId }), day: today() }),
+            store.credits.releaseCredits({ userId: user.id, requestId, pages: 100, entry: draft("expired", { requestId }), day: today() }),
           ),
         );
       const [first, second] = await Promise.all([sweep(), sweep()]);
       const refunded = [...first!, ...second!].reduce((sum, result) => sum + result.refunded, 0);
       expect(refunded).toBe(20);
-      expect(await store.getBalance(user.id)).toBe(30);
-      const { entries } = await store.listLedger(user.id, { limit: 100 });
+      expect(await store.credits.getBalance(user.id)).toBe(30);
+      const { entries } = await store.credits.listLedger(user.id, { limit: 100 });
       expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(20);
       expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(30);
     });
@@ -436,7 +463,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const results = await Promise.all(
         Array.from({ length: 100 }, () => {
           const requestId = id("req");
-          return store.reserveCredits({
+          return store.credits.reserveCredits({
             userId: user.id,
             requestId,
             pages: 1,
@@ -448,9 +475,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       );
       expect(results.filter((result) => result.ok)).toHaveLength(10);
       expect(results.every((result) => result.balance >= 0)).toBe(true);
-      expect(await store.getBalance(user.id)).toBe(0);
+      expect(await store.credits.getBalance(user.id)).toBe(0);
 
-      const { entries, nextCursor } = await store.listLedger(user.id, { limit: 100 });
+      const { entries, nextCursor } = await store.credits.listLedger(user.id, { limit: 100 });
       expect(nextCursor).toBeNull();
       expect(entries).toHaveLength(11); // signup + 10 charges
       expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(0);
@@ -460,7 +487,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         const before = index === 0 ? 0 : (chronological[index - 1]?.balanceAfter ?? NaN);
         expect(entry.balanceAfter).toBe(before + entry.delta);
       });
-      expect(await store.getDailyUsage(user.id, [today()])).toEqual([10]);
+      expect(await store.credits.getDailyUsage(user.id, [today()])).toEqual([10]);
     });
   });
 
@@ -471,51 +498,46 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const scope = `usr_a:${id("idem")}`;
       const claims = await Promise.all(
         Array.from({ length: 10 }, (_, index) =>
-          store.claimIdempotency(scope, { fingerprint: "fp-1", token: `token-${index}`, createdAt: now() }, 60_000),
+          store.idempotency.claimIdempotency(scope, { fingerprint: "fp-1", token: `token-${index}`, createdAt: now() }, 60_000),
         ),
       );
       expect(claims.filter((claim) => claim.claimed)).toHaveLength(1);
       for (const claim of claims) {
         if (!claim.claimed) expect(claim.record).toMatchObject({ state: "in-progress", fingerprint: "fp-1" });
       }
-      const ttl = await store.getIdempotencyTtl(scope);
-      expect(ttl).toBeGreaterThan(50_000);
-      expect(ttl).toBeLessThanOrEqual(60_000);
+      await expectIdempotencyLifetime(scope, 50_000, 60_000);
     });
 
     it("stores the response when done, replays it with a 24 h TTL, and only the owner completes", async () => {
       const scope = `usr_a:${id("idem")}`;
-      expect(await store.claimIdempotency(scope, { fingerprint: "fp", token: "mine", createdAt: now() }, 60_000)).toEqual({
+      expect(await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "mine", createdAt: now() }, 60_000)).toEqual({
         claimed: true,
       });
-      expect(await store.completeIdempotency(scope, "not-mine", "{}", DAY)).toBe(false);
-      expect(await store.completeIdempotency(scope, "mine", '{"status":200,"body":"ok"}', DAY)).toBe(true);
-      const again = await store.claimIdempotency(scope, { fingerprint: "fp", token: "retry", createdAt: now() }, 60_000);
+      expect(await store.idempotency.completeIdempotency(scope, "not-mine", "{}", DAY)).toBe(false);
+      expect(await store.idempotency.completeIdempotency(scope, "mine", '{"status":200,"body":"ok"}', DAY)).toBe(true);
+      const again = await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "retry", createdAt: now() }, 60_000);
       expect(again).toEqual({
         claimed: false,
         record: expect.objectContaining({ state: "done", fingerprint: "fp", response: '{"status":200,"body":"ok"}' }),
       });
-      const ttl = await store.getIdempotencyTtl(scope);
-      expect(ttl).toBeGreaterThan(DAY - 60_000);
-      expect(ttl).toBeLessThanOrEqual(DAY);
       // A done record cannot be released.
-      expect(await store.releaseIdempotency(scope, "mine")).toBe(false);
+      expect(await store.idempotency.releaseIdempotency(scope, "mine")).toBe(false);
+      await expectIdempotencyLifetime(scope, DAY - 60_000, DAY);
     });
 
     it("releases an in-progress claim so a retry can claim it again", async () => {
       const scope = `usr_a:${id("idem")}`;
-      await store.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 60_000);
-      expect(await store.releaseIdempotency(scope, "t2")).toBe(false);
-      expect(await store.releaseIdempotency(scope, "t1")).toBe(true);
-      expect(await store.getIdempotency(scope)).toBeNull();
-      expect((await store.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+      await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 60_000);
+      expect(await store.idempotency.releaseIdempotency(scope, "t2")).toBe(false);
+      expect(await store.idempotency.releaseIdempotency(scope, "t1")).toBe(true);
+      expect((await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
     });
 
     it("lets an abandoned claim expire after its lease", async () => {
       const scope = `usr_a:${id("idem")}`;
-      await store.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 150);
+      await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 150);
       await sleep(300);
-      expect((await store.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+      expect((await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
     });
   });
 
@@ -526,7 +548,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await waitForWindowRoom(windowMs, 5_000);
       const before = Date.now();
       const results = [];
-      for (let i = 0; i < 6; i++) results.push(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
+      for (let i = 0; i < 6; i++) results.push(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
       expect(results.map((result) => result.success)).toEqual([true, true, true, true, true, false]);
       expect(results.map((result) => result.remaining)).toEqual([4, 3, 2, 1, 0, 0]);
       const rejected = results[5];
@@ -535,17 +557,17 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(rejected?.reset).toBeGreaterThan(before);
       expect(rejected?.reset).toBeLessThanOrEqual(Date.now() + windowMs);
       // Other identifiers and buckets have their own counters.
-      expect((await store.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs })).success).toBe(true);
-      expect((await store.rateLimit({ bucket: "signin", identifier, limit: 5, windowMs })).success).toBe(true);
+      expect((await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs })).success).toBe(true);
+      expect((await store.limits.rateLimit({ bucket: "signin", identifier, limit: 5, windowMs })).success).toBe(true);
     });
 
     it("counts a weighted hit as that many requests (an MCP batch of tool calls)", async () => {
       const windowMs = 60_000;
       await waitForWindowRoom(windowMs, 2_000);
       const identifier = id("key");
-      expect(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: true, remaining: 2 });
-      expect(await store.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: false });
-      expect(await store.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs, weight: 5 })).toMatchObject({ success: true, remaining: 0 });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: true, remaining: 2 });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: false });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs, weight: 5 })).toMatchObject({ success: true, remaining: 0 });
     });
 
     it("starts counting again in the next window", async () => {
@@ -553,10 +575,10 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const windowMs = 400;
       // Start at the beginning of a window so the two calls land in it.
       await waitForWindowRoom(windowMs, windowMs);
-      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
-      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(false);
+      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
+      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(false);
       await sleep(windowMs);
-      expect((await store.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
+      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
     });
   });
 
@@ -565,10 +587,10 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("counts failures atomically; waits start past the free ones, double, and stop at the maximum", async () => {
       const subject = id("backoff");
-      expect(await store.getBackoff(subject)).toBeNull();
+      expect(await store.limits.getBackoff(subject)).toBeNull();
       const now = 1_000_000;
       const states = [];
-      for (let i = 0; i < 6; i++) states.push(await store.recordBackoffFailure(subject, now, policy));
+      for (let i = 0; i < 6; i++) states.push(await store.limits.recordBackoffFailure(subject, now, policy));
       expect(states).toEqual([
         { failures: 1, until: 0 },
         { failures: 2, until: 0 },
@@ -577,63 +599,59 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         { failures: 5, until: now + 4_000 },
         { failures: 6, until: now + 5_000 },
       ]);
-      expect(await store.getBackoff(subject)).toEqual({ failures: 6, until: now + 5_000 });
+      expect(await store.limits.getBackoff(subject)).toEqual({ failures: 6, until: now + 5_000 });
       // Concurrent failures all count.
       const other = id("backoff");
-      await Promise.all(Array.from({ length: 10 }, () => store.recordBackoffFailure(other, now, policy)));
-      expect(await store.getBackoff(other)).toMatchObject({ failures: 10 });
+      await Promise.all(Array.from({ length: 10 }, () => store.limits.recordBackoffFailure(other, now, policy)));
+      expect(await store.limits.getBackoff(other)).toMatchObject({ failures: 10 });
     });
 
     it("clears on success, and is forgotten after its TTL", async () => {
       const subject = id("backoff");
-      await store.recordBackoffFailure(subject, Date.now(), policy);
-      await store.clearBackoff(subject);
-      expect(await store.getBackoff(subject)).toBeNull();
-      await store.recordBackoffFailure(subject, Date.now(), { ...policy, ttlMs: 150 });
+      await store.limits.recordBackoffFailure(subject, Date.now(), policy);
+      await store.limits.clearBackoff(subject);
+      expect(await store.limits.getBackoff(subject)).toBeNull();
+      await store.limits.recordBackoffFailure(subject, Date.now(), { ...policy, ttlMs: 150 });
       await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(await store.getBackoff(subject)).toBeNull();
+      expect(await store.limits.getBackoff(subject)).toBeNull();
     });
   });
 
   describe("mailbox", () => {
     it("refuses messages for a mailbox that is not open", async () => {
-      expect(await store.pushMailbox(id("mbx"), "lost", 60_000)).toBe(false);
-      expect(await store.hasMailbox(id("mbx"))).toBe(false);
+      expect(await store.mailbox.pushMailbox(id("mbx"), "lost", 60_000)).toBe(false);
     });
 
     it("drains messages in push order and empties the mailbox", async () => {
       const mailbox = id("mbx");
-      await store.openMailbox(mailbox, 60_000);
-      expect(await store.hasMailbox(mailbox)).toBe(true);
+      await store.mailbox.openMailbox(mailbox, 60_000);
       const messages = ['{"jsonrpc":"2.0","id":1}', "123", "null", "ünïcødé ✓", '{"id":2}'];
-      for (const message of messages) expect(await store.pushMailbox(mailbox, message, 60_000)).toBe(true);
-      expect(await store.drainMailbox(mailbox)).toEqual(messages);
-      expect(await store.drainMailbox(mailbox)).toEqual([]);
-      await store.pushMailbox(mailbox, "later", 60_000);
-      expect(await store.drainMailbox(mailbox)).toEqual(["later"]);
-      await store.closeMailbox(mailbox);
-      expect(await store.hasMailbox(mailbox)).toBe(false);
-      expect(await store.pushMailbox(mailbox, "after close", 60_000)).toBe(false);
+      for (const message of messages) expect(await store.mailbox.pushMailbox(mailbox, message, 60_000)).toBe(true);
+      expect(await store.mailbox.drainMailbox(mailbox)).toEqual(messages);
+      expect(await store.mailbox.drainMailbox(mailbox)).toEqual([]);
+      await store.mailbox.pushMailbox(mailbox, "later", 60_000);
+      expect(await store.mailbox.drainMailbox(mailbox)).toEqual(["later"]);
+      await store.mailbox.closeMailbox(mailbox);
+      expect(await store.mailbox.pushMailbox(mailbox, "after close", 60_000)).toBe(false);
     });
 
     it("forgets a mailbox and its messages after the TTL", async () => {
       const mailbox = id("mbx");
-      await store.openMailbox(mailbox, 200);
-      await store.pushMailbox(mailbox, "stale", 200);
+      await store.mailbox.openMailbox(mailbox, 200);
+      await store.mailbox.pushMailbox(mailbox, "stale", 200);
       await sleep(400);
-      expect(await store.hasMailbox(mailbox)).toBe(false);
-      expect(await store.drainMailbox(mailbox)).toEqual([]);
-      expect(await store.pushMailbox(mailbox, "late", 200)).toBe(false);
+      expect(await store.mailbox.drainMailbox(mailbox)).toEqual([]);
+      expect(await store.mailbox.pushMailbox(mailbox, "late", 200)).toBe(false);
     });
   });
 
   it.runIf(adapter.name.includes("REST"))("resolves a key in one HTTP round trip once its script is loaded", async () => {
     const user = await newUser();
     const { record } = newKey(user.id);
-    await store.createApiKey(record, 50);
-    await store.resolveApiKey(record.hash, new Date(), 60_000); // loads the script (EVALSHA → NOSCRIPT → EVAL)
+    await store.keys.createApiKey(record, 50);
+    await store.keys.resolveApiKey(record.hash, new Date(), 60_000); // loads the script (EVALSHA → NOSCRIPT → EVAL)
     const before = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
-    expect(await store.resolveApiKey(record.hash, new Date(), 60_000)).not.toBeNull();
+    expect(await store.keys.resolveApiKey(record.hash, new Date(), 60_000)).not.toBeNull();
     const after = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
     expect(after - before).toBe(1);
     // The client's defaults were exercised: auto-pipelining and base64-encoded results.

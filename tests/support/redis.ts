@@ -62,6 +62,22 @@ export async function countKeysWithPrefix(prefix: string, url = TEST_REDIS_URL):
 }
 
 /**
+ * Milliseconds left on `key` (PTTL), read from the test Redis itself: the store's ports have no TTL getter. Null when
+ * the key does not exist or never expires.
+ */
+export async function readPttl(key: string, url = TEST_REDIS_URL): Promise<number | null> {
+  const client = createClient({ url, RESP: 2 });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    const ttl = await client.pTTL(key);
+    return ttl < 0 ? null : ttl;
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
  * Point `getStore()` at the test Redis under a fresh prefix for the tests of one file (domain modules read the
  * store from the environment, like the server does), and delete that prefix afterwards.
  */

@@ -1,0 +1,62 @@
+import type { Redis } from "@upstash/redis";
+import { z } from "zod";
+import { storeUnavailable } from "./errors";
+
+/**
+ * What every redis adapter shares: the client, the key layout, and the reply parsers (replies are parsed with zod:
+ * Redis is a trust boundary, written to by other versions of the service or by hand).
+ */
+export interface RedisContext {
+  /** An @upstash/redis client created with `automaticDeserialization: false` (see lib/store/connect.ts). */
+  redis: Redis;
+  key: KeyLayout;
+}
+
+/**
+ * The key layout (prefix `ocr:`): `user:{id}` hash · `email:{email}` → user id · `session:{sha256}` JSON ·
+ * `apikey:{sha256}` hash (the hot lookup) · `keys:{userId}` / `revokedkeys:{userId}` hash keyId → JSON ·
+ * `credits:{userId}` integer · `ledger:{userId}` list of JSON, oldest first · `usage:{userId}` hash day → pages ·
+ * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
+ * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `mailbox:{id}` list + `mailbox-open:{id}`.
+ * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
+ */
+export function keyLayout(prefix: string) {
+  return {
+    user: (userId: string) => `${prefix}user:${userId}`,
+    email: (email: string) => `${prefix}email:${email}`,
+    session: (sessionKey: string) => `${prefix}session:${sessionKey}`,
+    apiKey: (hash: string) => `${prefix}apikey:${hash}`,
+    keys: (userId: string) => `${prefix}keys:${userId}`,
+    revokedKeys: (userId: string) => `${prefix}revokedkeys:${userId}`,
+    credits: (userId: string) => `${prefix}credits:${userId}`,
+    ledger: (userId: string) => `${prefix}ledger:${userId}`,
+    usage: (userId: string) => `${prefix}usage:${userId}`,
+    reservation: (userId: string, requestId: string) => `${prefix}reservation:${userId}:${requestId}`,
+    openReservations: () => `${prefix}reservations:open`,
+    idempotency: (scope: string) => `${prefix}idem:${scope}`,
+    rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
+    backoff: (subject: string) => `${prefix}backoff:${subject}`,
+    mailbox: (id: string) => `${prefix}mailbox:${id}`,
+    mailboxOpen: (id: string) => `${prefix}mailbox-open:${id}`,
+  };
+}
+export type KeyLayout = ReturnType<typeof keyLayout>;
+
+/** Every Redis call goes through here: failures become `unavailable` (fail closed). */
+export async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw storeUnavailable(operation, error);
+  }
+}
+
+export const integer = z.coerce.number().int();
+/** The `{a, b}` integer pair several scripts return. */
+export const integerPair = z.tuple([integer, integer]);
+/** A flat HGETALL reply `[field, value, …]` as a record. */
+export const flatHash = z.array(z.union([z.string(), z.number()])).transform((items) => {
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < items.length; i += 2) record[String(items[i])] = String(items[i + 1]);
+  return record;
+});

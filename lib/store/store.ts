@@ -1,0 +1,89 @@
+import type { Redis } from "@upstash/redis";
+import { createMemoryAccountStore, createRedisAccountStore, type AccountStore } from "./accounts";
+import { MemoryBalances, createMemoryCreditStore } from "./credits/memory";
+import type { CreditStore } from "./credits/port";
+import { createRedisCreditStore } from "./credits/redis";
+import { createMemoryIdempotencyStore, createRedisIdempotencyStore, type IdempotencyStore } from "./idempotency";
+import { createMemoryApiKeyStore } from "./keys/memory";
+import type { ApiKeyStore } from "./keys/port";
+import { createRedisApiKeyStore } from "./keys/redis";
+import { createMemoryLimitStore, createRedisLimitStore, type LimitStore } from "./limits";
+import { createMemoryMailboxStore, createRedisMailboxStore, type MailboxStore } from "./mailbox";
+import { call, keyLayout, type RedisContext } from "./redis-support";
+
+export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
+
+/**
+ * Everything the service keeps, one port per concern, built once over one connection (`getStore()` in index.ts).
+ * Each domain module takes the port it needs: lib/accounts `accounts` (and `limits` for sign-in), lib/keys `keys`
+ * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`. Each port has a redis adapter
+ * (Upstash REST or TCP) and a memory adapter side by side; `tests/store/contract.test.ts` runs the same cases
+ * against each.
+ *
+ * Failures to reach Redis surface as `ApiError("unavailable")` — except `limits.rateLimit`, which fails open.
+ */
+export interface Store {
+  readonly kind: StoreKind;
+  /** Throws `unavailable` when the store cannot be reached (health check). */
+  ping(): Promise<void>;
+  /** Release connections (CLI, tests). */
+  close(): Promise<void>;
+  readonly accounts: AccountStore;
+  readonly keys: ApiKeyStore;
+  readonly credits: CreditStore;
+  readonly idempotency: IdempotencyStore;
+  readonly limits: LimitStore;
+  readonly mailbox: MailboxStore;
+}
+
+interface RedisStoreOptions {
+  /** An @upstash/redis client created with `automaticDeserialization: false` (see lib/store/connect.ts). */
+  redis: Redis;
+  /** Prefix of every key, e.g. `ocr:`. */
+  prefix: string;
+  kind: Extract<StoreKind, "redis-tcp" | "redis-rest">;
+  /** Called by `close()` (TCP connections). */
+  onClose?: () => Promise<void>;
+}
+
+/**
+ * The redis adapters over one client, for Upstash REST and TCP alike (the @upstash/redis API). Multi-key changes
+ * are Lua scripts (lib/store/scripts.ts); the key layout is in lib/store/redis-support.ts.
+ */
+export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOptions): Store {
+  const context: RedisContext = { redis, key: keyLayout(prefix) };
+  return {
+    kind,
+    async ping() {
+      await call("ping", () => redis.ping());
+    },
+    async close() {
+      await onClose?.();
+    },
+    accounts: createRedisAccountStore(context),
+    keys: createRedisApiKeyStore(context),
+    credits: createRedisCreditStore(context),
+    idempotency: createRedisIdempotencyStore(context),
+    limits: createRedisLimitStore(context),
+    mailbox: createRedisMailboxStore(context),
+  };
+}
+
+/**
+ * The embedded store: the same contract as the redis adapters, for one process. The default when no Redis is
+ * configured, so `npm run dev` works on a fresh machine; everything is lost when the process exits.
+ */
+export function createMemoryStore(): Store {
+  const balances = new MemoryBalances();
+  return {
+    kind: "memory",
+    async ping() {},
+    async close() {},
+    accounts: createMemoryAccountStore(balances),
+    keys: createMemoryApiKeyStore(),
+    credits: createMemoryCreditStore(balances),
+    idempotency: createMemoryIdempotencyStore(),
+    limits: createMemoryLimitStore(),
+    mailbox: createMemoryMailboxStore(),
+  };
+}
