@@ -99,7 +99,7 @@ export const envSchema = z.object({
   /** Sign-in attempts allowed per client address per 15 minutes, whatever the e-mail. */
   SIGNIN_PER_ADDRESS: int(30, 1),
 
-  // Client addresses (lib/http/client-ip.ts)
+  // Client addresses (lib/client-ip.ts)
   /**
    * Proxies in front of a self-hosted server that append to `X-Forwarded-For`: 0 = the socket's address is the
    * client; N = the N-th entry from the right. Ignored on Vercel, whose edge sets the address.

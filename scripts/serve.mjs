@@ -5,7 +5,7 @@
 // - The socket's address reaches the app. Next.js only fills `X-Forwarded-For` when the client sent none, so behind
 //   no proxy a client could name any address it likes. Here a random header name is chosen at start and published
 //   in OCR_PEER_ADDRESS_HEADER; any header of that name a client sends is removed and the socket's address put in
-//   its place. lib/http/client-ip.ts builds the one trusted client address from it and TRUSTED_PROXY_HOPS.
+//   its place. lib/client-ip.ts builds the one trusted client address from it and TRUSTED_PROXY_HOPS.
 // - Slow clients are cut off: headers must arrive within SERVER_HEADERS_TIMEOUT_MS (10 s) and the whole request
 //   within SERVER_REQUEST_TIMEOUT_MS (30 s; bodies are at most ~4.5 MB), checked every second (Node's default is
 //   60 s and 300 s, checked every 30 s: 40 slow-loris connections stayed open for minutes).

@@ -3,8 +3,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/errors";
-// eslint-disable-next-line no-restricted-imports -- a leaf module; the lib/http barrel would load the request wrapper (credits, keys) into accounts and the admin CLI. Moving client-ip out of lib/http is the fix.
-import { addressLimitKey } from "@/lib/http/client-ip";
+import { addressLimitKey } from "@/lib/client-ip";
 import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";
 import { decoyPasswordHash, hashPassword, verifyPassword } from "./password";
@@ -49,7 +48,7 @@ const credentialsSchema = z.object({ email: emailSchema, password: passwordSchem
 interface Credentials {
   email: string;
   password: string;
-  /** The client's address (lib/http/client-ip.ts), for the per-address limits; omitted when unknown. */
+  /** The client's address (lib/client-ip.ts), for the per-address limits; omitted when unknown. */
   address?: string;
 }
 

@@ -1,7 +1,6 @@
 import "server-only"; // reads and sets the session cookie: never in a client bundle (Next fails the build)
 import { cookies, headers } from "next/headers";
-// eslint-disable-next-line no-restricted-imports -- see lib/accounts/accounts.ts: client-ip is a leaf module, the lib/http barrel is not.
-import { clientAddress } from "@/lib/http/client-ip";
+import { clientAddress } from "@/lib/client-ip";
 import type { Account } from "./accounts";
 import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";
 
@@ -34,7 +33,7 @@ async function isSecure(): Promise<boolean> {
   });
 }
 
-/** The client's address for the sign-up and sign-in limits: the one trusted address (lib/http/client-ip.ts). */
+/** The client's address for the sign-up and sign-in limits: the one trusted address (lib/client-ip.ts). */
 export async function getClientAddress(): Promise<string | undefined> {
   return clientAddress(await headers());
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addressLimitKey, clientAddress, normalizeAddress, type ClientAddressOptions } from "@/lib/http/client-ip";
+import { addressLimitKey, clientAddress, normalizeAddress, type ClientAddressOptions } from "@/lib/client-ip";
 
 const PEER = "x-ocr-peer-test";
 const selfHosted = (trustedHops = 0): ClientAddressOptions => ({ trustedHops, onVercel: false, peerHeader: PEER });
