@@ -6,6 +6,16 @@ import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
 const MiB = 1024 * 1024;
 
+/** `maxDuration` of `/api/mcp` in seconds (the Vercel Hobby maximum). The route file repeats it as a literal. */
+export const MCP_MAX_DURATION_S = 300;
+
+/**
+ * Default of `MCP_TOOL_DEADLINE_MS`: under the 30 s timeout of the seed's sample client configuration, so that a
+ * call too slow for it ends as a `timeout` tool error (refunded) before the client gives up — instead of being
+ * charged for an answer nobody receives, and again for each of its 3 retries.
+ */
+const DEFAULT_MCP_TOOL_DEADLINE_MS = 28_000;
+
 const int = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 const optionalString = z
   .string()
@@ -119,20 +129,45 @@ export const envSchema = z.object({
 
   /** Log one line per request (never keys or file content). */
   LOG_REQUESTS: flag(true),
+
+  // MCP (/api/mcp): lib/mcp/config.ts turns these into the route's settings (`mcpConfig`)
+  /** Budget of one `tools/call`, capped by `REQUEST_DEADLINE_MS`. */
+  MCP_TOOL_DEADLINE_MS: int(DEFAULT_MCP_TOOL_DEADLINE_MS, 1000),
+  /** Hard end of an SSE stream: it closes itself this long after opening, before the function's `maxDuration`. */
+  MCP_SSE_LIFETIME_MS: int((MCP_MAX_DURATION_S - 5) * 1000, 1000),
+  /**
+   * The last stretch of a stream's life in which it closes at the first quiet moment with no posted message in
+   * progress, so that a `tools/call` accepted before it can still finish (default: the tool budget + 5 s, at most
+   * half the lifetime).
+   */
+  MCP_SSE_DRAIN_MS: z.coerce.number().int().min(0).optional(),
+  /** Interval of the `: ping` comment that keeps proxies from closing an idle stream. */
+  MCP_SSE_PING_MS: int(15_000, 100),
+  /** How often the stream polls its mailbox while a posted message is in progress (and for a while after). */
+  MCP_SSE_POLL_MS: int(100, 10),
+  /** The slowest poll of an idle stream (the interval grows towards it when nothing happens). */
+  MCP_SSE_IDLE_POLL_MS: int(1000, 10),
 });
 
 export type Env = z.infer<typeof envSchema> & { OCR_WORKERS: number };
 
 let cached: Env | undefined;
 
-/** The parsed configuration. Throws one readable error listing every bad variable. */
-export function getEnv(): Env {
-  if (cached) return cached;
-  const parsed = envSchema.safeParse(process.env);
+/**
+ * Parse a set of variables with the defaults filled in. Throws one readable error listing every bad variable. Pure:
+ * `getEnv` passes `process.env`; tests pass a literal to check defaults and errors without touching `process.env`.
+ */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const parsed = envSchema.safeParse(source);
   if (!parsed.success) {
     throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
   }
-  cached = { ...parsed.data, OCR_WORKERS: parsed.data.OCR_WORKERS ?? Math.max(1, os.availableParallelism()) };
+  return { ...parsed.data, OCR_WORKERS: parsed.data.OCR_WORKERS ?? Math.max(1, os.availableParallelism()) };
+}
+
+/** The configuration of this process, parsed from `process.env` on first use and kept. */
+export function getEnv(): Env {
+  cached ??= parseEnv(process.env);
   return cached;
 }
 

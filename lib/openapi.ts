@@ -271,21 +271,13 @@ function buildOpenApiDocument(): Json {
   };
 }
 
-let cached: { signature: string; document: Json } | undefined;
+let cached: Json | undefined;
 
-/** The OpenAPI 3.1 document, built once per configuration (limits appear in its description). */
+/**
+ * The OpenAPI 3.1 document, built on first use and kept: its description states the limits of this process's
+ * configuration, which does not change while it runs.
+ */
 export function getOpenApiDocument(): Json {
-  const env = getEnv();
-  const signature = JSON.stringify([
-    env.MAX_INLINE_BYTES,
-    env.MAX_URL_BYTES,
-    env.URL_FETCH_TIMEOUT_MS,
-    env.URL_MAX_REDIRECTS,
-    env.MAX_PDF_PAGES,
-    env.MAX_IMAGE_PIXELS,
-    env.REQUEST_DEADLINE_MS,
-    env.RATE_LIMIT_PER_MINUTE,
-  ]);
-  if (cached?.signature !== signature) cached = { signature, document: buildOpenApiDocument() };
-  return cached.document;
+  cached ??= buildOpenApiDocument();
+  return cached;
 }

@@ -2,7 +2,7 @@ import { ApiError } from "@/lib/errors";
 import { isFinalOutcome, preflight, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
 import type { ProcessDocumentResult } from "@/lib/process";
-import { MCP_PROGRESS_INTERVAL_MS, readMcpConfig, type SseTiming } from "./config";
+import { MCP_PROGRESS_INTERVAL_MS, mcpConfig, type SseTiming } from "./config";
 import {
   SESSION_TTL_MS,
   SSE_HEADERS,
@@ -21,9 +21,12 @@ import {
 import { asksForProgress, buildServer } from "./server";
 import { serveJsonExchange, serveStreamablePost, serveStreamedExchange } from "./streamable";
 
+/** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
 interface McpRouteOptions {
-  /** Timing of the legacy SSE stream; unset fields come from the environment (`readMcpConfig`) at each GET. */
+  /** Timing of the legacy SSE stream; unset fields come from the configuration. */
   sse?: Partial<SseTiming>;
+  /** Budget of one `tools/call` in ms (default: `MCP_TOOL_DEADLINE_MS`, capped by `REQUEST_DEADLINE_MS`). */
+  toolDeadlineMs?: number;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
   progressIntervalMs?: number;
 }
@@ -62,10 +65,13 @@ const SSE_PROTOCOL_VERSION = "2024-11-05";
 export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const wakeups = new StreamWakeups();
   const progressIntervalMs = options.progressIntervalMs ?? MCP_PROGRESS_INTERVAL_MS;
+  // Per request (from the configuration parsed once per process), not here: the route module makes its route at import,
+  // and `next build` imports it without the runtime's environment.
+  const toolDeadlineMs = () => options.toolDeadlineMs ?? mcpConfig().toolDeadlineMs;
 
   const openStream = withApiKey(
     async ({ req, account, requestId }) => {
-      const timing = { ...readMcpConfig().sse, ...options.sse };
+      const timing = { ...mcpConfig().sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
       const sessionId = newSessionId(hardEnd);
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
@@ -92,8 +98,8 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const post = withApiKey(async (context) => {
     const sessionId = new URL(context.req.url).searchParams.get("sessionId");
     return sessionId === null
-      ? postStateless(context, progressIntervalMs)
-      : postToSession(context, sessionId, wakeups, progressIntervalMs);
+      ? postStateless(context, toolDeadlineMs(), progressIntervalMs)
+      : postToSession(context, sessionId, wakeups, toolDeadlineMs(), progressIntervalMs);
   }, KEY_OPTIONS);
 
   const get: RouteHandler = async (req) => {
@@ -231,11 +237,12 @@ async function chargeBatch(keyId: string, body: unknown): Promise<void> {
  */
 async function postStateless(
   { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
+  toolDeadlineMs: number,
   progressIntervalMs: number,
 ): Promise<Response> {
   const body = await requestBody.json();
   await chargeBatch(account.keyId, body);
-  const deadline = receivedAt + readMcpConfig().toolDeadlineMs;
+  const deadline = receivedAt + toolDeadlineMs;
   const stream = acceptsEventStream(req) && !req.headers.has("idempotency-key") && asksForProgress(body);
   return serveStreamablePost(
     req,
@@ -266,6 +273,7 @@ async function postToSession(
   { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
   sessionId: string,
   wakeups: StreamWakeups,
+  toolDeadlineMs: number,
   progressIntervalMs: number,
 ): Promise<Response> {
   const body = await requestBody.json();
@@ -297,7 +305,7 @@ async function postToSession(
     const server = buildServer(account, requestId, {
       receivedAt,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
-      deadline: Math.min(receivedAt + readMcpConfig().toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
+      deadline: Math.min(receivedAt + toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       progressIntervalMs,
       ...reportCharges(report),

@@ -57,7 +57,12 @@ export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}
   });
 }
 
-/** Set environment variables for one test; returns the restore function (call it in `finally`). */
+/**
+ * Set environment variables for one test, and make the service read them (`resetEnv()`: it parses `process.env` once
+ * per process); returns the restore function (call it in `finally`). Settings a route instance takes as options
+ * (`createMcpRoute({ sse, toolDeadlineMs })`) are injected there instead. The OpenAPI document is built once and does
+ * not follow.
+ */
 export function setEnv(values: Record<string, string>): () => void {
   const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
   Object.assign(process.env, values);

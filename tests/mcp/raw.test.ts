@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { grantCredits, listLedger } from "@/lib/credits";
-import { MCP_MAX_DURATION_S, readMcpConfig } from "@/lib/mcp";
+import { parseEnv } from "@/lib/env";
+import { MCP_MAX_DURATION_S, createMcpRoute, mcpConfig, type McpRoute } from "@/lib/mcp";
 import {
   REQUEST_ID,
   createAccount,
@@ -37,8 +38,8 @@ withStore("memory");
 
 const png = tinyPng("HELLO 42").toString("base64");
 
-async function rpc(body: unknown, options: RpcOptions = {}): Promise<Response> {
-  return mcpRoute.POST(rpcRequest(body, options));
+async function rpc(body: unknown, options: RpcOptions = {}, route: Pick<McpRoute, "POST"> = mcpRoute): Promise<Response> {
+  return route.POST(rpcRequest(body, options));
 }
 
 /** The JSON-RPC result of a 200 answer. */
@@ -56,18 +57,18 @@ describe("route module and configuration", () => {
   it("runs on Node with a maxDuration above the SSE stream's lifetime", () => {
     expect(mcpRoute.runtime).toBe("nodejs");
     expect(mcpRoute.maxDuration).toBe(MCP_MAX_DURATION_S);
-    expect(readMcpConfig().sse.lifetimeMs).toBeLessThanOrEqual((MCP_MAX_DURATION_S - 5) * 1000);
+    expect(mcpConfig().sse.lifetimeMs).toBeLessThanOrEqual((MCP_MAX_DURATION_S - 5) * 1000);
   });
 
   it("defaults: a tool budget under the sample client's 30 s timeout, pings every 15 s, a drain longer than a tool call", () => {
-    expect(readMcpConfig({})).toEqual({
+    expect(mcpConfig(parseEnv({}))).toEqual({
       toolDeadlineMs: 28_000,
       sse: { lifetimeMs: 295_000, drainMs: 33_000, pingMs: 15_000, pollMs: 100, idlePollMs: 1_000, storeOutageMs: 10_000, unusedMs: 10_000 },
     });
-    const short = readMcpConfig({ MCP_SSE_LIFETIME_MS: "20000", MCP_TOOL_DEADLINE_MS: "90000" });
+    const short = mcpConfig(parseEnv({ MCP_SSE_LIFETIME_MS: "20000", MCP_TOOL_DEADLINE_MS: "90000" }));
     expect(short.toolDeadlineMs).toBe(55_000); // capped by REQUEST_DEADLINE_MS
     expect(short.sse.drainMs).toBe(10_000); // at most half the lifetime
-    expect(() => readMcpConfig({ MCP_SSE_PING_MS: "soon" })).toThrow(/Invalid MCP configuration[\s\S]*MCP_SSE_PING_MS/);
+    expect(() => parseEnv({ MCP_SSE_PING_MS: "soon" })).toThrow(/Invalid configuration[\s\S]*MCP_SSE_PING_MS/);
   });
 });
 
@@ -202,9 +203,9 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
 });
 
 describe("tool errors the model can act on → isError with the catalogued code; nothing charged", () => {
-  async function toolError(args: unknown, code: string, credits = 5): Promise<string> {
+  async function toolError(args: unknown, code: string, credits = 5, route: Pick<McpRoute, "POST"> = mcpRoute): Promise<string> {
     const account = await createAccount(credits);
-    const response = await rpc(callTool(args), { key: account.key });
+    const response = await rpc(callTool(args), { key: account.key }, route);
     const text = expectToolError(await resultOf(response), code);
     expect(response.headers.get("x-credits-remaining")).toBeNull();
     expect(await account.balance()).toBe(credits);
@@ -258,14 +259,10 @@ describe("tool errors the model can act on → isError with the catalogued code;
         return new HttpResponse(null, { status: 500 });
       }),
     );
-    const restore = setEnv({ MCP_TOOL_DEADLINE_MS: "1000" });
-    try {
-      // `timeout`, not the file's 500: the call ended at its deadline, before the file server answered.
-      await toolError({ image_source: { type: "url", data: "https://files.example/slow.png" } }, "timeout");
-      expect(fileAnswered).toBe(false);
-    } finally {
-      restore();
-    }
+    const route = createMcpRoute({ toolDeadlineMs: 1000 });
+    // `timeout`, not the file's 500: the call ended at its deadline, before the file server answered.
+    await toolError({ image_source: { type: "url", data: "https://files.example/slow.png" } }, "timeout", 5, route);
+    expect(fileAnswered).toBe(false);
   });
 
   it("fetch_failed: the URL answers 404", async () => {
