@@ -69,45 +69,34 @@ function createStore(config: StoreConfig): Store {
   }
 }
 
-interface StoreSlot {
-  signature: string;
-  store: Store;
-}
-
 // On globalThis, not in a module variable: Next dev re-evaluates modules on every change, and the memory store
 // (or a TCP connection) must survive that.
-const globalSlot = globalThis as typeof globalThis & { __ocrStore?: StoreSlot };
+const globalSlot = globalThis as typeof globalThis & { __ocrStore?: Store };
 
 /**
- * The process-wide store for the current configuration (`getEnv()`): its ports, built once over one connection.
- * Callers take the port they need (`getStore().credits`) at each call, not once: tests swap the store. Throws on
- * first use in production when no Redis is configured. The same store is returned until the configuration changes
- * or `resetStore()` is called.
+ * The process-wide store: its ports, built once over one connection from the configuration (`getEnv()`) on first
+ * use. Callers take the port they need (`getStore().credits`) at each call, not once: tests swap the store
+ * (`installStore`, or `resetStore()` after changing the configuration). Throws on first use in production when no
+ * Redis is configured.
  */
 export function getStore(): Store {
-  const config = resolveStoreConfig(getEnv());
-  const signature = JSON.stringify(config);
-  const slot = globalSlot.__ocrStore;
-  if (slot?.signature === signature) return slot.store;
-  if (slot) void slot.store.close().catch(() => undefined);
-  const store = createStore(config);
-  globalSlot.__ocrStore = { signature, store };
-  return store;
+  globalSlot.__ocrStore ??= createStore(resolveStoreConfig(getEnv()));
+  return globalSlot.__ocrStore;
 }
 
 /**
- * Make `store` the process-wide store for the current configuration (until it changes or `resetStore()`): tests wrap
- * a real store to lose a reply or fail a call, the way a network does.
+ * Make `store` the process-wide store (until `resetStore()`): tests wrap a real store to lose a reply or fail a
+ * call, the way a network does.
  */
 export function installStore(store: Store): void {
-  globalSlot.__ocrStore = { signature: JSON.stringify(resolveStoreConfig(getEnv())), store };
+  globalSlot.__ocrStore = store;
 }
 
 /** Close and forget the process-wide store (CLI exit, tests). */
 export async function resetStore(): Promise<void> {
-  const slot = globalSlot.__ocrStore;
+  const store = globalSlot.__ocrStore;
   globalSlot.__ocrStore = undefined;
-  await slot?.store.close();
+  await store?.close();
 }
 
 /** For `instrumentation.ts` or a health check: throws the configuration error early instead of on first use. */

@@ -69,7 +69,7 @@ describe("getStore", () => {
     await resetStore();
   });
 
-  it("keeps one store per configuration on globalThis", async () => {
+  it("keeps one store on globalThis, built on first use, until resetStore()", async () => {
     delete process.env.REDIS_URL;
     delete process.env.UPSTASH_REDIS_REST_URL;
     delete process.env.KV_REST_API_URL;
