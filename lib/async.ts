@@ -1,8 +1,6 @@
-import { ApiError } from "@/lib/errors";
-
 /**
- * Small promise helpers shared by the server, the engine process and the benchmarks. A leaf: it imports only the
- * error class, so the engine bundle (scripts/build-engine.mjs) can take it as it is.
+ * Small promise helpers shared by the server, the engine process and the benchmarks. A leaf with no imports, so the
+ * engine (which has its own errors) and its bundle (scripts/build-engine.mjs) can take it as it is.
  */
 
 /** `withTimeout`'s rejection when only a message was given: callers may tell it from the work's own failures. */
@@ -20,15 +18,6 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, error: string | 
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** The `504 timeout` of work that the request's deadline overtook (one wording wherever it is detected). */
-export function deadlineError(): ApiError {
-  return new ApiError("timeout", "The request deadline passed before the document was read");
-}
-
-/** Throw `deadlineError()` once `deadline` (epoch ms) has passed: between steps, so none starts too late. */
-export function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw deadlineError();
-}
 
 /**
  * Run `task` over `items` with at most `lanes` running at once, each lane taking the next item when it is done,

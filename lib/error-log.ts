@@ -1,5 +1,3 @@
-import { isApiError } from "@/lib/errors";
-
 /**
  * How an error is written to the server's (or the engine's) log. Two kinds of line: those for the operator, with
  * the whole stack, and those that must quote no message at all (a message may carry a URL, a key or a connection
@@ -12,11 +10,12 @@ export function describeError(error: unknown): string {
 }
 
 /**
- * Safe to log anywhere: the error's code, else its class name, else "error". `codes: "any"` takes any string
- * `code` property (Node's system errors, Redis clients, ApiError); `"api"` only an ApiError's.
+ * Safe to log anywhere: the error's code, else its class name, else "error". By default any string `code` property
+ * counts (Node's system errors, Redis clients, ApiError); `codeOf` narrows which codes are trusted (e.g. only an
+ * ApiError's). A leaf with no imports, so the engine can log with it too.
  */
-export function errorLabel(error: unknown, codes: "any" | "api" = "any"): string {
-  const code = codes === "api" ? (isApiError(error) ? error.code : undefined) : stringCode(error);
+export function errorLabel(error: unknown, codeOf: (error: unknown) => string | undefined = stringCode): string {
+  const code = codeOf(error);
   if (code !== undefined) return code;
   return error instanceof Error ? error.name : "error";
 }

@@ -96,3 +96,18 @@ export function toErrorResponse(error: unknown, requestId: string, headers: Head
   }
   return Response.json(errorBody(apiError, requestId), { status: apiError.status, headers: responseHeaders });
 }
+
+/** The `504 timeout` of work that the request's deadline overtook (one wording wherever it is detected). */
+export function deadlineError(): ApiError {
+  return new ApiError("timeout", "The request deadline passed before the document was read");
+}
+
+/** Throw `deadlineError()` once `deadline` (epoch ms) has passed: between steps, so none starts too late. */
+export function checkDeadline(deadline: number): void {
+  if (Date.now() >= deadline) throw deadlineError();
+}
+
+/** An ApiError's code, or undefined: for `errorLabel` (lib/error-log.ts) where only our own codes may be logged. */
+export function apiCode(error: unknown): string | undefined {
+  return isApiError(error) ? error.code : undefined;
+}

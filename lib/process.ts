@@ -1,8 +1,8 @@
 import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
-import { checkDeadline, deadlineError, withTimeout } from "@/lib/async";
+import { withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, toApiError } from "@/lib/errors";
+import { ApiError, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/errors";
 import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, type ResolveHost } from "@/lib/input";
 import { acquireInFlight } from "@/lib/limits/in-flight";
@@ -170,7 +170,7 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
   } catch (error) {
     // Nothing is charged for a failed request (timeouts included).
     await refundCredits({ ...ledger, pages }).catch((refundError: unknown) =>
-      console.error(`[${requestId}] refund of ${pages} credits failed (${errorLabel(refundError, "api")}); the reservation stays open`),
+      console.error(`[${requestId}] refund of ${pages} credits failed (${errorLabel(refundError, apiCode)}); the reservation stays open`),
     );
     throw error;
   }
@@ -181,7 +181,7 @@ async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<P
   try {
     creditsRemaining = (await settleCredits({ ...ledger, reserved: pages, used: result.used })).balance;
   } catch (error) {
-    console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${errorLabel(error, "api")})`);
+    console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
   }
   result.response.processingTime = Math.max(0, Math.round(Date.now() - work.receivedAt));
   return { response: result.response, creditsRemaining };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkDeadline, deadlineError, inLanes, TimeoutError, withTimeout } from "@/lib/async";
+import { inLanes, TimeoutError, withTimeout } from "@/lib/async";
+import { apiCode, checkDeadline, deadlineError } from "@/lib/errors";
 import { ApiError, isApiError } from "@/lib/errors";
 import { describeError, errorLabel } from "@/lib/error-log";
 
@@ -81,7 +82,7 @@ describe("error-log", () => {
     expect(errorLabel(new TypeError("secret"))).toBe("TypeError");
     expect(errorLabel({ reason: "secret" })).toBe("error");
     // "api": only an ApiError's code counts.
-    expect(errorLabel(system, "api")).toBe("Error");
-    expect(errorLabel(api, "api")).toBe("unavailable");
+    expect(errorLabel(system, apiCode)).toBe("Error");
+    expect(errorLabel(api, apiCode)).toBe("unavailable");
   });
 });

@@ -1,4 +1,5 @@
 import type { PDFPageProxy } from "pdfjs-dist";
+import { inLanes } from "@/lib/async";
 import { OcrError } from "../ocr-error";
 import type { ExtractedPage } from "../document";
 import { detectLanguage } from "../language-detect";
@@ -127,24 +128,19 @@ export class Engine {
     const ocr: InspectPdfResult["ocr"] = [];
     const inkChecks: Array<{ number: number; page: PDFPageProxy; layer: ExtractedPage }> = [];
 
-    const pending = [...selected];
-    await Promise.all(
-      Array.from({ length: Math.min(TEXT_LAYER_CONCURRENCY, pending.length) }, async () => {
-        for (let number = pending.shift(); number !== undefined; number = pending.shift()) {
-          const page = await getPdfPage(handle, number);
-          const layer = await readTextLayer(page, number);
-          if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
-            done.push(layer.page);
-            page.cleanup();
-          } else if (layer.chars === 0) {
-            inkChecks.push({ number, page, layer: layer.page });
-          } else {
-            ocr.push({ number, ...(layer.garbage <= MAX_GARBAGE && { textLayer: layer.page }) });
-            page.cleanup();
-          }
-        }
-      }),
-    );
+    await inLanes(selected, TEXT_LAYER_CONCURRENCY, async (number) => {
+      const page = await getPdfPage(handle, number);
+      const layer = await readTextLayer(page, number);
+      if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
+        done.push(layer.page);
+        page.cleanup();
+      } else if (layer.chars === 0) {
+        inkChecks.push({ number, page, layer: layer.page });
+      } else {
+        ocr.push({ number, ...(layer.garbage <= MAX_GARBAGE && { textLayer: layer.page }) });
+        page.cleanup();
+      }
+    });
 
     // One page at a time, so a removed oversized image is attributed to its page.
     inkChecks.sort((a, b) => a.number - b.number);
