@@ -68,7 +68,7 @@ async function deletePrefix(redisUrl: string, prefix: string): Promise<number> {
 
 async function runAdmin(serverDir: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
   const tsx = path.join(serverDir, "node_modules/.bin/tsx");
-  const [command, commandArgs] = existsSync(tsx) ? [tsx, ["scripts/admin.ts", ...args]] : ["npx", ["tsx", "scripts/admin.ts", ...args]];
+  const [command, commandArgs] = existsSync(tsx) ? [tsx, ["--conditions=react-server", "scripts/admin.ts", ...args]] : ["npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args]];
   const child = spawn(command, commandArgs, { cwd: serverDir, env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
