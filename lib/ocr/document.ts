@@ -1,21 +1,21 @@
 import { z } from "zod";
 
 /** `[x0, y0, x1, y1]` normalized to 0–1 of the page, so scans and text-layer pages compare directly. */
-export const bboxSchema = z
+const bboxSchema = z
   .tuple([z.number(), z.number(), z.number(), z.number()])
   .describe("[x0, y0, x1, y1], normalized to 0–1 of the page width and height");
 export type BBox = z.infer<typeof bboxSchema>;
 
 const confidence = z.number().min(0).max(100).describe("0–100; character-weighted mean of word confidences");
 
-export const ocrWordSchema = z.object({
+const ocrWordSchema = z.object({
   text: z.string(),
   confidence,
   bbox: bboxSchema,
 });
 export type OcrWord = z.infer<typeof ocrWordSchema>;
 
-export const ocrLineSchema = z.object({
+const ocrLineSchema = z.object({
   text: z.string(),
   confidence,
   bbox: bboxSchema,
@@ -23,7 +23,7 @@ export const ocrLineSchema = z.object({
 });
 export type OcrLine = z.infer<typeof ocrLineSchema>;
 
-export const ocrBlockSchema = z.object({
+const ocrBlockSchema = z.object({
   text: z.string(),
   confidence,
   bbox: bboxSchema,
@@ -34,10 +34,9 @@ export type OcrBlock = z.infer<typeof ocrBlockSchema>;
 export const ocrEngineSchema = z.enum(["tesseract", "paddle"]);
 export type OcrEngine = z.infer<typeof ocrEngineSchema>;
 
-export const pageSourceSchema = z.enum(["ocr", "text-layer"]);
-export type PageSource = z.infer<typeof pageSourceSchema>;
+const pageSourceSchema = z.enum(["ocr", "text-layer"]);
 
-export const ocrPageSchema = z.object({
+const ocrPageSchema = z.object({
   number: z.number().int().min(1).describe("1-based page number in the original document"),
   width: z.number().int().describe("pixel width the page was read at"),
   height: z.number().int().describe("pixel height the page was read at"),
@@ -93,7 +92,7 @@ export interface ExtractedDocument {
 }
 
 /** Character-weighted mean confidence of words; `fallback` when there are no characters. */
-export function weightedConfidence(words: Iterable<{ text: string; confidence: number }>, fallback = 0): number {
+function weightedConfidence(words: Iterable<{ text: string; confidence: number }>, fallback = 0): number {
   let sum = 0;
   let chars = 0;
   for (const word of words) {

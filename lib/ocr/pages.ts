@@ -1,7 +1,7 @@
 import { OcrError } from "./ocr-error";
 
 /** Syntax of a page selection: comma-separated page numbers and ranges, 1-based; `7-` runs to the last page. */
-export const PAGE_SELECTION_PATTERN = /^\s*\d+\s*(-\s*\d*\s*)?(,\s*\d+\s*(-\s*\d*\s*)?)*$/;
+const PAGE_SELECTION_PATTERN = /^\s*\d+\s*(-\s*\d*\s*)?(,\s*\d+\s*(-\s*\d*\s*)?)*$/;
 
 /**
  * Parse `"1-3,5"` against a document of `pageCount` pages: sorted, unique, 1-based page numbers.

@@ -44,7 +44,7 @@ function pdfResources() {
 }
 
 /** PDF pages are reported (and rendered for OCR) at 300 DPI. */
-export const PDF_DPI = 300;
+const PDF_DPI = 300;
 /** Rendering cap for oversized pages (posters, drawings): beyond it the DPI is lowered. */
 const MAX_RENDER_PIXELS = 36_000_000;
 
@@ -130,7 +130,7 @@ export async function getPdfPage(handle: PdfHandle, number: number): Promise<PDF
 }
 
 /** The page's size in pixels at 300 DPI (what a text-layer page reports, and what OCR renders). */
-export function pagePixelSize(page: PDFPageProxy): { width: number; height: number; scale: number } {
+function pagePixelSize(page: PDFPageProxy): { width: number; height: number; scale: number } {
   const viewport = page.getViewport({ scale: 1, rotation: 0 });
   return pixelSize(viewport.width, viewport.height, ((page.rotate % 360) + 360) % 360);
 }
@@ -233,7 +233,7 @@ export interface RawTextPage {
   rotate: number;
 }
 
-export async function readRawText(page: PDFPageProxy): Promise<RawTextPage> {
+async function readRawText(page: PDFPageProxy): Promise<RawTextPage> {
   // Lay text out in the page's own (unrotated) space, where lines run as authored; boxes are rotated to the
   // displayed page at the end.
   const viewport = page.getViewport({ scale: 1, rotation: 0 });
@@ -268,7 +268,7 @@ function multiply(m: number[], n: number[]): number[] {
  * baseline, words split on spaces with proportional boxes, lines grouped into blocks by vertical gaps and
  * font-size changes. Font sizes travel along as line styles (markdown headings).
  */
-export function layoutTextLayer(raw: RawTextPage, number: number): TextLayer {
+function layoutTextLayer(raw: RawTextPage, number: number): TextLayer {
   const fragments: Fragment[] = [];
   let chars = 0;
   let garbage = 0;

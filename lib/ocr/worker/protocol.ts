@@ -111,13 +111,12 @@ export type ToEngine =
   | { type: "grant" };
 
 /** A failed job's `OcrError`: its engine code and what the server needs to word it (its cause stays in the process). */
-export const jobErrorSchema = z.object({
+const jobErrorSchema = z.object({
   code: z.enum(ocrErrorCodes),
   message: z.string(),
   retryAfterSeconds: z.number().optional(),
   limit: z.number().optional(),
 }) satisfies z.ZodType<OcrErrorData>;
-export type JobError = z.infer<typeof jobErrorSchema>;
 
 export const fromEngineSchema = z.union([
   z.object({ type: z.literal("ready") }),
