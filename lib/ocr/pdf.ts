@@ -15,7 +15,7 @@ const PDFJS_MIN_NODE: readonly [number, number] = [22, 13];
 /**
  * pdf.js is large: load it on the first PDF. The legacy build is the one that runs in Node. On a Node older than pdf.js
  * supports, every document would fail inside `getDocument` (Node 20: "Promise.withResolvers is not a function") and
- * read as a corrupt file; it is an engine error instead (`500`, and a log line naming the versions).
+ * read as a corrupt file; it is an engine fault instead (`engine_failed`, answered 500, and a log line naming the versions).
  */
 function loadPdfJs(): Promise<PdfJs> {
   const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
