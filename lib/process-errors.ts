@@ -7,8 +7,8 @@ export interface EngineRequestOptions {
   pages?: string;
 }
 
-/** Engine code → SPEC code (and so the HTTP status, from the catalogue). */
-const specCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
+/** Engine code → the API's code (lib/error-catalogue.ts, which gives the HTTP status). */
+const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
   empty_file: "invalid_request",
   unsupported_type: "unsupported_media_type",
   unreadable: "unreadable_document",
@@ -56,5 +56,5 @@ export function fromEngineError(error: unknown, options: EngineRequestOptions = 
   if (!isOcrError(error)) return error;
   const headers: Record<string, string> = {};
   if (error.code === "overloaded" && error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);
-  return new ApiError(specCodes[error.code], userMessage(error, options), { headers, cause: error });
+  return new ApiError(apiCodes[error.code], userMessage(error, options), { headers, cause: error });
 }

@@ -110,7 +110,7 @@ describe("processDocument", () => {
     expect(await account.balance()).toBe(5);
   });
 
-  it("engine errors answer with SPEC codes and the request's field names, before anything is charged", async () => {
+  it("engine errors answer with the API's codes and the request's field names, before anything is charged", async () => {
     const account = await createAccount(5);
     const pdf = base64Of("born-digital.pdf");
     const missing = await expectCode({ body: { image: pdf, options: { pages: "9" } }, account, requestId: requestId(), pool }, "invalid_request");

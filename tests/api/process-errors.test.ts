@@ -10,7 +10,7 @@ function mapped(code: OcrErrorCode, message: string, options: OcrErrorOptions = 
   return error;
 }
 
-describe("fromEngineError: engine codes → SPEC codes", () => {
+describe("fromEngineError: engine codes → the API's codes", () => {
   const expected: Record<OcrErrorCode, [ErrorCode, number]> = {
     empty_file: ["invalid_request", 400],
     unsupported_type: ["unsupported_media_type", 415],
