@@ -13,6 +13,7 @@
  *   --lang L          options.language for every file (default: the engine's default, auto)
  *   --filter S        only files whose path contains S
  *   --json FILE       write the results as JSON
+ *   --text-dir DIR    write each document's text output to DIR/<name>.txt (to read the errors behind a score)
  *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see docs/benchmark.md)
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  */
@@ -74,6 +75,7 @@ const { values: args, positionals } = parseArgs({
     lang: { type: "string" },
     filter: { type: "string" },
     json: { type: "string" },
+    "text-dir": { type: "string" },
     http: { type: "string" },
     key: { type: "string" },
     concurrency: { type: "string" },
@@ -101,7 +103,7 @@ const f3 = (v: number) => v.toFixed(3);
 
 
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
-async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void): Promise<PassResult> {
+async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>): Promise<PassResult> {
   const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
@@ -113,7 +115,7 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
     const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
     const ms = performance.now() - t;
     pages += doc.pages.length;
-    onResult?.(item, doc, ms);
+    await onResult?.(item, doc, ms);
   });
   const seconds = (performance.now() - started) / 1000;
   await pool.terminate();
@@ -273,8 +275,11 @@ async function main(): Promise<void> {
   const results: FileResult[] = [];
   // This process and its engine processes together (the engine runs in child processes).
   const memory = sampleTreeRss();
-  const single = await enginePass(items, 1, (item, doc, ms) => {
+  const textDir = args["text-dir"];
+  if (textDir) await fs.mkdir(textDir, { recursive: true });
+  const single = await enginePass(items, 1, async (item, doc, ms) => {
     const text = render(doc, "text");
+    if (textDir) await fs.writeFile(path.join(textDir, `${path.basename(item.file)}.txt`), text);
     results.push({
       name: item.name,
       pages: doc.pages.length,

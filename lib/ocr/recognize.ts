@@ -119,6 +119,12 @@ export interface RecognizeContext {
   pool: TesseractPool;
   langs: string[];
   deadline: number;
+  /**
+   * Whether the page's further Tesseract passes (the block re-read and the rescue pass) wait for the caller: a page
+   * another recognizer will read too does not pay for passes whose reading that one usually replaces. The caller
+   * runs `retryReading` if it keeps Tesseract's reading after all.
+   */
+  deferRetries?: (reading: PageReading) => boolean;
 }
 
 export interface PageReading {
@@ -127,9 +133,14 @@ export interface PageReading {
   score: number;
   psm: string;
   coverage: number;
+  /** Only the first pass ran: the others were left to the caller (`deferRetries`). */
+  retriesDeferred?: boolean;
 }
 
-/** Recognize a prepared raster with automatic segmentation, re-reading as a block when text was missed. */
+/**
+ * Recognize a prepared raster with automatic segmentation, re-reading it as a block when text was missed and at a
+ * larger scale when Tesseract was unsure.
+ */
 export async function recognizeRaster(
   prepared: PreparedRaster,
   number: number,
@@ -137,40 +148,64 @@ export async function recognizeRaster(
 ): Promise<PageReading> {
   if (isBlank(prepared.analysis)) return blankReading(prepared, number);
   const first = await readOnce(prepared, number, context, PSM_AUTO);
+  const { crop } = prepared;
+  first.page.trace = {
+    scale: Math.round(prepared.scale * 100) / 100,
+    crop: `${crop.x},${crop.y} ${crop.width}x${crop.height} of ${prepared.sourceWidth}x${prepared.sourceHeight}`,
+    psm: first.psm,
+    coverage: Math.round(first.coverage * 100) / 100,
+    langs: context.langs.join("+"),
+    passes: 1,
+  };
+  const retries = first.coverage < MIN_COVERAGE || rescueScale(prepared, first) !== null;
+  if (retries && context.deferRetries?.(first)) return { ...first, retriesDeferred: true };
+  return retryReading(prepared, first, number, context);
+}
+
+/**
+ * The passes after the first: the block re-read when the words cover too little of the ink, then the rescue pass
+ * when the reading's confidence is low; the reading Tesseract scores higher is kept each time. `first` is the first
+ * pass's reading of `prepared` (what recognizeRaster returns when it defers them).
+ */
+export async function retryReading(
+  prepared: PreparedRaster,
+  first: PageReading,
+  number: number,
+  context: RecognizeContext,
+): Promise<PageReading> {
+  const trace = { ...first.page.trace };
+  const { retriesDeferred: _deferred, ...firstReading } = first;
+  let best: PageReading = firstReading;
   let passes = 1;
-  let best = first;
   if (first.coverage < MIN_COVERAGE) {
     best = pickBetter(best, await readOnce(prepared, number, context, PSM_BLOCK));
     passes++;
   }
-  let { scale } = prepared;
   const rescue = rescueRaster(prepared, best);
   if (rescue) {
     const again = await readOnce(rescue, number, context, best.psm);
     passes++;
     if (again.score > best.score) {
       best = again;
-      scale = rescue.scale;
+      trace.scale = Math.round(rescue.scale * 100) / 100;
     }
   }
-  const { crop } = prepared;
-  best.page.trace = {
-    scale: Math.round(scale * 100) / 100,
-    crop: `${crop.x},${crop.y} ${crop.width}x${crop.height} of ${prepared.sourceWidth}x${prepared.sourceHeight}`,
-    psm: best.psm,
-    coverage: Math.round(first.coverage * 100) / 100,
-    langs: context.langs.join("+"),
-    passes,
-  };
+  best.page.trace = { ...trace, psm: best.psm, passes };
   return best;
 }
 
-/** The raster for a rescue pass, or null when the reading is good enough or a larger one would be too big. */
-function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedRaster | null {
+/** The scale of a rescue pass, or null when the reading is good enough or a larger raster would be too big. */
+function rescueScale(prepared: PreparedRaster, reading: PageReading): number | null {
   if (reading.page.blocks.length === 0 || reading.page.confidence >= RESCUE_BELOW_CONFIDENCE) return null;
   const { crop } = prepared;
   const scale = Math.min(prepared.scale * RESCUE_SCALE, Math.sqrt(MAX_RESCUE_PIXELS / (crop.width * crop.height)));
-  if (scale < prepared.scale * 1.2) return null;
+  return scale < prepared.scale * 1.2 ? null : scale;
+}
+
+function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedRaster | null {
+  const scale = rescueScale(prepared, reading);
+  if (scale === null) return null;
+  const { crop } = prepared;
   const raster = drawGrey(prepared.source, Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
   return { ...prepared, raster, scale };
 }

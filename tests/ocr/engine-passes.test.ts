@@ -1,11 +1,9 @@
-import path from "node:path";
-import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import { extractDocument, OcrPool, render } from "@/lib/ocr";
 import { TEXTS } from "@/scripts/make-fixtures";
-import { createTestPool, fixture } from "@/tests/support/ocr";
+import { createTestPool, degradedPrint, fixture } from "@/tests/support/ocr";
 
 const pools: OcrPool[] = [];
 afterAll(async () => {
@@ -33,28 +31,10 @@ describe("blank pages", () => {
 
 describe("a degraded print (faint, noisy, small, heavily compressed)", () => {
   it("is still read: low confidence triggers a second, larger reading and the better one is kept", async () => {
-    GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Degraded Sans");
     const lines = ["TOTAL AMOUNT DUE 42.50", "PAID BY CARD 1234", "THANK YOU FOR SHOPPING"];
-    const canvas = createCanvas(560, 150);
-    const ctx = canvas.getContext("2d");
-    ctx.fillStyle = "#d8d8d8";
-    ctx.fillRect(0, 0, 560, 150);
-    ctx.fillStyle = "#8a8a8a";
-    ctx.font = '16px "Degraded Sans"';
-    lines.forEach((line, i) => ctx.fillText(line, 12, 35 + i * 40));
-    const pixels = ctx.getImageData(0, 0, 560, 150);
-    let seed = 42;
-    for (let i = 0; i < pixels.data.length; i += 4) {
-      seed = (seed * 1664525 + 1013904223) >>> 0;
-      const noise = ((seed >>> 24) / 255 - 0.5) * 30;
-      for (let c = 0; c < 3; c++) pixels.data[i + c] = Math.max(0, Math.min(255, pixels.data[i + c]! + noise));
-    }
-    ctx.putImageData(pixels, 0, 0);
-    const small = createCanvas(336, 90);
-    small.getContext("2d").drawImage(canvas, 0, 0, 336, 90);
     const pool = createTestPool();
     pools.push(pool);
-    const doc = await extractDocument(small.toBuffer("image/jpeg", 45), { pool });
+    const doc = await extractDocument(degradedPrint(lines), { pool });
     const page = doc.pages[0]!;
     expect(page.confidence).toBeLessThan(80);
     expect(page.trace?.passes).toBeGreaterThanOrEqual(2);

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { expect } from "vitest";
 import { isOcrError, ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
@@ -90,4 +91,31 @@ export function barsPgm(width = 200, height = 60, bars = 5): Uint8Array {
     }
   }
   return out;
+}
+
+/**
+ * A degraded print of `lines` as a JPEG: grey 16 px text on grey, noise, scaled down (to 60%) and compressed at
+ * quality 45. Tesseract reads three such lines with confidence under 80 (so its rescue pass runs) and still mostly right.
+ */
+export function degradedPrint(lines: readonly string[], { width = 560, lineHeight = 40, shrink = 0.6 } = {}): Uint8Array {
+  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Degraded Sans");
+  const height = 30 + lines.length * lineHeight;
+  const canvas = createCanvas(width, height);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#d8d8d8";
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = "#8a8a8a";
+  ctx.font = '16px "Degraded Sans"';
+  lines.forEach((line, i) => ctx.fillText(line, 12, 35 + i * lineHeight));
+  const pixels = ctx.getImageData(0, 0, width, height);
+  let seed = 42;
+  for (let i = 0; i < pixels.data.length; i += 4) {
+    seed = (seed * 1664525 + 1013904223) >>> 0;
+    const noise = ((seed >>> 24) / 255 - 0.5) * 30;
+    for (let c = 0; c < 3; c++) pixels.data[i + c] = Math.max(0, Math.min(255, pixels.data[i + c]! + noise));
+  }
+  ctx.putImageData(pixels, 0, 0);
+  const small = createCanvas(Math.round(width * shrink), Math.round(height * shrink));
+  small.getContext("2d").drawImage(canvas, 0, 0, small.width, small.height);
+  return new Uint8Array(small.toBuffer("image/jpeg", 45));
 }

@@ -16,7 +16,7 @@ import {
   type PdfHandle,
 } from "../pdf";
 import { decodeImage, releaseSource } from "../raster";
-import { prepareRaster, recognizeRaster, type PageReading, type PreparedRaster } from "../recognize";
+import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "../recognize";
 import { TesseractPool } from "../tesseract-pool";
 import { checkPaddle, loadPaddle } from "../paddle";
 import { chooseReading, confidentTesseractWords, paddlePageReading, wantsSecondReading } from "../second-reading";
@@ -200,13 +200,11 @@ export class Engine {
     deadline: number,
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
     const context = { pool: this.pool(), deadline };
-    const reading = await recognizeRaster(prepared, number, { ...context, langs: language.langs });
+    const first: RecognizeContext = { ...context, langs: language.langs, deferRetries: (r) => this.wantsPaddle(r, language.langs) };
+    const reading = await recognizeRaster(prepared, number, first);
     const guess = language.auto ? detectLanguage(reading.page.text, available) : null;
     if (!guess) {
-      return {
-        reading: await this.secondReading(reading, prepared, number, language.langs, deadline),
-        language: { langs: language.langs, auto: false },
-      };
+      return { reading: await this.secondReading(reading, prepared, number, first), language: { langs: language.langs, auto: false } };
     }
     const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
     const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
@@ -214,22 +212,29 @@ export class Engine {
     return { reading: again, language: decided };
   }
 
+  private wantsPaddle(reading: PageReading, langs: string[]): boolean {
+    return this.paddle && wantsSecondReading(reading, langs, this.config.secondReadingBelow);
+  }
+
   /**
    * The second recognizer (OCR_ENGINES includes `paddle`): a page Tesseract was unsure of is read by PaddleOCR too,
-   * and the better reading kept (lib/ocr/second-reading.ts). It reads the raster Tesseract read.
+   * and the better reading kept (lib/ocr/second-reading.ts). It reads the raster Tesseract read. Such a page's
+   * further Tesseract passes (block re-read, rescue) were deferred: PaddleOCR's reading replaced theirs on every such
+   * page of the benchmark (docs/decisions.md#deferred-retries), so they run only when Tesseract's reading is kept.
    */
   private async secondReading(
     reading: PageReading,
     prepared: PreparedRaster,
     number: number,
-    langs: string[],
-    deadline: number,
+    context: RecognizeContext,
   ): Promise<PageReading> {
-    if (!this.paddle || !wantsSecondReading(reading, langs, this.config.secondReadingBelow)) return reading;
+    const tesseract = () => (reading.retriesDeferred ? retryReading(prepared, reading, number, context) : reading);
+    if (!this.wantsPaddle(reading, context.langs)) return tesseract();
+    const { deadline } = context;
     // Tesseract's reading is an answer already: the second one is only tried with time to spare before the deadline.
     const spare = deadline - ENGINE_DEADLINE_SLACK_MS - Date.now() - SECOND_READING_RESERVE_MS;
-    if (spare <= 0) return reading;
-    if (this.heavy && !(await this.heavy.acquire(spare))) return reading;
+    if (spare <= 0) return tesseract();
+    if (this.heavy && !(await this.heavy.acquire(spare))) return tesseract();
     let result;
     try {
       // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up
@@ -247,13 +252,13 @@ export class Engine {
     } catch (error) {
       // A second opinion that failed is no reason to fail the page: Tesseract's reading stands.
       console.error(`[engine] PaddleOCR failed on a page; Tesseract's reading kept: ${String(error)}`);
-      return reading;
+      return tesseract();
     } finally {
       this.heavy?.release();
     }
     const paddle = paddlePageReading(result, prepared, number);
-    const kept = chooseReading(reading, paddle);
-    kept.page.trace = { ...reading.page.trace, second: kept.page.engine ?? "tesseract" };
+    const kept = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
+    kept.page.trace = { ...reading.page.trace, ...(kept === paddle ? {} : kept.page.trace), second: kept.page.engine ?? "tesseract" };
     return kept;
   }
 
