@@ -10,7 +10,7 @@ import {
   type OcrLine,
   type OcrWord,
 } from "./document";
-import type { PaddleReading, PaddleWord, TextBox } from "./paddle";
+import type { Gap, PaddleReading, PaddleWord, TextBox } from "./paddle";
 import type { PageReading, PreparedRaster } from "./recognize";
 
 /**
@@ -137,6 +137,53 @@ export function confidentTesseractWords(
   prepared: PreparedRaster,
   minConfidence = KEEP_TESSERACT_ABOVE,
 ): (box: TextBox) => PaddleWord[] | undefined {
+  const words = rasterWords(reading, prepared);
+  return (box) => {
+    const height = box.y1 - box.y0;
+    const inside = wordsInside(words, box);
+    if (inside.length === 0) return undefined;
+    for (const w of inside) {
+      if (w.confidence < minConfidence) return undefined;
+      if (w.box[0] < box.x0 - height / 2 || w.box[2] > box.x1 + height / 2) return undefined;
+      if (w.box[3] - w.box[1] > 1.5 * height) return undefined;
+    }
+    const span = Math.max(...inside.map((w) => w.box[2])) - Math.min(...inside.map((w) => w.box[0]));
+    if (span < 0.85 * (box.x1 - box.x0 - 1.5 * height)) return undefined;
+    return inside.sort((a, b) => a.box[0] - b.box[0]);
+  };
+}
+
+/**
+ * A gap between two Tesseract words narrower than this share of the detected box's height (about 1.5–2 text heights:
+ * the detector grows its boxes) is not taken as a word gap: Tesseract splits a misread word at narrower gaps ("JAL AN",
+ * "TALAP IA"). Swept on the 11 receipt and form pages of corpus-dev (0, 0.1, 0.15, 0.2, 0.25, with Tesseract's word
+ * confidence required ≥ 0, 40, 60, 80): 0.15 and no confidence bound gave the best word F1 on both receipts
+ * (0.749 → 0.767) and forms (0.788 → 0.804); docs/decisions.md#paddle-gaps.
+ */
+export const MIN_GAP_HEIGHT_SHARE = 0.15;
+
+/**
+ * For PaddleOCR's `gaps` option: the gaps between consecutive Tesseract words inside a detected box (raster pixels)
+ * at least MIN_GAP_HEIGHT_SHARE of its height wide. Tesseract finds word gaps in the ink even where it misreads the
+ * letters; PaddleOCR reads the letters better but runs words together.
+ */
+export function tesseractGaps(reading: PageReading, prepared: PreparedRaster): (box: TextBox) => Gap[] {
+  const words = rasterWords(reading, prepared);
+  return (box) => {
+    const inside = wordsInside(words, box).sort((a, b) => a.box[0] - b.box[0]);
+    const minWidth = MIN_GAP_HEIGHT_SHARE * box.h;
+    const gaps: Gap[] = [];
+    for (let i = 1; i < inside.length; i++) {
+      const left = inside[i - 1]!.box[2];
+      const right = inside[i]!.box[0];
+      if (right - left >= minWidth) gaps.push([left, right]);
+    }
+    return gaps;
+  };
+}
+
+/** The reading's words with boxes in the prepared raster's pixels. */
+function rasterWords(reading: PageReading, prepared: PreparedRaster): PaddleWord[] {
   const { crop, scale, sourceWidth, sourceHeight } = prepared;
   const words: PaddleWord[] = [];
   for (const block of reading.page.blocks) {
@@ -156,21 +203,14 @@ export function confidentTesseractWords(
       }
     }
   }
-  return (box) => {
-    const height = box.y1 - box.y0;
-    const inside = words.filter((w) => {
-      const cx = (w.box[0] + w.box[2]) / 2;
-      const cy = (w.box[1] + w.box[3]) / 2;
-      return cx >= box.x0 && cx <= box.x1 && cy >= box.y0 && cy <= box.y1;
-    });
-    if (inside.length === 0) return undefined;
-    for (const w of inside) {
-      if (w.confidence < minConfidence) return undefined;
-      if (w.box[0] < box.x0 - height / 2 || w.box[2] > box.x1 + height / 2) return undefined;
-      if (w.box[3] - w.box[1] > 1.5 * height) return undefined;
-    }
-    const span = Math.max(...inside.map((w) => w.box[2])) - Math.min(...inside.map((w) => w.box[0]));
-    if (span < 0.85 * (box.x1 - box.x0 - 1.5 * height)) return undefined;
-    return inside.sort((a, b) => a.box[0] - b.box[0]);
-  };
+  return words;
+}
+
+/** Words whose centre lies inside the box's bounds. */
+function wordsInside(words: PaddleWord[], box: TextBox): PaddleWord[] {
+  return words.filter((w) => {
+    const cx = (w.box[0] + w.box[2]) / 2;
+    const cy = (w.box[1] + w.box[3]) / 2;
+    return cx >= box.x0 && cx <= box.x1 && cy >= box.y0 && cy <= box.y1;
+  });
 }

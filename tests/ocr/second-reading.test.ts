@@ -6,9 +6,11 @@ import {
   chooseReading,
   confidentTesseractWords,
   KEEP_TESSERACT_ABOVE,
+  MIN_GAP_HEIGHT_SHARE,
   paddlePageReading,
   SECOND_READING_BELOW_CONFIDENCE,
   SECOND_READING_MIN_WORDS,
+  tesseractGaps,
   wantsSecondReading,
 } from "@/lib/ocr/second-reading";
 
@@ -168,5 +170,26 @@ describe("confidentTesseractWords", () => {
     const partial = confidentTesseractWords(page([word("TOTAL", [40, 110, 200, 140], 96)]), prepared);
     expect(partial(box(20, 100, 620, 150))).toBeUndefined();
     expect(partial(box(20, 300, 420, 350))).toBeUndefined();
+  });
+
+  it("tesseractGaps: the gaps between a box's Tesseract words, whatever their confidence, if wide enough to be spaces", () => {
+    // A 50 px high box: gaps of at least MIN_GAP_HEIGHT_SHARE · 50 = 7.5 px count.
+    expect(MIN_GAP_HEIGHT_SHARE * 50).toBe(7.5);
+    const gaps = tesseractGaps(
+      page([
+        word("TAX", [40, 110, 100, 140], 41),
+        word("INVOICE", [120, 110, 260, 140], 96),
+        word("JAL", [280, 110, 330, 140], 60),
+        word("AN", [334, 110, 370, 140], 60),
+        word("ELSEWHERE", [40, 310, 200, 340], 90),
+      ]),
+      prepared,
+    );
+    const round = (list: [number, number][]) => list.map((gap) => gap.map((v) => Math.round(v)));
+    expect(round(gaps(box(20, 100, 420, 150)))).toEqual([
+      [100, 120],
+      [260, 280],
+    ]);
+    expect(gaps(box(20, 200, 420, 250))).toEqual([]);
   });
 });

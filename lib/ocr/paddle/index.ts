@@ -18,10 +18,10 @@ import type * as Ort from "onnxruntime-node";
 import type { GreyRaster } from "../raster";
 import { decodeCtc } from "./decode";
 import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
-import { readingOrder, type BoxReading, type PaddleLine, type PaddleWord } from "./layout";
+import { readingOrder, type BoxReading, type Gap, type PaddleLine, type PaddleWord } from "./layout";
 import { resampleGrey, sampleRotated } from "./resample";
 
-export type { PaddleLine, PaddleWord } from "./layout";
+export type { Gap, PaddleLine, PaddleWord } from "./layout";
 export type { TextBox } from "./detect";
 
 export interface PaddleReading {
@@ -43,6 +43,8 @@ export interface PaddleReadOptions {
    * words keeps them and is not recognized: recognition is ~90% of PaddleOCR's time on a page.
    */
   known?: (box: TextBox) => PaddleWord[] | undefined;
+  /** Word gaps another recognizer saw inside a detected box: a gap the recognizer ran words across becomes a space. */
+  gaps?: (box: TextBox) => Gap[];
 }
 
 export interface PaddleRecognizer {
@@ -158,7 +160,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
   }
 
   /** One crop per run: no padding to compute, and measured fastest (batches of 4–6 cost 10–25% more CPU). */
-  async function recognize(raster: GreyRaster, boxes: TextBox[], known: PaddleReadOptions["known"]): Promise<BoxReading[]> {
+  async function recognize(raster: GreyRaster, boxes: TextBox[], { known, gaps }: PaddleReadOptions): Promise<BoxReading[]> {
     const readings: BoxReading[] = [];
     for (const box of boxes) {
       const words = known?.(box);
@@ -181,7 +183,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
         const [, frames, classCount] = probs.dims as [number, number, number];
         const chars = decodeCtc(probs.data as Float32Array, 0, frames, classCount, dictionary, spaceClass);
         // Input pixels per frame, then source pixels per input pixel along the box.
-        readings.push({ box, chars, frameWidth: (width / frames) * (box.w / width) });
+        readings.push({ box, chars, frameWidth: (width / frames) * (box.w / width), gaps: gaps?.(box) });
       } finally {
         tensor.dispose();
         if (result) for (const value of Object.values(result)) value.dispose();
@@ -195,7 +197,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
       if (released) throw new Error("The PaddleOCR recognizer was released");
       if (raster.width === 0 || raster.height === 0) return { lines: [], confidence: 0 };
       const boxes = await detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE);
-      const lines = readingOrder(await recognize(raster, boxes, options.known));
+      const lines = readingOrder(await recognize(raster, boxes, options));
       let chars = 0;
       let sum = 0;
       for (const line of lines) {

@@ -10,6 +10,9 @@ export interface PaddleWord {
   box: [number, number, number, number];
 }
 
+/** A gap between two words, `[x0, x1]` in raster pixels at the box's centre line. */
+export type Gap = [number, number];
+
 export interface PaddleLine {
   words: PaddleWord[];
 }
@@ -21,6 +24,8 @@ export type BoxReading =
       chars: DecodedChar[];
       /** Source pixels per recognizer frame, along the box. */
       frameWidth: number;
+      /** Word gaps another reading saw in the box (PaddleReadOptions.gaps), in raster pixels. */
+      gaps?: Gap[];
     }
   | {
       box: TextBox;
@@ -68,9 +73,42 @@ function boxWords(reading: BoxReading): PaddleWord[] {
       box: [Math.max(box.x0, cx - ex), Math.max(box.y0, cy - ey), Math.min(box.x1, cx + ex), Math.min(box.y1, cy + ey)],
     });
   };
-  for (let i = 1; i < chars.length; i++) if (chars[i]!.spaceBefore > SPACE_PROBABILITY) flush(i);
+  const split = gapSplits(reading);
+  for (let i = 1; i < chars.length; i++) if (chars[i]!.spaceBefore > SPACE_PROBABILITY || split.has(i)) flush(i);
   flush(chars.length);
   return words;
+}
+
+/**
+ * Where another reading's word gaps fall between two characters this box ran together: for each gap, the character
+ * boundary nearest its middle, when that boundary lies within the gap widened by a frame on each side and no
+ * space was found in the gap already. Tesseract finds word gaps from the ink (its segmentation is good where its
+ * character recognition is not); the recognizer's frames are too coarse to find them (docs/decisions.md#paddle-spaces).
+ */
+function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>): Set<number> {
+  const { box, chars, frameWidth, gaps } = reading;
+  const splits = new Set<number>();
+  if (!gaps?.length || chars.length < 2) return splits;
+  const cos = Math.cos(box.angle);
+  // Position along the box, from its left end, of a point on its centre line at raster x.
+  const along = (x: number) => (Math.abs(cos) > 1e-6 ? (x - box.cx) / cos : 0) + box.w / 2;
+  // Boundary i lies between chars[i - 1] and chars[i].
+  const boundary = (i: number) => ((chars[i - 1]!.last + 1 + chars[i]!.first) / 2) * frameWidth;
+  for (const [gx0, gx1] of gaps) {
+    const u0 = along(gx0) - frameWidth;
+    const u1 = along(gx1) + frameWidth;
+    const middle = (u0 + u1) / 2;
+    let nearest = -1;
+    let spaced = false;
+    for (let i = 1; i < chars.length; i++) {
+      const u = boundary(i);
+      if (u < u0 || u > u1) continue;
+      if (chars[i]!.spaceBefore > SPACE_PROBABILITY) spaced = true;
+      if (nearest < 0 || Math.abs(u - middle) < Math.abs(boundary(nearest) - middle)) nearest = i;
+    }
+    if (nearest > 0 && !spaced) splits.add(nearest);
+  }
+  return splits;
 }
 
 /**

@@ -19,7 +19,7 @@ import { decodeImage, releaseSource } from "../raster";
 import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "../recognize";
 import { TesseractPool } from "../tesseract-pool";
 import { checkPaddle, loadPaddle } from "../paddle";
-import { chooseReading, confidentTesseractWords, paddlePageReading, wantsSecondReading } from "../second-reading";
+import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "../second-reading";
 import { findOversizedStream } from "./pdf-streams";
 import {
   ENGINE_DEADLINE_SLACK_MS,
@@ -245,7 +245,10 @@ export class Engine {
       // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
       const recognizer = await loadPaddle();
       try {
-        result = await recognizer.read(prepared.raster, { known: confidentTesseractWords(reading, prepared) });
+        result = await recognizer.read(prepared.raster, {
+          known: confidentTesseractWords(reading, prepared),
+          gaps: tesseractGaps(reading, prepared),
+        });
       } finally {
         await recognizer.release();
       }
