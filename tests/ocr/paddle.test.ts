@@ -89,6 +89,23 @@ describe("PaddleOCR recognizer", () => {
     expect(reading.confidence).toBe(0);
   });
 
+  it("detects a tall page in strips: lines across the strips' seams are found once and read whole", async () => {
+    // 1280 rows at the detector's scale: strips of 448 rows meet at rows 448 and 896. Each line's glyphs (32 px)
+    // straddle a seam, or lie just above or below one.
+    const canvas = createCanvas(900, 1280);
+    const ctx = canvas.getContext("2d");
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, 900, 1280);
+    ctx.fillStyle = "#111111";
+    ctx.font = '32px "Paddle Test Sans"';
+    const baselines = [120, 430, 462, 500, 880, 910, 1200];
+    const lines = baselines.map((_, i) => LINES[i % LINES.length]!.replace(/\d/g, String(i)));
+    lines.forEach((line, i) => ctx.fillText(line, 40, baselines[i]!));
+    const reading = await paddle.read(drawGrey(canvas, 900, 1280));
+    expect(reading.lines).toHaveLength(lines.length);
+    expect(characterErrorRate(text(reading), lines.join("\n"), true)).toBeLessThan(0.05);
+  });
+
   it("detects on a downscaled copy of a large page and still reads from full resolution", async () => {
     const raster = renderLines(LINES, 2400, 900, 28);
     const reading = await paddle.read(raster, { detectMaxSide: 1280 });
