@@ -45,16 +45,44 @@ export function wantsSecondReading(
 }
 
 /**
+ * PaddleOCR's reading replaces Tesseract's only when PaddleOCR was sure of it (character-weighted mean confidence at
+ * least PADDLE_SURE), or fairly sure (PADDLE_FAIRLY_SURE) where Tesseract was lost (PADDLE_MARGIN points less sure of
+ * its own reading). On corpus-dev's receipts and forms, where PaddleOCR reads better, its confidence is 94–98, and 88
+ * on a faded receipt Tesseract read at 52. On generated small, blurred, JPEG-compressed prints (`npx tsx
+ * bench/synthetic.ts`) it read worse than Tesseract at 62–87 (Tesseract at 35–83) and better at 83–93 where
+ * Tesseract was at 21–22 or PaddleOCR at 92–93 (docs/decisions.md#paddle-choice).
+ */
+export const PADDLE_SURE = 90;
+export const PADDLE_FAIRLY_SURE = 80;
+export const PADDLE_MARGIN = 25;
+
+/** Tesseract words under this confidence are not counted as text PaddleOCR should have found (noise read as text). */
+const CREDIBLE_CONFIDENCE = 40;
+
+/**
  * Which reading to keep. PaddleOCR's reading order is line by line across the page, so a page Tesseract laid out
  * in side-by-side columns keeps Tesseract's reading (columns would interleave). A PaddleOCR reading with far less
- * text than Tesseract's lost lines (missed detections) and is not kept either. Otherwise PaddleOCR's reading wins:
- * on the pages the threshold sends it (receipts, noisy forms) it was the better one on 8 of 10.
+ * text than Tesseract's credible words lost lines (missed detections) and is not kept either. Otherwise PaddleOCR's
+ * reading wins when it is sure of it (PADDLE_SURE, PADDLE_MARGIN).
  */
 export function chooseReading(tesseract: PageReading, paddle: PageReading): PageReading {
   if (hasColumns(tesseract.page)) return tesseract;
-  const chars = (page: ExtractedPage) => page.text.replace(/\s+/g, "").length;
-  if (chars(paddle.page) < 0.8 * chars(tesseract.page)) return tesseract;
-  return paddle;
+  if (characters(paddle.page, 0) < 0.8 * characters(tesseract.page, CREDIBLE_CONFIDENCE)) return tesseract;
+  const confidence = paddle.page.confidence;
+  const sure =
+    confidence >= PADDLE_SURE || (confidence >= PADDLE_FAIRLY_SURE && confidence - tesseract.page.confidence >= PADDLE_MARGIN);
+  return sure ? paddle : tesseract;
+}
+
+/** Characters (spaces aside) of the page's words read at `minConfidence` or more. */
+function characters(page: ExtractedPage, minConfidence: number): number {
+  let count = 0;
+  for (const block of page.blocks) {
+    for (const line of block.lines) {
+      for (const word of line.words) if (word.confidence >= minConfidence) count += word.text.replace(/\s+/g, "").length;
+    }
+  }
+  return count;
 }
 
 /** Two blocks of three or more lines side by side (overlapping rows, separate x-ranges): a multi-column page. */

@@ -71,27 +71,49 @@ describe("deferred Tesseract passes", () => {
     }
   });
 
-  it("through the engine: a weak page PaddleOCR reads too is read once by Tesseract, and PaddleOCR's reading kept", async () => {
-    // Enough words for a second reading (SECOND_READING_MIN_WORDS), all of them faint, noisy and small: Tesseract alone
-    // reads it with confidence under 80 and rescues it with a larger pass.
+  describe("through the engine processes", () => {
+    // Enough words for a second reading (SECOND_READING_MIN_WORDS); Tesseract reads each page with confidence under 80.
     const lines = [...LINES, "CASH 50.00 CHANGE 7.50", "ITEMS SOLD 3 QTY 5", "MEMBER POINTS EARNED 42", "PLEASE KEEP THIS RECEIPT"];
-    const both = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines: ["tesseract", "paddle"] });
-    const only = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines: ["tesseract"] });
-    pools.push(both, only);
-    const bytes = degradedPrint(lines, { shrink: 0.55 });
-    const [withPaddle, alone] = await Promise.all([
-      extractDocument(bytes, { pool: both, language: "eng", deadline: Date.now() + 120_000 }),
-      extractDocument(bytes, { pool: only, language: "eng", deadline: Date.now() + 120_000 }),
-    ]);
     const truth = lines.join("\n");
-    expect(alone.pages[0]!.engine).toBe("tesseract");
-    expect(alone.pages[0]!.trace?.passes).toBeGreaterThanOrEqual(2);
-    expect(characterErrorRate(render(alone, "text"), truth, true)).toBeLessThan(0.1);
-    const page = withPaddle.pages[0]!;
-    expect(page.engine).toBe("paddle");
-    expect(page.trace?.second).toBe("paddle");
-    expect(page.trace?.passes).toBe(1);
-    // PaddleOCR reads this small synthetic print less well than Tesseract's rescued reading (run-together words).
-    expect(characterErrorRate(render(withPaddle, "text"), truth, true)).toBeLessThan(0.3);
+    const pool = (engines: Array<"tesseract" | "paddle">) => {
+      const created = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines });
+      pools.push(created);
+      return created;
+    };
+    const both = pool(["tesseract", "paddle"]);
+    const only = pool(["tesseract"]);
+    const read = (bytes: Uint8Array) =>
+      Promise.all([both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 120_000 })));
+
+    it("a noisy page PaddleOCR reads surely: Tesseract reads it once, and PaddleOCR's reading is kept", async () => {
+      const [withPaddle, alone] = await read(degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 }));
+      expect(alone!.pages[0]!.engine).toBe("tesseract");
+      expect(alone!.pages[0]!.trace?.passes).toBeGreaterThanOrEqual(2);
+      expect(characterErrorRate(render(alone!, "text"), truth, true)).toBeLessThan(0.25);
+      const page = withPaddle!.pages[0]!;
+      expect(page.engine).toBe("paddle");
+      expect(page.trace?.second).toBe("paddle");
+      expect(page.trace?.passes).toBe(1);
+      expect(characterErrorRate(render(withPaddle!, "text"), truth, true)).toBeLessThan(0.1);
+    });
+
+    it("a small blurred print PaddleOCR is unsure of: Tesseract's reading is kept, with the passes it deferred", async () => {
+      const [withPaddle, alone] = await read(degradedPrint(lines, { shrink: 0.55 }));
+      const page = withPaddle!.pages[0]!;
+      expect(page.engine).toBe("tesseract");
+      expect(page.trace?.second).toBe("tesseract");
+      expect(page.trace?.passes).toBeGreaterThanOrEqual(2);
+      expect(render(withPaddle!, "text")).toBe(render(alone!, "text"));
+      expect(characterErrorRate(render(withPaddle!, "text"), truth, true)).toBeLessThan(0.1);
+    });
+
+    it("a page whose noise Tesseract reads as text: PaddleOCR's shorter reading is kept", async () => {
+      const [withPaddle, alone] = await read(
+        degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 60, ink: 110, paper: 170, quality: 40, lineHeight: 36 }),
+      );
+      expect(characterErrorRate(render(alone!, "text"), truth, true)).toBeGreaterThan(1);
+      expect(withPaddle!.pages[0]!.engine).toBe("paddle");
+      expect(characterErrorRate(render(withPaddle!, "text"), truth, true)).toBeLessThan(0.3);
+    });
   });
 });

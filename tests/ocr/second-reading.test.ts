@@ -7,6 +7,9 @@ import {
   confidentTesseractWords,
   KEEP_TESSERACT_ABOVE,
   MIN_GAP_HEIGHT_SHARE,
+  PADDLE_FAIRLY_SURE,
+  PADDLE_MARGIN,
+  PADDLE_SURE,
   paddlePageReading,
   SECOND_READING_BELOW_CONFIDENCE,
   SECOND_READING_MIN_WORDS,
@@ -72,6 +75,25 @@ describe("chooseReading", () => {
     const tesseract = reading([left, right], 70);
     const paddle = reading([block(["one two three alpha beta gamma"], [0.05, 0.1, 0.95, 0.5], 95)], 95, "paddle");
     expect(chooseReading(tesseract, paddle).page.engine).toBe("tesseract");
+  });
+
+  it("keeps PaddleOCR's reading only when PaddleOCR was sure of it, or fairly sure where Tesseract was lost", () => {
+    const tesseract = (confidence: number) => reading([block(["T0TAL 12.5O", "CASH 2O.00", "CHANGE 7.50"], [0.1, 0.1, 0.9, 0.3], confidence)], confidence);
+    const paddle = (confidence: number) => reading([block(receipt, [0.1, 0.1, 0.9, 0.3], confidence)], confidence, "paddle");
+    expect(chooseReading(tesseract(75), paddle(PADDLE_SURE)).page.engine).toBe("paddle");
+    expect(chooseReading(tesseract(75), paddle(PADDLE_SURE - 1)).page.engine).toBe("tesseract");
+    // Tesseract lost (PADDLE_MARGIN below a fairly sure PaddleOCR).
+    expect(chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN), paddle(PADDLE_FAIRLY_SURE)).page.engine).toBe("paddle");
+    expect(chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN + 1), paddle(PADDLE_FAIRLY_SURE)).page.engine).toBe("tesseract");
+    // Far surer than Tesseract, but not even fairly sure: a blurred print PaddleOCR misreads.
+    expect(chooseReading(tesseract(30), paddle(PADDLE_FAIRLY_SURE - 1)).page.engine).toBe("tesseract");
+  });
+
+  it("does not count the words Tesseract made out of noise as text PaddleOCR missed", () => {
+    const noise = block(["~ ;: ,. '' \\ ~~ ,,, :;", "'' ;; ~ .. ,; :: ~"], [0.1, 0.35, 0.9, 0.6], 20);
+    const tesseract = reading([block(receipt, [0.1, 0.1, 0.9, 0.3], 60), noise, noise], 40);
+    const paddle = reading([block(receipt, [0.1, 0.1, 0.9, 0.3], 95)], 95, "paddle");
+    expect(chooseReading(tesseract, paddle).page.engine).toBe("paddle");
   });
 
   it("keeps Tesseract's reading when PaddleOCR read much less text (missed lines)", () => {

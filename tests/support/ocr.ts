@@ -93,29 +93,49 @@ export function barsPgm(width = 200, height = 60, bars = 5): Uint8Array {
   return out;
 }
 
+/** How degradedPrint degrades a page. */
+export interface Degradation {
+  font?: "sans" | "mono";
+  /** Font size before shrinking, px. */
+  px?: number;
+  lineHeight?: number;
+  width?: number;
+  /** Scale the page is drawn down to (blur and loss of detail). */
+  shrink?: number;
+  /** Peak-to-peak amplitude of the uniform noise added to every pixel. */
+  noise?: number;
+  ink?: number;
+  paper?: number;
+  /** JPEG quality, 0–100. */
+  quality?: number;
+}
+
 /**
- * A degraded print of `lines` as a JPEG: grey 16 px text on grey, noise, scaled down (to 60%) and compressed at
- * quality 45. Tesseract reads three such lines with confidence under 80 (so its rescue pass runs) and still mostly right.
+ * A degraded print of `lines` as a JPEG: grey text on grey paper, noise, drawn down and JPEG-compressed. With the
+ * defaults (16 px sans, 60%, quality 45), Tesseract reads three lines with confidence under 80 (so its rescue pass
+ * runs) and still mostly right.
  */
-export function degradedPrint(lines: readonly string[], { width = 560, lineHeight = 40, shrink = 0.6 } = {}): Uint8Array {
+export function degradedPrint(lines: readonly string[], options: Degradation = {}): Uint8Array {
+  const { font = "sans", px = 16, lineHeight = 40, width = 560, shrink = 0.6, noise = 30, ink = 0x8a, paper = 0xd8, quality = 45 } = options;
   GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Degraded Sans");
+  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationMono-Regular.ttf"), "Degraded Mono");
   const height = 30 + lines.length * lineHeight;
   const canvas = createCanvas(width, height);
   const ctx = canvas.getContext("2d");
-  ctx.fillStyle = "#d8d8d8";
+  ctx.fillStyle = `rgb(${paper},${paper},${paper})`;
   ctx.fillRect(0, 0, width, height);
-  ctx.fillStyle = "#8a8a8a";
-  ctx.font = '16px "Degraded Sans"';
+  ctx.fillStyle = `rgb(${ink},${ink},${ink})`;
+  ctx.font = `${px}px "${font === "mono" ? "Degraded Mono" : "Degraded Sans"}"`;
   lines.forEach((line, i) => ctx.fillText(line, 12, 35 + i * lineHeight));
   const pixels = ctx.getImageData(0, 0, width, height);
   let seed = 42;
   for (let i = 0; i < pixels.data.length; i += 4) {
     seed = (seed * 1664525 + 1013904223) >>> 0;
-    const noise = ((seed >>> 24) / 255 - 0.5) * 30;
-    for (let c = 0; c < 3; c++) pixels.data[i + c] = Math.max(0, Math.min(255, pixels.data[i + c]! + noise));
+    const delta = ((seed >>> 24) / 255 - 0.5) * noise;
+    for (let c = 0; c < 3; c++) pixels.data[i + c] = Math.max(0, Math.min(255, pixels.data[i + c]! + delta));
   }
   ctx.putImageData(pixels, 0, 0);
   const small = createCanvas(Math.round(width * shrink), Math.round(height * shrink));
   small.getContext("2d").drawImage(canvas, 0, 0, small.width, small.height);
-  return new Uint8Array(small.toBuffer("image/jpeg", 45));
+  return new Uint8Array(small.toBuffer("image/jpeg", quality));
 }
