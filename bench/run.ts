@@ -118,6 +118,10 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
     await onResult?.(item, doc, ms);
   });
   const seconds = (performance.now() - started) / 1000;
+  const { recycled, stopped } = pool.stats();
+  if (recycled + stopped.memory + stopped.crashed > 0) {
+    console.log(`(${size} worker${size > 1 ? "s" : ""}: engine processes replaced ${recycled}× for memory kept after a job, stopped ${stopped.memory}× at the ceiling, died ${stopped.crashed}×)`);
+  }
   await pool.terminate();
   return { pages, seconds, pagesPerSecond: pages / seconds };
 }
