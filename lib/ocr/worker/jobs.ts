@@ -261,7 +261,8 @@ export class Engine {
     }
     const paddle = paddlePageReading(result, prepared, number);
     const kept = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
-    kept.page.trace = { ...reading.page.trace, ...(kept === paddle ? {} : kept.page.trace), second: kept.page.engine ?? "tesseract" };
+    // PaddleOCR's page keeps the trace of Tesseract's first pass; Tesseract's reading has its own (with its retries).
+    kept.page.trace = { ...(kept === paddle ? reading.page.trace : kept.page.trace), second: kept.page.engine ?? "tesseract" };
     return kept;
   }
 
