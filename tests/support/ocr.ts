@@ -93,6 +93,14 @@ export function barsPgm(width = 200, height = 60, bars = 5): Uint8Array {
   return out;
 }
 
+let degradedFonts = false;
+function registerDegradedFonts(): void {
+  if (degradedFonts) return;
+  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Degraded Sans");
+  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationMono-Regular.ttf"), "Degraded Mono");
+  degradedFonts = true;
+}
+
 /** How degradedPrint degrades a page. */
 export interface Degradation {
   font?: "sans" | "mono";
@@ -117,8 +125,7 @@ export interface Degradation {
  */
 export function degradedPrint(lines: readonly string[], options: Degradation = {}): Uint8Array {
   const { font = "sans", px = 16, lineHeight = 40, width = 560, shrink = 0.6, noise = 30, ink = 0x8a, paper = 0xd8, quality = 45 } = options;
-  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Degraded Sans");
-  GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationMono-Regular.ttf"), "Degraded Mono");
+  registerDegradedFonts();
   const height = 30 + lines.length * lineHeight;
   const canvas = createCanvas(width, height);
   const ctx = canvas.getContext("2d");

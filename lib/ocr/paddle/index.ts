@@ -153,14 +153,22 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
       const bottom = Math.min(dh, top + DET_STRIP_ROWS);
       const from = Math.max(0, top - DET_STRIP_CONTEXT);
       const to = Math.min(dh, bottom + DET_STRIP_CONTEXT);
-      const rows = await detectRows(grey, dw, from, to);
-      prob.set(rows.subarray((top - from) * dw, (bottom - from) * dw), top * dw);
+      await detectRows(grey, dw, [from, to], prob, [top, bottom]);
     }
     return findTextBoxes(prob, dw, dh, width / dw, height / dh, width, height, DB_DEFAULTS);
   }
 
-  /** The detector's probability map for rows [from, to) of the detector-scale grey image (multiples of 32). */
-  async function detectRows(grey: Float32Array, dw: number, from: number, to: number): Promise<Float32Array> {
+  /**
+   * Run the detector on rows [from, to) of the detector-scale grey image (multiples of 32) and copy its probability
+   * map for rows [top, bottom) into `prob`, the whole page's map.
+   */
+  async function detectRows(
+    grey: Float32Array,
+    dw: number,
+    [from, to]: [number, number],
+    prob: Float32Array,
+    [top, bottom]: [number, number],
+  ): Promise<void> {
     const rows = to - from;
     const plane = dw * rows;
     const input = new Float32Array(3 * plane);
@@ -174,7 +182,8 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
     let result: Ort.InferenceSession.ReturnType | undefined;
     try {
       result = await detector.run({ [detector.inputNames[0]!]: tensor });
-      return new Float32Array(result[detector.outputNames[0]!]!.data as Float32Array);
+      const map = result[detector.outputNames[0]!]!.data as Float32Array;
+      prob.set(map.subarray((top - from) * dw, (bottom - from) * dw), top * dw);
     } finally {
       tensor.dispose();
       if (result) for (const value of Object.values(result)) value.dispose();
