@@ -1,0 +1,63 @@
+import type { Canvas } from "@napi-rs/canvas";
+import { drawTurned, estimateLineDirection, judgeUprightness, MIN_DESKEW, turnGlyphs, type Uprightness } from "./orientation";
+import { pageTurn, type PageTurn, type Quarter } from "./page-turn";
+import { releaseSource, type RasterSource } from "./raster";
+import { prepareRaster, type PreparedRaster } from "./recognize";
+import { modeHeight } from "./text-size";
+
+/** A page made ready to read: turned upright and straightened when it needed it. */
+export interface StraightenedRaster {
+  prepared: PreparedRaster;
+  turn: PageTurn;
+  /** How sure the glyphs were of which way up the page stands (`unsure`: a confidence probe may still turn it). */
+  verdict: Uprightness | "too-few-glyphs";
+  /** The turned drawing the raster came from, when there is one: the caller releases it after the page. */
+  turned?: Canvas;
+  /**
+   * The glyphs make lines of text, clearly running one way (not a page of noise or pictures, where reading it upside
+   * down too would only double the cost of a poor reading).
+   */
+  lines: boolean;
+}
+
+/** Glyphs pile up in lines (or their nearest neighbours line up) this much more one way than the other: lines. */
+const CLEAR_LINES = 1.25;
+
+/**
+ * Turn and straighten a page before it is read. `first` is the page prepared as it came (its glyph analysis is what
+ * the decision reads); it is returned untouched when the page is upright and straight enough, which is the common
+ * case and costs only the estimate.
+ */
+export function straightenRaster(source: RasterSource, width: number, height: number, first: PreparedRaster): StraightenedRaster {
+  const asSent = pageTurn(0, 0, width, height);
+  const { glyphs, textHeight } = first.analysis;
+  const direction = estimateLineDirection(glyphs, textHeight);
+  if (!direction) return { prepared: first, turn: asSent, verdict: "too-few-glyphs", lines: false };
+  const lines = direction.margin >= CLEAR_LINES;
+  const skew = Math.abs(direction.tilt) >= MIN_DESKEW ? -direction.tilt : 0;
+
+  if (skew === 0) {
+    // A quarter turn keeps glyph boxes exact: judge which way up on the boxes already found, draw once.
+    const aw = Math.round(width * first.analysisScale);
+    const ah = Math.round(height * first.analysisScale);
+    const turnedGlyphs = turnGlyphs(glyphs, direction.quarter, aw, ah);
+    const { verdict } = judgeUprightness(turnedGlyphs, modeHeight(turnedGlyphs, Math.max(aw, ah)));
+    const rotation = ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
+    if (rotation === 0) return { prepared: first, turn: asSent, verdict, lines };
+    return { ...turnTo(source, pageTurn(rotation, 0, width, height)), verdict, lines };
+  }
+
+  let turned = turnTo(source, pageTurn(direction.quarter, skew, width, height));
+  const { verdict } = judgeUprightness(turned.prepared.analysis.glyphs, turned.prepared.analysis.textHeight);
+  if (verdict === "upside-down") {
+    releaseSource(turned.turned);
+    turned = turnTo(source, pageTurn(((direction.quarter + 180) % 360) as Quarter, skew, width, height));
+  }
+  return { ...turned, verdict, lines };
+}
+
+/** The page turned by `turn`, prepared for reading. */
+export function turnTo(source: RasterSource, turn: PageTurn): { prepared: PreparedRaster; turn: PageTurn; turned: Canvas } {
+  const turned = drawTurned(source, turn);
+  return { prepared: prepareRaster(turned, turned.width, turned.height), turn, turned };
+}

@@ -1,0 +1,228 @@
+import path from "node:path";
+import { createCanvas, GlobalFonts, type Canvas } from "@napi-rs/canvas";
+import { afterAll, describe, expect, it } from "vitest";
+import { characterErrorRate } from "@/bench/metrics";
+import { extractDocument, render, type ExtractedDocument } from "@/lib/ocr";
+import { blockOf, lineOf, ocrPageOf, type ExtractedPage } from "@/lib/ocr/document";
+import { renderMarkdown } from "@/lib/ocr/markdown";
+import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs } from "@/lib/ocr/orientation";
+import { boxFromTurned, boxToTurned, pageAsRead, pageAsSent, pageTurn, toTurned, type Quarter } from "@/lib/ocr/page-turn";
+import { releaseSource } from "@/lib/ocr/raster";
+import { prepareRaster } from "@/lib/ocr/recognize";
+import { straightenRaster } from "@/lib/ocr/straighten";
+import { createTestPool, parsedJson } from "../support/ocr";
+
+const pool = createTestPool();
+afterAll(() => pool.terminate());
+
+GlobalFonts.registerFromPath(path.resolve("tests/fixtures/fonts/LiberationSans-Regular.ttf"), "Orientation Sans");
+
+/** Mixed case, as letters and reports are: the glyphs can tell which way up. */
+const LETTER = [
+  "Dear customer, thank you for your order of the",
+  "garden tools. The hedge shears and the spade",
+  "shipped today by parcel post and should reach",
+  "you within three working days. Please keep this",
+  "letter with your receipt for any future returns.",
+];
+/** All capitals and digits, as receipts are: only a reading can tell which way up. */
+const RECEIPT = ["CORNER GROCERY STORE", "FRESH MILK 1L 1.29", "WHOLE BREAD 2.15", "RED APPLES 1KG 3.40", "TOTAL DUE 6.84"];
+
+interface Drawn {
+  canvas: Canvas;
+  /** Where `word` was drawn, pixels of the upright page. */
+  wordBox: [number, number, number, number];
+}
+
+/** The upright page: `lines` in 30 px sans, and the box of `word` (first occurrence) as drawn. */
+function uprightPage(lines: readonly string[], word: string): Drawn {
+  const px = 30;
+  const canvas = createCanvas(900, 80 + lines.length * 50);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.fillStyle = "#000000";
+  ctx.font = `${px}px "Orientation Sans"`;
+  let wordBox: [number, number, number, number] | null = null;
+  lines.forEach((line, i) => {
+    const y = 60 + i * 50;
+    ctx.fillText(line, 40, y);
+    const at = line.indexOf(word);
+    if (at >= 0 && !wordBox) {
+      const x0 = 40 + ctx.measureText(line.slice(0, at)).width;
+      const m = ctx.measureText(word);
+      wordBox = [x0, y - m.actualBoundingBoxAscent, x0 + m.width, y + m.actualBoundingBoxDescent];
+    }
+  });
+  if (!wordBox) throw new Error(`"${word}" is not on the page`);
+  return { canvas, wordBox };
+}
+
+/** The page as a caller sends it: the upright page turned clockwise by `rotation` + `skew` degrees, as a PNG. */
+function sent(drawn: Drawn, rotation: Quarter, skew: number): { png: Uint8Array; wordBox: [number, number, number, number]; width: number; height: number } {
+  const turn = pageTurn(rotation, skew, drawn.canvas.width, drawn.canvas.height);
+  const canvas = drawTurned(drawn.canvas, turn);
+  // The drawn word's box, carried onto the turned page (its four corners, then their bounding box).
+  const [x0, y0, x1, y1] = drawn.wordBox;
+  const corners = [toTurned(turn, x0, y0), toTurned(turn, x1, y0), toTurned(turn, x0, y1), toTurned(turn, x1, y1)];
+  const xs = corners.map((c) => c[0]);
+  const ys = corners.map((c) => c[1]);
+  const png = new Uint8Array(canvas.toBuffer("image/png"));
+  const result = { png, wordBox: [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)] as [number, number, number, number], width: canvas.width, height: canvas.height };
+  releaseSource(canvas);
+  return result;
+}
+
+function overlap(a: readonly number[], b: readonly number[]): number {
+  const w = Math.max(0, Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!));
+  const h = Math.max(0, Math.min(a[3]!, b[3]!) - Math.max(a[1]!, b[1]!));
+  const area = (r: readonly number[]) => (r[2]! - r[0]!) * (r[3]! - r[1]!);
+  return (w * h) / (area(a) + area(b) - w * h);
+}
+
+describe("page turns: geometry", () => {
+  it.each([
+    [0, 0],
+    [90, 0],
+    [180, 0],
+    [270, 0],
+    [0, 7],
+    [90, -3],
+    [270, 9.5],
+  ] as Array<[Quarter, number]>)("rotation %i, skew %d: a word's box goes to the page as sent and back", (rotation, skew) => {
+    const turn = pageTurn(rotation, skew, 1200, 800);
+    const box: [number, number, number, number] = [300, 200, 520, 236];
+    const back = boxToTurned(turn, boxFromTurned(turn, box));
+    for (let i = 0; i < 4; i++) expect(back[i]).toBeCloseTo(box[i]!, 6);
+  });
+
+  it("quarter turns swap the sides and land pixel on pixel", () => {
+    expect(pageTurn(90, 0, 1200, 800)).toMatchObject({ turnedWidth: 800, turnedHeight: 1200 });
+    const turn = pageTurn(90, 0, 1200, 800);
+    // The top-left pixel of the page as sent is the top-right one once turned clockwise.
+    expect(toTurned(turn, 0.5, 0.5)).toEqual([799.5, 0.5]);
+  });
+
+  it.each([90, 180, 270] as const)("a quarter turn of %i° moves pixels without resampling them", (rotation) => {
+    const canvas = createCanvas(7, 5);
+    const ctx = canvas.getContext("2d");
+    const image = ctx.createImageData(7, 5);
+    for (let i = 0; i < 35; i++) image.data.set([i * 7, 255 - i * 7, (i * 31) % 256, 255], i * 4);
+    ctx.putImageData(image, 0, 0);
+    const turned = drawTurned(canvas, pageTurn(rotation, 0, 7, 5));
+    const pixels = turned.getContext("2d").getImageData(0, 0, turned.width, turned.height).data;
+    for (let y = 0; y < 5; y++) {
+      for (let x = 0; x < 7; x++) {
+        const [tx, ty] = rotation === 90 ? [4 - y, x] : rotation === 180 ? [6 - x, 4 - y] : [y, 6 - x];
+        expect(pixels[(ty * turned.width + tx) * 4]).toBe(image.data[(y * 7 + x) * 4]);
+      }
+    }
+  });
+
+  it("pageAsSent then pageAsRead gives back the page as read (lines, words and boxes)", () => {
+    const words = (y: number) => [
+      { text: "Hello", confidence: 90, bbox: [0.1, y, 0.3, y + 0.05] as [number, number, number, number] },
+      { text: "world", confidence: 80, bbox: [0.35, y, 0.6, y + 0.05] as [number, number, number, number] },
+    ];
+    const turn = pageTurn(270, 4, 1000, 1400);
+    const read: ExtractedPage = ocrPageOf(
+      { number: 1, width: turn.turnedWidth, height: turn.turnedHeight, engine: "tesseract" },
+      [blockOf([lineOf(words(0.2)), lineOf(words(0.3))])],
+      [[{ size: 20 }, { size: 20 }]],
+    );
+    const asSent = pageAsSent(read, turn);
+    expect(asSent).toMatchObject({ width: 1000, height: 1400, rotation: 270, skew: 4, text: read.text });
+    const again = pageAsRead(asSent);
+    expect([again.width, again.height]).toEqual([read.width, read.height]);
+    const flat = (p: ExtractedPage) => p.blocks.flatMap((b) => b.lines.flatMap((l) => l.words.map((w) => w.bbox)));
+    flat(again).forEach((bbox, i) => bbox.forEach((v, k) => expect(v).toBeCloseTo(flat(read)[i]![k]!, 3)));
+  });
+});
+
+describe("page turns: what the glyphs say (no OCR)", () => {
+  const drawn = uprightPage(LETTER, "parcel");
+  it.each([
+    [0, 0, 0],
+    [90, 0, 270],
+    [180, 0, 180],
+    [270, 0, 90],
+    [0, 3, 0],
+    [0, -7, 0],
+    [180, 7, 180],
+    [90, -3, 270],
+  ] as Array<[Quarter, number, Quarter]>)("a letter turned %i° and skewed %d° is turned back by %i°", (rotation, skew, expected) => {
+    const turn = pageTurn(rotation, skew, drawn.canvas.width, drawn.canvas.height);
+    const page = drawTurned(drawn.canvas, turn);
+    const straight = straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
+    expect(straight.turn.rotation).toBe(expected);
+    expect(Math.abs(straight.turn.skew + skew)).toBeLessThan(0.5);
+    if (straight.turned) releaseSource(straight.turned);
+    releaseSource(page);
+  });
+
+  it("an upright, straight page is not redrawn", () => {
+    const straight = straightenRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height, prepareRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height));
+    expect(straight).toMatchObject({ verdict: "upright", turn: { rotation: 0, skew: 0 } });
+    expect(straight.turned).toBeUndefined();
+  });
+
+  it("capitals and digits alone leave it unsure (the reading decides)", () => {
+    const receipt = uprightPage(RECEIPT, "MILK");
+    const prepared = prepareRaster(receipt.canvas, receipt.canvas.width, receipt.canvas.height);
+    const direction = estimateLineDirection(prepared.analysis.glyphs, prepared.analysis.textHeight);
+    expect(direction).toMatchObject({ quarter: 0 });
+    const upsideDown = turnGlyphs(prepared.analysis.glyphs, 180, prepared.raster.width, prepared.raster.height);
+    expect(judgeUprightness(upsideDown, prepared.analysis.textHeight).verdict).not.toBe("upright");
+  });
+});
+
+describe("page turns: read by the engine", () => {
+  const letter = uprightPage(LETTER, "parcel");
+  const truth = LETTER.join("\n");
+  const cases: Array<{ rotation: Quarter; skew: number; expected: Quarter }> = [
+    { rotation: 90, skew: 0, expected: 270 },
+    { rotation: 180, skew: 0, expected: 180 },
+    { rotation: 270, skew: 0, expected: 90 },
+    { rotation: 0, skew: 7, expected: 0 },
+    { rotation: 0, skew: -7, expected: 0 },
+    { rotation: 180, skew: 3, expected: 180 },
+  ];
+  const results = new Map<string, Promise<ExtractedDocument>>();
+  const read = (key: string, png: Uint8Array) => {
+    let result = results.get(key);
+    if (!result) results.set(key, (result = extractDocument(png, { pool, deadline: Date.now() + 120_000 })));
+    return result;
+  };
+
+  it.each(cases)("turned $rotation° and skewed $skew°: read as upright (CER < 0.03), rotation $expected", async ({ rotation, skew, expected }) => {
+    const page = sent(letter, rotation, skew);
+    const doc = await read(`${rotation}/${skew}`, page.png);
+    expect(characterErrorRate(render(doc, "text"), truth)).toBeLessThan(0.03);
+    const [json] = parsedJson(doc).pages;
+    expect(json!.rotation).toBe(expected);
+    expect(Math.abs(json!.skew + skew)).toBeLessThan(0.6);
+    // The page is reported at the size it was sent, and the word's box lands on the word as drawn on it.
+    expect([json!.width, json!.height]).toEqual([page.width, page.height]);
+    const word = json!.blocks.flatMap((b) => b.lines.flatMap((l) => l.words)).find((w) => w.text === "parcel");
+    expect(word).toBeDefined();
+    const [x0, y0, x1, y1] = word!.bbox;
+    const box = [x0 * page.width, y0 * page.height, x1 * page.width, y1 * page.height];
+    expect(overlap(box, page.wordBox)).toBeGreaterThan(0.5);
+    // Markdown still sees the lines as they read.
+    expect(characterErrorRate(renderMarkdown(doc), truth)).toBeLessThan(0.05);
+  });
+
+  it("an upright page reports rotation 0 and skew 0", async () => {
+    const page = sent(letter, 0, 0);
+    const [json] = parsedJson(await read("0/0", page.png)).pages;
+    expect(json).toMatchObject({ rotation: 0, skew: 0, width: page.width, height: page.height });
+  });
+
+  it("an upside-down receipt (capitals only) is turned by its reading", async () => {
+    const receipt = uprightPage(RECEIPT, "MILK");
+    const page = sent(receipt, 180, 0);
+    const doc = await read("receipt/180", page.png);
+    expect(characterErrorRate(render(doc, "text"), RECEIPT.join("\n"))).toBeLessThan(0.05);
+    expect(parsedJson(doc).pages[0]!.rotation).toBe(180);
+  });
+});
