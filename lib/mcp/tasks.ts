@@ -1,0 +1,268 @@
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  RELATED_TASK_META_KEY,
+  type CallToolResult,
+  type CreateTaskResult,
+  type McpServer,
+  type ProgressNotification,
+  type ProgressToken,
+} from "@modelcontextprotocol/server";
+import { z } from "zod";
+import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { describeError } from "@/lib/error-log";
+import { toApiError, type ApiError } from "@/lib/errors";
+import { afterResponse } from "@/lib/http";
+import { cancelJob, getJobView, kickJobWorkers, listJobViews, submitJob, type JobView } from "@/lib/jobs";
+import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
+
+/*
+ * The MCP 2025-11-25 tasks over our jobs. `@modelcontextprotocol/server` 2.4 carries the tasks' wire schemas but no
+ * task runtime (its TaskStore went with the experimental API), so the four requests are handled here, each one read
+ * from and written to the job records (lib/jobs) — the task id is the job id, and any instance answers for any task.
+ */
+
+/** `capabilities.tasks` as `initialize` announces it: list, cancel, and task-augmented `tools/call`. */
+export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const;
+
+/** The `_meta` key of a `CreateTaskResult` whose text a host may hand the model at once (MCP 2025-11-25, Tasks). */
+const IMMEDIATE_RESPONSE_META_KEY = "io.modelcontextprotocol/model-immediate-response";
+
+/** Requests that only read about jobs: they count against the key's reads (`READ_RATE_LIMIT_PER_MINUTE`), as polling a job over REST does. */
+const JOB_READ_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list"]);
+
+const messageSchema = z.looseObject({ method: z.string(), params: z.looseObject({ name: z.unknown().optional() }).optional() });
+
+/**
+ * True when every message of the JSON-RPC body (one, or a batch) reads about jobs: `tasks/get`, `tasks/result`,
+ * `tasks/list`, or a `tools/call` of `get_extraction`. Anything else — a message that does work, a response, something
+ * unreadable — makes the body count as a request.
+ */
+export function readsJobsOnly(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return (
+    messages.length > 0 &&
+    messages.every((message) => {
+      const parsed = messageSchema.safeParse(message);
+      if (!parsed.success) return false;
+      const { method, params } = parsed.data;
+      return JOB_READ_METHODS.has(method) || (method === "tools/call" && params?.name === GET_EXTRACTION);
+    })
+  );
+}
+
+/** Time kept at the end of a call's budget to read a finished job's text and answer. */
+const ANSWER_MARGIN_MS = 3_000;
+
+/** Default of `JobCallContext.pollMs`: how often a waiting call looks at its job. */
+export const JOB_POLL_MS = 1_000;
+
+export interface JobCallContext {
+  account: { userId: string; keyId?: string };
+  /** Keys the job's reservation and ledger entry (the submitting call's id). */
+  requestId: string;
+  /** Epoch ms the call must have answered by. */
+  deadline: number;
+  /** The request's `Host` (an `imageUrl` of this deployment's samples is read from disk). */
+  serverHost?: string;
+  /** This deployment's origin: where invoked workers are started (`JOBS_RUNNER=invoke`). */
+  origin?: string;
+  /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}). */
+  pollMs?: number;
+  /** Called with the balance after a job's pages were reserved. */
+  onSubmitted?: (creditsRemaining: number) => void;
+}
+
+/**
+ * Progress of one request, `notifications/progress` with its token: each notification's `progress` above the
+ * previous one's (the spec's rule), whoever sends it — the elapsed-seconds timer of a synchronous read, then the pages
+ * of a job. `flush()` waits for those handed to the transport, so none follows the request's answer.
+ */
+export class ProgressChannel {
+  private last = Number.NEGATIVE_INFINITY;
+  private readonly sent: Promise<void>[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly notify: (notification: ProgressNotification) => Promise<void>,
+    private readonly token: ProgressToken,
+  ) {}
+
+  send(progress: number, message: string, total?: number): void {
+    if (!(progress > this.last)) return;
+    this.last = progress;
+    const params = { progressToken: this.token, progress, message, ...(total !== undefined && { total }) };
+    // A notification that cannot be delivered (the client went away) is no reason to stop the work.
+    this.sent.push(this.notify({ method: "notifications/progress", params }).catch(() => undefined));
+  }
+
+  /** One notification per page the job settled since `before` (pages read or failed), in order. */
+  pages(view: JobView, before: number): void {
+    for (let settled = before + 1; settled <= pagesSettled(view); settled++) {
+      this.send(settled, `Read ${settled} of ${view.pagesTotal} pages`, view.pagesTotal);
+    }
+  }
+
+  /** Every `intervalMs` until `stopTimer()`: the seconds elapsed since now (the progress of a synchronous read). */
+  startTimer(intervalMs: number): void {
+    const started = Date.now();
+    this.timer = setInterval(() => {
+      const elapsedMs = Date.now() - started;
+      this.send(elapsedMs / 1000, `Reading the document: ${Math.round(elapsedMs / 1000)} s so far`);
+    }, Math.max(10, intervalMs));
+  }
+
+  stopTimer(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Stop the timer and wait for the notifications handed to the transport. */
+  async flush(): Promise<void> {
+    this.stopTimer();
+    await Promise.all(this.sent);
+  }
+}
+
+/** Submit the tool's document as a job (lib/jobs: stored once, every page reserved, queued) and start its readers. */
+export async function submitToolJob(body: OcrRequestInput, context: JobCallContext): Promise<JobView> {
+  const parsed = ocrRequestSchema.safeParse(body);
+  if (!parsed.success) throw toApiError(parsed.error);
+  const { view, creditsRemaining } = await submitJob({
+    body: parsed.data,
+    account: context.account,
+    requestId: context.requestId,
+    deadline: context.deadline,
+    serverHost: context.serverHost,
+  });
+  context.onSubmitted?.(creditsRemaining);
+  const origin = context.origin;
+  if (origin !== undefined) afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  return view;
+}
+
+/**
+ * The answer to a task-augmented `tools/call`: the task (the job, just accepted). It also carries the
+ * `CallToolResult` fields (`content` with the same text as the immediate response) because the SDK validates every
+ * `tools/call` answer as a `CallToolResult`; a task-aware client reads `task`, and the extra field is allowed.
+ */
+export function createTaskResult(view: JobView): CreateTaskResult & CallToolResult {
+  const text =
+    `Reading the document as task ${view.jobId} (${view.pagesTotal} page${view.pagesTotal === 1 ? "" : "s"}, ` +
+    `${view.creditsReserved} credit${view.creditsReserved === 1 ? "" : "s"} reserved, unread pages refunded). ` +
+    "Its text comes with tasks/result once it completes.";
+  return { task: toTask(view), content: [{ type: "text", text }], _meta: { [IMMEDIATE_RESPONSE_META_KEY]: text } };
+}
+
+/**
+ * Wait for a job within the call's budget, reporting each page read on `progress`, then answer: the text when it
+ * ended in time, otherwise where it stands and the next step (`get_extraction`).
+ */
+export async function answerWithJob(view: JobView, context: JobCallContext, opening: string, progress?: ProgressChannel): Promise<CallToolResult> {
+  const current = await waitForJob(context.account.userId, view.jobId, {
+    until: context.deadline - ANSWER_MARGIN_MS,
+    pollMs: context.pollMs ?? JOB_POLL_MS,
+    onPages: (seen, before) => progress?.pages(seen, before),
+  });
+  return jobToolResult(context.account.userId, current, opening);
+}
+
+/** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
+function taskError(error: unknown, requestId: string): ProtocolError {
+  if (error instanceof ProtocolError) return error;
+  const apiError: ApiError = toApiError(error);
+  if (apiError.code === "not_found" || apiError.code === "gone" || apiError.code === "invalid_request") {
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, `Failed to retrieve task: ${apiError.message}`);
+  }
+  if (apiError.code === "internal_error") {
+    console.error(`[${requestId}] task request failed:`, describeError(apiError.cause ?? error));
+    return new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${requestId})`);
+  }
+  return new ProtocolError(ProtocolErrorCode.InternalError, `${apiError.code}: ${apiError.message}`);
+}
+
+/** Params of `tasks/get`, `tasks/result`, `tasks/cancel` (`_meta.progressToken`: progress while `tasks/result` waits). */
+const taskParamsSchema = z.looseObject({
+  taskId: z.string().min(1).max(200),
+  _meta: z.looseObject({ progressToken: z.union([z.string(), z.number()]).optional() }).optional(),
+});
+const listParamsSchema = z.looseObject({ cursor: z.string().max(100).optional() });
+
+interface TaskHandlerOptions extends JobCallContext {
+  /** Send progress on a `tasks/result` that carries a token (the answer can carry notifications). */
+  progress: boolean;
+}
+
+/**
+ * `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/list` on `server`, over the account's jobs.
+ *
+ * `tasks/result` blocks until the task ends, as the spec says — within this call's budget: a task still working at
+ * its end is answered `-32603` with the advice to keep polling `tasks/get` (a serverless call cannot outlive its
+ * budget). Meanwhile it sends `notifications/progress` per page when the request has a progress token.
+ */
+export function registerTaskHandlers(server: McpServer, options: TaskHandlerOptions): void {
+  const { account, requestId } = options;
+  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw taskError(error, requestId);
+    }
+  };
+
+  // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
+  server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
+    guarded(async () => toTask(await getJobView(account.userId, taskId))),
+  );
+
+  server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
+    guarded(async () => {
+      if (cursor !== undefined && !/^\d{1,20}$/.test(cursor)) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor: pass the nextCursor of a previous tasks/list unchanged");
+      }
+      const page = await listJobViews(account.userId, { limit: 50, cursor: cursor ?? null });
+      return { tasks: page.jobs.map(toTask), ...(page.nextCursor !== null && { nextCursor: page.nextCursor }) };
+    }),
+  );
+
+  server.server.setRequestHandler("tasks/cancel", { params: taskParamsSchema }, ({ taskId }) =>
+    guarded(async () => {
+      const before = await getJobView(account.userId, taskId);
+      if (!isJobActive(before)) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`);
+      }
+      const after = await cancelJob(account.userId, taskId);
+      if (after.status !== "cancelled") {
+        // It ended on its own between the two reads.
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task ${taskId}: it is already ${toTask(after).status}`);
+      }
+      return toTask(after);
+    }),
+  );
+
+  server.server.setRequestHandler("tasks/result", { params: taskParamsSchema }, ({ taskId, _meta }, ctx) =>
+    guarded(async () => {
+      const token = _meta?.progressToken;
+      const progress = options.progress && token !== undefined ? new ProgressChannel((notification) => ctx.mcpReq.notify(notification), token) : undefined;
+      let view: JobView;
+      try {
+        view = await waitForJob(account.userId, taskId, {
+          until: options.deadline - ANSWER_MARGIN_MS,
+          pollMs: options.pollMs ?? JOB_POLL_MS,
+          onPages: (seen, before) => progress?.pages(seen, before),
+          signal: ctx.mcpReq.signal,
+        });
+      } finally {
+        await progress?.flush();
+      }
+      if (isJobActive(view)) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
+          `Task ${taskId} is still working (${describeJob(view)}) at the end of this call's time: poll tasks/get and call tasks/result again once it is completed`,
+        );
+      }
+      const result = await jobToolResult(account.userId, view, "");
+      return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
+    }),
+  );
+}

@@ -1,0 +1,113 @@
+import { performance } from "node:perf_hooks";
+import { Webhook } from "standardwebhooks";
+import { z } from "zod";
+import { isApiError } from "@/lib/errors";
+import { errorLabel } from "@/lib/error-log";
+import { postRemote, type ResolveHost } from "@/lib/input";
+import { getStore, type DeliveryAttempt } from "@/lib/store";
+import { signingSecrets } from "./secrets";
+import { webhookSettings } from "./settings";
+
+/** One event to deliver, as it waits in the queue: the body is fixed when the event happens, the same every attempt. */
+export const deliverySchema = z.object({
+  eventId: z.string(),
+  userId: z.string(),
+  jobId: z.string().optional(),
+  type: z.string(),
+  url: z.string(),
+  /** The JSON body, byte for byte what every attempt sends. */
+  payload: z.string(),
+});
+export type Delivery = z.infer<typeof deliverySchema>;
+
+export interface AttemptOutcome {
+  attempt: DeliveryAttempt;
+  /** A failure no retry can fix (the URL is no longer allowed, the account has no secret, the receiver said 410). */
+  permanent: boolean;
+  /** The receiver's `Retry-After` (a 429 or 503, say), in ms, at most `retryCapMs`: the next attempt waits that long. */
+  retryAfterMs?: number;
+}
+
+/** A `Retry-After` value (seconds, or an HTTP date) as ms from `now`; undefined when it is neither or in the past. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  const ms = /^\d{1,10}$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}
+
+const USER_AGENT = "ocr-service/0.1 (+webhook)";
+
+/**
+ * One attempt to deliver an event: signed now with the account's secrets (Standard Webhooks, through the
+ * `standardwebhooks` package: `webhook-id`, `webhook-timestamp` = this attempt's time, `webhook-signature` with one
+ * `v1,…` per secret), POSTed through the SSRF guard within `WEBHOOK_TIMEOUT_MS`, and recorded in the account's and the
+ * job's delivery log. A 2xx answer is a delivery; anything else is a failure the queue retries (after the receiver's
+ * `Retry-After` when it sent one).
+ */
+export async function attemptDelivery(
+  delivery: Delivery,
+  attempt: number,
+  { final, resolveHost }: { final: boolean; resolveHost?: ResolveHost },
+): Promise<AttemptOutcome> {
+  const settings = webhookSettings();
+  const store = getStore().webhooks;
+  const started = new Date();
+  const clock = performance.now();
+  let status: number | null = null;
+  let error: string | undefined;
+  let permanent = false;
+  let retryAfterMs: number | undefined;
+
+  const secrets = signingSecrets(await store.getAccount(delivery.userId), started.getTime());
+  if (secrets.length === 0) {
+    error = "The account has no webhook signing secret (create one on the settings page)";
+    permanent = true;
+  } else {
+    const signature = secrets.map((secret) => new Webhook(secret).sign(delivery.eventId, started, delivery.payload)).join(" ");
+    try {
+      let retryAfter: string | undefined;
+      ({ status, retryAfter } = await postRemote(delivery.url, {
+        label: "webhook URL",
+        body: delivery.payload,
+        timeoutMs: settings.timeoutMs,
+        resolveHost,
+        headers: {
+          "user-agent": USER_AGENT,
+          "webhook-id": delivery.eventId,
+          "webhook-timestamp": String(Math.floor(started.getTime() / 1000)),
+          "webhook-signature": signature,
+        },
+      }));
+      if (status < 200 || status > 299) {
+        error = `The receiver answered HTTP ${status}`;
+        const asked = parseRetryAfter(retryAfter);
+        if (asked !== undefined) retryAfterMs = Math.min(asked, settings.retryCapMs);
+      }
+      // 410 Gone: the receiver wants no more of this (Standard Webhooks' advice); the event is not retried.
+      if (status === 410) permanent = true;
+    } catch (caught) {
+      error = isApiError(caught) ? caught.message : `Delivery failed (${errorLabel(caught)})`;
+      permanent = isApiError(caught) && caught.code === "invalid_request";
+    }
+  }
+
+  const ok = error === undefined;
+  const record: DeliveryAttempt = {
+    at: started.toISOString(),
+    eventId: delivery.eventId,
+    type: delivery.type,
+    ...(delivery.jobId && { jobId: delivery.jobId }),
+    url: delivery.url,
+    attempt,
+    status,
+    latencyMs: Math.max(0, Math.round(performance.now() - clock)),
+    ok,
+    ...(error !== undefined && { error: error.slice(0, 300) }),
+    ...(!ok && { retrying: !permanent && !final }),
+  };
+  await store.recordAttempt(delivery.userId, record).catch((caught: unknown) => {
+    console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
+  });
+  return { attempt: record, permanent, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+}

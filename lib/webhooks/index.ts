@@ -1,0 +1,7 @@
+export { announceJobEnd, jobWebhookView, listWebhookAttempts, resolveJobWebhook, sendTestEvent } from "./service";
+export { getWebhookAccount, newSigningSecret, rotateWebhookSecret, setDefaultWebhookUrl, signingSecrets, type WebhookAccountView } from "./secrets";
+export { attemptDelivery, type Delivery } from "./deliver";
+export { jobEndEvent, jobEventId } from "./events";
+export { drainWebhooks, getDeliveryQueue, resetDeliveryQueue, startWebhookWorker, type DeliveryQueue } from "./queue";
+export { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
+export { checkWebhookUrl } from "./url";

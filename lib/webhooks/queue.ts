@@ -1,0 +1,189 @@
+import { randomBytes } from "node:crypto";
+import { Queue, UnrecoverableError, Worker, createNodeRedisClient, type Job } from "bullmq";
+import { createClient } from "redis";
+import { getEnv } from "@/lib/env";
+import { errorLabel } from "@/lib/error-log";
+import { getStore } from "@/lib/store";
+import { attemptDelivery, deliverySchema, type Delivery } from "./deliver";
+import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
+
+/**
+ * Where events wait for delivery, and who delivers them: BullMQ on `REDIS_URL` (its own `webhooks` queue; a failed
+ * attempt is retried as a delayed job, so a retry a day later survives restarts, and any process running the worker
+ * takes it), or in memory with the embedded store (timers, for one process). At least once: an event is removed
+ * only after a 2xx answer or its last attempt; a process that dies mid-attempt leaves it to be taken again.
+ */
+export interface DeliveryQueue {
+  readonly kind: "bullmq" | "memory";
+  /** Queue an event's delivery (once per event id: adding it again while it is kept does nothing). */
+  add(delivery: Delivery): Promise<void>;
+  /** Deliver queued events in this process until `close()`. */
+  startWorker(): void;
+  /**
+   * Deliver the events that are due, for up to `budgetMs` (a serverless invocation: the cron and work routes).
+   * Returns how many attempts were made.
+   */
+  drain(budgetMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+const QUEUE_NAME = "webhooks";
+
+/** A failed attempt, with the receiver's `Retry-After` for the back-off. */
+class DeliveryFailed extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = "DeliveryFailed";
+  }
+}
+
+function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
+  const connection = () => {
+    const client = createClient({ url });
+    client.on("error", () => undefined);
+    return createNodeRedisClient(client);
+  };
+  const queue = new Queue<Delivery>(QUEUE_NAME, { prefix, connection: connection() });
+  let worker: Worker<Delivery> | null = null;
+  let manual: Worker<Delivery> | null = null;
+  let closed = false;
+  const workerSettings = {
+    prefix,
+    // A delivery's lock outlives its attempt (the attempt's own timeout ends it first).
+    lockDuration: Math.max(30_000, settings.timeoutMs * 2 + 5_000),
+    settings: {
+      backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
+        error instanceof DeliveryFailed && error.retryAfterMs !== undefined ? error.retryAfterMs : retryDelay(attemptsMade, settings),
+    },
+  };
+  /** One attempt of a taken delivery; throws (for BullMQ to retry, or not) when it failed. */
+  const run = async (job: Job<Delivery>) => {
+    const delivery = deliverySchema.parse(job.data);
+    const attempt = job.attemptsMade + 1;
+    const attempts = job.opts.attempts ?? 1;
+    const { attempt: record, permanent, retryAfterMs } = await attemptDelivery(delivery, attempt, { final: attempt >= attempts });
+    if (record.ok) return;
+    if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
+    throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
+  };
+  return {
+    kind: "bullmq",
+    async add(delivery) {
+      await queue.add("delivery", delivery, {
+        jobId: delivery.eventId,
+        attempts: settings.maxAttempts,
+        backoff: { type: "webhook" },
+        // Kept a day after delivery: an event added again meanwhile (a second announcement) is not sent twice.
+        removeOnComplete: { age: 24 * 60 * 60 },
+        removeOnFail: { age: 7 * 24 * 60 * 60 },
+      });
+    },
+    startWorker() {
+      if (worker) return;
+      worker = new Worker<Delivery>(QUEUE_NAME, run, { ...workerSettings, connection: connection(), concurrency: 8 });
+      worker.on("error", (error) => console.warn(`[webhooks] queue: ${errorLabel(error)}`));
+    },
+    async drain(budgetMs) {
+      manual ??= new Worker<Delivery>(QUEUE_NAME, null, { ...workerSettings, connection: connection(), autorun: false });
+      const taker = manual;
+      const until = Date.now() + budgetMs;
+      let attempts = 0;
+      // Each attempt may take the whole timeout: start one only when it can end within the budget.
+      while (!closed && Date.now() + settings.timeoutMs < until) {
+        const token = randomBytes(12).toString("base64url");
+        const job = await taker.getNextJob(token, { block: false });
+        if (!job) break;
+        attempts++;
+        try {
+          await run(job);
+          await job.moveToCompleted(null, token, false);
+        } catch (error) {
+          await job.moveToFailed(error instanceof Error ? error : new Error(String(error)), token, false);
+        }
+      }
+      return attempts;
+    },
+    async close() {
+      closed = true;
+      const current = [worker, manual];
+      worker = null;
+      manual = null;
+      await Promise.allSettled([...current.map((item) => item?.close()), queue.close()]);
+    },
+  };
+}
+
+function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
+  const seen = new Set<string>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closed = false;
+  const schedule = (delivery: Delivery, attempt: number, delayMs: number) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (closed) return;
+      void attemptDelivery(delivery, attempt, { final: attempt >= settings.maxAttempts })
+        .then(({ attempt: record, permanent, retryAfterMs }) => {
+          if (!record.ok && !permanent && attempt < settings.maxAttempts) schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
+        })
+        .catch((error: unknown) => console.warn(`[webhooks] delivery: ${errorLabel(error)}`));
+    }, delayMs);
+    timer.unref();
+    timers.add(timer);
+  };
+  return {
+    kind: "memory",
+    async add(delivery) {
+      if (seen.has(delivery.eventId)) return;
+      if (seen.size > 10_000) seen.clear();
+      seen.add(delivery.eventId);
+      schedule(delivery, 1, 0);
+    },
+    startWorker() {
+      // Deliveries run on timers in the process that queued them.
+    },
+    async drain() {
+      return 0;
+    },
+    async close() {
+      closed = true;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+    },
+  };
+}
+
+const QUEUE_KEY = Symbol.for("ocr-service.webhook-queue");
+type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
+
+/** The process's delivery queue, chosen as the job queue is (lib/jobs/settings.ts); none with only a REST URL. */
+export function getDeliveryQueue(): DeliveryQueue | null {
+  const holder = globalThis as QueueHolder;
+  if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
+  const env = getEnv();
+  let queue: DeliveryQueue | null = null;
+  if (env.REDIS_URL) queue = createBullDeliveryQueue(env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings(env));
+  else if (getStore().kind === "memory") queue = createMemoryDeliveryQueue(webhookSettings(env));
+  holder[QUEUE_KEY] = queue;
+  return queue;
+}
+
+/** Deliver events in this process (where the job runner runs: lib/jobs/workers.ts). */
+export function startWebhookWorker(): void {
+  getDeliveryQueue()?.startWorker();
+}
+
+/** Deliver due events in this invocation for `budgetMs` (the `invoke` runner: lib/jobs/workers.ts `workJobsFor`). */
+export async function drainWebhooks(budgetMs: number): Promise<number> {
+  return (await getDeliveryQueue()?.drain(budgetMs)) ?? 0;
+}
+
+/** Close and forget the process's delivery queue (tests, shutdown). */
+export async function resetDeliveryQueue(): Promise<void> {
+  const holder = globalThis as QueueHolder;
+  const queue = holder[QUEUE_KEY];
+  holder[QUEUE_KEY] = undefined;
+  await queue?.close();
+}

@@ -1,0 +1,67 @@
+import { randomBytes } from "node:crypto";
+import { getStore, type WebhookAccount } from "@/lib/store";
+import { webhookSettings } from "./settings";
+import { checkWebhookUrl } from "./url";
+
+/** What the settings page shows of an account's webhooks: never a whole secret after it was shown once. */
+export interface WebhookAccountView {
+  hasSecret: boolean;
+  /** `whsec_` and the first characters, to tell secrets apart. */
+  secretHint: string | null;
+  secretCreatedAt: string | null;
+  /** Until when the secret before the last rotation still signs (null when none does). */
+  previousUntil: string | null;
+  defaultUrl: string | null;
+}
+
+/** A new signing secret: `whsec_` and 32 random bytes in base64 (Standard Webhooks' format). */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+export function secretHint(secret: string): string {
+  return `${secret.slice(0, 12)}…`;
+}
+
+/** The secrets a delivery is signed with now: the current one, and the previous one during its 24 h of grace. */
+export function signingSecrets(account: WebhookAccount, now = Date.now()): string[] {
+  if (!account.secret) return [];
+  const previous = account.previousSecret && (account.previousUntil ?? 0) > now ? [account.previousSecret] : [];
+  return [account.secret, ...previous];
+}
+
+function toView(account: WebhookAccount, now = Date.now()): WebhookAccountView {
+  const previousActive = account.previousSecret && (account.previousUntil ?? 0) > now;
+  return {
+    hasSecret: Boolean(account.secret),
+    secretHint: account.secret ? secretHint(account.secret) : null,
+    secretCreatedAt: account.secretCreatedAt !== undefined ? new Date(account.secretCreatedAt).toISOString() : null,
+    previousUntil: previousActive ? new Date(account.previousUntil!).toISOString() : null,
+    defaultUrl: account.defaultUrl ?? null,
+  };
+}
+
+export async function getWebhookAccount(userId: string): Promise<WebhookAccountView> {
+  return toView(await getStore().webhooks.getAccount(userId));
+}
+
+/**
+ * Create the account's signing secret, or rotate it: the new one signs from now on, and the one it replaces keeps
+ * signing beside it for 24 h (both signatures in `webhook-signature`), so receivers can switch without losing an
+ * event. Returns the new secret: the only time it is shown.
+ */
+export async function rotateWebhookSecret(userId: string, now = Date.now()): Promise<{ secret: string; view: WebhookAccountView }> {
+  const store = getStore().webhooks;
+  const account = await store.getAccount(userId);
+  const secret = newSigningSecret();
+  const previous = account.secret ? { previousSecret: account.secret, previousUntil: now + webhookSettings().previousSecretMs } : {};
+  await store.setSecrets(userId, { secret, secretCreatedAt: now, ...previous });
+  return { secret, view: toView({ ...account, secret, secretCreatedAt: now, ...previous }, now) };
+}
+
+/** Set the account's default webhook URL (checked as a job's is), or clear it with an empty value. */
+export async function setDefaultWebhookUrl(userId: string, url: string | null): Promise<WebhookAccountView> {
+  const value = url?.trim() ? await checkWebhookUrl(url.trim(), { field: "The webhook URL" }) : null;
+  await getStore().webhooks.setDefaultUrl(userId, value);
+  return getWebhookAccount(userId);
+}

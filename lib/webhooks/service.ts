@@ -1,0 +1,95 @@
+import type { WebhookAttempt } from "@/lib/api-schemas";
+import { ApiError } from "@/lib/errors";
+import { errorLabel } from "@/lib/error-log";
+import type { ResolveHost } from "@/lib/input";
+import { getStore, type JobRecord } from "@/lib/store";
+import { attemptDelivery } from "./deliver";
+import { jobEndEvent, jobEventId, testEvent, testEventId } from "./events";
+import { getDeliveryQueue } from "./queue";
+import { checkWebhookUrl } from "./url";
+
+/**
+ * The webhook URL of a job being submitted: its `webhook.url` (checked: `400` when bad, before anything is charged),
+ * else the account's default, else none. A webhook needs the account's signing secret and a delivery queue.
+ */
+export async function resolveJobWebhook(userId: string, url: string | undefined, { resolveHost }: { resolveHost?: ResolveHost } = {}): Promise<string | undefined> {
+  const account = await getStore().webhooks.getAccount(userId);
+  const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost }) : account.defaultUrl;
+  if (chosen === undefined) return undefined;
+  if (!account.secret) {
+    if (url === undefined) return undefined;
+    throw new ApiError(
+      "invalid_request",
+      "webhook: this account has no webhook signing secret yet. Create one on the settings page (/settings#webhooks); deliveries are signed with it.",
+    );
+  }
+  if (!getDeliveryQueue()) {
+    throw new ApiError("unavailable", "Webhooks are not available on this deployment: they need a TCP connection to its Redis (REDIS_URL)");
+  }
+  return chosen;
+}
+
+/**
+ * Announce that a job ended, when it has a webhook: its event is queued for delivery. Called once by whoever ended
+ * the job (the store's end step succeeds for one caller only); the event id is the job's, so a second announcement
+ * is the same message. A failure here is logged, never the job's.
+ */
+export async function announceJobEnd(jobId: string): Promise<void> {
+  try {
+    const record = await getStore().jobs.getJob(jobId);
+    if (!record?.webhookUrl) return;
+    await queueJobEvent(record);
+  } catch (error) {
+    console.error(`[webhooks] queuing the end event of ${jobId} failed (${errorLabel(error)})`);
+  }
+}
+
+async function queueJobEvent(record: JobRecord): Promise<void> {
+  const queue = getDeliveryQueue();
+  if (!queue || !record.webhookUrl) return;
+  const event = jobEndEvent(record);
+  await queue.add({
+    eventId: jobEventId(record.id),
+    userId: record.userId,
+    jobId: record.id,
+    type: event.type,
+    url: record.webhookUrl,
+    payload: JSON.stringify(event),
+  });
+}
+
+/** Test events one account may send per minute. */
+const TEST_EVENTS_PER_MINUTE = 10;
+
+/**
+ * The settings page's "Send a test event": a `webhook.test` event to the account's default URL, delivered now (one
+ * attempt, not retried) so the page can show how it went; it is in the delivery log as every attempt is.
+ */
+export async function sendTestEvent(userId: string, { resolveHost }: { resolveHost?: ResolveHost } = {}): Promise<WebhookAttempt> {
+  // Each test is a request the service makes to a URL of the account's choosing: a few a minute are enough.
+  const limit = await getStore().limits.rateLimit({ bucket: "webhook-test", identifier: userId, limit: TEST_EVENTS_PER_MINUTE, windowMs: 60_000 });
+  if (!limit.success) {
+    throw new ApiError("rate_limited", `At most ${TEST_EVENTS_PER_MINUTE} test events a minute: try again in ${Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000))} s`);
+  }
+  const account = await getStore().webhooks.getAccount(userId);
+  if (!account.defaultUrl) throw new ApiError("invalid_request", "Set a default webhook URL first: the test event goes there");
+  if (!account.secret) throw new ApiError("invalid_request", "Create a signing secret first: the test event is signed with it");
+  const event = testEvent();
+  const { attempt } = await attemptDelivery(
+    { eventId: testEventId(), userId, type: event.type, url: account.defaultUrl, payload: JSON.stringify(event) },
+    1,
+    { final: true, resolveHost },
+  );
+  return attempt;
+}
+
+/** The account's last delivery attempts, newest first. */
+export async function listWebhookAttempts(userId: string): Promise<WebhookAttempt[]> {
+  return getStore().webhooks.listAttempts(userId);
+}
+
+/** A job's webhook as its status shows it: the URL and its last attempts. */
+export async function jobWebhookView(record: JobRecord): Promise<{ url: string; deliveries: WebhookAttempt[] } | undefined> {
+  if (!record.webhookUrl) return undefined;
+  return { url: record.webhookUrl, deliveries: await getStore().webhooks.listJobAttempts(record.id) };
+}
