@@ -1,0 +1,28 @@
+"use server";
+
+// CSRF: see app/actions/auth.ts. The action checks the session itself: only the signed-in account's jobs can be
+// cancelled (cancelJob answers 404 for another account's).
+
+import { revalidatePath } from "next/cache";
+import { headers } from "next/headers";
+import { redirect } from "next/navigation";
+import { getCurrentAccount } from "@/lib/accounts/current";
+import { isApiError } from "@/lib/errors";
+import { afterResponse, requestOrigin } from "@/lib/http";
+import { cancelJob, kickJobWorkers } from "@/lib/jobs";
+
+/** Cancel one of the account's jobs: the pages not read yet are refunded (`DELETE /api/ocr/jobs/{id}` does the same). */
+export async function cancelJobAction(formData: FormData): Promise<void> {
+  const account = await getCurrentAccount();
+  if (!account) redirect("/signin");
+  try {
+    const view = await cancelJob(account.id, String(formData.get("jobId") ?? "").slice(0, 100));
+    // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
+    const origin = requestOrigin(await headers());
+    if (view.webhook && origin) afterResponse(() => kickJobWorkers(origin, 1));
+  } catch (error) {
+    // A job that is gone (expired, or never this account's) has nothing to cancel: the page shows what there is.
+    if (!(isApiError(error) && (error.code === "not_found" || error.code === "gone"))) throw error;
+  }
+  revalidatePath("/settings");
+}

@@ -1,0 +1,32 @@
+import { afterResponse, methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { jobIdFromPath, retryAfterFor } from "@/lib/http/jobs";
+import { cancelJob, getJobView, kickJobWorkers } from "@/lib/jobs";
+
+export const runtime = "nodejs";
+
+/** Polling a job counts against the key's reads, not its requests. */
+const READS = { limit: "reads" } as const;
+
+const methods = ["GET", "DELETE"];
+
+// GET /api/ocr/jobs/{id} – status and progress (Retry-After while it runs)
+export const GET = withApiKey(async ({ req, account }) => {
+  const view = await getJobView(account.userId, jobIdFromPath(req));
+  const retryAfter = retryAfterFor(view);
+  return Response.json(view, retryAfter ? { headers: { "Retry-After": String(retryAfter) } } : undefined);
+}, READS);
+
+// DELETE /api/ocr/jobs/{id} – cancel: the pages not read yet are refunded
+export const DELETE = withApiKey(async ({ req, account, report }) => {
+  const view = await cancelJob(account.userId, jobIdFromPath(req));
+  report({ replayable: true });
+  // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
+  if (view.webhook) afterResponse(() => kickJobWorkers(new URL(req.url).origin, 1));
+  return Response.json(view);
+});
+
+export const OPTIONS = preflight(methods);
+export const HEAD = methodNotAllowed(methods);
+export const POST = methodNotAllowed(methods);
+export const PUT = methodNotAllowed(methods);
+export const PATCH = methodNotAllowed(methods);

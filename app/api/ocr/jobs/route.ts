@@ -1,0 +1,28 @@
+import { jobsListQuerySchema, ocrRequestSchema } from "@/lib/api-schemas";
+import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { acceptJob } from "@/lib/http/jobs";
+import { listJobViews } from "@/lib/jobs";
+
+export const runtime = "nodejs";
+export const maxDuration = 60;
+
+const methods = ["GET", "POST"];
+
+// POST /api/ocr/jobs – read a document asynchronously: 202 with the job; GET /api/ocr/jobs/{id} for its progress
+export const POST = withApiKey(async (context) => {
+  const body = ocrRequestSchema.parse(await context.body.json());
+  return acceptJob(context, body);
+});
+
+// GET /api/ocr/jobs – the account's jobs, newest first (?limit=20&cursor=…)
+export const GET = withApiKey(async ({ req, account }) => {
+  const query = jobsListQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
+  const page = await listJobViews(account.userId, query);
+  return Response.json({ success: true, ...page });
+}, { limit: "reads" });
+
+export const OPTIONS = preflight(methods);
+export const HEAD = methodNotAllowed(methods);
+export const PUT = methodNotAllowed(methods);
+export const PATCH = methodNotAllowed(methods);
+export const DELETE = methodNotAllowed(methods);

@@ -1,0 +1,50 @@
+import type { OcrRequest } from "@/lib/api-schemas";
+import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
+import { kickJobWorkers, submitJob, type JobView } from "@/lib/jobs";
+import { afterResponse } from "./after";
+import type { ApiContext } from "./context";
+
+/**
+ * Submit an asynchronous job and answer `202 Accepted` with it and `Location` (`POST /api/ocr/jobs`, and
+ * `POST /api/ocr/process` with `Prefer: respond-async`). Workers that are function invocations are started after
+ * the answer.
+ */
+export async function acceptJob({ req, account, requestId, receivedAt, report }: ApiContext, body: OcrRequest, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  const origin = new URL(req.url).origin;
+  const { view, creditsRemaining } = await submitJob({
+    body,
+    account,
+    requestId,
+    deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS,
+    serverHost: req.headers.get("host") ?? undefined,
+    origin,
+  });
+  report({ creditsRemaining });
+  afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
+}
+
+/** `Prefer: respond-async` (RFC 7240): the client would rather have a job than wait for the text. */
+export function prefersAsync(req: Request): boolean {
+  const prefer = req.headers.get("prefer") ?? "";
+  return prefer.split(",").some((token) => token.split(";")[0]?.trim().toLowerCase() === "respond-async");
+}
+
+/**
+ * The job id in a job route's path: `/api/ocr/jobs/{id}` (`fromEnd` 1) or `/api/ocr/jobs/{id}/result` (2). Ids
+ * are checked by the domain (`findJob`: a malformed one is `404`).
+ */
+export function jobIdFromPath(req: Request, fromEnd = 1): string {
+  const parts = new URL(req.url).pathname.split("/").filter(Boolean);
+  const id = parts[parts.length - fromEnd];
+  if (!id) throw new ApiError("not_found", "No job id in the path");
+  return decodeURIComponent(id).slice(0, 100);
+}
+
+/** Seconds a poller should wait before asking again about a job that has not ended (none once it has). */
+export function retryAfterFor(view: JobView): number | null {
+  if (view.status !== "queued" && view.status !== "running") return null;
+  const left = view.pagesTotal - view.pagesDone - view.pagesFailed;
+  return Math.min(30, Math.max(1, Math.ceil(left / 20)));
+}

@@ -1,0 +1,120 @@
+import { createHash } from "node:crypto";
+import os from "node:os";
+import { getEnv, type Env } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
+import { getStore } from "@/lib/store";
+import { createBullQueue } from "./queue/bullmq";
+import { createMemoryQueue } from "./queue/memory";
+import type { WorkQueue } from "./queue/port";
+
+const MiB = 1024 * 1024;
+
+/** The jobs' settings: the configuration's (docs/configuration.md#jobs) and the constants beside them. */
+export interface JobSettings {
+  maxPages: number;
+  maxUrlBytes: number;
+  resultTtlMs: number;
+  maxDurationMs: number;
+  maxQueuedPages: number;
+  pageDeadlineMs: number;
+  runner: "background" | "invoke" | "off";
+  fanout: number;
+  /** How long a taken task stays locked without its lock being extended (its process died: stalled after it). */
+  lockMs: number;
+  /** How often stalled tasks are looked for. */
+  stalledIntervalMs: number;
+  /** Stalls a task survives (its process died holding it) before it fails (its page is refunded). */
+  maxStalls: number;
+  /** Attempts of a page whose engine process crashed or could not start, with exponential back-off from `backoffMs`. */
+  pageAttempts: number;
+  backoffMs: number;
+  /** How long a blocking take waits for a task (s). */
+  blockSeconds: number;
+  /** The source file is stored in chunks of this size: under Upstash's 10 MB request limit once base64-encoded. */
+  chunkBytes: number;
+  /** Source files one process keeps in memory for the pages it reads. */
+  sourceCacheBytes: number;
+  /** Pages one inspect job reads the text layers of: small, so a request's PDF never waits long behind a job's. */
+  inspectChunk: number;
+}
+
+export function jobSettings(env: Env = getEnv()): JobSettings {
+  return {
+    maxPages: env.MAX_JOB_PAGES,
+    maxUrlBytes: env.MAX_JOB_URL_BYTES,
+    resultTtlMs: env.JOB_RESULT_TTL * 1000,
+    maxDurationMs: env.JOB_MAX_DURATION * 1000,
+    maxQueuedPages: env.MAX_QUEUED_PAGES_PER_ACCOUNT,
+    pageDeadlineMs: env.JOB_PAGE_DEADLINE_MS,
+    runner: env.JOBS_RUNNER === "auto" ? (process.env.VERCEL ? "invoke" : "background") : env.JOBS_RUNNER,
+    fanout: env.JOB_FANOUT,
+    lockMs: env.JOB_LOCK_MS,
+    stalledIntervalMs: env.JOB_STALLED_INTERVAL_MS,
+    maxStalls: 2,
+    pageAttempts: 3,
+    backoffMs: 2_000,
+    blockSeconds: 2,
+    chunkBytes: 4 * MiB,
+    sourceCacheBytes: 512 * MiB,
+    inspectChunk: 20,
+  };
+}
+
+const QUEUE_KEY = Symbol.for("ocr-service.job-queue");
+type QueueHolder = { [QUEUE_KEY]?: WorkQueue | null };
+
+/**
+ * The process's work queue: BullMQ on `REDIS_URL` (TCP; also when the store itself talks to Upstash over REST), in
+ * memory with the embedded store, none when only a REST URL is configured (jobs answer `503` then, saying why).
+ */
+export function getWorkQueue(): WorkQueue | null {
+  const holder = globalThis as QueueHolder;
+  if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
+  const env = getEnv();
+  const settings = jobSettings(env);
+  let queue: WorkQueue | null = null;
+  if (env.REDIS_URL) {
+    queue = createBullQueue({
+      url: env.REDIS_URL,
+      prefix: `${env.REDIS_PREFIX}bull`,
+      lockMs: settings.lockMs,
+      stalledIntervalMs: settings.stalledIntervalMs,
+      maxStalls: settings.maxStalls,
+      pageAttempts: settings.pageAttempts,
+      backoffMs: settings.backoffMs,
+      blockSeconds: settings.blockSeconds,
+    });
+  } else if (getStore().kind === "memory") {
+    queue = createMemoryQueue(settings);
+  }
+  holder[QUEUE_KEY] = queue;
+  return queue;
+}
+
+/** The work queue, or `503 unavailable` saying what a deployment without one needs. */
+export function requireWorkQueue(): WorkQueue {
+  const queue = getWorkQueue();
+  if (!queue) {
+    throw new ApiError(
+      "unavailable",
+      "Asynchronous jobs are not available on this deployment: they need a TCP connection to its Redis (REDIS_URL, " +
+        "e.g. Upstash's rediss:// URL) besides the REST URL",
+    );
+  }
+  return queue;
+}
+
+/** Close and forget the process's queue (tests, shutdown). */
+export async function resetWorkQueue(): Promise<void> {
+  const holder = globalThis as QueueHolder;
+  const queue = holder[QUEUE_KEY];
+  holder[QUEUE_KEY] = undefined;
+  await queue?.close();
+}
+
+/** This process's name on the pages it reads: `JOB_WORKER_NAME`, else a short hash of its host and pid. */
+export function workerName(): string {
+  const configured = getEnv().JOB_WORKER_NAME;
+  if (configured) return configured.slice(0, 64);
+  return `w-${createHash("sha256").update(`${os.hostname()}:${process.pid}`).digest("hex").slice(0, 10)}`;
+}

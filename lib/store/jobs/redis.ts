@@ -1,0 +1,217 @@
+import { z } from "zod";
+import { RESERVATION_TTL_MS, TOMBSTONE_TTL_MS, reservationMember } from "../credits/port";
+import { fixedFields } from "../credits/redis";
+import { call, flatHash, integer, integerPair, type RedisContext } from "../redis-support";
+import { JOB_RECORD_KEEP_MS, indexScore, jobFields, parseJobRecord } from "./common";
+import type { JobStore, PageOutcome } from "./port";
+import { createJobScript, endJobScript, failPageScript, startJobScript, storePagesScript } from "./scripts";
+
+const outcomeReply = z.tuple([integer, integer, integer, integer]).transform(
+  ([stored, duplicates, inactive, last]): PageOutcome => ({ stored, duplicates, inactive: inactive === 1, last: last === 1 }),
+);
+const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
+
+/** Jobs on Redis: each change of a job's counters and of its credits is one Lua script (./scripts.ts). */
+export function createRedisJobStore({ redis, key }: RedisContext): JobStore {
+  const scripts = {
+    createJob: redis.createScript<unknown>(createJobScript),
+    startJob: redis.createScript<unknown>(startJobScript),
+    storePages: redis.createScript<unknown>(storePagesScript),
+    failPage: redis.createScript<unknown>(failPageScript),
+    endJob: redis.createScript<unknown>(endJobScript),
+  };
+  const pageKeys = (jobId: string, userId: string) => [
+    key.job(jobId),
+    key.jobPages(jobId),
+    key.jobFailed(jobId),
+    key.reservation(userId, jobId),
+    key.jobsQueued(userId),
+  ];
+  /** The page scripts need the account's keys: the job's owner, read once per job (ids never change owner). */
+  const owners = new Map<string, string>();
+  const ownerOf = async (jobId: string): Promise<string | null> => {
+    const known = owners.get(jobId);
+    if (known) return known;
+    const reply = await call("getJobOwner", () => redis.hget(key.job(jobId), "userId"));
+    if (typeof reply !== "string") return null;
+    if (owners.size > 10_000) owners.clear();
+    owners.set(jobId, reply);
+    return reply;
+  };
+
+  const pageStep = async (jobId: string, operation: string, run: (keys: string[]) => Promise<unknown>): Promise<PageOutcome> => {
+    const userId = await ownerOf(jobId);
+    if (!userId) return INACTIVE;
+    return outcomeReply.parse(await call(operation, () => run(pageKeys(jobId, userId))));
+  };
+
+  return {
+    async createJob(job, { entry, day, maxQueuedPages, ttlMs }) {
+      const reply = await call("createJob", () =>
+        scripts.createJob.exec(
+          [
+            key.job(job.id),
+            key.jobs(job.userId),
+            key.jobsQueued(job.userId),
+            key.credits(job.userId),
+            key.ledger(job.userId),
+            key.usage(job.userId),
+            key.reservation(job.userId, job.id),
+            key.openReservations(),
+          ],
+          [
+            String(job.pagesTotal),
+            String(maxQueuedPages),
+            fixedFields(entry),
+            day,
+            String(RESERVATION_TTL_MS),
+            String(job.deadline),
+            reservationMember(job.userId, job.id),
+            String(indexScore(job.createdAt, job.id)),
+            job.id,
+            String(job.deadline + ttlMs + JOB_RECORD_KEEP_MS),
+            ...jobFields(job),
+          ],
+        ),
+      );
+      const [code, value] = integerPair.parse(reply);
+      if (code === 1) {
+        owners.set(job.id, job.userId);
+        return { ok: true, balance: value };
+      }
+      if (code === 0) return { ok: false, reason: "insufficient_credits", balance: value };
+      if (code === -1) return { ok: false, reason: "queue_full", queued: value };
+      return { ok: false, reason: "duplicate" };
+    },
+
+    async startJob(jobId, now) {
+      const reply = await call("startJob", () => scripts.startJob.exec([key.job(jobId)], [String(now)]));
+      return integer.parse(reply) === 1;
+    },
+
+    async getJob(jobId) {
+      const reply = await call("getJob", () => redis.hgetall(key.job(jobId)));
+      if (reply === null) return null;
+      const fields = Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.unknown()).parse(reply);
+      return Object.keys(fields).length === 0 ? null : parseJobRecord(fields);
+    },
+
+    async listJobs(userId, { limit, cursor }) {
+      const max: `(${number}` | "+inf" = cursor && /^\d+$/.test(cursor) ? `(${Number(cursor)}` : "+inf";
+      const reply = await call("listJobs", () =>
+        redis.zrange(key.jobs(userId), max, "-inf", { byScore: true, rev: true, offset: 0, count: limit, withScores: true }),
+      );
+      const flat = z.array(z.union([z.string(), z.number()])).parse(reply);
+      const ids: Array<{ id: string; score: string }> = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) ids.push({ id: String(flat[i]), score: String(flat[i + 1]) });
+      if (ids.length === 0) return { jobs: [], nextCursor: null };
+      const pipeline = redis.pipeline();
+      for (const { id } of ids) pipeline.hgetall(key.job(id));
+      const records = await call("listJobs", () => pipeline.exec<unknown[]>());
+      const jobs = [];
+      const gone: string[] = [];
+      for (const [index, raw] of records.entries()) {
+        const fields = raw === null ? {} : Array.isArray(raw) ? flatHash.parse(raw) : z.record(z.string(), z.unknown()).parse(raw);
+        if (Object.keys(fields).length === 0) gone.push(ids[index]!.id);
+        else jobs.push(parseJobRecord(fields));
+      }
+      if (gone.length > 0) await call("listJobs", () => redis.zrem(key.jobs(userId), ...gone)).catch(() => undefined);
+      const last = ids[ids.length - 1]!;
+      return { jobs, nextCursor: ids.length === limit ? BigInt(Math.round(Number(last.score))).toString() : null };
+    },
+
+    async storePages(jobId, pages, now) {
+      if (pages.length === 0) return { stored: 0, duplicates: 0, inactive: false, last: false };
+      return pageStep(jobId, "storePages", (keys) =>
+        scripts.storePages.exec(keys, [String(now), ...pages.flatMap(({ page, payload }) => [String(page), payload])]),
+      );
+    },
+
+    async failPage(jobId, page, failure, now) {
+      return pageStep(jobId, "failPage", (keys) => scripts.failPage.exec(keys, [String(now), String(page), failure]));
+    },
+
+    async endJob(jobId, { end, error, now, resultTtlMs, entry, day }) {
+      const record = await this.getJob(jobId);
+      if (!record) return null;
+      const expiresAt = now + resultTtlMs;
+      const sources = Array.from({ length: record.sourceChunks }, (_, chunk) => key.jobSource(jobId, chunk));
+      const reply = await call("endJob", () =>
+        scripts.endJob.exec(
+          [
+            key.job(jobId),
+            key.jobPages(jobId),
+            key.jobFailed(jobId),
+            key.credits(record.userId),
+            key.ledger(record.userId),
+            key.usage(record.userId),
+            key.reservation(record.userId, jobId),
+            key.openReservations(),
+            key.jobsQueued(record.userId),
+            ...sources,
+          ],
+          [
+            end,
+            error ?? "",
+            String(now),
+            String(expiresAt),
+            fixedFields(entry),
+            day,
+            String(TOMBSTONE_TTL_MS),
+            reservationMember(record.userId, jobId),
+            String(expiresAt + JOB_RECORD_KEEP_MS),
+          ],
+        ),
+      );
+      const [ended, refunded, status] = z.tuple([integer, integer, z.string()]).parse(reply);
+      if (ended !== 1) return null;
+      return { status: z.enum(["succeeded", "failed", "cancelled"]).parse(status), refunded };
+    },
+
+    async getPages(jobId, pages) {
+      if (pages.length === 0) return [];
+      const reply = await call("getPages", () => redis.hmget(key.jobPages(jobId), ...pages.map(String)));
+      // With automatic deserialization off, HMGET answers the raw RESP array.
+      return z.array(z.string().nullable()).parse(reply ?? pages.map(() => null));
+    },
+
+    async getFailedPages(jobId) {
+      const reply = await call("getFailedPages", () => redis.hgetall(key.jobFailed(jobId)));
+      const fields = reply === null ? {} : Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.string()).parse(reply);
+      return new Map(Object.entries(fields).map(([page, code]) => [Number(page), String(code)]));
+    },
+
+    async listDonePages(jobId) {
+      const reply = await call("listDonePages", () => redis.hkeys(key.jobPages(jobId)));
+      return z
+        .array(z.union([z.string(), z.number()]))
+        .parse(reply)
+        .map(Number)
+        .sort((a, b) => a - b);
+    },
+
+    async putSource(jobId, bytes, { chunkBytes, ttlMs }) {
+      const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const part = Buffer.from(bytes.buffer, bytes.byteOffset + chunk * chunkBytes, Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes));
+        await call("putSource", () => redis.set(key.jobSource(jobId, chunk), part.toString("base64"), { px: ttlMs }));
+      }
+      return chunks;
+    },
+
+    async getSource(jobId, chunks) {
+      const parts: Buffer[] = [];
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const reply = await call("getSource", () => redis.get(key.jobSource(jobId, chunk)));
+        if (typeof reply !== "string") return null;
+        parts.push(Buffer.from(reply, "base64"));
+      }
+      return new Uint8Array(Buffer.concat(parts));
+    },
+
+    async deleteSource(jobId, chunks) {
+      if (chunks < 1) return;
+      await call("deleteSource", () => redis.del(...Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk))));
+    },
+  };
+}

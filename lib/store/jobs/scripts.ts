@@ -1,0 +1,172 @@
+import { ledgerEntryHelper } from "../scripts";
+
+/*
+ * The job port's atomic steps, as Lua (same conventions as lib/store/scripts.ts: KEYS, ARGV and the reply above
+ * each script; plain string work, no cjson). A job's credits are a reservation of the credit port's kind: the key
+ * holds the credits still reserved (an integer) while the job runs and `closed` after it ended. A stored page
+ * spends one of them; failures spend nothing, so whatever is left when the job ends is exactly what comes back.
+ */
+
+/**
+ * createJob — reserve and create in one step.
+ * KEYS: [1] job hash, [2] account's job index (sorted set), [3] account's queued pages, [4] balance, [5] ledger,
+ *       [6] usage hash, [7] reservation, [8] open-reservation index
+ * ARGV: [1] pages (> 0), [2] most queued pages, [3] ledger fixed fields JSON, [4] day, [5] reservation TTL (ms),
+ *       [6] deadline (epoch ms), [7] reservation member, [8] index score, [9] job id, [10] job keys expire at
+ *       (epoch ms), [11…] the record's field, value pairs
+ * Returns: {1, balance after} | {0, balance} short (nothing written) | {-1, queued pages} over the queue cap |
+ *          {-2, 0} the job or its reservation exists
+ */
+export const createJobScript = `${ledgerEntryHelper}
+local pages = tonumber(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[7]) == 1 then return {-2, 0} end
+local queued = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
+if queued + pages > tonumber(ARGV[2]) then return {-1, queued} end
+local balance = tonumber(redis.call('GET', KEYS[4]) or '0')
+if balance < pages then return {0, balance} end
+local after = redis.call('DECRBY', KEYS[4], pages)
+redis.call('RPUSH', KEYS[5], ledger_entry(after, -pages, pages, ARGV[3]))
+redis.call('HINCRBY', KEYS[6], ARGV[4], pages)
+redis.call('SET', KEYS[7], pages, 'PX', ARGV[5])
+redis.call('ZADD', KEYS[8], ARGV[6], ARGV[7])
+redis.call('HSET', KEYS[1], 'status', 'queued', 'pagesDone', 0, 'pagesFailed', 0, 'creditsUsed', 0, 'creditsRefunded', 0)
+for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[10])
+redis.call('ZADD', KEYS[2], ARGV[8], ARGV[9])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1001)
+redis.call('INCRBY', KEYS[3], pages)
+return {1, after}
+`;
+
+/**
+ * startJob — a queued job is running from now.
+ * KEYS: [1] job hash
+ * ARGV: [1] now (epoch ms)
+ * Returns: 1 started | 0 not queued
+ */
+export const startJobScript = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', ARGV[1])
+return 1
+`;
+
+/** How a page step ends: the job's counters checked after a page was recorded. */
+const pageEpilogue = `
+local expires = redis.call('HGET', KEYS[1], 'expiresAt')
+if expires then
+  redis.call('PEXPIREAT', KEYS[2], expires)
+  redis.call('PEXPIREAT', KEYS[3], expires)
+end
+local done = tonumber(redis.call('HGET', KEYS[1], 'pagesDone') or '0')
+local failed = tonumber(redis.call('HGET', KEYS[1], 'pagesFailed') or '0')
+local last = 0
+if done + failed >= tonumber(redis.call('HGET', KEYS[1], 'pagesTotal') or '0') then last = 1 end
+`;
+
+const startIfQueued = `
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', ARGV[1])
+  status = 'running'
+end
+`;
+
+/**
+ * storePages — each page's result is kept and its credit spent, or neither.
+ * KEYS: [1] job hash, [2] pages hash, [3] failed pages hash, [4] reservation, [5] account's queued pages
+ * ARGV: [1] now (epoch ms), then page number, payload pairs
+ * Returns: {stored, duplicates (the page already had a result or a failure), inactive (1: the job is not active or
+ *          its reservation is gone — nothing stored), last (1: the job has no unread page left)}
+ */
+export const storePagesScript = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'queued' and status ~= 'running' then return {0, 0, 1, 0} end
+${startIfQueued}
+local stored = 0
+local duplicates = 0
+local inactive = 0
+for i = 2, #ARGV, 2 do
+  local page = ARGV[i]
+  if redis.call('HEXISTS', KEYS[2], page) == 1 or redis.call('HEXISTS', KEYS[3], page) == 1 then
+    duplicates = duplicates + 1
+  else
+    local outstanding = tonumber(redis.call('GET', KEYS[4]) or '')
+    if not outstanding or outstanding < 1 then
+      inactive = 1
+      break
+    end
+    redis.call('HSET', KEYS[2], page, ARGV[i + 1])
+    redis.call('DECRBY', KEYS[4], 1)
+    stored = stored + 1
+  end
+end
+if stored > 0 then
+  redis.call('HINCRBY', KEYS[1], 'creditsUsed', stored)
+  redis.call('HINCRBY', KEYS[1], 'pagesDone', stored)
+  local queued = tonumber(redis.call('GET', KEYS[5]) or '0') or 0
+  redis.call('DECRBY', KEYS[5], math.min(queued, stored))
+end
+${pageEpilogue}
+return {stored, duplicates, inactive, last}
+`;
+
+/**
+ * failPage — a page could not be read; its credit stays reserved until the job ends, and comes back then.
+ * KEYS: as storePages
+ * ARGV: [1] now (epoch ms), [2] page number, [3] the failure as `{"code","message"}` JSON
+ * Returns: as storePages (stored counts the failure recorded)
+ */
+export const failPageScript = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'queued' and status ~= 'running' then return {0, 0, 1, 0} end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 or redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return {0, 1, 0, 0} end
+${startIfQueued}
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'pagesFailed', 1)
+local queued = tonumber(redis.call('GET', KEYS[5]) or '0') or 0
+if queued > 0 then redis.call('DECRBY', KEYS[5], 1) end
+${pageEpilogue}
+return {1, 0, 0, last}
+`;
+
+/**
+ * endJob — refund what is still reserved, close the reservation, set the final status, and let the results expire.
+ * KEYS: [1] job hash, [2] pages hash, [3] failed pages hash, [4] balance, [5] ledger, [6] usage hash, [7] reservation,
+ *       [8] open-reservation index, [9] account's queued pages, [10…] source chunks
+ * ARGV: [1] `finish` | `cancel` | `fail`, [2] error JSON or '', [3] now, [4] results expire at (epoch ms),
+ *       [5] ledger fixed fields JSON, [6] day, [7] tombstone TTL (ms), [8] reservation member,
+ *       [9] the record expires at (epoch ms)
+ * Returns: {1, refunded, final status} | {0, 0, status} the job was not active (nothing changed)
+ */
+export const endJobScript = `${ledgerEntryHelper}
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'queued' and status ~= 'running' then return {0, 0, status or ''} end
+local total = tonumber(redis.call('HGET', KEYS[1], 'pagesTotal') or '0')
+local done = tonumber(redis.call('HGET', KEYS[1], 'pagesDone') or '0')
+local failed = tonumber(redis.call('HGET', KEYS[1], 'pagesFailed') or '0')
+local unread = total - done - failed
+if unread > 0 then
+  local queued = tonumber(redis.call('GET', KEYS[9]) or '0') or 0
+  redis.call('DECRBY', KEYS[9], math.min(queued, unread))
+end
+local refund = tonumber(redis.call('GET', KEYS[7]) or '') or 0
+redis.call('SET', KEYS[7], 'closed', 'PX', ARGV[7])
+redis.call('ZREM', KEYS[8], ARGV[8])
+if refund > 0 then
+  local after = redis.call('INCRBY', KEYS[4], refund)
+  redis.call('RPUSH', KEYS[5], ledger_entry(after, refund, refund, ARGV[5]))
+  redis.call('HINCRBY', KEYS[6], ARGV[6], -refund)
+else
+  refund = 0
+end
+local final = 'succeeded'
+if ARGV[1] == 'cancel' then final = 'cancelled' elseif ARGV[1] == 'fail' or done == 0 then final = 'failed' end
+redis.call('HSET', KEYS[1], 'status', final, 'finishedAt', ARGV[3], 'expiresAt', ARGV[4], 'creditsRefunded', refund)
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[9])
+redis.call('PEXPIREAT', KEYS[2], ARGV[4])
+redis.call('PEXPIREAT', KEYS[3], ARGV[4])
+for i = 10, #KEYS do
+  if final == 'succeeded' then redis.call('PEXPIREAT', KEYS[i], ARGV[4]) else redis.call('DEL', KEYS[i]) end
+end
+return {1, refund, final}
+`;

@@ -1,0 +1,37 @@
+// `npm run worker`: a process with no HTTP that reads the pages of asynchronous jobs with its own engine processes
+// (`OCR_WORKERS`, default: one per core). Start as many as you like, on this machine or others, against the same
+// Redis (`REDIS_URL`): each takes pages of any job whenever one of its engine processes is free. SIGTERM or Ctrl-C
+// finishes the pages in hand, then exits (pages of a process that is killed are taken over by the others after
+// `JOB_LOCK_MS`).
+import { getEnv } from "@/lib/env";
+import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
+import { getOcrPool } from "@/lib/ocr";
+import { getStore } from "@/lib/store";
+
+const env = getEnv();
+if (!env.REDIS_URL) {
+  console.error("[worker] REDIS_URL is not set: a worker reads the jobs of a server that shares its Redis (redis:// or rediss://).");
+  process.exit(1);
+}
+if (getStore().kind === "memory") {
+  console.error("[worker] no Redis store is configured; set REDIS_URL (and the same UPSTASH_* variables as the server, if it uses them).");
+  process.exit(1);
+}
+
+const runner = ensureJobRunner({ always: true });
+const pool = getOcrPool();
+await pool.warm({ ocr: env.OCR_WORKERS });
+console.info(`[worker] ${workerName()} reading job pages with ${env.OCR_WORKERS} engine process${env.OCR_WORKERS === 1 ? "" : "es"}`);
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  console.info(`[worker] ${signal}: finishing the pages in hand`);
+  await stopJobRunner();
+  await pool.terminate();
+  await getStore().close();
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void shutdown(signal));
+if (!runner) process.exit(1);
