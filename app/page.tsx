@@ -15,7 +15,7 @@ export default function HomePage() {
           <strong>REST:</strong> <code>POST /api/ocr/process</code>
         </li>
         <li>
-          <strong>MCP:</strong> <code>/api/mcp</code> with one tool, <code>extract_text</code> (Streamable HTTP and
+          <strong>MCP:</strong> <code>/api/mcp</code> with the tool <code>extract_text</code> (Streamable HTTP and
           SSE)
         </li>
         <li>One credit per page read; failed requests cost nothing.</li>
@@ -27,7 +27,7 @@ export default function HomePage() {
         <Link href="/docs">Read the API reference</Link>
       </p>
       <pre>
-        <code>{`curl -s https://<host>/api/ocr/process \\
+        <code>{`curl -sS --fail-with-body https://<host>/api/ocr/process \\
   -H "x-api-key: $OCR_API_KEY" -H "content-type: application/json" \\
   -d '{"imageUrl": "https://example.com/scan.pdf", "options": {"format": "markdown"}}'`}</code>
       </pre>

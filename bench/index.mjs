@@ -16,7 +16,8 @@ await build({
   format: "esm",
   target: "node22",
   packages: "external",
-  alias: { "@": root },
+  // lib/store marks itself server-only (Next's react-server condition); the bench runs it in plain Node, as tests do.
+  alias: { "@": root, "server-only": path.join(root, "node_modules/server-only/empty.js") },
   logLevel: "warning",
 });
 // The engine runs in child processes started from its own bundle: build it from the current source too.

@@ -16,6 +16,8 @@
  *   --text-dir DIR    write each document's text output to DIR/<name>.txt (to read the errors behind a score)
  *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see docs/benchmark.md)
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
+ *   --job [options]   asynchronous jobs against the synchronous path (bench/jobs.ts lists its options)
+ *   --orientation [--before DIR]  pages turned 90/180/270 and skewed ±3/±7°, CER against upright; upright CPU against DIR
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -63,6 +65,13 @@ interface PassResult {
 
 // --load: the load benchmark of the built standalone server; bench/load.ts parses its own options.
 if (process.argv.includes("--load")) await (await import("./load")).loadMain(process.argv.slice(2));
+// --job: asynchronous jobs against the synchronous path (bench/jobs.ts lists its options).
+if (process.argv.includes("--job")) await (await import("./jobs")).jobsMain();
+// --orientation: the sample's pages turned and skewed, against the upright page (bench/orientation.ts).
+if (process.argv.includes("--orientation")) {
+  await (await import("./orientation")).orientationMain(process.argv.slice(2), ROOT);
+  process.exit(0);
+}
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -119,8 +128,10 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
   });
   const seconds = (performance.now() - started) / 1000;
   const { recycled, stopped } = pool.stats();
-  if (recycled + stopped.memory + stopped.crashed > 0) {
-    console.log(`(${size} worker${size > 1 ? "s" : ""}: engine processes replaced ${recycled}× for memory kept after a job, stopped ${stopped.memory}× at the ceiling, died ${stopped.crashed}×)`);
+  if (recycled + stopped.memory + stopped.work + stopped.crashed > 0) {
+    console.log(
+      `(${size} worker${size > 1 ? "s" : ""}: engine processes replaced ${recycled}× for memory kept after a job, stopped ${stopped.memory}× at the ceiling, ${stopped.work}× for a PDF's work budget, died ${stopped.crashed}×)`,
+    );
   }
   await pool.terminate();
   return { pages, seconds, pagesPerSecond: pages / seconds };

@@ -1,4 +1,4 @@
-// Bundles the CLI (cli/src/ocr.ts and its dependencies: zod, the MCP SDK) into one ESM file with a node shebang,
+// Bundles the CLI (cli/src/ocr.ts and its dependencies: zod, the MCP SDK, standardwebhooks) into one ESM file with a node shebang,
 // so the `ocr` bin runs with plain Node ≥ 22.13 and needs no node_modules at run time.
 //
 //   node cli/build.mjs                      → cli/dist/ocr.mjs (npm run build:cli; also the `prepare` script)

@@ -27,7 +27,13 @@ export const outputFormatSchema = z
   .describe(
     "`text` (default): plain text, pages separated by a form feed `\\f`. `markdown`: headings, paragraphs and lists " +
       "reconstructed from the layout, pages separated by `\\n\\n---\\n\\n`. `json`: the OcrDocument serialized, so " +
-      "`JSON.parse(extractedText)` gives it.",
+      "`JSON.parse(extractedText)` gives it. `hocr`: hOCR 1.2 (XHTML: ocr_page, ocr_carea, ocr_par, ocr_line, ocrx_word " +
+      "with bbox and x_wconf). `alto`: ALTO 4 XML (Page, PrintSpace, TextBlock, TextLine, String with HPOS/VPOS/WIDTH/" +
+      "HEIGHT and WC 0–1). `tsv`: Tesseract's TSV (level, page_num, block_num, par_num, line_num, word_num, left, top, " +
+      "width, height, conf, text). Word boxes of hocr, alto and tsv are in pixels of the page as it was sent. `pdf`: a " +
+      "searchable PDF (each scanned page's image with an invisible text layer on the words; pages with their own text " +
+      "layer copied as they are), as base64 in `extractedText` when it is at most 3 MB (4 MB of base64, under the 4.5 MB " +
+      "response limit), otherwise `413`: send it as a job and download `GET /api/ocr/jobs/{id}/result?format=pdf`.",
   );
 
 const OPTION_KEYS = ["format", "language", "pages"] as const;
@@ -53,7 +59,31 @@ export const ocrOptionsSchema = z.strictObject(
 );
 export type OcrOptions = z.infer<typeof ocrOptionsSchema>;
 
-const REQUEST_KEYS = ["image", "imageUrl", "options"] as const;
+/** Longest webhook URL accepted. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+const WEBHOOK_KEYS = ["url"] as const;
+
+/** A job's `webhook`: where its end is announced (docs/api.md#webhooks). */
+export const webhookRequestSchema = z
+  .strictObject(
+    {
+      url: z
+        .string()
+        .max(MAX_WEBHOOK_URL_LENGTH)
+        .meta({
+          format: "uri",
+          description:
+            "An https URL (http only for a host in `URL_ALLOW_HOSTS`) that receives `job.succeeded`, `job.failed` or " +
+            "`job.cancelled`, signed per Standard Webhooks with the account's secret. Public addresses only, as `imageUrl`.",
+        }),
+    },
+    { error: unknownKeys(WEBHOOK_KEYS) },
+  )
+  .describe("Jobs only (`POST /api/ocr/jobs`, or `Prefer: respond-async`). Default: the account's default webhook URL, if set.");
+export type WebhookRequest = z.infer<typeof webhookRequestSchema>;
+
+const REQUEST_KEYS = ["image", "imageUrl", "options", "webhook"] as const;
 
 /** `POST /api/ocr/process` body: exactly one of `image` / `imageUrl`; unknown keys are rejected so typos surface. */
 export const ocrRequestSchema = z
@@ -76,6 +106,7 @@ export const ocrRequestSchema = z
             "An http(s) URL of the file; fetched by the service (public addresses only, at most 3 redirects, 15 s, 25 MB).",
         }),
       options: ocrOptionsSchema.optional(),
+      webhook: webhookRequestSchema.optional(),
     },
     { error: unknownKeys(REQUEST_KEYS) },
   )
@@ -124,3 +155,137 @@ export const creditsResponseSchema = z.object({
   balance: z.number().int().min(0).describe("Credits remaining: one is spent per page read."),
 });
 export type CreditsResponse = z.infer<typeof creditsResponseSchema>;
+
+/** `GET /api/ocr/jobs` query. */
+export const jobsListQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).optional().describe("Jobs per page, 1–100 (default 20)."),
+  cursor: z
+    .string()
+    .regex(/^\d{1,20}$/, "cursor is the nextCursor of a previous page")
+    .optional()
+    .describe("`nextCursor` of the previous page, for older jobs."),
+});
+
+/** `GET /api/ocr/jobs/{id}/result` query. */
+export const jobResultQuerySchema = z.strictObject({
+  format: outputFormatSchema.optional().describe("The result's format (default: the job's `options.format`)."),
+  pages: z
+    .string()
+    .max(256)
+    .optional()
+    .describe('Pages of the job to return, e.g. `"51-100"` (default: all). A part that does not hold them all names the next in `next`.'),
+});
+
+const jobStatusSchema = z
+  .enum(["queued", "running", "succeeded", "failed", "cancelled"])
+  .describe(
+    "`queued` (accepted, no page read yet), `running`, then one of `succeeded` (at least one page delivered; see " +
+      "`pagesFailed`), `failed` (no page could be read, or the document itself could not be), `cancelled`.",
+  );
+
+const failureSchema = z.object({ code: z.string(), message: z.string() });
+
+/** One attempt to deliver a webhook event (a job's status, the settings page's log). */
+export const webhookAttemptSchema = z.object({
+  at: z.iso.datetime().describe("When the attempt started."),
+  eventId: z.string().describe("The event's `webhook-id`: the same on every attempt, so a receiver can deduplicate."),
+  type: z.string(),
+  jobId: z.string().optional(),
+  url: z.string(),
+  attempt: z.number().int().min(1).describe("1 for the first."),
+  status: z.number().int().nullable().describe("The receiver's HTTP status; null when none came (refused, unreachable, timed out)."),
+  latencyMs: z.number().int().min(0),
+  ok: z.boolean().describe("A 2xx answer: delivered."),
+  error: z.string().optional(),
+  retrying: z.boolean().optional().describe("A failed attempt that will be retried."),
+});
+export type WebhookAttempt = z.infer<typeof webhookAttemptSchema>;
+
+/** A job, as `POST /api/ocr/jobs` (202), `GET /api/ocr/jobs/{id}`, `DELETE` and the list answer it. */
+export const jobViewSchema = z.object({
+  success: z.literal(true),
+  jobId: z.string().describe("`job_` and 22 characters."),
+  status: jobStatusSchema,
+  pageCount: z.number().int().min(1).describe("Pages in the file."),
+  pagesTotal: z.number().int().min(1).describe("Pages the job reads (`options.pages`, default all): what was reserved."),
+  pagesDone: z.number().int().min(0).describe("Pages read and delivered (each one credit)."),
+  pagesFailed: z.number().int().min(0).describe("Pages that could not be read (refunded when the job ends)."),
+  failedPages: z
+    .array(z.object({ page: z.number().int(), code: z.string(), message: z.string() }))
+    .optional()
+    .describe("Each failed page with its error code (the status of a single job only)."),
+  creditsReserved: z.number().int().min(0).describe("Credits taken when the job was accepted: one per page."),
+  creditsUsed: z.number().int().min(0).describe("Credits spent: the pages delivered."),
+  creditsRefunded: z.number().int().min(0).describe("Credits given back when the job ended (failed, cancelled and unread pages)."),
+  format: outputFormatSchema.describe("The result's default format (`options.format`)."),
+  inputSource: inputSourceSchema,
+  createdAt: z.iso.datetime(),
+  startedAt: z.iso.datetime().nullable(),
+  finishedAt: z.iso.datetime().nullable(),
+  expiresAt: z.iso.datetime().describe("When its results are gone (`JOB_RESULT_TTL` after it ends); then `410`."),
+  error: failureSchema.optional().describe("A failed or cancelled job: why."),
+  links: z.object({ self: z.string(), result: z.string() }).describe("Relative URLs of its status and its result."),
+  webhook: z
+    .object({
+      url: z.string(),
+      deliveries: z.array(webhookAttemptSchema).describe("The last attempts to deliver its event, newest first."),
+    })
+    .optional()
+    .describe("A job with a webhook (the status of a single job only)."),
+});
+export type JobViewBody = z.infer<typeof jobViewSchema>;
+
+
+export const webhookEventTypes = ["job.succeeded", "job.failed", "job.cancelled", "webhook.test"] as const;
+
+/** What a job event says about the job: never its text (fetch `resultUrl` with a key). */
+export const webhookJobDataSchema = z.object({
+  id: z.string().describe("The job id, `job_…`."),
+  status: jobStatusSchema,
+  pageCount: z.number().int().min(0),
+  pagesTotal: z.number().int().min(0),
+  pagesDone: z.number().int().min(0),
+  pagesFailed: z.number().int().min(0),
+  creditsReserved: z.number().int().min(0),
+  creditsUsed: z.number().int().min(0),
+  creditsRefunded: z.number().int().min(0),
+  format: outputFormatSchema,
+  createdAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime().nullable(),
+  expiresAt: z.iso.datetime(),
+  error: failureSchema.optional(),
+  statusUrl: z.string().describe("The job's status (absolute when the submission's origin is known)."),
+  resultUrl: z.string().describe("The job's result, read with an API key of the account."),
+});
+
+/** The body of a webhook delivery (Standard Webhooks' `{type, timestamp, data}`). */
+export const webhookEventSchema = z.object({
+  type: z.enum(webhookEventTypes),
+  timestamp: z.iso.datetime().describe("When the event happened (the `webhook-timestamp` header is the attempt's time)."),
+  data: z.union([webhookJobDataSchema, z.object({ message: z.string() })]),
+});
+export type WebhookEvent = z.infer<typeof webhookEventSchema>;
+
+/** `GET /api/ocr/jobs`. */
+export const jobListSchema = z.object({
+  success: z.literal(true),
+  jobs: z.array(jobViewSchema),
+  nextCursor: z.string().nullable().describe("Pass as `cursor` for older jobs; null when there are none."),
+});
+
+/** `GET /api/ocr/jobs/{id}/result`: one part of the result (the whole of it when it fits one response). */
+export const jobResultSchema = z.object({
+  success: z.literal(true),
+  jobId: z.string(),
+  status: jobStatusSchema,
+  format: outputFormatSchema,
+  pages: z.string().describe("The pages this part holds, as ranges (`1-50`); empty when none is ready."),
+  extractedText: z.string().describe("As `extractedText` of `/api/ocr/process`, for these pages; `json` pages carry `readBy`."),
+  confidence: z.number().min(0).max(100).describe("0–100 over this part's pages."),
+  pageCount: z.number().int().min(1),
+  missingPages: z
+    .array(z.object({ page: z.number().int(), status: z.enum(["pending", "failed"]), code: z.string().optional() }))
+    .describe("Pages asked for that have no result: still to be read (`pending`), or `failed` with its code."),
+  next: z.string().nullable().describe("The next part's URL when the pages asked for did not fit (also `Link: rel=\"next\"`)."),
+});
+export type JobResultBody = z.infer<typeof jobResultSchema>;

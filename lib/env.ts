@@ -69,8 +69,11 @@ export const envSchema = z.object({
         .array(z.enum(["tesseract", "paddle"], { message: "OCR_ENGINES lists tesseract and optionally paddle" }))
         .refine((engines) => engines.includes("tesseract"), "OCR_ENGINES must include tesseract (it reads every page)"),
     ),
-  /** Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR. */
-  OCR_INSPECT_WORKERS: int(1, 1),
+  /**
+   * Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR.
+   * The second starts only when a PDF waits while the first is busy (one slow PDF does not hold up the others).
+   */
+  OCR_INSPECT_WORKERS: int(2, 1),
 
   // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
@@ -95,10 +98,63 @@ export const envSchema = z.object({
   MAX_IMAGE_PIXELS: int(50_000_000, 1),
   /** Most bytes one PDF stream (page content, font, form) may inflate to; a PDF with a larger one is `413`. */
   MAX_PDF_STREAM_BYTES: int(128 * MiB, 1024),
+  /**
+   * Most processor time (ms) opening one PDF (structure, text layers, blank-page checks) or drawing one of its pages
+   * for OCR may take; past it the request is `413`. Pages are also limited to 1,000,000 operations and forms nested
+   * 16 deep.
+   */
+  MAX_PDF_WORK_MS: int(10_000, 100),
   REQUEST_DEADLINE_MS: int(55_000, 1000),
   RATE_LIMIT_PER_MINUTE: int(60, 1),
+  /** Reads about jobs (status, result, list) per key per minute, counted apart from `RATE_LIMIT_PER_MINUTE`. */
+  READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
+  /**
+   * Unknown or revoked API keys one client address may send per minute (an IPv6 address counts by its /64); past it
+   * the address gets `429` with `Retry-After` until its minute ends, before its key is even looked up.
+   */
+  KEY_FAILURES_PER_ADDRESS_PER_MINUTE: int(30, 1),
   /** OCR requests one account may have in flight on one instance; past it `429` with `Retry-After`. */
   ACCOUNT_MAX_IN_FLIGHT: int(4, 1),
+
+  // Asynchronous jobs (docs/api.md#jobs, docs/configuration.md#jobs)
+  /** Most pages one job reads. */
+  MAX_JOB_PAGES: int(2_000, 1),
+  /** Largest file a job fetches from `imageUrl` (inline files keep `MAX_INLINE_BYTES`). */
+  MAX_JOB_URL_BYTES: int(200 * MiB, 1),
+  /** Seconds a finished job's results are kept. */
+  JOB_RESULT_TTL: int(24 * 60 * 60, 60),
+  /** Seconds a job may take from submission to its end; past it, what it did not read is refunded. */
+  JOB_MAX_DURATION: int(24 * 60 * 60, 60),
+  /** Pages one account may have waiting in its unfinished jobs; a job past it is refused (`429`). */
+  MAX_QUEUED_PAGES_PER_ACCOUNT: int(10_000, 1),
+  /** Most time one page of a job may take in an engine process; past it the page fails alone (`timeout`). */
+  JOB_PAGE_DEADLINE_MS: int(120_000, 1_000),
+  /**
+   * Who works the job queue. `background` (default, except on Vercel): every server process, and `npm run worker`;
+   * `invoke` (default on Vercel): function invocations started after a submission and by the cron route; `off`: this
+   * process takes no job work (another does).
+   */
+  JOBS_RUNNER: z.enum(["auto", "background", "invoke", "off"]).default("auto"),
+  /** Invocations of the internal work route a submission starts (`invoke` runner). */
+  JOB_FANOUT: int(4, 1),
+  /** A taken task's lock: a process that died lets it lapse, and its task is taken over after it. */
+  JOB_LOCK_MS: int(30_000, 1_000),
+  /** How often every process looks for tasks whose process died. */
+  JOB_STALLED_INTERVAL_MS: int(30_000, 500),
+  /** This process's name on the pages it reads (default: a short hash of its host and pid). */
+  JOB_WORKER_NAME: optionalString,
+  // Webhooks (docs/api.md#webhooks, docs/configuration.md#webhooks)
+  /** How long one delivery attempt may take (connect, send, the receiver's answer); past it the attempt failed. */
+  WEBHOOK_TIMEOUT_MS: int(10_000, 100),
+  /** First retry delay of a failed delivery; each next one doubles, up to 6 h apart. */
+  WEBHOOK_RETRY_BASE_MS: int(60_000, 10),
+  /** Attempts of one event in all (the default, 13, spreads them over about a day). */
+  WEBHOOK_MAX_ATTEMPTS: int(13, 1),
+  /**
+   * Vercel sets it when "Protection Bypass for Automation" is on: the calls a submission makes to the internal work
+   * route carry it (`x-vercel-protection-bypass`), so Deployment Protection does not refuse them.
+   */
+  VERCEL_AUTOMATION_BYPASS_SECRET: optionalString,
 
   // Accounts and credits
   FREE_CREDITS: int(100, 0),
@@ -147,6 +203,10 @@ export const envSchema = z.object({
   MCP_SSE_POLL_MS: int(100, 10),
   /** The slowest poll of an idle stream (the interval grows towards it when nothing happens). */
   MCP_SSE_IDLE_POLL_MS: int(1000, 10),
+  /** Open SSE streams one account may hold across all instances; past it `429` with `Retry-After`. */
+  MCP_SSE_MAX_STREAMS_PER_ACCOUNT: int(20, 1),
+  /** Open SSE streams one instance (process) holds at most; past it `503 overloaded` with `Retry-After`. */
+  MCP_SSE_MAX_STREAMS_PER_INSTANCE: int(200, 1),
 });
 
 export type Env = z.infer<typeof envSchema> & { OCR_WORKERS: number };

@@ -42,9 +42,17 @@ export const errorCatalogue = {
       "needed and what the balance is; `x-credits-remaining` carries the balance",
     hint: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
   },
+  forbidden: {
+    status: 403,
+    when:
+      "a form or server action posted to a page from another site: its `Origin` is not this deployment's host " +
+      "(cross-site request forgery); nothing runs",
+  },
   not_found: {
     status: 404,
-    when: "MCP only: unknown or expired SSE session",
+    when:
+      "an unknown job id, or another account's job (jobs are private to their account); MCP: an unknown or expired " +
+      "SSE session",
   },
   method_not_allowed: {
     status: 405,
@@ -52,14 +60,23 @@ export const errorCatalogue = {
   },
   conflict: {
     status: 409,
-    when: "a request with the same `Idempotency-Key` is still in progress",
+    when: "a request with the same `Idempotency-Key` is still in progress; a job's PDF (`format=pdf`) asked for while no page of it is read yet",
+  },
+  gone: {
+    status: 410,
+    when:
+      "a job whose results expired (`JOB_RESULT_TTL`, 24 h after it ended); its id is unknown (`404`) 7 days later; a " +
+      "job's PDF when its file is no longer kept",
   },
   payload_too_large: {
     status: 413,
     when:
       "body, decoded file, fetched file, page count or pixel count over its limit; an image inside a PDF over the " +
-      "pixel limit; a PDF stream that inflates past `MAX_PDF_STREAM_BYTES`; a page whose reading needs more memory " +
-      "than an engine process may use",
+      "pixel limit; a PDF stream that inflates past `MAX_PDF_STREAM_BYTES`; a PDF that needs more work than " +
+      "`MAX_PDF_WORK_MS` of processing to open or to draw a page, or a page drawing more than 1,000,000 operations or " +
+      "nesting forms more than 16 deep; a page whose reading needs more memory than an engine process may use; a " +
+      "searchable PDF (`format: \"pdf\"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the " +
+      "PDF made): the message names the job route",
     hint: 'Inline (base64) files are limited to 3 MB decoded: pass a URL with type "url" instead, or send a smaller file or fewer pages.',
   },
   unsupported_media_type: {
@@ -69,7 +86,7 @@ export const errorCatalogue = {
   },
   unreadable_document: {
     status: 422,
-    when: "corrupt or truncated file, PDF encrypted with a password, zero pages",
+    when: "corrupt or truncated file, PDF encrypted with a password, zero pages; a PDF that cannot be rebuilt as a searchable PDF (`format: \"pdf\"`: encrypted, or broken past repair)",
     hint: "The file is corrupt, truncated, encrypted or has no pages; check that it opens, or export it again.",
   },
   idempotency_mismatch: {
@@ -80,12 +97,20 @@ export const errorCatalogue = {
     status: 429,
     when:
       "per-key rate limit (`Retry-After` and `RateLimit-*` say when to retry); or more than `ACCOUNT_MAX_IN_FLIGHT` " +
-      "(4) OCR requests of the account in flight on the instance (`Retry-After`)",
+      "(4) OCR requests of the account in flight on the instance (`Retry-After`); or more than " +
+      "`KEY_FAILURES_PER_ADDRESS_PER_MINUTE` (30) unknown or revoked keys from the client's address (`Retry-After`); " +
+      "or, opening an MCP SSE stream, the account already holds `MCP_SSE_MAX_STREAMS_PER_ACCOUNT` (20) (`Retry-After`)",
     hint: "Too many requests with this key: retry after a minute.",
   },
   internal_error: {
     status: 500,
     when: "anything else; details only in the service's logs (quote the request id)",
+  },
+  not_implemented: {
+    status: 501,
+    when:
+      "a method no path serves: anything but `GET`, `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE` and `OPTIONS` (`TRACE`, " +
+      "`CONNECT`, WebDAV's `PROPFIND` …); an API route that does not take one of those answers `405`",
   },
   fetch_failed: {
     status: 502,
@@ -98,7 +123,8 @@ export const errorCatalogue = {
     status: 503,
     when:
       "the instance could not start this request before its deadline (the work ahead of it, in expected seconds), " +
-      "or `OCR_QUEUE_LIMIT` jobs wait; `Retry-After` is the expected wait",
+      "or `OCR_QUEUE_LIMIT` jobs wait; `Retry-After` is the expected wait. Opening an MCP SSE stream: the instance " +
+      "already holds `MCP_SSE_MAX_STREAMS_PER_INSTANCE` (200) (`Retry-After`)",
     hint: "The service is busy: retry in a few seconds.",
   },
   unavailable: {

@@ -21,6 +21,8 @@ interface ApiErrorOptions {
   /** Extra response headers, e.g. `Retry-After` or `Allow`. */
   headers?: Record<string, string>;
   cause?: unknown;
+  /** See `ApiError.field`. */
+  field?: string;
 }
 
 /**
@@ -35,6 +37,11 @@ const API_ERROR_BRAND = Symbol.for("ocr-service.api-error");
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
+  /**
+   * The request field the message is about and names, as REST calls it (`image`, `imageUrl`, `options.pages`):
+   * the MCP tool, whose arguments are named otherwise, says it in its own terms (lib/mcp/tool-terms.ts).
+   */
+  readonly field: string | undefined;
   readonly [API_ERROR_BRAND] = true;
 
   constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
@@ -42,6 +49,7 @@ export class ApiError extends Error {
     this.name = "ApiError";
     this.code = code;
     this.headers = options.headers ?? {};
+    this.field = options.field;
   }
 
   get status(): number {
@@ -71,8 +79,20 @@ export function describeZodError(error: z.ZodError): string {
 /** Normalize anything thrown into an ApiError; unknown errors become a generic `internal_error`. */
 export function toApiError(error: unknown): ApiError {
   if (isApiError(error)) return error;
-  if (error instanceof z.ZodError) return new ApiError("invalid_request", describeZodError(error), { cause: error });
+  if (error instanceof z.ZodError) {
+    const field = error.issues[0]?.path.map(String).join(".") || undefined;
+    return new ApiError("invalid_request", describeZodError(error), { cause: error, field });
+  }
   return new ApiError("internal_error", "Internal error", { cause: error });
+}
+
+/**
+ * `error` marked as being about request field `field` (`ApiError.field`) when it is an ApiError that names no field
+ * yet: for callers that know which field they handed to code that does not (lib/input decodes "the file").
+ */
+export function aboutField(error: unknown, field: string): unknown {
+  if (!isApiError(error) || error.field !== undefined) return error;
+  return new ApiError(error.code, error.message, { headers: error.headers, cause: error.cause, field });
 }
 
 function errorBody(error: ApiError, requestId: string): ErrorBody {

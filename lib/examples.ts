@@ -2,7 +2,10 @@
  * Copy-paste examples, filled in with a server's own origin: the `/docs` page shows them with a placeholder for the
  * key (`$OCR_API_KEY` / `process.env.OCR_API_KEY` / `os.environ[...]`), the settings page with the key it has just
  * created. One source, so the two pages and the tests that run these commands agree. Shell snippets are POSIX sh:
- * no `uuidgen`, no bash-only syntax. The sample documents are `public/samples/*`, served at `/samples/*`.
+ * no `uuidgen`, no bash-only syntax. The sample documents are `public/samples/*`, served at `/samples/*`; an `imageUrl`
+ * naming them on the server's own origin is read from its files, so the URL examples work on a local server too
+ * (lib/input/own-samples.ts). Every example exits non-zero when the service answers an error (curl
+ * `--fail-with-body`, a thrown error, an `isError` tool result), so a script that runs one notices.
  */
 
 interface ExampleTarget {
@@ -46,7 +49,7 @@ export function restExamples(target: ExampleTarget): Example[] {
       language: "sh",
       note: "Run from the repository's root (the sample is public/samples/scan.png), or point base64 at your own file.",
       code: `${key.shExport}printf '{"image":"%s","options":{"format":"text"}}' "$(base64 < public/samples/scan.png | tr -d '\\n')" |
-  curl -sS ${endpoint} \\
+  curl -sS --fail-with-body ${endpoint} \\
     -H "x-api-key: $OCR_API_KEY" -H "content-type: application/json" \\
     -H "Idempotency-Key: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')" \\
     --data-binary @-`,
@@ -55,8 +58,8 @@ export function restExamples(target: ExampleTarget): Example[] {
       id: "curl-url",
       title: "curl, a file at a URL",
       language: "sh",
-      note: "Any public http(s) URL; this one is the sample every deployment serves.",
-      code: `${key.shExport}curl -sS ${endpoint} \\
+      note: `Any public http(s) URL. This one is the sample every deployment serves, which the server reads from its own files, so it works on a local server too; other private or local addresses are refused unless URL_ALLOW_HOSTS lets them through.`,
+      code: `${key.shExport}curl -sS --fail-with-body ${endpoint} \\
   -H "x-api-key: $OCR_API_KEY" -H "content-type: application/json" \\
   -d '{"imageUrl": "${origin}/samples/scan.pdf", "options": {"format": "markdown"}}'`,
     },
@@ -76,8 +79,11 @@ async function ocr(body) {
     },
     body: JSON.stringify(body),
   });
-  const result = await response.json();
-  if (!result.success) throw new Error(\`\${result.error.code}: \${result.error.message}\`);
+  const result = await response.json().catch(() => undefined);
+  // An error answer throws, so the script exits non-zero (1) with the code and message.
+  if (!response.ok || !result?.success) {
+    throw new Error(result?.error ? \`\${result.error.code}: \${result.error.message}\` : \`HTTP \${response.status}\`);
+  }
   return result;
 }
 
@@ -99,10 +105,13 @@ def ocr(body):
         headers={"x-api-key": ${key.python}, "Idempotency-Key": str(uuid.uuid4())},
         timeout=60,
     )
-    result = response.json()
-    if not result["success"]:
-        raise RuntimeError(f'{result["error"]["code"]}: {result["error"]["message"]}')
-    return result
+    if not response.ok:  # an error answer raises, so the script exits non-zero (1) with the code and message
+        try:
+            error = response.json()["error"]
+        except (ValueError, KeyError):
+            response.raise_for_status()  # not the service's JSON (a proxy's page): the HTTP status
+        raise RuntimeError(f'{error["code"]}: {error["message"]}')
+    return response.json()
 
 with open("public/samples/scan.png", "rb") as f:
     print(ocr({"image": base64.b64encode(f.read()).decode("ascii")})["extractedText"])
@@ -166,13 +175,18 @@ export function mcpExamples(target: ExampleTarget): Example[] {
 const client = await createMCPClient({
   transport: { type: "http", url: "${url}", headers: { "x-api-key": ${key.js} } },
 });
-const tools = await client.tools(); // pass to generateText({ model, tools, prompt })
-const result = await tools.extract_text.execute(
-  { image_source: { type: "url", data: "${target.origin}/samples/scan.png" } },
-  { toolCallId: "1", messages: [] },
-);
-console.log(result.content[0].text);
-await client.close();`,
+try {
+  const tools = await client.tools(); // pass to generateText({ model, tools, prompt })
+  const result = await tools.extract_text.execute(
+    { image_source: { type: "url", data: "${target.origin}/samples/scan.png" } },
+    { toolCallId: "1", messages: [] },
+  );
+  // A failure is a result too (isError, its text starts with the error code): throw it, so the script exits 1.
+  if (result.isError) throw new Error(result.content[0].text);
+  console.log(result.content[0].text);
+} finally {
+  await client.close();
+}`,
     },
   ];
 }
@@ -190,4 +204,146 @@ export function cliExample(target: ExampleTarget): Example {
 npx ocr extract public/samples/scan.png
 npx ocr extract public/samples/report.pdf --format markdown`,
   };
+}
+
+/**
+ * Asynchronous jobs (docs/api.md#jobs): submit a document, poll its status as often as `Retry-After` says, fetch the
+ * result part after part (`next`, or `Link: rel="next"`). Each stops with a non-zero exit status when the service
+ * answers an error or the job does not succeed, so a script that runs one notices. The curl one runs in a subshell,
+ * so its `set -e` and `exit` end the subshell, not the terminal it was pasted into.
+ */
+export function jobExamples(target: ExampleTarget): Example[] {
+  const { origin } = target;
+  const key = keyIn(target);
+  return [
+    {
+      id: "job-curl",
+      title: "curl: submit a job, poll it, fetch the result",
+      language: "sh",
+      note:
+        "POSIX sh and curl 7.76 or newer. Prints the job, then each part of the result as JSON (pipe a part through " +
+        "jq -r .extractedText for its text alone). Exits 22 with the error's body when the service answers an error, 1 " +
+        "when the job did not succeed.",
+      code: `${key.shExport}( set -e
+  api=${origin}
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  # 1. Submit: 202 Accepted, the job's URL in Location. Over 3 MB, send {"imageUrl":"https://…"} instead (up to 200 MB).
+  printf '{"image":"%s","options":{"format":"text"}}' "$(base64 < public/samples/scan.pdf | tr -d '\\n')" > "$tmp/request.json"
+  curl -sS --fail-with-body "$api/api/ocr/jobs" -D "$tmp/headers" \\
+    -H "x-api-key: $OCR_API_KEY" -H "content-type: application/json" \\
+    -H "Idempotency-Key: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')" \\
+    --data-binary @"$tmp/request.json"
+  echo
+  job=$(grep -i '^location:' "$tmp/headers" | tr -d '\\r' | sed 's/^[^:]*: *//')
+  # 2. Poll: while the job is queued or running, Retry-After says how many seconds to wait
+  while :; do
+    curl -sS --fail-with-body "$api$job" -H "x-api-key: $OCR_API_KEY" -D "$tmp/headers" -o "$tmp/job.json" || { cat "$tmp/job.json"; exit 22; }
+    delay=$(grep -i '^retry-after:' "$tmp/headers" | tr -dc '0-9')
+    [ -n "$delay" ] || break
+    sleep "$delay"
+  done
+  cat "$tmp/job.json"; echo
+  grep -q '"status":"succeeded"' "$tmp/job.json"
+  # 3. The result, part by part: a part that does not hold every page names the next in Link: <…>; rel="next"
+  part="$job/result"
+  while [ -n "$part" ]; do
+    curl -sS --fail-with-body "$api$part" -H "x-api-key: $OCR_API_KEY" -D "$tmp/headers"
+    echo
+    part=$(grep -i '^link:' "$tmp/headers" | sed -n 's/.*<\\([^>]*\\)>; *rel="next".*/\\1/p')
+  done
+)`,
+    },
+    {
+      id: "job-javascript",
+      title: "JavaScript (Node 18+, fetch): a job",
+      language: "js",
+      note: "Prints the text part after part; progress goes to stderr. Throws (exit status 1) on an error answer or a job that did not succeed.",
+      code: `import { readFile } from "node:fs/promises";
+
+const api = "${origin}";
+
+async function call(path, init = {}) {
+  const response = await fetch(api + path, { ...init, headers: { "x-api-key": ${key.js}, ...init.headers } });
+  const body = await response.json().catch(() => undefined);
+  if (!response.ok || !body?.success) {
+    throw new Error(body?.error ? \`\${body.error.code}: \${body.error.message}\` : \`HTTP \${response.status}\`);
+  }
+  return { body, retryAfter: Number(response.headers.get("retry-after") ?? 1) };
+}
+
+// 1. Submit: 202 Accepted with the job. Over 3 MB, send { imageUrl: "https://…" } instead (up to 200 MB).
+const file = await readFile("public/samples/scan.pdf");
+let { body: job } = await call("/api/ocr/jobs", {
+  method: "POST",
+  headers: { "content-type": "application/json", "idempotency-key": crypto.randomUUID() },
+  body: JSON.stringify({ image: file.toString("base64"), options: { format: "text" } }),
+});
+
+// 2. Poll while it is queued or running, as often as Retry-After says
+let wait = 1;
+while (job.status === "queued" || job.status === "running") {
+  await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  ({ body: job, retryAfter: wait } = await call(job.links.self));
+  console.error(\`\${job.status}: \${job.pagesDone + job.pagesFailed} of \${job.pagesTotal} pages\`);
+}
+if (job.status !== "succeeded") throw new Error(\`job \${job.status}: \${job.error?.code}: \${job.error?.message}\`);
+for (const failed of job.failedPages) console.error(\`page \${failed.page} failed: \${failed.code}\`);
+
+// 3. The result, part by part (one part unless it is over ~4 MB)
+for (let next = job.links.result; next; ) {
+  const { body: part } = await call(next);
+  process.stdout.write(part.extractedText + "\\n");
+  next = part.next;
+}`,
+    },
+    {
+      id: "job-python",
+      title: "Python (standard library only): a job",
+      language: "python",
+      note: "Python 3.8+, no packages. Prints the text part after part; exits 1 with the error's code and message on an error answer or a job that did not succeed.",
+      code: `import base64, json, os, sys, time, urllib.error, urllib.request, uuid
+
+API = "${origin}"
+KEY = ${key.python}
+
+def call(path, body=None, headers={}):
+    request = urllib.request.Request(
+        API + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-api-key": KEY, **({} if body is None else {"content-type": "application/json"}), **headers},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.load(response), int(response.headers.get("retry-after", "1"))
+    except urllib.error.HTTPError as error:  # 4xx and 5xx: exit 1 with the service's code and message
+        try:
+            detail = json.load(error)["error"]
+        except (ValueError, KeyError):
+            sys.exit(f"HTTP {error.code}")
+        sys.exit(f'{detail["code"]}: {detail["message"]}')
+
+# 1. Submit: 202 Accepted with the job. Over 3 MB, send {"imageUrl": "https://…"} instead (up to 200 MB).
+with open("public/samples/scan.pdf", "rb") as f:
+    body = {"image": base64.b64encode(f.read()).decode("ascii"), "options": {"format": "text"}}
+job, _ = call("/api/ocr/jobs", body, {"Idempotency-Key": str(uuid.uuid4())})
+
+# 2. Poll while it is queued or running, as often as Retry-After says
+wait = 1
+while job["status"] in ("queued", "running"):
+    time.sleep(wait)
+    job, wait = call(job["links"]["self"])
+    print(f'{job["status"]}: {job["pagesDone"] + job["pagesFailed"]} of {job["pagesTotal"]} pages', file=sys.stderr)
+if job["status"] != "succeeded":
+    sys.exit(f'job {job["status"]}: {job.get("error")}')
+for failed in job["failedPages"]:
+    print(f'page {failed["page"]} failed: {failed["code"]}', file=sys.stderr)
+
+# 3. The result, part by part (one part unless it is over ~4 MB)
+next_part = job["links"]["result"]
+while next_part:
+    part, _ = call(next_part)
+    print(part["extractedText"])
+    next_part = part["next"]`,
+    },
+  ];
 }

@@ -10,7 +10,7 @@ import {
 import { availableLanguages, extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
-import { getStore, MISSING_STORE_MESSAGE } from "@/lib/store";
+import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 
 /**
@@ -26,6 +26,11 @@ const DEEP_CACHE_MS = 60_000;
 /** A failed check is retried sooner, so a transient failure does not report the instance degraded for a minute. */
 const DEEP_FAILURE_CACHE_MS = 10_000;
 const DEEP_DEADLINE_MS = 30_000;
+/**
+ * How long `/api/health` reports a data loss after an instance found it (docs/decisions.md#store-marker): long enough
+ * for a daily look to see it, and every instance reports it, since the finding is kept in Redis itself.
+ */
+export const DATA_LOSS_REPORT_MS = 24 * 60 * 60 * 1000;
 
 export interface StoreHealth {
   kind: string;
@@ -37,6 +42,11 @@ export interface StoreHealth {
    */
   overdueReservations?: number;
   error?: string;
+  /**
+   * Set for `DATA_LOSS_REPORT_MS` (24 h) after an instance found Redis empty of what it held before (the marker written
+   * at first start was gone): accounts, keys and credits from before are lost. The store works; `status` is `degraded`.
+   */
+  dataLoss?: { detectedAt: string; message: string };
 }
 
 export interface SampleReading {
@@ -75,8 +85,8 @@ export interface HealthBody {
     expectedWaitS: number;
     /** Processes that only open PDFs and read text layers. */
     inspect: { workers: number; busy: number; queued: number };
-    /** Engine processes stopped for a deadline or the memory ceiling, or that died, since this instance started. */
-    stopped: { timeout: number; memory: number; crashed: number };
+    /** Engine processes stopped for a deadline, a work budget or the memory ceiling, or that died, since this instance started. */
+    stopped: { timeout: number; work: number; memory: number; crashed: number };
     /** Processes replaced between jobs because they kept too much memory (Tesseract's heap only grows). */
     recycled: number;
     /** Resident memory of this server process and of each engine process, MB. */
@@ -88,11 +98,14 @@ export interface HealthBody {
   eventLoop: EventLoopDelay;
 }
 
-/** The health report: `status` is `degraded` when the store is down or (deep) the engine misread a sample. */
+/**
+ * The health report: `status` is `degraded` when the store is down, when Redis lost its data (within the last 24 h),
+ * or (deep) the engine misread a sample. `healthStatusCode` says which of those make it a `503`.
+ */
 export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBody> {
   const [store, check] = await Promise.all([checkStore(), deep ? checkEngine() : undefined]);
   const pool = getOcrPool().stats();
-  const healthy = store.ok && (check?.ok ?? true);
+  const healthy = store.ok && !store.dataLoss && (check?.ok ?? true);
   return {
     status: healthy ? "ok" : "degraded",
     version: SERVICE_VERSION,
@@ -117,6 +130,15 @@ export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBo
   };
 }
 
+/**
+ * `503` when this instance cannot serve: the store does not answer, or (deep) the engine misread a sample. A data loss
+ * alone stays `200` (with `status: "degraded"`): the service works for new accounts, and a `503` would only take every
+ * instance out of a load balancer's rotation for a day while nothing a restart could mend is wrong.
+ */
+export function healthStatusCode(body: HealthBody): 200 | 503 {
+  return body.store.ok && (body.engine.check?.ok ?? true) ? 200 : 503;
+}
+
 async function checkStore(): Promise<StoreHealth> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -126,8 +148,21 @@ async function checkStore(): Promise<StoreHealth> {
     kind = store.kind;
     await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
     const latencyMs = elapsed();
-    const overdueReservations = await withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined);
-    return { kind, ok: true, latencyMs, ...(overdueReservations !== undefined && { overdueReservations }) };
+    const [overdueReservations, marker] = await Promise.all([
+      withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
+      withTimeout(checkStoreMarker(), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
+        console.error("[health] the store marker could not be checked:", error instanceof Error ? error.message : error);
+        return undefined;
+      }),
+    ]);
+    const dataLoss = marker && dataLossReport(marker);
+    return {
+      kind,
+      ok: true,
+      latencyMs,
+      ...(overdueReservations !== undefined && { overdueReservations }),
+      ...(dataLoss && { dataLoss }),
+    };
   } catch (error) {
     // Fixed wording, never the raw error: it could carry a connection string.
     const reason =
@@ -140,6 +175,43 @@ async function checkStore(): Promise<StoreHealth> {
             : "the store configuration is invalid";
     return { kind, ok: false, latencyMs: elapsed(), error: reason };
   }
+}
+
+// The marker each store (one per process, but tests swap them) was last seen with. On globalThis: Next bundles this
+// module into instrumentation and each route separately, and development re-evaluates it on every change.
+const markerSlot = globalThis as typeof globalThis & { __ocrSeenMarkers?: WeakMap<Store, string> };
+
+/**
+ * Read the store's marker (lib/store/meta.ts), writing it when there is none, and record a loss on it when it is not
+ * the one this process saw before: Redis lost everything written before (restarted without persistence, flushed, or
+ * evicting keys). A Redis without a marker that this process never saw one on is taken as new (a fresh deployment,
+ * or data from before markers existed); so is one emptied while no running instance had seen it — only a process that
+ * saw the marker can tell. Called at startup (instrumentation.ts) and by every health check.
+ */
+export async function checkStoreMarker(store: Store = getStore()): Promise<StoreMarker> {
+  const seen = (markerSlot.__ocrSeenMarkers ??= new WeakMap());
+  const now = new Date().toISOString();
+  let marker = (await store.meta.readMarker()) ?? (await store.meta.createMarker({ initializedAt: now }));
+  const previous = seen.get(store);
+  // A marker other than the one seen, not yet marked as a loss: this instance is the first to notice.
+  if (previous !== undefined && marker.initializedAt !== previous && !marker.dataLostAt) {
+    marker = { ...marker, dataLostAt: now };
+    await store.meta.writeMarker(marker);
+    console.error(`[health] Redis lost its data: the marker written at ${previous} is gone (now ${marker.initializedAt})`);
+  }
+  seen.set(store, marker.initializedAt);
+  return marker;
+}
+
+function dataLossReport(marker: StoreMarker): StoreHealth["dataLoss"] {
+  const detectedAt = marker.dataLostAt;
+  if (!detectedAt || !(Date.now() - Date.parse(detectedAt) < DATA_LOSS_REPORT_MS)) return undefined;
+  return {
+    detectedAt,
+    message:
+      "Redis lost its data (no persistence, flushed, or evicting keys?): accounts, API keys and credits written " +
+      `before ${detectedAt} are gone. Enable persistence (AOF or RDB) and a noeviction policy; restore from a backup if there is one.`,
+  };
 }
 
 let lastCheck: EngineCheck | undefined;

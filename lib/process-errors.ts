@@ -5,7 +5,12 @@ import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr";
 export interface EngineRequestOptions {
   /** `options.pages`: a page limit reads differently for a selection than for a whole document. */
   pages?: string;
+  /** The request submits an asynchronous job (its limits are the jobs'; no pointer to the jobs route). */
+  job?: boolean;
 }
+
+/** Where a document too long for one request goes. */
+const JOB_HINT = "send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)";
 
 /** Engine code → the API's code (lib/error-catalogue.ts, which gives the HTTP status). */
 const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
@@ -17,6 +22,7 @@ const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
   stream_too_large: "payload_too_large",
   too_many_pages: "payload_too_large",
   out_of_memory: "payload_too_large",
+  too_complex: "payload_too_large",
   bad_page_list: "invalid_request",
   unsupported_language: "invalid_request",
   too_many_languages: "invalid_request",
@@ -28,23 +34,25 @@ const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
 };
 
 /** What the user reads: the engine's message, with the request field it is about where there is one. */
-function userMessage(error: OcrError, options: EngineRequestOptions): string {
+function userMessage(error: OcrError, options: EngineRequestOptions): { message: string; field?: string } {
   switch (error.code) {
     case "bad_page_list":
-      return `options.pages: ${error.message}`;
+      return { message: `options.pages: ${error.message}`, field: "options.pages" };
     case "unsupported_language":
     case "too_many_languages":
-      return `options.language: ${error.message}`;
+      return { message: `options.language: ${error.message}`, field: "options.language" };
     case "too_many_pages": {
-      if (error.limit === undefined) return error.message;
+      const hint = options.job ? "" : `, or ${JOB_HINT}`;
+      if (error.limit === undefined) return { message: `${error.message}: choose fewer pages with options.pages${hint}`, field: "options.pages" };
       // The same limit reads differently for a selection the user made and for a whole document they sent.
       const selected = options.pages !== undefined && options.pages.trim() !== "";
-      return selected
-        ? `options.pages selects more than ${error.limit} pages, the limit per request`
-        : `${error.message}; choose pages with options.pages (e.g. "1-${error.limit}")`;
+      const message = selected
+        ? `options.pages selects more than ${error.limit} pages, the limit per ${options.job ? "job" : "request"}${hint ? `; ${JOB_HINT}` : ""}`
+        : `${error.message}; choose pages with options.pages (e.g. "1-${error.limit}")${hint}`;
+      return { message, field: "options.pages" };
     }
     default:
-      return error.message;
+      return { message: error.message };
   }
 }
 
@@ -56,5 +64,6 @@ export function fromEngineError(error: unknown, options: EngineRequestOptions = 
   if (!isOcrError(error)) return error;
   const headers: Record<string, string> = {};
   if (error.code === "overloaded" && error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);
-  return new ApiError(apiCodes[error.code], userMessage(error, options), { headers, cause: error });
+  const { message, field } = userMessage(error, options);
+  return new ApiError(apiCodes[error.code], message, { headers, cause: error, field });
 }

@@ -1,6 +1,8 @@
-// The Node check of `npm run dev`, `npm start`, `npm test` and `npm run build`: on an older Node the service starts and
-// reads images, but every PDF fails inside pdf.js (which needs 22.13), and vitest 5 / msw 3 refuse to load. So stop at
-// once, saying which Node this is and how to get Node 24. CommonJS and old syntax on purpose: it must run on any Node.
+// The Node check of `npm install` (preinstall), `npm run dev`, `npm start`, `npm test` and `npm run build`: on an older
+// Node the service starts and reads images, but every PDF fails inside pdf.js (which needs 22.13), and vitest 5 / msw 3
+// refuse to load. So stop at once, saying which Node this is and how to get Node 24. CommonJS and old syntax on
+// purpose: it must run on any Node. npm runs a project's own preinstall after it has installed the packages, so on an
+// old Node `npm install` ends with this message rather than starts with it.
 // OCR_CHECK_NODE_VERSION stands in for the running version (tests/setup/check-node.test.ts).
 "use strict";
 var REQUIRED = [22, 13];

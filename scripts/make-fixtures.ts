@@ -16,7 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "11";
+const VERSION = "13";
 
 export const TEXTS = {
   paragraph: [
@@ -223,6 +223,35 @@ async function imagePdf(png: Uint8Array, pageCount = 1): Promise<Uint8Array> {
   return pdf.save();
 }
 
+/** Words for long generated documents: common, unambiguous to a reader (no 1/l, 0/O pairs). */
+const LONG_WORDS = (
+  "river garden market window letter number summer winter orange yellow silver bridge forest harbor castle " +
+  "station doctor teacher friend morning evening travel country village mountain island valley little simple " +
+  "better paper pencil basket candle ticket pocket button rabbit turtle monkey butter coffee dinner planet " +
+  "rocket signal energy engine wonder secret circle square handle kitchen blanket"
+).split(" ");
+
+/**
+ * A long scanned document (no text layer): `pages` small pages, each an image of two lines — `Page N of M` and
+ * seven words chosen by N — so its text is known and each page reads in a fraction of a second. For the jobs'
+ * tests and `npm run bench -- --job`.
+ */
+export async function longScan(pages: number): Promise<{ pdf: Uint8Array; truth: string[] }> {
+  registerFonts();
+  const pdf = await PDFDocument.create();
+  const truth: string[] = [];
+  for (let n = 1; n <= pages; n++) {
+    const words = Array.from({ length: 7 }, (_, i) => LONG_WORDS[(n * 7 + i * 13) % LONG_WORDS.length]!);
+    const lines = [`Page ${n} of ${pages}`, words.join(" ")];
+    truth.push(lines.join("\n"));
+    const png = renderLines(1400, 300, stack(lines, 40, 50, 44)).toBuffer("image/png");
+    const image = await pdf.embedPng(png);
+    const page = pdf.addPage([336, 72]);
+    page.drawImage(image, { x: 0, y: 0, width: 336, height: 72 });
+  }
+  return { pdf: await pdf.save(), truth };
+}
+
 async function mixedPdf(png: Uint8Array): Promise<Uint8Array> {
   const text = await PDFDocument.load(await textPdf(TEXTS.pdfPages.slice(0, 1)));
   const scan = await PDFDocument.load(await imagePdf(png));
@@ -285,9 +314,14 @@ function pdfWithStream(page: string, streamDict: string, data: Buffer, extra: st
 
 /**
  * The hostile PDFs (docs/decisions.md#hostile-pdfs), each small on the wire:
- * - image-bomb.pdf: one page drawing a 20000×20000 greyscale Flate image (400 MP; ~0.4 MB);
+ * - image-bomb.pdf: one page drawing a 20000×20000 greyscale Flate image (400 MP; ~0.4 MB); image-bomb-1bit.pdf
+ *   the same at 1 bit per pixel (50 MB inflated);
  * - inflate-bomb.pdf: one page whose content stream inflates to 1 GiB of spaces (~1 MB);
- * - huge-pages.pdf: 50 pages of 14400×14400 pt (the largest PDF allows) with vector ink and no text.
+ * - huge-pages.pdf: 50 pages of 14400×14400 pt (the largest PDF allows) with vector ink and no text;
+ * - inflate-bomb-*.pdf: the inflate bomb's stream spelled four more ways (`inflateBombSpellings`);
+ * - nested-forms.pdf, nested-forms-paths.pdf: 32 form XObjects each drawing the next twice (~6 KB), the innermost
+ *   drawing a letter or a line;
+ * - smuggled-jpeg.pdf: an image whose dictionary says 64×64 holding a JPEG that decodes to 12000×12000.
  */
 async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
   const side = 20_000;
@@ -296,6 +330,14 @@ async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
     "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>",
     `/Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode`,
     image,
+    ["<< /Length 30 >>\nstream\nq 612 0 0 792 0 0 cm /Im0 Do Q\nendstream"],
+  );
+
+  // The same size at 1 bit per pixel: 50 MB inflated, under the stream limit, so only the pixel limit refuses it.
+  const imageBomb1bit = pdfWithStream(
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>",
+    `/Type /XObject /Subtype /Image /Width ${side} /Height ${side} /ColorSpace /DeviceGray /BitsPerComponent 1 /Filter /FlateDecode`,
+    await deflateRepeated(0xff, (side / 8) * side),
     ["<< /Length 30 >>\nstream\nq 612 0 0 792 0 0 cm /Im0 Do Q\nendstream"],
   );
 
@@ -320,7 +362,94 @@ async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
     ...pages,
     `<< /Length ${strokes.length} >>\nstream\n${strokes}\nendstream`,
   ]);
-  return { "hostile/image-bomb.pdf": imageBomb, "hostile/inflate-bomb.pdf": inflateBomb, "hostile/huge-pages.pdf": hugePages };
+  return {
+    "hostile/image-bomb.pdf": imageBomb,
+    "hostile/image-bomb-1bit.pdf": imageBomb1bit,
+    "hostile/inflate-bomb.pdf": inflateBomb,
+    "hostile/huge-pages.pdf": hugePages,
+    ...inflateBombSpellings(content),
+    "hostile/nested-forms.pdf": nestedFormsPdf(),
+    "hostile/nested-forms-paths.pdf": nestedFormsPdf({ leaf: "0 0 m 1 1 l S" }),
+    "hostile/smuggled-jpeg.pdf": jpegImagePdf(smuggledJpeg()),
+  };
+}
+
+/**
+ * Form XObjects nested `levels` deep, each drawing the next one `fanOut` times (fanOut^levels draws of the innermost
+ * one; 32 levels drawing twice are ~6 KB on the wire). `leaf` is what the innermost form draws (text by default, so
+ * text extraction explodes too); `pageText`, when given, is drawn by the page itself (a sparse text layer sends the
+ * page to OCR).
+ */
+export function nestedFormsPdf({ levels = 32, fanOut = 2, leaf = "BT /F1 1 Tf 1 1 Td (a) Tj ET", pageText = "" } = {}): Uint8Array {
+  const form = (i: number) => 6 + i;
+  const stream = (dict: string, body: string) => `<< ${dict} /Length ${body.length} >>\nstream\n${body}\nendstream`;
+  const pageContent = `${pageText ? `BT /F1 12 Tf 72 720 Td (${pageText}) Tj ET ` : ""}/X Do`;
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X ${form(0)} 0 R >> /Font << /F1 4 0 R >> >> /Contents 5 0 R >>`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    stream("", pageContent),
+  ];
+  for (let i = 0; i < levels; i++) {
+    const last = i === levels - 1;
+    const resources = last ? "/Resources << /Font << /F1 4 0 R >> >>" : `/Resources << /XObject << /X ${form(i + 1)} 0 R >> >>`;
+    objects.push(stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] ${resources}`, last ? leaf : Array(fanOut).fill("/X Do").join(" ")));
+  }
+  return handWrittenPdf(objects);
+}
+
+/**
+ * A JPEG that says 64×64 to a reader that skips `FF 00` + length as a segment, and is `width`×`height` to libjpeg
+ * (and to pdf.js): right after SOI, `FF 00` is padding to libjpeg, which then skips the two "length" bytes as garbage
+ * and reads the frame hidden behind them. ~1.5 KB.
+ */
+export function smuggledJpeg(width = 12_000, height = 12_000): Uint8Array {
+  const canvas = createCanvas(64, 64);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, 64, 64);
+  const visible = canvas.toBuffer("image/jpeg", 50).subarray(2); // its segments, after SOI
+  // The hidden image: the same tables and scan up to (not including) EOI, under an enlarged frame header.
+  const hidden = Buffer.from(visible.subarray(0, visible.length - 2));
+  for (let i = 0; i + 8 < hidden.length; i++) {
+    if (hidden[i] === 0xff && hidden[i + 1] === 0xc0) {
+      hidden.writeUInt16BE(height, i + 5);
+      hidden.writeUInt16BE(width, i + 7);
+      break;
+    }
+  }
+  const head = Buffer.from([0xff, 0xd8, 0xff, 0x00, 0, 0]);
+  head.writeUInt16BE(hidden.length + 2, 4);
+  return new Uint8Array(Buffer.concat([head, hidden, visible]));
+}
+
+/** A one-page PDF drawing `jpeg` as an image XObject whose dictionary says 64×64. */
+function jpegImagePdf(jpeg: Uint8Array): Uint8Array {
+  return pdfWithStream(
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> >> /Contents 4 0 R >>",
+    "/Type /XObject /Subtype /Image /Width 64 /Height 64 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode",
+    Buffer.from(jpeg),
+    ["<< /Length 30 >>\nstream\nq 612 0 0 792 0 0 cm /Im0 Do Q\nendstream"],
+  );
+}
+
+/**
+ * The inflate bomb's content stream (1 GiB of spaces) under four spellings the first pre-check missed: the stream
+ * marked as an image, the filter name with a `#xx` escape, the filter in another object, and behind ASCIIHex.
+ */
+function inflateBombSpellings(content: Buffer): Record<string, Uint8Array> {
+  const page = (contents: number) => `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R >>`;
+  return {
+    "hostile/inflate-bomb-image-subtype.pdf": pdfWithStream(page(4), "/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode", content),
+    "hostile/inflate-bomb-escaped-name.pdf": pdfWithStream(page(4), "/Filter /F#6cateDecode", content),
+    "hostile/inflate-bomb-indirect-filter.pdf": pdfWithStream(page(5), "/Filter 4 0 R", content, ["/FlateDecode"]),
+    "hostile/inflate-bomb-hex-chain.pdf": pdfWithStream(
+      page(4),
+      "/Filter [/ASCIIHexDecode /FlateDecode]",
+      Buffer.concat([Buffer.from(content.toString("hex"), "latin1"), Buffer.from(">", "latin1")]),
+    ),
+  };
 }
 
 /** The sample documents of the README and /docs examples (public/samples/, also served at /samples/ by every deployment). */
@@ -448,6 +577,7 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await write("hostile/gif.gif", Buffer.from("GIF89a\x01\x00\x01\x00\x00\x00\x00;", "latin1"));
   await write("hostile/html.html", "<!doctype html><html><body>not an image</body></html>");
   await write("hostile/not-really.pdf", "%PDF-1.7\n this is not a PDF at all");
+  await write("hostile/smuggled.jpg", smuggledJpeg());
   for (const [name, bytes] of Object.entries(await hostilePdfs())) await write(name, bytes);
 
   await write(".version", VERSION);

@@ -13,14 +13,16 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createClient } from "redis";
 import { makeTextPdf } from "../bench/long-pdf";
+import { OWN_SAMPLES } from "../lib/input";
 import { characterErrorRate } from "../bench/metrics";
-import { FIXTURE_DIR, generateFixtures, TEXTS } from "./make-fixtures";
+import { FIXTURE_DIR, generateFixtures, longScan, TEXTS } from "./make-fixtures";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const STANDALONE = path.join(ROOT, ".next/standalone");
@@ -88,6 +90,11 @@ async function prepareServerCopy(): Promise<string> {
     existsSync(path.join(STANDALONE, "server.js")),
     `${path.relative(ROOT, STANDALONE)}/server.js is missing: run \`npm run build\` first (next.config.ts must keep output: "standalone")`,
   );
+  // The sample documents an imageUrl of this server's own /samples/… is read from (lib/input/own-samples.ts) must be
+  // in the build itself (outputFileTracingIncludes): a Vercel function never sees public/.
+  for (const name of OWN_SAMPLES) {
+    check(existsSync(path.join(STANDALONE, "public/samples", name)), `public/samples/${name} is not traced into ${path.relative(ROOT, STANDALONE)}`);
+  }
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-smoke-"));
   await fs.cp(STANDALONE, dir, { recursive: true, verbatimSymlinks: true });
   await fs.cp(path.join(ROOT, ".next/static"), path.join(dir, ".next/static"), { recursive: true });
@@ -339,6 +346,29 @@ async function checkNpmStart(browser: Browser): Promise<void> {
       });
     });
     check(closedAfter < START_HEADERS_TIMEOUT_MS + 2_500, `a slow-loris connection was closed after ${closedAfter} ms`);
+
+    // TRACE (and every method no path serves) is answered by serve.mjs before Next.js, which would answer 500.
+    const trace = await new Promise<{ status: number; type: string; requestId: string; body: string }>((resolve, reject) => {
+      const traceRequest = httpRequest(`${origin}/api/health`, { method: "TRACE" }, (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            type: String(response.headers["content-type"]),
+            requestId: String(response.headers["x-request-id"]),
+            body,
+          }),
+        );
+      });
+      traceRequest.on("error", reject);
+      traceRequest.end();
+    });
+    check(
+      trace.status === 501 && trace.type.startsWith("application/json") && trace.body.includes('"code":"not_implemented"') && trace.body.includes(trace.requestId),
+      `TRACE /api/health on npm start: ${trace.status} ${trace.type} ${trace.body.slice(0, 200)}`,
+    );
   } finally {
     if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
   }
@@ -417,6 +447,17 @@ async function main(): Promise<void> {
     await sample.body?.cancel();
     check(sample.status === 200, `/samples/scan.png (the docs' URL example) is ${sample.status}`);
   });
+  await step("a cross-site server-action POST: 403 forbidden with the error body (proxy.ts), not Next's 500", async () => {
+    const response = await request("/signin", {
+      method: "POST",
+      headers: { "next-action": "7f".padEnd(42, "0"), origin: "https://attacker.example", "content-type": "text/plain;charset=UTF-8" },
+      body: "[]",
+    });
+    const body = await json(response);
+    const error = body.error as { code?: string } | undefined;
+    check(response.status === 403 && error?.code === "forbidden", `cross-site action answered ${response.status}: ${JSON.stringify(body)}`);
+    check(response.headers.get("x-request-id") === body.requestId, "the 403 has no matching x-request-id");
+  });
   parts.push("pages");
 
   if (existsSync(CHROMIUM)) {
@@ -425,7 +466,7 @@ async function main(): Promise<void> {
       await step("pages in Chromium: security headers, nonce CSP with no violation; sign-up and a new key, never in the log", () =>
         checkPagesInBrowser(browser),
       );
-      await step("npm start (scripts/serve.mjs): no warning; sign-ups limited per socket whatever X-Forwarded-For says; slow loris cut", () =>
+      await step("npm start (scripts/serve.mjs): no warning; sign-ups limited per socket whatever X-Forwarded-For says; slow loris cut; TRACE 501", () =>
         checkNpmStart(browser),
       );
     } finally {
@@ -464,6 +505,23 @@ async function main(): Promise<void> {
       });
       console.log(`      ${detail}`);
     }
+    await step("POST /api/ocr/process with imageUrl of this server's own /samples/report.pdf (loopback: read from the build, not fetched)", async () => {
+      const response = await request("/api/ocr/process", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ imageUrl: `${baseUrl}/samples/report.pdf` }),
+      });
+      const body = await json(response);
+      check(response.status === 200 && body.inputSource === "url", `own sample URL: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
+      check(String(body.extractedText).includes("Annual Summary"), `own sample URL read: ${String(body.extractedText).slice(0, 200)}`);
+      const other = await request("/api/ocr/process", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ imageUrl: `${baseUrl}/api/health` }),
+      });
+      await other.body?.cancel();
+      check(other.status === 400, `another path of this server as imageUrl: ${other.status}, expected 400 (SSRF guard)`);
+    });
     await step("POST /api/ocr/process a 30-page born-digital PDF (text layer)", async () => {
       const pages = 30;
       const response = await request("/api/ocr/process", {
@@ -477,6 +535,28 @@ async function main(): Promise<void> {
       const document = JSON.parse(String(body.extractedText)) as { pages: Array<{ number: number; text: string; source: string }> };
       check(document.pages.length === pages && document.pages.every((p) => p.source === "text-layer"), "not 30 text-layer pages");
       check(document.pages[pages - 1]!.text.includes(`Chapter ${pages}: Reading documents`), "the last page's heading is missing");
+    });
+    await step("POST /api/ocr/jobs: a 6-page scan read by the built server's job runner, its result by parts", async () => {
+      const { pdf } = await longScan(6);
+      const submitted = await request("/api/ocr/jobs", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": apiKey },
+        body: JSON.stringify({ image: Buffer.from(pdf).toString("base64") }),
+      });
+      const job = await json(submitted);
+      check(submitted.status === 202, `status ${submitted.status}: ${JSON.stringify(job).slice(0, 400)}`);
+      const links = job.links as { self: string; result: string };
+      check(submitted.headers.get("location") === links.self, "no Location naming the job");
+      let status: Record<string, unknown> = job;
+      for (const started = Date.now(); status.status === "queued" || status.status === "running"; ) {
+        check(Date.now() - started < 120_000, `the job did not end within 2 min: ${JSON.stringify(status)}`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        status = await json(await request(links.self, { headers: { "x-api-key": apiKey } }));
+      }
+      check(status.status === "succeeded" && status.pagesDone === 6, `job ended ${JSON.stringify(status).slice(0, 400)}`);
+      const result = await json(await request(`${links.result}?pages=1-6`, { headers: { "x-api-key": apiKey } }));
+      const text = String(result.extractedText).split("\f");
+      check(text.length === 6 && text.every((page, i) => page.includes(`Page ${i + 1} of 6`)), `result: ${String(result.extractedText).slice(0, 300)}`);
     });
     await step("POST /api/ocr/process without a key: 401 with the documented error body", async () => {
       const response = await request("/api/ocr/process", {

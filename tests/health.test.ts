@@ -1,11 +1,17 @@
+import fs from "node:fs/promises";
 import net from "node:net";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import os from "node:os";
+import path from "node:path";
+import { createClient } from "redis";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
 import { resetEnv } from "@/lib/env";
 import { errorBodySchema } from "@/lib/errors";
 import { getOcrPool } from "@/lib/ocr";
+import { getAccountByEmail, signUp } from "@/lib/accounts";
 import { resetStore } from "@/lib/store";
+import { OwnRedis, freePort, waitForStore } from "./support/own-redis";
 import packageJson from "@/package.json";
 import { assertRedisReachable, createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "./support/redis";
 
@@ -15,6 +21,7 @@ const storeSchema = z.strictObject({
   latencyMs: z.number().int().min(0),
   overdueReservations: z.number().int().min(0).optional(),
   error: z.string().optional(),
+  dataLoss: z.strictObject({ detectedAt: z.iso.datetime(), message: z.string() }).optional(),
 });
 
 const sampleSchema = z.strictObject({
@@ -47,7 +54,12 @@ const healthSchema = z.strictObject({
     queued: z.number().int().min(0),
     expectedWaitS: z.number().min(0),
     inspect: z.strictObject({ workers: z.number().int().min(0), busy: z.number().int().min(0), queued: z.number().int().min(0) }),
-    stopped: z.strictObject({ timeout: z.number().int().min(0), memory: z.number().int().min(0), crashed: z.number().int().min(0) }),
+    stopped: z.strictObject({
+      timeout: z.number().int().min(0),
+      work: z.number().int().min(0),
+      memory: z.number().int().min(0),
+      crashed: z.number().int().min(0),
+    }),
     recycled: z.number().int().min(0),
     memoryMb: z.strictObject({ server: z.number().int().min(1), engine: z.array(z.number().int().min(0)) }),
     languages: z.array(z.string()),
@@ -161,10 +173,10 @@ describe("GET /api/health", () => {
     expect(body.status).toBe("ok");
     expect(body.store).toMatchObject({ kind: "redis-tcp", ok: true });
     await resetStore();
-    expect(await deleteKeysWithPrefix(prefix)).toBe(0); // a ping writes nothing
+    expect(await deleteKeysWithPrefix(prefix)).toBe(1); // the store marker, nothing else
   });
 
-  it("is 503 degraded, promptly, when Redis does not answer", { timeout: 15_000 }, async () => {
+  it("is 503 degraded, promptly, when Redis does not answer", { timeout: 60_000 }, async () => {
     await useStoreEnv({ NODE_ENV: "test", REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
     const { response, body } = await getHealth();
     expect(response.status).toBe(503);
@@ -188,6 +200,93 @@ describe("GET /api/health", () => {
     expect(response.status).toBe(503);
     expect(body.store).toMatchObject({ kind: "none", ok: false, error: "the store configuration is invalid" });
     expect(JSON.stringify(body)).not.toContain("secret-host");
+  });
+});
+
+describe("a Redis that comes back empty", () => {
+  let redis: OwnRedis;
+  let dir: string;
+  let prefix: string;
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-health-"));
+    redis = new OwnRedis(await freePort(), dir);
+    await redis.start();
+    prefix = createTestPrefix("health-loss");
+    await useStoreEnv({ NODE_ENV: "test", REDIS_URL: redis.url, REDIS_PREFIX: prefix });
+  });
+  afterEach(async () => {
+    await resetStore();
+    redis.kill();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  async function readMarker(): Promise<Record<string, string>> {
+    const client = createClient({ url: redis.url, RESP: 2 });
+    await client.connect();
+    try {
+      return await client.hGetAll(`${prefix}meta:marker`);
+    } finally {
+      client.destroy();
+    }
+  }
+
+  it("is degraded, saying why, on this instance and on new ones, for 24 h; the store still answers (200)", { timeout: 30_000 }, async () => {
+    // A Redis the service has not used: a new deployment, ok; the marker is written.
+    const fresh = await getHealth();
+    expect(fresh.response.status).toBe(200);
+    expect(fresh.body.status).toBe("ok");
+    expect(fresh.body.store.dataLoss).toBeUndefined();
+    const marker = await readMarker();
+    expect(marker.initializedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(marker.dataLostAt).toBeUndefined();
+    await signUp({ email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" });
+    expect((await getHealth()).body.status).toBe("ok");
+
+    // Restarted without persistence: everything is gone, the marker with it.
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    redis.kill();
+    await redis.start();
+    await waitForStore();
+    expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();
+
+    const lost = await getHealth();
+    expect(lost.response.status).toBe(200);
+    expect(lost.body.status).toBe("degraded");
+    expect(lost.body.store).toMatchObject({ kind: "redis-tcp", ok: true });
+    expect(lost.body.store.dataLoss?.message).toMatch(/^Redis lost its data \(no persistence, flushed, or evicting keys\?\): accounts, API keys and credits written before .* are gone/);
+    const detectedAt = lost.body.store.dataLoss!.detectedAt;
+    expect(logged.mock.calls.some(([line]) => /Redis lost its data/.test(String(line)))).toBe(true);
+    logged.mockRestore();
+
+    // The marker is written again at once, yet the next check still says so, and so does a new instance.
+    expect(await readMarker()).toMatchObject({ dataLostAt: detectedAt });
+    expect((await getHealth()).body.store.dataLoss?.detectedAt).toBe(detectedAt);
+    await resetStore(); // a new instance: it never saw the old marker
+    const elsewhere = await getHealth();
+    expect(elsewhere.body.status).toBe("degraded");
+    expect(elsewhere.body.store.dataLoss?.detectedAt).toBe(detectedAt);
+
+    // 24 h later it is history.
+    const client = createClient({ url: redis.url, RESP: 2 });
+    await client.connect();
+    await client.hSet(`${prefix}meta:marker`, "dataLostAt", new Date(Date.now() - 24 * 3_600_000 - 60_000).toISOString());
+    client.destroy();
+    const later = await getHealth();
+    expect(later.body.status).toBe("ok");
+    expect(later.body.store.dataLoss).toBeUndefined();
+  });
+
+  it("stays ok when Redis comes back with its data (persistence)", { timeout: 30_000 }, async () => {
+    expect((await getHealth()).body.status).toBe("ok");
+    const marker = await readMarker();
+    await redis.stop(); // SHUTDOWN SAVE: back from its dump
+    await redis.start();
+    await waitForStore();
+    const back = await getHealth();
+    expect(back.body.status).toBe("ok");
+    expect(back.body.store.dataLoss).toBeUndefined();
+    expect(await readMarker()).toEqual(marker);
   });
 });
 

@@ -1,16 +1,39 @@
 import type { Metadata } from "next";
 import { headers } from "next/headers";
 import Link from "next/link";
+import { Fragment } from "react";
 import { CodeExample } from "@/app/components/code-example";
 import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
-import { cliExample, mcpExamples, restExamples } from "@/lib/examples";
+import { getEnv } from "@/lib/env";
+import { cliExample, jobExamples, mcpExamples, restExamples } from "@/lib/examples";
 import { requestOrigin } from "@/lib/http";
+import { formatMegabytes } from "@/lib/input";
 
 export const metadata: Metadata = { title: "Documentation" };
 
-/** A catalogue `when` (inline Markdown whose only markup is backticks) as text and `<code>`. */
+/**
+ * A catalogue `when` (inline Markdown whose only markup is backticks) as text and `<code>`. A long name in it may
+ * wrap after an underscore (`URL_FETCH_TIMEOUT_MS`), never inside a word.
+ */
 function InlineMarkdown({ text }: { text: string }) {
-  return <>{text.split("`").map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part))}</>;
+  return (
+    <>
+      {text.split("`").map((part, index) =>
+        index % 2 === 1 ? (
+          <code key={index}>
+            {part.split(/(?<=_)/).map((piece, p) => (
+              <Fragment key={p}>
+                {p > 0 && <wbr />}
+                {piece}
+              </Fragment>
+            ))}
+          </code>
+        ) : (
+          part
+        ),
+      )}
+    </>
+  );
 }
 
 /** The product's manual: every example carries this server's own address. */
@@ -28,7 +51,8 @@ export default async function DocsPage() {
         request costs nothing.
       </p>
       <nav aria-label="On this page" className="toc">
-        <a href="#rest">REST</a> <a href="#request">Request and response</a> <a href="#errors">Errors</a>{" "}
+        <a href="#rest">REST</a> <a href="#request">Request and response</a> <a href="#jobs">Jobs</a>{" "}
+        <a href="#errors">Errors</a>{" "}
         <a href="#mcp">MCP clients</a> <a href="#cli">Command line</a>
       </nav>
 
@@ -37,7 +61,11 @@ export default async function DocsPage() {
         Authenticate with <code>x-api-key: &lt;key&gt;</code> or <code>Authorization: Bearer &lt;key&gt;</code>. The
         sample documents are in the repository&apos;s <code>public/samples/</code> and served by this server at{" "}
         <a href="/samples/scan.png">/samples/scan.png</a>, <a href="/samples/scan.pdf">/samples/scan.pdf</a> and{" "}
-        <a href="/samples/report.pdf">/samples/report.pdf</a>.
+        <a href="/samples/report.pdf">/samples/report.pdf</a>. An <code>imageUrl</code> naming one of these on this
+        server is read from the server&apos;s own copy rather than downloaded, so the URL examples work on a local
+        server too. Any other local or private address is refused (the server fetches URLs itself, so it must not
+        reach your network); a self-hoster lets chosen hosts through with <code>URL_ALLOW_HOSTS</code>. Each example
+        exits non-zero when the service answers an error.
       </p>
       {restExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />
@@ -52,9 +80,14 @@ export default async function DocsPage() {
       <p>
         Exactly one of <code>image</code> (at most 3 MB decoded) and <code>imageUrl</code> (public http(s), at most
         25 MB). The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
-        a form feed), <code>markdown</code> or <code>json</code> (pages, blocks, lines and words with confidences
-        0–100 and bounding boxes normalized to 0–1). Send an <code>Idempotency-Key</code> header to retry safely: a
-        retry replays the first answer and is not charged again.
+        a form feed), <code>markdown</code>, <code>json</code> (pages, blocks, lines and words with confidences
+        0–100 and bounding boxes normalized to 0–1), <code>hocr</code> (hOCR 1.2), <code>alto</code> (ALTO 4 XML),{" "}
+        <code>tsv</code> (Tesseract&apos;s table of words) or <code>pdf</code> (a searchable PDF: each scanned page with
+        an invisible text layer on its words, pages with their own text layer copied as they are; base64 in{" "}
+        <code>extractedText</code> up to 3 MB, under the 4.5 MB response limit, otherwise <code>413</code>: submit a
+        job and download <code>GET /api/ocr/jobs/{"{id}"}/result?format=pdf</code>). All are rendered from one reading,
+        so they list the same words; word boxes are in the coordinates of the page as you sent it. Send an{" "}
+        <code>Idempotency-Key</code> header to retry safely: a retry replays the first answer and is not charged again.
       </p>
       <pre>
         <code>{`{ "success": true, "userId": "usr_…", "inputSource": "base64", "extractedText": "…",
@@ -67,13 +100,15 @@ export default async function DocsPage() {
         <a href="/api/openapi.json">/api/openapi.json</a>.
       </p>
 
+      <JobsSection target={target} />
+
       <h2 id="errors">Errors</h2>
       <p>
         Every failure is <code>{`{"success": false, "error": {"code", "message"}, "requestId"}`}</code> with the
         status below:
       </p>
       <div className="table-wrap">
-        <table>
+        <table className="error-table">
           <thead>
             <tr>
               <th>Status</th>
@@ -99,11 +134,15 @@ export default async function DocsPage() {
 
       <h2 id="mcp">MCP clients</h2>
       <p>
-        <code>{origin}/api/mcp</code> is an MCP server with one tool, <code>extract_text</code>{" "}
+        <code>{origin}/api/mcp</code> is an MCP server with the tool <code>extract_text</code>{" "}
         (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>output_format</code>): the
         same engine, credits and keys. <code>POST</code> speaks Streamable HTTP with JSON replies; <code>GET</code> with{" "}
         <code>Accept: text/event-stream</code> opens the 2024-11-05 SSE transport for older clients. A tool call has
-        28 s; long scans belong on the REST endpoint.
+        28 s: a document longer than one call reads becomes a job, whose text the second tool,{" "}
+        <code>get_extraction</code> (<code>job_id</code>, <code>max_chars</code>, <code>cursor</code>), hands out in
+        slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
+        task and use <code>tasks/get</code>, <code>tasks/result</code> and <code>tasks/cancel</code>; the task is the
+        job, its unread pages refunded on cancel.
       </p>
       {mcpExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />
@@ -112,5 +151,46 @@ export default async function DocsPage() {
       <h2 id="cli">Command line</h2>
       <CodeExample example={cliExample(target)} />
     </article>
+  );
+}
+
+/** Asynchronous jobs: when to use one, the routes in a paragraph, and the examples that submit, poll and fetch. */
+function JobsSection({ target }: { target: { origin: string } }) {
+  const env = getEnv();
+  return (
+    <>
+      <h2 id="jobs">Asynchronous jobs: long documents</h2>
+      <p>
+        One request reads at most {env.MAX_PDF_PAGES} PDF pages that need OCR (a page read from its text layer counts a
+        tenth of one) within {env.REQUEST_DEADLINE_MS / 1000} s. For more, or for files too large to send inline,
+        submit a job: <code>POST /api/ocr/jobs</code> takes the same body and answers <code>202 Accepted</code> at once
+        with the job and its <code>Location</code> (or send <code>Prefer: respond-async</code> to{" "}
+        <code>/api/ocr/process</code>). A job reads up to {env.MAX_JOB_PAGES} pages, from an <code>imageUrl</code> of
+        up to {formatMegabytes(env.MAX_JOB_URL_BYTES)}.
+      </p>
+      <p>
+        Poll <code>GET /api/ocr/jobs/{"{id}"}</code> as often as its <code>Retry-After</code> header says, until the
+        status is <code>succeeded</code> (at least one page read; see <code>pagesFailed</code>), <code>failed</code> or{" "}
+        <code>cancelled</code>. Then fetch <code>GET /api/ocr/jobs/{"{id}"}/result</code>: a result of more than about
+        4 MB comes in parts, each naming the next in <code>next</code> (and a <code>Link</code> header) until it is
+        null; <code>?format=pdf</code> answers the searchable PDF itself, streamed whole as{" "}
+        <code>application/pdf</code>. Every page is reserved when the job is accepted and charged when it is read; pages that fail or are
+        cancelled (<code>DELETE /api/ocr/jobs/{"{id}"}</code>) come back when the job ends. Results are kept{" "}
+        {Math.round(env.JOB_RESULT_TTL / 3600)} h after the job ends, then <code>410</code>.{" "}
+        <code>GET /api/ocr/jobs</code> lists the account&apos;s jobs.
+      </p>
+      <p id="webhooks">
+        Or let the job tell you: add <code>{`"webhook": {"url": "https://…"}`}</code> to the body (or set a default URL
+        on the settings page), and when it ends the service POSTs a <code>job.succeeded</code>, <code>job.failed</code>{" "}
+        or <code>job.cancelled</code> event there — the job&apos;s id, status, pages, credits and result URL, never its
+        text — signed per Standard Webhooks with the account&apos;s secret (created on the settings page; verify with
+        the <code>standardwebhooks</code> package for Node or Python). A delivery is a <code>2xx</code> answer within{" "}
+        {env.WEBHOOK_TIMEOUT_MS / 1000} s; failed ones are retried for about a day with the same{" "}
+        <code>webhook-id</code>. The job&apos;s status lists its last attempts in <code>webhook.deliveries</code>.
+      </p>
+      {jobExamples(target).map((example) => (
+        <CodeExample key={example.id} example={example} />
+      ))}
+    </>
   );
 }

@@ -5,15 +5,21 @@ import { signOutAction } from "@/app/actions/auth";
 import { revokeKeyAction } from "@/app/actions/keys";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { getBalance, getDailyUsage, listLedger } from "@/lib/credits";
+import { listJobViews } from "@/lib/jobs";
 import { MAX_ACTIVE_KEYS, listApiKeys, type ApiKeyInfo } from "@/lib/keys";
+import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
 import { CreateKeyForm } from "./create-key-form";
 import { formatDateTime, formatDelta } from "./format";
+import { JobsSection } from "./jobs-section";
 import { KEY_ID, ledgerHref } from "./ledger-query";
 import { UsageChart } from "./usage-chart";
+import { WebhooksSection } from "./webhooks-section";
 
 export const metadata: Metadata = { title: "Settings" };
 
 const LEDGER_PAGE = 20;
+/** The most recent jobs listed (older ones: `ocr jobs list`, `GET /api/ocr/jobs`). */
+const JOBS_SHOWN = 10;
 /** Revoked keys listed (most recently revoked first); older ones still name their ledger rows. */
 const REVOKED_SHOWN = 20;
 
@@ -29,10 +35,13 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
   const keys = await listApiKeys(account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
-  const [balance, ledger, usage] = await Promise.all([
+  const [balance, ledger, usage, jobs, webhooks, deliveries] = await Promise.all([
     getBalance(account.id),
     listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
+    listJobViews(account.id, { limit: JOBS_SHOWN }),
+    getWebhookAccount(account.id),
+    listWebhookAttempts(account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);
@@ -45,10 +54,10 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   return (
     <div className="settings stack-lg">
       <header className="settings-header">
-        <div>
+        <div className="settings-who">
           <h1>Settings</h1>
           <p className="muted">
-            Signed in as <strong>{account.email}</strong>
+            Signed in as <strong className="account-email">{account.email}</strong>
           </p>
         </div>
         <form action={signOutAction}>
@@ -109,6 +118,10 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
           </p>
         )}
       </section>
+
+      <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
+
+      <WebhooksSection account={webhooks} attempts={deliveries} />
 
       <section aria-labelledby="ledger-heading" className="card stack">
         <h2 id="ledger-heading">Recent activity</h2>

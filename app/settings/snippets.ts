@@ -21,24 +21,11 @@ const SHOWN: ReadonlyArray<readonly [id: string, copyLabel: string]> = [
   ["cursor", "Copy the MCP configuration"],
 ];
 
-const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\]|[^:/]+\.localhost)(?::\d+)?$/i;
-
-/** Whether the service at `origin` is only reachable from this machine (it cannot then fetch its own samples). */
-export function isLoopbackOrigin(origin: string): boolean {
-  return LOOPBACK.test(origin.replace(/^https?:\/\//, ""));
-}
-
 export function trySnippets({ key, origin }: { key: string; origin: string }): Snippet[] {
   const target = { origin, key };
   const examples = new Map([...restExamples(target), cliExample(target), ...mcpExamples(target)].map((example) => [example.id, example]));
   return SHOWN.flatMap(([id, copyLabel]) => {
     const example = examples.get(id);
-    if (!example) return [];
-    // The service refuses to fetch loopback and private addresses (the SSRF guard), its own included.
-    const note =
-      id === "curl-url" && isLoopbackOrigin(origin)
-        ? "The service downloads the URL itself and refuses private addresses, this local one included unless URL_ALLOW_HOSTS lets it through; deployed, it works as it is."
-        : example.note;
-    return [{ ...example, note, copyLabel }];
+    return example ? [{ ...example, copyLabel }] : [];
   });
 }

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { creditsResponseSchema, ocrResponseSchema } from "@/lib/api-schemas";
+import { creditsResponseSchema, jobListSchema, jobResultSchema, jobViewSchema, ocrResponseSchema } from "@/lib/api-schemas";
 import { errorBodySchema } from "@/lib/errors";
 import type { OutputFormat } from "@/lib/vocabulary";
 import type { Config } from "./config";
 import { CliError, EXIT, exitCodeForStatus } from "./errors";
-import { NetworkError, sendWithRetry, type RetryInfo } from "./http";
+import { NetworkError, retryAfterMs, sendWithRetry, TRANSIENT_STATUSES, type RetryInfo } from "./http";
+
+const NOT_TIMEOUTS: ReadonlySet<number> = new Set([...TRANSIENT_STATUSES].filter((status) => status !== 504));
 
 /*
  * The service's answers as the CLI reads them: the service's own schemas (light modules, so the bundle stays free
@@ -35,6 +37,18 @@ export const errorAnswerSchema = errorBodySchema
 /** `GET /api/credits` 200 body: only `balance` is needed (the header `x-credits-remaining` carries the same number). */
 const balanceSchema = creditsResponseSchema.pick({ success: true, balance: true }).partial({ success: true }).loose();
 
+/**
+ * The job answers (`POST /api/ocr/jobs` 202, `GET`/`DELETE /api/ocr/jobs/{id}`, the list, a result part), loosened
+ * the same way: fields a later server adds pass through (`ocr jobs get --json` prints them), and a status this build
+ * does not know is shown rather than taken for a foreign answer.
+ */
+export const jobAnswerSchema = jobViewSchema.extend({ status: z.string() }).loose();
+export type JobAnswer = z.infer<typeof jobAnswerSchema>;
+const jobListAnswerSchema = jobListSchema.extend({ jobs: z.array(jobAnswerSchema) }).loose();
+export type JobListAnswer = z.infer<typeof jobListAnswerSchema>;
+const jobResultAnswerSchema = jobResultSchema.extend({ status: z.string() }).loose();
+export type JobResultAnswer = z.infer<typeof jobResultAnswerSchema>;
+
 /** `x-credits-remaining`: a non-negative integer, or null when absent or malformed. */
 function parseCreditsHeader(value: string | null): number | null {
   if (value === null || !/^\s*\d+\s*$/.test(value)) return null;
@@ -46,6 +60,8 @@ export interface OcrRequestBody {
   image?: string;
   imageUrl?: string;
   options?: { format?: OutputFormat; language?: string; pages?: string };
+  /** Jobs only: where the job's end is announced. */
+  webhook?: { url: string };
 }
 
 interface ExtractAnswer {
@@ -90,7 +106,13 @@ function headersFor(config: Config, key: string): Record<string, string> {
 export async function extractDocument(
   config: Config,
   body: OcrRequestBody,
-  options: { signal?: AbortSignal; onRetry?: (info: RetryInfo) => void; idempotencyKey?: string } = {},
+  options: {
+    signal?: AbortSignal;
+    onRetry?: (info: RetryInfo) => void;
+    idempotencyKey?: string;
+    /** Retry a `504` (default true); false when a timed-out document is to go as a job instead. */
+    retryTimeouts?: boolean;
+  } = {},
 ): Promise<ExtractAnswer> {
   const key = requireKey(config);
   const url = `${config.baseUrl}/api/ocr/process`;
@@ -98,7 +120,12 @@ export async function extractDocument(
     method: "POST",
     headers: { ...headersFor(config, key), "content-type": "application/json" },
     body: JSON.stringify(body),
-  }, { ...options, idempotencyKey: options.idempotencyKey ?? randomUUID() });
+  }, {
+    signal: options.signal,
+    onRetry: options.onRetry,
+    idempotencyKey: options.idempotencyKey ?? randomUUID(),
+    retryStatuses: options.retryTimeouts === false ? NOT_TIMEOUTS : undefined,
+  });
   const json = await readJson(response);
   if (!response.ok) throw toServiceError(response, json, url);
   const parsed = ocrResultSchema.safeParse(json);
@@ -129,11 +156,125 @@ export async function fetchBalance(config: Config): Promise<number> {
   return balance;
 }
 
+/** Job ids as the service makes them (`job_` and 22 base64url characters): anything else is refused before a request. */
+export const JOB_ID = /^job_[A-Za-z0-9_-]{22}$/;
+
+/**
+ * A link the service gave (`links.self`, `links.result`, a result's `next`), relative to the service's root, as a
+ * URL under the configured base URL. Only the job routes are followed: the key never goes anywhere else.
+ */
+export function jobRouteUrl(config: Config, link: string): string {
+  if (!/^\/api\/ocr\/jobs\/job_[A-Za-z0-9_-]{22}(\/result)?(\?[^#\s]*)?$/.test(link)) {
+    throw new CliError(EXIT.other, `the service named ${JSON.stringify(link.slice(0, 120))} as a job link, which is not one of its job routes`);
+  }
+  return `${config.baseUrl}${link}`;
+}
+
+interface JobCall {
+  signal?: AbortSignal;
+  onRetry?: (info: RetryInfo) => void;
+}
+
+/**
+ * Submit a document as an asynchronous job (`POST /api/ocr/jobs`, the body of /process), with the configured retries
+ * and one Idempotency-Key for its attempts: a retry after a lost answer gets the same job, not a second one.
+ */
+export async function submitJob(
+  config: Config,
+  body: OcrRequestBody,
+  options: JobCall & { idempotencyKey?: string } = {},
+): Promise<{ job: JobAnswer; creditsRemaining: number | null }> {
+  const key = requireKey(config);
+  const url = `${config.baseUrl}/api/ocr/jobs`;
+  const response = await send(url, config, {
+    method: "POST",
+    headers: { ...headersFor(config, key), "content-type": "application/json" },
+    body: JSON.stringify(body),
+  }, { ...options, idempotencyKey: options.idempotencyKey ?? randomUUID() });
+  const json = await readJson(response);
+  if (!response.ok) throw toServiceError(response, json, url);
+  const job = jobAnswerSchema.safeParse(json);
+  if (!job.success) throw unexpectedAnswer(response, url, "an answer without the job's fields");
+  return { job: job.data, creditsRemaining: parseCreditsHeader(response.headers.get("x-credits-remaining")) };
+}
+
+/** `GET /api/ocr/jobs/{id}`: the job, and how long the service asks a poller to wait (`Retry-After`) while it runs. */
+export async function getJob(config: Config, jobId: string, options: JobCall = {}): Promise<{ job: JobAnswer; retryAfterMs: number | null }> {
+  const response = await jobRequest(config, `/api/ocr/jobs/${jobId}`, "GET", options);
+  const job = jobAnswerSchema.safeParse(response.json);
+  if (!job.success) throw unexpectedAnswer(response.response, response.url, "an answer without the job's fields");
+  return { job: job.data, retryAfterMs: retryAfterMs(response.response.headers.get("retry-after")) };
+}
+
+/** `DELETE /api/ocr/jobs/{id}`: the job as it is after the cancel (one that had ended is answered unchanged). */
+export async function cancelJob(config: Config, jobId: string, options: JobCall = {}): Promise<JobAnswer> {
+  const response = await jobRequest(config, `/api/ocr/jobs/${jobId}`, "DELETE", { ...options, idempotencyKey: randomUUID() });
+  const job = jobAnswerSchema.safeParse(response.json);
+  if (!job.success) throw unexpectedAnswer(response.response, response.url, "an answer without the job's fields");
+  return job.data;
+}
+
+/** `GET /api/ocr/jobs?limit=…&cursor=…`: the account's jobs, newest first. */
+export async function listJobs(config: Config, query: { limit?: number; cursor?: string }, options: JobCall = {}): Promise<JobListAnswer> {
+  const search = new URLSearchParams();
+  if (query.limit !== undefined) search.set("limit", String(query.limit));
+  if (query.cursor !== undefined) search.set("cursor", query.cursor);
+  const suffix = search.size > 0 ? `?${search}` : "";
+  const response = await jobRequest(config, `/api/ocr/jobs${suffix}`, "GET", options);
+  const list = jobListAnswerSchema.safeParse(response.json);
+  if (!list.success) throw unexpectedAnswer(response.response, response.url, "an answer without the job list");
+  return list.data;
+}
+
+/** One part of a job's result: `link` is `links.result` (with `format` / `pages`) or a previous part's `next`. */
+export async function getJobResultPart(config: Config, link: string, options: JobCall = {}): Promise<JobResultAnswer> {
+  const response = await jobRequest(config, link, "GET", options);
+  const part = jobResultAnswerSchema.safeParse(response.json);
+  if (!part.success) throw unexpectedAnswer(response.response, response.url, "an answer without the result's fields");
+  return part.data;
+}
+
+/**
+ * `GET /api/ocr/jobs/{id}/result?format=pdf`: the job's searchable PDF, whole (the service streams it, in no parts),
+ * and the pages it lacks (not read yet, or failed), from `x-missing-pages`.
+ */
+export async function getJobPdf(
+  config: Config,
+  job: Pick<JobAnswer, "links">,
+  options: JobCall & { pages?: string } = {},
+): Promise<{ pdf: Uint8Array; missingPages: string | null }> {
+  const key = requireKey(config);
+  const query = new URLSearchParams({ format: "pdf", ...(options.pages && { pages: options.pages }) });
+  const url = jobRouteUrl(config, `${job.links.result}?${query}`);
+  const response = await send(url, config, { method: "GET", headers: headersFor(config, key) }, options);
+  if (!response.ok) throw toServiceError(response, await readJson(response), url);
+  if (!(response.headers.get("content-type") ?? "").startsWith("application/pdf")) {
+    throw unexpectedAnswer(response, url, "an answer that is not application/pdf");
+  }
+  const pdf = new Uint8Array(await response.arrayBuffer());
+  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-") throw unexpectedAnswer(response, url, "a file that is not a PDF");
+  return { pdf, missingPages: response.headers.get("x-missing-pages") };
+}
+
+async function jobRequest(
+  config: Config,
+  link: string,
+  method: "GET" | "DELETE",
+  options: JobCall & { idempotencyKey?: string },
+): Promise<{ response: Response; json: unknown; url: string }> {
+  const key = requireKey(config);
+  const url = link.startsWith("/api/ocr/jobs/") ? jobRouteUrl(config, link) : `${config.baseUrl}${link}`;
+  const response = await send(url, config, { method, headers: headersFor(config, key) }, options);
+  const json = await readJson(response);
+  if (!response.ok) throw toServiceError(response, json, url);
+  return { response, json, url };
+}
+
 async function send(
   url: string,
   config: Config,
   init: RequestInit,
-  options: { signal?: AbortSignal; onRetry?: (info: RetryInfo) => void; idempotencyKey?: string },
+  options: { signal?: AbortSignal; onRetry?: (info: RetryInfo) => void; idempotencyKey?: string; retryStatuses?: ReadonlySet<number> },
 ): Promise<Response> {
   try {
     return await sendWithRetry(url, init, { timeoutMs: config.timeoutMs, retries: config.retries, ...options });

@@ -2,11 +2,18 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { OutputFormat } from "@/lib/vocabulary";
-import { extractDocument, ServiceError, type OcrRequestBody } from "./api";
+import { extractDocument, getJobPdf, ServiceError, submitJob, type JobAnswer, type OcrRequestBody } from "./api";
 import type { Config } from "./config";
-import { CliError, EXIT, type ExitCode } from "./errors";
+import { CliError, EXIT, Interrupted, type ExitCode } from "./errors";
 import type { RetryInfo } from "./http";
-import { ProgressBar } from "./progress";
+import { describeFailedPages, failedJobError, interruptedJobMessage, isActive, plural, readWholeResult, waitForJob } from "./jobs";
+import { ProgressBar, ProgressLines } from "./progress";
+
+/**
+ * How a document is sent: `auto` tries `POST /api/ocr/process` and submits a job when the service answers that the
+ * document is past the synchronous limits; `async` always submits a job, `sync` never does.
+ */
+export type ExtractMode = "auto" | "async" | "sync";
 
 export interface ExtractOptions {
   format: OutputFormat;
@@ -16,6 +23,9 @@ export interface ExtractOptions {
   out?: string;
   concurrency: number;
   verbose: boolean;
+  mode: ExtractMode;
+  /** Each job announces its end to this URL (`webhook.url`); documents then always go as jobs. */
+  webhook?: string;
 }
 
 interface ExtractIo {
@@ -23,9 +33,22 @@ interface ExtractIo {
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stdin: NodeJS.ReadableStream;
   cwd: string;
+  /** Ctrl-C: aborted with {@link Interrupted}. */
+  signal?: AbortSignal;
 }
 
-const EXTENSIONS: Record<OutputFormat, string> = { text: "txt", json: "json", markdown: "md" };
+const EXTENSIONS: Record<OutputFormat, string> = { text: "txt", json: "json", markdown: "md", hocr: "hocr", alto: "xml", tsv: "tsv", pdf: "pdf" };
+
+/**
+ * `--out` names the output file itself (not a directory) when there is one input and it ends with the format's
+ * extension, as in `ocr extract scan.png --format pdf -o out.pdf`, and is not an existing directory.
+ */
+async function outputFileTarget(out: string | undefined, inputs: number, format: OutputFormat, cwd: string): Promise<string | undefined> {
+  if (out === undefined || inputs !== 1 || !out.toLowerCase().endsWith(`.${EXTENSIONS[format]}`)) return undefined;
+  const target = path.resolve(cwd, out);
+  const isDirectory = await fs.stat(target).then((stat) => stat.isDirectory(), () => false);
+  return isDirectory ? undefined : target;
+}
 
 type Source =
   | { kind: "file"; label: string; path: string }
@@ -37,45 +60,82 @@ interface Job {
   /** Output file name (without directory), unique within the run. */
   outputName: string;
   outcome?: { ok: true; file?: string } | { ok: false; exitCode: ExitCode; message: string } | { skipped: true };
+  /** Set once the document was accepted as an asynchronous job. */
+  job?: JobAnswer;
+  /** Its submission was sent (the answer may not have come back). */
+  submitting?: boolean;
 }
 
 /**
  * `ocr extract <file-or-url>...`: local files go inline as base64 (refused above the inline limit: the CLI never
  * uploads a file anywhere by itself), URLs as `imageUrl`. One input without `--out` → the text on stdout; otherwise
  * one `<name>.<ext>` per input. Returns the exit code: 0, or that of the first input (in argument order) that failed.
- * A 401 or 402 stops the run: every later request would get the same answer.
+ * A 401 or 402 stops the run: every later request would get the same answer. A document past the synchronous limits
+ * becomes an asynchronous job (see {@link ExtractMode}), waited for with its pages' progress on stderr.
  */
 export async function runExtract(inputs: string[], options: ExtractOptions, config: Config, io: ExtractIo): Promise<ExitCode> {
   const sources = inputs.map(toSource);
+  const outFile = await outputFileTarget(options.out, sources.length, options.format, io.cwd);
   const toFiles = options.out !== undefined || sources.length > 1;
-  const outDir = path.resolve(io.cwd, options.out ?? ".");
+  const outDir = outFile ? path.dirname(outFile) : path.resolve(io.cwd, options.out ?? ".");
   const jobs = assignOutputNames(sources, options.format);
+  if (outFile) jobs[0]!.outputName = path.basename(outFile);
   if (toFiles) await ensureDirectory(outDir);
 
   const progress = new ProgressBar(io.stderr, jobs.length);
   const note = (line: string) => progress.log(`ocr: ${line}`);
   let stopped: ServiceError | undefined;
+  let interrupted = false;
   let next = 0;
 
   const runJob = async (job: Job) => {
     progress.start(job.source.label);
     try {
       const body = await requestBody(job.source, options, config, io);
-      const answer = await extractDocument(config, body, {
-        idempotencyKey: randomUUID(),
-        onRetry: options.verbose ? (info) => note(`${job.source.label}: ${describeRetry(info)}`) : undefined,
-      });
-      const text = withFinalNewline(answer.result.extractedText);
+      let text: string | Uint8Array;
+      let detail: string | undefined;
+      let switched: string | undefined;
+      if (options.mode !== "async") {
+        try {
+          const answer = await extractDocument(config, body, {
+            idempotencyKey: randomUUID(),
+            onRetry: options.verbose ? (info) => note(`${job.source.label}: ${describeRetry(info)}`) : undefined,
+            signal: io.signal,
+            retryTimeouts: options.mode === "sync",
+          });
+          // A PDF comes as base64 in the answer: written as the file it is.
+          text = options.format === "pdf" ? decodePdf(answer.result.extractedText) : answer.result.extractedText;
+          detail = describeSuccess(answer.result, answer.creditsRemaining, answer.replayed);
+        } catch (error) {
+          switched = options.mode === "auto" ? pastSynchronousLimits(error, job.source) : undefined;
+          if (switched === undefined) throw error;
+        }
+      }
+      if (switched !== undefined || options.mode === "async") {
+        ({ text, detail } = await readAsJob(job, body, switched));
+      }
+      const output = typeof text! === "string" ? withFinalNewline(text) : text!;
       let file: string | undefined;
       if (toFiles) {
         file = path.join(outDir, job.outputName);
-        await fs.writeFile(file, text);
+        await fs.writeFile(file, output);
       } else {
-        await write(io.stdout, text);
+        await write(io.stdout, output);
       }
       job.outcome = { ok: true, file };
-      if (options.verbose) note(`${job.source.label}: ${describeSuccess(answer.result, answer.creditsRemaining, answer.replayed, file)}`);
+      if (options.verbose) note(`${job.source.label}: ${detail}${file ? `, → ${file}` : ""}`);
     } catch (error) {
+      if (error instanceof Interrupted || io.signal?.aborted) {
+        interrupted = true;
+        job.outcome = { ok: false, exitCode: EXIT.interrupted, message: "interrupted" };
+        const what = job.job
+          ? interruptedJobMessage(job.job)
+          : job.submitting
+            ? "interrupted while submitting it as a job; if the service accepted it, `ocr jobs list` shows it"
+            : "interrupted";
+        note(`${job.source.label}: ${what}`);
+        return;
+      }
       const failure = asCliError(error);
       job.outcome = { ok: false, exitCode: failure.exitCode, message: failure.message };
       note(`${job.source.label}: ${failure.message}`);
@@ -85,10 +145,72 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
     }
   };
 
+  /**
+   * The document as an asynchronous job: submitted (the same body), its progress shown until it ends, then its whole
+   * result read (every part). A job that ends without text is an error; failed pages of one that succeeded are a
+   * warning (they were refunded).
+   */
+  const readAsJob = async (job: Job, body: OcrRequestBody, why: string | undefined): Promise<{ text: string | Uint8Array; detail: string }> => {
+    const label = job.source.label;
+    const started = Date.now();
+    job.submitting = true;
+    const submitted = await submitJob(config, body, {
+      signal: io.signal,
+      onRetry: options.verbose ? (info) => note(`${label}: ${describeRetry(info)}`) : undefined,
+    });
+    job.job = submitted.job;
+    note(
+      `${label}: ${why ? `${why}: ` : ""}sent as job ${submitted.job.jobId} (${plural(submitted.job.pagesTotal, "page")}, ` +
+        `${plural(submitted.job.creditsReserved, "credit")} reserved); waiting for it (Ctrl-C stops waiting, not the job)`,
+    );
+    const lines = new ProgressLines();
+    lines.mark(submitted.job);
+    const show = (current: JobAnswer) => {
+      job.job = current;
+      const read = current.pagesDone + current.pagesFailed;
+      if (io.stderr.isTTY) progress.pages(label, read, current.pagesTotal);
+      else {
+        const line = lines.next(current);
+        if (line) note(`${label}: job ${current.jobId}: ${line}`);
+      }
+    };
+    show(submitted.job);
+    const ended = isActive(submitted.job) ? await waitForJob(config, submitted.job, { signal: io.signal, onUpdate: show }) : submitted.job;
+    job.job = ended;
+    if (ended.status === "failed") throw failedJobError(ended);
+    if (ended.status !== "succeeded") {
+      throw new CliError(
+        EXIT.other,
+        `job ${ended.jobId} ended ${ended.status}${ended.error ? ` (${ended.error.code}: ${ended.error.message})` : ""} after ` +
+          `${ended.pagesDone}/${ended.pagesTotal} pages${ended.pagesDone > 0 ? `; those pages: ocr jobs result ${ended.jobId}` : ""}`,
+      );
+    }
+    if (options.format === "pdf") {
+      const { pdf, missingPages } = await getJobPdf(config, ended, { signal: io.signal });
+      if (missingPages) note(`${label}: job ${ended.jobId}: pages ${missingPages} could not be read (refunded) and are not in the PDF`);
+      const detail = [`job ${ended.jobId}`, `${ended.pagesDone}/${ended.pagesTotal} pages`, `${plural(ended.creditsUsed, "credit")} used`, `${((Date.now() - started) / 1000).toFixed(1)} s`];
+      return { text: pdf, detail: detail.join(", ") };
+    }
+    const result = await readWholeResult(config, ended, { signal: io.signal });
+    if (ended.pagesFailed > 0) {
+      note(`${label}: job ${ended.jobId}: ${plural(ended.pagesFailed, "page")} could not be read (refunded): ${describeFailedPages(result.missing)}`);
+    }
+    const detail = [
+      `job ${ended.jobId}`,
+      `${ended.pagesDone}/${ended.pagesTotal} pages`,
+      `${plural(ended.creditsUsed, "credit")} used`,
+      ended.creditsRefunded > 0 ? `${ended.creditsRefunded} refunded` : undefined,
+      `confidence ${result.confidence.toFixed(1)}`,
+      `${((Date.now() - started) / 1000).toFixed(1)} s`,
+      result.parts > 1 ? `${result.parts} parts` : undefined,
+    ];
+    return { text: result.text, detail: detail.filter(Boolean).join(", ") };
+  };
+
   const worker = async () => {
     while (next < jobs.length) {
       const job = jobs[next++]!;
-      if (stopped) {
+      if (stopped || interrupted || io.signal?.aborted) {
         job.outcome = { skipped: true };
         continue;
       }
@@ -100,6 +222,7 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
 
   const failed = jobs.filter((job) => job.outcome && "ok" in job.outcome && !job.outcome.ok);
   const skipped = jobs.filter((job) => job.outcome && "skipped" in job.outcome);
+  if (interrupted) return EXIT.interrupted;
   if (stopped && skipped.length > 0) {
     note(`stopped after ${stopped.code}: ${skipped.length} input${skipped.length === 1 ? "" : "s"} not sent (${skipped.map((job) => job.source.label).join(", ")})`);
   }
@@ -153,9 +276,10 @@ async function requestBody(source: Source, options: ExtractOptions, config: Conf
   const requestOptions: OcrRequestBody["options"] = { format: options.format };
   if (options.pages !== undefined) requestOptions.pages = options.pages;
   if (options.language !== undefined) requestOptions.language = options.language;
-  if (source.kind === "url") return { imageUrl: source.url, options: requestOptions };
+  const webhook = options.webhook !== undefined ? { webhook: { url: options.webhook } } : {};
+  if (source.kind === "url") return { imageUrl: source.url, options: requestOptions, ...webhook };
   const bytes = source.kind === "file" ? await readLocalFile(source.path, config.maxInlineBytes) : await readStdin(io.stdin, config.maxInlineBytes);
-  return { image: bytes.toString("base64"), options: requestOptions };
+  return { image: bytes.toString("base64"), options: requestOptions, ...webhook };
 }
 
 async function readLocalFile(file: string, limit: number): Promise<Buffer> {
@@ -185,13 +309,32 @@ async function readStdin(stdin: NodeJS.ReadableStream, limit: number): Promise<B
   return Buffer.concat(chunks);
 }
 
+/**
+ * Why a document the service refused synchronously goes as a job instead (`auto` mode), or undefined when it does
+ * not: a `413` naming the jobs route (past the synchronous work limit: MAX_PDF_PAGES pages that need OCR), a URL
+ * file over the synchronous download limit (a job fetches up to MAX_JOB_URL_BYTES), or the service's own `504
+ * timeout` (the request deadline passed; nothing was charged). The service gives no field for this, so the 413s
+ * are told apart by their message.
+ */
+function pastSynchronousLimits(error: unknown, source: Source): string | undefined {
+  if (!(error instanceof ServiceError)) return undefined;
+  if (error.status === 413 && error.message.includes("/api/ocr/jobs")) return "too much work for one request (413)";
+  if (error.status === 413 && source.kind === "url" && error.message.includes("limit for URL files")) {
+    return "larger than one request downloads (413)";
+  }
+  if (error.status === 504 && error.code === "timeout") return "not read within one request's deadline (504)";
+  return undefined;
+}
+
 /** Inline input is capped by the service (MAX_INLINE_BYTES); bigger files are fetched by URL, never uploaded by us. */
 function tooLarge(size: number, limit: number, name: string, atLeast = false): CliError {
   return new CliError(
     EXIT.input,
     `${atLeast ? "over " : ""}${formatBytes(atLeast ? limit : size)}, too large to send inline (the limit is ${formatBytes(limit)}). ` +
       `Put the file at a public http(s) URL and pass that instead, e.g. \`ocr extract https://example.com/${name}\`: ` +
-      "the service downloads files of up to 25 MB. ocr never uploads a file anywhere by itself.",
+      "the service downloads files of up to 25 MB per request, and up to 200 MB as an asynchronous job (which ocr " +
+      "submits by itself when a document is past the synchronous limits, or with --async). ocr never uploads a file " +
+      "anywhere by itself.",
   );
 }
 
@@ -216,11 +359,17 @@ function asCliError(error: unknown): CliError {
   return new CliError(EXIT.other, code ? `${code}: ${message}` : message);
 }
 
+function decodePdf(base64: string): Uint8Array {
+  const pdf = new Uint8Array(Buffer.from(base64, "base64"));
+  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-") throw new CliError(EXIT.other, "the service's pdf answer is not a PDF");
+  return pdf;
+}
+
 function withFinalNewline(text: string): string {
   return text.endsWith("\n") ? text : `${text}\n`;
 }
 
-function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
+function write(stream: NodeJS.WritableStream, text: string | Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => stream.write(text, (error) => (error ? reject(error) : resolve())));
 }
 
@@ -228,7 +377,7 @@ function describeRetry(info: RetryInfo): string {
   return `${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1})`;
 }
 
-function describeSuccess(result: { creditsUsed: number; confidence: number; processingTime: number; requestId?: string }, remaining: number | null, replayed: boolean, file?: string): string {
+function describeSuccess(result: { creditsUsed: number; confidence: number; processingTime: number; requestId?: string }, remaining: number | null, replayed: boolean): string {
   const parts = [
     `${result.creditsUsed} credit${result.creditsUsed === 1 ? "" : "s"} used`,
     remaining === null ? undefined : `${remaining} remaining`,
@@ -236,7 +385,6 @@ function describeSuccess(result: { creditsUsed: number; confidence: number; proc
     `${result.processingTime} ms`,
     replayed ? "replayed" : undefined,
     result.requestId,
-    file ? `→ ${file}` : undefined,
   ];
   return parts.filter(Boolean).join(", ");
 }

@@ -6,7 +6,7 @@
  */
 
 /** Statuses worth another attempt of the same request. */
-const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 
 /** A `Retry-After` longer than this is not waited for: the answer is reported instead. */
 const MAX_RETRY_AFTER_MS = 120_000;
@@ -27,6 +27,8 @@ interface SendOptions {
   retries: number;
   /** Sent with every attempt of this request. */
   idempotencyKey?: string;
+  /** Statuses retried (default: 429, 502, 503, 504). */
+  retryStatuses?: ReadonlySet<number>;
   /** The caller's cancellation: never retried. */
   signal?: AbortSignal;
   onRetry?: (info: RetryInfo) => void;
@@ -73,7 +75,7 @@ export async function sendWithRetry(url: string | URL, init: RequestInit, option
       continue;
     }
 
-    if (TRANSIENT_STATUSES.has(response.status) && retriesUsed < options.retries) {
+    if ((options.retryStatuses ?? TRANSIENT_STATUSES).has(response.status) && retriesUsed < options.retries) {
       const delayMs = retryAfterMs(response.headers.get("retry-after")) ?? backoffMs(retriesUsed + 1);
       if (delayMs <= MAX_RETRY_AFTER_MS) {
         retriesUsed += 1;

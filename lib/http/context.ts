@@ -1,4 +1,4 @@
-import type { ApiKeyIdentity } from "@/lib/keys";
+import type { ApiKeyIdentity, RateLimitResult } from "@/lib/keys";
 import type { RequestBody } from "./body";
 
 /** What every handler gets from its wrapper (`withRequest`, `withApiKey`). */
@@ -21,6 +21,11 @@ export interface Report {
   /** The account's balance after the charge, sent as `x-credits-remaining` (and stored with a replayable answer). */
   creditsRemaining?: number;
   /**
+   * Credits given back after the work was done because its answer could not be delivered (an MCP SSE session whose
+   * stream closed meanwhile). Unlike the rest, kept in the log line when the handler then throws.
+   */
+  refunded?: number;
+  /**
    * False when the answer reports a failure of the moment (timeout, overloaded, no credits…) inside a 2xx, as MCP
    * tool errors do: like a REST 402 or 5xx it is not stored for `Idempotency-Key` replays, so a retry runs again.
    */
@@ -34,4 +39,11 @@ export interface ApiContext extends RequestContext {
   /** The body, read at most once (the idempotency fingerprint and the handler see the same bytes), within its limit. */
   body: RequestBody;
   report(report: Report): void;
+  /**
+   * Count `extra` more requests against the key's rate limit, beyond the one `withApiKey` counted for the HTTP request
+   * (an MCP batch counts each of its `tools/call`s). All or nothing: when they do not fit in what is left of the window
+   * nothing is counted and the result says `success: false` (the handler then refuses the request). Either way the
+   * answer's `RateLimit-*` headers follow the result, so they say what the request took.
+   */
+  countRequests(extra: number): Promise<RateLimitResult>;
 }

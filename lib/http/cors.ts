@@ -12,6 +12,7 @@ export const CORS_ALLOW_HEADERS = [
   "mcp-protocol-version",
   "last-event-id",
   "idempotency-key",
+  "prefer",
 ] as const;
 
 /** Response headers a browser script may read (docs/api.md#headers; `ratelimit-*` spelled out, the header takes no wildcards). */
@@ -23,6 +24,9 @@ export const CORS_EXPOSE_HEADERS = [
   "ratelimit-reset",
   "retry-after",
   "x-credits-remaining",
+  "location",
+  "link",
+  "preference-applied",
 ] as const;
 
 /** How long a browser may cache a preflight answer (seconds). */

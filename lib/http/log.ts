@@ -11,6 +11,8 @@ interface RequestLogLine {
   keyId?: string;
   /** Pages charged (0 on failure). */
   pages?: number;
+  /** Pages read and charged, then refunded because the answer could not be delivered (logged when nonzero). */
+  refunded?: number;
   /** Error code of a failure. */
   code?: string;
   /** The response was replayed for an `Idempotency-Key`. */
@@ -39,6 +41,7 @@ export function logRequest(line: RequestLogLine): void {
     `pages=${line.pages ?? 0}`,
     `ms=${Math.round(line.ms)}`,
   ];
+  if (line.refunded) parts.push(`refunded=${line.refunded}`);
   if (line.code) parts.push(`code=${line.code}`);
   if (line.replayed) parts.push("replayed=1");
   console.info(parts.join(" "));

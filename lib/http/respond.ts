@@ -6,6 +6,8 @@ import { logRequest } from "./log";
 export interface AnswerFacts {
   /** Pages charged. */
   pages?: number;
+  /** Credits refunded after the work was done (its answer could not be delivered). */
+  refunded?: number;
   /** Error code of a failure. */
   code?: string;
   /** Replayed for an `Idempotency-Key`. */
@@ -48,6 +50,7 @@ export function finishResponse(
     ms: Date.now() - receivedAt,
     keyId,
     pages: facts.pages,
+    refunded: facts.refunded,
     code: facts.code,
     replayed: facts.replayed,
   });

@@ -1,4 +1,3 @@
-import { after } from "next/server";
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -9,9 +8,11 @@ import {
 } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/errors";
-import { checkRateLimit, rateLimitHeaders, resolveApiKey, type ApiKeyIdentity } from "@/lib/keys";
+import { addressLimitKey, clientAddress } from "@/lib/client-ip";
+import { checkRateLimit, checkReadRateLimit, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
 import { runWithDeadline } from "@/lib/request-scope";
 import { missingKeyMessage, readApiKey } from "./api-key";
+import { afterResponse } from "./after";
 import { requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
@@ -31,16 +32,22 @@ interface WithApiKeyOptions {
    * service does not offer, and never show the message (docs/mcp.md, Authentication errors).
    */
   refuseKeyWith403?: boolean;
+  /**
+   * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
+   * about jobs, `READ_RATE_LIMIT_PER_MINUTE`: polling does not use up what a key may submit).
+   */
+  limit?: "requests" | "reads";
 }
 
 /** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
-const STORED_HEADERS = ["content-type", "x-credits-remaining"] as const;
+const STORED_HEADERS = ["content-type", "x-credits-remaining", "location", "preference-applied"] as const;
 
 /**
  * 4xx answers that depend on the moment rather than on the request: not stored, so a retry with the same
- * `Idempotency-Key` runs again (e.g. after the account got credits). Neither are 5xx answers.
+ * `Idempotency-Key` runs again (e.g. after the account got credits). Neither are 5xx answers. `404` is an MCP SSE
+ * session that is gone (the only `not_found`): the retry goes to a new session, under the same key.
  */
-const TRANSIENT_CLIENT_ERRORS = new Set([402, 408, 409, 425, 429]);
+const TRANSIENT_CLIENT_ERRORS = new Set([402, 404, 408, 409, 425, 429]);
 
 /** Final outcomes, stored for replay: 2xx, and client errors that the same request would get again. */
 export function isFinalOutcome(status: number): boolean {
@@ -51,7 +58,7 @@ export function isFinalOutcome(status: number): boolean {
 /**
  * The wrapper of every keyed REST route:
  * request id → key (`x-api-key`, then `Authorization: Bearer`, then `api_key` if allowed; `401` with
- * `WWW-Authenticate`) → per-key rate limit
+ * `WWW-Authenticate`; `429` for a client address with too many unknown keys) → per-key rate limit
  * (`429`; `RateLimit-*` on every later response) → `Idempotency-Key` (replay, `409` while in progress, `422` for
  * another body) → handler → the one catch (`toErrorResponse`) → CORS, `x-request-id` and one log line.
  * Handlers throw; they never build an error response, and they set no credits header: they `report` (see
@@ -72,18 +79,11 @@ export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {})
   };
 }
 
-/** Run `task` after the response when Next can (`after`: on Vercel it keeps the function alive); otherwise now. */
-function afterResponse(task: () => Promise<void>): void {
-  try {
-    after(task);
-  } catch {
-    void task(); // outside a Next request scope (tests, scripts)
-  }
-}
 
 /** What the wrapper learns while serving one request: for its headers, the replay decision and the log line. */
 interface Outcome extends AnswerFacts {
   pages: number;
+  refunded: number;
   creditsRemaining: number | undefined;
   replayable: boolean;
 }
@@ -91,15 +91,20 @@ interface Outcome extends AnswerFacts {
 async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Request, receivedAt: number): Promise<Response> {
   const requestId = newRequestId();
   const headers: Record<string, string> = {};
-  const outcome: Outcome = { pages: 0, creditsRemaining: undefined, replayable: true };
+  const outcome: Outcome = { pages: 0, refunded: 0, creditsRemaining: undefined, replayable: true };
   let keyId: string | undefined;
   let response: Response;
   try {
     const account = await authenticate(req, options.acceptQueryKey ?? false);
     keyId = account.keyId;
-    await limitRate(account.keyId, headers);
+    await limitRate(account.keyId, headers, options.limit ?? "requests");
     const report = (facts: Report) => addReport(outcome, facts);
-    const context: ApiContext = { req, requestId, receivedAt, account, body: requestBody(req), report };
+    const countRequests = async (extra: number) => {
+      const limit = await checkRateLimit(account.keyId, extra);
+      Object.assign(headers, rateLimitHeaders(limit));
+      return limit;
+    };
+    const context: ApiContext = { req, requestId, receivedAt, account, body: requestBody(req), report, countRequests };
     response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   } catch (error) {
     response = fail(error, requestId, outcome);
@@ -108,14 +113,18 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
 
-/** `ApiContext.report`: pages add up, the latest balance wins, one `replayable: false` is enough. */
-function addReport(outcome: Outcome, { pages = 0, creditsRemaining, replayable = true }: Report): void {
+/** `ApiContext.report`: pages (and refunds) add up, the latest balance wins, one `replayable: false` is enough. */
+function addReport(outcome: Outcome, { pages = 0, refunded = 0, creditsRemaining, replayable = true }: Report): void {
   outcome.pages += pages;
+  outcome.refunded += refunded;
   if (creditsRemaining !== undefined) outcome.creditsRemaining = creditsRemaining;
   if (!replayable) outcome.replayable = false;
 }
 
-/** A thrown error is the answer: what the handler reported is dropped; its code goes to the log line. */
+/**
+ * A thrown error is the answer: what the handler reported is dropped — but for the credits it refunded, which the log
+ * line still says — and its code goes to the log line.
+ */
 function fail(error: unknown, requestId: string, outcome: Outcome): Response {
   const { response, code } = errorAnswer(error, requestId);
   Object.assign(outcome, { pages: 0, creditsRemaining: undefined, replayable: true, code });
@@ -123,8 +132,8 @@ function fail(error: unknown, requestId: string, outcome: Outcome): Response {
 }
 
 /** The per-key rate limit: its `RateLimit-*` headers go into `headers` (every later answer carries them), or `429`. */
-async function limitRate(keyId: string, headers: Record<string, string>): Promise<void> {
-  const limit = await checkRateLimit(keyId);
+async function limitRate(keyId: string, headers: Record<string, string>, kind: "requests" | "reads"): Promise<void> {
+  const limit = kind === "reads" ? await checkReadRateLimit(keyId) : await checkRateLimit(keyId);
   Object.assign(headers, rateLimitHeaders(limit));
   if (!limit.success) {
     throw new ApiError(
@@ -144,7 +153,8 @@ function forbidden(response: Response): Response {
 async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {
   const key = readApiKey(req.headers, acceptQueryKey ? req.url : undefined);
   if (!key) throw new ApiError("unauthorized", missingKeyMessage(req.headers));
-  const account = await resolveApiKey(key);
+  // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
+  const account = await resolveApiKeyFrom(key, addressLimitKey(clientAddress(req.headers)));
   if (!account) throw new ApiError("unauthorized", "Invalid or revoked API key");
   return account;
 }

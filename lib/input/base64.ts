@@ -26,7 +26,7 @@ function payloadStart(input: string): number {
   // The declared media type is ignored: the type is decided from the bytes. Headers are short; a long one
   // is not a data URL we want to run a regex over.
   if (comma < 0 || comma - start > 1024 || !/;\s*base64\s*$/i.test(input.slice(start, comma))) {
-    throw new ApiError("invalid_request", "image data URL must be base64-encoded (data:<type>;base64,<data>)");
+    throw new ApiError("invalid_request", "image: a data URL must be base64-encoded (data:<type>;base64,<data>)");
   }
   return comma + 1;
 }

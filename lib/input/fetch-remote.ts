@@ -114,12 +114,12 @@ function notAllowed(reason: string, afterRedirect: boolean): ApiError {
 }
 
 /** Scheme and credential checks. Messages name the scheme or host only: query strings may carry secrets. */
-function parseTarget(raw: string, afterRedirect: boolean): URL {
+function parseTarget(raw: string, afterRedirect: boolean, label = "imageUrl"): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ApiError("invalid_request", "imageUrl is not a valid URL");
+    throw new ApiError("invalid_request", `${label} is not a valid URL`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw notAllowed(`only http and https are fetched, not ${url.protocol.slice(0, 20)}`, afterRedirect);
@@ -158,6 +158,7 @@ async function resolveAllowed(
   signal: AbortSignal,
   afterRedirect: boolean,
   allow: AllowList,
+  label = "imageUrl",
 ): Promise<IpAddress[]> {
   const host = url.hostname;
   const port = portOf(url);
@@ -176,9 +177,9 @@ async function resolveAllowed(
     answers = await abortable(resolveHost(host), signal);
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new ApiError("fetch_failed", `Could not fetch imageUrl: could not resolve ${host}`, { cause: error });
+    throw new ApiError("fetch_failed", `${failurePrefix(label)}: could not resolve ${host}`, { cause: error });
   }
-  if (answers.length === 0) throw new ApiError("fetch_failed", `Could not fetch imageUrl: could not resolve ${host}`);
+  if (answers.length === 0) throw new ApiError("fetch_failed", `${failurePrefix(label)}: could not resolve ${host}`);
 
   const checked: IpAddress[] = [];
   for (const answer of answers) {
@@ -190,6 +191,8 @@ async function resolveAllowed(
   }
   return checked;
 }
+
+const failurePrefix = (label: string) => (label === "imageUrl" ? "Could not fetch imageUrl" : `Could not reach the ${label}`);
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted();
@@ -234,6 +237,7 @@ function sendRequest(
   url: URL,
   addresses: readonly IpAddress[],
   signal: AbortSignal,
+  send?: { method: "POST"; headers: Record<string, string>; body: string },
 ): Promise<http.IncomingMessage> {
   const client = url.protocol === "https:" ? https : http;
   const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
@@ -243,15 +247,15 @@ function sendRequest(
       hostname,
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
-      method: "GET",
-      headers: { "user-agent": USER_AGENT, accept: ACCEPT, "accept-encoding": "identity" },
+      method: send?.method ?? "GET",
+      headers: send ? { "user-agent": USER_AGENT, ...send.headers } : { "user-agent": USER_AGENT, accept: ACCEPT, "accept-encoding": "identity" },
       agent: false,
       lookup: pinnedLookup(addresses),
       signal,
     });
     request.once("response", resolve);
     request.once("error", reject);
-    request.end();
+    request.end(send?.body);
   });
 }
 
@@ -302,22 +306,34 @@ async function readBody(response: http.IncomingMessage, maxBytes: number): Promi
     source = pipeline(response, decoder, () => {});
   }
 
+  // A body that says its length (and is not re-encoded) is written into one buffer as it arrives: a 200 MB file
+  // (a job's) then needs 200 MB, not the chunks and their copy at once.
+  const length = source === response ? declared : NaN;
+  const preallocated = Number.isSafeInteger(length) && length > 0 && length <= maxBytes ? new Uint8Array(length) : null;
   const chunks: Buffer[] = [];
   let total = 0;
   try {
     for await (const chunk of source) {
       const buffer = chunk as Buffer;
+      if (preallocated && total + buffer.length <= preallocated.length) preallocated.set(buffer, total);
+      else chunks.push(buffer);
       total += buffer.length;
       if (total > maxBytes) throw tooLarge(maxBytes);
-      chunks.push(buffer);
     }
   } finally {
     response.destroy();
     source.destroy();
   }
 
+  if (preallocated && chunks.length === 0) return total === preallocated.length ? preallocated : preallocated.slice(0, total);
+  // No length, or more than it said: the chunks (and whatever was written before them) joined.
   const bytes = new Uint8Array(total);
   let offset = 0;
+  if (preallocated) {
+    const head = Math.min(total - chunks.reduce((sum, chunk) => sum + chunk.length, 0), preallocated.length);
+    bytes.set(preallocated.subarray(0, head), 0);
+    offset = head;
+  }
   for (const chunk of chunks) {
     bytes.set(chunk, offset);
     offset += chunk.length;
@@ -353,5 +369,83 @@ function describeNetworkError(error: unknown): string {
       if (code && TLS_ERROR.test(code)) return `TLS handshake failed (${code})`;
       if (code && DECODE_ERROR.test(code)) return `the compressed body is corrupt (${code})`;
       return code ? `network error (${code})` : "network error";
+  }
+}
+
+/** Options of `checkRemoteUrl` and `postRemote`: the guard's, as `fetchRemoteFile` takes them. */
+export interface GuardOptions {
+  /** Stand-in for DNS (tests). Default: the system resolver. */
+  resolveHost?: ResolveHost;
+  /** Private hosts let through. Default: `URL_ALLOW_HOSTS`. */
+  allowHosts?: AllowList;
+  /** What the URL is, in messages (`webhook URL`). */
+  label: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * The SSRF guard of `fetchRemoteFile` on its own, for a URL the service will call later (a webhook): http(s), no
+ * credentials, and every address the host resolves to public or allowed by `URL_ALLOW_HOSTS`. Returns the URL.
+ *
+ * @throws ApiError `invalid_request` (not allowed), `fetch_failed` (the name does not resolve)
+ */
+export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
+  const target = parseTarget(url, false, options.label);
+  const allow = options.allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+  await resolveAllowed(target, options.resolveHost ?? systemResolveHost, options.signal ?? new AbortController().signal, false, allow, options.label);
+  return target;
+}
+
+/** Whether `URL_ALLOW_HOSTS` (or `allowHosts`) names this URL's host (a name, or an address or range holding it). */
+export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
+  const allow = allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+  const port = portOf(url);
+  const literal = parseHostLiteral(url.hostname);
+  return literal ? allowsAddress(allow, literal, port) : allowsName(allow, url.hostname, port);
+}
+
+/**
+ * POST `body` to `url` through the same guard as `fetchRemoteFile` (checked addresses, pinned connection, no agent),
+ * within `timeoutMs` for everything. Redirects are not followed (a `3xx` is answered as it is). At most 64 KiB of the
+ * answer is read, and dropped: the status (and a `Retry-After`) is what counts.
+ *
+ * @throws ApiError `invalid_request` (URL not allowed), `fetch_failed` (DNS, connect, TLS, timed out)
+ */
+export async function postRemote(
+  url: string,
+  { headers, body, timeoutMs, ...guard }: GuardOptions & { headers: Record<string, string>; body: string; timeoutMs: number },
+): Promise<{ status: number; retryAfter?: string }> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  const signal = guard.signal ? AbortSignal.any([deadline.signal, guard.signal]) : deadline.signal;
+  try {
+    const target = parseTarget(url, false, guard.label);
+    const allow = guard.allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+    const addresses = await resolveAllowed(target, guard.resolveHost ?? systemResolveHost, signal, false, allow, guard.label);
+    const response = await sendRequest(target, addresses, signal, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers },
+      body,
+    });
+    const status = response.statusCode ?? 0;
+    const retryAfter = response.headers["retry-after"];
+    let read = 0;
+    try {
+      for await (const chunk of response) {
+        read += (chunk as Buffer).length;
+        if (read > 64 * 1024) break;
+      }
+    } finally {
+      response.destroy();
+    }
+    return { status, ...(retryAfter && { retryAfter }) };
+  } catch (error) {
+    if (deadline.signal.aborted) {
+      throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: no answer within ${timeoutMs / 1000} s`, { cause: error });
+    }
+    if (isApiError(error)) throw error;
+    throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: ${describeNetworkError(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
   }
 }

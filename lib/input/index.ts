@@ -9,8 +9,13 @@ export {
   parseIPv6,
 } from "./address";
 export {
+  checkRemoteUrl,
   fetchRemoteFile,
   type FetchRemoteOptions,
+  type GuardOptions,
+  isAllowListed,
+  postRemote,
   pinnedLookup,
   type ResolveHost,
 } from "./fetch-remote";
+export { OWN_SAMPLES, ownSampleName, readOwnSample } from "./own-samples";

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ApiError } from "@/lib/errors";
 import { getStore, type ApiKeyRecord } from "@/lib/store";
 import { BASE58_PATTERN, encodeBase58 } from "./base58";
+import { countKeyFailure, refuseBlockedAddress } from "./rate-limit";
 
 const API_KEY_PREFIX = "ocr_";
 /** Characters of the key kept in clear to recognise it (`ocr_` + 8). */
@@ -103,6 +104,28 @@ export async function resolveApiKey(key: string): Promise<ApiKeyIdentity | null>
   if (!API_KEY_FORMAT.test(key)) return null;
   const resolved = await getStore().keys.resolveApiKey(hashApiKey(key), new Date(), LAST_USED_INTERVAL_MS);
   return resolved ? { ...resolved } : null;
+}
+
+/**
+ * `resolveApiKey` for a request from client `address` (`addressLimitKey`), with failed lookups limited per address:
+ * an address that sent more than `KEY_FAILURES_PER_ADDRESS_PER_MINUTE` unknown or revoked keys is refused with `429`
+ * (`Retry-After`) for the rest of its minute, before its key is looked up, so it costs no store round trip. A
+ * malformed key costs none either and is not counted. Null for a refused key; throws `unavailable` (store down).
+ */
+export async function resolveApiKeyFrom(key: string, address: string): Promise<ApiKeyIdentity | null> {
+  refuseBlockedAddress(address);
+  if (!API_KEY_FORMAT.test(key)) return null;
+  const identity = await resolveApiKey(key);
+  if (!identity) await countKeyFailure(address);
+  return identity;
+}
+
+/**
+ * Whether the key behind `identity` is still active: one cheap store read, for what outlives the request that
+ * authenticated it (an MCP SSE stream checks it while open, and closes once the key is revoked).
+ */
+export async function isApiKeyActive(identity: Pick<ApiKeyIdentity, "userId" | "keyId">): Promise<boolean> {
+  return getStore().keys.isApiKeyActive(identity.userId, identity.keyId);
 }
 
 /** Revoke one of the user's keys; effective on the next request. False when it is not an active key of theirs. */

@@ -3,12 +3,14 @@ export {
   createApiKey,
   generateApiKey,
   hashApiKey,
+  isApiKeyActive,
   listActiveApiKeys,
   listApiKeys,
   resolveApiKey,
+  resolveApiKeyFrom,
   revokeApiKey,
   revokeApiKeyByStart,
   type ApiKeyIdentity,
   type ApiKeyInfo,
 } from "./api-keys";
-export { checkRateLimit, rateLimitHeaders } from "./rate-limit";
+export { checkRateLimit, checkReadRateLimit, rateLimitHeaders, type RateLimitResult } from "./rate-limit";

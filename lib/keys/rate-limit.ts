@@ -1,5 +1,8 @@
 import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/errors";
 import { getStore, type RateLimitResult } from "@/lib/store";
+
+export type { RateLimitResult } from "@/lib/store";
 
 const MINUTE_MS = 60_000;
 
@@ -10,6 +13,14 @@ const MINUTE_MS = 60_000;
  */
 export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
   return getStore().limits.rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
+}
+
+/**
+ * The limit of reads about jobs (status, result parts, the list): `READ_RATE_LIMIT_PER_MINUTE` per key, apart from
+ * `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
+ */
+export async function checkReadRateLimit(keyId: string): Promise<RateLimitResult> {
+  return getStore().limits.rateLimit({ bucket: "api-read", identifier: keyId, limit: getEnv().READ_RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight: 1 });
 }
 
 /**
@@ -25,4 +36,56 @@ export function rateLimitHeaders(result: RateLimitResult, now = Date.now()): Rec
   };
   if (!result.success) headers["Retry-After"] = resetSeconds === "0" ? "1" : resetSeconds;
   return headers;
+}
+
+/** The window of the failed-key-lookup limit (`KEY_FAILURES_PER_ADDRESS_PER_MINUTE`). */
+const KEY_FAILURE_WINDOW_MS = MINUTE_MS;
+/** Most addresses remembered as blocked on one instance; past it the oldest is forgotten (the store still counts it). */
+const MAX_BLOCKED_ADDRESSES = 10_000;
+
+/**
+ * Addresses over their failed-key-lookup limit on this instance → the end of their window (epoch ms). Kept in memory
+ * so that a blocked address costs no store round trip at all — the cost the limit exists to cap.
+ */
+const blockedAddresses = new Map<string, number>();
+
+/**
+ * `429` for a client address (`addressLimitKey`) that sent too many unknown or revoked keys in its window, as this
+ * instance has seen; nothing when it may go on. No store command: it is asked before every key lookup.
+ */
+export function refuseBlockedAddress(address: string, now = Date.now()): void {
+  const until = blockedAddresses.get(address);
+  if (until === undefined) return;
+  if (until <= now) {
+    blockedAddresses.delete(address);
+    return;
+  }
+  throw keyFailuresError(until, now);
+}
+
+/**
+ * Count a lookup of an unknown or revoked key from `address` against `KEY_FAILURES_PER_ADDRESS_PER_MINUTE` (all
+ * instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
+ * before any lookup until its window ends. Fails open like every rate limit: a store outage counts nothing.
+ */
+export async function countKeyFailure(address: string): Promise<void> {
+  const limit = await getStore().limits.rateLimit({
+    bucket: "key-failures",
+    identifier: address,
+    limit: getEnv().KEY_FAILURES_PER_ADDRESS_PER_MINUTE,
+    windowMs: KEY_FAILURE_WINDOW_MS,
+  });
+  if (limit.success) return;
+  if (blockedAddresses.size >= MAX_BLOCKED_ADDRESSES) blockedAddresses.delete(blockedAddresses.keys().next().value!);
+  blockedAddresses.set(address, limit.reset);
+  throw keyFailuresError(limit.reset);
+}
+
+function keyFailuresError(until: number, now = Date.now()): ApiError {
+  const seconds = Math.max(1, Math.ceil((until - now) / 1000));
+  return new ApiError(
+    "rate_limited",
+    `Too many requests with unknown or revoked API keys from your address (${getEnv().KEY_FAILURES_PER_ADDRESS_PER_MINUTE} a minute). Retry in ${seconds} s, with a valid key.`,
+    { headers: { "Retry-After": String(seconds) } },
+  );
 }

@@ -21,6 +21,11 @@ export interface SseTiming {
   /** A stream whose mailbox has been unreachable this long closes (the client reconnects, and gets 503 meanwhile). */
   storeOutageMs: number;
   /**
+   * How often an open stream refreshes its session (TTL), renews its stream slot and checks that its key is still
+   * active (a revoked key closes the stream).
+   */
+  refreshMs: number;
+  /**
    * A stream opened by a GET that carried a post-2024-11-05 `mcp-protocol-version` closes this long after opening if
    * nothing was posted to its session: that GET may have been a Streamable HTTP client's optional inbound stream,
    * which would ignore the session and hold the stream for its whole life (see `refuseGet` in route.ts).
@@ -28,15 +33,26 @@ export interface SseTiming {
   unusedMs: number;
 }
 
+/** Default of `SseTiming.refreshMs`: well within the session's and the slot's 60 s TTL. */
+const SSE_REFRESH_MS = 15_000;
 /** Default of `SseTiming.storeOutageMs`. */
 const SSE_STORE_OUTAGE_MS = 10_000;
 /** Default of `SseTiming.unusedMs`: a legacy client posts `initialize` as soon as it reads the endpoint. */
 const SSE_UNUSED_MS = 10_000;
 
+/** Caps on open SSE streams (docs/mcp.md#behaviour-and-decisions). */
+export interface StreamCaps {
+  /** Streams one account holds across all instances (`MCP_SSE_MAX_STREAMS_PER_ACCOUNT`); past it `429`. */
+  perAccount: number;
+  /** Streams one route instance holds (`MCP_SSE_MAX_STREAMS_PER_INSTANCE`); past it `503 overloaded`. */
+  perInstance: number;
+}
+
 export interface McpConfig {
   /** Budget of one `tools/call` in ms (≤ `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs: number;
   sse: SseTiming;
+  streams: StreamCaps;
 }
 
 /**
@@ -54,7 +70,9 @@ export function mcpConfig(env: Env = getEnv()): McpConfig {
       pollMs: env.MCP_SSE_POLL_MS,
       idlePollMs: Math.max(env.MCP_SSE_POLL_MS, env.MCP_SSE_IDLE_POLL_MS),
       storeOutageMs: SSE_STORE_OUTAGE_MS,
+      refreshMs: SSE_REFRESH_MS,
       unusedMs: SSE_UNUSED_MS,
     },
+    streams: { perAccount: env.MCP_SSE_MAX_STREAMS_PER_ACCOUNT, perInstance: env.MCP_SSE_MAX_STREAMS_PER_INSTANCE },
   };
 }

@@ -1,4 +1,4 @@
-export { MCP_MAX_DURATION_S, MCP_PROGRESS_INTERVAL_MS, mcpConfig, type McpConfig, type SseTiming } from "./config";
+export { MCP_MAX_DURATION_S, MCP_PROGRESS_INTERVAL_MS, mcpConfig, type McpConfig, type SseTiming, type StreamCaps } from "./config";
 export { createMcpRoute, type McpRoute } from "./route";
 export { SESSION_TTL_MS, newSessionId, sessionMailboxId, sessionStreamEnd } from "./relay";
 export {

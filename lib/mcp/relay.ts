@@ -18,10 +18,11 @@ import type { SseTiming } from "./config";
  * life it waits for pending answers (until the hard end) rather than cutting them off.
  */
 
-/** How long a session lives without its stream refreshing it (an instance that died takes its sessions with it). */
+/**
+ * How long a session lives without its stream refreshing it (an instance that died takes its sessions with it); the
+ * stream refreshes it every `SseTiming.refreshMs`.
+ */
 export const SESSION_TTL_MS = 60_000;
-/** How often an open stream refreshes its session's TTL. */
-const SESSION_REFRESH_MS = 15_000;
 /** After activity, the stream keeps polling fast this long: clients send bursts (initialize, initialized, list). */
 const LINGER_MS = 5_000;
 /** The `retry:` hint of the stream: how soon an EventSource reconnects after the stream closes itself. */
@@ -143,6 +144,14 @@ interface SseStreamOptions {
    * its optional standalone stream (see `refuseGet` in route.ts), which would ignore the stream and reopen it.
    */
   closeIfUnused?: boolean;
+  /**
+   * Called at every session refresh (`timing.refreshMs`): renews what the stream holds besides its session (its
+   * stream slot) and says whether it may go on — false closes the stream (its key was revoked). A throw counts as
+   * the store being unreachable, like a failed mailbox poll.
+   */
+  keepAlive?: () => Promise<boolean>;
+  /** Called once when the stream has ended, however it ended (its session is closed by then). */
+  onEnd?: () => void;
   /** For log lines. */
   requestId: string;
 }
@@ -178,6 +187,7 @@ export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8
       write(`event: endpoint\ndata: ${options.endpoint}\nretry: ${retry}\n\n`);
       void pumpMailbox(options, write, stop.signal).finally(() => {
         options.signal.removeEventListener("abort", onAbort);
+        options.onEnd?.();
         if (stop.signal.aborted) return;
         stop.abort();
         try {
@@ -203,7 +213,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
   // Near the end, wait for a quiet moment: a client in the middle of a burst would post into the reconnect gap.
   const quietMs = Math.min(LINGER_MS, timing.drainMs / 4);
   let nextPing = opened + timing.pingMs;
-  let nextRefresh = opened + SESSION_REFRESH_MS;
+  let nextRefresh = opened + timing.refreshMs;
   let lastActivity = opened;
   let interval = timing.pollMs;
   let failingSince: number | undefined;
@@ -226,6 +236,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
   };
 
   let storeDown = false;
+  let refused = false;
   try {
     while (!stopped.aborted) {
       const now = Date.now();
@@ -234,7 +245,11 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       try {
         if (now >= nextRefresh) {
           await mailboxes().openMailbox(mailboxId, SESSION_TTL_MS);
-          nextRefresh = now + SESSION_REFRESH_MS;
+          if (options.keepAlive && !(await options.keepAlive())) {
+            refused = true;
+            break;
+          }
+          nextRefresh = now + timing.refreshMs;
         }
         const raw = await mailboxes().drainMailbox(mailboxId);
         failingSince = undefined;
@@ -256,7 +271,7 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       }
       const busy = pending.size > 0 || Date.now() - lastActivity < LINGER_MS;
       interval = busy ? timing.pollMs : Math.min(timing.idlePollMs, Math.ceil(interval * 1.5));
-      const nextCheck = Math.min(nextPing, Date.now() < softEnd ? softEnd : hardEnd, used ? Infinity : unusedEnd);
+      const nextCheck = Math.min(nextPing, nextRefresh, Date.now() < softEnd ? softEnd : hardEnd, used ? Infinity : unusedEnd);
       await wakeups.wait(mailboxId, Math.max(0, Math.min(interval, nextCheck - Date.now())), stopped);
     }
   } finally {
@@ -277,6 +292,9 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
         }
       }
       await close();
+      // An EventSource shows no reason for a closed stream; a comment at least tells whoever reads the wire. Its
+      // reconnect is refused with 403, which says why.
+      if (refused) write(": closed: the API key of this session was revoked\n\n");
     }
   }
 }

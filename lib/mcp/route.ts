@@ -1,8 +1,8 @@
 import { ApiError } from "@/lib/errors";
 import { isFinalOutcome, preflight, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
-import { checkRateLimit, rateLimitHeaders } from "@/lib/keys";
-import type { ProcessDocumentResult } from "@/lib/process";
-import { MCP_PROGRESS_INTERVAL_MS, mcpConfig, type SseTiming } from "./config";
+import { isApiKeyActive, rateLimitHeaders } from "@/lib/keys";
+import type { OpenCharge, ProcessDocumentResult } from "@/lib/process";
+import { MCP_PROGRESS_INTERVAL_MS, mcpConfig, type SseTiming, type StreamCaps } from "./config";
 import {
   SESSION_TTL_MS,
   SSE_HEADERS,
@@ -19,16 +19,22 @@ import {
   type RelayedMessage,
 } from "./relay";
 import { asksForProgress, buildServer } from "./server";
+import { readsJobsOnly } from "./tasks";
+import { StreamSlots } from "./stream-slots";
 import { serveJsonExchange, serveStreamablePost, serveStreamedExchange } from "./streamable";
 
 /** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
 interface McpRouteOptions {
   /** Timing of the legacy SSE stream; unset fields come from the configuration. */
   sse?: Partial<SseTiming>;
+  /** Caps on open SSE streams; unset fields come from the configuration. */
+  streams?: Partial<StreamCaps>;
   /** Budget of one `tools/call` in ms (default: `MCP_TOOL_DEADLINE_MS`, capped by `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs?: number;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
   progressIntervalMs?: number;
+  /** How often a call waiting for a job looks at it (default 1 s; tests shorten it). */
+  jobPollMs?: number;
 }
 
 export interface McpRoute {
@@ -64,6 +70,8 @@ const SSE_PROTOCOL_VERSION = "2024-11-05";
  */
 export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const wakeups = new StreamWakeups();
+  // This instance's open streams (the per-instance cap; the per-account one is counted in the store).
+  const slots = new StreamSlots();
   const progressIntervalMs = options.progressIntervalMs ?? MCP_PROGRESS_INTERVAL_MS;
   // Per request (from the configuration parsed once per process), not here: the route module makes its route at import,
   // and `next build` imports it without the runtime's environment.
@@ -71,13 +79,20 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   const openStream = withApiKey(
     async ({ req, account, requestId }) => {
-      const timing = { ...mcpConfig().sse, ...options.sse };
+      const config = mcpConfig();
+      const timing = { ...config.sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
       const sessionId = newSessionId(hardEnd);
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
-      // Before any byte of the stream: a store outage is a plain 503, and the session exists before the client
-      // learns its endpoint.
-      await openMailbox(mailboxId, SESSION_TTL_MS);
+      // Before any byte of the stream: a stream over a cap is a plain 503 / 429, and so is a store outage; the session
+      // exists before the client learns its endpoint.
+      const slot = await slots.take(account.userId, sessionId, hardEnd, { ...config.streams, ...options.streams });
+      try {
+        await openMailbox(mailboxId, SESSION_TTL_MS);
+      } catch (error) {
+        await slot.release();
+        throw error;
+      }
       const stream = createSseStream({
         mailboxId,
         hardEnd,
@@ -89,18 +104,28 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
         // A versioned GET may be a Streamable HTTP client's optional standalone stream, which it would hold unused
         // (see `refuseGet`).
         closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
+        // The stream outlives the request that authenticated it: it stays only while its key does.
+        keepAlive: async () => {
+          const [active] = await Promise.all([isApiKeyActive(account), slot.renew()]);
+          return active;
+        },
+        onEnd: () => void slot.release(),
       });
       return new Response(stream, { headers: SSE_HEADERS });
     },
     { ...KEY_OPTIONS, stream: true },
   );
 
-  const post = withApiKey(async (context) => {
+  const handlePost = async (context: ApiContext) => {
     const sessionId = new URL(context.req.url).searchParams.get("sessionId");
     return sessionId === null
-      ? postStateless(context, toolDeadlineMs(), progressIntervalMs)
-      : postToSession(context, sessionId, wakeups, toolDeadlineMs(), progressIntervalMs);
-  }, KEY_OPTIONS);
+      ? postStateless(context, toolDeadlineMs(), progressIntervalMs, options.jobPollMs)
+      : postToSession(context, sessionId, wakeups, toolDeadlineMs(), progressIntervalMs, options.jobPollMs);
+  };
+  const postRequest = withApiKey(handlePost, KEY_OPTIONS);
+  // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
+  const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" });
+  const post: RouteHandler = async (req) => ((await peekReadsJobsOnly(req)) ? postRead(req) : postRequest(req));
 
   const get: RouteHandler = async (req) => {
     const refusal = refuseGet(req);
@@ -128,6 +153,41 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     PATCH: notAllowed,
     DELETE: notAllowed,
   };
+}
+
+/** The most bytes of a POST body looked at to tell a read about jobs: those messages are small. */
+const PEEK_BYTES = 16_384;
+
+/**
+ * Whether a POST only reads about jobs (`readsJobsOnly`), from a copy of its body, before the key's limit is counted.
+ * Only a small body is looked at (a large one is counted as a request without being read here); the body itself is
+ * read and checked by `withApiKey` as for any POST.
+ */
+async function peekReadsJobsOnly(req: Request): Promise<boolean> {
+  const length = Number(req.headers.get("content-length") ?? "0");
+  if (req.body === null || length > PEEK_BYTES) return false;
+  const reader = req.clone().body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > PEEK_BYTES) return false;
+      chunks.push(value);
+    }
+  } catch {
+    return false;
+  } finally {
+    // Not awaited: cancelling one branch of a tee settles only once the other branch (the request's) is done too.
+    void reader.cancel().catch(() => undefined);
+  }
+  try {
+    return readsJobsOnly(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -204,26 +264,29 @@ function reportCharges(report: ApiContext["report"]) {
     onExtracted: (result: ProcessDocumentResult) =>
       report({ pages: result.response.creditsUsed, creditsRemaining: result.creditsRemaining }),
     onToolError: (error: ApiError) => report({ replayable: isFinalOutcome(error.status) }),
+    // A job's pages are reserved at once and charged as they are read (lib/jobs), wherever its answer goes.
+    onJobSubmitted: (creditsRemaining: number) => report({ creditsRemaining }),
   };
 }
 
 /**
  * Each `tools/call` of a JSON-RPC batch counts against the key's rate limit, as a request of its own: the HTTP
- * request was counted once by `withApiKey`, so a batch of n calls takes n − 1 more. A batch that does not fit in what
- * is left of the minute is refused whole (`429`, nothing run, nothing charged): running part of it would leave the
- * client to sort out which calls happened.
+ * request was counted once by `withApiKey`, so a batch of n calls takes n − 1 more (and its `RateLimit-Remaining`
+ * says so). A batch that does not fit in what is left of the minute is refused whole (`429`, nothing run, nothing
+ * charged, and none of what was left taken): running part of it would leave the client to sort out which calls
+ * happened.
  */
-async function chargeBatch(keyId: string, body: unknown): Promise<void> {
+async function countBatchCalls(countRequests: ApiContext["countRequests"], body: unknown): Promise<void> {
   const calls = (Array.isArray(body) ? body : [body]).filter(
     (message) => typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call",
   ).length;
   if (calls <= 1) return;
-  const limit = await checkRateLimit(keyId, calls - 1);
+  const limit = await countRequests(calls - 1);
   if (limit.success) return;
   const headers = rateLimitHeaders(limit);
   throw new ApiError(
     "rate_limited",
-    `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
+    `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.remaining} of ${limit.limit} requests per minute per key are left. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
     { headers },
   );
 }
@@ -236,12 +299,13 @@ async function chargeBatch(keyId: string, body: unknown): Promise<void> {
  * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
  */
 async function postStateless(
-  { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
+  { req, body: requestBody, account, requestId, receivedAt, report, countRequests }: ApiContext,
   toolDeadlineMs: number,
   progressIntervalMs: number,
+  jobPollMs: number | undefined,
 ): Promise<Response> {
   const body = await requestBody.json();
-  await chargeBatch(account.keyId, body);
+  await countBatchCalls(countRequests, body);
   const deadline = receivedAt + toolDeadlineMs;
   const stream = acceptsEventStream(req) && !req.headers.has("idempotency-key") && asksForProgress(body);
   return serveStreamablePost(
@@ -251,7 +315,10 @@ async function postStateless(
       buildServer(account, requestId, {
         receivedAt,
         deadline,
+        serverHost: req.headers.get("host") ?? undefined,
         progressIntervalMs: stream ? progressIntervalMs : undefined,
+        origin: new URL(req.url).origin,
+        jobPollMs,
         ...reportCharges(report),
       }),
     { stream },
@@ -270,14 +337,15 @@ function acceptsEventStream(req: Request): boolean {
  * as it comes, ahead of the result.
  */
 async function postToSession(
-  { req, body: requestBody, account, requestId, receivedAt, report }: ApiContext,
+  { req, body: requestBody, account, requestId, receivedAt, report, countRequests }: ApiContext,
   sessionId: string,
   wakeups: StreamWakeups,
   toolDeadlineMs: number,
   progressIntervalMs: number,
+  jobPollMs: number | undefined,
 ): Promise<Response> {
   const body = await requestBody.json();
-  await chargeBatch(account.keyId, body);
+  await countBatchCalls(countRequests, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
   const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;
@@ -301,14 +369,24 @@ async function postToSession(
   let messages: RelayedMessage[] = [];
   let response: Response;
   let delivered: boolean | Error = false;
+  // Each call's charge stays open until its answer is known to be on the stream (see `closeCharges`).
+  const charges: OpenCharge[] = [];
   try {
     const server = buildServer(account, requestId, {
       receivedAt,
+      serverHost: req.headers.get("host") ?? undefined,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
       deadline: Math.min(receivedAt + toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       progressIntervalMs,
-      ...reportCharges(report),
+      deferSettlement: true,
+      onExtracted: (result) => {
+        if (result.charge) charges.push(result.charge);
+      },
+      onToolError: reportCharges(report).onToolError,
+      onJobSubmitted: reportCharges(report).onJobSubmitted,
+      origin: new URL(req.url).origin,
+      jobPollMs,
     });
     const sdkReq = withoutProtocolVersion(req);
     response = streamed ? await serveStreamedExchange(sdkReq, body, server) : await serveJsonExchange(sdkReq, body, server);
@@ -320,17 +398,36 @@ async function postToSession(
     // Also after a failure: the stream must learn that this POST is over.
     delivered = await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
+    await closeCharges(charges, delivered === true && messages.length > 0, report);
   }
   if (delivered instanceof Error) throw delivered;
   if (!delivered && messages.length > 0) {
+    // Not stored for an `Idempotency-Key` (a 404 is a failure of the moment): the retry runs again, on the new stream.
     throw new ApiError(
       "not_found",
-      "The session's stream closed before the response could be delivered: open a new stream and send the request again",
+      `The session's stream closed before the response could be delivered${charges.length > 0 ? " (nothing was charged)" : ""}: open a new stream and send the request again`,
     );
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
   if (response.status !== 200 && response.status !== 202) return response;
   return accepted(response);
+}
+
+/**
+ * The charges of a session POST's tool calls, once it is known whether their answers reached the session's stream:
+ * kept (settled) when they did; refunded when they did not — the stream closed meanwhile (`404`), the store failed
+ * (`503`) or the exchange broke — so a call is paid for only when its result is on its way to the client. Either way
+ * the wrapper is told, for `x-credits-remaining` and the log line (`pages=…`, or `refunded=…`).
+ */
+async function closeCharges(charges: OpenCharge[], delivered: boolean, report: ApiContext["report"]): Promise<void> {
+  for (const charge of charges) {
+    if (delivered) {
+      report({ pages: charge.pages, creditsRemaining: await charge.settle() });
+    } else {
+      await charge.refund();
+      report({ refunded: charge.pages });
+    }
+  }
 }
 
 /** The session POST's own answer: `202`, no body (the messages went to the stream), the SDK's other headers kept. */

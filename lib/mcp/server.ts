@@ -4,17 +4,29 @@ import {
   ProtocolErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolResult,
-  type ProgressNotification,
-  type ProgressToken,
+  type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { MAX_IMAGE_URL_LENGTH, ocrResponseSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { getEnv } from "@/lib/env";
 import { errorCatalogue, type ErrorEntry } from "@/lib/error-catalogue";
 import { describeError } from "@/lib/error-log";
 import { describeZodError, toApiError, type ApiError } from "@/lib/errors";
+import { isOcrError } from "@/lib/ocr";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
+import {
+  GET_EXTRACTION,
+  MAX_SLICE_CHARS,
+  extractTextOutputSchema,
+  getExtractionInputSchema,
+  getExtractionOutputSchema,
+  readExtractionSlice,
+  type GetExtractionOutput,
+} from "./jobs";
+import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
+import { inToolTerms } from "./tool-terms";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
 const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
@@ -51,27 +63,43 @@ const imageSourceSchema = z
 
 const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
-  output_format: outputFormatSchema.optional(),
+  output_format: outputFormatSchema
+    .optional()
+    .describe(
+      "`text` (default), `markdown`, `json` (the OcrDocument), `hocr` (hOCR 1.2), `alto` (ALTO 4 XML), `tsv` " +
+        "(Tesseract's TSV of words with boxes and confidences; boxes in pixels of the page as sent), or `pdf`: a " +
+        "searchable PDF as base64 in `extractedText`, for files up to 3 MB (larger: the REST job route).",
+    ),
 });
 type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
 
-/** The result's `structuredContent`: the REST 200 body, field for field. */
-const extractTextOutputSchema = ocrResponseSchema;
-
-/** The output schema's JSON Schema: its root is an object, so the SDK passes `structuredContent` through unwrapped. */
+/*
+ * The result's `structuredContent`: the REST 200 body, field for field, plus `job` when the document was read as an
+ * asynchronous job (lib/mcp/jobs.ts). The output schemas' JSON Schemas: their roots are objects, so the SDK passes
+ * `structuredContent` through unwrapped.
+ */
 const OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(extractTextOutputSchema);
+const GET_EXTRACTION_OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(getExtractionOutputSchema);
 
 const TOOL_DESCRIPTION =
   "Extract the text of a PDF, JPEG, PNG or WebP file by OCR (PDF pages that carry a text layer are read directly). " +
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
-  "page). Synchronous. Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and " +
-  "nothing is charged when it fails. " +
+  "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +
+  "when it fails. " +
   "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
   "finish in under 30 s (many MCP clients give up at 30 s), so a scanned PDF of more than about 5 pages can end in " +
-  "a timeout error. This tool reads the whole file and has no page-range argument: for a long scan, send a shorter " +
-  "file (only the pages needed, split into several calls), or use the service's REST endpoint POST /api/ocr/process, " +
-  "whose options.pages reads a page range.";
+  "a timeout error. A PDF longer than one call reads (about 50 scanned pages, or 500 with a text layer) is read as " +
+  `an asynchronous job instead: the answer names the job (structuredContent.job.jobId) and, if it is not finished ` +
+  `within the call, call ${GET_EXTRACTION} with that job_id to read its text in slices as its pages are read. ` +
+  "Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
+
+const GET_EXTRACTION_DESCRIPTION =
+  "Read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
+  `and progress, and the next slice of its text of at most max_chars characters (default 20000, at most ${MAX_SLICE_CHARS}), ` +
+  "in page order. Pass the nextCursor of an answer as cursor to continue; it is null once every page asked for was " +
+  "delivered. While the job is still reading, an answer holds the pages read so far and a cursor to come back with. " +
+  "Free: the pages were paid when the job read them.";
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
 function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
@@ -83,7 +111,7 @@ function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
 
 /** A `tools/call` request that asks for progress notifications (MCP: `params._meta.progressToken`). */
 const progressCallSchema = z.looseObject({
-  method: z.literal("tools/call"),
+  method: z.enum(["tools/call", "tasks/result"]),
   id: z.union([z.string(), z.number()]),
   params: z.looseObject({ _meta: z.looseObject({ progressToken: z.union([z.string(), z.number()]) }) }),
 });
@@ -120,10 +148,23 @@ interface BuildServerOptions {
    * HTTP answer served as `text/event-stream`); a JSON answer has nowhere to put them.
    */
   progressIntervalMs?: number;
+  /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/process.ts). */
+  serverHost?: string;
+  /**
+   * Leave each call's charge open (`ProcessDocumentResult.charge`) for the caller to settle once its answer is
+   * delivered, or refund. Default false. The legacy SSE relay sets it: its answers travel on a stream that may close.
+   */
+  deferSettlement?: boolean;
   /** Called after each successful `extract_text` (the route reports `x-credits-remaining` and the pages charged). */
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
+  /** This deployment's origin (`https://host`): where invoked job workers are started (`JOBS_RUNNER=invoke`). */
+  origin?: string;
+  /** How often a call that waits for a job looks at it (default `JOB_POLL_MS`, 1 s; tests shorten it). */
+  jobPollMs?: number;
+  /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
+  onJobSubmitted?: (creditsRemaining: number) => void;
 }
 
 /**
@@ -141,14 +182,39 @@ interface BuildServerOptions {
 export function buildServer(account: ProcessAccount, requestId: string, options: BuildServerOptions = {}): McpServer {
   const server = new McpServer(SERVER_INFO, {
     // `listChanged: false`: the tool list never changes, and a stateless server could not announce it anyway.
-    capabilities: { tools: { listChanged: false } },
+    // `tasks`: task-augmented `tools/call`, `tasks/list` and `tasks/cancel` (MCP 2025-11-25), over the jobs.
+    capabilities: { tools: { listChanged: false }, tasks: TASKS_CAPABILITY },
     supportedProtocolVersions: [...(options.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS)],
   });
 
+  const receivedAt = options.receivedAt ?? Date.now();
+  const jobContext = (callId: string): JobCallContext => ({
+    account,
+    requestId: callId,
+    deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
+    serverHost: options.serverHost,
+    origin: options.origin,
+    pollMs: options.jobPollMs,
+    onSubmitted: options.onJobSubmitted,
+  });
+  /** A failure of a call as the tool answers it: a tool error the model can act on, or `-32603` for a bug. */
+  const toolFailure = (error: unknown, callId: string, tool: string): CallToolResult => {
+    // The messages of the REST use case name REST's fields: the model is told about its own arguments.
+    const apiError = inToolTerms(toApiError(error));
+    if (apiError.code === "internal_error") {
+      console.error(`[${callId}] ${tool} failed:`, describeError(apiError.cause ?? error));
+      throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
+    }
+    options.onToolError?.(apiError);
+    return toolErrorResult(apiError);
+  };
+
   let calls = 0;
-  const extractText = async (input: ExtractTextInput): Promise<CallToolResult> => {
+  const nextCallId = () => {
     calls += 1;
-    const callId = calls === 1 ? requestId : `${requestId}.${calls}`;
+    return calls === 1 ? requestId : `${requestId}.${calls}`;
+  };
+  const extractText = async (input: ExtractTextInput, callId: string, progress?: ProgressChannel): Promise<CallToolResult> => {
     let result: ProcessDocumentResult;
     try {
       result = await processDocument({
@@ -157,22 +223,30 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         requestId: callId,
         receivedAt: options.receivedAt,
         deadline: options.deadline,
+        serverHost: options.serverHost,
+        deferSettlement: options.deferSettlement,
       });
     } catch (error) {
-      const apiError = toApiError(error);
-      if (apiError.code === "internal_error") {
-        console.error(`[${callId}] ${TOOL_NAME} failed:`, describeError(apiError.cause ?? error));
-        throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error (request ${callId})`);
+      const cause = toApiError(error).cause;
+      if (!isOcrError(cause) || cause.code !== "too_many_pages") return toolFailure(error, callId, TOOL_NAME);
+      // Past what one call reads (checked before any page was read or charged): the same document as a job, waited
+      // for within the call, page by page.
+      try {
+        const context = jobContext(callId);
+        const view = await submitToolJob(toOcrRequest(input), context);
+        // From here on the notifications count pages.
+        progress?.stopTimer();
+        return await answerWithJob(view, context, `This document is more than one call reads (${cause.message}).`, progress);
+      } catch (jobError) {
+        return toolFailure(jobError, callId, TOOL_NAME);
       }
-      options.onToolError?.(apiError);
-      return toolErrorResult(apiError);
     }
     options.onExtracted?.(result);
     return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
   };
 
   // Registered for `tools/list` (the schemas, converted by the SDK) …
-  server.registerTool(
+  const registered = server.registerTool(
     TOOL_NAME,
     {
       title: "Extract text (OCR)",
@@ -189,7 +263,26 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         openWorldHint: true,
       },
     },
-    extractText,
+    // Never called: `tools/call` is ours (below).
+    async () => {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler below");
+    },
+  );
+  // `registerTool` takes no `execution`: the tool may be called as a task (MCP 2025-11-25, tool-level negotiation).
+  registered.execution = { taskSupport: "optional" };
+
+  server.registerTool(
+    GET_EXTRACTION,
+    {
+      title: "Get extracted text (job)",
+      description: GET_EXTRACTION_DESCRIPTION,
+      inputSchema: getExtractionInputSchema,
+      outputSchema: getExtractionOutputSchema,
+      annotations: { title: "Get extracted text (job)", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    async () => {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler below");
+    },
   );
 
   // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as docs/mcp.md says (the SDK's own handler
@@ -197,54 +290,76 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   server.server.removeRequestHandler("tools/call");
   server.server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    if (name === GET_EXTRACTION) return getExtraction(args);
     if (name !== TOOL_NAME) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has only ${TOOL_NAME}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has ${TOOL_NAME} and ${GET_EXTRACTION}`,
+      );
     }
     const parsed = extractTextInputSchema.safeParse(args ?? {});
     if (!parsed.success) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${TOOL_NAME}: ${describeZodError(parsed.error)}`);
     }
-    const progressToken = request.params._meta?.progressToken;
-    const stopProgress =
-      progressToken !== undefined && options.progressIntervalMs !== undefined
-        ? reportProgress((notification) => ctx.mcpReq.notify(notification), progressToken, options.progressIntervalMs)
-        : undefined;
+    const callId = nextCallId();
+    if (request.params.task !== undefined) {
+      // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
+      try {
+        return createTaskResult(await submitToolJob(toOcrRequest(parsed.data), jobContext(callId)));
+      } catch (error) {
+        return toolFailure(error, callId, TOOL_NAME);
+      }
+    }
+    const progress = progressFor(ctx, request.params._meta?.progressToken);
     let result: CallToolResult;
     try {
-      result = await extractText(parsed.data);
+      result = await extractText(parsed.data, callId, progress);
     } finally {
-      await stopProgress?.();
+      await progress?.flush();
     }
     return server.server.projectCallToolResult(result, OUTPUT_JSON_SCHEMA);
   });
 
+  const getExtraction = async (args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
+    const parsed = getExtractionInputSchema.safeParse(args ?? {});
+    if (!parsed.success) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${GET_EXTRACTION}: ${describeZodError(parsed.error)}`);
+    }
+    let slice: GetExtractionOutput;
+    try {
+      slice = await readExtractionSlice(account.userId, parsed.data);
+    } catch (error) {
+      return toolFailure(error, requestId, GET_EXTRACTION);
+    }
+    return server.server.projectCallToolResult(extractionResult(slice), GET_EXTRACTION_OUTPUT_JSON_SCHEMA);
+  };
+
+  /**
+   * The progress of a call that carries `_meta.progressToken`, when the answer can carry notifications: seconds
+   * elapsed every `progressIntervalMs` while the document is read in the call, then pages once it is read as a job.
+   */
+  const progressFor = (ctx: ServerContext, token: string | number | undefined): ProgressChannel | undefined => {
+    if (token === undefined || options.progressIntervalMs === undefined) return undefined;
+    const channel = new ProgressChannel((notification) => ctx.mcpReq.notify(notification), token);
+    channel.startTimer(options.progressIntervalMs);
+    return channel;
+  };
+
+  registerTaskHandlers(server, { ...jobContext(requestId), progress: options.progressIntervalMs !== undefined });
+
   return server;
 }
 
-/**
- * `notifications/progress` for one call, every `intervalMs` until the returned `stop()`. The work has no total known
- * in advance (the page count is known only once the file is read), so `progress` is the seconds elapsed — it must
- * grow with every notification — and the message says the same for people. `stop()` waits for the notifications
- * already handed to the transport, so none can follow the call's result.
- */
-function reportProgress(
-  notify: (notification: ProgressNotification) => Promise<void>,
-  progressToken: ProgressToken,
-  intervalMs: number,
-): () => Promise<void> {
-  const started = Date.now();
-  const sent: Promise<void>[] = [];
-  const timer = setInterval(() => {
-    const elapsedMs = Date.now() - started;
-    const notification: ProgressNotification = {
-      method: "notifications/progress",
-      params: { progressToken, progress: elapsedMs / 1000, message: `Reading the document: ${Math.round(elapsedMs / 1000)} s so far` },
-    };
-    // A notification that cannot be delivered (the client went away) is no reason to stop the work.
-    sent.push(notify(notification).catch(() => undefined));
-  }, Math.max(10, intervalMs));
-  return async () => {
-    clearInterval(timer);
-    await Promise.all(sent);
-  };
+/** A `get_extraction` answer: the slice's text, then a line on where the job stands and how to go on. */
+function extractionResult(slice: GetExtractionOutput): CallToolResult {
+  const where = slice.pages === "" ? "no page of this selection is ready yet" : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
+  const failed = slice.failedPages.length > 0 ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.` : "";
+  const next =
+    slice.nextCursor !== null
+      ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`
+      : " Nothing more to read for this selection.";
+  const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
+  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
+  content.push({ type: "text", text: status });
+  return { content, structuredContent: slice };
 }

@@ -44,6 +44,12 @@ const ocrPageSchema = z.object({
   engine: ocrEngineSchema
     .optional()
     .describe("OCR pages: the recognizer whose reading this is (`tesseract`, or `paddle` where PaddleOCR read it better)"),
+  rotation: z
+    .union([z.literal(0), z.literal(90), z.literal(180), z.literal(270)])
+    .describe("degrees the page as sent was turned clockwise to read it upright (0, 90, 180 or 270)"),
+  skew: z
+    .number()
+    .describe("degrees it was then turned clockwise to straighten its lines (−10 to 10; 0 when it was straight enough)"),
   confidence,
   text: z.string(),
   blocks: z.array(ocrBlockSchema),
@@ -77,10 +83,17 @@ export interface PageTrace {
   passes?: number;
   /** The second recognizer read the page too: which reading was kept. */
   second?: OcrEngine;
+  /** How the page's way up was decided: the glyphs' verdict, and whether a reading upside down was tried (kept). */
+  orientation?: string;
 }
 
-/** A page plus renderer-only hints, indexed like `page.blocks[b].lines[l]`. */
-export interface ExtractedPage extends OcrPage {
+/**
+ * A page plus renderer-only hints, indexed like `page.blocks[b].lines[l]`. `rotation` and `skew` are absent on pages
+ * built before the engine turned pages (job results stored then) and mean 0.
+ */
+export interface ExtractedPage extends Omit<OcrPage, "rotation" | "skew"> {
+  rotation?: OcrPage["rotation"];
+  skew?: number;
   lineStyles: LineStyle[][];
   trace?: PageTrace;
 }
@@ -170,6 +183,9 @@ export function ocrPageOf(
 /** Strip renderer-only hints: the public document. */
 export function toPublicDocument(document: ExtractedDocument): OcrDocument {
   return {
-    pages: document.pages.map(({ lineStyles: _lineStyles, trace: _trace, ...page }) => page),
+    pages: document.pages.map(({ lineStyles: _lineStyles, trace: _trace, rotation = 0, skew = 0, ...page }) => {
+      const { number, width, height, ...rest } = page;
+      return { number, width, height, rotation, skew, ...rest };
+    }),
   };
 }

@@ -52,35 +52,40 @@ export function exifOrientation(segment: Uint8Array): number {
   return 1;
 }
 
+/**
+ * The frame header libjpeg will decode, found by reading markers exactly as libjpeg's `next_marker` does (the decoder
+ * behind @napi-rs/canvas): bytes other than `FF` before a marker are skipped as garbage, `FF` fill bytes are
+ * swallowed, and `FF 00` is a stuffed zero — padding, not a marker with a length. Reading `FF 00 LL LL` as a segment
+ * instead let a 548-byte file show a 64×64 frame while libjpeg decoded the 12000×12000 one the "segment" hid.
+ * The first SOFn is the frame (libjpeg refuses a second one); SOS or EOI before any frame is a corrupt file.
+ */
 function jpegInfo(b: Uint8Array): ImageInfo {
   let orientation = 1;
-  let offset = 2;
-  while (offset + 4 <= b.length) {
-    if (b[offset] !== 0xff) throw new OcrError("unreadable", "The JPEG file is corrupt");
-    const marker = b[offset + 1] ?? 0;
-    if (marker === 0xff) {
-      offset += 1; // fill byte
-      continue;
+  let offset = 2; // after SOI (the type was detected from it)
+  for (;;) {
+    while (offset < b.length && b[offset] !== 0xff) offset++; // garbage
+    while (offset < b.length && b[offset] === 0xff) offset++; // the marker's FF and any fill bytes
+    if (offset >= b.length) throw truncated();
+    const marker = b[offset++]!;
+    if (marker === 0x00) continue; // FF 00: a stuffed zero, discarded
+    if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) continue; // RSTn, TEM: no parameters
+    if (marker === 0xd8 || marker === 0xd9 || marker === 0xda) {
+      throw new OcrError("unreadable", "The JPEG file is corrupt: it has no frame before its image data");
     }
-    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
-      offset += 2;
-      continue;
-    }
-    if (marker === 0xd9 || marker === 0xda) break; // end of image / start of scan before any frame header
-    const length = u16be(b, offset + 2);
+    if (offset + 2 > b.length) throw truncated();
+    const length = u16be(b, offset);
     if (length < 2) throw new OcrError("unreadable", "The JPEG file is corrupt");
-    const body = offset + 4;
-    if (marker === 0xe1 && orientation === 1) {
-      orientation = exifOrientation(b.subarray(body, Math.min(b.length, body + length - 2)));
-    }
-    const isFrame = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
-    if (isFrame) {
+    const body = offset + 2;
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xcc) {
+      // SOF0–SOF15 (C8 is JPG, which libjpeg also takes as an unsupported frame): precision, height, width.
       if (body + 5 > b.length) throw truncated();
       return { height: u16be(b, body + 1), width: u16be(b, body + 3), orientation };
     }
-    offset = body + length - 2;
+    if (marker === 0xe1 && orientation === 1) {
+      orientation = exifOrientation(b.subarray(body, Math.min(b.length, body + length - 2)));
+    }
+    offset += length;
   }
-  throw truncated();
 }
 
 function webpInfo(b: Uint8Array): ImageInfo {

@@ -1,11 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
-import type { OutputFormat } from "@/lib/vocabulary";
+import { ALTO_HEAD, ALTO_TAIL, HOCR_HEAD, HOCR_TAIL, TSV_HEAD, type TextFormat } from "@/lib/vocabulary";
 import { toPublicDocument, type ExtractedDocument, type ExtractedPage } from "./document";
 import { detectFileType, type FileType } from "./detect";
-import { deadlineError, isOcrError, OcrError } from "./ocr-error";
+import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./ocr-error";
 import { readImageInfo } from "./image-info";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
+import { renderAltoPage } from "./formats/alto";
+import { renderHocrPage } from "./formats/hocr";
+import { renderTsvPage } from "./formats/tsv";
 import { renderMarkdown } from "./markdown";
 import { parsePageSelection } from "./pages";
 import { OcrPool, type Admission } from "./pool";
@@ -18,16 +21,28 @@ export { detectFileType, mediaTypes, sniffFileType } from "./detect";
 export { isOcrError, OcrError, ocrErrorCodes } from "./ocr-error";
 export type { OcrErrorCode } from "./ocr-error";
 export { availableLanguages } from "./languages";
+export { parsePageSelection } from "./pages";
+export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./formats/pdf";
+export type { LanguageChoice } from "./languages";
 export { OcrPool } from "./pool";
 export type { Admission, PoolOptions, PoolStats } from "./pool";
 
-export { outputFormats, type OutputFormat } from "@/lib/vocabulary";
+export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
+
+/**
+ * What a page read from its PDF's text layer (or blank) costs against `MAX_PDF_PAGES`, the synchronous limit on
+ * pages that need OCR: ~30 ms of text layer against 1–3 s of OCR (docs/decisions.md#synchronous-limit).
+ */
+export const TEXT_PAGE_WEIGHT = 0.1;
 
 export interface EngineLimits {
+  /** Pages needing OCR one request reads; a text-layer page counts `TEXT_PAGE_WEIGHT` (so 10× as many in all). */
   maxPdfPages: number;
   maxImagePixels: number;
   /** Most bytes one PDF stream may inflate to. */
   maxStreamBytes: number;
+  /** Most processor time (ms) opening a PDF, or drawing one of its pages, may take. */
+  maxPdfWorkMs: number;
 }
 
 export interface OpenOptions {
@@ -40,6 +55,11 @@ export interface OpenOptions {
   deadline?: number;
   /** The engine processes to use (default: the process-wide pool). */
   pool?: OcrPool;
+  /**
+   * Whose document it is (an account id, opaque here): waiting work is served round-robin by tenant, so one tenant's
+   * many or slow documents do not hold up the others'. Default: each document its own.
+   */
+  tenant?: string;
 }
 
 export interface ExtractOptions {
@@ -92,14 +112,20 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     maxPdfPages: options.limits?.maxPdfPages ?? env.MAX_PDF_PAGES,
     maxImagePixels: options.limits?.maxImagePixels ?? env.MAX_IMAGE_PIXELS,
     maxStreamBytes: options.limits?.maxStreamBytes ?? env.MAX_PDF_STREAM_BYTES,
+    maxPdfWorkMs: options.limits?.maxPdfWorkMs ?? env.MAX_PDF_WORK_MS,
   };
-  const readLimits: ReadLimits = { maxImagePixels: limits.maxImagePixels, maxStreamBytes: limits.maxStreamBytes };
+  const readLimits: ReadLimits = {
+    maxImagePixels: limits.maxImagePixels,
+    maxStreamBytes: limits.maxStreamBytes,
+    maxWorkMs: limits.maxPdfWorkMs,
+  };
+  const tenant = options.tenant;
   const available = availableLanguages(env.OCR_LANGUAGES);
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, available);
   const type = detectFileType(bytes);
   const pool = options.pool ?? getOcrPool();
   const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
-  const work = { language, available, limits: readLimits };
+  const work = { language, available, limits: readLimits, ...(tenant !== undefined && { tenant }) };
 
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
@@ -120,7 +146,11 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
-        const { page } = await pool.run("ocr", { kind: "read-image", bytes, type, ...work }, { deadline, admission, estimateMs, pixels });
+        const { page } = await pool.run(
+          "ocr",
+          { kind: "read-image", bytes, type, language, available, limits: readLimits },
+          { deadline, admission, estimateMs, pixels, tenant },
+        );
         return { pages: [page], pageCount: 1 };
       },
       close: async () => admission.release(),
@@ -130,10 +160,27 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const docId = `doc_${randomBytes(9).toString("base64url")}`;
   const session = pool.session();
   try {
+    // The inspect process is watched from the server: pdf.js may be stuck in a page that draws without end, where
+    // nothing inside the process gets to run.
+    const seconds = Math.round(limits.maxPdfWorkMs / 1000);
     const inspected = await pool.run(
       "inspect",
-      { kind: "inspect-pdf", doc: { id: docId, bytes }, pages: options.pages, maxPages: limits.maxPdfPages, limits: readLimits },
-      { deadline: openDeadline, session },
+      {
+        kind: "inspect-pdf",
+        doc: { id: docId, bytes },
+        pages: options.pages,
+        // The limit counts work, not pages: a page read from its text layer costs a tenth of one OCR'd.
+        maxPages: Math.floor(limits.maxPdfPages / TEXT_PAGE_WEIGHT),
+        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT },
+        limits: readLimits,
+      },
+      {
+        deadline: openDeadline,
+        session,
+        tenant,
+        cpuBudgetMs: limits.maxPdfWorkMs,
+        overBudget: `Opening this PDF needs more than ${seconds} s of processing, the limit per document (its pages draw too much, such as forms drawn inside forms)`,
+      },
     );
     const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
@@ -165,17 +212,59 @@ export async function extractDocument(
   }
 }
 
-/** `text`: pages separated by a form feed; `json`: the document model; `markdown`: reconstructed layout. */
-export function render(document: ExtractedDocument, format: OutputFormat): string {
+/**
+ * A text format rendered from the page model: `text` (pages separated by a form feed), `json` (the document model),
+ * `markdown` (reconstructed layout), `hocr`, `alto`, `tsv` (word boxes in pixels of the page as the caller sent it).
+ * `pdf` is binary and needs the source file: `renderSearchablePdf` (lib/ocr/formats/pdf.ts).
+ */
+export function render(document: ExtractedDocument, format: TextFormat): string {
   switch (format) {
-    case "text":
-      return document.pages.map((page) => page.text).join("\f");
     case "json":
       return JSON.stringify(toPublicDocument(document));
     case "markdown":
       return renderMarkdown(document);
+    default: {
+      const paged = pagedFormats[format];
+      return paged.join(document.pages.map((page) => paged.page(page)));
+    }
   }
 }
+
+/** A format whose document is its pages' pieces, in order, between a head and a tail. */
+export interface PagedFormat {
+  /** `extra`: fields added to a page of the JSON document (a job's pages say which process read them). */
+  page(page: ExtractedPage, extra?: Record<string, string>): string;
+  /** What comes before the first page and after the last, and between two pages. */
+  head: string;
+  separator: string;
+  tail: string;
+  join(pieces: string[]): string;
+}
+
+function paged(page: PagedFormat["page"], head: string, separator: string, tail: string): PagedFormat {
+  return { page, head, separator, tail, join: (pieces) => head + pieces.join(separator) + tail };
+}
+
+/**
+ * A document rendered page by page, as a job's result is (a response holds as many pages as fit): each page on its
+ * own, and how the pieces join into what `render` gives for the same pages.
+ */
+export const pagedFormats: { readonly [F in TextFormat]: PagedFormat } = {
+  text: paged((page) => page.text, "", "\f", ""),
+  markdown: {
+    ...paged((page) => renderMarkdown({ pages: [page], pageCount: 1 }), "", "\n\n---\n\n", ""),
+    join: (pieces) => pieces.join("\n\n---\n\n").trim(),
+  },
+  json: paged(
+    (page, extra) => JSON.stringify({ ...toPublicDocument({ pages: [page], pageCount: 1 }).pages[0], ...extra }),
+    '{"pages":[',
+    ",",
+    "]}",
+  ),
+  hocr: paged(renderHocrPage, HOCR_HEAD, "", HOCR_TAIL),
+  alto: paged(renderAltoPage, ALTO_HEAD, "", ALTO_TAIL),
+  tsv: paged(renderTsvPage, TSV_HEAD, "", ""),
+};
 
 /** Character-weighted confidence of a whole document (text-layer pages count as 100). */
 export function documentConfidence(document: ExtractedDocument): number {
@@ -205,6 +294,7 @@ interface PdfWork {
   language: LanguageChoice;
   available: string[];
   limits: ReadLimits;
+  tenant?: string;
 }
 
 /**
@@ -233,7 +323,7 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
         limits: work.limits,
         ...(textLayer && { textLayer }),
       },
-      { deadline: work.deadline, session, admission: place },
+      { deadline: work.deadline, session, admission: place, tenant: work.tenant },
     );
     language = result.language;
     pages.set(number, result.page);
@@ -248,4 +338,165 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
     throw error;
   }
   return { pages: inspected.selected.map((n) => pages.get(n)!), pageCount: inspected.pageCount };
+}
+
+/** A document an asynchronous job reads (lib/jobs): its bytes, read from the store once per process. */
+export interface JobDocument {
+  /** Names the document in the engine processes that keep it open between pages: one per job. */
+  docId: string;
+  bytes: Uint8Array;
+  type: FileType;
+}
+
+/** What accepting a job needs to know, with nothing read yet: type, page count, the pages it selects, the language. */
+export interface DescribedDocument {
+  type: FileType;
+  pageCount: number;
+  selectedPages: number[];
+  language: LanguageChoice;
+}
+
+/**
+ * Check a document for an asynchronous job: type from magic bytes, image size from the header, language, and for a
+ * PDF its structure (inflate bombs, page count, selection within `maxPages`) in an inspect process — no text layer,
+ * no OCR. Failures are `OcrError`s, as `openDocument`'s.
+ */
+export async function describeDocument(
+  bytes: Uint8Array,
+  options: { pages?: string; language?: string; maxPages: number; deadline: number; pool?: OcrPool; tenant?: string },
+): Promise<DescribedDocument> {
+  const env = getEnv();
+  const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
+  const type = detectFileType(bytes);
+  if (type !== "pdf") {
+    const info = readImageInfo(bytes, type);
+    if (info.width * info.height > env.MAX_IMAGE_PIXELS) {
+      throw new OcrError(
+        "image_too_large",
+        `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(env.MAX_IMAGE_PIXELS / 1e6)} megapixels`,
+      );
+    }
+    return { type, pageCount: 1, selectedPages: parsePageSelection(options.pages, 1), language };
+  }
+  const pool = options.pool ?? getOcrPool();
+  const docId = `doc_${randomBytes(9).toString("base64url")}`;
+  try {
+    const inspected = await pool.run(
+      "inspect",
+      {
+        kind: "inspect-pdf",
+        doc: { id: docId, bytes },
+        pages: options.pages,
+        maxPages: options.maxPages,
+        limits: jobReadLimits(),
+        structureOnly: true,
+      },
+      {
+        deadline: options.deadline,
+        tenant: options.tenant,
+        // The pre-check reads every stream of the file: a large scan may take longer than a request's PDF.
+        cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (bytes.byteLength / 10_000_000) * 1000),
+        overBudget: "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
+      },
+    );
+    return { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language };
+  } finally {
+    pool.release(docId);
+  }
+}
+
+/**
+ * A job's PDF pages as `inspect` reads them for a request: text-layer and blank pages come back read (`done`), the
+ * others as pages to OCR. Runs in the background (after every request's job) with its own deadline.
+ */
+export async function inspectJobPages(
+  document: JobDocument,
+  options: { pages: number[]; deadline: number; pool?: OcrPool; session?: string; tenant?: string },
+): Promise<Pick<InspectPdfResult, "done" | "ocr"> & { failed: Array<{ number: number; error: OcrError }> }> {
+  const env = getEnv();
+  const seconds = Math.round(env.MAX_PDF_WORK_MS / 1000);
+  const pool = options.pool ?? getOcrPool();
+  const inspected = await pool.run(
+    "inspect",
+    {
+      kind: "inspect-pdf",
+      doc: { id: document.docId, bytes: document.bytes },
+      pages: formatPageRanges(options.pages),
+      maxPages: options.pages.length,
+      limits: jobReadLimits(),
+      pageFailures: true,
+      // Checked whole when the job was accepted (describeDocument).
+      prechecked: true,
+    },
+    {
+      deadline: options.deadline,
+      background: true,
+      session: options.session,
+      tenant: options.tenant,
+      // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second per 10 MB.
+      cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (document.bytes.byteLength / 10_000_000) * 1000),
+      overBudget: `Reading the text layers of ${options.pages.length === 1 ? `page ${options.pages[0]}` : `${options.pages.length} pages`} of this PDF needs more than ${seconds} s of processing (its pages draw too much, such as forms drawn inside forms)`,
+    },
+  );
+  const failed = (inspected.failed ?? []).map(({ number, error }) => ({ number, error: fromOcrErrorData(error) }));
+  return { done: inspected.done, ocr: inspected.ocr, failed };
+}
+
+/** Read one page of a job (an image's only page, or a PDF page), in the background. */
+export async function readJobPage(
+  document: JobDocument,
+  options: {
+    number: number;
+    language: LanguageChoice;
+    textLayer?: ExtractedPage;
+    deadline: number;
+    pool?: OcrPool;
+    session?: string;
+    tenant?: string;
+  },
+): Promise<{ page: ExtractedPage; language: LanguageChoice }> {
+  const env = getEnv();
+  const pool = options.pool ?? getOcrPool();
+  const limits = jobReadLimits();
+  const available = availableLanguages(env.OCR_LANGUAGES);
+  const run = { deadline: options.deadline, background: true, session: options.session, tenant: options.tenant };
+  if (document.type !== "pdf") {
+    const info = readImageInfo(document.bytes, document.type);
+    return pool.run(
+      "ocr",
+      { kind: "read-image", bytes: document.bytes, type: document.type, language: options.language, available, limits },
+      { ...run, pixels: info.width * info.height },
+    );
+  }
+  return pool.run(
+    "ocr",
+    {
+      kind: "read-pdf-page",
+      doc: { id: document.docId, bytes: document.bytes },
+      number: options.number,
+      language: options.language,
+      available,
+      limits,
+      ...(options.textLayer && { textLayer: options.textLayer }),
+    },
+    run,
+  );
+}
+
+/** Page numbers as a compact selection: `[1,2,3,5]` → `"1-3,5"` (what `parsePageSelection` reads back). */
+export function formatPageRanges(pages: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < pages.length; ) {
+    let j = i;
+    while (j + 1 < pages.length && pages[j + 1] === pages[j]! + 1) j++;
+    parts.push(i === j ? String(pages[i]) : `${pages[i]}-${pages[j]}`);
+    i = j + 1;
+  }
+  return parts.join(",");
+}
+
+/** The engine's limits while it reads a job's pages: the configuration's, as for a request. */
+function jobReadLimits(): ReadLimits {
+  const env = getEnv();
+  return { maxImagePixels: env.MAX_IMAGE_PIXELS, maxStreamBytes: env.MAX_PDF_STREAM_BYTES, maxWorkMs: env.MAX_PDF_WORK_MS };
 }

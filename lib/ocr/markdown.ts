@@ -1,4 +1,5 @@
 import type { ExtractedDocument, ExtractedPage, LineStyle, OcrBlock, OcrLine } from "./document";
+import { pageAsRead } from "./page-turn";
 import { detectTables, renderTable, type DetectedTable } from "./tables";
 
 /**
@@ -15,6 +16,14 @@ const NUMBERED = /^\s*\(?(?:(\d{1,3})|([a-h])|((?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})
 const HEADING_RATIO = 1.25;
 const MAX_HEADING_CHARS = 120;
 
+/**
+ * A money amount at the end of a line ("24.50", "1,234.00", "€9,99", "(12.00)"), optionally followed by a currency
+ * code or sign: the last column of an invoice's or a receipt's item rows.
+ */
+const ENDS_WITH_AMOUNT = /(?:^|\s)[-+]?[$€£¥]?\(?\d{1,3}(?:[,.' ]?\d{3})*[.,]\d{2}\)?(?:\s?(?:[A-Z]{3}|[$€£¥%]))?$/u;
+/** A line of nothing but `=` or `-`: under a line it would make that line a (setext) heading. */
+const SETEXT_UNDERLINE = /^(?:=+|-+)\s*$/;
+
 interface Item {
   kind: "heading" | "paragraph" | "list" | "code" | "table";
   text: string;
@@ -28,7 +37,9 @@ export function renderMarkdown(document: ExtractedDocument): string {
     .trim();
 }
 
-function renderPage(page: ExtractedPage): string {
+function renderPage(asSent: ExtractedPage): string {
+  // Layout rules read lines as they stood when the page was read (a turned page's boxes are on the page as sent).
+  const page = pageAsRead(asSent);
   const body = bodySize(page);
   const items = pageItems(page, detectTables(page), body);
   const out: string[] = [];
@@ -138,7 +149,8 @@ function headingLevel(size: number, body: number): number {
 }
 
 function blockItems(block: OcrBlock, styles: LineStyle[], body: number): Item[] {
-  const lines = block.lines.map((line) => line.text.trim()).filter(Boolean);
+  const kept = block.lines.filter((line) => line.text.trim());
+  const lines = kept.map((line) => line.text.trim());
   if (lines.length === 0) return [];
   const sizes = styles.map((s) => s.size);
   const blockSize = median(sizes);
@@ -153,18 +165,20 @@ function blockItems(block: OcrBlock, styles: LineStyle[], body: number): Item[] 
     return [{ kind: "heading", text: `${"#".repeat(level)} ${joined.replace(/\s+/g, " ")}` }];
   }
 
+  const breaks = hardBreaks(kept);
   const items: Item[] = [];
-  let paragraph: string[] = [];
+  // Each paragraph line with whether a hard break follows it.
+  let paragraph: Array<[string, boolean]> = [];
   let listItem: string[] | undefined;
   const flushParagraph = () => {
-    if (paragraph.length > 0) items.push({ kind: "paragraph", text: escapeLineStart(joinLines(paragraph)) });
+    if (paragraph.length > 0) items.push({ kind: "paragraph", text: renderParagraph(paragraph) });
     paragraph = [];
   };
   const flushList = () => {
     if (listItem) items.push({ kind: "list", text: joinLines(listItem) });
     listItem = undefined;
   };
-  for (const line of lines) {
+  lines.forEach((line, i) => {
     const bullet = line.match(BULLET);
     const numbered = bullet ? null : line.match(NUMBERED);
     if (bullet) {
@@ -180,12 +194,71 @@ function blockItems(block: OcrBlock, styles: LineStyle[], body: number): Item[] 
     } else if (listItem) {
       listItem.push(line);
     } else {
-      paragraph.push(line);
+      paragraph.push([line, breaks[i]!]);
     }
-  }
+  });
   flushParagraph();
   flushList();
   return items;
+}
+
+/**
+ * Whether each line ends where the writer ended it rather than where the text wrapped, so Markdown must keep the break
+ * that `text` keeps (an invoice's item rows, an address, a header of short lines):
+ *
+ * - the next line's first word would have fitted in the room left on this line, up to the block's widest line (text
+ *   wraps only when the next word does not fit; a centred or indented line has at least this much room, so the
+ *   test never breaks a wrapped line), with one character's width of slack for the measurement; or
+ * - this line and the one before or after it end with an amount: rows of items with their prices.
+ *
+ * A line ending in a hyphenated word part is a wrap. Lines without word boxes are never broken by the first rule.
+ */
+function hardBreaks(lines: OcrLine[]): boolean[] {
+  const right = Math.max(...lines.map((line) => line.bbox[2]));
+  const { space, char } = wordMetrics(lines);
+  const amount = lines.map((line) => ENDS_WITH_AMOUNT.test(line.text.trim()));
+  return lines.map((line, i) => {
+    const next = lines[i + 1];
+    if (!next) return false;
+    if (amount[i] && (amount[i - 1] || amount[i + 1])) return true;
+    const first = next.words[0];
+    if (!first || line.words.length === 0 || /[A-Za-zÀ-ÿ]-$/.test(line.text.trim())) return false;
+    return right - line.bbox[2] > first.bbox[2] - first.bbox[0] + space + char;
+  });
+}
+
+/** The block's typical gap between words and width of a character (median; from word boxes, page-relative). */
+function wordMetrics(lines: OcrLine[]): { space: number; char: number } {
+  const gaps: number[] = [];
+  const chars: number[] = [];
+  for (const line of lines) {
+    line.words.forEach((word, w) => {
+      const width = word.bbox[2] - word.bbox[0];
+      if (word.text.length > 0 && width > 0) chars.push(width / word.text.length);
+      const next = line.words[w + 1];
+      if (next && next.bbox[0] > word.bbox[2]) gaps.push(next.bbox[0] - word.bbox[2]);
+    });
+  }
+  const char = median(chars);
+  return { space: gaps.length > 0 ? median(gaps) : char, char };
+}
+
+/**
+ * A paragraph's lines: wrapped lines joined, and a Markdown hard break (two spaces at the end of the line) where the
+ * writer broke the line. A line that starts after a hard break is escaped like a paragraph's start.
+ */
+function renderParagraph(lines: Array<[string, boolean]>): string {
+  const out: string[] = [];
+  let run: string[] = [];
+  for (const [line, hardBreak] of lines) {
+    run.push(line);
+    if (hardBreak) {
+      out.push(escapeLineStart(joinLines(run)));
+      run = [];
+    }
+  }
+  if (run.length > 0) out.push(escapeLineStart(joinLines(run)));
+  return out.join("  \n");
 }
 
 /** Join wrapped lines into one paragraph, mending words hyphenated at a line end. */
@@ -200,6 +273,7 @@ function joinLines(lines: string[]): string {
 
 /** Plain text that would read as markdown syntax at the start of a line gets a backslash. */
 function escapeLineStart(text: string): string {
+  if (SETEXT_UNDERLINE.test(text)) return `\\${text}`;
   return text.replace(/^(#{1,6}\s|>|\d+[.)]\s|[-*+]\s|```)/, "\\$1");
 }
 

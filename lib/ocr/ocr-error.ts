@@ -20,6 +20,11 @@ export const ocrErrorCodes = [
   "too_many_pages",
   /** Reading one page needed more memory than an engine process may use. */
   "out_of_memory",
+  /**
+   * A PDF needs more work than the limits allow: a page drawing more operations or nesting forms deeper than the
+   * limit, or opening the file or drawing a page taking more processor time than the limit.
+   */
+  "too_complex",
   /** A page selection that is not a page list, or names pages the document does not have. */
   "bad_page_list",
   /** A language that is not installed, or not a language code. */

@@ -25,15 +25,21 @@ import {
  *
  * Admission is measured in expected seconds, not jobs: the pool keeps a running mean of how long each kind of job
  * takes, and a job that could not start before its deadline is refused at once (`overloaded`, with a retry delay
- * computed from the queue) instead of waiting to time out. Waiting jobs are served round-robin by
- * request, so one long PDF does not hold up everyone behind it.
+ * computed from the queue) instead of waiting to time out. Waiting jobs are served round-robin by tenant (the
+ * account), then by request, so one account's long or many PDFs do not hold up everyone behind them. A job may carry
+ * a budget of processor time, watched from outside its process like the memory ceiling: past it, the process is
+ * killed and the job answered `too_complex` (a PDF whose pages draw without end cannot hold an inspect process until
+ * its deadline).
  */
 export type Lane = "ocr" | "inspect";
 
 export interface PoolOptions {
   /** OCR processes. */
   size: number;
-  /** Inspect processes (PDF structure and text layers). Default 1. */
+  /**
+   * Inspect processes (PDF structure and text layers). Default 2: the second starts only when a PDF waits while the
+   * first is busy, and exits after a minute idle.
+   */
   inspectSize?: number;
   /** Jobs allowed to wait per lane, whatever their expected duration; past it `overloaded`. */
   queueLimit: number;
@@ -58,6 +64,14 @@ export interface RunOptions {
   deadline: number;
   /** Jobs of one request share a key: waiting jobs are served round-robin by key, and `cancel(key)` drops them. */
   session?: string;
+  /** Whose request it is (an account): waiting jobs are served round-robin by tenant first. Default: the session. */
+  tenant?: string;
+  /**
+   * Processor time the job may use, ms (its process's, read from /proc; wall time where that cannot be read). Past
+   * it the process is stopped and the job answered `too_complex` with `overBudget` as its message.
+   */
+  cpuBudgetMs?: number;
+  overBudget?: string;
   /** Expected duration in ms (admission and queue estimates). Default: `estimate(kind, pixels)`. */
   estimateMs?: number;
   /** Pixels of the image the job reads, when known (it scales the estimate, and what the pool learns). */
@@ -68,6 +82,11 @@ export interface RunOptions {
    * they wait their turn.
    */
   admission?: Admission | false;
+  /**
+   * A job of an asynchronous OCR job (lib/jobs): it starts only when no request's job waits in its lane, and is not
+   * judged by admission (the job runner asks for work only when `capacity()` says a process is free). Default false.
+   */
+  background?: boolean;
 }
 
 /**
@@ -90,8 +109,8 @@ export interface PoolStats {
   /** Expected wait in ms for a new OCR job to start. */
   expectedWaitMs: number;
   inspect: { size: number; workers: number; busy: number; queued: number; completed: number };
-  /** Processes stopped for their job's deadline, for passing the memory ceiling, or that died on their own. */
-  stopped: { timeout: number; memory: number; crashed: number };
+  /** Processes stopped for their job's deadline, its processor-time budget, the memory ceiling, or that died on their own. */
+  stopped: { timeout: number; work: number; memory: number; crashed: number };
   /** Processes replaced between jobs because they kept too much memory. */
   recycled: number;
   /** The live engine processes. */
@@ -108,6 +127,8 @@ interface Slot {
   jobs: number;
   /** Documents open in the process, oldest first. */
   docs: string[];
+  /** Bytes of each open document (a large one raises the memory the process may keep between jobs). */
+  docBytes: Map<string, number>;
   current?: QueuedJob;
   /** Why we killed it (the answer of its job), if we did. */
   killedFor?: OcrError;
@@ -120,9 +141,15 @@ interface Slot {
 interface QueuedJob {
   id: number;
   lane: Lane;
+  background: boolean;
   job: EngineJob;
   deadline: number;
   session: string;
+  tenant: string;
+  cpuBudgetMs?: number;
+  overBudget?: string;
+  /** The process's processor time (ms) when the job started on it. */
+  cpuAtStart?: number;
   estimateMs: number;
   /** The job's size in the duration model (see `sizeOf`). */
   size: number;
@@ -165,15 +192,18 @@ export class OcrPool {
     Pick<PoolOptions, "workerScript" | "secondReadingBelow">;
   private readonly slots: Slot[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
-  /** Waiting jobs per lane, per session, in the order sessions were first seen (round-robin). */
-  private readonly queues: Record<Lane, Map<string, QueuedJob[]>> = { ocr: new Map(), inspect: new Map() };
+  /** Waiting jobs per lane, per tenant, per session, each in the order first seen (round-robin at both levels). */
+  private readonly queues: Record<Lane, Map<string, Map<string, QueuedJob[]>>> = { ocr: new Map(), inspect: new Map() };
+  /** Waiting background jobs (`RunOptions.background`), likewise: served only when no request's job waits. */
+  private readonly backgroundQueues: Record<Lane, Map<string, Map<string, QueuedJob[]>>> = { ocr: new Map(), inspect: new Map() };
+  private readonly capacityListeners = new Set<() => void>();
   /** Recent jobs per kind: duration and size, for the duration model (`estimate`). */
   private readonly history: Record<JobKind, Array<{ ms: number; size: number }>> = {
     "inspect-pdf": [],
     "read-image": [],
     "read-pdf-page": [],
   };
-  private readonly stopped = { timeout: 0, memory: 0, crashed: 0 };
+  private readonly stopped = { timeout: 0, work: 0, memory: 0, crashed: 0 };
   /** Admitted requests whose first job is not queued yet (see `Admission`). */
   private readonly held: Record<Lane, { count: number; ms: number }> = { ocr: { count: 0, ms: 0 }, inspect: { count: 0, ms: 0 } };
   private recycled = 0;
@@ -190,7 +220,7 @@ export class OcrPool {
   private scriptStamp?: number;
 
   constructor(options: PoolOptions) {
-    this.options = { inspectSize: 1, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
+    this.options = { inspectSize: 2, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
   }
 
   /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `OcrError`. */
@@ -200,19 +230,26 @@ export class OcrPool {
     if (options.deadline <= now) return Promise.reject(deadlineError());
     const estimateMs = options.estimateMs ?? this.estimate(job.kind, options.pixels);
     try {
-      if (options.admission) options.admission.release();
+      if (options.background) {
+        // Judged by the job runner, which asks only when a process is free (`capacity`).
+      } else if (options.admission) options.admission.release();
       else if (options.admission === undefined) this.admit(lane, estimateMs, options.deadline, now).release();
       else if (this.queuedCount(lane) >= this.options.queueLimit * 4) throw new OcrError("overloaded", "The OCR queue is full; retry shortly");
     } catch (error) {
       return Promise.reject(error);
     }
     return new Promise((resolve, reject) => {
+      const session = options.session ?? `job:${this.nextJobId}`;
       const entry: QueuedJob = {
         id: this.nextJobId++,
         lane,
+        background: options.background === true,
         job,
         deadline: options.deadline,
-        session: options.session ?? `job:${this.nextJobId}`,
+        session,
+        tenant: options.tenant ?? session,
+        ...(options.cpuBudgetMs !== undefined && { cpuBudgetMs: options.cpuBudgetMs }),
+        ...(options.overBudget !== undefined && { overBudget: options.overBudget }),
         estimateMs,
         size: sizeOf(options.pixels),
         resolve: resolve as (value: unknown) => void,
@@ -220,10 +257,7 @@ export class OcrPool {
         settled: false,
         timer: setTimeout(() => this.expire(entry), options.deadline - now),
       };
-      const queue = this.queues[lane];
-      const waiting = queue.get(entry.session);
-      if (waiting) waiting.push(entry);
-      else queue.set(entry.session, [entry]);
+      this.enqueue(entry);
       this.pump(lane);
     });
   }
@@ -271,11 +305,32 @@ export class OcrPool {
   /** Drop the waiting jobs of a session with `error` (its running jobs finish). */
   cancel(session: string, error: OcrError): void {
     for (const lane of ["ocr", "inspect"] as const) {
-      const waiting = this.queues[lane].get(session);
-      if (!waiting) continue;
-      this.queues[lane].delete(session);
-      for (const entry of waiting) this.settle(entry, error);
+      for (const tenants of [this.queues[lane], this.backgroundQueues[lane]]) {
+        for (const [tenant, sessions] of tenants) {
+          const waiting = sessions.get(session);
+          if (!waiting) continue;
+          sessions.delete(session);
+          if (sessions.size === 0) tenants.delete(tenant);
+          for (const entry of waiting) this.settle(entry, error);
+        }
+      }
     }
+  }
+
+  /**
+   * Processes of `lane` that could start a background job now: the lane's size less its busy processes and every
+   * job waiting in it. Processes not started yet count (a job waiting starts one).
+   */
+  capacity(lane: Lane = "ocr"): number {
+    if (this.closed) return 0;
+    const busy = this.slots.filter((s) => s.lane === lane && s.busy && !s.retired).length;
+    return Math.max(0, this.laneSize(lane) - busy - this.queuedCount(lane) - this.backgroundCount(lane));
+  }
+
+  /** Call `listener` whenever a job of any lane ends or a process exits (capacity may have grown). */
+  onCapacity(listener: () => void): () => void {
+    this.capacityListeners.add(listener);
+    return () => this.capacityListeners.delete(listener);
   }
 
   /** Close a document in every process that holds it (the end of a request). */
@@ -284,6 +339,7 @@ export class OcrPool {
       const index = slot.docs.indexOf(docId);
       if (index < 0) continue;
       slot.docs.splice(index, 1);
+      slot.docBytes.delete(docId);
       this.send(slot, { type: "drop", docId });
     }
   }
@@ -306,16 +362,22 @@ export class OcrPool {
     return Math.round((ms / size) * sizeOf(pixels));
   }
 
-  /** Expected wait before a new job of `lane` starts: the work ahead of it spread over the lane's processes. */
+  /**
+   * Expected wait before a new job of `lane` starts: the work ahead of it spread over the lane's processes. A job with
+   * a processor-time budget that has run past its estimate is expected to run as long again (up to its budget): a PDF
+   * that is being stopped for its work still holds its process meanwhile.
+   */
   expectedWaitMs(lane: Lane = "ocr", now = Date.now()): number {
     let backlog = this.held[lane].ms;
-    for (const waiting of this.queues[lane].values()) for (const entry of waiting) backlog += entry.estimateMs;
+    for (const entry of this.queued(lane)) backlog += entry.estimateMs;
     let idle = this.laneSize(lane);
     for (const slot of this.slots) {
       const entry = slot.current;
       if (slot.lane !== lane || !entry?.startedAt) continue;
       idle--;
-      backlog += Math.max(0, entry.estimateMs - (now - entry.startedAt));
+      const elapsed = now - entry.startedAt;
+      const overrun = entry.cpuBudgetMs === undefined ? 0 : Math.min(elapsed, entry.cpuBudgetMs);
+      backlog += Math.max(0, entry.estimateMs - elapsed, overrun);
     }
     if (backlog === 0 && idle > 0) return 0;
     return Math.round(backlog / this.laneSize(lane));
@@ -333,7 +395,7 @@ export class OcrPool {
       size: this.options.size,
       ...lane("ocr"),
       expectedWaitMs: this.expectedWaitMs("ocr"),
-      inspect: { size: this.options.inspectSize, ...lane("inspect") },
+      inspect: { size: this.laneSize("inspect"), ...lane("inspect") },
       stopped: { ...this.stopped },
       recycled: this.recycled,
       processes: this.slots
@@ -360,10 +422,11 @@ export class OcrPool {
     this.closed = true;
     clearInterval(this.idleTimer);
     for (const lane of ["ocr", "inspect"] as const) {
-      for (const waiting of this.queues[lane].values()) {
-        for (const entry of waiting) this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
+      for (const entry of [...this.queued(lane), ...this.queued(lane, true)]) {
+        this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
       }
       this.queues[lane].clear();
+      this.backgroundQueues[lane].clear();
     }
     await Promise.all(this.slots.map((slot) => this.stop(slot, new OcrError("shutting_down", "The OCR engine stopped"))));
   }
@@ -374,30 +437,85 @@ export class OcrPool {
 
   private queuedCount(lane: Lane): number {
     let count = 0;
-    for (const waiting of this.queues[lane].values()) count += waiting.length;
+    for (const sessions of this.queues[lane].values()) for (const waiting of sessions.values()) count += waiting.length;
     return count;
+  }
+
+  private backgroundCount(lane: Lane): number {
+    let count = 0;
+    for (const sessions of this.backgroundQueues[lane].values()) for (const waiting of sessions.values()) count += waiting.length;
+    return count;
+  }
+
+  /** Requests' waiting jobs, or (`background`) the background ones. */
+  private *queued(lane: Lane, background = false): Generator<QueuedJob> {
+    const tenants = (background ? this.backgroundQueues : this.queues)[lane];
+    for (const sessions of tenants.values()) for (const waiting of sessions.values()) yield* waiting;
+  }
+
+  private tenantsOf(entry: QueuedJob): Map<string, Map<string, QueuedJob[]>> {
+    return (entry.background ? this.backgroundQueues : this.queues)[entry.lane];
+  }
+
+  private enqueue(entry: QueuedJob): void {
+    const tenants = this.tenantsOf(entry);
+    let sessions = tenants.get(entry.tenant);
+    if (!sessions) tenants.set(entry.tenant, (sessions = new Map()));
+    const waiting = sessions.get(entry.session);
+    if (waiting) waiting.push(entry);
+    else sessions.set(entry.session, [entry]);
+  }
+
+  /**
+   * The next job by round-robin: the first tenant's first session; both then go to the back of their lines. Requests'
+   * jobs first; a background job only when none waits.
+   */
+  private dequeue(lane: Lane): QueuedJob | undefined {
+    const tenants = this.queues[lane].size > 0 ? this.queues[lane] : this.backgroundQueues[lane];
+    const first = tenants.entries().next();
+    if (first.done) return undefined;
+    const [tenant, sessions] = first.value;
+    const [session, waiting] = sessions.entries().next().value!;
+    const entry = waiting.shift()!;
+    sessions.delete(session);
+    if (waiting.length > 0) sessions.set(session, waiting);
+    tenants.delete(tenant);
+    if (sessions.size > 0) tenants.set(tenant, sessions);
+    return entry;
+  }
+
+  /** Take a waiting job out of its queue (its deadline passed). */
+  private unqueue(entry: QueuedJob): void {
+    const tenants = this.tenantsOf(entry);
+    const sessions = tenants.get(entry.tenant);
+    const waiting = sessions?.get(entry.session);
+    const index = waiting?.indexOf(entry) ?? -1;
+    if (!sessions || !waiting || index < 0) return;
+    waiting.splice(index, 1);
+    if (waiting.length === 0) sessions.delete(entry.session);
+    if (sessions.size === 0) tenants.delete(entry.tenant);
   }
 
   private pump(lane: Lane): void {
     if (this.closed) return;
     this.recycleIfRebuilt();
-    const queue = this.queues[lane];
-    while (queue.size > 0) {
+    while (this.queues[lane].size > 0 || this.backgroundQueues[lane].size > 0) {
       const idle = this.slots.filter((s) => s.lane === lane && s.ready && !s.busy && !s.retired);
       if (idle.length === 0) break;
-      // Round-robin: the first session in the map, whose job then goes to the back of the line.
-      const [session, waiting] = queue.entries().next().value!;
-      const entry = waiting.shift()!;
-      queue.delete(session);
-      if (waiting.length > 0) queue.set(session, waiting);
+      const entry = this.dequeue(lane)!;
       const docId = "doc" in entry.job ? entry.job.doc.id : undefined;
       const slot = idle.find((s) => docId !== undefined && s.docs.includes(docId)) ?? idle[0]!;
       this.dispatch(slot, entry);
     }
     // Grow towards the lane's size while jobs wait for more processes than are starting.
     const live = () => this.slots.filter((s) => s.lane === lane && !s.retired).length + this.spawning[lane];
-    while (this.queuedCount(lane) > this.spawning[lane] && live() < this.laneSize(lane)) {
+    while (this.queuedCount(lane) + this.backgroundCount(lane) > this.spawning[lane] && live() < this.laneSize(lane)) {
       this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
+    }
+    if (this.capacityListeners.size > 0 && this.capacity(lane) > 0) {
+      queueMicrotask(() => {
+        for (const listener of this.capacityListeners) listener();
+      });
     }
   }
 
@@ -406,14 +524,21 @@ export class OcrPool {
     slot.current = entry;
     entry.slot = slot;
     entry.startedAt = Date.now();
+    const cpu = readCpuMs(slot.child.pid);
+    if (cpu !== null) entry.cpuAtStart = cpu;
     let job = entry.job;
     if ("doc" in job) {
       const { id, bytes } = job.doc;
       if (slot.docs.includes(id)) {
         job = { ...job, doc: { id } };
       } else {
-        while (slot.docs.length >= MAX_DOCS_PER_PROCESS) this.send(slot, { type: "drop", docId: slot.docs.shift()! });
+        while (slot.docs.length >= MAX_DOCS_PER_PROCESS) {
+          const dropped = slot.docs.shift()!;
+          slot.docBytes.delete(dropped);
+          this.send(slot, { type: "drop", docId: dropped });
+        }
         slot.docs.push(id);
+        slot.docBytes.set(id, bytes?.byteLength ?? 0);
         job = { ...job, doc: { id, bytes } };
       }
     }
@@ -477,6 +602,7 @@ export class OcrPool {
       retired: false,
       jobs: 0,
       docs: [],
+      docBytes: new Map(),
       stderrTail: "",
       rssMb: 0,
       idleSince: Date.now(),
@@ -576,7 +702,11 @@ export class OcrPool {
   private afterJob(slot: Slot): void {
     const rss = readRssMb(slot.child.pid);
     if (rss !== null) slot.rssMb = rss;
-    if (rss !== null && rss > Math.min(RECYCLE_MB, this.options.memoryMb * 0.6)) {
+    // An open document is memory the process keeps on purpose (a job's large PDF, read page after page): its bytes,
+    // and a quarter more for what pdf.js builds from them.
+    let keptMb = 0;
+    for (const bytes of slot.docBytes.values()) keptMb += (1.25 * bytes) / (1024 * 1024);
+    if (rss !== null && rss > Math.min(RECYCLE_MB, this.options.memoryMb * 0.6) + keptMb) {
       this.recycled++;
       void this.stop(slot);
       // Its replacement starts now, while other work runs, rather than when the next job waits for it.
@@ -602,12 +732,7 @@ export class OcrPool {
       void this.stop(slot, error);
       return;
     }
-    const waiting = this.queues[entry.lane].get(entry.session);
-    const index = waiting?.indexOf(entry) ?? -1;
-    if (waiting && index >= 0) {
-      waiting.splice(index, 1);
-      if (waiting.length === 0) this.queues[entry.lane].delete(entry.session);
-    }
+    this.unqueue(entry);
     this.settle(entry, error);
   }
 
@@ -657,7 +782,11 @@ export class OcrPool {
     this.pump(slot.lane);
   }
 
-  /** Read the memory of busy processes every 100 ms while any is busy; kill one past the ceiling. */
+  /**
+   * Read the memory (and, for jobs with a budget, the processor time) of busy processes every 100 ms while any is busy;
+   * kill one past the ceiling or its budget. This runs in the server, so a process whose event loop is stuck in pdf.js
+   * is stopped all the same.
+   */
   private watchMemory(): void {
     if (this.memoryTimer) return;
     this.memoryTimer = setInterval(() => {
@@ -674,6 +803,13 @@ export class OcrPool {
         if (rss > this.options.memoryMb) {
           this.stopped.memory++;
           void this.stop(slot, memoryError(this.options.memoryMb));
+          continue;
+        }
+        const entry = slot.current;
+        if (entry?.cpuBudgetMs !== undefined && workMs(entry, slot.child.pid) > entry.cpuBudgetMs) {
+          this.stopped.work++;
+          const seconds = Math.round(entry.cpuBudgetMs / 1000);
+          void this.stop(slot, new OcrError("too_complex", entry.overBudget ?? `The job needs more than ${seconds} s of processing, the limit`));
         }
       }
     }, MEMORY_POLL_MS);
@@ -701,8 +837,9 @@ export class OcrPool {
     if (this.slots.some((s) => s.lane === lane && !s.retired) || this.spawning[lane] > 0) return;
     console.error(`[engine] ${error instanceof Error ? error.message : String(error)}`);
     const failure = new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
-    for (const waiting of this.queues[lane].values()) for (const entry of waiting) this.settle(entry, failure);
+    for (const entry of [...this.queued(lane), ...this.queued(lane, true)]) this.settle(entry, failure);
     this.queues[lane].clear();
+    this.backgroundQueues[lane].clear();
   }
 
   private settle(entry: QueuedJob, error: Error | null, value?: unknown): void {
@@ -765,6 +902,29 @@ function engineEnvironment(config: EngineProcessConfig): NodeJS.ProcessEnv {
     if (process.env[name] !== undefined) env[name] = process.env[name];
   }
   return env;
+}
+
+/** Processor time (user + system, all threads) of a process in ms, from /proc (Linux); null elsewhere or when it is gone. */
+function readCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // After the command name (in parentheses, which may hold anything): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * CLOCK_TICK_MS : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Linux reports process times in clock ticks of 1/100 s (USER_HZ, the same on every architecture it supports). */
+const CLOCK_TICK_MS = 10;
+
+/** The processor time a running job has used; its wall time where processor time cannot be read. */
+function workMs(entry: QueuedJob, pid: number | undefined): number {
+  const cpu = entry.cpuAtStart === undefined ? null : readCpuMs(pid);
+  return cpu === null ? Date.now() - (entry.startedAt ?? Date.now()) : cpu - entry.cpuAtStart!;
 }
 
 /** Resident memory of a process in MB, from /proc (Linux); null elsewhere or when it is gone. */

@@ -71,6 +71,15 @@ export async function decodeImage(
     throw new OcrError("unreadable", "The image could not be decoded", { cause: error });
   }
   if (!image.width || !image.height) throw new OcrError("unreadable", "The image could not be decoded");
+  if (image.width * image.height > maxPixels) {
+    // The header reader and the decoder disagreed about the frame (they must not: image-info.ts reads markers as the
+    // decoder does). The pixels are allocated by now; at least they are not read.
+    releaseSource(image);
+    throw new OcrError(
+      "image_too_large",
+      `The image decodes to ${image.width}×${image.height} pixels; the limit is ${Math.round(maxPixels / 1e6)} megapixels`,
+    );
+  }
 
   // Skia applies EXIF orientation while decoding; if a decoder ever does not, the dimensions tell.
   const upright = isTransposed(info.orientation)

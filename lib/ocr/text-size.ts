@@ -160,7 +160,7 @@ export function analyzeInk(raster: GreyRaster): InkAnalysis {
 }
 
 /** Most common glyph height, smoothed over ±1 px; null when there are too few glyphs to say. */
-function modeHeight(glyphs: Glyph[], maxHeight: number): number | null {
+export function modeHeight(glyphs: Glyph[], maxHeight: number): number | null {
   if (glyphs.length < 3) return null;
   if (glyphs.length < 8) {
     // Too few for a histogram (a word or two): the median will do.

@@ -9,8 +9,14 @@ export type { AccountStore, SessionRecord, UserRecord } from "./accounts";
 export type { ApiKeyRecord, ApiKeyStore } from "./keys/port";
 export type { CreditStore, LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "./credits/port";
 export type { IdempotencyRecord, IdempotencyStore } from "./idempotency";
-export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult } from "./limits";
+export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult, SlotResult } from "./limits";
 export type { MailboxStore } from "./mailbox";
+export type { CreateJobResult, JobPageList, JobRecord, JobStatus, JobStore, NewJob, PageOutcome } from "./jobs/port";
+export { jobCounts } from "./jobs/port";
+export { activeJobStatuses, jobStatuses } from "./jobs/port";
+export type { MetaStore, StoreMarker } from "./meta";
+export type { DeliveryAttempt, WebhookAccount, WebhookStore } from "./webhooks";
+export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks";
 
 type StoreConfig =
   | { kind: "redis-rest"; url: string; token: string; prefix: string }

@@ -17,7 +17,11 @@ export interface RedisContext {
  * `apikey:{sha256}` hash (the hot lookup) · `keys:{userId}` / `revokedkeys:{userId}` hash keyId → JSON ·
  * `credits:{userId}` integer · `ledger:{userId}` list of JSON, oldest first · `usage:{userId}` hash day → pages ·
  * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
- * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `mailbox:{id}` list + `mailbox-open:{id}`.
+ * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `mailbox:{id}` list +
+ * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta.ts) · `job:{jobId}` hash +
+ * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
+ * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks.ts) +
+ * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first.
  * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
  */
 export function keyLayout(prefix: string) {
@@ -36,8 +40,19 @@ export function keyLayout(prefix: string) {
     idempotency: (scope: string) => `${prefix}idem:${scope}`,
     rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
     backoff: (subject: string) => `${prefix}backoff:${subject}`,
+    slots: (group: string) => `${prefix}slots:${group}`,
     mailbox: (id: string) => `${prefix}mailbox:${id}`,
     mailboxOpen: (id: string) => `${prefix}mailbox-open:${id}`,
+    job: (jobId: string) => `${prefix}job:${jobId}`,
+    jobPages: (jobId: string) => `${prefix}job:${jobId}:pages`,
+    jobFailed: (jobId: string) => `${prefix}job:${jobId}:failed`,
+    jobSource: (jobId: string, chunk: number) => `${prefix}job:${jobId}:src:${chunk}`,
+    jobs: (userId: string) => `${prefix}jobs:${userId}`,
+    jobsQueued: (userId: string) => `${prefix}jobs-queued:${userId}`,
+    marker: () => `${prefix}meta:marker`,
+    webhook: (userId: string) => `${prefix}webhook:${userId}`,
+    webhookLog: (userId: string) => `${prefix}webhook-log:${userId}`,
+    jobWebhookLog: (jobId: string) => `${prefix}job:${jobId}:webhook`,
   };
 }
 export type KeyLayout = ReturnType<typeof keyLayout>;

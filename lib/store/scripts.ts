@@ -10,7 +10,7 @@
  * `{"balanceAfter":N,"delta":D[,"pages":P],` .. fixed fields without their `{`.
  */
 
-const ledgerEntryHelper = `
+export const ledgerEntryHelper = `
 local function ledger_entry(balance_after, delta, pages, fixed)
   local head = '{"balanceAfter":' .. balance_after .. ',"delta":' .. delta
   if pages then head = head .. ',"pages":' .. pages end
@@ -228,6 +228,28 @@ return messages
 `;
 
 /**
+ * acquireSlot — one of `limit` slots of a group (open MCP SSE streams of an account), held until released or until
+ * its holder stops renewing it: slots whose expiry has passed are dropped first, so an instance that died frees its
+ * slots by itself.
+ * KEYS: [1] the group's slots (sorted set: expiry epoch ms → holder)
+ * ARGV: [1] now (epoch ms), [2] holder, [3] limit, [4] TTL (ms), [5] the slot's expiry (now + TTL, epoch ms)
+ * Returns: {1, 'holder', …} acquired (or already held, then renewed) | {0, 'holder', …} all taken; the holders
+ *          listed are those of the group after this call, oldest expiry first
+ */
+export const acquireSlotScript = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local taken = redis.call('ZSCORE', KEYS[1], ARGV[2]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3])
+if taken then
+  redis.call('ZADD', KEYS[1], ARGV[5], ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+local holders = redis.call('ZRANGE', KEYS[1], 0, -1)
+table.insert(holders, 1, taken and 1 or 0)
+return holders
+`;
+
+/**
  * recordBackoffFailure
  * KEYS: [1] the subject's back-off hash (failures, until)
  * ARGV: [1] now (epoch ms), [2] free failures, [3] base wait ms, [4] max wait ms, [5] record TTL ms
@@ -245,4 +267,18 @@ end
 redis.call('HSET', KEYS[1], 'until', untilMs)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return { failures, untilMs }
+`;
+
+/**
+ * createMarker — the store marker (lib/store/meta.ts), unless one is there: SET NX for a hash.
+ * KEYS: [1] the marker hash
+ * ARGV: field, value, … (`initializedAt` first)
+ * Returns: the marker's fields afterwards, as HGETALL's flat array
+ */
+export const createMarkerScript = `
+if redis.call('HEXISTS', KEYS[1], 'initializedAt') == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], unpack(ARGV))
+end
+return redis.call('HGETALL', KEYS[1])
 `;

@@ -7,18 +7,23 @@ import { createMemoryIdempotencyStore, createRedisIdempotencyStore, type Idempot
 import { createMemoryApiKeyStore } from "./keys/memory";
 import type { ApiKeyStore } from "./keys/port";
 import { createRedisApiKeyStore } from "./keys/redis";
+import { createMemoryJobStore } from "./jobs/memory";
+import type { JobStore } from "./jobs/port";
+import { createRedisJobStore } from "./jobs/redis";
 import { createMemoryLimitStore, createRedisLimitStore, type LimitStore } from "./limits";
 import { createMemoryMailboxStore, createRedisMailboxStore, type MailboxStore } from "./mailbox";
+import { createMemoryMetaStore, createRedisMetaStore, type MetaStore } from "./meta";
 import { call, keyLayout, type RedisContext } from "./redis-support";
+import { createMemoryWebhookStore, createRedisWebhookStore, type WebhookStore } from "./webhooks";
 
 export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
 
 /**
  * Everything the service keeps, one port per concern, built once over one connection (`getStore()` in index.ts).
  * Each domain module takes the port it needs: lib/accounts `accounts` (and `limits` for sign-in), lib/keys `keys`
- * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`. Each port has a redis adapter
- * (Upstash REST or TCP) and a memory adapter side by side; `tests/store/contract.test.ts` runs the same cases
- * against each.
+ * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`, lib/health.ts `meta`, lib/jobs
+ * `jobs`, lib/webhooks `webhooks`. Each port has a redis adapter (Upstash REST or TCP) and a memory adapter side by side;
+ * `tests/store/contract.test.ts` runs the same cases against each.
  *
  * Failures to reach Redis surface as `ApiError("unavailable")` — except `limits.rateLimit`, which fails open.
  */
@@ -34,6 +39,9 @@ export interface Store {
   readonly idempotency: IdempotencyStore;
   readonly limits: LimitStore;
   readonly mailbox: MailboxStore;
+  readonly jobs: JobStore;
+  readonly meta: MetaStore;
+  readonly webhooks: WebhookStore;
 }
 
 interface RedisStoreOptions {
@@ -66,6 +74,9 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     idempotency: createRedisIdempotencyStore(context),
     limits: createRedisLimitStore(context),
     mailbox: createRedisMailboxStore(context),
+    jobs: createRedisJobStore(context),
+    meta: createRedisMetaStore(context),
+    webhooks: createRedisWebhookStore(context),
   };
 }
 
@@ -85,5 +96,8 @@ export function createMemoryStore(): Store {
     idempotency: createMemoryIdempotencyStore(),
     limits: createMemoryLimitStore(),
     mailbox: createMemoryMailboxStore(),
+    jobs: createMemoryJobStore(balances),
+    meta: createMemoryMetaStore(),
+    webhooks: createMemoryWebhookStore(),
   };
 }

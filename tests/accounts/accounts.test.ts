@@ -17,29 +17,19 @@ import {
   verifyPassword,
 } from "@/lib/accounts";
 import { getBalance, listLedger } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
+import { withEnv } from "../support/env";
 import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
-// High limits for the file; the limit tests lower them for themselves (withLimits).
+// High limits for the file; the limit tests lower them for themselves (withEnv).
 withRedisStoreEnv("accounts", { FREE_CREDITS: "100", SIGNUP_PER_ADDRESS_PER_HOUR: "1000", SIGNUP_PER_HOUR: "1000", SIGNIN_PER_ADDRESS: "1000" });
 
 const HOUR_MS = 60 * 60 * 1000;
 
-async function withLimits<T>(values: Record<string, string>, run: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, values);
-  resetEnv();
-  try {
-    return await run();
-  } finally {
-    Object.assign(process.env, saved);
-    resetEnv();
-  }
-}
 
-/** A documentation address (RFC 5737) of its own for each test. */
-const newAddress = () => `203.0.113.${1 + Math.floor(Math.random() * 250)}`;
+/** A documentation address (RFC 5737) of its own for each call: never one another test of this run has counted. */
+let lastAddress = 0;
+const newAddress = () => `203.0.113.${++lastAddress}`;
 
 const email = () => `user-${randomBytes(5).toString("hex")}@example.com`;
 const password = "correct horse battery";
@@ -110,7 +100,7 @@ describe("sign-up", () => {
 describe("sign-up limits", () => {
   it("SIGNUP_PER_ADDRESS_PER_HOUR from one address, then 429 with the real wait; nothing created or granted past it", async () => {
     await waitForWindowRoom(HOUR_MS, 20_000);
-    await withLimits({ SIGNUP_PER_ADDRESS_PER_HOUR: "3" }, async () => {
+    await withEnv({ SIGNUP_PER_ADDRESS_PER_HOUR: "3" }, async () => {
       const address = newAddress();
       for (let i = 0; i < 3; i++) await signUp({ email: email(), password, address });
       const refused = email();
@@ -125,7 +115,7 @@ describe("sign-up limits", () => {
 
   it("IPv6 addresses count by their /64: rotating the interface part does not help", async () => {
     await waitForWindowRoom(HOUR_MS, 20_000);
-    await withLimits({ SIGNUP_PER_ADDRESS_PER_HOUR: "2" }, async () => {
+    await withEnv({ SIGNUP_PER_ADDRESS_PER_HOUR: "2" }, async () => {
       const network = `2001:db8:${randomBytes(2).toString("hex")}:1`;
       await signUp({ email: email(), password, address: `${network}::a` });
       await signUp({ email: email(), password, address: `${network}:0:0:0:b` });
@@ -136,7 +126,7 @@ describe("sign-up limits", () => {
 
   it("SIGNUP_PER_HOUR caps sign-ups from all addresses together", async () => {
     await waitForWindowRoom(HOUR_MS, 20_000);
-    await withLimits({ SIGNUP_PER_HOUR: "4" }, async () => {
+    await withEnv({ SIGNUP_PER_HOUR: "4" }, async () => {
       // Earlier tests of this file used part of this hour's ceiling: fill what is left from fresh addresses.
       let created = 0;
       let error: unknown;
@@ -210,7 +200,7 @@ describe("sign-in", () => {
 
   it("SIGNIN_PER_ADDRESS attempts per 15 minutes from one address across e-mails; other addresses unaffected", async () => {
     await waitForWindowRoom(SIGNIN_WINDOW_MS, 20_000);
-    await withLimits({ SIGNIN_PER_ADDRESS: "5" }, async () => {
+    await withEnv({ SIGNIN_PER_ADDRESS: "5" }, async () => {
       const address = newAddress();
       for (let i = 0; i < 5; i++) {
         await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({ code: "unauthorized" });

@@ -50,13 +50,14 @@ describe("CORS and methods", () => {
     expect(Object.fromEntries([...response.headers].filter(([name]) => name !== "x-request-id"))).toEqual({
       "access-control-allow-origin": "*",
       "access-control-allow-methods": "POST, OPTIONS",
-      "access-control-allow-headers": "content-type, authorization, x-api-key, mcp-session-id, mcp-protocol-version, last-event-id, idempotency-key",
-      "access-control-expose-headers": "mcp-session-id, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, x-credits-remaining",
+      "access-control-allow-headers": "content-type, authorization, x-api-key, mcp-session-id, mcp-protocol-version, last-event-id, idempotency-key, prefer",
+      "access-control-expose-headers":
+        "mcp-session-id, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, x-credits-remaining, location, link, preference-applied",
       "access-control-max-age": "86400",
       allow: "POST, OPTIONS",
     });
     expect(response.headers.get("x-request-id")).toMatch(REQUEST_ID);
-    expect(CORS_ALLOW_HEADERS).toHaveLength(7);
+    expect(CORS_ALLOW_HEADERS).toHaveLength(8);
     expect(CORS_EXPOSE_HEADERS).toContain("retry-after");
   });
 

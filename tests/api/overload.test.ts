@@ -14,7 +14,7 @@ withStore("memory", { OCR_WORKERS: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS)
 afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {
-  it("far past capacity at once: the surplus is refused within a second with Retry-After; no 500; only answers are charged", async () => {
+  it("far past capacity at once: the surplus is refused at once (before any read is answered) with Retry-After; no 500; only answers are charged", async () => {
     // One read first, so the instance knows what a dense page costs (4–6 s: a few fit in a 6 s deadline). Its own
     // deadline is long: on a machine busy with other test files this one read alone may take more than 6 s.
     const warm = await createAccount(10);
@@ -22,7 +22,7 @@ describe("503 overloaded", () => {
       body: { image: base64Of("dense-page.png") },
       account: warm,
       requestId: `req_overload_warm_${Date.now()}`,
-      deadline: Date.now() + 60_000,
+      deadline: Date.now() + 170_000,
     });
     expect(warmed.response.creditsUsed).toBe(1);
 
@@ -39,8 +39,11 @@ describe("503 overloaded", () => {
     expect(statuses.every((status) => [200, 503, 504].includes(status))).toBe(true);
     const refused = outcomes.filter((outcome) => outcome.response.status === 503);
     expect(refused.length).toBeGreaterThanOrEqual(5);
+    // "At once" as an order, not a clock: every refusal is answered before any read is (a read takes seconds; a
+    // refusal waits for nothing), however busy the machine is.
+    const firstRead = Math.min(...outcomes.filter((outcome) => outcome.response.status !== 503).map((outcome) => outcome.ms));
     for (const { response, ms } of refused) {
-      expect(ms).toBeLessThan(1_000);
+      expect(ms).toBeLessThan(firstRead);
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       await expectApiError(response, "overloaded", /busy|queue/);
     }
@@ -57,8 +60,9 @@ describe("503 overloaded", () => {
     const responses = await Promise.all(Array.from({ length: 8 }, () => callOcr({ image }, { key: account.key })));
     const ok = responses.filter((response) => response.status === 200);
     const limited = responses.filter((response) => response.status === 429);
-    // The four in flight are answered, or refused by the instance's admission control (this file's deadline is short).
-    expect(responses.filter((response) => response.status === 503).length + ok.length + limited.length).toBe(8);
+    // The four in flight are answered, refused by the instance's admission control, or (on a busy machine) out of this
+    // file's short deadline — never charged unless answered.
+    expect(responses.filter((response) => response.status === 503 || response.status === 504).length + ok.length + limited.length).toBe(8);
     expect(limited.length).toBeGreaterThanOrEqual(3);
     for (const response of limited) {
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -82,7 +86,7 @@ describe("503 overloaded", () => {
             account,
             requestId: `req_overload_${i}_${Date.now()}`,
             pool,
-            deadline: Date.now() + 60_000,
+            deadline: Date.now() + 170_000,
           }).then(
             (result) => result.response.creditsUsed,
             (error: unknown) => (isApiError(error) ? error.code : String(error)),

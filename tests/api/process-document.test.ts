@@ -5,7 +5,11 @@ import { ApiError, type ErrorCode } from "@/lib/errors";
 import * as ocr from "@/lib/ocr";
 import type { OpenedDocument } from "@/lib/ocr";
 import { processDocument, type ProcessDocumentInput } from "@/lib/process";
-import { createTestPool } from "../support/ocr";
+import { createCanvas } from "@napi-rs/canvas";
+import { PDFDocument } from "pdf-lib";
+import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr";
+import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
+import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
 
 /*
@@ -18,6 +22,7 @@ vi.mock("@/lib/ocr", async (importOriginal) => {
   return {
     ...actual,
     render: vi.fn(actual.render),
+    renderSearchablePdf: vi.fn(actual.renderSearchablePdf),
     openDocument: vi.fn(async (...args: Parameters<typeof actual.openDocument>): Promise<OpenedDocument> => {
       const document = await actual.openDocument(...args);
       const close = vi.fn(() => document.close());
@@ -73,7 +78,7 @@ describe("processDocument", () => {
   it("validates its input like the route does (the MCP tool gets the same 400s)", async () => {
     const account = await createAccount(5);
     await expectCode({ body: { image: "AAAA", imageUrl: "https://files.example/a.png" }, account, requestId: requestId() }, "invalid_request");
-    await expectCode({ body: { image: "AAAA", options: { format: "pdf" as "text" } }, account, requestId: requestId() }, "invalid_request");
+    await expectCode({ body: { image: "AAAA", options: { format: "docx" as "text" } }, account, requestId: requestId() }, "invalid_request");
     expect(await account.balance()).toBe(5);
   });
 
@@ -153,3 +158,96 @@ describe("processDocument", () => {
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
   });
 });
+
+/** A PNG of seeded noise (it hardly compresses) of `pixels` pixels, 1024 wide. */
+function noisePng(pixels: number): Buffer {
+  const width = 1024;
+  const height = Math.ceil(pixels / width);
+  const canvas = createCanvas(width, height);
+  const context = canvas.getContext("2d");
+  const data = context.createImageData(width, height);
+  const random = seededRandom(23);
+  for (let i = 0; i < data.data.length; i += 4) {
+    data.data[i] = random() * 256;
+    data.data[i + 1] = random() * 256;
+    data.data[i + 2] = random() * 256;
+    data.data[i + 3] = 255;
+  }
+  context.putImageData(data, 0, 0);
+  return canvas.toBuffer("image/png");
+}
+
+/** A noise PNG of about `bytes` bytes (the encoder's ratio measured on a first try, then corrected once). */
+function noisePngOfSize(bytes: number): Buffer {
+  const first = noisePng(bytes / 3);
+  return noisePng(((bytes / 3) * bytes) / first.byteLength);
+}
+
+describe("processDocument: the word-level formats and the searchable PDF", () => {
+  it("hocr, alto and tsv come in extractedText, charged as any format", async () => {
+    const account = await createAccount(5);
+    const image = tinyPng("FORMATS 23").toString("base64");
+    const heads = { hocr: /^<\?xml[^]*class="ocr_page"[^]*FORMATS/, alto: /^<\?xml[^]*<alto [^]*CONTENT="FORMATS"/, tsv: /^level\tpage_num\t[^]*\tFORMATS\n/ };
+    for (const [format, pattern] of Object.entries(heads) as Array<["hocr" | "alto" | "tsv", RegExp]>) {
+      const { response } = await processDocument({ body: { image, options: { format } }, account, requestId: requestId(), pool });
+      expect(response.extractedText).toMatch(pattern);
+      expect(response.creditsUsed).toBe(1);
+    }
+    expect(await account.balance()).toBe(2);
+    const { entries } = await listLedger(account.userId);
+    expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.format)).toEqual(["tsv", "alto", "hocr"]);
+  });
+
+  it("pdf: the searchable PDF as base64, one credit for the page", async () => {
+    const account = await createAccount(5);
+    const { response } = await processDocument({
+      body: { image: tinyPng("SEARCHABLE 7").toString("base64"), options: { format: "pdf" } },
+      account,
+      requestId: requestId(),
+      pool,
+    });
+    const pdf = Buffer.from(response.extractedText, "base64");
+    expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    expect(Buffer.from(pdf.toString("base64"), "base64").equals(pdf)).toBe(true);
+    const loaded = await PDFDocument.load(pdf);
+    expect(loaded.getPageCount()).toBe(1);
+    expect(response.creditsUsed).toBe(1);
+    expect(await account.balance()).toBe(4);
+  });
+
+  it("a PDF that comes out larger than an answer carries → 413 naming the job route, the reservation refunded", async () => {
+    const account = await createAccount(5);
+    vi.mocked(ocr.renderSearchablePdf).mockResolvedValueOnce(new Uint8Array(MAX_SYNC_PDF_BYTES + 1));
+    const id = requestId();
+    const error = await expectCode(
+      { body: { image: tinyPng("BIG PDF").toString("base64"), options: { format: "pdf" } }, account, requestId: id, pool },
+      "payload_too_large",
+    );
+    expect(error.message).toMatch(/The searchable PDF is 3\.0 MB[^]*POST \/api\/ocr\/jobs/);
+    expect(await account.balance()).toBe(5);
+    const { entries } = await listLedger(account.userId);
+    expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
+      ["refund", 1, id],
+      ["ocr", -1, id],
+    ]);
+  });
+
+  it("pdf of a file larger than a synchronous answer carries → 413 naming the job route, before any charge or OCR", async () => {
+    const account = await createAccount(5);
+    const png = noisePngOfSize(3_070_000);
+    expect(png.byteLength).toBeGreaterThan(MAX_SYNC_PDF_BYTES);
+    expect(png.byteLength).toBeLessThanOrEqual(DEFAULT_MAX_INLINE_BYTES);
+    const completed = pool.stats().completed;
+    const error = await expectCode(
+      { body: { image: png.toString("base64"), options: { format: "pdf" } }, account, requestId: requestId(), pool },
+      "payload_too_large",
+    );
+    expect(error.message).toMatch(/POST \/api\/ocr\/jobs/);
+    expect(error.message).toMatch(/result\?format=pdf/);
+    expect(pool.stats().completed).toBe(completed);
+    const { entries } = await listLedger(account.userId);
+    expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
+    expect(await account.balance()).toBe(5);
+  });
+});
+

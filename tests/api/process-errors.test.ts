@@ -20,6 +20,7 @@ describe("fromEngineError: engine codes → the API's codes", () => {
     stream_too_large: ["payload_too_large", 413],
     too_many_pages: ["payload_too_large", 413],
     out_of_memory: ["payload_too_large", 413],
+    too_complex: ["payload_too_large", 413],
     bad_page_list: ["invalid_request", 400],
     unsupported_language: ["invalid_request", 400],
     too_many_languages: ["invalid_request", 400],
@@ -56,13 +57,27 @@ describe("fromEngineError: the wording names the request's fields", () => {
   it("too many pages in the whole document: how to choose some", () => {
     const error = mapped("too_many_pages", "The document has 60 pages and at most 50 are read per request", { limit: 50 });
     expect(error.message).toBe(
-      'The document has 60 pages and at most 50 are read per request; choose pages with options.pages (e.g. "1-50")',
+      'The document has 60 pages and at most 50 are read per request; choose pages with options.pages (e.g. "1-50"), ' +
+        "or send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)",
     );
+    // A job's own limit names no jobs route.
+    expect(fromEngineError(new OcrError("too_many_pages", "The document has 2100 pages and at most 2000 are read per request", { limit: 2000 }), { job: true })).toMatchObject({
+      message: 'The document has 2100 pages and at most 2000 are read per request; choose pages with options.pages (e.g. "1-2000")',
+    });
   });
 
   it("too many pages in a selection: the selection", () => {
     const error = mapped("too_many_pages", "The selection has more than 50 pages, the limit per request", { limit: 50 }, "1-51");
-    expect(error.message).toBe("options.pages selects more than 50 pages, the limit per request");
+    expect(error.message).toBe(
+      "options.pages selects more than 50 pages, the limit per request; send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)",
+    );
+  });
+
+  it("too much work for one request (the engine says why): fewer pages, or a job", () => {
+    const error = mapped("too_many_pages", "This PDF has more than 50 pages of work for one request");
+    expect(error.message).toBe(
+      "This PDF has more than 50 pages of work for one request: choose fewer pages with options.pages, or send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)",
+    );
   });
 
   it("overloaded: Retry-After from the engine's estimate, or none (the response adds its default)", () => {

@@ -89,6 +89,17 @@ describe("imageUrl served by msw", () => {
     expect(await account.balance()).toBe(10);
   });
 
+  it("a redirect to this server's own sample URL → 400: only the URL sent is read from the server's files", async () => {
+    const account = await createAccount(10);
+    server.use(http.get("https://files.example/to-own-sample", () => HttpResponse.redirect("http://127.0.0.1:3000/samples/scan.png", 302)));
+    await expectApiError(
+      await callOcr({ imageUrl: "https://files.example/to-own-sample" }, { key: account.key, headers: { host: "127.0.0.1:3000" } }),
+      "invalid_request",
+      /not a public address \(after a redirect\)/,
+    );
+    expect(await account.balance()).toBe(10);
+  });
+
   it("a private address or another scheme directly → 400", async () => {
     const account = await createAccount(10);
     for (const imageUrl of ["http://intranet.example/a.png", "http://10.1.2.3/a.png", "http://[::1]/a.png", "file:///etc/passwd", "ftp://files.example/a.png"]) {

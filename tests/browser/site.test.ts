@@ -1,16 +1,18 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, existsSync, readFileSync } from "node:fs";
-import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createHttpServer, request as httpRequest, type Server } from "node:http";
 import { connect } from "node:net";
 import path from "node:path";
 import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
+import { errorBodySchema } from "@/lib/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
 import { freePort, startDevServer, type DevServer } from "../support/dev-server";
-import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
+import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -30,10 +32,10 @@ let browser: Browser | undefined;
 /** Every API key the browser was shown: none may appear in the server's output. */
 const shownKeys: string[] = [];
 
-/** An account with 100 credits and a key, made directly in the store the server uses (for running examples). */
-async function newApiAccount(): Promise<{ key: string; balance: () => Promise<number> }> {
+/** An account with `credits` credits and a key, made directly in the store the server uses (for running examples). */
+async function newApiAccount(credits = 100): Promise<{ key: string; balance: () => Promise<number> }> {
   const userId = `usr_docs${randomBytes(6).toString("hex")}`;
-  await grantCredits({ userId, credits: 100 });
+  if (credits > 0) await grantCredits({ userId, credits });
   const { key } = await createApiKey({ userId, name: "docs examples" });
   return { key, balance: () => getBalance(userId) };
 }
@@ -52,8 +54,6 @@ describe("the site in headless Chromium", () => {
         FREE_CREDITS,
         SIGNUP_PER_ADDRESS_PER_HOUR: String(SIGNUPS_PER_ADDRESS),
         SERVER_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-        // The docs' URL examples fetch /samples/… from this very server (a private address otherwise refused).
-        URL_ALLOW_HOSTS: "127.0.0.1",
         LOG_REQUESTS: "true",
       }).then((started) => {
         server = started;
@@ -263,11 +263,18 @@ describe("the site in headless Chromium", () => {
 
   it("is usable on a phone-sized screen", async () => {
     const page = await newPage({ width: 390, height: 844 });
+    // A long e-mail with nowhere a line may break (no hyphen, no space): it must not widen the page.
+    const email = `phone${Date.now()}averyveryverylongmailboxname@subdomainofalongcompanyname.example`;
     await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(`phone-${Date.now()}@example.com`);
+    await page.getByLabel("E-mail").fill(email);
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Create account" }).click();
     await page.waitForURL(`${baseUrl}/settings`);
+    const shown = await page.getByText(email, { exact: true }).boundingBox();
+    const header = await page.locator(".settings-header").boundingBox();
+    expect(shown && header, "the e-mail and its header").toBeTruthy();
+    expect(shown!.x + shown!.width, "the e-mail's right edge against its header's").toBeLessThanOrEqual(header!.x + header!.width + 0.5);
+    expect(await overflowOf(page), "with a long e-mail").toBeLessThanOrEqual(0);
     await page.getByLabel("Key name").fill("phone");
     await page.getByRole("button", { name: "Create key" }).click();
     const key = await page.getByLabel("Your new API key").inputValue();
@@ -282,7 +289,7 @@ describe("the site in headless Chromium", () => {
     await page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().waitFor();
     expect(await overflowOf(page), "with the ledger").toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-phone.png"), fullPage: true });
-  }, 120_000);
+  }, 180_000);
 
   it("works without JavaScript: sign up, create a key (shown once), revoke it", async () => {
     const page = await newPage(undefined, false);
@@ -394,10 +401,119 @@ describe("the site in headless Chromium", () => {
       const messages: string[] = [];
       page.on("console", (message) => messages.push(message.text()));
       await page.goto(`http://localhost:${framePort}/`);
-      await expect.poll(() => messages.some((text) => /frame-ancestors|X-Frame-Options/i.test(text)), { timeout: 10_000 }).toBe(true);
+      await expect.poll(() => messages.some((text) => /frame-ancestors|X-Frame-Options/i.test(text)), { timeout: 30_000 }).toBe(true);
       const frame = page.frames().find((candidate) => candidate !== page.mainFrame());
       const framedText = frame ? await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "") : "";
       expect(framedText).not.toMatch(/Sign in|Create key/);
+    } finally {
+      await new Promise((resolve) => attacker.close(resolve));
+    }
+  });
+
+  /** One request with any method (fetch refuses TRACE and CONNECT): status, headers, body. */
+  function rawRequest(method: string, pathname: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+    return new Promise((resolve, reject) => {
+      const request = httpRequest(`${baseUrl}${pathname}`, { method, headers }, (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+      });
+      request.on("error", reject);
+      request.end();
+    });
+  }
+
+  it("methods no path serves (TRACE, PROPFIND, …) are 501 not_implemented with the error body, request id and security headers, on pages and API routes", async () => {
+    const reference = await fetch(`${baseUrl}/api/health`);
+    const logBefore = server!.output().length;
+    for (const method of ["TRACE", "PROPFIND", "PURGE", "MKCOL"]) {
+      for (const pathname of ["/", "/signin", "/settings", "/api/health", "/api/ocr/process", "/api/mcp", "/no-such-page", "/_next/static/x.js"]) {
+        const response = await rawRequest(method, pathname);
+        const where = `${method} ${pathname}`;
+        expect(response.status, where).toBe(501);
+        expect(response.headers["content-type"], where).toMatch(/^application\/json/);
+        const body = errorBodySchema.parse(JSON.parse(response.body));
+        expect(body.error.code, where).toBe("not_implemented");
+        expect(body.error.message, where).toBe(`${method} is not implemented by this server: it serves GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS`);
+        expect(response.headers["x-request-id"], where).toBe(body.requestId);
+        expect(body.requestId).toMatch(/^req_[\w-]{22}$/);
+        // The security headers of every response, as Next.js sets them on an ordinary API answer.
+        for (const name of ["x-content-type-options", "x-frame-options", "referrer-policy", "permissions-policy", "cross-origin-opener-policy", "content-security-policy"]) {
+          expect(response.headers[name], `${where}: ${name}`).toBe(reference.headers.get(name));
+        }
+        expect(response.headers["access-control-allow-origin"], where).toBe(pathname.startsWith("/api/") ? "*" : undefined);
+        if (pathname.startsWith("/api/")) {
+          expect(response.headers["access-control-expose-headers"], where).toBe(reference.headers.get("access-control-expose-headers"));
+        }
+      }
+    }
+    const overHttps = await rawRequest("TRACE", "/api/health", { "x-forwarded-proto": "https" });
+    expect(overHttps.headers["strict-transport-security"]).toBe("max-age=31536000");
+    // A scanner's probe is not an error of the server: no stack in its log.
+    expect(server!.output().slice(logBefore)).not.toMatch(/HTTP method is unsupported|TypeError/);
+    // CONNECT asks for a tunnel: the same answer, then the connection closes.
+    const connectAnswer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(server!.port, "127.0.0.1");
+      let received = "";
+      socket.on("connect", () => socket.write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"));
+      socket.on("data", (chunk) => (received += chunk.toString()));
+      socket.on("close", () => resolve(received));
+      socket.on("error", reject);
+    });
+    expect(connectAnswer).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+    expect(connectAnswer).toMatch(/x-request-id: req_/);
+    expect(connectAnswer).toContain('"code":"not_implemented"');
+    // Methods the server does serve still reach the routes: 405 with Allow where a route does not take them.
+    const put = await rawRequest("PUT", "/api/health");
+    expect(put.status).toBe(405);
+    expect(put.headers.allow).toBe("GET, HEAD, OPTIONS");
+  });
+
+  it("a cross-site server-action POST is 403 forbidden with the error body, not 500; nothing runs", async () => {
+    const logBefore = server!.output().length;
+    // As Next's client posts an action (fetch with Next-Action), but from another origin.
+    for (const origin of ["https://attacker.example", "http://127.0.0.1:1", "null", "not a url"]) {
+      const response = await fetch(`${baseUrl}/signin`, {
+        method: "POST",
+        headers: { "next-action": "7f".padEnd(42, "0"), origin, "content-type": "text/plain;charset=UTF-8", accept: "text/x-component" },
+        body: "[]",
+      });
+      expect(response.status, origin).toBe(403);
+      const body = errorBodySchema.parse(await response.json());
+      expect(body.error).toEqual({ code: "forbidden", message: expect.stringMatching(/^This form was posted from another site/) });
+      expect(response.headers.get("x-request-id")).toBe(body.requestId);
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(response.headers.get("cache-control")).toBe("no-store");
+    }
+    expect(server!.output().slice(logBefore)).not.toMatch(/Invalid Server Actions request|POST \/signin 500/);
+
+    // A real cross-site form: another origin's page copies the sign-up form (hidden action fields included) and
+    // submits it in the victim's browser. The browser sends its own Origin; the account is not created.
+    const html = await (await fetch(`${baseUrl}/signin?mode=signup`)).text();
+    const form = /<form[^>]*>[\s\S]*?<\/form>/.exec(html)?.[0];
+    expect(form).toContain('type="hidden"');
+    const email = `csrf-${Date.now()}@example.com`;
+    const attackerPort = await freePort();
+    const attacker: Server = createHttpServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      const copy = form!
+        .replace(/<form[^>]*>/, `<form id="f" method="post" enctype="multipart/form-data" action="${baseUrl}/signin?mode=signup">`)
+        .replace(/(name="email"[^>]*?)(\/?>)/, `$1 value="${email}"$2`)
+        .replace(/(name="password"[^>]*?)(\/?>)/, `$1 value="a long enough password"$2`);
+      res.end(`<!doctype html><title>attacker</title>${copy}<script>document.getElementById("f").submit()</script>`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(attackerPort, "127.0.0.1", resolve));
+    try {
+      const page = await newPage();
+      const answered = page.waitForResponse((response) => response.url().startsWith(`${baseUrl}/signin`) && response.request().method() === "POST");
+      await page.goto(`http://localhost:${attackerPort}/`);
+      const response = await answered;
+      expect(response.request().headers().origin).toBe(`http://localhost:${attackerPort}`);
+      expect(response.status()).toBe(403);
+      expect(errorBodySchema.parse(await response.json()).error.code).toBe("forbidden");
+      expect(await getAccountByEmail(email)).toBeNull();
+      await page.context().close();
     } finally {
       await new Promise((resolve) => attacker.close(resolve));
     }
@@ -413,15 +529,19 @@ describe("the site in headless Chromium", () => {
       }
     };
     try {
-      await clearCounts();
-      const outcomes: string[] = [];
-      for (let i = 0; i < 20; i++) {
-        const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
-        await signUp(page, `rotate-${i}-${Date.now()}@example.com`);
-        await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
-        outcomes.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
-        await page.context().close();
-      }
+      // The limit counts in hours of the clock; sign-ups on both sides of an hour's end are two hours' counts.
+      const outcomes = await inOneWindow(60 * 60 * 1000, async () => {
+        await clearCounts();
+        const seen: string[] = [];
+        for (let i = 0; i < 20; i++) {
+          const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
+          await signUp(page, `rotate-${i}-${Date.now()}@example.com`);
+          await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
+          seen.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
+          await page.context().close();
+        }
+        return seen;
+      });
       expect(outcomes.slice(0, SIGNUPS_PER_ADDRESS)).toEqual(Array(SIGNUPS_PER_ADDRESS).fill("created"));
       for (const outcome of outcomes.slice(SIGNUPS_PER_ADDRESS)) {
         expect(outcome).toMatch(/^Too many sign-ups from your network\. Try again in \d+ (minutes?|seconds?)\.$/);
@@ -445,8 +565,8 @@ describe("the site in headless Chromium", () => {
           const giveUp = setTimeout(() => {
             clearInterval(drip);
             socket.destroy();
-            reject(new Error("still open after 15 s"));
-          }, 15_000);
+            reject(new Error("still open after 45 s"));
+          }, 45_000);
           socket.on("close", () => {
             clearInterval(drip);
             clearTimeout(giveUp);
@@ -455,8 +575,9 @@ describe("the site in headless Chromium", () => {
         }),
       ),
     );
-    // Closed by the headers timeout (checked every second), long before Node's default 60 s.
-    expect(Math.max(...closedAfter)).toBeLessThan(HEADERS_TIMEOUT_MS + 3_000);
+    // Closed by the headers timeout (checked every second), not by Node's default 60 s: the bound is that default,
+    // halved, not a measure of how fast a busy machine gets round to it.
+    expect(Math.max(...closedAfter)).toBeLessThan(30_000);
     expect(Math.min(...closedAfter)).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
     // The server still answers.
     expect((await fetch(`${baseUrl}/api/health`)).status).toBe(200);
@@ -467,45 +588,101 @@ describe("the site in headless Chromium", () => {
       const page = await newPage({ width, height: 900 });
       await page.goto(`${baseUrl}/docs`);
       const ids = await page.locator("[data-example]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
-      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
-      for (const id of ["curl-base64", "curl-url", "javascript", "python", "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
+      const jobIds = ["job-curl", "job-javascript", "job-python"]; // run by tests/jobs/examples.test.ts
+      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", ...jobIds, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
+      for (const id of ["curl-base64", "curl-url", "javascript", "python", ...jobIds, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
         expect(await page.locator(`[data-example="${id}"] code`).textContent(), id).toContain(baseUrl);
       }
       expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(ids.length);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect(overflow, `horizontal overflow at ${width} px`).toBeLessThanOrEqual(0);
+      // The error table: every code on one line (one line box, not `insuffic ient_cre dits`), in full within the screen.
+      const codes = await page
+        .locator("table", { has: page.getByRole("columnheader", { name: "Code" }) })
+        .locator("tbody tr td:nth-child(2) code")
+        .evaluateAll((nodes) =>
+          nodes.map((node) => ({ code: node.textContent, lines: node.getClientRects().length, right: node.getBoundingClientRect().right })),
+        );
+      expect(codes.length).toBeGreaterThanOrEqual(16);
+      for (const { code, lines, right } of codes) {
+        expect(lines, `${code} at ${width} px: line boxes`).toBe(1);
+        expect(right, `${code} at ${width} px: right edge`).toBeLessThanOrEqual(width);
+      }
       if (width === 390) await page.screenshot({ path: path.join(ARTIFACTS, "docs-phone.png"), fullPage: true });
       await page.context().close();
     }
   });
 
-  it("the /docs shell and JavaScript examples, copied from the page and run, read the samples", async () => {
-    const account = await newApiAccount();
+  /** The /docs examples' code, as the page shows it (a fresh page each time). */
+  async function docsExamples(): Promise<(id: string) => string> {
     const page = await newPage();
     await page.goto(`${baseUrl}/docs`);
-    const code = (id: string) => page.locator(`[data-example="${id}"] code`).textContent().then((text) => text ?? "");
-    const env = { ...process.env, OCR_API_KEY: account.key };
+    const entries = await page
+      .locator("[data-example]")
+      .evaluateAll((nodes) => nodes.map((node) => [node.getAttribute("data-example") ?? "", node.querySelector("code")?.textContent ?? ""]));
+    await page.context().close();
+    const byId = new Map(entries.map(([id, text]) => [id!, text!]));
+    return (id) => byId.get(id) ?? "";
+  }
+
+  /** Run a /docs example as a user would, from the repository's root with OCR_API_KEY set: sh, Node or Python. */
+  function runExample(id: string, code: string, key: string) {
+    const [command, args] = id.startsWith("curl")
+      ? ["sh", ["-c", code]]
+      : id === "python"
+        ? ["python3", ["-c", code]]
+        : [process.execPath, ["--input-type=module", "-e", code]];
+    return spawnSync(command, args, { cwd: ROOT, env: { ...process.env, OCR_API_KEY: key }, encoding: "utf8", timeout: 60_000 });
+  }
+
+  // The Python example needs the requests package (.ci/run does not install Python packages).
+  const pythonRequests = spawnSync("python3", ["-c", "import requests"]).status === 0;
+
+  // The server runs without URL_ALLOW_HOSTS: it reads its own /samples/… URLs from its files (lib/input/own-samples.ts).
+  it("the /docs shell and JavaScript examples, copied from the page and run, read the samples (URL ones included) on this local server", async () => {
+    const account = await newApiAccount();
+    const code = await docsExamples();
     const runs = [
-      { id: "curl-base64", command: "sh", args: ["-c", await code("curl-base64")], text: /ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/ },
-      { id: "curl-url", command: "sh", args: ["-c", await code("curl-url")], text: /ACME OFFICE SUPPLIES/ },
+      { id: "curl-base64", text: /ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/ },
+      { id: "curl-url", text: /ACME OFFICE SUPPLIES/ },
     ];
     for (const run of runs) {
-      const result = spawnSync(run.command, run.args, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
-      expect(result.status, `${run.id}: ${result.stderr}`).toBe(0);
+      const result = runExample(run.id, code(run.id), account.key);
+      expect(result.status, `${run.id}: ${result.stdout} ${result.stderr}`).toBe(0);
       const body = JSON.parse(result.stdout) as { success: boolean; extractedText: string };
       expect(body.success, run.id).toBe(true);
       expect(body.extractedText, run.id).toMatch(run.text);
     }
-    // The JavaScript example prints the scan's text, then the report's JSON document.
-    const js = spawnSync(process.execPath, ["--input-type=module", "-e", await code("javascript")], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+    // The JavaScript example prints the scan's text, then the report's JSON document (read from its URL).
+    const js = runExample("javascript", code("javascript"), account.key);
     expect(js.status, js.stderr).toBe(0);
     expect(js.stdout).toMatch(/ACME OFFICE SUPPLIES[\s\S]*"source":"text-layer"/);
     // The AI SDK example calls extract_text over MCP on the sample's URL.
-    const ai = spawnSync(process.execPath, ["--input-type=module", "-e", await code("ai-sdk")], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+    const ai = runExample("ai-sdk", code("ai-sdk"), account.key);
     expect(ai.status, ai.stderr).toBe(0);
     expect(ai.stdout).toMatch(/ACME OFFICE SUPPLIES/);
     expect(await account.balance()).toBe(100 - 6); // scan.png, scan.pdf, scan.png, report.pdf (2 pages), scan.png
-    await page.context().close();
+  });
+
+  it.skipIf(!pythonRequests)("the /docs Python example, copied from the page and run, reads the scan and the report's URL", async () => {
+    const account = await newApiAccount();
+    const python = runExample("python", (await docsExamples())("python"), account.key);
+    expect(python.status, python.stderr).toBe(0);
+    expect(python.stdout).toMatch(/ACME OFFICE SUPPLIES[\s\S]*# Annual Summary/);
+    expect(await account.balance()).toBe(100 - 3); // scan.png, report.pdf (2 pages)
+  });
+
+  it("every runnable /docs example exits non-zero on an error answer (a key without credits: 402, or an isError tool result)", async () => {
+    const account = await newApiAccount(0);
+    const code = await docsExamples();
+    const ids = ["curl-base64", "curl-url", "javascript", ...(pythonRequests ? ["python"] : []), "ai-sdk"];
+    for (const id of ids) {
+      const result = runExample(id, code(id), account.key);
+      // curl --fail-with-body: 22 with the error body on stdout; a thrown error in Node or Python: 1, on stderr.
+      expect(result.status, `${id}: ${result.stdout} ${result.stderr}`).toBe(id.startsWith("curl") ? 22 : 1);
+      expect(id.startsWith("curl") ? result.stdout : result.stderr, id).toContain("insufficient_credits");
+      if (!id.startsWith("curl")) expect(result.stdout, `${id} prints no result`).toBe("");
+    }
   });
 
   it("no API key ever reaches the server's output (sign-up → create key, with request logging on)", () => {

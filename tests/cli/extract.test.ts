@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -120,6 +121,34 @@ describe("ocr extract: one file to stdout, in each format", () => {
   });
 });
 
+describe("ocr extract: the searchable PDF and the word formats", () => {
+  it("--format pdf -o out.pdf writes the PDF itself (binary), its text layer the page's words", async () => {
+    const account = await createAccount(10);
+    const file = path.join(tempDir("pdf"), "out.pdf");
+    const run = await ocr(["extract", PNG, "--format", "pdf", "-o", file], account.key);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe("");
+    expect(run.code).toBe(0);
+    const pdf = fs.readFileSync(file);
+    expect(pdf.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    expect(spawnSync("qpdf", ["--check", file]).status).toBe(0);
+    const text = execFileSync("pdftotext", ["-raw", file, "-"], { encoding: "utf8" });
+    expect(characterErrorRate(text, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
+    expect(await account.balance()).toBe(9);
+  });
+
+  it("--format tsv, hocr and alto to stdout", async () => {
+    const account = await createAccount(10);
+    const tsv = await ocr(["extract", PNG, "--format", "tsv"], account.key);
+    expect(tsv.code).toBe(0);
+    expect(tsv.stdout.split("\n")[0]).toBe("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext");
+    const hocr = await ocr(["extract", PNG, "--format", "hocr"], account.key);
+    expect(hocr.stdout).toMatch(/class="ocrx_word"[^>]*>Optical</);
+    const alto = await ocr(["extract", PNG, "--format", "alto"], account.key);
+    expect(alto.stdout).toMatch(/<String ID="word_1_1" CONTENT="Optical"/);
+  });
+});
+
 describe("ocr extract: several files", () => {
   it("writes <name>.<ext> for each into --out (created), nothing on stdout, no progress bar off a terminal", async () => {
     const account = await createAccount(10);
@@ -230,7 +259,7 @@ describe("ocr extract: refusals and errors", () => {
   it("usage errors → exit code 2", async () => {
     for (const args of [
       ["extract"],
-      ["extract", PNG, "--format", "pdf"],
+      ["extract", PNG, "--format", "docx"],
       ["extract", PNG, "--pages", "one"],
       ["extract", PNG, "--bogus"],
       ["extract", PNG, "--timeout", "soon"],

@@ -74,7 +74,7 @@ describe("ocr mcp over Streamable HTTP", () => {
     expect(stderr()).toMatch(/ocr mcp: connected to http:\/\/127\.0\.0\.1:\d+\/api\/mcp over Streamable HTTP \(ocr-service 2\.0\.0\)/);
 
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text"]);
+    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
     expect(tools[0]!.outputSchema?.type).toBe("object");
 
@@ -107,7 +107,7 @@ describe("ocr mcp over Streamable HTTP", () => {
     const error = await client.callTool({ name: "read_minds", arguments: {} }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32602);
-    expect((error as McpError).message).toBe('MCP error -32602: Unknown tool "read_minds": this server has only extract_text');
+    expect((error as McpError).message).toBe('MCP error -32602: Unknown tool "read_minds": this server has extract_text and get_extraction');
 
     server.current.requests.length = 0;
     await client.ping();
@@ -159,7 +159,7 @@ describe("ocr mcp falling back to SSE", () => {
     expect(stderr()).toMatch(/connected to .*\/api\/mcp over SSE \(ocr-service 2\.0\.0\)/);
 
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text"]);
+    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
     const body = expectExtracted(await extract(client, png, "json"));
     expect(JSON.parse(body.extractedText)).toHaveProperty("pages");
     expect(await account.balance()).toBe(9);

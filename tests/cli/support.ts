@@ -8,6 +8,9 @@ import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import * as creditsRoute from "@/app/api/credits/route";
 import * as mcpRoute from "@/app/api/mcp/route";
+import * as jobResultRoute from "@/app/api/ocr/jobs/[id]/result/route";
+import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
+import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as processRoute from "@/app/api/ocr/process/route";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -27,10 +30,10 @@ export interface LoggedRequest {
 }
 
 /**
- * Fault injection: return a Response to answer instead of the route, `"drop"` to close the socket without an
- * answer, or undefined to pass the request through.
+ * Fault injection: return a Response (or a promise of one) to answer instead of the route, `"drop"` to close the
+ * socket without an answer, or undefined to pass the request through.
  */
-export type Interceptor = (request: LoggedRequest) => Response | "drop" | undefined;
+export type Interceptor = (request: LoggedRequest) => Response | Promise<Response | undefined> | "drop" | undefined;
 
 export interface TestServer {
   baseUrl: string;
@@ -48,7 +51,12 @@ export async function startServer(): Promise<TestServer> {
     "/api/ocr/process": processRoute,
     "/api/mcp": mcpRoute,
     "/api/credits": creditsRoute,
+    "/api/ocr/jobs": jobsRoute,
   };
+  // Dynamic segments, as Next's file-system router matches them.
+  const routeFor = (pathname: string): RouteModule | undefined =>
+    routes[pathname] ??
+    (/^\/api\/ocr\/jobs\/[^/]+\/result$/.test(pathname) ? jobResultRoute : /^\/api\/ocr\/jobs\/[^/]+$/.test(pathname) ? jobRoute : undefined);
   const state: TestServer = { baseUrl: "", requests: [], intercept: undefined, close: async () => undefined };
 
   const server = http.createServer(async (req, res) => {
@@ -62,7 +70,7 @@ export async function startServer(): Promise<TestServer> {
     const logged: LoggedRequest = { method, path: url.pathname, search: url.search, headers, body: body.toString("utf8"), status: 0 };
     state.requests.push(logged);
 
-    const injected = state.intercept?.(logged);
+    const injected = await state.intercept?.(logged);
     if (injected === "drop") {
       req.socket.destroy();
       return;
@@ -73,7 +81,7 @@ export async function startServer(): Promise<TestServer> {
     if (injected) {
       response = injected;
     } else {
-      const handler = routes[url.pathname]?.[method as keyof RouteModule];
+      const handler = routeFor(url.pathname)?.[method as keyof RouteModule];
       response = handler
         ? await handler(
             new Request(url, {

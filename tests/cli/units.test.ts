@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseBaseUrl, parseDuration, resolveConfig } from "@/cli/src/config";
 import { exitCodeForStatus } from "@/cli/src/errors";
 import { backoffMs, retryAfterMs, sendWithRetry } from "@/cli/src/http";
-import { ProgressBar } from "@/cli/src/progress";
+import { ProgressBar, ProgressLines } from "@/cli/src/progress";
 
 /* The CLI's pure parts, in process: configuration, retry timing, exit codes and the progress bar. */
 
@@ -103,8 +103,8 @@ describe("retry timing", () => {
 
 describe("exit codes", () => {
   it("maps the service's statuses", () => {
-    expect([401, 403, 402, 400, 404, 413, 415, 422, 409, 429, 500, 502, 503, 504].map(exitCodeForStatus)).toEqual([
-      3, 3, 4, 5, 5, 5, 5, 5, 1, 1, 1, 1, 1, 1,
+    expect([401, 403, 402, 400, 404, 410, 413, 415, 422, 409, 429, 500, 502, 503, 504].map(exitCodeForStatus)).toEqual([
+      3, 3, 4, 5, 5, 5, 5, 5, 5, 1, 1, 1, 1, 1, 1,
     ]);
   });
 });
@@ -138,5 +138,44 @@ describe("progress bar", () => {
       bar.finish();
       expect(writes).toEqual(["a line\n"]);
     }
+  });
+
+  it("a single file's job: the bar counts its pages; with several files the pages follow the file's name", () => {
+    const single = fakeStream(true);
+    const bar = new ProgressBar(single.stream, 1);
+    bar.start("big.pdf");
+    bar.pages("big.pdf", 30, 120);
+    expect(bar.render()).toMatch(/^\[#{8}-{22}\]  30\/120 pages {2}big\.pdf$/);
+    bar.log("ocr: a note");
+    bar.tick();
+    expect(single.writes.at(-1)).toBe("\r\x1b[2K");
+    expect(single.writes).toContain("ocr: a note\n");
+
+    const several = fakeStream(true);
+    const files = new ProgressBar(several.stream, 3);
+    files.start("a.png");
+    files.tick();
+    files.pages("big.pdf", 5, 10);
+    expect(files.render()).toMatch(/^\[#{10}-{20}\] 1\/3 {2}big\.pdf 5\/10 pages$/);
+
+    const piped = fakeStream(false);
+    new ProgressBar(piped.stream, 1).pages("big.pdf", 1, 2);
+    expect(piped.writes).toEqual([]);
+  });
+});
+
+describe("progress lines off a terminal", () => {
+  it("at most one per interval, and only when the job moved", () => {
+    let now = 0;
+    const lines = new ProgressLines(10_000, () => now);
+    const job = (status: string, pagesDone: number, pagesFailed = 0) => ({ status, pagesDone, pagesFailed, pagesTotal: 120 });
+    lines.mark(job("queued", 0));
+    now = 5_000;
+    expect(lines.next(job("running", 10))).toBeNull();
+    now = 10_000;
+    expect(lines.next(job("running", 12))).toBe("running, 12/120 pages read");
+    now = 25_000;
+    expect(lines.next(job("running", 12))).toBeNull();
+    expect(lines.next(job("running", 40, 2))).toBe("running, 40/120 pages read, 2 failed");
   });
 });

@@ -100,7 +100,7 @@ describe("decodeBase64Input: invalid input is 400 invalid_request", () => {
     const error = failure(() => decodeBase64Input(input, MiB));
     expect(error.code).toBe("invalid_request");
     expect(error.status).toBe(400);
-    expect(error.message).toMatch(/^image (is not valid base64|data URL must be base64)/);
+    expect(error.message).toMatch(/^image(: a data URL must be base64| is not valid base64)/);
   });
 });
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestOrigin } from "@/lib/http/origin";
-import { isLoopbackOrigin, trySnippets } from "@/app/settings/snippets";
+import { trySnippets } from "@/app/settings/snippets";
 import { generateApiKey } from "@/lib/keys";
 
 const run = promisify(execFile);
@@ -56,13 +56,15 @@ describe("the try-it snippets", () => {
     expect(JSON.parse(byId("cursor"))).toEqual({ mcpServers: { ocr: { url: `${origin}/api/mcp`, headers: { "x-api-key": key } } } });
   });
 
-  it("say when the server is local, since a local server cannot fetch its own samples", () => {
-    expect(isLoopbackOrigin("http://127.0.0.1:3000")).toBe(true);
-    expect(isLoopbackOrigin("http://localhost:3000")).toBe(true);
-    expect(isLoopbackOrigin("http://[::1]:3000")).toBe(true);
-    expect(isLoopbackOrigin("https://ocr.example.com")).toBe(false);
+  it("say the sample URL works on a local server too, and what else a local server refuses", () => {
     const local = trySnippets({ key, origin: "http://localhost:3000" });
-    expect(local.find((snippet) => snippet.id === "curl-url")?.note).toMatch(/refuses private addresses/);
+    const note = local.find((snippet) => snippet.id === "curl-url")?.note ?? "";
+    expect(note).toMatch(/works on a local server too/);
+    expect(note).toMatch(/URL_ALLOW_HOSTS/);
+  });
+
+  it("fail loudly: both curl commands use --fail-with-body (a non-zero exit on an error answer, with its body)", () => {
+    for (const id of ["curl-base64", "curl-url"]) expect(byId(id), id).toContain("curl -sS --fail-with-body ");
   });
 
   it("are valid POSIX sh", async () => {
@@ -72,13 +74,16 @@ describe("the try-it snippets", () => {
   describe("the curl command, run by sh against a server that records what it gets", () => {
     let dir = "";
     let received: { url?: string; headers?: Record<string, string | string[] | undefined>; body?: string } = {};
+    /** What the server answers next: a success, or the service's 402. */
+    let answer: { status: number; body: string } = { status: 200, body: '{"success":true}' };
     const server = createServer((request, response) => {
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
         received = { url: request.url, headers: request.headers, body: Buffer.concat(chunks).toString() };
+        response.statusCode = answer.status;
         response.setHeader("content-type", "application/json");
-        response.end('{"success":true}');
+        response.end(answer.body);
       });
     });
     // 200 kB of bytes: their base64 (267 kB) is more than one command-line argument may hold (128 kB on Linux).
@@ -105,6 +110,23 @@ describe("the try-it snippets", () => {
       expect(received.headers?.["x-api-key"]).toBe(key);
       expect(received.headers?.["content-type"]).toBe("application/json");
       expect(JSON.parse(received.body ?? "")).toMatchObject({ image: file.toString("base64") });
+    });
+
+    it.each(["curl-base64", "curl-url"])("%s exits non-zero on an error answer and prints its body", async (id) => {
+      const local = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const code = trySnippets({ key, origin: local }).find((snippet) => snippet.id === id)?.code ?? "";
+      const error = '{"success":false,"error":{"code":"insufficient_credits","message":"Insufficient credits"},"requestId":"req_x"}';
+      answer = { status: 402, body: error };
+      try {
+        const outcome = await run("sh", ["-c", code], { cwd: dir }).then(
+          () => ({ code: 0, stdout: "" }),
+          (failure: { code: number; stdout: string }) => failure,
+        );
+        expect(outcome.code).toBe(22);
+        expect(outcome.stdout).toBe(error);
+      } finally {
+        answer = { status: 200, body: '{"success":true}' };
+      }
     });
   });
 });

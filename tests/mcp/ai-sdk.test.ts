@@ -46,8 +46,8 @@ describe.each(STORE_KINDS)("Vercel AI SDK MCP client (%s store)", (storeKind) =>
       open.push(client);
 
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(["extract_text"]);
-      expect(tools[0]!.description).toMatch(/no page-range argument/);
+      expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect(tools[0]!.description).toMatch(/read as an asynchronous job/);
 
       const body = expectExtracted(
         await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: paragraph, filename: "paragraph.png" } } }),
@@ -57,7 +57,7 @@ describe.each(STORE_KINDS)("Vercel AI SDK MCP client (%s store)", (storeKind) =>
 
       // What `generateText({ tools })` is given: the tool, with its schema, ready to run.
       const toolSet = await client.tools();
-      expect(Object.keys(toolSet)).toEqual(["extract_text"]);
+      expect(Object.keys(toolSet)).toEqual(["extract_text", "get_extraction"]);
       expect(await account.balance()).toBe(4);
       await expectLedgerConsistent(account);
 

@@ -206,7 +206,7 @@ describe("mcp-remote", () => {
     const client = new ClientV1(clientInfo);
     try {
       await client.connect(transport);
-      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text"]);
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
       const body = expectExtracted(
         await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }),
       );

@@ -63,7 +63,17 @@ describe("route module and configuration", () => {
   it("defaults: a tool budget under the sample client's 30 s timeout, pings every 15 s, a drain longer than a tool call", () => {
     expect(mcpConfig(parseEnv({}))).toEqual({
       toolDeadlineMs: 28_000,
-      sse: { lifetimeMs: 295_000, drainMs: 33_000, pingMs: 15_000, pollMs: 100, idlePollMs: 1_000, storeOutageMs: 10_000, unusedMs: 10_000 },
+      sse: {
+        lifetimeMs: 295_000,
+        drainMs: 33_000,
+        pingMs: 15_000,
+        pollMs: 100,
+        idlePollMs: 1_000,
+        storeOutageMs: 10_000,
+        refreshMs: 15_000,
+        unusedMs: 10_000,
+      },
+      streams: { perAccount: 20, perInstance: 200 },
     });
     const short = mcpConfig(parseEnv({ MCP_SSE_LIFETIME_MS: "20000", MCP_TOOL_DEADLINE_MS: "90000" }));
     expect(short.toolDeadlineMs).toBe(55_000); // capped by REQUEST_DEADLINE_MS
@@ -74,7 +84,7 @@ describe("route module and configuration", () => {
 
 describe("raw JSON-RPC over POST, as curl sends it", () => {
   it.each(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])(
-    "initialize %s with the seed's params (no clientInfo) → 200 JSON echoing the version, tools only",
+    "initialize %s with the seed's params (no clientInfo) → 200 JSON echoing the version, tools and tasks",
     async (version) => {
       const account = await createAccount(0);
       const response = await rpc(
@@ -86,7 +96,7 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
       expect(response.headers.get("mcp-session-id")).toBeNull();
       expect(await resultOf(response)).toEqual({
         protocolVersion: version,
-        capabilities: { tools: { listChanged: false } },
+        capabilities: { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
         serverInfo: { name: "ocr-service", title: "OCR service", version: "2.0.0" },
       });
     },
@@ -112,7 +122,7 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     const account = await createAccount(0);
     const result = await resultOf(await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key, headers }));
     const tools = result.tools as { name: string; inputSchema: { required: string[] } }[];
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text"]);
+    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
   });
 
@@ -170,7 +180,7 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
     ["empty data", callTool({ image_source: { type: "base64", data: "" } }), /image_source\.data/],
     ["an unknown field", callTool({ image_source: { type: "base64", data: png }, language: "eng" }), /language/],
     ["a misspelt field", callTool({ image_source: { type: "url", data: "https://files.example/a.png", file_name: "a.png" } }), /file_name/],
-    ["output_format pdf", callTool({ image_source: { type: "base64", data: png }, output_format: "pdf" }), /output_format/],
+    ["output_format docx", callTool({ image_source: { type: "base64", data: png }, output_format: "docx" }), /output_format/],
   ])("%s → -32602", async (_label, body, message) => {
     const account = await createAccount(5);
     const response = await rpc(body, { key: account.key });
@@ -355,6 +365,14 @@ describe("HTTP around the SDK", () => {
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       expect(await account.balance()).toBe(10);
       await expectLedgerConsistent(account);
+      // The refused batch took none of what was left: its HTTP request counted once, the 2 others are still there.
+      expect(limited.headers.get("ratelimit-remaining")).toBe("2");
+      const ping = { jsonrpc: "2.0", id: 9, method: "ping" };
+      const pinged = await rpc(ping, { key: account.key });
+      expect(pinged.status).toBe(200);
+      expect(pinged.headers.get("ratelimit-remaining")).toBe("1");
+      expect((await rpc(ping, { key: account.key })).status).toBe(200);
+      await expectApiError(await rpc(ping, { key: account.key }), "rate_limited");
     } finally {
       restore();
     }
@@ -368,6 +386,8 @@ describe("HTTP around the SDK", () => {
       const batch = [1, 2, 3].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
       const answered = await rpc(batch, { key: account.key });
       expect(answered.status).toBe(200);
+      // What the batch took: its 3 calls.
+      expect(answered.headers.get("ratelimit-remaining")).toBe("1");
       const results = z.array(jsonRpcResultSchema).parse(await answered.json());
       for (const result of results) expectExtracted(result.result);
       expect(await account.balance()).toBe(7);

@@ -264,7 +264,7 @@ export function readEvents(response: Response): { next(timeoutMs?: number): Prom
   };
 
   return {
-    async next(timeoutMs = 10_000) {
+    async next(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (queue.length === 0 && !ended) {
         const left = deadline - Date.now();
@@ -299,7 +299,7 @@ export function messageOf(event: SseEvent | null): unknown {
 }
 
 /** Poll `check` until it returns true (store state that changes asynchronously). */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
+export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");

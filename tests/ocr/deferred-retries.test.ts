@@ -23,7 +23,7 @@ async function prepared(bytes: Uint8Array, type: "jpeg" | "png") {
 }
 
 function context(deferRetries?: RecognizeContext["deferRetries"]): RecognizeContext {
-  return { pool: tesseract, langs: ["eng"], deadline: Date.now() + 60_000, deferRetries };
+  return { pool: tesseract, langs: ["eng"], deadline: Date.now() + 170_000, deferRetries };
 }
 
 describe("deferred Tesseract passes", () => {
@@ -71,7 +71,7 @@ describe("deferred Tesseract passes", () => {
     }
   });
 
-  describe("through the engine processes", () => {
+  describe("through the engine processes", { timeout: 300_000 }, () => {
     // Enough words for a second reading (SECOND_READING_MIN_WORDS); Tesseract reads each page with confidence under 80.
     const lines = [...LINES, "CASH 50.00 CHANGE 7.50", "ITEMS SOLD 3 QTY 5", "MEMBER POINTS EARNED 42", "PLEASE KEEP THIS RECEIPT"];
     const truth = lines.join("\n");
@@ -83,7 +83,9 @@ describe("deferred Tesseract passes", () => {
     const both = pool(["tesseract", "paddle"]);
     const only = pool(["tesseract"]);
     const read = (bytes: Uint8Array) =>
-      Promise.all([both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 120_000 })));
+      // A long deadline: these noisy pages take every pass (seconds each on a quiet machine, minutes on a busy one),
+      // and what is asserted is which reading is kept, never how fast.
+      Promise.all([both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 280_000 })));
 
     it("a noisy page PaddleOCR reads surely: Tesseract reads it once, and PaddleOCR's reading is kept", async () => {
       const [withPaddle, alone] = await read(degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 }));

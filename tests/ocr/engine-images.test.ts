@@ -75,7 +75,7 @@ describe.each(cases)("$file", ({ file, truth, maxCer, width, height }) => {
     expect([page!.width, page!.height]).toEqual([width, height]);
     expect(page!.blocks.length).toBeGreaterThan(0);
     // Renderer-only hints stay out of the public document.
-    expect(Object.keys(page!).sort()).toEqual(["blocks", "confidence", "engine", "height", "number", "source", "text", "width"]);
+    expect(Object.keys(page!).sort()).toEqual(["blocks", "confidence", "engine", "height", "number", "rotation", "skew", "source", "text", "width"]);
     // Words are the text: every line's text is its words.
     for (const block of page!.blocks) for (const line of block.lines) expect(line.text).toBe(line.words.map((w) => w.text).join(" "));
   });

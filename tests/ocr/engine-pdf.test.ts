@@ -111,8 +111,19 @@ describe("born-digital.pdf: page selection and limits", () => {
     expect(doc.pages[1]!.text).toContain("Results");
   });
 
-  it("limits.maxPdfPages: 2 on the 3-page PDF → too_many_pages from openDocument, before any extraction", async () => {
-    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } }), "too_many_pages");
+  it("limits.maxPdfPages counts work: 2 on the 3-page born-digital PDF fits (a text-layer page counts 0.1)", async () => {
+    const opened = await openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } });
+    expect(opened.selectedPages).toEqual([1, 2, 3]);
+    await opened.close();
+  });
+
+  it("limits.maxPdfPages: 2 on a 3-page scan → too_many_pages from openDocument, before any OCR", async () => {
+    const error = await expectOcrError(openDocument(fixture("scanned-3.pdf"), { pool, limits: { maxPdfPages: 2 } }), "too_many_pages");
+    expect(error.message).toMatch(/more than 2 pages of work/);
+  });
+
+  it("limits.maxPdfPages: 0.1 × the pages in all is the page cap: 3 pages of text with a limit of 0.2 (2 pages in all) → too_many_pages", async () => {
+    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 0.2 } }), "too_many_pages");
   });
 
   it("limits.maxPdfPages: 2 with pages \"1-2\" is within the limit", async () => {

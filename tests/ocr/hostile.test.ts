@@ -24,13 +24,21 @@ describe("hostile files end in the right OcrError", () => {
     ["hostile/encrypted.pdf", "encrypted"],
     ["hostile/huge-header.png", "image_too_large"],
     ["hostile/bomb.png", "image_too_large"],
+    // 12000×12000 behind a 64×64 frame header, alone and inside a PDF whose image dictionary says 64×64.
+    ["hostile/smuggled.jpg", "image_too_large"],
+    ["hostile/smuggled-jpeg.pdf", "image_too_large"],
+    // The inflate bomb's 1 GiB content stream, spelled so the first pre-check did not see a Flate stream.
+    ["hostile/inflate-bomb-image-subtype.pdf", "stream_too_large"],
+    ["hostile/inflate-bomb-escaped-name.pdf", "stream_too_large"],
+    ["hostile/inflate-bomb-indirect-filter.pdf", "stream_too_large"],
+    ["hostile/inflate-bomb-hex-chain.pdf", "stream_too_large"],
   ];
 
   it.each(cases)("%s → %s", async (file, code) => {
     await expectOcrError(extractDocument(fixture(file), { pool }), code);
   });
 
-  it.each([["hostile/huge-header.png"], ["hostile/bomb.png"]])(
+  it.each([["hostile/huge-header.png"], ["hostile/bomb.png"], ["hostile/smuggled.jpg"]])(
     "%s is refused by openDocument itself, from the header, before any decoding",
     async (file) => {
       const error = await expectOcrError(openDocument(fixture(file), { pool }), "image_too_large");
@@ -111,6 +119,7 @@ const DOCUMENT_FAULTS: OcrErrorCode[] = [
   "stream_too_large",
   "too_many_pages",
   "out_of_memory",
+  "too_complex",
 ];
 
 describe("mutated files: either a result or an OcrError, never anything else", () => {

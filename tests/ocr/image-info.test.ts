@@ -99,6 +99,27 @@ describe("readImageInfo: dimensions from the header equal the decoded image", ()
   });
 });
 
+describe("readImageInfo reads a JPEG's markers as libjpeg does, so the size is the one the decoder will decode", () => {
+  const jpeg = fixture("paragraph.jpg");
+  /** The JPEG with `bytes` inserted right after SOI. */
+  const afterSoi = (bytes: number[]) => new Uint8Array(Buffer.concat([jpeg.subarray(0, 2), Buffer.from(bytes), jpeg.subarray(2)]));
+
+  it("hostile/smuggled.jpg: `FF 00` + a length after SOI is padding, not a segment: the frame behind it is 12000×12000", () => {
+    // The first reader skipped `FF 00 LL LL` as a segment and found the 64×64 frame after it.
+    expect(readImageInfo(fixture("hostile/smuggled.jpg"), "jpeg")).toMatchObject({ width: 12_000, height: 12_000 });
+  });
+
+  it.each([
+    ["fill bytes (FF FF FF) before a marker", [0xff, 0xff, 0xff]],
+    ["a stuffed zero (FF 00) and garbage before the next marker", [0xff, 0x00, 0x12, 0x34]],
+    ["a standalone RST0 marker", [0xff, 0xd0]],
+  ])("%s: skipped as libjpeg skips them", async (_name, bytes) => {
+    const input = afterSoi(bytes);
+    const decoded = await loadImage(Buffer.from(input));
+    expect(readImageInfo(input, "jpeg")).toMatchObject({ width: decoded.width, height: decoded.height });
+  });
+});
+
 describe("exifOrientation", () => {
   it.each([1, 3, 6, 8] as const)("big-endian (MM) orientation %i", (value) => {
     expect(exifOrientation(exifSegment("MM", [[ORIENTATION, value]]))).toBe(value);

@@ -212,3 +212,116 @@ describe("renderMarkdown: code and pages", () => {
     expect(render(d, "text")).toBe("a b\n\nc\fd");
   });
 });
+
+describe("renderMarkdown: lines the writer ended stay lines (hard breaks), wrapped lines join", () => {
+  /** Page-relative width of a character and of a space in the laid-out blocks below. */
+  const CHAR = 0.01;
+
+  /** A block whose lines are laid out word by word from x = 0.1, CHAR per character, one CHAR between words. */
+  function laidOut(lines: string[], top = 0.1): OcrBlock {
+    const built = lines.map((text, l) => {
+      const y = top + l * 0.02;
+      let x = 0.1;
+      const words = text
+        .split(" ")
+        .filter(Boolean)
+        .map((word) => {
+          const bbox: [number, number, number, number] = [x, y, x + word.length * CHAR, y + 0.015];
+          x += (word.length + 1) * CHAR;
+          return { text: word, confidence: 90, bbox };
+        });
+      const bbox: [number, number, number, number] = [0.1, y, words.at(-1)?.bbox[2] ?? 0.1, y + 0.015];
+      return { text, confidence: 90, bbox, words };
+    });
+    const x1 = Math.max(...built.map((line) => line.bbox[2]));
+    return { text: lines.join("\n"), confidence: 90, bbox: [0.1, top, x1, top + lines.length * 0.02], lines: built };
+  }
+
+  /** A word processor's greedy wrap of `text` into lines of at most `chars` characters. */
+  function wrap(text: string, chars: number): string[] {
+    const lines: string[] = [];
+    for (const word of text.split(" ")) {
+      const last = lines.at(-1);
+      if (last !== undefined && last.length + 1 + word.length <= chars) lines[lines.length - 1] = `${last} ${word}`;
+      else lines.push(word);
+    }
+    return lines;
+  }
+
+  function pageOf(...blocks: string[][]): ExtractedPage {
+    const built = blocks.map((lines, b) => laidOut(lines, 0.1 + b * 0.2));
+    return {
+      number: 1,
+      width: 1000,
+      height: 1400,
+      source: "ocr",
+      confidence: 90,
+      text: built.map((block) => block.text).join("\n\n"),
+      blocks: built,
+      lineStyles: blocks.map((lines) => lines.map(() => ({ size: 10 }))),
+    };
+  }
+
+  const markdownOf = (...blocks: string[][]) => renderMarkdown(doc(pageOf(...blocks)));
+
+  const PROSE =
+    "Optical character recognition turns pictures of text into text that a program can search, copy and index. " +
+    "Scanned letters, receipts and forms are read the same way, and every page costs one credit whatever its length. " +
+    "The examples on this page use the sample documents that every deployment serves.";
+
+  it("an invoice: item rows ending in amounts, a header of short lines and the total each keep their line, as `text` does", () => {
+    const page = pageOf(
+      ["ACME OFFICE SUPPLIES"],
+      ["Invoice 2026-0417", "Date: 12 March 2026", "Bill to: Northwind Traders, 8 Harbour Road"],
+      ["2 x Widget 4.00", "1 x Gadget 12.50", "3 x Sprocket 7.25", "Paper A4, 5 reams 24.50"],
+      ["Total due 48.00 EUR"],
+      ["Payment within 30 days. Thank you for your order."],
+    );
+    expect(renderMarkdown(doc(page))).toBe(
+      [
+        "ACME OFFICE SUPPLIES",
+        "Invoice 2026-0417  \nDate: 12 March 2026  \nBill to: Northwind Traders, 8 Harbour Road",
+        "2 x Widget 4.00  \n1 x Gadget 12.50  \n3 x Sprocket 7.25  \nPaper A4, 5 reams 24.50",
+        "Total due 48.00 EUR",
+        "Payment within 30 days. Thank you for your order.",
+      ].join("\n\n"),
+    );
+    // The same lines as the plain text.
+    expect(renderMarkdown(doc(page)).replaceAll("  \n", "\n")).toBe(render(doc(page), "text"));
+  });
+
+  it("rows with amounts keep their lines even when each fills the block (no room test can tell)", () => {
+    expect(markdownOf(["Coffee 3.50", "Bagels 4.25", "Juice 2.80 €"])).toBe("Coffee 3.50  \nBagels 4.25  \nJuice 2.80 €");
+  });
+
+  it.each([24, 32, 40, 48, 56, 64, 80])("a ragged-right paragraph wrapped at %d characters joins into one paragraph", (chars) => {
+    const lines = wrap(PROSE, chars);
+    expect(lines.length).toBeGreaterThan(2);
+    expect(markdownOf(lines)).toBe(PROSE);
+  });
+
+  it("a wrapped line that happens to end in an amount still joins (one amount is not a row of items)", () => {
+    const text = "The invoice for the office supplies came to 24.50 after the discount was applied, and it was paid in full.";
+    const lines = wrap(text, 50);
+    expect(lines[0]).toMatch(/24\.50$/);
+    expect(markdownOf(lines)).toBe(text);
+  });
+
+  it("a word hyphenated at a short line's end is mended, not broken", () => {
+    expect(markdownOf(["This is an exam-", "ple of a hyphenated word that wrapped onto the next line."])).toBe(
+      "This is an example of a hyphenated word that wrapped onto the next line.",
+    );
+  });
+
+  it("two paragraphs in one block: the short last line of the first ends it with a break", () => {
+    const first = wrap("The first paragraph has a few lines of ordinary text that wrap at the column edge as usual.", 40);
+    const out = markdownOf([...first, "Second paragraph."]);
+    expect(out).toBe(`${first.join(" ")}  \nSecond paragraph.`);
+  });
+
+  it("a line after a hard break that would read as Markdown syntax is escaped", () => {
+    expect(markdownOf(["A line long enough to set the width of this block", "Notes", "# 3 on the list", "---", "> quoted"])).toBe(
+      "A line long enough to set the width of this block Notes  \n\\# 3 on the list  \n\\---  \n\\> quoted",
+    );
+  });
+});

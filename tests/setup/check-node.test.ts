@@ -1,13 +1,21 @@
 import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 /*
  * On a Node older than 22.13 the service would start, read images, and answer every PDF "corrupt" (pdf.js fails
- * inside getDocument). `npm run dev`, `npm start`, `npm test` and `npm run build` stop first, naming the version and
- * the one-line install. OCR_CHECK_NODE_VERSION stands in for the running version.
+ * inside getDocument). `npm run dev`, `npm start`, `npm test` and `npm run build` stop first, and `npm install` ends,
+ * naming the version and the one-line install. OCR_CHECK_NODE_VERSION stands in for the running version.
  */
 const ROOT = path.resolve(import.meta.dirname, "../..");
+/** The machine's own Node (Debian's, 20 here): npm's engine check reads the Node that runs npm, so it takes a real one. */
+const OLD_NODE = "/usr/bin/node";
+const oldNodeVersion = spawnSync(OLD_NODE, ["-p", "process.versions.node"], { encoding: "utf8" }).stdout?.trim() ?? "";
+const [oldMajor = 0, oldMinor = 0] = oldNodeVersion.split(".").map(Number);
+const hasOldNode = oldMajor > 0 && (oldMajor < 22 || (oldMajor === 22 && oldMinor < 13));
+const INSTALL_LINE = 'npm install -g --prefix "$HOME/.local/node24" node@24 && export PATH="$HOME/.local/node24/bin:$PATH"';
 
 function run(command: string, args: string[], version: string) {
   return spawnSync(command, args, {
@@ -23,7 +31,7 @@ describe("the Node check", () => {
     const result = run("npm", ["run", "dev"], "20.20.2");
     expect(result.status).toBe(1);
     expect(result.stderr).toContain("This project needs Node.js 22.13 or newer (Node 24 recommended); this is Node.js 20.20.2");
-    expect(result.stderr).toContain('npm install -g --prefix "$HOME/.local/node24" node@24');
+    expect(result.stderr).toContain(INSTALL_LINE);
     // Nothing was started: no engine bundle build, no server.
     expect(result.stdout).not.toMatch(/\[serve\]|Ready|engine/);
   });
@@ -32,6 +40,35 @@ describe("the Node check", () => {
     const result = run("npm", ["run", script], "22.12.0");
     expect(result.status).toBe(1);
     expect(result.stderr).toContain("this is Node.js 22.12.0");
+  });
+
+  // The README promises that `npm install` on an old Node ends with the install line, not with npm's EBADENGINE. npm runs
+  // on the real old Node here, in a copy of the project without its dependencies (nothing to download): the project's
+  // package.json, .npmrc and check script.
+  it.skipIf(!hasOldNode)(`npm install on an old Node (${OLD_NODE} ${oldNodeVersion}) ends with the install line, not npm's EBADENGINE`, () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "ocr-old-node-"));
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as Record<string, unknown>;
+      delete manifest.dependencies;
+      delete manifest.devDependencies;
+      writeFileSync(path.join(dir, "package.json"), JSON.stringify(manifest, null, 2));
+      cpSync(path.join(ROOT, ".npmrc"), path.join(dir, ".npmrc"));
+      mkdirSync(path.join(dir, "scripts"));
+      cpSync(path.join(ROOT, "scripts/check-node.cjs"), path.join(dir, "scripts/check-node.cjs"));
+      const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${path.dirname(OLD_NODE)}:${process.env.PATH ?? ""}` };
+      delete env.OCR_CHECK_NODE_VERSION;
+      const result = spawnSync("npm", ["install", "--no-audit", "--no-fund"], { cwd: dir, env, encoding: "utf8", timeout: 120_000 });
+      const output = `${result.stdout}\n${result.stderr}`;
+      expect(result.status).toBe(1);
+      expect(output).not.toContain("npm error code EBADENGINE");
+      expect(output).toContain(`this is Node.js ${oldNodeVersion}`);
+      // After the install line only the check's last sentence and npm's own "command failed" lines.
+      expect(output).toContain(INSTALL_LINE);
+      const after = output.slice(output.lastIndexOf(INSTALL_LINE) + INSTALL_LINE.length).split("\n");
+      expect(after.filter((line) => line.trim() !== "" && !line.startsWith("npm error") && !line.startsWith("Then run the command again"))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("passes Node 22.13 and newer", () => {

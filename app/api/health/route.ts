@@ -1,4 +1,4 @@
-import { checkHealth } from "@/lib/health";
+import { checkHealth, healthStatusCode } from "@/lib/health";
 import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
 
 export const runtime = "nodejs";
@@ -11,7 +11,7 @@ const methods = ["GET", "HEAD"];
 export const GET = withRequest(async ({ req }) => {
   const deep = ["1", "true", "yes"].includes(new URL(req.url).searchParams.get("deep") ?? "");
   const body = await checkHealth({ deep });
-  return Response.json(body, { status: body.status === "ok" ? 200 : 503, headers: { "Cache-Control": "no-store" } });
+  return Response.json(body, { status: healthStatusCode(body), headers: { "Cache-Control": "no-store" } });
 });
 
 export const HEAD = GET;

@@ -1,11 +1,12 @@
 import type { PDFPageProxy } from "pdfjs-dist";
 import { inLanes } from "@/lib/async";
-import { OcrError } from "../ocr-error";
+import { isOcrError, OcrError } from "../ocr-error";
 import type { ExtractedPage } from "../document";
 import { detectLanguage } from "../language-detect";
 import type { LanguageChoice } from "../languages";
 import { parsePageSelection } from "../pages";
 import {
+  DEFAULT_PAGE_WORK,
   getPdfPage,
   openPdf,
   pageHasInk,
@@ -15,12 +16,14 @@ import {
   takePdfWarnings,
   type PdfHandle,
 } from "../pdf";
-import { decodeImage, releaseSource } from "../raster";
+import { pageAsSent, pageTurn, type Quarter } from "../page-turn";
+import { decodeImage, releaseSource, type RasterSource } from "../raster";
 import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "../recognize";
+import { straightenRaster, turnTo, type StraightenedRaster } from "../straighten";
 import { TesseractPool } from "../tesseract-pool";
 import { checkPaddle, loadPaddle } from "../paddle";
 import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "../second-reading";
-import { findOversizedStream } from "./pdf-streams";
+import { findPdfHazard, type PdfHazard } from "./pdf-streams";
 import {
   ENGINE_DEADLINE_SLACK_MS,
   type DocumentRef,
@@ -44,6 +47,15 @@ const TEXT_LAYER_CONCURRENCY = 8;
 const SECOND_READING_RESERVE_MS = 10_000;
 /** Open documents one engine process keeps (the server decides which, and drops them when a request ends). */
 const MAX_OPEN_DOCUMENTS = 4;
+/**
+ * A page whose first reading has a mean confidence under this, and whose glyphs did not say "upright", is read upside
+ * down too, and the reading Tesseract scores higher kept: the glyphs could not say which way up it stands (all
+ * capitals and digits: a receipt), or turned it wrongly. Upside-down text reads at 20–45; upright pages of the
+ * orientation bench at 75 or more (docs/decisions.md#orientation).
+ */
+const FLIP_PROBE_BELOW_CONFIDENCE = 60;
+/** The upside-down reading must score this much better than the upright one to turn the page. */
+const FLIP_PROBE_MARGIN = 1.3;
 
 /**
  * What one engine process does: everything from a file's bytes to a page reading — decoding, EXIF, text-size
@@ -113,24 +125,45 @@ export class Engine {
    * 36-DPI look for ink (a blank page needs no OCR). Images over the pixel limit show here, in that look.
    */
   private async inspectPdf(job: InspectPdfJob): Promise<InspectPdfResult> {
-    if (job.doc.bytes) {
-      const oversized = await findOversizedStream(job.doc.bytes, job.limits.maxStreamBytes);
-      if (oversized) {
-        throw new OcrError(
-          "stream_too_large",
-          `The PDF holds a stream${oversized.object ? ` (object ${oversized.object})` : ""} that inflates to more than ${formatBytes(oversized.limit)}, the limit per stream`,
-        );
-      }
+    if (job.doc.bytes && !job.prechecked) {
+      const hazard = await findPdfHazard(job.doc.bytes, job.limits);
+      if (hazard) throw hazardError(hazard);
     }
     const handle = await this.document(job.doc, job.limits);
     const selected = parsePageSelection(job.pages, handle.pageCount, job.maxPages);
+    if (job.structureOnly) return { pageCount: handle.pageCount, selected, done: [], ocr: [] };
     const done: ExtractedPage[] = [];
     const ocr: InspectPdfResult["ocr"] = [];
     const inkChecks: Array<{ number: number; page: PDFPageProxy; layer: ExtractedPage }> = [];
 
+    const overWork = () =>
+      job.maxWork &&
+      ocr.length + done.length * job.maxWork.textPageWeight > job.maxWork.ocrPages &&
+      new OcrError(
+        "too_many_pages",
+        `This PDF has more than ${job.maxWork.ocrPages} pages of work for one request: at least ${ocr.length} of its ` +
+          `pages need OCR (at most ${job.maxWork.ocrPages}), a page read from its text layer counting ` +
+          `${job.maxWork.textPageWeight} of one`,
+      );
+    const failed: NonNullable<InspectPdfResult["failed"]> = [];
+    /** A page's failure: the document's (a request), or the page's alone (`pageFailures`: a job). */
+    const pageFailed = (number: number, error: unknown) => {
+      if (!job.pageFailures || !isOcrError(error)) throw error;
+      failed.push({ number, error: { code: error.code, message: error.message } });
+    };
     await inLanes(selected, TEXT_LAYER_CONCURRENCY, async (number) => {
-      const page = await getPdfPage(handle, number);
-      const layer = await readTextLayer(page, number);
+      // Stop as soon as the request cannot fit (a long scan is refused before all its pages are looked at).
+      const over = overWork();
+      if (over) throw over;
+      let page: PDFPageProxy;
+      let layer: Awaited<ReturnType<typeof readTextLayer>>;
+      try {
+        page = await getPdfPage(handle, number);
+        layer = await readTextLayer(page, number);
+      } catch (error) {
+        pageFailed(number, error);
+        return;
+      }
       if (layer.chars >= SPARSE_TEXT_LAYER && layer.garbage <= MAX_GARBAGE) {
         done.push(layer.page);
         page.cleanup();
@@ -146,25 +179,55 @@ export class Engine {
     inkChecks.sort((a, b) => a.number - b.number);
     for (const { number, page, layer } of inkChecks) {
       takePdfWarnings();
-      const ink = await pageHasInk(page);
+      const ink = await pageHasInk(page, pageWork(job.limits));
       page.cleanup();
-      checkImageLimit(number, job.limits);
+      try {
+        checkImageLimit(number, job.limits);
+      } catch (error) {
+        pageFailed(number, error);
+        continue;
+      }
       if (ink) ocr.push({ number });
       else done.push(layer); // nothing to read and nothing drawn: blank
     }
+    const over = overWork();
+    if (over) throw over;
     ocr.sort((a, b) => a.number - b.number);
     done.sort((a, b) => a.number - b.number);
-    return { pageCount: handle.pageCount, selected, done, ocr };
+    return { pageCount: handle.pageCount, selected, done, ocr, ...(job.pageFailures && { failed }) };
   }
 
   private async readImage(job: ReadImageJob, deadline: number): Promise<PageResult> {
     const image = await decodeImage(job.bytes, job.type, job.limits.maxImagePixels);
     try {
-      const prepared = prepareRaster(image.source, image.width, image.height);
-      const { reading, language } = await this.readWithLanguage(prepared, 1, job.language, job.available, deadline);
-      return { page: reading.page, language };
+      return await this.readSource(image.source, image.width, image.height, 1, job.language, job.available, deadline);
     } finally {
       releaseSource(image.source);
+    }
+  }
+
+  /**
+   * Read a page drawn in `source` (a decoded image, a rendered PDF page): turned upright and straightened first when
+   * it needs it (lib/ocr/straighten.ts), its boxes then mapped back onto the page as sent.
+   */
+  private async readSource(
+    source: RasterSource,
+    width: number,
+    height: number,
+    number: number,
+    language: LanguageChoice,
+    available: string[],
+    deadline: number,
+  ): Promise<PageResult> {
+    let straight = straightenRaster(source, width, height, prepareRaster(source, width, height));
+    try {
+      const result = await this.readWithLanguage(straight, number, language, available, deadline, (flipped) => {
+        if (straight.turned) releaseSource(straight.turned);
+        straight = flipped;
+      }, source);
+      return { page: pageAsSent(result.reading.page, straight.turn), language: result.language };
+    } finally {
+      if (straight.turned) releaseSource(straight.turned);
     }
   }
 
@@ -174,15 +237,14 @@ export class Engine {
     takePdfWarnings();
     let canvas;
     try {
-      canvas = await renderPdfPage(page);
+      canvas = await renderPdfPage(page, pageWork(job.limits));
     } finally {
       page.cleanup();
     }
     try {
       checkImageLimit(job.number, job.limits);
-      const prepared = prepareRaster(canvas, canvas.width, canvas.height);
-      const { reading, language } = await this.readWithLanguage(prepared, job.number, job.language, job.available, deadline);
-      return { page: pickSparsePage(job.textLayer, reading.page), language };
+      const { page: read, language } = await this.readSource(canvas, canvas.width, canvas.height, job.number, job.language, job.available, deadline);
+      return { page: pickSparsePage(job.textLayer, read), language };
     } finally {
       releaseSource(canvas);
     }
@@ -193,22 +255,52 @@ export class Engine {
    * that language. Returns the languages to use for the rest of the document.
    */
   private async readWithLanguage(
-    prepared: PreparedRaster,
+    straight: StraightenedRaster,
     number: number,
     language: LanguageChoice,
     available: string[],
     deadline: number,
+    onFlip: (flipped: StraightenedRaster) => void,
+    source: RasterSource,
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
     const context = { pool: this.pool(), deadline };
-    const first: RecognizeContext = { ...context, langs: language.langs, deferRetries: (r) => this.wantsPaddle(r, language.langs) };
-    const reading = await recognizeRaster(prepared, number, first);
+    // Glyphs that said "upright" by 2:1 or more have not been wrong on corpus-dev; what they left unsure or turned is
+    // checked, when they make lines of text (a page of noise read poorly stays as it is).
+    const probe = (r: PageReading) => straight.lines && straight.verdict !== "upright" && wantsFlipProbe(r);
+    const first: RecognizeContext = {
+      ...context,
+      langs: language.langs,
+      deferRetries: (r) => probe(r) || this.wantsPaddle(r, language.langs),
+    };
+    let prepared = straight.prepared;
+    let reading = await recognizeRaster(prepared, number, first);
+    let orientation: string = straight.verdict;
+    if (probe(reading)) {
+      // The reading is poor: perhaps the page stands the other way up (the glyphs could not tell, or told wrong).
+      const { turn } = straight;
+      const flipped = turnTo(source, pageTurn(((turn.rotation + 180) % 360) as Quarter, turn.skew, turn.width, turn.height));
+      const other = await recognizeRaster(flipped.prepared, number, { ...first, deferRetries: () => true });
+      if (other.score > reading.score * FLIP_PROBE_MARGIN) {
+        onFlip({ ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines });
+        prepared = flipped.prepared;
+        reading = other;
+        orientation += ", flipped by a reading";
+      } else {
+        releaseSource(flipped.turned);
+        orientation += ", a reading upside down was worse";
+      }
+      // Whichever was kept, its further passes run as they would have.
+      if (!this.wantsPaddle(reading, language.langs)) reading = await retryReading(prepared, reading, number, first);
+    }
     const guess = language.auto ? detectLanguage(reading.page.text, available) : null;
     if (!guess) {
-      return { reading: await this.secondReading(reading, prepared, number, first), language: { langs: language.langs, auto: false } };
+      const kept = await this.secondReading(reading, prepared, number, first);
+      kept.page.trace = { ...kept.page.trace, orientation };
+      return { reading: kept, language: { langs: language.langs, auto: false } };
     }
     const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
     const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
-    if (again.page.trace) again.page.trace.passes = (again.page.trace.passes ?? 1) + (reading.page.trace?.passes ?? 1);
+    again.page.trace = { ...again.page.trace, orientation, passes: (again.page.trace?.passes ?? 1) + (reading.page.trace?.passes ?? 1) };
     return { reading: again, language: decided };
   }
 
@@ -271,7 +363,8 @@ export class Engine {
     const open = this.documents.get(ref.id);
     if (open) return open;
     if (!ref.bytes) throw new Error(`document ${ref.id} is not open in this engine process and came without bytes`);
-    const handle = await openPdf(ref.bytes, { maxImagePixels: limits.maxImagePixels });
+    // The bytes came over IPC for this document alone (the pre-check, if any, has read them): pdf.js may have them.
+    const handle = await openPdf(ref.bytes, { maxImagePixels: limits.maxImagePixels, give: true });
     this.documents.set(ref.id, handle);
     while (this.documents.size > MAX_OPEN_DOCUMENTS) {
       const oldest = this.documents.keys().next().value!;
@@ -281,12 +374,41 @@ export class Engine {
   }
 }
 
+/** A reading worth checking upside down: some words, read poorly. */
+function wantsFlipProbe(reading: PageReading): boolean {
+  const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
+  return words >= 3 && reading.page.confidence < FLIP_PROBE_BELOW_CONFIDENCE;
+}
+
 function checkImageLimit(number: number, limits: ReadLimits): void {
   if (removedOversizedImage(takePdfWarnings())) {
     throw new OcrError(
       "image_too_large",
       `Page ${number} of the PDF draws an image of more than ${Math.round(limits.maxImagePixels / 1e6)} megapixels, the limit per image`,
     );
+  }
+}
+
+function pageWork(limits: ReadLimits) {
+  return { ...DEFAULT_PAGE_WORK, maxCpuMs: limits.maxWorkMs };
+}
+
+/** What the pre-check found, as the engine's error. */
+function hazardError(hazard: PdfHazard): OcrError {
+  const object = (name?: string) => (name ? ` (object ${name})` : "");
+  switch (hazard.kind) {
+    case "stream":
+      return new OcrError(
+        "stream_too_large",
+        `The PDF holds a stream${object(hazard.object)} that inflates to more than ${formatBytes(hazard.limit)}, the limit per stream`,
+      );
+    case "image":
+      return new OcrError(
+        "image_too_large",
+        `The PDF holds ${hazard.inline ? "an inline image" : "an image"} of more than ${Math.round(hazard.limit / 1e6)} megapixels, the limit per image${object(hazard.object)}: it is ${hazard.width}×${hazard.height} pixels`,
+      );
+    case "structure":
+      return new OcrError("unreadable", "The PDF is built so that reading its objects would take far more work than its size: it was not read");
   }
 }
 

@@ -17,6 +17,8 @@ export interface ReadLimits {
   maxImagePixels: number;
   /** Most bytes one PDF stream may inflate to. */
   maxStreamBytes: number;
+  /** Most processor time (ms) drawing one PDF page may take (the inspect job's whole budget is the pool's). */
+  maxWorkMs: number;
 }
 
 /** A document an engine process keeps open between jobs of one request (a PDF read page by page). */
@@ -33,6 +35,26 @@ export interface InspectPdfJob {
   pages?: string;
   maxPages: number;
   limits: ReadLimits;
+  /**
+   * Only the structure: inflate bombs, page count and selection, no text layers (`done` and `ocr` come back empty).
+   * What accepting an asynchronous job needs before its pages are read elsewhere.
+   */
+  structureOnly?: boolean;
+  /**
+   * A synchronous request's bound on work: at most `ocrPages` pages that need OCR, a page read from its text layer
+   * (or blank) counting `textPageWeight` of one. Past it, `too_many_pages` (without `limit`: the message says why).
+   */
+  maxWork?: { ocrPages: number; textPageWeight: number };
+  /**
+   * A page that cannot be read (an image past the pixel limit, a broken page) is reported in `failed` instead of
+   * failing the document: an asynchronous job's pages fail alone.
+   */
+  pageFailures?: boolean;
+  /**
+   * The bytes already passed the pre-check (inflate bombs, image frames) when the job was accepted: a job's chunks
+   * skip it (it reads the whole file, seconds for a 200 MB scan, once per chunk otherwise).
+   */
+  prechecked?: boolean;
 }
 
 export interface ReadImageJob {
@@ -66,6 +88,8 @@ export interface InspectPdfResult {
   done: ExtractedPage[];
   /** Pages that need OCR, with their sparse text layer when they have one. */
   ocr: Array<{ number: number; textLayer?: ExtractedPage }>;
+  /** With `pageFailures`: pages that could not be read, with their engine error. */
+  failed?: Array<{ number: number; error: OcrErrorData }>;
 }
 
 export interface PageResult {

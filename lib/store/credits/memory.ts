@@ -17,6 +17,11 @@ import {
 export class MemoryBalances {
   private readonly balances = new Map<string, number>();
   private readonly ledgers = new Map<string, LedgerEntry[]>();
+  private readonly usage = new Map<string, Map<string, number>>();
+  /** Credits still reserved while open, `closed` after release (a tombstone: see the Lua scripts), by `userId:requestId`. */
+  readonly reservations = new ExpiringMap<number | "closed">();
+  /** Open reservations: member → deadline. */
+  readonly openReservations = new Map<string, number>();
 
   get(userId: string): number {
     return this.balances.get(userId) ?? 0;
@@ -35,22 +40,25 @@ export class MemoryBalances {
   ledger(userId: string): readonly LedgerEntry[] {
     return this.ledgers.get(userId) ?? [];
   }
+
+  addUsage(userId: string, day: string, pages: number): void {
+    const days = this.usage.get(userId) ?? new Map<string, number>();
+    days.set(day, (days.get(day) ?? 0) + pages);
+    this.usage.set(userId, days);
+  }
+
+  usageOn(userId: string, day: string): number {
+    return this.usage.get(userId)?.get(day) ?? 0;
+  }
 }
+
+/** The memory key of a reservation (`reservation:{userId}:{requestId}` in Redis). */
+export const reservationKey = (userId: string, requestId: string) => `${userId}:${requestId}`;
 
 /** Credits for one process (the development default), following the same rules as the Lua scripts. */
 export function createMemoryCreditStore(balances: MemoryBalances): CreditStore {
-  const usage = new Map<string, Map<string, number>>();
-  /** Pages reserved while open, `closed` after release (a tombstone: see the Lua scripts). */
-  const reservations = new ExpiringMap<number | "closed">();
-  /** Open reservations: member → deadline. */
-  const openReservations = new Map<string, number>();
-
-  const addUsage = (userId: string, day: string, pages: number) => {
-    const days = usage.get(userId) ?? new Map<string, number>();
-    days.set(day, (days.get(day) ?? 0) + pages);
-    usage.set(userId, days);
-  };
-  const reservationKey = (userId: string, requestId: string) => `${userId}:${requestId}`;
+  const { reservations, openReservations } = balances;
+  const addUsage = (userId: string, day: string, pages: number) => balances.addUsage(userId, day, pages);
 
   return {
     async getBalance(userId) {
@@ -114,8 +122,7 @@ export function createMemoryCreditStore(balances: MemoryBalances): CreditStore {
     },
 
     async getDailyUsage(userId, days) {
-      const byDay = usage.get(userId);
-      return days.map((day) => Math.max(0, byDay?.get(day) ?? 0));
+      return days.map((day) => Math.max(0, balances.usageOn(userId, day)));
     },
   };
 }

@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { outputFormats } from "@/lib/vocabulary";
 
 /** `expired`: a reservation its request never settled (the instance died), refunded by the sweeper. */
 const ledgerReasonSchema = z.enum(["signup", "ocr", "refund", "grant", "expired"]);
 export type LedgerReason = z.infer<typeof ledgerReasonSchema>;
 
-/** The output format an OCR request asked for (the same three as `options.format`), recorded on its entries. */
-const ledgerFormatSchema = z.enum(["text", "json", "markdown"]);
+/** The output format an OCR request asked for (the same as `options.format`), recorded on its entries. */
+const ledgerFormatSchema = z.enum(outputFormats);
 export type LedgerFormat = z.infer<typeof ledgerFormatSchema>;
 
 export const ledgerEntrySchema = z.object({

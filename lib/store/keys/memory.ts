@@ -36,6 +36,10 @@ export function createMemoryApiKeyStore(): ApiKeyStore {
       return { keyId: record.id, userId: record.userId, name: record.name, start: record.start, lastUsedAt: isoOrNull(lastUsedMs) };
     },
 
+    async isApiKeyActive(userId, keyId) {
+      return activeKeys.get(userId)?.has(keyId) ?? false;
+    },
+
     async revokeApiKey(userId, keyId, revokedAt) {
       const record = activeKeys.get(userId)?.get(keyId);
       if (!record) return false;

@@ -44,6 +44,8 @@ export interface ApiKeyStore {
    * when the previous one is older than `touchIntervalMs`.
    */
   resolveApiKey(hash: string, now: Date, touchIntervalMs: number): Promise<ResolvedApiKey | null>;
+  /** Whether `keyId` is an active (not revoked) key of `userId`: one cheap read, for holders of long-lived streams. */
+  isApiKeyActive(userId: string, keyId: string): Promise<boolean>;
   /**
    * Revoke an active key of this user: its hash index is deleted at once (it never resolves again) and the record is
    * kept, with `revokedAt` and its last use, among the user's revoked keys. False when there is no such active key.

@@ -72,6 +72,10 @@ export function createRedisApiKeyStore({ redis, key }: RedisContext): ApiKeyStor
       });
     },
 
+    async isApiKeyActive(userId, keyId) {
+      return integer.parse(await call("isApiKeyActive", () => redis.hexists(key.keys(userId), keyId))) === 1;
+    },
+
     async revokeApiKey(userId, keyId, revokedAt) {
       const reply = await call("revokeApiKey", () => redis.hget(key.keys(userId), keyId));
       const json = z.string().nullable().parse(reply);

@@ -1,0 +1,50 @@
+import { startEventLoopMonitor } from "@/lib/event-loop";
+import { checkStoreMarker } from "@/lib/health";
+import { ensureJobRunner } from "@/lib/jobs";
+import { getOcrPool } from "@/lib/ocr";
+import { assertStoreConfigured } from "@/lib/store";
+
+/**
+ * What a Node.js server instance does once at start, before it serves requests (called by instrumentation.ts):
+ *
+ * - Configuration is checked up front, so a production deployment without Redis (or with a bad variable) exits at
+ *   start with a clear message instead of failing on every request, or silently losing keys.
+ * - One OCR engine process (and the PDF inspect process) starts warming in the background: the first request then
+ *   skips the ~0.5 s of process start, Tesseract creation and language-data loading. A failure here is logged,
+ *   never thrown; requests start processes on demand anyway.
+ * - The event-loop delay monitor starts (reported by `/api/health`).
+ * - The job runner starts (`JOBS_RUNNER=background`): this instance reads asynchronous jobs' pages whenever an engine
+ *   process is free (lib/jobs/workers.ts).
+ * - The store's marker is read, or written on a Redis the service has not used yet, so that `/api/health` can tell a
+ *   Redis that comes back empty from a new one (lib/health.ts, `checkStoreMarker`).
+ *
+ * Node.js only (process.exit, child processes, worker threads): instrumentation.ts imports this module only when
+ * `NEXT_RUNTIME` is "nodejs", so the Edge compile of instrumentation.ts never contains it.
+ */
+export function startNodeServer(): void {
+  try {
+    assertStoreConfigured();
+  } catch (error) {
+    // Exit rather than stay up answering 500 on every path: a self-hosted `npm start` stops here with the message; on
+    // Vercel the function fails to start and its log shows the same line.
+    console.error(`[startup] refusing to start: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+
+  // The store's marker is read (written on a new Redis) now, so this instance can tell if Redis later comes back empty.
+  checkStoreMarker().catch((error: unknown) =>
+    console.error("[startup] the store marker could not be checked (health checks retry):", error instanceof Error ? error.message : error),
+  );
+
+  startEventLoopMonitor();
+  ensureJobRunner();
+
+  const started = performance.now();
+  getOcrPool()
+    .warm()
+    .then(
+      () => console.info(`[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms`),
+      (error: unknown) =>
+        console.error("[startup] warming the OCR engine failed (requests will retry):", error instanceof Error ? error.message : error),
+    );
+}

@@ -1,0 +1,59 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { envSchema } from "@/lib/env";
+
+/*
+ * lib/env.ts is the one schema of the configuration; .env.example and docs/configuration.md are written by hand. These
+ * keep them its: every variable listed in both, and every value .env.example gives is the schema's default. And
+ * vercel.json schedules every cron route, at most once a day (what a Hobby plan deploys).
+ */
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8");
+const variables = Object.keys(envSchema.shape) as Array<keyof typeof envSchema.shape>;
+
+describe("the configuration's documents", () => {
+  it(".env.example names every variable of lib/env.ts, and each value it sets is the default", () => {
+    const example = read(".env.example");
+    const defaults = envSchema.parse({});
+    const missing: string[] = [];
+    for (const name of variables) {
+      // `NAME=value`, or commented out (`# NAME=value`) where no value can stand for the default.
+      const match = new RegExp(`^(# )?${name}=(.*)$`, "m").exec(example);
+      if (!match) {
+        missing.push(name);
+        continue;
+      }
+      if (match[1]) continue;
+      expect(envSchema.parse({ [name]: match[2] })[name], `${name}=${match[2]}`).toEqual(defaults[name]);
+    }
+    expect(missing, "variables missing from .env.example").toEqual([]);
+  });
+
+  it("docs/configuration.md has a table row for every variable", () => {
+    const markdown = read("docs/configuration.md");
+    const missing = variables.filter((name) => !new RegExp(`^\\| [^|]*\`${name}\``, "m").test(markdown));
+    expect(missing, "variables without a row in docs/configuration.md").toEqual([]);
+  });
+});
+
+describe("vercel.json", () => {
+  const config = JSON.parse(read("vercel.json")) as { crons?: Array<{ path: string; schedule: string }> };
+
+  it("schedules every cron route (app/api/cron/*), at most once a day", () => {
+    const routes = fs
+      .readdirSync(path.join(ROOT, "app/api/cron"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && fs.existsSync(path.join(ROOT, "app/api/cron", entry.name, "route.ts")))
+      .map((entry) => `/api/cron/${entry.name}`);
+    expect(routes).toContain("/api/cron/jobs");
+    expect((config.crons ?? []).map((cron) => cron.path).sort()).toEqual(routes.sort());
+    for (const { path: cronPath, schedule } of config.crons ?? []) {
+      // A fixed minute and hour: Vercel's Hobby plan refuses to deploy a cron that runs more often than daily.
+      const [minute, hour, ...rest] = schedule.split(" ");
+      expect(rest, cronPath).toHaveLength(3);
+      expect(minute, cronPath).toMatch(/^\d{1,2}$/);
+      expect(hour, cronPath).toMatch(/^\d{1,2}$/);
+    }
+  });
+});
