@@ -1,7 +1,5 @@
 import os from "node:os";
 import { z } from "zod";
-// eslint-disable-next-line no-restricted-imports -- the lib/input barrel imports fetch-remote.ts, which imports this module (a cycle through env).
-import { parseAllowList } from "@/lib/input/allow-hosts";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
 const MiB = 1024 * 1024;
@@ -80,18 +78,10 @@ export const envSchema = z.object({
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**
    * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses
-   * (each optionally `:port`) and CIDR ranges, comma-separated. Empty: only public addresses. lib/input/allow-hosts.ts.
+   * (each optionally `:port`) and CIDR ranges, comma-separated. Empty: only public addresses. Parsed and checked by
+   * lib/input/allow-hosts.ts (`configuredAllowList`), which lib/startup.ts calls before the server serves.
    */
-  URL_ALLOW_HOSTS: z
-    .string()
-    .optional()
-    .superRefine((value, context) => {
-      try {
-        parseAllowList(value);
-      } catch (error) {
-        context.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
-      }
-    }),
+  URL_ALLOW_HOSTS: z.string().optional(),
   URL_FETCH_TIMEOUT_MS: int(15_000, 100),
   URL_MAX_REDIRECTS: int(3, 0),
   MAX_PDF_PAGES: int(50, 1),
@@ -165,12 +155,19 @@ export const envSchema = z.object({
   /** Sign-in attempts allowed per client address per 15 minutes, whatever the e-mail. */
   SIGNIN_PER_ADDRESS: int(30, 1),
 
-  // Client addresses (lib/client-ip.ts)
+  // Client addresses (lib/client-ip.ts) and slow clients (scripts/serve.mjs)
   /**
    * Proxies in front of a self-hosted server that append to `X-Forwarded-For`: 0 = the socket's address is the
    * client; N = the N-th entry from the right. Ignored on Vercel, whose edge sets the address.
    */
   TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  /**
+   * Self-hosted (`npm start`, `npm run dev`): a connection whose headers take longer than this is closed. Read by
+   * scripts/serve.mjs, which starts before this module can load and checks the same rule itself.
+   */
+  SERVER_HEADERS_TIMEOUT_MS: int(10_000, 1000),
+  /** The same for the whole request (at least the headers' limit; scripts/serve.mjs takes the larger of the two). */
+  SERVER_REQUEST_TIMEOUT_MS: int(30_000, 1000),
 
   // Store: Redis over REST (Upstash / Vercel KV) or TCP; none = the embedded memory store (development only)
   UPSTASH_REDIS_REST_URL: optionalString,
@@ -191,18 +188,8 @@ export const envSchema = z.object({
   MCP_TOOL_DEADLINE_MS: int(DEFAULT_MCP_TOOL_DEADLINE_MS, 1000),
   /** Hard end of an SSE stream: it closes itself this long after opening, before the function's `maxDuration`. */
   MCP_SSE_LIFETIME_MS: int((MCP_MAX_DURATION_S - 5) * 1000, 1000),
-  /**
-   * The last stretch of a stream's life in which it closes at the first quiet moment with no posted message in
-   * progress, so that a `tools/call` accepted before it can still finish (default: the tool budget + 5 s, at most
-   * half the lifetime).
-   */
-  MCP_SSE_DRAIN_MS: z.coerce.number().int().min(0).optional(),
   /** Interval of the `: ping` comment that keeps proxies from closing an idle stream. */
   MCP_SSE_PING_MS: int(15_000, 100),
-  /** How often the stream polls its mailbox while a posted message is in progress (and for a while after). */
-  MCP_SSE_POLL_MS: int(100, 10),
-  /** The slowest poll of an idle stream (the interval grows towards it when nothing happens). */
-  MCP_SSE_IDLE_POLL_MS: int(1000, 10),
   /** Open SSE streams one account may hold across all instances; past it `429` with `Retry-After`. */
   MCP_SSE_MAX_STREAMS_PER_ACCOUNT: int(20, 1),
   /** Open SSE streams one instance (process) holds at most; past it `503 overloaded` with `Retry-After`. */

@@ -1,13 +1,13 @@
-import { startEventLoopMonitor } from "@/lib/event-loop";
-import { checkStoreMarker } from "@/lib/health";
+import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
+import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import { assertStoreConfigured } from "@/lib/store";
 
 /**
  * What a Node.js server instance does once at start, before it serves requests (called by instrumentation.ts):
  *
- * - Configuration is checked up front, so a production deployment without Redis (or with a bad variable) exits at
+ * - Configuration is checked up front (with URL_ALLOW_HOSTS), so a production deployment without Redis (or with a bad variable) exits at
  *   start with a clear message instead of failing on every request, or silently losing keys.
  * - One OCR engine process (and the PDF inspect process) starts warming in the background: the first request then
  *   skips the ~0.5 s of process start, Tesseract creation and language-data loading. A failure here is logged,
@@ -16,7 +16,7 @@ import { assertStoreConfigured } from "@/lib/store";
  * - The job runner starts (`JOBS_RUNNER=background`): this instance reads asynchronous jobs' pages whenever an engine
  *   process is free (lib/jobs/workers.ts).
  * - The store's marker is read, or written on a Redis the service has not used yet, so that `/api/health` can tell a
- *   Redis that comes back empty from a new one (lib/health.ts, `checkStoreMarker`).
+ *   Redis that comes back empty from a new one (lib/health/health.ts, `checkStoreMarker`).
  *
  * Node.js only (process.exit, child processes, worker threads): instrumentation.ts imports this module only when
  * `NEXT_RUNTIME` is "nodejs", so the Edge compile of instrumentation.ts never contains it.
@@ -24,6 +24,7 @@ import { assertStoreConfigured } from "@/lib/store";
 export function startNodeServer(): void {
   try {
     assertStoreConfigured();
+    configuredAllowList();
   } catch (error) {
     // Exit rather than stay up answering 500 on every path: a self-hosted `npm start` stops here with the message; on
     // Vercel the function fails to start and its log shows the same line.

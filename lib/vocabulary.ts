@@ -1,6 +1,6 @@
 /*
  * The words the service, its engine and its clients share: a leaf module with no imports at all. The request
- * schemas (lib/api-schemas.ts), the engine (lib/ocr) and the CLI (bundled on its own, cli/build.mjs) all import
+ * schemas (lib/api/schemas.ts), the engine (lib/ocr) and the CLI (bundled on its own, cli/build.mjs) all import
  * from here, so validating a request or building the CLI never loads the engine (tesseract.js, the native canvas,
  * onnxruntime) just to learn a list of names.
  */

@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { getAccountByEmail, signUp, type Account } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { createApiKey, revokeApiKeyByStart } from "@/lib/keys";
 import { getStore, resetStore } from "@/lib/store";
 

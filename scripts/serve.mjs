@@ -33,7 +33,10 @@ const dev = values.dev;
 const port = Number(values.port ?? process.env.PORT ?? 3000);
 const hostname = values.hostname ?? process.env.HOSTNAME ?? (dev ? "localhost" : "0.0.0.0");
 
-/** A whole number of milliseconds from the environment, or the default; exits on a bad value (like lib/env.ts). */
+/**
+ * A whole number of milliseconds from the environment, or the default; exits on a bad value. The variables and their
+ * defaults are in lib/env.ts's schema (which the app checks too); this script runs before the app and cannot load it.
+ */
 function milliseconds(name, fallback) {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === "") return fallback;

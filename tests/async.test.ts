@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { inLanes, TimeoutError, withTimeout } from "@/lib/async";
-import { apiCode, checkDeadline, deadlineError } from "@/lib/errors";
-import { ApiError, isApiError } from "@/lib/errors";
+import { apiCode, checkDeadline, deadlineError } from "@/lib/api/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { describeError, errorLabel } from "@/lib/error-log";
 
 describe("withTimeout", () => {

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vites
 import { z } from "zod";
 import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
 import { resetEnv } from "@/lib/env";
-import { errorBodySchema } from "@/lib/errors";
+import { errorBodySchema } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
 import { resetStore } from "@/lib/store";

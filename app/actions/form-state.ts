@@ -1,4 +1,4 @@
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 
 /** What a form shows after a failed submission. */
 export interface FormError {

@@ -7,7 +7,7 @@ import { revalidatePath } from "next/cache";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { getCurrentAccount } from "@/lib/accounts/current";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { afterResponse, requestOrigin } from "@/lib/http";
 import { cancelJob, kickJobWorkers } from "@/lib/jobs";
 

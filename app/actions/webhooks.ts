@@ -4,7 +4,7 @@
 
 import { revalidatePath } from "next/cache";
 import { redirect } from "next/navigation";
-import type { WebhookAttempt } from "@/lib/api-schemas";
+import type { WebhookAttempt } from "@/lib/api/schemas";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from "@/lib/webhooks";
 import { formErrorMessage, type FormError } from "./form-state";

@@ -3,9 +3,9 @@ import { headers } from "next/headers";
 import Link from "next/link";
 import { Fragment } from "react";
 import { CodeExample } from "@/app/components/code-example";
-import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
+import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 import { getEnv } from "@/lib/env";
-import { cliExample, jobExamples, mcpExamples, restExamples } from "@/lib/examples";
+import { cliExample, jobExamples, mcpExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
 

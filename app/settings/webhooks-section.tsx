@@ -1,4 +1,4 @@
-import type { WebhookAttempt } from "@/lib/api-schemas";
+import type { WebhookAttempt } from "@/lib/api/schemas";
 import type { WebhookAccountView } from "@/lib/webhooks";
 import { formatDateTime } from "./format";
 import { SecretForm, TestEventForm, WebhookUrlForm } from "./webhook-forms";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { creditsResponseSchema, jobListSchema, jobResultSchema, jobViewSchema, ocrResponseSchema } from "@/lib/api-schemas";
-import { errorBodySchema } from "@/lib/errors";
+import { creditsResponseSchema, jobListSchema, jobResultSchema, jobViewSchema, ocrResponseSchema } from "@/lib/api/schemas";
+import { errorBodySchema } from "@/lib/api/errors";
 import type { OutputFormat } from "@/lib/vocabulary";
 import type { Config } from "./config";
 import { CliError, EXIT, exitCodeForStatus } from "./errors";

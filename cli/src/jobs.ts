@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { errorCatalogue } from "@/lib/error-catalogue";
+import { errorCatalogue } from "@/lib/api/error-catalogue";
 import { framedFormats, type OutputFormat } from "@/lib/vocabulary";
 import { cancelJob, getJob, getJobPdf, getJobResultPart, JOB_ID, listJobs, type JobAnswer, type JobResultAnswer } from "./api";
 import type { Config } from "./config";

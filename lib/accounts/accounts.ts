@@ -2,7 +2,7 @@ import "server-only"; // signs up and signs in with passwords: never in a client
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { addressLimitKey } from "@/lib/client-ip";
 import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";

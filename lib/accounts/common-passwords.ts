@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 
 /**
  * Passwords that guessing tools try first: the ~30 000 most common ones from leaked-password corpora, as kept by

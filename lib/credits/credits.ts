@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { getStore, type LedgerDraft, type LedgerEntry, type LedgerFormat, type LedgerPage, type LedgerReason } from "@/lib/store";
 
 export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { getStore } from "@/lib/store";
 
 /** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */

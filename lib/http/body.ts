@@ -1,5 +1,5 @@
 import { getEnv } from "@/lib/env";
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { formatMegabytes } from "@/lib/input";
 
 /** Nesting deeper than this is refused before `JSON.parse` (the request schema is two levels deep). */

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 
 /**
  * The scheduled routes (`/api/cron/*`): with `CRON_SECRET` set, only its bearer may run them (Vercel Cron sends

@@ -1,4 +1,4 @@
-import { ApiError, toErrorResponse } from "@/lib/errors";
+import { ApiError, toErrorResponse } from "@/lib/api/errors";
 import { logRequest } from "./log";
 import { newRequestId } from "./request-id";
 

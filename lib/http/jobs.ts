@@ -1,6 +1,6 @@
-import type { OcrRequest } from "@/lib/api-schemas";
+import type { OcrRequest } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { kickJobWorkers, submitJob, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
 import type { ApiContext } from "./context";

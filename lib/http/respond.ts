@@ -1,4 +1,4 @@
-import { toApiError, toErrorResponse } from "@/lib/errors";
+import { toApiError, toErrorResponse } from "@/lib/api/errors";
 import { corsHeaders, setHeaders } from "./cors";
 import { logRequest } from "./log";
 

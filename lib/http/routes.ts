@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { preflightHeaders } from "./cors";
 import type { RequestContext } from "./context";
 import { newRequestId } from "./request-id";

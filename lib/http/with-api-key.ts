@@ -7,7 +7,7 @@ import {
   type StoredResponse,
 } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
 import { checkRateLimit, checkReadRateLimit, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
 import { runWithDeadline } from "@/lib/request-scope";

@@ -1,3 +1,4 @@
+import { getEnv } from "@/lib/env";
 import { parseHostLiteral, parseIPv4, parseIPv6 } from "./address";
 
 /**
@@ -16,6 +17,18 @@ export interface AllowList {
   names: Array<{ name: string; port?: number }>;
   addresses: Array<{ address: string; port?: number }>;
   ranges: Array<{ family: 4 | 6; base: bigint; mask: bigint }>;
+}
+
+let configured: { value: string | undefined; list: AllowList } | undefined;
+
+/**
+ * This process's `URL_ALLOW_HOSTS`, parsed (again only when the variable changed). Throws an Error naming the first
+ * bad entry: lib/startup.ts calls it before serving, so a malformed value stops the server at start.
+ */
+export function configuredAllowList(): AllowList {
+  const value = getEnv().URL_ALLOW_HOSTS;
+  if (!configured || configured.value !== value) configured = { value, list: parseAllowList(value) };
+  return configured.list;
 }
 
 /** Parse the variable; throws an Error naming the first entry that is none of the three forms. */

@@ -5,9 +5,9 @@ import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
 import { getEnv } from "@/lib/env";
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
-import { allowsAddress, allowsName, parseAllowList, portOf, type AllowList } from "./allow-hosts";
+import { allowsAddress, allowsName, configuredAllowList, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
 
 type ResolvedAddress = IpAddress;
@@ -61,7 +61,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
   const timeoutMs = options.timeoutMs ?? env.URL_FETCH_TIMEOUT_MS;
   const maxRedirects = options.maxRedirects ?? env.URL_MAX_REDIRECTS;
   const resolveHost = options.resolveHost ?? systemResolveHost;
-  const allow = options.allowHosts ?? envAllowList(env.URL_ALLOW_HOSTS);
+  const allow = options.allowHosts ?? configuredAllowList();
 
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -137,12 +137,6 @@ function redirectTarget(from: URL, location: string | undefined): URL {
     throw new ApiError("fetch_failed", `Could not fetch imageUrl: ${from.hostname} redirected to an invalid URL`);
   }
   return parseTarget(next.href, true);
-}
-
-let cachedAllowList: { value: string | undefined; list: AllowList } | undefined;
-function envAllowList(value: string | undefined): AllowList {
-  if (!cachedAllowList || cachedAllowList.value !== value) cachedAllowList = { value, list: parseAllowList(value) };
-  return cachedAllowList.list;
 }
 
 /**
@@ -391,14 +385,14 @@ export interface GuardOptions {
  */
 export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
   const target = parseTarget(url, false, options.label);
-  const allow = options.allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+  const allow = options.allowHosts ?? configuredAllowList();
   await resolveAllowed(target, options.resolveHost ?? systemResolveHost, options.signal ?? new AbortController().signal, false, allow, options.label);
   return target;
 }
 
 /** Whether `URL_ALLOW_HOSTS` (or `allowHosts`) names this URL's host (a name, or an address or range holding it). */
 export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
-  const allow = allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+  const allow = allowHosts ?? configuredAllowList();
   const port = portOf(url);
   const literal = parseHostLiteral(url.hostname);
   return literal ? allowsAddress(allow, literal, port) : allowsName(allow, url.hostname, port);
@@ -420,7 +414,7 @@ export async function postRemote(
   const signal = guard.signal ? AbortSignal.any([deadline.signal, guard.signal]) : deadline.signal;
   try {
     const target = parseTarget(url, false, guard.label);
-    const allow = guard.allowHosts ?? envAllowList(getEnv().URL_ALLOW_HOSTS);
+    const allow = guard.allowHosts ?? configuredAllowList();
     const addresses = await resolveAllowed(target, guard.resolveHost ?? systemResolveHost, signal, false, allow, guard.label);
     const response = await sendRequest(target, addresses, signal, {
       method: "POST",

@@ -1,3 +1,4 @@
+export { configuredAllowList } from "./allow-hosts";
 export { decodeBase64Input, formatMegabytes } from "./base64";
 export {
   formatIPv6,

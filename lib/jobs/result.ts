@@ -1,7 +1,7 @@
-import type { JobResultBody } from "@/lib/api-schemas";
-import { ApiError } from "@/lib/errors";
+import type { JobResultBody } from "@/lib/api/schemas";
+import { ApiError } from "@/lib/api/errors";
 import { documentConfidence, pagedFormats, parsePageSelection, formatPageRanges, isOcrError, renderSearchablePdf, type ExtractedPage, type OutputFormat } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process-errors";
+import { fromEngineError } from "@/lib/process";
 import type { JobRecord } from "@/lib/store";
 import { getStore } from "@/lib/store";
 import { decodePage } from "./payload";

@@ -1,5 +1,5 @@
 import { errorLabel } from "@/lib/error-log";
-import { apiCode, isApiError } from "@/lib/errors";
+import { apiCode, isApiError } from "@/lib/api/errors";
 import {
   getOcrPool,
   inspectJobPages,
@@ -10,7 +10,7 @@ import {
   type LanguageChoice,
   type OcrPool,
 } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process-errors";
+import { fromEngineError } from "@/lib/process";
 import { getStore, type JobRecord, type JobStore } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";

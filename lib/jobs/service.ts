@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import type { OcrRequest } from "@/lib/api-schemas";
+import type { OcrRequest } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
 import { describeDocument, formatPageRanges, type OcrPool } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process-errors";
+import { fromEngineError } from "@/lib/process";
 import { getStore, type JobRecord, type NewJob } from "@/lib/store";
 import { jobWebhookView, resolveJobWebhook } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";

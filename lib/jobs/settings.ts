@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import os from "node:os";
 import { getEnv, type Env } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { getStore } from "@/lib/store";
 import { createBullQueue } from "./queue/bullmq";
 import { createMemoryQueue } from "./queue/memory";

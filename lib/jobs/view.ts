@@ -1,10 +1,10 @@
 import { z } from "zod";
-import type { JobViewBody } from "@/lib/api-schemas";
+import type { JobViewBody } from "@/lib/api/schemas";
 import { jobCounts, type JobRecord } from "@/lib/store";
 
 const failureSchema = z.object({ code: z.string(), message: z.string() });
 
-/** What the job routes answer about a job (`jobViewSchema` in lib/api-schemas.ts). */
+/** What the job routes answer about a job (`jobViewSchema` in lib/api/schemas.ts). */
 export type JobView = JobViewBody;
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());

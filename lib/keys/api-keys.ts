@@ -1,7 +1,7 @@
 import "server-only"; // creates and hashes API keys: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { getStore, type ApiKeyRecord } from "@/lib/store";
 import { BASE58_PATTERN, encodeBase58 } from "./base58";
 import { countKeyFailure, refuseBlockedAddress } from "./rate-limit";

@@ -1,5 +1,5 @@
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { getStore, type RateLimitResult } from "@/lib/store";
 
 export type { RateLimitResult } from "@/lib/store";

@@ -1,5 +1,5 @@
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 
 /**
  * OCR requests in flight per account on this instance, so one key cannot fill an instance (`ACCOUNT_MAX_IN_FLIGHT`,

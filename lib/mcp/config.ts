@@ -33,6 +33,12 @@ export interface SseTiming {
   unusedMs: number;
 }
 
+/** `SseTiming.pollMs`: a posted message's answer reaches the stream within a tenth of a second. */
+const SSE_POLL_MS = 100;
+/** `SseTiming.idlePollMs`: the slowest poll of an idle stream (one Redis read a second per open stream). */
+const SSE_IDLE_POLL_MS = 1000;
+/** `SseTiming.drainMs` beyond the tool budget: a call accepted as the drain begins still has its whole budget. */
+const SSE_DRAIN_MARGIN_MS = 5_000;
 /** Default of `SseTiming.refreshMs`: well within the session's and the slot's 60 s TTL. */
 const SSE_REFRESH_MS = 15_000;
 /** Default of `SseTiming.storeOutageMs`. */
@@ -65,10 +71,10 @@ export function mcpConfig(env: Env = getEnv()): McpConfig {
     toolDeadlineMs,
     sse: {
       lifetimeMs: env.MCP_SSE_LIFETIME_MS,
-      drainMs: env.MCP_SSE_DRAIN_MS ?? Math.min(toolDeadlineMs + 5_000, env.MCP_SSE_LIFETIME_MS / 2),
+      drainMs: Math.min(toolDeadlineMs + SSE_DRAIN_MARGIN_MS, env.MCP_SSE_LIFETIME_MS / 2),
       pingMs: env.MCP_SSE_PING_MS,
-      pollMs: env.MCP_SSE_POLL_MS,
-      idlePollMs: Math.max(env.MCP_SSE_POLL_MS, env.MCP_SSE_IDLE_POLL_MS),
+      pollMs: SSE_POLL_MS,
+      idlePollMs: SSE_IDLE_POLL_MS,
       storeOutageMs: SSE_STORE_OUTAGE_MS,
       refreshMs: SSE_REFRESH_MS,
       unusedMs: SSE_UNUSED_MS,

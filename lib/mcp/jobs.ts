@@ -1,8 +1,8 @@
 import type { CallToolResult, Task } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { ocrResponseSchema } from "@/lib/api-schemas";
-import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/error-catalogue";
-import { ApiError } from "@/lib/errors";
+import { ocrResponseSchema } from "@/lib/api/schemas";
+import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/api/error-catalogue";
+import { ApiError } from "@/lib/api/errors";
 import { retryAfterFor } from "@/lib/http/jobs";
 import { findJob, getJobView, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr";

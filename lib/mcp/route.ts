@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { isFinalOutcome, preflight, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { isApiKeyActive, rateLimitHeaders } from "@/lib/keys";
 import type { OpenCharge, ProcessDocumentResult } from "@/lib/process";

@@ -7,11 +7,11 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
-import { errorCatalogue, type ErrorEntry } from "@/lib/error-catalogue";
+import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
-import { describeZodError, toApiError, type ApiError } from "@/lib/errors";
+import { describeZodError, toApiError, type ApiError } from "@/lib/api/errors";
 import { isOcrError } from "@/lib/ocr";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
@@ -121,9 +121,9 @@ export function asksForProgress(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
 }
 
-/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/error-catalogue.ts). */
+/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/api/error-catalogue.ts). */
 function toolErrorResult(error: ApiError): CallToolResult {
-  // What the model can do about it (lib/error-catalogue.ts): every failure an `extract_text` call can end with has one.
+  // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has one.
   const { hint }: ErrorEntry = errorCatalogue[error.code];
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
   return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
@@ -148,7 +148,7 @@ interface BuildServerOptions {
    * HTTP answer served as `text/event-stream`); a JSON answer has nowhere to put them.
    */
   progressIntervalMs?: number;
-  /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/process.ts). */
+  /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/process/process.ts). */
   serverHost?: string;
   /**
    * Leave each call's charge open (`ProcessDocumentResult.charge`) for the caller to settle once its answer is

@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import { getStore } from "@/lib/store";
 import type { StreamCaps } from "./config";

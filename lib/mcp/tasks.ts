@@ -9,9 +9,9 @@ import {
   type ProgressToken,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api-schemas";
+import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
-import { toApiError, type ApiError } from "@/lib/errors";
+import { toApiError, type ApiError } from "@/lib/api/errors";
 import { afterResponse } from "@/lib/http";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, submitJob, type JobView } from "@/lib/jobs";
 import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";

@@ -1,4 +1,4 @@
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 
 /*
  * The tool's errors in the tool's terms. `extract_text` runs the REST use case (`processDocument`) on a REST body
@@ -19,7 +19,7 @@ const TOOL_FIELDS: Readonly<Record<string, string>> = {
 const TOOL_ADVICE: ReadonlyArray<readonly [RegExp, string]> = [
   // lib/input/base64.ts: an inline file over MAX_INLINE_BYTES.
   [/Send larger files with imageUrl instead\./, 'Send larger files as a URL instead (image_source.type "url").'],
-  // lib/process-errors.ts: a PDF over MAX_PDF_PAGES. The tool reads whole files; REST reads page ranges and jobs.
+  // lib/process/errors.ts: a PDF over MAX_PDF_PAGES. The tool reads whole files; REST reads page ranges and jobs.
   [
     /choose fewer pages with options\.pages, or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,
     "this tool reads whole files: send fewer pages (split the PDF), or read it as a job with POST /api/ocr/jobs",

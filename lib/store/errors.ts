@@ -1,4 +1,4 @@
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 
 /**
  * A failed Redis call as the `unavailable` error (503): keys and credits fail closed. The log line carries the

@@ -4,7 +4,7 @@ import { createMarkerScript } from "./scripts";
 
 /**
  * The store's marker: written when the service first uses a Redis, so that a Redis that came back empty (restarted
- * without persistence, flushed, evicting keys) can be told from a new one. lib/health.ts decides what it means.
+ * without persistence, flushed, evicting keys) can be told from a new one. lib/health/health.ts decides what it means.
  */
 export interface StoreMarker {
   /** When the service first used this Redis (again, after a loss). ISO 8601. */

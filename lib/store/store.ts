@@ -21,7 +21,7 @@ export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
 /**
  * Everything the service keeps, one port per concern, built once over one connection (`getStore()` in index.ts).
  * Each domain module takes the port it needs: lib/accounts `accounts` (and `limits` for sign-in), lib/keys `keys`
- * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`, lib/health.ts `meta`, lib/jobs
+ * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`, lib/health/health.ts `meta`, lib/jobs
  * `jobs`, lib/webhooks `webhooks`. Each port has a redis adapter (Upstash REST or TCP) and a memory adapter side by side;
  * `tests/store/contract.test.ts` runs the same cases against each.
  *

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import { postRemote, type ResolveHost } from "@/lib/input";
 import { getStore, type DeliveryAttempt } from "@/lib/store";

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { WebhookEvent } from "@/lib/api-schemas";
+import type { WebhookEvent } from "@/lib/api/schemas";
 import { jobCounts, type JobRecord } from "@/lib/store";
 
 /**

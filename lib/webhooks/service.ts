@@ -1,5 +1,5 @@
-import type { WebhookAttempt } from "@/lib/api-schemas";
-import { ApiError } from "@/lib/errors";
+import type { WebhookAttempt } from "@/lib/api/schemas";
+import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import type { ResolveHost } from "@/lib/input";
 import { getStore, type JobRecord } from "@/lib/store";

@@ -1,4 +1,4 @@
-import { ApiError, isApiError } from "@/lib/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { checkRemoteUrl, isAllowListed, type ResolveHost } from "@/lib/input";
 
 /**

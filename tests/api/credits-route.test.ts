@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import * as creditsRoute from "@/app/api/credits/route";
-import { creditsResponseSchema } from "@/lib/api-schemas";
+import { creditsResponseSchema } from "@/lib/api/schemas";
 import { STORE_KINDS, callOcr, createAccount, expectApiError, expectOcrOk, tinyPng, withStore } from "./support";
 
 const URL = "http://localhost:3000/api/credits";

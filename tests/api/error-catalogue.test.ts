@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
+import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 
 /*
- * docs/api.md is prose, so its error table is written by hand; this keeps it the catalogue's (lib/error-catalogue.ts),
+ * docs/api.md is prose, so its error table is written by hand; this keeps it the catalogue's (lib/api/error-catalogue.ts),
  * which the OpenAPI document, the /docs page and the MCP hints render from. A failure prints the rows to paste.
  */
 

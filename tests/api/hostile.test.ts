@@ -1,6 +1,6 @@
 import { PDFDocument } from "pdf-lib";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ErrorCode } from "@/lib/errors";
+import type { ErrorCode } from "@/lib/api/errors";
 import {
   base64Of,
   callOcr,

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import * as openapiRoute from "@/app/api/openapi.json/route";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,

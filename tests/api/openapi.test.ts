@@ -4,7 +4,7 @@ import { GET, OPTIONS } from "@/app/api/openapi.json/route";
 import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
-import { errorStatus, type ErrorCode } from "@/lib/errors";
+import { errorStatus, type ErrorCode } from "@/lib/api/errors";
 import { JOB_ID_PATTERN, resetWorkQueue } from "@/lib/jobs";
 import { REQUEST_ID, callOcr, createAccount, ocrRequest, tinyPng, withStore } from "./support";
 

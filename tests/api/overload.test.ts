@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { OcrPool, getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
 import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";

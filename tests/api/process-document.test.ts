@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { ocrResponseSchema } from "@/lib/api-schemas";
+import { ocrResponseSchema } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
-import { ApiError, type ErrorCode } from "@/lib/errors";
+import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import * as ocr from "@/lib/ocr";
 import type { OpenedDocument } from "@/lib/ocr";
 import { processDocument, type ProcessDocumentInput } from "@/lib/process";

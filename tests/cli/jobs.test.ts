@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { characterErrorRate } from "@/bench/metrics";
-import { jobListSchema, jobResultSchema, jobViewSchema } from "@/lib/api-schemas";
+import { jobListSchema, jobResultSchema, jobViewSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { ocrDocumentSchema } from "@/lib/ocr";
 import { longScan } from "@/scripts/make-fixtures";

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { characterErrorRate } from "@/bench/metrics";
-import { webhookEventSchema } from "@/lib/api-schemas";
+import { webhookEventSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { jobEventId, newSigningSecret, resetDeliveryQueue, rotateWebhookSecret } from "@/lib/webhooks";
 import { FIXTURE_DIR, createAccount, groundTruth, withStore } from "../api/support";

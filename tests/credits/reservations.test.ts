@@ -10,7 +10,7 @@ import {
   reserveCredits,
   sweepExpiredReservations,
 } from "@/lib/credits";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
 import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";

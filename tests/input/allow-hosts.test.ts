@@ -96,10 +96,10 @@ describe("URL_ALLOW_HOSTS", () => {
     });
 
     it("a malformed URL_ALLOW_HOSTS stops the configuration with a message naming the entry", async () => {
-      const { getEnv } = await import("@/lib/env");
+      const { configuredAllowList } = await import("@/lib/input");
       const restore = setEnv({ URL_ALLOW_HOSTS: "minio:9000, http://x" });
       try {
-        expect(() => getEnv()).toThrow(/URL_ALLOW_HOSTS: "http:\/\/x" is not a host name/);
+        expect(() => configuredAllowList()).toThrow(/URL_ALLOW_HOSTS: "http:\/\/x" is not a host name/);
       } finally {
         restore();
       }

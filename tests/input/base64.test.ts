@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { decodeBase64Input } from "@/lib/input";
 
 const MiB = 1024 * 1024;

@@ -3,7 +3,7 @@ import https from "node:https";
 import net, { type AddressInfo } from "node:net";
 import tls from "node:tls";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { ApiError, type ErrorCode } from "@/lib/errors";
+import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import type * as address from "@/lib/input/address";
 import { fetchRemoteFile, pinnedLookup, type ResolveHost } from "@/lib/input/fetch-remote";
 

@@ -2,7 +2,7 @@ import { gzipSync } from "node:zlib";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { ApiError, type ErrorCode } from "@/lib/errors";
+import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import { fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
 
 /*

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
-import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api-schemas";
+import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { base64Of, createAccount, ocrRequest, withStore, type TestAccount } from "../api/support";
 import { createTestPool } from "../support/ocr";

@@ -5,7 +5,7 @@ import * as workRoute from "@/app/api/internal/jobs/work/route";
 import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as cronRoute from "@/app/api/cron/jobs/route";
-import { jobViewSchema } from "@/lib/api-schemas";
+import { jobViewSchema } from "@/lib/api/schemas";
 import { WORK_PATH, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { resetEnv } from "@/lib/env";

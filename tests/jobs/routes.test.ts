@@ -3,7 +3,7 @@ import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import * as processRoute from "@/app/api/ocr/process/route";
-import { jobListSchema, jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api-schemas";
+import { jobListSchema, jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue } from "@/lib/jobs";
 import { getStore } from "@/lib/store";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { acquireInFlight, inFlightAccounts, inFlightCount } from "@/lib/limits/in-flight";
 
 /* The per-account limit on OCR requests in flight on one instance (route-level: tests/api/overload.test.ts). */

@@ -2,7 +2,7 @@ import { http, HttpResponse } from "msw";
 import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { characterErrorRate } from "@/bench/metrics";
-import { ocrResponseSchema } from "@/lib/api-schemas";
+import { ocrResponseSchema } from "@/lib/api/schemas";
 import { ocrDocumentSchema } from "@/lib/ocr";
 import {
   STORE_KINDS,

@@ -4,7 +4,7 @@ import { SSEClientTransport as SseV1 } from "@modelcontextprotocol/sdk/client/ss
 import { StreamableHTTPClientTransport as StreamableV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expect } from "vitest";
 import { z } from "zod";
-import { ocrResponseSchema, type OcrResponse } from "@/lib/api-schemas";
+import { ocrResponseSchema, type OcrResponse } from "@/lib/api/schemas";
 import type { McpRoute } from "@/lib/mcp";
 import { REQUEST_ID } from "../api/support";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { resetEnv } from "@/lib/env";
 import {
   MISSING_STORE_MESSAGE,

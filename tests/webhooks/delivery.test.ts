@@ -4,7 +4,7 @@ import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as processRoute from "@/app/api/ocr/process/route";
 import * as workRoute from "@/app/api/internal/jobs/work/route";
-import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBody } from "@/lib/api-schemas";
+import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBody } from "@/lib/api/schemas";
 import { JobRunner, WORK_PATH, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";

@@ -1,4 +1,4 @@
-import type { CreditsResponse } from "@/lib/api-schemas";
+import type { CreditsResponse } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 

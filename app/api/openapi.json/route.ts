@@ -1,5 +1,5 @@
 import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
-import { getOpenApiDocument } from "@/lib/openapi";
+import { getOpenApiDocument } from "@/lib/api/openapi";
 
 export const runtime = "nodejs";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { iterateLedger } from "@/lib/credits";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { listApiKeys } from "@/lib/keys";
 import { LEDGER_CSV_HEADER, csvRow, ledgerCsvFields, ledgerCsvFilename } from "../ledger-csv";
 import { KEY_ID } from "../ledger-query";

@@ -1,4 +1,4 @@
-import { jobsListQuerySchema, ocrRequestSchema } from "@/lib/api-schemas";
+import { jobsListQuerySchema, ocrRequestSchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { acceptJob } from "@/lib/http/jobs";
 import { listJobViews } from "@/lib/jobs";

@@ -1,5 +1,5 @@
-import { ocrRequestSchema } from "@/lib/api-schemas";
-import { ApiError } from "@/lib/errors";
+import { ocrRequestSchema } from "@/lib/api/schemas";
+import { ApiError } from "@/lib/api/errors";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { acceptJob, prefersAsync } from "@/lib/http/jobs";
 import { processDocument } from "@/lib/process";

@@ -1,5 +1,5 @@
 import { getEnv } from "@/lib/env";
-import { ApiError } from "@/lib/errors";
+import { ApiError } from "@/lib/api/errors";
 import { afterResponse, methodNotAllowed, withRequest } from "@/lib/http";
 import { verifyWorkCall, workJobsFor } from "@/lib/jobs";
 

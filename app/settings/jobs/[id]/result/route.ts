@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { getCurrentAccount } from "@/lib/accounts/current";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import { jobResultFormat, readJobPdf, readJobResult, type JobResultPart } from "@/lib/jobs";
 import { pagedFormats } from "@/lib/ocr";
 import { outputFormats, type OutputFormat } from "@/lib/vocabulary";

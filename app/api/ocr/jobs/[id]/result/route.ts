@@ -1,4 +1,4 @@
-import { jobResultQuerySchema } from "@/lib/api-schemas";
+import { jobResultQuerySchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { jobIdFromPath } from "@/lib/http/jobs";
 import { formatPageRanges } from "@/lib/ocr";

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { errorCatalogue, errorCodes, type ErrorCode } from "@/lib/error-catalogue";
+import { errorCatalogue, errorCodes, type ErrorCode } from "@/lib/api/error-catalogue";
 
-export type { ErrorCode } from "@/lib/error-catalogue";
+export type { ErrorCode } from "@/lib/api/error-catalogue";
 
-/** Error code → HTTP status, from the catalogue (lib/error-catalogue.ts). */
+/** Error code → HTTP status, from the catalogue (lib/api/error-catalogue.ts). */
 export const errorStatus = Object.fromEntries(errorCodes.map((code) => [code, errorCatalogue[code].status])) as {
   readonly [Code in ErrorCode]: (typeof errorCatalogue)[Code]["status"];
 };
@@ -33,7 +33,7 @@ interface ApiErrorOptions {
  */
 const API_ERROR_BRAND = Symbol.for("ocr-service.api-error");
 
-/** A failure with a catalogued error code (lib/error-catalogue.ts). Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
+/** A failure with a catalogued error code (lib/api/error-catalogue.ts). Thrown anywhere; turned into HTTP only by `toErrorResponse`. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;

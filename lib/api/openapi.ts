@@ -10,10 +10,10 @@ import {
   ocrRequestSchema,
   ocrResponseSchema,
   webhookEventSchema,
-} from "@/lib/api-schemas";
+} from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
-import { errorCatalogue, errorCodes } from "@/lib/error-catalogue";
-import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/errors";
+import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
+import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/api/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
 import { MAX_SYNC_PDF_BYTES, ocrDocumentSchema } from "@/lib/ocr";

@@ -1,4 +1,4 @@
-import { ApiError, type ErrorCode } from "@/lib/errors";
+import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr";
 
 /** What of the request the wording of an engine failure depends on (it names request fields; the engine does not). */
@@ -12,7 +12,7 @@ export interface EngineRequestOptions {
 /** Where a document too long for one request goes. */
 const JOB_HINT = "send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)";
 
-/** Engine code → the API's code (lib/error-catalogue.ts, which gives the HTTP status). */
+/** Engine code → the API's code (lib/api/error-catalogue.ts, which gives the HTTP status). */
 const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
   empty_file: "invalid_request",
   unsupported_type: "unsupported_media_type",

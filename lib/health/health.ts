@@ -1,15 +1,15 @@
 import { TimeoutError, withTimeout } from "@/lib/async";
 import { getEnv } from "@/lib/env";
-import { isApiError } from "@/lib/errors";
+import { isApiError } from "@/lib/api/errors";
 import {
   HEALTH_SAMPLE_PDF_BASE64,
   HEALTH_SAMPLE_PDF_TEXT,
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
-} from "@/lib/health-sample";
+} from "./sample";
 import { availableLanguages, extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
 import { countOverdueReservations } from "@/lib/credits";
-import { eventLoopDelay, type EventLoopDelay } from "@/lib/event-loop";
+import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
 import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 

@@ -1,6 +1,6 @@
 /*
  * Every error code the service answers with: its HTTP status, when it happens, and what an agent can do about it.
- * The one place these are written: lib/errors.ts takes the status from here, the OpenAPI document (lib/openapi.ts)
+ * The one place these are written: lib/api/errors.ts takes the status from here, the OpenAPI document (lib/api/openapi.ts)
  * and the /docs page render `when`, the MCP tool errors append `hint`, and a test checks that the table in
  * docs/api.md says the same. A leaf module (no imports), so the CLI bundle can carry it.
  *

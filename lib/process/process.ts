@@ -1,13 +1,13 @@
-import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api-schemas";
+import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api/schemas";
 import { withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/errors";
+import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
 import { acquireInFlight } from "@/lib/limits/in-flight";
 import { documentConfidence, getOcrPool, MAX_SYNC_PDF_BYTES, openDocument, render, renderSearchablePdf, type ExtractedDocument, type OcrPool, type OpenedDocument } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process-errors";
+import { fromEngineError } from "./errors";
 import { ANSWER_GRACE_MS, runWithDeadline } from "@/lib/request-scope";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
@@ -72,7 +72,7 @@ export interface ProcessDocumentResult {
  * the document and check it cheaply (type, size, pages, language: 4xx before anything is charged) → reserve one
  * credit per selected page (`402` when short, before any OCR) → extract before the deadline → render → settle with
  * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with catalogued codes
- * (docs/api.md#errors): the engine's own errors are translated here, once (lib/process-errors.ts).
+ * (docs/api.md#errors): the engine's own errors are translated here, once (lib/process/errors.ts).
  */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();
