@@ -182,7 +182,7 @@ async function checkStore(): Promise<StoreHealth> {
 const markerSlot = globalThis as typeof globalThis & { __ocrSeenMarkers?: WeakMap<Store, string> };
 
 /**
- * Read the store's marker (lib/store/meta.ts), writing it when there is none, and record a loss on it when it is not
+ * Read the store's marker (lib/store/meta/), writing it when there is none, and record a loss on it when it is not
  * the one this process saw before: Redis lost everything written before (restarted without persistence, flushed, or
  * evicting keys). A Redis without a marker that this process never saw one on is taken as new (a fresh deployment,
  * or data from before markers existed); so is one emptied while no running instance had seen it — only a process that

@@ -5,18 +5,18 @@ import { createMemoryStore, createRedisStore, type Store } from "./store";
 
 export { createMemoryStore, createRedisStore, type Store, type StoreKind } from "./store";
 export { createRestRedis, createTcpRedis } from "./connect";
-export type { AccountStore, SessionRecord, UserRecord } from "./accounts";
+export type { AccountStore, SessionRecord, UserRecord } from "./accounts/port";
 export type { ApiKeyRecord, ApiKeyStore } from "./keys/port";
 export type { CreditStore, LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "./credits/port";
-export type { IdempotencyRecord, IdempotencyStore } from "./idempotency";
-export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult, SlotResult } from "./limits";
-export type { MailboxStore } from "./mailbox";
+export type { IdempotencyRecord, IdempotencyStore } from "./idempotency/port";
+export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult, SlotResult } from "./limits/port";
+export type { MailboxStore } from "./mailbox/port";
 export type { CreateJobResult, JobPageList, JobRecord, JobStatus, JobStore, NewJob, PageOutcome } from "./jobs/port";
 export { jobCounts } from "./jobs/port";
 export { activeJobStatuses, jobStatuses } from "./jobs/port";
-export type { MetaStore, StoreMarker } from "./meta";
-export type { DeliveryAttempt, WebhookAccount, WebhookStore } from "./webhooks";
-export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks";
+export type { MetaStore, StoreMarker } from "./meta/port";
+export type { DeliveryAttempt, WebhookAccount, WebhookStore } from "./webhooks/port";
+export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks/port";
 
 type StoreConfig =
   | { kind: "redis-rest"; url: string; token: string; prefix: string }

@@ -18,9 +18,9 @@ export interface RedisContext {
  * `credits:{userId}` integer · `ledger:{userId}` list of JSON, oldest first · `usage:{userId}` hash day → pages ·
  * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
  * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `mailbox:{id}` list +
- * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta.ts) · `job:{jobId}` hash +
+ * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
  * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
- * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks.ts) +
+ * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
  * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first.
  * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
  */

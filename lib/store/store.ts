@@ -1,20 +1,32 @@
 import type { Redis } from "@upstash/redis";
-import { createMemoryAccountStore, createRedisAccountStore, type AccountStore } from "./accounts";
+import { createMemoryAccountStore } from "./accounts/memory";
+import type { AccountStore } from "./accounts/port";
+import { createRedisAccountStore } from "./accounts/redis";
 import { MemoryBalances, createMemoryCreditStore } from "./credits/memory";
 import type { CreditStore } from "./credits/port";
 import { createRedisCreditStore } from "./credits/redis";
-import { createMemoryIdempotencyStore, createRedisIdempotencyStore, type IdempotencyStore } from "./idempotency";
+import { createMemoryIdempotencyStore } from "./idempotency/memory";
+import type { IdempotencyStore } from "./idempotency/port";
+import { createRedisIdempotencyStore } from "./idempotency/redis";
 import { createMemoryApiKeyStore } from "./keys/memory";
 import type { ApiKeyStore } from "./keys/port";
 import { createRedisApiKeyStore } from "./keys/redis";
 import { createMemoryJobStore } from "./jobs/memory";
 import type { JobStore } from "./jobs/port";
 import { createRedisJobStore } from "./jobs/redis";
-import { createMemoryLimitStore, createRedisLimitStore, type LimitStore } from "./limits";
-import { createMemoryMailboxStore, createRedisMailboxStore, type MailboxStore } from "./mailbox";
-import { createMemoryMetaStore, createRedisMetaStore, type MetaStore } from "./meta";
+import { createMemoryLimitStore } from "./limits/memory";
+import type { LimitStore } from "./limits/port";
+import { createRedisLimitStore } from "./limits/redis";
+import { createMemoryMailboxStore } from "./mailbox/memory";
+import type { MailboxStore } from "./mailbox/port";
+import { createRedisMailboxStore } from "./mailbox/redis";
+import { createMemoryMetaStore } from "./meta/memory";
+import type { MetaStore } from "./meta/port";
+import { createRedisMetaStore } from "./meta/redis";
 import { call, keyLayout, type RedisContext } from "./redis-support";
-import { createMemoryWebhookStore, createRedisWebhookStore, type WebhookStore } from "./webhooks";
+import { createMemoryWebhookStore } from "./webhooks/memory";
+import type { WebhookStore } from "./webhooks/port";
+import { createRedisWebhookStore } from "./webhooks/redis";
 
 export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
 
@@ -56,7 +68,7 @@ interface RedisStoreOptions {
 
 /**
  * The redis adapters over one client, for Upstash REST and TCP alike (the @upstash/redis API). Multi-key changes
- * are Lua scripts (lib/store/scripts.ts); the key layout is in lib/store/redis-support.ts.
+ * are Lua scripts (each concern's scripts.ts); the key layout is in lib/store/redis-support.ts.
  */
 export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOptions): Store {
   const context: RedisContext = { redis, key: keyLayout(prefix) };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { call, integer, integerPair, type RedisContext } from "../redis-support";
-import { grantCreditsScript, ledgerPageScript, releaseCreditsScript, reserveCreditsScript } from "../scripts";
+import { grantCreditsScript, ledgerPageScript, releaseCreditsScript, reserveCreditsScript } from "./scripts";
 import {
   RESERVATION_TTL_MS,
   TOMBSTONE_TTL_MS,
@@ -14,7 +14,7 @@ import {
 /** A ledger draft as the scripts take it: its fixed fields as JSON, the script prepends the amounts. */
 export const fixedFields = (draft: LedgerDraft) => JSON.stringify(draft);
 
-/** Credits on Redis: every balance change and its ledger entry are one Lua script (lib/store/scripts.ts). */
+/** Credits on Redis: every balance change and its ledger entry are one Lua script (scripts.ts). */
 export function createRedisCreditStore({ redis, key }: RedisContext): CreditStore {
   const scripts = {
     reserveCredits: redis.createScript<unknown>(reserveCreditsScript),

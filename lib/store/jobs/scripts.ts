@@ -1,7 +1,7 @@
-import { ledgerEntryHelper } from "../scripts";
+import { ledgerEntryHelper } from "../credits/scripts";
 
 /*
- * The job port's atomic steps, as Lua (same conventions as lib/store/scripts.ts: KEYS, ARGV and the reply above
+ * The job port's atomic steps, as Lua (same conventions as lib/store/credits/scripts.ts: KEYS, ARGV and the reply above
  * each script; plain string work, no cjson). A job's credits are a reservation of the credit port's kind: the key
  * holds the credits still reserved (an integer) while the job runs and `closed` after it ended. A stored page
  * spends one of them; failures spend nothing, so whatever is left when the job ends is exactly what comes back.

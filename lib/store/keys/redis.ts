@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { call, flatHash, integer, type RedisContext } from "../redis-support";
-import { createApiKeyScript, resolveApiKeyScript, revokeApiKeyScript } from "../scripts";
+import { createApiKeyScript, resolveApiKeyScript, revokeApiKeyScript } from "./scripts";
 import { apiKeyRecordSchema, resolvedApiKeySchema, type ApiKeyRecord, type ApiKeyStore } from "./port";
 
 /** A record in the revoked-keys hash: revoked, with the last use the revoke script copied from the hash index. */
