@@ -1,8 +1,9 @@
-import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrRequestInput, type OcrResponse } from "@/lib/api/schemas";
+import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrResponse } from "@/lib/api/schemas";
 import { withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/api/errors";
+import type { OutputFormat } from "@/lib/vocabulary";
 import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
 import { acquireInFlight } from "@/lib/limits/in-flight";
@@ -18,8 +19,8 @@ export interface ProcessAccount {
 }
 
 export interface ProcessDocumentInput {
-  /** The request body; validated here again, so every caller gets the same 400s. */
-  body: OcrRequestInput;
+  /** The request body as received (JSON): validated here, once, so every caller gets the same 400s. */
+  body: unknown;
   account: ProcessAccount;
   /** Unique per request: it keys the credit reservation and the ledger entries. */
   requestId: string;
@@ -68,76 +69,127 @@ export interface ProcessDocumentResult {
 }
 
 /**
- * The one use case both surfaces share (REST and the MCP tool): resolve the input (base64, data URL or URL) → open
- * the document and check it cheaply (type, size, pages, language: 4xx before anything is charged) → reserve one
- * credit per selected page (`402` when short, before any OCR) → extract before the deadline → render → settle with
- * the pages read. On any failure after the reservation, everything is refunded. Throws `ApiError`s with catalogued codes
- * (docs/api.md#errors): the engine's own errors are translated here, once (lib/process/errors.ts).
+ * The one use case both surfaces share (REST and the MCP tool), read top to bottom in `readDocument`. Throws
+ * `ApiError`s with catalogued codes (docs/api.md#errors): the engine's own errors are translated here, once
+ * (lib/process/errors.ts).
  */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();
   const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
-  const parsed = ocrRequestSchema.safeParse(input.body);
-  if (!parsed.success) throw toApiError(parsed.error);
-  const body = parsed.data;
-  // Every step below is bounded by the deadline on its own (fetch aborted, engine jobs killed, store commands
-  // capped); this is the backstop that answers `504` by the deadline plus the answer grace whatever happens, while
-  // the work winds down (and refunds) behind it.
+  const body = validBody(input.body);
+  // Every step is bounded by the deadline on its own (the fetch aborted, engine jobs killed, store commands capped
+  // through runWithDeadline); this is the backstop that answers `504` by the deadline plus the answer grace whatever
+  // happens, while the work winds down (and refunds) behind it.
   try {
     return await runWithDeadline(deadline, () =>
-      answerByDeadline(processWithinDeadline({ ...input, receivedAt, deadline }, body), deadline + ANSWER_GRACE_MS - 100),
+      answerByDeadline(readDocument({ ...input, body, receivedAt, deadline }), deadline + ANSWER_GRACE_MS - 100),
     );
   } catch (error) {
     throw fromEngineError(error, { pages: body.options?.pages });
   }
 }
 
-async function processWithinDeadline(
-  input: ProcessDocumentInput & { receivedAt: number; deadline: number },
-  body: OcrRequest,
-): Promise<ProcessDocumentResult> {
-  const { receivedAt, deadline } = input;
-  const pool = input.pool ?? getOcrPool();
+/** The body, validated once, here, so every surface gets the same `400`s. */
+function validBody(raw: unknown): OcrRequest {
+  const parsed = ocrRequestSchema.safeParse(raw);
+  if (!parsed.success) throw toApiError(parsed.error);
+  if (parsed.data.webhook) {
+    throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
+  }
+  return parsed.data;
+}
+
+interface ValidRequest extends Omit<ProcessDocumentInput, "body" | "receivedAt" | "deadline"> {
+  body: OcrRequest;
+  receivedAt: number;
+  deadline: number;
+}
+
+/**
+ * One request, in order: a slot of the account's requests in flight → the file (base64, data URL or URL) → the
+ * document opened and checked cheaply (type, size, pages, language: 4xx before anything is charged) → one credit
+ * reserved per selected page (`402` when short, before any OCR) → extract and render → settle with the pages read.
+ * A failure after the reservation refunds everything; the document is closed and the slot released whatever happens.
+ */
+async function readDocument(request: ValidRequest): Promise<ProcessDocumentResult> {
+  const { body, account, requestId, deadline } = request;
+  const format = body.options?.format ?? "text";
+  const pool = request.pool ?? getOcrPool();
+
   // One account cannot fill an instance: its requests in flight here are limited (429 past it).
-  const release = acquireInFlight(input.account.userId, {
-    retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)),
-  });
-  try {
-    return await processAdmitted({ ...input, pool }, body, receivedAt, deadline);
-  } finally {
-    release();
-  }
-}
+  const retryAfterS = Math.max(1, Math.ceil(pool.estimate("read-image") / 1000));
+  using _inFlight = onDispose(acquireInFlight(account.userId, { retryAfterS }));
 
-async function processAdmitted(
-  input: ProcessDocumentInput & { pool: OcrPool },
-  body: OcrRequest,
-  receivedAt: number,
-  deadline: number,
-): Promise<ProcessDocumentResult> {
-  const { bytes, inputSource } = await loadInput(body, deadline, input);
+  const { bytes, inputSource } = await loadInput(body, request, AbortSignal.timeout(Math.max(0, deadline - Date.now())));
   checkDeadline(deadline);
-  const document = await openDocument(bytes, {
-    pages: body.options?.pages,
-    language: body.options?.language,
-    deadline,
-    pool: input.pool,
-    tenant: input.account.userId,
-  });
+  const { pages: pageRange, language } = body.options ?? {};
+  const document = await openDocument(bytes, { pages: pageRange, language, deadline, pool, tenant: account.userId });
+  await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
+  checkDeadline(deadline);
+  // The searchable PDF holds the file itself: one already past what an answer carries is refused before any charge.
+  if (format === "pdf" && bytes.byteLength > MAX_SYNC_PDF_BYTES) throw syncPdfTooLarge(bytes.byteLength, "file");
+
+  // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
+  const ledger = { userId: account.userId, requestId, keyId: account.keyId, format };
+  const pages = document.selectedPages.length;
+  const reservation = await reserveCredits({ ...ledger, pages, deadline });
+  if (!reservation.ok) throw insufficientCredits(pages, reservation.balance);
+  /** Give back every credit reserved. A store failure is logged, with what then becomes of the reservation. */
+  const refund = async (what: string, then: string): Promise<void> => {
+    try {
+      await refundCredits({ ...ledger, pages });
+    } catch (error) {
+      console.error(`[${requestId}] refund of ${pages} ${what} failed (${errorLabel(error, apiCode)}); ${then}`);
+    }
+  };
+
+  let response: OcrResponse;
   try {
-    checkDeadline(deadline);
-    // The searchable PDF holds the file itself: one already past what an answer carries is refused before any charge.
-    if (body.options?.format === "pdf" && bytes.byteLength > MAX_SYNC_PDF_BYTES) throw syncPdfTooLarge(bytes.byteLength, "file");
-    return await chargeAndExtract(document, { ...input, body, bytes, inputSource, receivedAt, deadline });
-  } finally {
-    await document.close().catch(() => undefined);
+    const extracted = await document.extract({ deadline });
+    response = {
+      success: true,
+      userId: account.userId,
+      inputSource,
+      extractedText: await renderText(extracted, document, format, bytes),
+      confidence: documentConfidence(extracted),
+      processingTime: 0,
+      creditsUsed: Math.min(pages, extracted.pages.length),
+      pageCount: document.pageCount,
+      requestId,
+    };
+  } catch (error) {
+    // Nothing is charged for a failed request (timeouts included).
+    await refund("credits", "the reservation stays open");
+    throw error;
   }
+
+  // The work is done and paid for by the reservation; settling only returns unused pages. If the store fails here
+  // the answer still stands (the user paid at most what was reserved), and the log says what to reconcile.
+  const used = response.creditsUsed;
+  const settle = async (): Promise<number> => {
+    try {
+      return (await settleCredits({ ...ledger, reserved: pages, used })).balance;
+    } catch (error) {
+      console.error(`[${requestId}] settling ${used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
+      return reservation.balance;
+    }
+  };
+  const elapsed = () => Math.max(0, Math.round(Date.now() - request.receivedAt));
+  if (request.deferSettlement === true) {
+    response.processingTime = elapsed();
+    const undelivered = () => refund("undelivered credits", "the reservation sweep will refund them");
+    return { response, creditsRemaining: reservation.balance, charge: { pages: used, settle, refund: undelivered } };
+  }
+  const creditsRemaining = await settle();
+  response.processingTime = elapsed();
+  return { response, creditsRemaining };
 }
 
+/** The file's bytes. `signal` aborts a fetch at the request's deadline (`URL_FETCH_TIMEOUT_MS` answers 502 instead). */
 async function loadInput(
   body: OcrRequest,
-  deadline: number,
   { resolveHost, serverHost }: Pick<ProcessDocumentInput, "resolveHost" | "serverHost">,
+  signal: AbortSignal,
 ): Promise<{ bytes: Uint8Array; inputSource: InputSource }> {
   // lib/input's messages name the field they were given (`image`, `imageUrl`); the errors say so for other surfaces.
   if (body.image !== undefined) {
@@ -149,104 +201,37 @@ async function loadInput(
   }
   const sample = await readOwnSample(body.imageUrl!, serverHost);
   if (sample) return { bytes: sample, inputSource: "url" };
-  // The request deadline bounds the fetch too (its own limit, URL_FETCH_TIMEOUT_MS, answers 502 instead).
-  const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new ApiError("timeout", "The request deadline passed while fetching imageUrl")),
-    Math.max(0, deadline - Date.now()),
-  );
   try {
-    const file = await fetchRemoteFile(body.imageUrl!, { signal: controller.signal, resolveHost });
+    const file = await fetchRemoteFile(body.imageUrl!, { signal, resolveHost });
     return { bytes: file.bytes, inputSource: "url" };
   } catch (error) {
     throw aboutField(error, "imageUrl");
-  } finally {
-    clearTimeout(timer);
   }
 }
 
-interface Work {
-  body: OcrRequest;
-  deferSettlement?: boolean;
-  account: ProcessAccount;
-  requestId: string;
-  /** The file: the searchable PDF is built on it. */
-  bytes: Uint8Array;
-  inputSource: InputSource;
-  receivedAt: number;
-  deadline: number;
-  pool?: OcrPool;
+/** A `using` declaration that calls `release` when its block ends. */
+function onDispose(release: () => void): Disposable {
+  return { [Symbol.dispose]: release };
 }
 
-async function chargeAndExtract(document: OpenedDocument, work: Work): Promise<ProcessDocumentResult> {
-  const { account, requestId } = work;
-  // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
-  const ledger = { userId: account.userId, requestId, keyId: account.keyId, format: work.body.options?.format ?? "text" };
-  const pages = document.selectedPages.length;
-
-  const reservation = await reserveCredits({ ...ledger, pages, deadline: work.deadline });
-  if (!reservation.ok) {
-    throw new ApiError(
-      "insufficient_credits",
-      `Insufficient credits: this request needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${reservation.balance}`,
-      { headers: { "x-credits-remaining": String(reservation.balance) } },
-    );
-  }
-
-  let result: { response: OcrResponse; used: number };
-  try {
-    const extracted = await document.extract({ deadline: work.deadline });
-    const used = Math.min(pages, extracted.pages.length);
-    const response: OcrResponse = {
-      success: true,
-      userId: account.userId,
-      inputSource: work.inputSource,
-      extractedText: await renderText(extracted, document, work),
-      confidence: documentConfidence(extracted),
-      processingTime: 0,
-      creditsUsed: used,
-      pageCount: document.pageCount,
-      requestId,
-    };
-    result = { response, used };
-  } catch (error) {
-    // Nothing is charged for a failed request (timeouts included).
-    await refundCredits({ ...ledger, pages }).catch((refundError: unknown) =>
-      console.error(`[${requestId}] refund of ${pages} credits failed (${errorLabel(refundError, apiCode)}); the reservation stays open`),
-    );
-    throw error;
-  }
-
-  // The work is done and paid for by the reservation; settling only returns unused pages. If the store fails here
-  // the answer still stands (the user paid at most what was reserved), and the log says what to reconcile.
-  const settle = async (): Promise<number> => {
-    try {
-      return (await settleCredits({ ...ledger, reserved: pages, used: result.used })).balance;
-    } catch (error) {
-      console.error(`[${requestId}] settling ${result.used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
-      return reservation.balance;
-    }
+/** An `await using` declaration that awaits `close` when its block ends. */
+function onAsyncDispose(close: () => Promise<unknown>): AsyncDisposable {
+  return {
+    [Symbol.asyncDispose]: async () => {
+      await close();
+    },
   };
-  const finish = () => Math.max(0, Math.round(Date.now() - work.receivedAt));
-  if (work.deferSettlement !== true) {
-    const creditsRemaining = await settle();
-    result.response.processingTime = finish();
-    return { response: result.response, creditsRemaining };
-  }
-  result.response.processingTime = finish();
-  const refund = async (): Promise<void> => {
-    await refundCredits({ ...ledger, pages }).catch((error: unknown) =>
-      console.error(`[${requestId}] refund of ${pages} undelivered credits failed (${errorLabel(error, apiCode)}); the reservation sweep will refund them`),
-    );
-  };
-  return { response: result.response, creditsRemaining: reservation.balance, charge: { pages: result.used, settle, refund } };
 }
 
 /** The answer's `extractedText`: a text format, or the searchable PDF as base64 when it fits an answer (else `413`). */
-async function renderText(extracted: ExtractedDocument, document: OpenedDocument, work: Work): Promise<string> {
-  const format = work.body.options?.format ?? "text";
+async function renderText(
+  extracted: ExtractedDocument,
+  document: OpenedDocument,
+  format: OutputFormat,
+  bytes: Uint8Array,
+): Promise<string> {
   if (format !== "pdf") return render(extracted, format);
-  const pdf = await renderSearchablePdf(extracted.pages, { bytes: work.bytes, type: document.type });
+  const pdf = await renderSearchablePdf(extracted.pages, { bytes, type: document.type });
   if (pdf.byteLength > MAX_SYNC_PDF_BYTES) throw syncPdfTooLarge(pdf.byteLength, "pdf");
   return Buffer.from(pdf).toString("base64");
 }
@@ -267,6 +252,15 @@ function syncPdfTooLarge(bytes: number, what: "file" | "pdf"): ApiError {
     `${subject}; a synchronous answer carries a PDF of at most ${limit} (base64 under the 4.5 MB response limit). ` +
       "Send it as a job (POST /api/ocr/jobs with the same body) and download GET /api/ocr/jobs/{id}/result?format=pdf, " +
       "which streams application/pdf. Nothing was charged.",
+  );
+}
+
+/** `402`: the balance is short of one credit per selected page. */
+function insufficientCredits(pages: number, balance: number): ApiError {
+  return new ApiError(
+    "insufficient_credits",
+    `Insufficient credits: this request needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${balance}`,
+    { headers: { "x-credits-remaining": String(balance) } },
   );
 }
 

@@ -1,5 +1,4 @@
 import { ocrRequestSchema } from "@/lib/api/schemas";
-import { ApiError } from "@/lib/api/errors";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { acceptJob, prefersAsync } from "@/lib/http/jobs";
 import { processDocument } from "@/lib/process";
@@ -12,13 +11,13 @@ const methods = ["POST"];
 // POST /api/ocr/process – extract text from a base64 or URL document; with `Prefer: respond-async`, a job (202)
 export const POST = withApiKey(async (context) => {
   const { req, body, account, requestId, receivedAt, report } = context;
-  const request = ocrRequestSchema.parse(await body.json());
-  if (prefersAsync(req)) return acceptJob(context, request, { "Preference-Applied": "respond-async", Vary: "Prefer" });
-  if (request.webhook) {
-    throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
+  const json: unknown = await body.json();
+  if (prefersAsync(req)) {
+    return acceptJob(context, ocrRequestSchema.parse(json), { "Preference-Applied": "respond-async", Vary: "Prefer" });
   }
+  // processDocument validates the body (and refuses `webhook`, which is for jobs).
   const serverHost = req.headers.get("host") ?? undefined;
-  const { response, creditsRemaining } = await processDocument({ body: request, account, requestId, receivedAt, serverHost });
+  const { response, creditsRemaining } = await processDocument({ body: json, account, requestId, receivedAt, serverHost });
   report({ pages: response.creditsUsed, creditsRemaining });
   return Response.json(response);
 });
