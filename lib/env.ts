@@ -8,7 +8,7 @@ const MiB = 1024 * 1024;
 export const MCP_MAX_DURATION_S = 300;
 
 /**
- * Default of `MCP_TOOL_DEADLINE_MS`: under the 30 s timeout of the seed's sample client configuration, so that a
+ * Default of `MCP_TOOL_DEADLINE_MS`: under the 30 s timeout of the sample client configuration (docs/mcp.md), so that a
  * call too slow for it ends as a `timeout` tool error (refunded) before the client gives up — instead of being
  * charged for an answer nobody receives, and again for each of its 3 retries.
  */

@@ -128,7 +128,10 @@ export type OcrRequestInput = z.input<typeof ocrRequestSchema>;
 const inputSourceSchema = z.enum(inputSources);
 export type InputSource = z.infer<typeof inputSourceSchema>;
 
-/** The 200 answer. The seed's fields keep their names and types; `pageCount` and `requestId` are additions. */
+/**
+ * The 200 answer. `success` to `creditsUsed` are the service's original fields, whose names and types clients rely
+ * on; `pageCount` and `requestId` were added after.
+ */
 export const ocrResponseSchema = z.object({
   success: z.literal(true),
   userId: z.string().describe("The account that owns the key (`usr_…`)."),

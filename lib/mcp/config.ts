@@ -35,7 +35,10 @@ export interface SseTiming {
 
 /** `SseTiming.pollMs`: a posted message's answer reaches the stream within a tenth of a second. */
 const SSE_POLL_MS = 100;
-/** `SseTiming.idlePollMs`: the slowest poll of an idle stream (one Redis read a second per open stream). */
+/**
+ * `SseTiming.idlePollMs`: the slowest poll of an idle stream, one Redis read a second per open stream (the stream caps
+ * were measured with it: docs/decisions.md#caps-on-open-mcp-sse-streams).
+ */
 const SSE_IDLE_POLL_MS = 1000;
 /** `SseTiming.drainMs` beyond the tool budget: a call accepted as the drain begins still has its whole budget. */
 const SSE_DRAIN_MARGIN_MS = 5_000;
