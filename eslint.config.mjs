@@ -44,7 +44,7 @@ const engineForbidden = [
     message: "The engine (lib/ocr) does not reach storage, accounts or keys.",
   },
   {
-    group: aliasAndRelative("credits", "limits", "request-scope"),
+    group: aliasAndRelative("credits", "request-scope"),
     message: "The engine (lib/ocr) does not charge or limit: lib/process does, around it.",
   },
 ];

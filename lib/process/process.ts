@@ -1,15 +1,15 @@
+import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/api/errors";
 import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrResponse } from "@/lib/api/schemas";
 import { withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/api/errors";
-import type { OutputFormat } from "@/lib/vocabulary";
 import { errorLabel } from "@/lib/error-log";
 import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
-import { acquireInFlight } from "@/lib/limits/in-flight";
 import { documentConfidence, getOcrPool, MAX_SYNC_PDF_BYTES, openDocument, render, renderSearchablePdf, type ExtractedDocument, type OcrPool, type OpenedDocument } from "@/lib/ocr";
-import { fromEngineError } from "./errors";
 import { ANSWER_GRACE_MS, runWithDeadline } from "@/lib/request-scope";
+import type { OutputFormat } from "@/lib/vocabulary";
+import { fromEngineError } from "./errors";
+import { acquireInFlight } from "./in-flight";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
 export interface ProcessAccount {
