@@ -60,6 +60,16 @@ const routeForbidden = [
 
 const layering = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
+// The leaves at lib/'s top level: anyone may import them, and they import nothing of the project (env.ts only the
+// names in vocabulary.ts, which imports nothing), so loading the configuration never loads a domain module.
+const LEAVES = ["lib/env.ts", "lib/vocabulary.ts", "lib/async.ts", "lib/error-log.ts", "lib/request-scope.ts"];
+const leafForbidden = [
+  {
+    group: ["@/lib/*", "**/lib/*", "./*", "../*", "!@/lib/vocabulary"],
+    message: "A leaf module (lib/env.ts, lib/vocabulary.ts, …) imports nothing of the project but lib/vocabulary.",
+  },
+];
+
 export default defineConfig([
   ...nextVitals,
   ...nextTs,
@@ -90,6 +100,7 @@ export default defineConfig([
     files: [`lib/${folder}/**`],
     rules: layering(deepImports([folder])),
   })),
+  { files: LEAVES, rules: layering(leafForbidden) },
   { files: ["tests/**"], rules: { "no-restricted-imports": "off" } },
   globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);
