@@ -1,7 +1,7 @@
-import { createCanvas, type Canvas } from "@napi-rs/canvas";
+import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
 import type { Glyph } from "./text-size";
-import type { RasterSource } from "./raster";
-import type { PageTurn, Quarter } from "./page-turn";
+import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
+import { fromTurned, type PageTurn, type Quarter } from "./page-turn";
 
 /**
  * Pages in any orientation. Before a page is read, the glyph boxes the text-size analysis found anyway
@@ -22,8 +22,13 @@ import type { PageTurn, Quarter } from "./page-turn";
 
 /** Skew searched, in degrees either side of the line direction. */
 export const MAX_SKEW = 10;
-/** Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU). */
-export const MIN_DESKEW = 2;
+/**
+ * Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU): 1° where
+ * the tilt comes from many glyphs (found within ~0.3° on corpus-dev's pages of many glyphs), 2° on a page of a few
+ * words (found within ~1.5°: a smaller correction could as well add tilt as remove it). docs/decisions.md#orientation
+ */
+export const MIN_DESKEW = 1;
+export const MIN_DESKEW_FEW_GLYPHS = 2;
 /** Fewer glyphs than this say nothing reliable about lines or their direction: the page is taken as it is. */
 const MIN_GLYPHS = 10;
 /**
@@ -47,6 +52,8 @@ export interface LineDirection {
   tilt: number;
   /** Nearest neighbours in the lines' direction against across it (larger is surer). */
   margin: number;
+  /** The page has many glyphs (SPREAD_MIN_GLYPHS or more): its tilt is precise to a few tenths of a degree. */
+  manyGlyphs: boolean;
 }
 
 interface Centre {
@@ -130,7 +137,7 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
   const bin = Math.max(1, textHeight * 0.25);
   const counts = new Float64Array(Math.ceil((2 * extent) / bin) + 8);
   const angle = bestAngle(edges, quarter, bin, counts);
-  return { quarter, tilt: round2(angle - quarter), margin };
+  return { quarter, tilt: round2(angle - quarter), margin, manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS };
 }
 
 /**
@@ -296,4 +303,100 @@ export function turnGlyphs(glyphs: readonly Glyph[], quarter: Quarter, width: nu
 
 export function round2(value: number): number {
   return Math.round(value * 100) / 100;
+}
+
+/** Rows of RGBA read or drawn at a time (as `drawGrey`'s strips: bounds the transient copies). */
+const STRIP_BYTES = 4 * 1024 * 1024;
+
+/** An empty grey raster behind its PGM header (what `toPgm` hands to Tesseract without a copy). */
+function greyRaster(width: number, height: number): GreyRaster {
+  const header = new TextEncoder().encode(`P5\n${width} ${height}\n255\n`);
+  const pgm = new Uint8Array(header.length + width * height);
+  pgm.set(header, 0);
+  return { width, height, data: pgm.subarray(header.length), pgm };
+}
+
+/**
+ * A canvas's pixels as a decoded image. Skia scales an image and a canvas of the same pixels differently (a form
+ * scaled 2.44×: 19.7% of the grey pixels differ), and an upright page is read from its decoded image: a page turned
+ * by a quarter is read from an image too, so that it reads as the upright page does. An uncompressed 32-bit BMP is
+ * the cheapest hand-over (Skia decodes it to the same pixels a PNG gives: 0 of 762,000 differ).
+ */
+export async function imageOf(canvas: Canvas): Promise<Image> {
+  const { width: w, height: h } = canvas;
+  const header = 14 + 40;
+  const bytes = new Uint8Array(header + w * h * 4);
+  const view = new DataView(bytes.buffer);
+  bytes[0] = 0x42; // "BM"
+  bytes[1] = 0x4d;
+  view.setUint32(2, bytes.length, true);
+  view.setUint32(10, header, true);
+  view.setUint32(14, 40, true); // BITMAPINFOHEADER
+  view.setInt32(18, w, true);
+  view.setInt32(22, -h, true); // top-down rows
+  view.setUint16(26, 1, true);
+  view.setUint16(28, 32, true); // BGRX, no compression
+  view.setUint32(34, w * h * 4, true);
+  const ctx = canvas.getContext("2d");
+  const stripHeight = Math.max(1, Math.floor(STRIP_BYTES / (w * 4)));
+  for (let y = 0; y < h; y += stripHeight) {
+    const rgba = ctx.getImageData(0, y, w, Math.min(stripHeight, h - y)).data;
+    for (let i = 0, o = header + y * w * 4; i < rgba.length; i += 4, o += 4) {
+      bytes[o] = rgba[i + 2]!;
+      bytes[o + 1] = rgba[i + 1]!;
+      bytes[o + 2] = rgba[i]!;
+      bytes[o + 3] = 255;
+    }
+  }
+  const image = new Image();
+  image.src = bytes;
+  await image.decode();
+  return image;
+}
+
+/**
+ * The `crop` region (default: all) of `source` turned and skewed by `turn`, drawn at `width`×`height` in grey: what
+ * Tesseract reads of a skewed page, rotated and scaled in one draw (one resampling of the page as sent, not two),
+ * strip by strip (as `drawGrey`: no full-size RGBA copy), each strip drawing only the source rectangle it covers.
+ */
+export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: number, height: number, crop?: Rect): GreyRaster {
+  const region = crop ?? { x: 0, y: 0, width: turn.turnedWidth, height: turn.turnedHeight };
+  const { width: w, height: h } = turn;
+  const out = greyRaster(width, height);
+  const scaleX = width / region.width;
+  const scaleY = height / region.height;
+  const stripHeight = Math.max(1, Math.min(height, Math.floor(STRIP_BYTES / (width * 4))));
+  const canvas = createCanvas(width, stripHeight);
+  const ctx = canvas.getContext("2d");
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  // Source pixels around a strip's own that its resampling filter reads.
+  const margin = 4 + 4 / Math.min(scaleX, scaleY);
+  for (let y = 0; y < height; y += stripHeight) {
+    const rows = Math.min(stripHeight, height - y);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, width, stripHeight);
+    // Destination (X, Y) of this strip ← turned point (region.x + X/scaleX, region.y + (Y + y)/scaleY) ← source.
+    ctx.setTransform(scaleX, 0, 0, scaleY, -region.x * scaleX, -region.y * scaleY - y);
+    ctx.translate(turn.turnedWidth / 2, turn.turnedHeight / 2);
+    ctx.rotate(((turn.rotation + turn.skew) * Math.PI) / 180);
+    ctx.translate(-w / 2, -h / 2);
+    const top = region.y + y / scaleY;
+    const bottom = region.y + (y + rows) / scaleY;
+    const corners = [
+      fromTurned(turn, region.x, top),
+      fromTurned(turn, region.x + region.width, top),
+      fromTurned(turn, region.x, bottom),
+      fromTurned(turn, region.x + region.width, bottom),
+    ];
+    const sx0 = Math.max(0, Math.floor(Math.min(...corners.map((c) => c[0])) - margin));
+    const sy0 = Math.max(0, Math.floor(Math.min(...corners.map((c) => c[1])) - margin));
+    const sx1 = Math.min(w, Math.ceil(Math.max(...corners.map((c) => c[0])) + margin));
+    const sy1 = Math.min(h, Math.ceil(Math.max(...corners.map((c) => c[1])) + margin));
+    if (sx1 > sx0 && sy1 > sy0) ctx.drawImage(source, sx0, sy0, sx1 - sx0, sy1 - sy0, sx0, sy0, sx1 - sx0, sy1 - sy0);
+    toGrey(ctx.getImageData(0, 0, width, rows).data, out.data, y * width);
+  }
+  releaseSource(canvas);
+  return out;
 }

@@ -62,7 +62,15 @@ export interface PreparedRaster {
   analysis: InkAnalysis;
   /** Analysis raster pixels per source pixel. */
   analysisScale: number;
+  /**
+   * Draws the `crop` region of the page at `width`×`height`, when the page is not `source` as it is (a page turned
+   * and straightened while drawing, lib/ocr/straighten.ts); a rescue pass draws with it too.
+   */
+  draw?: DrawGrey;
 }
+
+/** Draws the `crop` region (default: all) of a page at `width`×`height`, in grey. */
+export type DrawGrey = (width: number, height: number, crop?: Rect) => GreyRaster;
 
 export function chooseScale(textHeight: number | null, width: number, height: number): number {
   let scale = 1;
@@ -95,10 +103,10 @@ function contentCrop(analysis: InkAnalysis, analysisScale: number, width: number
 }
 
 /** Measure the glyphs on a bounded-size copy, then draw the (cropped, rescaled) raster Tesseract will read. */
-export function prepareRaster(source: RasterSource, width: number, height: number): PreparedRaster {
+export function prepareRaster(source: RasterSource, width: number, height: number, draw?: DrawGrey): PreparedRaster {
+  const drawPage: DrawGrey = draw ?? ((w, h, crop) => drawGrey(source, w, h, crop));
   const analysisScale = Math.min(1, ANALYSIS_MAX_SIDE / Math.max(width, height));
-  const analysisRaster = drawGrey(
-    source,
+  const analysisRaster = drawPage(
     Math.max(1, Math.round(width * analysisScale)),
     Math.max(1, Math.round(height * analysisScale)),
   );
@@ -111,8 +119,8 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   const raster =
     whole && scale === analysisScale
       ? analysisRaster
-      : drawGrey(source, Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
-  return { source, raster, crop, scale, sourceWidth: width, sourceHeight: height, analysis, analysisScale };
+      : drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  return { source, raster, crop, scale, sourceWidth: width, sourceHeight: height, analysis, analysisScale, ...(draw && { draw }) };
 }
 
 export interface RecognizeContext {
@@ -206,7 +214,9 @@ function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedR
   const scale = rescueScale(prepared, reading);
   if (scale === null) return null;
   const { crop } = prepared;
-  const raster = drawGrey(prepared.source, Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  const width = Math.max(1, Math.round(crop.width * scale));
+  const height = Math.max(1, Math.round(crop.height * scale));
+  const raster = prepared.draw ? prepared.draw(width, height, crop) : drawGrey(prepared.source, width, height, crop);
   return { ...prepared, raster, scale };
 }
 

@@ -1,7 +1,6 @@
-import type { Canvas } from "@napi-rs/canvas";
-import { drawTurned, estimateLineDirection, judgeUprightness, MIN_DESKEW, turnGlyphs, type Uprightness } from "./orientation";
+import { drawGreyTurned, drawTurned, estimateLineDirection, imageOf, judgeUprightness, MIN_DESKEW, MIN_DESKEW_FEW_GLYPHS, turnGlyphs, type Uprightness } from "./orientation";
 import { pageTurn, type PageTurn, type Quarter } from "./page-turn";
-import { releaseSource, type RasterSource } from "./raster";
+import { releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
 import { modeHeight } from "./text-size";
 
@@ -11,13 +10,13 @@ export interface StraightenedRaster {
   turn: PageTurn;
   /** How sure the glyphs were of which way up the page stands (`unsure`: a confidence probe may still turn it). */
   verdict: Uprightness | "too-few-glyphs";
-  /** The turned drawing the raster came from, when there is one: the caller releases it after the page. */
-  turned?: Canvas;
   /**
    * The glyphs make lines of text, clearly running one way (not a page of noise or pictures, where reading it upside
    * down too would only double the cost of a poor reading).
    */
   lines: boolean;
+  /** The turned image a quarter-turned page is read from, when there is one: the caller releases it after the page. */
+  turned?: RasterSource;
 }
 
 /** Glyphs pile up in lines (or their nearest neighbours line up) this much more one way than the other: lines. */
@@ -28,13 +27,13 @@ const CLEAR_LINES = 1.25;
  * the decision reads); it is returned untouched when the page is upright and straight enough, which is the common
  * case and costs only the estimate.
  */
-export function straightenRaster(source: RasterSource, width: number, height: number, first: PreparedRaster): StraightenedRaster {
+export async function straightenRaster(source: RasterSource, width: number, height: number, first: PreparedRaster): Promise<StraightenedRaster> {
   const asSent = pageTurn(0, 0, width, height);
   const { glyphs, textHeight } = first.analysis;
   const direction = estimateLineDirection(glyphs, textHeight);
   if (!direction) return { prepared: first, turn: asSent, verdict: "too-few-glyphs", lines: false };
   const lines = direction.margin >= CLEAR_LINES;
-  const skew = Math.abs(direction.tilt) >= MIN_DESKEW ? -direction.tilt : 0;
+  const skew = Math.abs(direction.tilt) >= (direction.manyGlyphs ? MIN_DESKEW : MIN_DESKEW_FEW_GLYPHS) ? -direction.tilt : 0;
 
   if (skew === 0) {
     // A quarter turn keeps glyph boxes exact: judge which way up on the boxes already found, draw once.
@@ -44,20 +43,30 @@ export function straightenRaster(source: RasterSource, width: number, height: nu
     const { verdict } = judgeUprightness(turnedGlyphs, modeHeight(turnedGlyphs, Math.max(aw, ah)));
     const rotation = ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
     if (rotation === 0) return { prepared: first, turn: asSent, verdict, lines };
-    return { ...turnTo(source, pageTurn(rotation, 0, width, height)), verdict, lines };
+    return { ...(await turnTo(source, pageTurn(rotation, 0, width, height))), verdict, lines };
   }
 
-  let turned = turnTo(source, pageTurn(direction.quarter, skew, width, height));
+  let turned = await turnTo(source, pageTurn(direction.quarter, skew, width, height));
   const { verdict } = judgeUprightness(turned.prepared.analysis.glyphs, turned.prepared.analysis.textHeight);
-  if (verdict === "upside-down") {
-    releaseSource(turned.turned);
-    turned = turnTo(source, pageTurn(((direction.quarter + 180) % 360) as Quarter, skew, width, height));
-  }
+  if (verdict === "upside-down") turned = await turnTo(source, pageTurn(((direction.quarter + 180) % 360) as Quarter, skew, width, height));
   return { ...turned, verdict, lines };
 }
 
-/** The page turned by `turn`, prepared for reading. */
-export function turnTo(source: RasterSource, turn: PageTurn): { prepared: PreparedRaster; turn: PageTurn; turned: Canvas } {
-  const turned = drawTurned(source, turn);
-  return { prepared: prepareRaster(turned, turned.width, turned.height), turn, turned };
+/**
+ * The page turned by `turn`, prepared for reading.
+ *
+ * - A quarter turn moves the pixels (no resampling) into an image, read as an upright page's decoded image is: the
+ *   raster Tesseract reads is the upright page's, pixel for pixel. The image is returned for the caller to release.
+ * - A skew is drawn turned and scaled in one resampling from `source` itself, for the analysis and for the raster
+ *   (and for a rescue pass): no turned copy of the page is made.
+ */
+export async function turnTo(source: RasterSource, turn: PageTurn): Promise<{ prepared: PreparedRaster; turn: PageTurn; turned?: RasterSource }> {
+  if (turn.skew === 0) {
+    const canvas = drawTurned(source, turn);
+    const turned = await imageOf(canvas);
+    releaseSource(canvas);
+    return { prepared: prepareRaster(turned, turned.width, turned.height), turn, turned };
+  }
+  const draw = (w: number, h: number, crop?: Rect) => drawGreyTurned(source, turn, w, h, crop);
+  return { prepared: prepareRaster(source, turn.turnedWidth, turn.turnedHeight, draw), turn };
 }

@@ -150,19 +150,21 @@ describe("page turns: what the glyphs say (no OCR)", () => {
     [0, -7, 0],
     [180, 7, 180],
     [90, -3, 270],
-  ] as Array<[Quarter, number, Quarter]>)("a letter turned %i° and skewed %d° is turned back by %i°", (rotation, skew, expected) => {
+  ] as Array<[Quarter, number, Quarter]>)("a letter turned %i° and skewed %d° is turned back by %i°", async (rotation, skew, expected) => {
     const turn = pageTurn(rotation, skew, drawn.canvas.width, drawn.canvas.height);
     const page = drawTurned(drawn.canvas, turn);
-    const straight = straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
+    const straight = await straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
     expect(straight.turn.rotation).toBe(expected);
     expect(Math.abs(straight.turn.skew + skew)).toBeLessThan(0.5);
     if (straight.turned) releaseSource(straight.turned);
     releaseSource(page);
   });
 
-  it("an upright, straight page is not redrawn", () => {
-    const straight = straightenRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height, prepareRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height));
+  it("an upright, straight page is not redrawn", async () => {
+    const first = prepareRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height);
+    const straight = await straightenRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height, first);
     expect(straight).toMatchObject({ verdict: "upright", turn: { rotation: 0, skew: 0 } });
+    expect(straight.prepared).toBe(first);
     expect(straight.turned).toBeUndefined();
   });
 
