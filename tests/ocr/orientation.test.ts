@@ -7,7 +7,7 @@ import { blockOf, lineOf, ocrPageOf, type ExtractedPage } from "@/lib/ocr/docume
 import { renderMarkdown } from "@/lib/ocr/markdown";
 import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs } from "@/lib/ocr/orientation";
 import { boxFromTurned, boxToTurned, pageAsRead, pageAsSent, pageTurn, toTurned, type Quarter } from "@/lib/ocr/page-turn";
-import { releaseSource } from "@/lib/ocr/raster";
+import { decodeImage, releaseSource } from "@/lib/ocr/raster";
 import { prepareRaster } from "@/lib/ocr/recognize";
 import { straightenRaster } from "@/lib/ocr/straighten";
 import { createTestPool, parsedJson } from "../support/ocr";
@@ -158,6 +158,32 @@ describe("page turns: what the glyphs say (no OCR)", () => {
     expect(Math.abs(straight.turn.skew + skew)).toBeLessThan(0.5);
     if (straight.turned) releaseSource(straight.turned);
     releaseSource(page);
+  });
+
+  it.each([90, 180, 270] as const)("a page turned %i° is read from the upright page's raster, pixel for pixel", async (rotation) => {
+    // Small print, so that the raster is scaled up by a fractional factor (where scaling a turned copy of the page
+    // drew other pixels than scaling the page itself), sent as PNG as a caller would.
+    const small = createCanvas(700, 160);
+    const ctx = small.getContext("2d");
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, small.width, small.height);
+    ctx.fillStyle = "#000000";
+    ctx.font = '16px "Orientation Sans"';
+    LETTER.forEach((line, i) => ctx.fillText(line, 12, 24 + i * 28));
+    const decode = async (canvas: Canvas) => decodeImage(new Uint8Array(canvas.toBuffer("image/png")), "png", 1e8);
+    const upright = await decode(small);
+    const turnedCanvas = drawTurned(small, pageTurn(rotation, 0, small.width, small.height));
+    const page = await decode(turnedCanvas);
+    const reference = prepareRaster(upright.source, upright.width, upright.height);
+    expect(reference.scale % 1, `scale ${reference.scale}`).not.toBe(0);
+    const straight = await straightenRaster(page.source, page.width, page.height, prepareRaster(page.source, page.width, page.height));
+    expect(straight.turn.rotation).toBe((360 - rotation) % 360);
+    const { raster } = straight.prepared;
+    expect([raster.width, raster.height]).toEqual([reference.raster.width, reference.raster.height]);
+    let differing = 0;
+    for (let i = 0; i < raster.data.length; i++) if (raster.data[i] !== reference.raster.data[i]) differing++;
+    expect(differing).toBe(0);
+    for (const source of [upright.source, page.source, turnedCanvas, small, straight.turned]) if (source) releaseSource(source);
   });
 
   it("an upright, straight page is not redrawn", async () => {
