@@ -1,5 +1,5 @@
 import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
-import type { Glyph } from "./text-size";
+import { otsuThreshold, type Glyph } from "./text-size";
 import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { fromTurned, type PageTurn, type Quarter } from "./page-turn";
 
@@ -23,12 +23,11 @@ import { fromTurned, type PageTurn, type Quarter } from "./page-turn";
 /** Skew searched, in degrees either side of the line direction. */
 export const MAX_SKEW = 10;
 /**
- * Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU): 1° where
- * the tilt comes from many glyphs (found within ~0.3° on corpus-dev's pages of many glyphs), 2° on a page of a few
- * words (found within ~1.5°: a smaller correction could as well add tilt as remove it). docs/decisions.md#orientation
+ * Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU). The tilt
+ * is found within ~0.5° (glyph edges, pages of many glyphs) or ~0.1° (ink pixels, pages of a few words) on
+ * corpus-dev's pages, so a page tilted 1° or more is straightened (docs/decisions.md#orientation).
  */
 export const MIN_DESKEW = 1;
-export const MIN_DESKEW_FEW_GLYPHS = 2;
 /** Fewer glyphs than this say nothing reliable about lines or their direction: the page is taken as it is. */
 const MIN_GLYPHS = 10;
 /**
@@ -399,4 +398,71 @@ export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: numb
   }
   releaseSource(canvas);
   return out;
+}
+
+/** Tilt refined from pixels, in degrees either side of the glyph estimate, in REFINE_STEP steps. */
+const REFINE_RANGE = 2.5;
+const REFINE_STEP = 0.1;
+
+/**
+ * The tilt of a page of a few words, refined from its ink pixels (the glyph boxes' edges are too few to place a
+ * line to better than a degree or two: a three-line screenshot's 22 glyphs put a 7° tilt at 5.5°). The ink pixels
+ * inside the glyph boxes are projected across the lines at angles around `around`; where the angle follows the
+ * lines, the profile has its sharpest edges (baselines, x-height lines): the angle of the largest Σ (n[k] − n[k−1])²
+ * (Postl's criterion) over one-pixel bins. `toRaster` maps analysis-raster coordinates into `raster`'s.
+ */
+export function refineTilt(
+  raster: GreyRaster,
+  glyphs: readonly Glyph[],
+  toRaster: (x: number, y: number) => [number, number],
+  around: number,
+): number {
+  const { width, height, data } = raster;
+  const threshold = otsuThreshold(data);
+  let dark = 0;
+  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
+  const inkIsDark = dark <= data.length / 2;
+  const xs: number[] = [];
+  const ys: number[] = [];
+  for (const g of glyphs) {
+    const [ax, ay] = toRaster(g.x0, g.y0);
+    const [bx, by] = toRaster(g.x1 + 1, g.y1 + 1);
+    const x0 = Math.max(0, Math.floor(ax));
+    const y0 = Math.max(0, Math.floor(ay));
+    const x1 = Math.min(width, Math.ceil(bx));
+    const y1 = Math.min(height, Math.ceil(by));
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        const v = data[y * width + x]!;
+        if (inkIsDark ? v <= threshold : v > threshold) {
+          xs.push(x);
+          ys.push(y);
+        }
+      }
+    }
+  }
+  if (xs.length === 0) return around;
+  const diagonal = Math.ceil(Math.hypot(width, height));
+  const counts = new Float64Array(2 * diagonal + 4);
+  const score = (degrees: number) => {
+    const a = (degrees * Math.PI) / 180;
+    const sin = Math.sin(a);
+    const cos = Math.cos(a);
+    counts.fill(0);
+    for (let i = 0; i < xs.length; i++) {
+      const k = Math.floor(ys[i]! * cos - xs[i]! * sin) + diagonal + 2;
+      counts[k] = counts[k]! + 1;
+    }
+    let sum = 0;
+    for (let k = 1; k < counts.length; k++) sum += (counts[k]! - counts[k - 1]!) ** 2;
+    return sum;
+  };
+  let best = { angle: around, score: -1 };
+  const steps = Math.round(REFINE_RANGE / REFINE_STEP);
+  for (let i = -steps; i <= steps; i++) {
+    const angle = around + i * REFINE_STEP;
+    const value = score(angle);
+    if (value > best.score) best = { angle, score: value };
+  }
+  return round2(best.angle);
 }

@@ -1,4 +1,4 @@
-import { drawGreyTurned, drawTurned, estimateLineDirection, imageOf, judgeUprightness, MIN_DESKEW, MIN_DESKEW_FEW_GLYPHS, turnGlyphs, type Uprightness } from "./orientation";
+import { drawGreyTurned, drawTurned, estimateLineDirection, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
 import { pageTurn, type PageTurn, type Quarter } from "./page-turn";
 import { releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
@@ -32,8 +32,14 @@ export async function straightenRaster(source: RasterSource, width: number, heig
   const { glyphs, textHeight } = first.analysis;
   const direction = estimateLineDirection(glyphs, textHeight);
   if (!direction) return { prepared: first, turn: asSent, verdict: "too-few-glyphs", lines: false };
+  if (!direction.manyGlyphs) {
+    // A few words: their glyph boxes place the lines' tilt to a degree or two, their pixels to a tenth or two.
+    const { crop, scale, analysisScale } = first;
+    const toRaster = (x: number, y: number): [number, number] => [(x / analysisScale - crop.x) * scale, (y / analysisScale - crop.y) * scale];
+    direction.tilt = refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt) - direction.quarter;
+  }
   const lines = direction.margin >= CLEAR_LINES;
-  const skew = Math.abs(direction.tilt) >= (direction.manyGlyphs ? MIN_DESKEW : MIN_DESKEW_FEW_GLYPHS) ? -direction.tilt : 0;
+  const skew = Math.abs(direction.tilt) >= MIN_DESKEW ? -direction.tilt : 0;
 
   if (skew === 0) {
     // A quarter turn keeps glyph boxes exact: judge which way up on the boxes already found, draw once.
