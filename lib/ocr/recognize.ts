@@ -116,11 +116,22 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   let scale = chooseScale(textHeight, crop.width, crop.height);
   const whole = crop.width === width && crop.height === height;
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
-  const raster =
-    whole && scale === analysisScale
-      ? analysisRaster
-      : drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
-  return { source, raster, crop, scale, sourceWidth: width, sourceHeight: height, analysis, analysisScale, ...(draw && { draw }) };
+  // Drawn when first read: a page turned or straightened before it is read (lib/ocr/straighten.ts) never needs it.
+  let raster: GreyRaster | null = whole && scale === analysisScale ? analysisRaster : null;
+  const drawRaster = () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  return {
+    source,
+    get raster() {
+      return (raster ??= drawRaster());
+    },
+    crop,
+    scale,
+    sourceWidth: width,
+    sourceHeight: height,
+    analysis,
+    analysisScale,
+    ...(draw && { draw }),
+  };
 }
 
 export interface RecognizeContext {
