@@ -1,5 +1,5 @@
 import { drawGreyTurned, drawTurned, estimateLineDirection, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
-import { pageTurn, type PageTurn, type Quarter } from "./page-turn";
+import { pageTurn, toTurned, type PageTurn, type Quarter } from "./page-turn";
 import { releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
 import { modeHeight } from "./text-size";
@@ -52,10 +52,47 @@ export async function straightenRaster(source: RasterSource, width: number, heig
     return { ...(await turnTo(source, pageTurn(rotation, 0, width, height))), verdict, lines };
   }
 
-  let turned = await turnTo(source, pageTurn(direction.quarter, skew, width, height));
+  const turn = fitToText(pageTurn(direction.quarter, skew, width, height), first);
+  let turned = await turnTo(source, turn);
   const { verdict } = judgeUprightness(turned.prepared.analysis.glyphs, turned.prepared.analysis.textHeight);
-  if (verdict === "upside-down") turned = await turnTo(source, pageTurn(((direction.quarter + 180) % 360) as Quarter, skew, width, height));
+  if (verdict === "upside-down") turned = await turnTo(source, { ...turn, rotation: ((direction.quarter + 180) % 360) as Quarter });
   return { ...turned, verdict, lines };
+}
+
+/**
+ * A skewed page's turned raster, narrowed about its centre to the text it holds plus a margin (the margin
+ * `prepareRaster` keeps around a cropped page's content: 4 text heights, at least 2% of the page). Turned whole, a
+ * page grows by the white wedges of its rotation (a receipt 748×1574 sent at 7° and straightened: 1137×1759), and a
+ * scanned page's dark edges stand across them: rules and borders Tesseract's layout analysis then takes into account.
+ */
+function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
+  const { glyphs, textHeight } = first.analysis;
+  const scale = first.analysisScale;
+  const cx = turn.turnedWidth / 2;
+  const cy = turn.turnedHeight / 2;
+  let halfWidth = 0;
+  let halfHeight = 0;
+  for (const g of glyphs) {
+    for (const [x, y] of [
+      [g.x0, g.y0],
+      [g.x1 + 1, g.y0],
+      [g.x0, g.y1 + 1],
+      [g.x1 + 1, g.y1 + 1],
+    ] as const) {
+      const [tx, ty] = toTurned(turn, x / scale, y / scale);
+      halfWidth = Math.max(halfWidth, Math.abs(tx - cx));
+      halfHeight = Math.max(halfHeight, Math.abs(ty - cy));
+    }
+  }
+  const pad = Math.max((4 * (textHeight ?? 20)) / scale, 0.02 * Math.max(turn.turnedWidth, turn.turnedHeight));
+  const turnedWidth = Math.min(turn.turnedWidth, Math.ceil(2 * (halfWidth + pad)));
+  const turnedHeight = Math.min(turn.turnedHeight, Math.ceil(2 * (halfHeight + pad)));
+  // Same parity as the whole: the centre stays on the same pixel grid.
+  return {
+    ...turn,
+    turnedWidth: turnedWidth + ((turn.turnedWidth - turnedWidth) % 2),
+    turnedHeight: turnedHeight + ((turn.turnedHeight - turnedHeight) % 2),
+  };
 }
 
 /**
