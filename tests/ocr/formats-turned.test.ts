@@ -6,7 +6,7 @@ import { createCanvas, GlobalFonts, type Canvas } from "@napi-rs/canvas";
 import { DomUtils, parseDocument } from "htmlparser2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, type ExtractedDocument } from "@/lib/ocr";
+import { extractDocument, render, type ExtractedDocument } from "@/lib/ocr";
 import { renderSearchablePdf } from "@/lib/ocr/formats/pdf";
 import { drawTurned } from "@/lib/ocr/orientation";
 import { pageTurn, toTurned, type Quarter } from "@/lib/ocr/page-turn";
@@ -136,5 +136,39 @@ describe.each(cases)("the searchable PDF of a page sent turned $rotation° and s
     // A misread word (OCR) has no match by its text; every word read right must lie where it was printed.
     expect(placed / page.words.length, misplaced.join("\n")).toBeGreaterThan(0.9);
     for (const line of misplaced) expect(line).toMatch(/text layer: none$/);
+  });
+});
+
+describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
+  const upright = sentPage(0, 0);
+  const turned = sentPage(90, 0);
+  const lineTitles = (doc: ExtractedDocument) =>
+    DomUtils.findAll((el) => el.attribs.class === "ocr_line", parseDocument(render(doc, "hocr")).children).map((el) => el.attribs.title!);
+
+  it("every line of a page read as sent has `baseline slope offset` on the printed baseline", async () => {
+    const doc = await extractDocument(upright.png, { pool, deadline: Date.now() + 120_000 });
+    const titles = lineTitles(doc);
+    expect(titles).toHaveLength(LINES.length);
+    titles.forEach((title, i) => {
+      const match = /^bbox (\d+) (\d+) (\d+) (\d+); baseline (-?[\d.]+) (-?\d+)$/.exec(title);
+      expect(match, title).not.toBeNull();
+      const [left, , right, bottom, slope, offset] = match!.slice(1).map(Number) as [number, number, number, number, number, number];
+      // Relative to the line box's bottom-left corner (hOCR 1.2): y = bottom + offset + slope·(x − left).
+      const middle = (left + right) / 2;
+      const y = bottom + offset + slope * (middle - left);
+      expect(Math.abs(y - (60 + i * 50)), title).toBeLessThanOrEqual(2); // drawn with fillText at y = 60 + 50·i
+      expect(Math.abs(slope)).toBeLessThan(0.01);
+      expect(offset).toBeLessThanOrEqual(0); // descenders below it, or none
+    });
+    // The JSON has it too: the line's two ends, normalized like its box.
+    const [json] = (JSON.parse(render(doc, "json")) as { pages: Array<{ blocks: Array<{ lines: Array<{ baseline?: number[] }> }> }> }).pages;
+    for (const line of json!.blocks.flatMap((b) => b.lines)) expect(line.baseline).toHaveLength(4);
+  });
+
+  it("a page read turned says textangle and no baseline (the spec's baseline runs along the page's x axis)", async () => {
+    const doc = await extractDocument(turned.png, { pool, deadline: Date.now() + 120_000 });
+    const titles = lineTitles(doc);
+    expect(titles.length).toBeGreaterThanOrEqual(LINES.length);
+    for (const title of titles) expect(title).toMatch(/^bbox \d+ \d+ \d+ \d+; textangle 270$/);
   });
 });
