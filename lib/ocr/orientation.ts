@@ -126,6 +126,15 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
     quarter = across > along * QUARTER_MARGIN ? 90 : 0;
     margin = quarter === 90 ? across / Math.max(1, along) : along / Math.max(1, across);
   }
+  return { quarter, tilt: estimateTilt(glyphs, textHeight, quarter), margin, manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS };
+}
+
+
+/**
+ * The tilt of lines running at `quarter` (0: across the raster, 90: up or down it), degrees clockwise: the angle near
+ * `quarter` at which the glyphs' edges across the lines pile up most (bestAngle).
+ */
+export function estimateTilt(glyphs: readonly Glyph[], textHeight: number, quarter: 0 | 90): number {
   let extent = 0;
   for (const g of glyphs) extent = Math.max(extent, Math.hypot(g.x1 + 1, g.y1 + 1));
   // Glyph edges across the lines: bottoms and tops (one of them is the baseline, the other jagged with ascenders).
@@ -136,7 +145,7 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
   const bin = Math.max(1, textHeight * 0.25);
   const counts = new Float64Array(Math.ceil((2 * extent) / bin) + 8);
   const angle = bestAngle(edges, quarter, bin, counts);
-  return { quarter, tilt: round2(angle - quarter), margin, manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS };
+  return round2(angle - quarter);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { drawGreyTurned, drawTurned, estimateLineDirection, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
+import { drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
 import { pageTurn, toTurned, type PageTurn, type Quarter } from "./page-turn";
 import { releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
@@ -39,23 +39,38 @@ export async function straightenRaster(source: RasterSource, width: number, heig
     direction.tilt = refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt) - direction.quarter;
   }
   const lines = direction.margin >= CLEAR_LINES;
-  const skew = Math.abs(direction.tilt) >= MIN_DESKEW ? -direction.tilt : 0;
-
-  if (skew === 0) {
-    // A quarter turn keeps glyph boxes exact: judge which way up on the boxes already found, draw once.
-    const aw = Math.round(width * first.analysisScale);
-    const ah = Math.round(height * first.analysisScale);
-    const turnedGlyphs = turnGlyphs(glyphs, direction.quarter, aw, ah);
-    const { verdict } = judgeUprightness(turnedGlyphs, modeHeight(turnedGlyphs, Math.max(aw, ah)));
-    const rotation = ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
-    if (rotation === 0) return { prepared: first, turn: asSent, verdict, lines };
-    return { ...(await turnTo(source, pageTurn(rotation, 0, width, height))), verdict, lines };
+  const aw = Math.round(width * first.analysisScale);
+  const ah = Math.round(height * first.analysisScale);
+  // Glyph boxes turned by a quarter are exact: which way up is judged on the boxes already found.
+  const quarterGlyphs = turnGlyphs(glyphs, direction.quarter, aw, ah);
+  const { verdict: judged } = judgeUprightness(quarterGlyphs, modeHeight(quarterGlyphs, Math.max(aw, ah)));
+  const rotationOf = (verdict: Uprightness) => ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
+  const rotation = rotationOf(judged);
+  // The tilt again on the glyphs turned as the page will be (upright, when the glyphs told which way up), on a page of
+  // many glyphs: a page sent turned by a quarter then gets the upright page's own estimate (the same boxes in the same
+  // place), and so its very raster. (A few words' tilt came from their pixels, to a tenth of a degree.)
+  let tilt = direction.tilt;
+  if (direction.manyGlyphs) {
+    const turnedGlyphs = rotation === direction.quarter ? quarterGlyphs : turnGlyphs(glyphs, rotation, aw, ah);
+    tilt = estimateTilt(turnedGlyphs, modeHeight(turnedGlyphs, Math.max(aw, ah)) ?? textHeight!, 0);
   }
 
-  const turn = fitToText(pageTurn(direction.quarter, skew, width, height), first);
+  if (Math.abs(tilt) < MIN_DESKEW) {
+    if (rotation === 0) return { prepared: first, turn: asSent, verdict: judged, lines };
+    return { ...(await turnTo(source, pageTurn(rotation, 0, width, height))), verdict: judged, lines };
+  }
+  if (judged !== "unsure") {
+    return { ...(await turnTo(source, fitToText(pageTurn(rotation, -tilt, width, height), first))), verdict: judged, lines };
+  }
+
+  // Which way up is left to the straightened page's glyphs (a tilt can blur the pairs' alignment).
+  const turn = fitToText(pageTurn(direction.quarter, -tilt, width, height), first);
   let turned = await turnTo(source, turn);
   const { verdict } = judgeUprightness(turned.prepared.analysis.glyphs, turned.prepared.analysis.textHeight);
-  if (verdict === "upside-down") turned = await turnTo(source, { ...turn, rotation: ((direction.quarter + 180) % 360) as Quarter });
+  if (verdict === "upside-down") {
+    if (turned.turned) releaseSource(turned.turned);
+    turned = await turnTo(source, { ...turn, rotation: ((direction.quarter + 180) % 360) as Quarter });
+  }
   return { ...turned, verdict, lines };
 }
 
@@ -72,7 +87,13 @@ function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
   const cy = turn.turnedHeight / 2;
   let halfWidth = 0;
   let halfHeight = 0;
+  // Glyphs the text-size analysis keeps whichever way the page is sent (its size limits are per side of the raster:
+  // a page sent sideways keeps other outsized ones), so that a page sent turned is fitted as the upright one.
+  const side = Math.min(first.sourceWidth, first.sourceHeight) * scale / 8;
   for (const g of glyphs) {
+    const w = g.x1 - g.x0 + 1;
+    const h = g.y1 - g.y0 + 1;
+    if (w > side || h > side || w > 4 * h || h > 4 * w) continue;
     for (const [x, y] of [
       [g.x0, g.y0],
       [g.x1 + 1, g.y0],
@@ -84,7 +105,11 @@ function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
       halfHeight = Math.max(halfHeight, Math.abs(ty - cy));
     }
   }
-  const pad = Math.max((4 * (textHeight ?? 20)) / scale, 0.02 * Math.max(turn.turnedWidth, turn.turnedHeight));
+  // The text height of the glyphs as they stand once turned (a page sent sideways measures its glyphs' widths).
+  const aw = Math.round(turn.width * scale);
+  const ah = Math.round(turn.height * scale);
+  const standing = modeHeight(turnGlyphs(glyphs, turn.rotation, aw, ah), Math.max(aw, ah)) ?? textHeight ?? 20;
+  const pad = Math.max((4 * standing) / scale, 0.02 * Math.max(turn.turnedWidth, turn.turnedHeight));
   const turnedWidth = Math.min(turn.turnedWidth, Math.ceil(2 * (halfWidth + pad)));
   const turnedHeight = Math.min(turn.turnedHeight, Math.ceil(2 * (halfHeight + pad)));
   // Same parity as the whole: the centre stays on the same pixel grid.
@@ -100,16 +125,24 @@ function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
  *
  * - A quarter turn moves the pixels (no resampling) into an image, read as an upright page's decoded image is: the
  *   raster Tesseract reads is the upright page's, pixel for pixel. The image is returned for the caller to release.
- * - A skew is drawn turned and scaled in one resampling from `source` itself, for the analysis and for the raster
- *   (and for a rescue pass): no turned copy of the page is made.
+ * - A skew is drawn turned and scaled in one resampling, for the analysis and for the raster (and for a rescue pass),
+ *   from `source` itself or from the quarter-turned image (so that a tilted page sent sideways is drawn as the same
+ *   page sent upright is).
  */
 export async function turnTo(source: RasterSource, turn: PageTurn): Promise<{ prepared: PreparedRaster; turn: PageTurn; turned?: RasterSource }> {
-  if (turn.skew === 0) {
-    const canvas = drawTurned(source, turn);
-    const turned = await imageOf(canvas);
+  if (turn.rotation === 0 && turn.skew === 0) return { prepared: prepareRaster(source, turn.width, turn.height), turn };
+  let turned: RasterSource | undefined;
+  let skewed = turn;
+  if (turn.rotation !== 0) {
+    const canvas = drawTurned(source, pageTurn(turn.rotation, 0, turn.width, turn.height));
+    turned = await imageOf(canvas);
     releaseSource(canvas);
-    return { prepared: prepareRaster(turned, turned.width, turned.height), turn, turned };
+    if (turn.skew === 0) return { prepared: prepareRaster(turned, turned.width, turned.height), turn, turned };
+    // Then the skew, from the quarter-turned image as from an upright page (the same turned size: a quarter turn then
+    // the skew is the page's turn by rotation + skew about its centre).
+    skewed = { ...turn, rotation: 0, width: turned.width, height: turned.height };
   }
-  const draw = (w: number, h: number, crop?: Rect) => drawGreyTurned(source, turn, w, h, crop);
-  return { prepared: prepareRaster(source, turn.turnedWidth, turn.turnedHeight, draw), turn };
+  const from = turned ?? source;
+  const draw = (w: number, h: number, crop?: Rect) => drawGreyTurned(from, skewed, w, h, crop);
+  return { prepared: prepareRaster(from, turn.turnedWidth, turn.turnedHeight, draw), turn, ...(turned && { turned }) };
 }
