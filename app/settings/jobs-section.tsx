@@ -9,7 +9,8 @@ const isActive = (job: JobView) => job.status === "queued" || job.status === "ru
 /**
  * The account's recent asynchronous jobs: status, pages read (and failed) of the job's pages, credits used, reserved
  * and refunded, when it was created; a cancel button while it is queued or running, and its result as a download
- * (`/settings/jobs/{id}/result`, under the session: the API's result route needs a key header a link cannot send).
+ * (`/settings/jobs/{id}/result`, under the session: the API's result route needs a key header a link cannot send) in
+ * its own format, Markdown, JSON, a searchable PDF (the job's file with the invisible words) or hOCR.
  */
 export function JobsSection({ jobs, more }: { jobs: JobView[]; more: boolean }) {
   const active = jobs.some(isActive);
@@ -105,6 +106,14 @@ function JobRow({ job }: { job: JobView }) {
                 ,{" "}
                 <a href={`/settings/jobs/${job.jobId}/result?format=json`} download aria-label={`Result of ${job.jobId} as JSON`}>
                   json
+                </a>
+                ,{" "}
+                <a href={`/settings/jobs/${job.jobId}/result?format=pdf`} download aria-label={`Result of ${job.jobId} as a searchable PDF`}>
+                  pdf
+                </a>
+                ,{" "}
+                <a href={`/settings/jobs/${job.jobId}/result?format=hocr`} download aria-label={`Result of ${job.jobId} as hOCR`}>
+                  hocr
                 </a>
                 )
               </span>

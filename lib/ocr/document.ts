@@ -19,6 +19,10 @@ const ocrLineSchema = z.object({
   text: z.string(),
   confidence,
   bbox: bboxSchema,
+  baseline: z
+    .tuple([z.number(), z.number(), z.number(), z.number()])
+    .optional()
+    .describe("[x0, y0, x1, y1]: the line's baseline from its left end to its right end, normalized like bbox; where the recognizer gave one (Tesseract)"),
   words: z.array(ocrWordSchema),
 });
 export type OcrLine = z.infer<typeof ocrLineSchema>;

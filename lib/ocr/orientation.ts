@@ -1,7 +1,7 @@
-import { createCanvas, type Canvas } from "@napi-rs/canvas";
-import type { Glyph } from "./text-size";
-import type { RasterSource } from "./raster";
-import type { PageTurn, Quarter } from "./page-turn";
+import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
+import { otsuThreshold, type Glyph } from "./text-size";
+import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
+import { fromTurned, type PageTurn, type Quarter } from "./page-turn";
 
 /**
  * Pages in any orientation. Before a page is read, the glyph boxes the text-size analysis found anyway
@@ -22,8 +22,12 @@ import type { PageTurn, Quarter } from "./page-turn";
 
 /** Skew searched, in degrees either side of the line direction. */
 export const MAX_SKEW = 10;
-/** Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU). */
-export const MIN_DESKEW = 2;
+/**
+ * Tilt below this is left to Tesseract (its line finder follows small skew; redrawing the page costs CPU). The tilt
+ * is found within ~0.5° (glyph edges, pages of many glyphs) or ~0.1° (ink pixels, pages of a few words) on
+ * corpus-dev's pages, so a page tilted 1° or more is straightened (docs/decisions.md#orientation).
+ */
+export const MIN_DESKEW = 1;
 /** Fewer glyphs than this say nothing reliable about lines or their direction: the page is taken as it is. */
 const MIN_GLYPHS = 10;
 /**
@@ -47,6 +51,8 @@ export interface LineDirection {
   tilt: number;
   /** Nearest neighbours in the lines' direction against across it (larger is surer). */
   margin: number;
+  /** The page has many glyphs (SPREAD_MIN_GLYPHS or more): its tilt is precise to a few tenths of a degree. */
+  manyGlyphs: boolean;
 }
 
 interface Centre {
@@ -120,6 +126,15 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
     quarter = across > along * QUARTER_MARGIN ? 90 : 0;
     margin = quarter === 90 ? across / Math.max(1, along) : along / Math.max(1, across);
   }
+  return { quarter, tilt: estimateTilt(glyphs, textHeight, quarter), margin, manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS };
+}
+
+
+/**
+ * The tilt of lines running at `quarter` (0: across the raster, 90: up or down it), degrees clockwise: the angle near
+ * `quarter` at which the glyphs' edges across the lines pile up most (bestAngle).
+ */
+export function estimateTilt(glyphs: readonly Glyph[], textHeight: number, quarter: 0 | 90): number {
   let extent = 0;
   for (const g of glyphs) extent = Math.max(extent, Math.hypot(g.x1 + 1, g.y1 + 1));
   // Glyph edges across the lines: bottoms and tops (one of them is the baseline, the other jagged with ascenders).
@@ -130,7 +145,7 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
   const bin = Math.max(1, textHeight * 0.25);
   const counts = new Float64Array(Math.ceil((2 * extent) / bin) + 8);
   const angle = bestAngle(edges, quarter, bin, counts);
-  return { quarter, tilt: round2(angle - quarter), margin };
+  return round2(angle - quarter);
 }
 
 /**
@@ -296,4 +311,167 @@ export function turnGlyphs(glyphs: readonly Glyph[], quarter: Quarter, width: nu
 
 export function round2(value: number): number {
   return Math.round(value * 100) / 100;
+}
+
+/** Rows of RGBA read or drawn at a time (as `drawGrey`'s strips: bounds the transient copies). */
+const STRIP_BYTES = 4 * 1024 * 1024;
+
+/** An empty grey raster behind its PGM header (what `toPgm` hands to Tesseract without a copy). */
+function greyRaster(width: number, height: number): GreyRaster {
+  const header = new TextEncoder().encode(`P5\n${width} ${height}\n255\n`);
+  const pgm = new Uint8Array(header.length + width * height);
+  pgm.set(header, 0);
+  return { width, height, data: pgm.subarray(header.length), pgm };
+}
+
+/**
+ * A canvas's pixels as a decoded image. Skia scales an image and a canvas of the same pixels differently (a form
+ * scaled 2.44×: 19.7% of the grey pixels differ), and an upright page is read from its decoded image: a page turned
+ * by a quarter is read from an image too, so that it reads as the upright page does. An uncompressed 32-bit BMP is
+ * the cheapest hand-over (Skia decodes it to the same pixels a PNG gives: 0 of 762,000 differ).
+ */
+export async function imageOf(canvas: Canvas): Promise<Image> {
+  const { width: w, height: h } = canvas;
+  const header = 14 + 40;
+  const bytes = new Uint8Array(header + w * h * 4);
+  const view = new DataView(bytes.buffer);
+  bytes[0] = 0x42; // "BM"
+  bytes[1] = 0x4d;
+  view.setUint32(2, bytes.length, true);
+  view.setUint32(10, header, true);
+  view.setUint32(14, 40, true); // BITMAPINFOHEADER
+  view.setInt32(18, w, true);
+  view.setInt32(22, -h, true); // top-down rows
+  view.setUint16(26, 1, true);
+  view.setUint16(28, 32, true); // BGRX, no compression
+  view.setUint32(34, w * h * 4, true);
+  const ctx = canvas.getContext("2d");
+  const stripHeight = Math.max(1, Math.floor(STRIP_BYTES / (w * 4)));
+  for (let y = 0; y < h; y += stripHeight) {
+    const rgba = ctx.getImageData(0, y, w, Math.min(stripHeight, h - y)).data;
+    for (let i = 0, o = header + y * w * 4; i < rgba.length; i += 4, o += 4) {
+      bytes[o] = rgba[i + 2]!;
+      bytes[o + 1] = rgba[i + 1]!;
+      bytes[o + 2] = rgba[i]!;
+      bytes[o + 3] = 255;
+    }
+  }
+  const image = new Image();
+  image.src = bytes;
+  await image.decode();
+  return image;
+}
+
+/**
+ * The `crop` region (default: all) of `source` turned and skewed by `turn`, drawn at `width`×`height` in grey: what
+ * Tesseract reads of a skewed page, rotated and scaled in one draw (one resampling of the page as sent, not two),
+ * strip by strip (as `drawGrey`: no full-size RGBA copy), each strip drawing only the source rectangle it covers.
+ */
+export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: number, height: number, crop?: Rect): GreyRaster {
+  const region = crop ?? { x: 0, y: 0, width: turn.turnedWidth, height: turn.turnedHeight };
+  const { width: w, height: h } = turn;
+  const out = greyRaster(width, height);
+  const scaleX = width / region.width;
+  const scaleY = height / region.height;
+  const stripHeight = Math.max(1, Math.min(height, Math.floor(STRIP_BYTES / (width * 4))));
+  const canvas = createCanvas(width, stripHeight);
+  const ctx = canvas.getContext("2d");
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  // Source pixels around a strip's own that its resampling filter reads.
+  const margin = 4 + 4 / Math.min(scaleX, scaleY);
+  for (let y = 0; y < height; y += stripHeight) {
+    const rows = Math.min(stripHeight, height - y);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, width, stripHeight);
+    // Destination (X, Y) of this strip ← turned point (region.x + X/scaleX, region.y + (Y + y)/scaleY) ← source.
+    ctx.setTransform(scaleX, 0, 0, scaleY, -region.x * scaleX, -region.y * scaleY - y);
+    ctx.translate(turn.turnedWidth / 2, turn.turnedHeight / 2);
+    ctx.rotate(((turn.rotation + turn.skew) * Math.PI) / 180);
+    ctx.translate(-w / 2, -h / 2);
+    const top = region.y + y / scaleY;
+    const bottom = region.y + (y + rows) / scaleY;
+    const corners = [
+      fromTurned(turn, region.x, top),
+      fromTurned(turn, region.x + region.width, top),
+      fromTurned(turn, region.x, bottom),
+      fromTurned(turn, region.x + region.width, bottom),
+    ];
+    const sx0 = Math.max(0, Math.floor(Math.min(...corners.map((c) => c[0])) - margin));
+    const sy0 = Math.max(0, Math.floor(Math.min(...corners.map((c) => c[1])) - margin));
+    const sx1 = Math.min(w, Math.ceil(Math.max(...corners.map((c) => c[0])) + margin));
+    const sy1 = Math.min(h, Math.ceil(Math.max(...corners.map((c) => c[1])) + margin));
+    if (sx1 > sx0 && sy1 > sy0) ctx.drawImage(source, sx0, sy0, sx1 - sx0, sy1 - sy0, sx0, sy0, sx1 - sx0, sy1 - sy0);
+    toGrey(ctx.getImageData(0, 0, width, rows).data, out.data, y * width);
+  }
+  releaseSource(canvas);
+  return out;
+}
+
+/** Tilt refined from pixels, in degrees either side of the glyph estimate, in REFINE_STEP steps. */
+const REFINE_RANGE = 2.5;
+const REFINE_STEP = 0.1;
+
+/**
+ * The tilt of a page of a few words, refined from its ink pixels (the glyph boxes' edges are too few to place a
+ * line to better than a degree or two: a three-line screenshot's 22 glyphs put a 7° tilt at 5.5°). The ink pixels
+ * inside the glyph boxes are projected across the lines at angles around `around`; where the angle follows the
+ * lines, the profile has its sharpest edges (baselines, x-height lines): the angle of the largest Σ (n[k] − n[k−1])²
+ * (Postl's criterion) over one-pixel bins. `toRaster` maps analysis-raster coordinates into `raster`'s.
+ */
+export function refineTilt(
+  raster: GreyRaster,
+  glyphs: readonly Glyph[],
+  toRaster: (x: number, y: number) => [number, number],
+  around: number,
+): number {
+  const { width, height, data } = raster;
+  const threshold = otsuThreshold(data);
+  let dark = 0;
+  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
+  const inkIsDark = dark <= data.length / 2;
+  const xs: number[] = [];
+  const ys: number[] = [];
+  for (const g of glyphs) {
+    const [ax, ay] = toRaster(g.x0, g.y0);
+    const [bx, by] = toRaster(g.x1 + 1, g.y1 + 1);
+    const x0 = Math.max(0, Math.floor(ax));
+    const y0 = Math.max(0, Math.floor(ay));
+    const x1 = Math.min(width, Math.ceil(bx));
+    const y1 = Math.min(height, Math.ceil(by));
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        const v = data[y * width + x]!;
+        if (inkIsDark ? v <= threshold : v > threshold) {
+          xs.push(x);
+          ys.push(y);
+        }
+      }
+    }
+  }
+  if (xs.length === 0) return around;
+  const diagonal = Math.ceil(Math.hypot(width, height));
+  const counts = new Float64Array(2 * diagonal + 4);
+  const score = (degrees: number) => {
+    const a = (degrees * Math.PI) / 180;
+    const sin = Math.sin(a);
+    const cos = Math.cos(a);
+    counts.fill(0);
+    for (let i = 0; i < xs.length; i++) {
+      const k = Math.floor(ys[i]! * cos - xs[i]! * sin) + diagonal + 2;
+      counts[k] = counts[k]! + 1;
+    }
+    let sum = 0;
+    for (let k = 1; k < counts.length; k++) sum += (counts[k]! - counts[k - 1]!) ** 2;
+    return sum;
+  };
+  let best = { angle: around, score: -1 };
+  const steps = Math.round(REFINE_RANGE / REFINE_STEP);
+  for (let i = -steps; i <= steps; i++) {
+    const angle = around + i * REFINE_STEP;
+    const value = score(angle);
+    if (value > best.score) best = { angle, score: value };
+  }
+  return round2(best.angle);
 }

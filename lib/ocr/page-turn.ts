@@ -94,7 +94,11 @@ export function pageAsSent(page: ExtractedPage, turn: PageTurn): ExtractedPage {
     const px = boxFromTurned(turn, [x0 * turn.turnedWidth, y0 * turn.turnedHeight, x1 * turn.turnedWidth, y1 * turn.turnedHeight]);
     return normalizeBox(px, turn.width, turn.height);
   };
-  return { ...asSent, blocks: mapBlocks(page.blocks, map) };
+  const point = (x: number, y: number) => {
+    const [px, py] = fromTurned(turn, x * turn.turnedWidth, y * turn.turnedHeight);
+    return [px / turn.width, py / turn.height] as const;
+  };
+  return { ...asSent, blocks: mapBlocks(page.blocks, map, point) };
 }
 
 /**
@@ -112,10 +116,29 @@ export function pageAsRead(page: ExtractedPage): ExtractedPage {
     const px = boxToTurned(turn, [x0 * turn.width, y0 * turn.height, x1 * turn.width, y1 * turn.height]);
     return normalizeBox(px, turn.turnedWidth, turn.turnedHeight);
   };
-  return { ...page, width: turn.turnedWidth, height: turn.turnedHeight, rotation: 0, skew: 0, blocks: mapBlocks(page.blocks, map) };
+  const point = (x: number, y: number) => {
+    const [px, py] = toTurned(turn, x * turn.width, y * turn.height);
+    return [px / turn.turnedWidth, py / turn.turnedHeight] as const;
+  };
+  return { ...page, width: turn.turnedWidth, height: turn.turnedHeight, rotation: 0, skew: 0, blocks: mapBlocks(page.blocks, map, point) };
 }
 
-function mapBlocks(blocks: OcrBlock[], map: (bbox: readonly [number, number, number, number]) => [number, number, number, number]): OcrBlock[] {
-  // Lines and blocks are the union of their words' boxes, as when they were built.
-  return blocks.map((block) => blockOf(block.lines.map((line) => lineOf(line.words.map((word) => ({ ...word, bbox: map(word.bbox) }))))));
+function mapBlocks(
+  blocks: OcrBlock[],
+  map: (bbox: readonly [number, number, number, number]) => [number, number, number, number],
+  point: (x: number, y: number) => readonly [number, number],
+): OcrBlock[] {
+  // Lines and blocks are the union of their words' boxes, as when they were built; a baseline's two ends map as points.
+  const round = (v: number) => Math.round(v * 10_000) / 10_000;
+  return blocks.map((block) =>
+    blockOf(
+      block.lines.map((line) => {
+        const mapped = lineOf(line.words.map((word) => ({ ...word, bbox: map(word.bbox) })));
+        if (!line.baseline) return mapped;
+        const [x0, y0, x1, y1] = line.baseline;
+        const [a, b] = [point(x0, y0), point(x1, y1)];
+        return { ...mapped, baseline: [round(a[0]), round(a[1]), round(b[0]), round(b[1])] as [number, number, number, number] };
+      }),
+    ),
+  );
 }

@@ -192,7 +192,8 @@ export function drawGrey(source: RasterSource, width: number, height: number, cr
   return { width, height, data, pgm };
 }
 
-function toGrey(rgba: Uint8ClampedArray, out: Uint8Array, offset: number): void {
+/** RGBA → grey (ITU-R BT.601 luma), written into `out` from `offset`. */
+export function toGrey(rgba: Uint8ClampedArray, out: Uint8Array, offset: number): void {
   let o = offset;
   for (let i = 0; i < rgba.length; i += 4) {
     out[o++] = (rgba[i]! * 77 + rgba[i + 1]! * 150 + rgba[i + 2]! * 29) >> 8;

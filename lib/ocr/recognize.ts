@@ -62,7 +62,15 @@ export interface PreparedRaster {
   analysis: InkAnalysis;
   /** Analysis raster pixels per source pixel. */
   analysisScale: number;
+  /**
+   * Draws the `crop` region of the page at `width`×`height`, when the page is not `source` as it is (a page turned
+   * and straightened while drawing, lib/ocr/straighten.ts); a rescue pass draws with it too.
+   */
+  draw?: DrawGrey;
 }
+
+/** Draws the `crop` region (default: all) of a page at `width`×`height`, in grey. */
+export type DrawGrey = (width: number, height: number, crop?: Rect) => GreyRaster;
 
 export function chooseScale(textHeight: number | null, width: number, height: number): number {
   let scale = 1;
@@ -95,10 +103,10 @@ function contentCrop(analysis: InkAnalysis, analysisScale: number, width: number
 }
 
 /** Measure the glyphs on a bounded-size copy, then draw the (cropped, rescaled) raster Tesseract will read. */
-export function prepareRaster(source: RasterSource, width: number, height: number): PreparedRaster {
+export function prepareRaster(source: RasterSource, width: number, height: number, draw?: DrawGrey): PreparedRaster {
+  const drawPage: DrawGrey = draw ?? ((w, h, crop) => drawGrey(source, w, h, crop));
   const analysisScale = Math.min(1, ANALYSIS_MAX_SIDE / Math.max(width, height));
-  const analysisRaster = drawGrey(
-    source,
+  const analysisRaster = drawPage(
     Math.max(1, Math.round(width * analysisScale)),
     Math.max(1, Math.round(height * analysisScale)),
   );
@@ -108,11 +116,22 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   let scale = chooseScale(textHeight, crop.width, crop.height);
   const whole = crop.width === width && crop.height === height;
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
-  const raster =
-    whole && scale === analysisScale
-      ? analysisRaster
-      : drawGrey(source, Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
-  return { source, raster, crop, scale, sourceWidth: width, sourceHeight: height, analysis, analysisScale };
+  // Drawn when first read: a page turned or straightened before it is read (lib/ocr/straighten.ts) never needs it.
+  let raster: GreyRaster | null = whole && scale === analysisScale ? analysisRaster : null;
+  const drawRaster = () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  return {
+    source,
+    get raster() {
+      return (raster ??= drawRaster());
+    },
+    crop,
+    scale,
+    sourceWidth: width,
+    sourceHeight: height,
+    analysis,
+    analysisScale,
+    ...(draw && { draw }),
+  };
 }
 
 export interface RecognizeContext {
@@ -206,7 +225,9 @@ function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedR
   const scale = rescueScale(prepared, reading);
   if (scale === null) return null;
   const { crop } = prepared;
-  const raster = drawGrey(prepared.source, Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  const width = Math.max(1, Math.round(crop.width * scale));
+  const height = Math.max(1, Math.round(crop.height * scale));
+  const raster = prepared.draw ? prepared.draw(width, height, crop) : drawGrey(prepared.source, width, height, crop);
   return { ...prepared, raster, scale };
 }
 
@@ -232,8 +253,9 @@ async function readOnce(
   psm: string,
 ): Promise<PageReading> {
   const { raster, crop, scale, sourceWidth, sourceHeight, analysisScale } = prepared;
-  const tsv = await context.pool.recognize({
+  const { tsv, hocr } = await context.pool.recognizeOutput({
     image: toPgm(raster),
+    hocr: true,
     langs: context.langs,
     params: { tessedit_pageseg_mode: psm, user_defined_dpi: "300", debug_file: "/dev/null" },
     deadline: context.deadline,
@@ -246,7 +268,7 @@ async function readOnce(
     x1 / scale + crop.x,
     y1 / scale + crop.y,
   ];
-  const parsed = parseTsv(tsv, { number, width: sourceWidth, height: sourceHeight, toSource });
+  const parsed = parseTsv(tsv, { number, width: sourceWidth, height: sourceHeight, toSource, baselines: hocr === undefined ? undefined : hocrBaselines(hocr) });
   const boxes: Glyph[] = parsed.wordBoxes.map(([x0, y0, x1, y1]) => ({
     x0: x0 * analysisScale,
     y0: y0 * analysisScale,
@@ -285,6 +307,25 @@ export interface TsvPage {
   height: number;
   /** Maps a raster box to source pixels (crop and scale undone). */
   toSource?: (box: PixelBox) => PixelBox;
+  /** Tesseract's line baselines by line box (`hocrBaselines`), for the lines' `baseline`. */
+  baselines?: Map<string, Baseline>;
+}
+
+/** hOCR's `baseline slope offset`: y = slope·(x − left) + offset from the line box's bottom-left corner (raster pixels). */
+interface Baseline {
+  slope: number;
+  offset: number;
+}
+
+/** The baselines of Tesseract's hOCR lines (any line class), keyed by the line box `left top right bottom`. */
+export function hocrBaselines(hocr: string): Map<string, Baseline> {
+  const baselines = new Map<string, Baseline>();
+  for (const match of hocr.matchAll(/class='ocr_(?:line|header|caption|textfloat)'[^>]*title="bbox (\d+ \d+ \d+ \d+); baseline (-?[\d.e-]+) (-?[\d.e-]+)/g)) {
+    const slope = Number(match[2]);
+    const offset = Number(match[3]);
+    if (Number.isFinite(slope) && Number.isFinite(offset)) baselines.set(match[1]!, { slope, offset });
+  }
+  return baselines;
 }
 
 /**
@@ -292,12 +333,25 @@ export interface TsvPage {
  * height, conf, text. Tesseract's paragraphs become our blocks (the unit markdown needs); lines and words
  * keep Tesseract's reading order.
  */
-export function parseTsv(tsv: string, { number, width, height, toSource = (box) => box }: TsvPage): ParsedTsv {
+export function parseTsv(tsv: string, { number, width, height, toSource = (box) => box, baselines }: TsvPage): ParsedTsv {
   const paragraphs = new Map<string, Map<string, WordRow[]>>();
   const wordBoxes: PixelBox[] = [];
+  // Each line's baseline, from its row (level 4) box: its two ends in source pixels.
+  const lineBaselines = new Map<string, PixelBox>();
   let score = 0;
   for (const row of tsv.split("\n")) {
     const cols = row.split("\t");
+    if (cols.length >= 10 && cols[0] === "4" && baselines) {
+      const [left, top, right, bottom] = [Number(cols[6]), Number(cols[7]), Number(cols[6]) + Number(cols[8]), Number(cols[7]) + Number(cols[9])];
+      const baseline = baselines.get(`${left} ${top} ${right} ${bottom}`);
+      if (baseline) {
+        const [x0, y0] = toSource([left, bottom + baseline.offset, left, bottom + baseline.offset]);
+        const y = bottom + baseline.offset + baseline.slope * (right - left);
+        const [x1, y1] = toSource([right, y, right, y]);
+        lineBaselines.set(`${cols[2]}.${cols[3]}/${cols[4]}`, [x0, y0, x1, y1]);
+      }
+      continue;
+    }
     if (cols.length < 12 || cols[0] !== "5") continue;
     const text = cols.slice(11).join("\t").trim();
     if (!text) continue;
@@ -318,11 +372,13 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
 
   const blocks: OcrBlock[] = [];
   const lineStyles: LineStyle[][] = [];
-  for (const lines of paragraphs.values()) {
+  for (const [paragraphKey, lines] of paragraphs) {
     const blockLines: OcrLine[] = [];
     const styles: LineStyle[] = [];
-    for (const rows of lines.values()) {
-      blockLines.push(lineOf(rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: normalizeBox(r.px, width, height) }))));
+    for (const [lineKey, rows] of lines) {
+      const line = lineOf(rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: normalizeBox(r.px, width, height) })));
+      const baseline = lineBaselines.get(`${paragraphKey}/${lineKey}`);
+      blockLines.push(baseline ? { ...line, baseline: normalizePoints(baseline, width, height) } : line);
       styles.push({ size: lineGlyphSize(rows) });
     }
     blocks.push(blockOf(blockLines));
@@ -330,6 +386,12 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
   }
   const page = ocrPageOf({ number, width, height, engine: "tesseract" }, blocks, lineStyles);
   return { page, score, wordBoxes };
+}
+
+/** Two points in page pixels → normalized to 0–1 of the page (not clamped: a baseline may run past a page edge). */
+function normalizePoints([x0, y0, x1, y1]: PixelBox, width: number, height: number): [number, number, number, number] {
+  const round = (v: number) => Math.round(v * 10_000) / 10_000;
+  return [round(x0 / width), round(y0 / height), round(x1 / width), round(y1 / height)];
 }
 
 /** A line's glyph size in pixels: the median word-box height (words mix x-height and ascenders). */

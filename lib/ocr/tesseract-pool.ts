@@ -26,6 +26,14 @@ export interface RecognizeJob {
   /** Epoch ms after which the job is abandoned with a `deadline` error. */
   deadline: number;
   pixels: number;
+  /** Ask for Tesseract's hOCR too (its lines' baselines): `recognizeOutput` returns it. */
+  hocr?: boolean;
+}
+
+/** What one recognition returns: Tesseract's TSV, and its hOCR when the job asked for it. */
+export interface TesseractOutput {
+  tsv: string;
+  hocr?: string;
 }
 
 export interface PoolStats {
@@ -49,7 +57,7 @@ interface Slot {
 
 interface QueuedJob {
   job: RecognizeJob;
-  resolve: (tsv: string) => void;
+  resolve: (output: TesseractOutput) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
   slot?: Slot;
@@ -86,14 +94,19 @@ export class TesseractPool {
   }
 
   /** Recognize one image; resolves with Tesseract's TSV (one row per page/block/paragraph/line/word). */
-  recognize(job: RecognizeJob): Promise<string> {
+  async recognize(job: RecognizeJob): Promise<string> {
+    return (await this.recognizeOutput(job)).tsv;
+  }
+
+  /** Recognize one image; resolves with Tesseract's TSV, and its hOCR when `job.hocr` asks for it. */
+  recognizeOutput(job: RecognizeJob): Promise<TesseractOutput> {
     if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
     const remaining = job.deadline - Date.now();
     if (remaining <= 0) return Promise.reject(deadlineError());
     if (this.queue.length >= this.options.queueLimit) {
       return Promise.reject(new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 }));
     }
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<TesseractOutput>((resolve, reject) => {
       const entry: QueuedJob = {
         job,
         resolve,
@@ -195,10 +208,11 @@ export class TesseractPool {
         slot.langs = key;
       }
       const options = job.params as Partial<RecognizeOptions>;
-      const result = await Promise.race([worker.recognize(asImageLike(job.image), options, { text: false, tsv: true }), died]);
+      const output = { text: false, tsv: true, ...(job.hocr && { hocr: true }) };
+      const result = await Promise.race([worker.recognize(asImageLike(job.image), options, output), died]);
       slot.jobs++;
       this.completed++;
-      this.settle(entry, null, result.data.tsv ?? "");
+      this.settle(entry, null, { tsv: result.data.tsv ?? "", ...(result.data.hocr && { hocr: result.data.hocr }) });
     } catch (error) {
       failed = true;
       this.settle(entry, toRecognizeError(error));
@@ -246,12 +260,12 @@ export class TesseractPool {
     for (const entry of this.queue.splice(0)) this.settle(entry, failure);
   }
 
-  private settle(entry: QueuedJob, error: Error | null, tsv = ""): void {
+  private settle(entry: QueuedJob, error: Error | null, output: TesseractOutput = { tsv: "" }): void {
     if (entry.settled) return;
     entry.settled = true;
     clearTimeout(entry.timer);
     if (error) entry.reject(error);
-    else entry.resolve(tsv);
+    else entry.resolve(output);
   }
 }
 

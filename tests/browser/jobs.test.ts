@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
+import { PDFDocument } from "pdf-lib";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAccountByEmail } from "@/lib/accounts";
@@ -160,6 +161,25 @@ describe("the settings page's jobs", () => {
     for (const [i, text] of pages.entries()) expect(text).toContain(`Page ${i + 1} of ${SHORT_PAGES}`);
     const json = await page.request.get(`${baseUrl}/settings/jobs/${shortJob}/result?format=json`);
     expect(((await json.json()) as { pages: unknown[] }).pages).toHaveLength(SHORT_PAGES);
+    // The searchable PDF and hOCR, from the row's own links, under the session too.
+    const pdfHref = await shortRow.getByRole("link", { name: `Result of ${shortJob} as a searchable PDF` }).getAttribute("href");
+    expect(pdfHref).toBe(`/settings/jobs/${shortJob}/result?format=pdf`);
+    const pdf = await page.request.get(`${baseUrl}${pdfHref}`);
+    expect(pdf.status()).toBe(200);
+    expect(pdf.headers()["content-type"]).toBe("application/pdf");
+    expect(pdf.headers()["content-disposition"]).toBe(`attachment; filename="${shortJob}.pdf"`);
+    const pdfBytes = await pdf.body();
+    expect(pdfBytes.subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    expect((await PDFDocument.load(pdfBytes)).getPageCount()).toBe(SHORT_PAGES);
+    const hocrHref = await shortRow.getByRole("link", { name: `Result of ${shortJob} as hOCR` }).getAttribute("href");
+    expect(hocrHref).toBe(`/settings/jobs/${shortJob}/result?format=hocr`);
+    const hocr = await page.request.get(`${baseUrl}${hocrHref}`);
+    expect(hocr.status()).toBe(200);
+    expect(hocr.headers()["content-disposition"]).toBe(`attachment; filename="${shortJob}.hocr"`);
+    const hocrText = await hocr.text();
+    expect(hocrText.match(/class="ocr_page"/g)).toHaveLength(SHORT_PAGES);
+    expect(hocrText.replace(/<[^>]+>/g, "")).toContain(`Page 1 of ${SHORT_PAGES}`);
+    expect((await fetch(`${baseUrl}${pdfHref}`)).status).toBe(401);
     // Not without the session, and not another account's job.
     expect((await fetch(`${baseUrl}${href}`)).status).toBe(401);
 

@@ -7,7 +7,7 @@ import { blockOf, lineOf, ocrPageOf, type ExtractedPage } from "@/lib/ocr/docume
 import { renderMarkdown } from "@/lib/ocr/markdown";
 import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs } from "@/lib/ocr/orientation";
 import { boxFromTurned, boxToTurned, pageAsRead, pageAsSent, pageTurn, toTurned, type Quarter } from "@/lib/ocr/page-turn";
-import { releaseSource } from "@/lib/ocr/raster";
+import { decodeImage, releaseSource } from "@/lib/ocr/raster";
 import { prepareRaster } from "@/lib/ocr/recognize";
 import { straightenRaster } from "@/lib/ocr/straighten";
 import { createTestPool, parsedJson } from "../support/ocr";
@@ -150,19 +150,71 @@ describe("page turns: what the glyphs say (no OCR)", () => {
     [0, -7, 0],
     [180, 7, 180],
     [90, -3, 270],
-  ] as Array<[Quarter, number, Quarter]>)("a letter turned %i° and skewed %d° is turned back by %i°", (rotation, skew, expected) => {
+  ] as Array<[Quarter, number, Quarter]>)("a letter turned %i° and skewed %d° is turned back by %i°", async (rotation, skew, expected) => {
     const turn = pageTurn(rotation, skew, drawn.canvas.width, drawn.canvas.height);
     const page = drawTurned(drawn.canvas, turn);
-    const straight = straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
+    const straight = await straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
     expect(straight.turn.rotation).toBe(expected);
     expect(Math.abs(straight.turn.skew + skew)).toBeLessThan(0.5);
     if (straight.turned) releaseSource(straight.turned);
     releaseSource(page);
   });
 
-  it("an upright, straight page is not redrawn", () => {
-    const straight = straightenRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height, prepareRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height));
+  it.each([90, 180, 270] as const)("a page turned %i° is read from the upright page's raster, pixel for pixel", async (rotation) => {
+    // Small print, so that the raster is scaled up by a fractional factor (where scaling a turned copy of the page
+    // drew other pixels than scaling the page itself), sent as PNG as a caller would.
+    const small = createCanvas(700, 160);
+    const ctx = small.getContext("2d");
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, small.width, small.height);
+    ctx.fillStyle = "#000000";
+    ctx.font = '16px "Orientation Sans"';
+    LETTER.forEach((line, i) => ctx.fillText(line, 12, 24 + i * 28));
+    const decode = async (canvas: Canvas) => decodeImage(new Uint8Array(canvas.toBuffer("image/png")), "png", 1e8);
+    const upright = await decode(small);
+    const turnedCanvas = drawTurned(small, pageTurn(rotation, 0, small.width, small.height));
+    const page = await decode(turnedCanvas);
+    const reference = prepareRaster(upright.source, upright.width, upright.height);
+    expect(reference.scale % 1, `scale ${reference.scale}`).not.toBe(0);
+    const straight = await straightenRaster(page.source, page.width, page.height, prepareRaster(page.source, page.width, page.height));
+    expect(straight.turn.rotation).toBe((360 - rotation) % 360);
+    const { raster } = straight.prepared;
+    expect([raster.width, raster.height]).toEqual([reference.raster.width, reference.raster.height]);
+    let differing = 0;
+    for (let i = 0; i < raster.data.length; i++) if (raster.data[i] !== reference.raster.data[i]) differing++;
+    expect(differing).toBe(0);
+    for (const source of [upright.source, page.source, turnedCanvas, small, straight.turned]) if (source) releaseSource(source);
+  });
+
+  it.each([90, 180, 270] as const)("a tilted page sent turned %i° is straightened from the raster the same page sent upright gets", async (rotation) => {
+    // The letter tilted 3° (a scan a little askew), then sent as it is and turned by a quarter: the estimate on the
+    // glyphs turned upright and the skew drawn from the quarter-turned image give the upright sending's raster.
+    const tilted = drawTurned(drawn.canvas, pageTurn(0, 3, drawn.canvas.width, drawn.canvas.height));
+    const decode = async (canvas: Canvas) => decodeImage(new Uint8Array(canvas.toBuffer("image/png")), "png", 1e8);
+    const upright = await decode(tilted);
+    const sideways = drawTurned(tilted, pageTurn(rotation, 0, tilted.width, tilted.height));
+    const page = await decode(sideways);
+    const read = async (image: Awaited<ReturnType<typeof decode>>) =>
+      straightenRaster(image.source, image.width, image.height, prepareRaster(image.source, image.width, image.height));
+    const reference = await read(upright);
+    const straight = await read(page);
+    expect(reference.turn).toMatchObject({ rotation: 0 });
+    expect(Math.abs(reference.turn.skew + 3)).toBeLessThan(0.5);
+    expect(straight.turn).toMatchObject({ rotation: (360 - rotation) % 360, skew: reference.turn.skew });
+    const a = reference.prepared.raster;
+    const b = straight.prepared.raster;
+    expect([b.width, b.height], JSON.stringify([reference.turn, straight.turn])).toEqual([a.width, a.height]);
+    let differing = 0;
+    for (let i = 0; i < a.data.length; i++) if (a.data[i] !== b.data[i]) differing++;
+    expect(differing).toBe(0);
+    for (const source of [upright.source, page.source, tilted, sideways, straight.turned]) if (source) releaseSource(source);
+  });
+
+  it("an upright, straight page is not redrawn", async () => {
+    const first = prepareRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height);
+    const straight = await straightenRaster(drawn.canvas, drawn.canvas.width, drawn.canvas.height, first);
     expect(straight).toMatchObject({ verdict: "upright", turn: { rotation: 0, skew: 0 } });
+    expect(straight.prepared).toBe(first);
     expect(straight.turned).toBeUndefined();
   });
 

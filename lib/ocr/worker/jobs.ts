@@ -16,7 +16,7 @@ import {
   takePdfWarnings,
   type PdfHandle,
 } from "../pdf";
-import { pageAsSent, pageTurn, type Quarter } from "../page-turn";
+import { pageAsSent, type Quarter } from "../page-turn";
 import { decodeImage, releaseSource, type RasterSource } from "../raster";
 import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "../recognize";
 import { straightenRaster, turnTo, type StraightenedRaster } from "../straighten";
@@ -219,7 +219,7 @@ export class Engine {
     available: string[],
     deadline: number,
   ): Promise<PageResult> {
-    let straight = straightenRaster(source, width, height, prepareRaster(source, width, height));
+    let straight = await straightenRaster(source, width, height, prepareRaster(source, width, height));
     try {
       const result = await this.readWithLanguage(straight, number, language, available, deadline, (flipped) => {
         if (straight.turned) releaseSource(straight.turned);
@@ -278,7 +278,7 @@ export class Engine {
     if (probe(reading)) {
       // The reading is poor: perhaps the page stands the other way up (the glyphs could not tell, or told wrong).
       const { turn } = straight;
-      const flipped = turnTo(source, pageTurn(((turn.rotation + 180) % 360) as Quarter, turn.skew, turn.width, turn.height));
+      const flipped = await turnTo(source, { ...turn, rotation: ((turn.rotation + 180) % 360) as Quarter });
       const other = await recognizeRaster(flipped.prepared, number, { ...first, deferRetries: () => true });
       if (other.score > reading.score * FLIP_PROBE_MARGIN) {
         onFlip({ ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines });
@@ -286,7 +286,7 @@ export class Engine {
         reading = other;
         orientation += ", flipped by a reading";
       } else {
-        releaseSource(flipped.turned);
+        if (flipped.turned) releaseSource(flipped.turned);
         orientation += ", a reading upside down was worse";
       }
       // Whichever was kept, its further passes run as they would have.
