@@ -34,7 +34,7 @@ const engineFiles = [
   "./node_modules/wasm-feature-detect/**/*",
   "./node_modules/@tesseract.js-data/*/package.json",
   "./node_modules/@tesseract.js-data/*/4.0.0_best_int/**/*",
-  "./node_modules/pdfjs-dist/package.json", // lib/ocr/pdf.ts finds fonts, cMaps and wasm from it
+  "./node_modules/pdfjs-dist/package.json", // lib/ocr/engine/pdf.ts finds fonts, cMaps and wasm from it
   "./node_modules/pdfjs-dist/legacy/build/pdf.worker.mjs",
   "./node_modules/pdfjs-dist/standard_fonts/**/*",
   "./node_modules/pdfjs-dist/cmaps/**/*",
@@ -57,7 +57,7 @@ const engineFiles = [
 // (lib/input/own-samples.ts): Vercel serves public/ from its CDN, outside the functions, so they are traced in.
 const sampleFiles = ["./public/samples/scan.png", "./public/samples/scan.pdf", "./public/samples/report.pdf"];
 
-// The searchable PDF (format "pdf", lib/ocr/formats/pdf.ts) writes characters Helvetica cannot encode in DejaVu Sans,
+// The searchable PDF (format "pdf", lib/ocr/render/formats/pdf.ts) writes characters Helvetica cannot encode in DejaVu Sans,
 // read from node_modules at run time; a WebP source is decoded to PNG with the native canvas.
 const pdfFiles = ["./node_modules/dejavu-fonts-ttf/ttf/DejaVuSans.ttf"];
 const canvasFiles = ["./node_modules/@napi-rs/canvas/**/*", "./node_modules/@napi-rs/canvas-linux-x64-gnu/**/*"];

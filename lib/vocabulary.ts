@@ -13,7 +13,7 @@ export type OutputFormat = (typeof outputFormats)[number];
 export type TextFormat = Exclude<OutputFormat, "pdf">;
 
 /*
- * What the hOCR, ALTO and TSV formats (lib/ocr/formats) put before a document's first page and after its last: a
+ * What the hOCR, ALTO and TSV formats (lib/ocr/render/formats) put before a document's first page and after its last: a
  * result in parts (a job's) joins by taking each part's pages from between them. Here, so the CLI joins parts with
  * the service's own words.
  */

@@ -1,5 +1,5 @@
-// Bundles the OCR engine process (lib/ocr/worker/main.ts and the engine code it uses) into one ESM file that the
-// server starts as child processes (lib/ocr/pool.ts). Next bundles the server, not a child's entry, so the engine
+// Bundles the OCR engine process (lib/ocr/engine/main.ts and the engine code it uses) into one ESM file that the
+// server starts as child processes (lib/ocr/pool/). Next bundles the server, not a child's entry, so the engine
 // gets its own small build; next.config.ts traces the output into the standalone build and the functions.
 //
 //   node scripts/build-engine.mjs            → build/engine/ocr-worker.mjs (npm run build:engine; npm run build; tests)
@@ -17,7 +17,7 @@ const ENGINE_OUTFILE = path.join(root, "build/engine/ocr-worker.mjs");
 /** esbuild options of the engine bundle. */
 export function engineBuildOptions(outfile = ENGINE_OUTFILE) {
   return {
-    entryPoints: [path.join(root, "lib/ocr/worker/main.ts")],
+    entryPoints: [path.join(root, "lib/ocr/engine/main.ts")],
     outfile,
     bundle: true,
     platform: "node",

@@ -1,7 +1,7 @@
 // `npm run dev`: build the OCR engine bundle (the server runs it in child processes), keep rebuilding it when lib/
 // changes, and run the development server — Next.js inside scripts/serve.mjs, which passes the socket's address to
 // the app and cuts off slow clients — with the arguments given (`npm run dev -- -p 4000`). Idle engine processes
-// running an old bundle are replaced on the next job (lib/ocr/pool.ts).
+// running an old bundle are replaced on the next job (lib/ocr/pool/pool.ts).
 import { spawn } from "node:child_process";
 import path from "node:path";
 import * as esbuild from "esbuild";

@@ -45,7 +45,7 @@ describe("the engine bundle", () => {
     const { metafile } = await esbuild.build({ ...engineBuildOptions("/dev/null"), write: false, metafile: true, sourcemap: false, logLevel: "silent" });
     if (!metafile) throw new Error("esbuild gave no metafile");
     const files = Object.keys(metafile.inputs);
-    expect(files.some((file) => file.endsWith("lib/ocr/ocr-error.ts"))).toBe(true);
+    expect(files.some((file) => file.endsWith("lib/ocr/model/ocr-error.ts"))).toBe(true);
     expect(files.filter((file) => /lib\/(api|process)\/[^/]+\.ts$/.test(file))).toEqual([]);
   });
 });

@@ -1,31 +1,27 @@
 import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
-import { ALTO_HEAD, ALTO_TAIL, HOCR_HEAD, HOCR_TAIL, TSV_HEAD, type TextFormat } from "@/lib/vocabulary";
-import { toPublicDocument, type ExtractedDocument, type ExtractedPage } from "./document";
-import { detectFileType, type FileType } from "./detect";
-import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./ocr-error";
-import { readImageInfo } from "./image-info";
-import { availableLanguages, chooseLanguages, type LanguageChoice } from "./languages";
-import { renderAltoPage } from "./formats/alto";
-import { renderHocrPage } from "./formats/hocr";
-import { renderTsvPage } from "./formats/tsv";
-import { renderMarkdown } from "./markdown";
-import { parsePageSelection } from "./pages";
-import { OcrPool, type Admission } from "./pool";
-import type { InspectPdfResult, ReadLimits } from "./worker/protocol";
+import type { ExtractedDocument, ExtractedPage } from "./model/document";
+import { detectFileType, type FileType } from "./model/detect";
+import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./model/ocr-error";
+import { readImageInfo } from "./model/image-info";
+import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
+import { parsePageSelection } from "./model/pages";
+import { OcrPool, type Admission } from "./pool/pool";
+import type { InspectPdfResult, ReadLimits } from "./model/protocol";
 
-export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./document";
-export { ocrDocumentSchema } from "./document";
-export type { FileType } from "./detect";
-export { detectFileType, mediaTypes, sniffFileType } from "./detect";
-export { isOcrError, OcrError, ocrErrorCodes } from "./ocr-error";
-export type { OcrErrorCode } from "./ocr-error";
-export { availableLanguages } from "./languages";
-export { parsePageSelection } from "./pages";
-export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./formats/pdf";
-export type { LanguageChoice } from "./languages";
-export { OcrPool } from "./pool";
-export type { Admission, PoolOptions, PoolStats } from "./pool";
+export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./model/document";
+export { ocrDocumentSchema } from "./model/document";
+export type { FileType } from "./model/detect";
+export { detectFileType, mediaTypes, sniffFileType } from "./model/detect";
+export { isOcrError, OcrError, ocrErrorCodes } from "./model/ocr-error";
+export type { OcrErrorCode } from "./model/ocr-error";
+export { availableLanguages } from "./model/languages";
+export { parsePageSelection } from "./model/pages";
+export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./render/formats/pdf";
+export { pagedFormats, render, type PagedFormat } from "./render";
+export type { LanguageChoice } from "./model/languages";
+export { OcrPool } from "./pool/pool";
+export type { Admission, PoolOptions, PoolStats } from "./pool/pool";
 
 export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
 
@@ -211,60 +207,6 @@ export async function extractDocument(
     await opened.close();
   }
 }
-
-/**
- * A text format rendered from the page model: `text` (pages separated by a form feed), `json` (the document model),
- * `markdown` (reconstructed layout), `hocr`, `alto`, `tsv` (word boxes in pixels of the page as the caller sent it).
- * `pdf` is binary and needs the source file: `renderSearchablePdf` (lib/ocr/formats/pdf.ts).
- */
-export function render(document: ExtractedDocument, format: TextFormat): string {
-  switch (format) {
-    case "json":
-      return JSON.stringify(toPublicDocument(document));
-    case "markdown":
-      return renderMarkdown(document);
-    default: {
-      const paged = pagedFormats[format];
-      return paged.join(document.pages.map((page) => paged.page(page)));
-    }
-  }
-}
-
-/** A format whose document is its pages' pieces, in order, between a head and a tail. */
-export interface PagedFormat {
-  /** `extra`: fields added to a page of the JSON document (a job's pages say which process read them). */
-  page(page: ExtractedPage, extra?: Record<string, string>): string;
-  /** What comes before the first page and after the last, and between two pages. */
-  head: string;
-  separator: string;
-  tail: string;
-  join(pieces: string[]): string;
-}
-
-function paged(page: PagedFormat["page"], head: string, separator: string, tail: string): PagedFormat {
-  return { page, head, separator, tail, join: (pieces) => head + pieces.join(separator) + tail };
-}
-
-/**
- * A document rendered page by page, as a job's result is (a response holds as many pages as fit): each page on its
- * own, and how the pieces join into what `render` gives for the same pages.
- */
-export const pagedFormats: { readonly [F in TextFormat]: PagedFormat } = {
-  text: paged((page) => page.text, "", "\f", ""),
-  markdown: {
-    ...paged((page) => renderMarkdown({ pages: [page], pageCount: 1 }), "", "\n\n---\n\n", ""),
-    join: (pieces) => pieces.join("\n\n---\n\n").trim(),
-  },
-  json: paged(
-    (page, extra) => JSON.stringify({ ...toPublicDocument({ pages: [page], pageCount: 1 }).pages[0], ...extra }),
-    '{"pages":[',
-    ",",
-    "]}",
-  ),
-  hocr: paged(renderHocrPage, HOCR_HEAD, "", HOCR_TAIL),
-  alto: paged(renderAltoPage, ALTO_HEAD, "", ALTO_TAIL),
-  tsv: paged(renderTsvPage, TSV_HEAD, "", ""),
-};
 
 /** Character-weighted confidence of a whole document (text-layer pages count as 100). */
 export function documentConfidence(document: ExtractedDocument): number {

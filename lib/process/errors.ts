@@ -57,7 +57,7 @@ function userMessage(error: OcrError, options: EngineRequestOptions): { message:
 }
 
 /**
- * An engine failure (`OcrError`, lib/ocr/ocr-error.ts) as the API answers it: catalogued code, user-facing message and, for
+ * An engine failure (`OcrError`, lib/ocr/model/ocr-error.ts) as the API answers it: catalogued code, user-facing message and, for
  * `overloaded`, the `Retry-After` the engine computed. Anything else is returned as it is.
  */
 export function fromEngineError(error: unknown, options: EngineRequestOptions = {}): unknown {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isApiError, type ApiError, type ErrorCode } from "@/lib/api/errors";
-import { OcrError, ocrErrorCodes, type OcrErrorCode, type OcrErrorOptions } from "@/lib/ocr/ocr-error";
+import { OcrError, ocrErrorCodes, type OcrErrorCode, type OcrErrorOptions } from "@/lib/ocr/model/ocr-error";
 import { fromEngineError } from "@/lib/process";
 
 /** The API's answer to an engine failure (fails the test when the mapping returns anything but an ApiError). */

@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, OcrPool, render } from "@/lib/ocr";
-import { decodeImage, releaseSource } from "@/lib/ocr/raster";
-import { prepareRaster, recognizeRaster, retryReading, type PageReading, type RecognizeContext } from "@/lib/ocr/recognize";
-import { TesseractPool } from "@/lib/ocr/tesseract-pool";
+import { decodeImage, releaseSource } from "@/lib/ocr/engine/raster";
+import { prepareRaster, recognizeRaster, retryReading, type PageReading, type RecognizeContext } from "@/lib/ocr/engine/recognize";
+import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
 import { degradedPrint, fixture } from "@/tests/support/ocr";
 
 // A page PaddleOCR will read too does not pay for Tesseract's block re-read and rescue pass first: recognizeRaster

@@ -7,10 +7,10 @@ import { DomUtils, parseDocument } from "htmlparser2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, render, type ExtractedDocument } from "@/lib/ocr";
-import { renderSearchablePdf } from "@/lib/ocr/formats/pdf";
-import { drawTurned } from "@/lib/ocr/orientation";
-import { pageTurn, toTurned, type Quarter } from "@/lib/ocr/page-turn";
-import { releaseSource } from "@/lib/ocr/raster";
+import { renderSearchablePdf } from "@/lib/ocr/render/formats/pdf";
+import { drawTurned } from "@/lib/ocr/engine/orientation";
+import { pageTurn, toTurned, type Quarter } from "@/lib/ocr/model/page-turn";
+import { releaseSource } from "@/lib/ocr/engine/raster";
 import { createTestPool } from "../support/ocr";
 
 /*

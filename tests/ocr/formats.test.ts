@@ -9,10 +9,10 @@ import { PDFDocument, PDFRawStream, decodePDFRawStream, degrees } from "pdf-lib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, pagedFormats, render, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr";
-import { wordsOf, wordText } from "@/lib/ocr/formats/common";
-import { renderSearchablePdf } from "@/lib/ocr/formats/pdf";
+import { wordsOf, wordText } from "@/lib/ocr/render/formats/common";
+import { renderSearchablePdf } from "@/lib/ocr/render/formats/pdf";
 import { TSV_COLUMNS } from "@/lib/vocabulary";
-import { getPdfPage, openPdf } from "@/lib/ocr/pdf";
+import { getPdfPage, openPdf } from "@/lib/ocr/engine/pdf";
 import { createTestPool, fixture } from "../support/ocr";
 
 /*

@@ -1,6 +1,6 @@
 import { loadImage } from "@napi-rs/canvas";
 import { describe, expect, it } from "vitest";
-import { exifOrientation, isTransposed, readImageInfo } from "@/lib/ocr/image-info";
+import { exifOrientation, isTransposed, readImageInfo } from "@/lib/ocr/model/image-info";
 import { expectOcrError, fixture } from "../support/ocr";
 
 type ImageType = "png" | "jpeg" | "webp";

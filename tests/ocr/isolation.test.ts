@@ -5,7 +5,7 @@ import { handWrittenPdf, nestedFormsPdf, TEXTS } from "@/scripts/make-fixtures";
 import { expectOcrError, fixture } from "../support/ocr";
 
 /*
- * The engine runs in child processes (lib/ocr/pool.ts): hostile documents end as engine errors, a job past its deadline
+ * The engine runs in child processes (lib/ocr/pool/pool.ts): hostile documents end as engine errors, a job past its deadline
  * or its memory ceiling is stopped by killing its process, and a process that dies is replaced. The event loop of
  * this (the server's) process keeps turning meanwhile.
  */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { detectLanguage } from "@/lib/ocr/language-detect";
-import { availableLanguages, chooseLanguages } from "@/lib/ocr/languages";
+import { detectLanguage } from "@/lib/ocr/engine/language-detect";
+import { availableLanguages, chooseLanguages } from "@/lib/ocr/model/languages";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { expectOcrError } from "../support/ocr";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { render, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr";
-import type { LineStyle, OcrBlock } from "@/lib/ocr/document";
-import { renderMarkdown } from "@/lib/ocr/markdown";
+import type { LineStyle, OcrBlock } from "@/lib/ocr/model/document";
+import { renderMarkdown } from "@/lib/ocr/render/markdown";
 
 /** A line of a hand-built block: its text and style (size defaults to body size 10). */
 type LineSpec = string | { text: string; size?: number; monospace?: boolean };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { DecodedChar } from "@/lib/ocr/paddle/decode";
-import type { TextBox } from "@/lib/ocr/paddle/detect";
-import { readingOrder, type Gap } from "@/lib/ocr/paddle/layout";
+import type { DecodedChar } from "@/lib/ocr/engine/paddle/decode";
+import type { TextBox } from "@/lib/ocr/engine/paddle/detect";
+import { readingOrder, type Gap } from "@/lib/ocr/engine/paddle/layout";
 
 // Word spaces in PaddleOCR's reading: from its space class, and from the word gaps Tesseract saw in the same box.
 

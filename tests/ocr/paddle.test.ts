@@ -2,8 +2,8 @@ import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate, wordF1 } from "@/bench/metrics";
-import { loadPaddle, type PaddleReading, type PaddleRecognizer } from "@/lib/ocr/paddle";
-import { drawGrey, type GreyRaster } from "@/lib/ocr/raster";
+import { loadPaddle, type PaddleReading, type PaddleRecognizer } from "@/lib/ocr/engine/paddle";
+import { drawGrey, type GreyRaster } from "@/lib/ocr/engine/raster";
 
 const LINES = [
   "Invoice 2024-117 for Acme Supplies Ltd.",

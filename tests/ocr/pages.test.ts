@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parsePageSelection } from "@/lib/ocr/pages";
+import { parsePageSelection } from "@/lib/ocr/model/pages";
 import { expectOcrError } from "../support/ocr";
 
 describe("parsePageSelection: accepted selections", () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { isOcrError } from "@/lib/ocr/ocr-error";
-import { openPdf } from "@/lib/ocr/pdf";
+import { isOcrError } from "@/lib/ocr/model/ocr-error";
+import { openPdf } from "@/lib/ocr/engine/pdf";
 
 /*
  * On a Node older than pdf.js supports, a PDF is an engine error (`engine_failed`, with the versions in the cause for

@@ -1,6 +1,6 @@
 import { brotliCompressSync, deflateSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { findOversizedStream, findPdfHazard } from "@/lib/ocr/worker/pdf-streams";
+import { findOversizedStream, findPdfHazard } from "@/lib/ocr/engine/pdf-streams";
 import { fixture } from "../support/ocr";
 
 /** A PDF-like file with one stream object: `dict` (without /Length unless given) and its data. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { BBox, ExtractedPage, OcrBlock } from "@/lib/ocr/document";
-import type { PaddleReading, TextBox } from "@/lib/ocr/paddle";
-import type { PageReading, PreparedRaster } from "@/lib/ocr/recognize";
+import type { BBox, ExtractedPage, OcrBlock } from "@/lib/ocr/model/document";
+import type { PaddleReading, TextBox } from "@/lib/ocr/engine/paddle";
+import type { PageReading, PreparedRaster } from "@/lib/ocr/engine/recognize";
 import {
   chooseReading,
   confidentTesseractWords,
@@ -15,7 +15,7 @@ import {
   SECOND_READING_MIN_WORDS,
   tesseractGaps,
   wantsSecondReading,
-} from "@/lib/ocr/second-reading";
+} from "@/lib/ocr/engine/second-reading";
 
 function block(text: string[], bbox: BBox, confidence = 80): OcrBlock {
   const lines = text.map((line, i) => {

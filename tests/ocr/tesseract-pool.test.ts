@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { TesseractPool } from "@/lib/ocr/tesseract-pool";
-import type { PoolOptions, RecognizeJob } from "@/lib/ocr/tesseract-pool";
+import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
+import type { PoolOptions, RecognizeJob } from "@/lib/ocr/engine/tesseract-pool";
 import { barsPgm, expectOcrError, fixture, ocrErrorOf } from "../support/ocr";
 
 const BASE: PoolOptions = { size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 };

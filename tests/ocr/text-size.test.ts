@@ -1,8 +1,8 @@
 import { loadImage } from "@napi-rs/canvas";
 import { beforeAll, describe, expect, it } from "vitest";
-import { drawGrey, type GreyRaster } from "@/lib/ocr/raster";
-import { chooseScale, parseTsv } from "@/lib/ocr/recognize";
-import { analyzeInk, glyphCoverage, otsuThreshold } from "@/lib/ocr/text-size";
+import { drawGrey, type GreyRaster } from "@/lib/ocr/engine/raster";
+import { chooseScale, parseTsv } from "@/lib/ocr/engine/recognize";
+import { analyzeInk, glyphCoverage, otsuThreshold } from "@/lib/ocr/engine/text-size";
 import { fixture } from "../support/ocr";
 
 async function raster(file: string): Promise<GreyRaster> {

@@ -8,7 +8,7 @@ import {
   type LineStyle,
   type OcrBlock,
   type OcrLine,
-} from "./document";
+} from "../model/document";
 import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { analyzeInk, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
@@ -64,7 +64,7 @@ export interface PreparedRaster {
   analysisScale: number;
   /**
    * Draws the `crop` region of the page at `width`×`height`, when the page is not `source` as it is (a page turned
-   * and straightened while drawing, lib/ocr/straighten.ts); a rescue pass draws with it too.
+   * and straightened while drawing, lib/ocr/engine/straighten.ts); a rescue pass draws with it too.
    */
   draw?: DrawGrey;
 }
@@ -116,7 +116,7 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   let scale = chooseScale(textHeight, crop.width, crop.height);
   const whole = crop.width === width && crop.height === height;
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
-  // Drawn when first read: a page turned or straightened before it is read (lib/ocr/straighten.ts) never needs it.
+  // Drawn when first read: a page turned or straightened before it is read (lib/ocr/engine/straighten.ts) never needs it.
   let raster: GreyRaster | null = whole && scale === analysisScale ? analysisRaster : null;
   const drawRaster = () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
   return {

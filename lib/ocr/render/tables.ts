@@ -1,4 +1,4 @@
-import type { BBox, ExtractedPage } from "./document";
+import type { BBox, ExtractedPage } from "../model/document";
 
 /** Where a word sits in its page: `page.blocks[block].lines[line].words[word]`. */
 export interface WordRef {

@@ -3,8 +3,8 @@ import path from "node:path";
 import { createCanvas, type Canvas } from "@napi-rs/canvas";
 import type { PDFDocumentLoadingTask, PDFDocumentProxy, PDFPageProxy } from "pdfjs-dist";
 import type { TextItem, TextStyle } from "pdfjs-dist/types/src/display/api";
-import { isOcrError, OcrError } from "./ocr-error";
-import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "./document";
+import { isOcrError, OcrError } from "../model/ocr-error";
+import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "../model/document";
 
 type PdfJs = typeof import("pdfjs-dist");
 

@@ -9,12 +9,12 @@ import {
   type OcrBlock,
   type OcrLine,
   type OcrWord,
-} from "./document";
+} from "../model/document";
 import type { Gap, PaddleReading, PaddleWord, TextBox } from "./paddle";
 import type { PageReading, PreparedRaster } from "./recognize";
 
 /**
- * The second recognizer (PaddleOCR, lib/ocr/paddle) and when it reads a page. Tesseract reads every page first; a
+ * The second recognizer (PaddleOCR, lib/ocr/engine/paddle) and when it reads a page. Tesseract reads every page first; a
  * page it read with a mean word confidence under this is read by PaddleOCR too. Chosen on the benchmark's 20 images
  * by sweeping the threshold 70–92 (docs/decisions.md#second-reading-threshold): 84 gave the lowest mean CER, and the curve is flat
  * between 82 and 88. Tesseract's confidence is the signal because it needs no ground truth, and because where

@@ -1,4 +1,4 @@
-import type { BBox, ExtractedPage, OcrWord } from "../document";
+import type { BBox, ExtractedPage, OcrWord } from "../../model/document";
 
 /*
  * What the word-level formats (hOCR, ALTO, TSV, the searchable PDF's text layer) share: the page model walked in

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import type { FileType } from "../detect";
-import { ocrEngineSchema, type ExtractedPage } from "../document";
-import { ocrErrorCodes, type OcrErrorData } from "../ocr-error";
-import type { LanguageChoice } from "../languages";
+import type { FileType } from "./detect";
+import { ocrEngineSchema, type ExtractedPage } from "./document";
+import { ocrErrorCodes, type OcrErrorData } from "./ocr-error";
+import type { LanguageChoice } from "./languages";
 
 /**
- * Messages between the server process and an engine process (lib/ocr/worker/main.ts), over Node's IPC channel with
+ * Messages between the server process and an engine process (lib/ocr/engine/main.ts), over Node's IPC channel with
  * `serialization: "advanced"` (structured clone: bytes travel as bytes). Each side validates the envelope of what it
  * receives; pages inside a result are produced by this codebase's own engine and are not re-parsed field by field
  * (a 50-page document of words would cost the server's event loop tens of milliseconds for nothing).

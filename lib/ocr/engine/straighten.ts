@@ -1,5 +1,5 @@
 import { drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
-import { pageTurn, toTurned, type PageTurn, type Quarter } from "./page-turn";
+import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-turn";
 import { releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
 import { modeHeight } from "./text-size";

@@ -1,11 +1,11 @@
 import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
 import { otsuThreshold, type Glyph } from "./text-size";
 import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
-import { fromTurned, type PageTurn, type Quarter } from "./page-turn";
+import { fromTurned, type PageTurn, type Quarter } from "../model/page-turn";
 
 /**
  * Pages in any orientation. Before a page is read, the glyph boxes the text-size analysis found anyway
- * (lib/ocr/text-size.ts) say which way its lines run and how far they are tilted, and which way up the text stands:
+ * (lib/ocr/engine/text-size.ts) say which way its lines run and how far they are tilted, and which way up the text stands:
  *
  * - **Line direction.** Glyph centres projected across the lines pile up in a few narrow bins (the lines) and spread
  *   evenly along them; the concentration, scaled by an even spread's, is compared at 0° and 90° (±10°). On a page

@@ -1,7 +1,7 @@
 import { Canvas, createCanvas, loadImage, type Image } from "@napi-rs/canvas";
-import { OcrError } from "./ocr-error";
-import type { FileType } from "./detect";
-import { isTransposed, readImageInfo } from "./image-info";
+import { OcrError } from "../model/ocr-error";
+import type { FileType } from "../model/detect";
+import { isTransposed, readImageInfo } from "../model/image-info";
 
 /** 8-bit greyscale pixels, row-major, `data.length === width * height`. */
 export interface GreyRaster {

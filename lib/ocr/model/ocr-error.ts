@@ -53,7 +53,7 @@ export interface OcrErrorOptions {
   limit?: number;
 }
 
-/** What of an `OcrError` crosses the process boundary (lib/ocr/worker/protocol.ts): its cause stays behind. */
+/** What of an `OcrError` crosses the process boundary (lib/ocr/model/protocol.ts): its cause stays behind. */
 export interface OcrErrorData {
   code: OcrErrorCode;
   message: string;

@@ -1,5 +1,5 @@
-import type { ExtractedDocument, ExtractedPage, LineStyle, OcrBlock, OcrLine } from "./document";
-import { pageAsRead } from "./page-turn";
+import type { ExtractedDocument, ExtractedPage, LineStyle, OcrBlock, OcrLine } from "../model/document";
+import { pageAsRead } from "../model/page-turn";
 import { detectTables, renderTable, type DetectedTable } from "./tables";
 
 /**

@@ -1,11 +1,11 @@
 /**
- * The entry of an engine process: a child of the server, started by lib/ocr/pool.ts from the bundle that
+ * The entry of an engine process: a child of the server, started by lib/ocr/pool/pool.ts from the bundle that
  * scripts/build-engine.mjs makes of this file. It serves one job at a time over the IPC channel and exits when the
  * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
  */
 import { describeError } from "@/lib/error-log";
-import { isEngineFault, isOcrError, toOcrErrorData } from "../ocr-error";
-import { notePdfWarning } from "../pdf";
+import { isEngineFault, isOcrError, toOcrErrorData } from "../model/ocr-error";
+import { notePdfWarning } from "./pdf";
 import { Engine } from "./jobs";
 import {
   ENGINE_CONFIG_VARIABLE,
@@ -14,7 +14,7 @@ import {
   type EngineJob,
   type FromEngine,
   type ToEngine,
-} from "./protocol";
+} from "../model/protocol";
 
 if (!process.send) {
   console.error("The OCR engine process must be started by the server (it talks over an IPC channel).");

@@ -1,4 +1,4 @@
-import type { ExtractedPage } from "../document";
+import type { ExtractedPage } from "../../model/document";
 import { escapeXml, pixelBox, textAngle, wordsOf, wordText } from "./common";
 
 /*

@@ -19,10 +19,10 @@ import {
   type PDFPage,
   type PDFRef,
 } from "pdf-lib";
-import type { ExtractedPage } from "../document";
-import type { FileType } from "../detect";
-import { readImageInfo, isTransposed } from "../image-info";
-import { OcrError } from "../ocr-error";
+import type { ExtractedPage } from "../../model/document";
+import type { FileType } from "../../model/detect";
+import { readImageInfo, isTransposed } from "../../model/image-info";
+import { OcrError } from "../../model/ocr-error";
 import { pageRotation, wordsOf, wordText } from "./common";
 import { embedPngFast } from "./png";
 

@@ -1,4 +1,4 @@
-import type { ExtractedPage, OcrLine } from "../document";
+import type { ExtractedPage, OcrLine } from "../../model/document";
 import { escapeXml, pixelBox, textAngle, wholeConfidence, wordsOf, wordText, type PixelBox } from "./common";
 
 /*

@@ -1,4 +1,4 @@
-import type { ExtractedPage } from "../document";
+import type { ExtractedPage } from "../../model/document";
 import { pixelBox, wordsOf, wordText } from "./common";
 
 /*

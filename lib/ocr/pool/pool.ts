@@ -1,8 +1,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import type { OcrEngine } from "./document";
-import { deadlineError, fromOcrErrorData, OcrError } from "./ocr-error";
+import type { OcrEngine } from "../model/document";
+import { deadlineError, fromOcrErrorData, OcrError } from "../model/ocr-error";
 import {
   ENGINE_CONFIG_VARIABLE,
   ENGINE_DEADLINE_SLACK_MS,
@@ -12,13 +12,13 @@ import {
   type JobKind,
   type JobResults,
   type ToEngine,
-} from "./worker/protocol";
+} from "../model/protocol";
 
 /**
  * The engine's processes, seen from the server. Every byte of a document is read in a child process (see
- * lib/ocr/worker/jobs.ts): the server's event loop only routes messages, a job past its deadline or its memory
+ * lib/ocr/engine/jobs.ts): the server's event loop only routes messages, a job past its deadline or its memory
  * ceiling is stopped by killing its process — which returns all of its memory to the system — and a process that
- * dies is replaced while its job is answered with an engine error (lib/ocr/ocr-error.ts).
+ * dies is replaced while its job is answered with an engine error (lib/ocr/model/ocr-error.ts).
  *
  * Two lanes: `ocr` processes (Tesseract, one per core by default) and `inspect` processes that only open PDFs and
  * read their text layers, so that opening a document never waits behind someone else's OCR.

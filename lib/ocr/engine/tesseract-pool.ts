@@ -1,8 +1,8 @@
 import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
 import { withTimeout } from "@/lib/async";
-import { deadlineError, isOcrError, OcrError } from "./ocr-error";
-import { languageDataPath } from "./languages";
+import { deadlineError, isOcrError, OcrError } from "../model/ocr-error";
+import { languageDataPath } from "../model/languages";
 
 export interface PoolOptions {
   /** Workers (threads with their own wasm instance, ~100–150 MB each). */

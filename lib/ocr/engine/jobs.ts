@@ -1,10 +1,10 @@
 import type { PDFPageProxy } from "pdfjs-dist";
 import { inLanes } from "@/lib/async";
-import { isOcrError, OcrError } from "../ocr-error";
-import type { ExtractedPage } from "../document";
-import { detectLanguage } from "../language-detect";
-import type { LanguageChoice } from "../languages";
-import { parsePageSelection } from "../pages";
+import { isOcrError, OcrError } from "../model/ocr-error";
+import type { ExtractedPage } from "../model/document";
+import { detectLanguage } from "./language-detect";
+import type { LanguageChoice } from "../model/languages";
+import { parsePageSelection } from "../model/pages";
 import {
   DEFAULT_PAGE_WORK,
   getPdfPage,
@@ -15,14 +15,14 @@ import {
   renderPdfPage,
   takePdfWarnings,
   type PdfHandle,
-} from "../pdf";
-import { pageAsSent, type Quarter } from "../page-turn";
-import { decodeImage, releaseSource, type RasterSource } from "../raster";
-import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "../recognize";
-import { straightenRaster, turnTo, type StraightenedRaster } from "../straighten";
-import { TesseractPool } from "../tesseract-pool";
-import { checkPaddle, loadPaddle } from "../paddle";
-import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "../second-reading";
+} from "./pdf";
+import { pageAsSent, type Quarter } from "../model/page-turn";
+import { decodeImage, releaseSource, type RasterSource } from "./raster";
+import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
+import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
+import { TesseractPool } from "./tesseract-pool";
+import { checkPaddle, loadPaddle } from "./paddle";
+import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "./second-reading";
 import { findPdfHazard, type PdfHazard } from "./pdf-streams";
 import {
   ENGINE_DEADLINE_SLACK_MS,
@@ -35,7 +35,7 @@ import {
   type ReadImageJob,
   type ReadLimits,
   type ReadPdfPageJob,
-} from "./protocol";
+} from "../model/protocol";
 
 /** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
 const SPARSE_TEXT_LAYER = 40;
@@ -60,7 +60,7 @@ const FLIP_PROBE_MARGIN = 1.3;
 /**
  * What one engine process does: everything from a file's bytes to a page reading — decoding, EXIF, text-size
  * analysis, pdf.js parsing, text layers, rendering and Tesseract. It runs in a child process of the server
- * (lib/ocr/worker/main.ts), one job at a time, so the server's event loop never touches pixels and a job past its
+ * (lib/ocr/engine/main.ts), one job at a time, so the server's event loop never touches pixels and a job past its
  * deadline or its memory ceiling can be stopped by killing the process.
  */
 export class Engine {
@@ -208,7 +208,7 @@ export class Engine {
 
   /**
    * Read a page drawn in `source` (a decoded image, a rendered PDF page): turned upright and straightened first when
-   * it needs it (lib/ocr/straighten.ts), its boxes then mapped back onto the page as sent.
+   * it needs it (lib/ocr/engine/straighten.ts), its boxes then mapped back onto the page as sent.
    */
   private async readSource(
     source: RasterSource,
@@ -310,7 +310,7 @@ export class Engine {
 
   /**
    * The second recognizer (OCR_ENGINES includes `paddle`): a page Tesseract was unsure of is read by PaddleOCR too,
-   * and the better reading kept (lib/ocr/second-reading.ts). It reads the raster Tesseract read. Such a page's
+   * and the better reading kept (lib/ocr/engine/second-reading.ts). It reads the raster Tesseract read. Such a page's
    * further Tesseract passes (block re-read, rescue) were deferred: PaddleOCR's reading replaced theirs on every such
    * page of the benchmark (docs/decisions.md#deferred-retries), so they run only when Tesseract's reading is kept.
    */
