@@ -37,7 +37,7 @@ const engineForbidden = [
   },
   {
     group: aliasAndRelative("api"),
-    message: "The engine throws its own OcrError (lib/ocr/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
+    message: "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
   },
   {
     group: aliasAndRelative("store", "accounts", "keys"),
@@ -57,6 +57,24 @@ const routeForbidden = [
     message: "Routes reach storage through the domain modules, not lib/store.",
   },
 ];
+
+// Inside lib/ocr, by where the code runs (docs/architecture.md): model/ is shared; pool/ is the server's side of the
+// engine processes; engine/ runs only inside an engine process (its entry, engine/main.ts, is bundled on its own by
+// scripts/build-engine.mjs), so nothing outside engine/ imports it; render/ turns the page model into formats and
+// needs neither the processes nor what runs in them; model/ imports none of the three. Relative paths are matched by
+// the folder's name.
+const ocrEngineOutside = {
+  group: ["@/lib/ocr/engine", "@/lib/ocr/engine/*", "**/engine", "**/engine/*"],
+  message: "lib/ocr/engine runs only inside an engine process: import it only from lib/ocr/engine (the pool talks to it through model/protocol.ts).",
+};
+const ocrModelForbidden = {
+  group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*", "@/lib/ocr/render", "@/lib/ocr/render/*", "**/render", "**/render/*"],
+  message: "lib/ocr/model is what the other parts share: it imports none of them.",
+};
+const ocrRenderForbidden = {
+  group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*"],
+  message: "lib/ocr/render renders the page model: it needs neither the engine processes (pool/) nor what runs in them (engine/).",
+};
 
 const layering = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
@@ -93,7 +111,10 @@ export default defineConfig([
     rules: { "no-console": "off" },
   },
   { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering(deepImports()) },
-  { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ...deepImports(["ocr"])]) },
+  { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ocrEngineOutside, ...deepImports(["ocr"])]) },
+  { files: ["lib/ocr/engine/**"], rules: layering([...engineForbidden, ...deepImports(["ocr"])]) },
+  { files: ["lib/ocr/model/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrModelForbidden, ...deepImports(["ocr"])]) },
+  { files: ["lib/ocr/render/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrRenderForbidden, ...deepImports(["ocr"])]) },
   { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports()]) },
   // Barrels are used by their own folder with relative imports; tests may import internals.
   ...BARRELS.filter((folder) => folder !== "ocr").map((folder) => ({
