@@ -113,8 +113,8 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
     .map(Number)
     .map((degrees) => ({ name: Number.isInteger(degrees / 90) ? `${degrees}°` : `skew ${degrees > 0 ? "+" : ""}${degrees}°`, degrees }));
 
-  const makePool = (workerScript?: string) =>
-    new OcrPool({ size: 1, queueLimit: 100, maxJobsPerWorker: 1000, createTimeoutMs: 60_000, engines: ENGINES, workerScript });
+  const makePool = (engineScript?: string) =>
+    new OcrPool({ size: 1, queueLimit: 100, maxJobsPerWorker: 1000, createTimeoutMs: 60_000, engines: ENGINES, engineScript });
   const pool = makePool();
   let before: OcrPool | null = null;
   if (args.before) {

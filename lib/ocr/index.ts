@@ -6,7 +6,7 @@ import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./model/o
 import { readImageInfo } from "./model/image-info";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
 import { parsePageSelection } from "./model/pages";
-import { OcrPool, type Admission } from "./pool/pool";
+import { OcrPool, type Admission, type JobAdmission } from "./pool/pool";
 import type { InspectPdfResult, ReadLimits } from "./model/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./model/document";
@@ -21,7 +21,7 @@ export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./rende
 export { pagedFormats, render, type PagedFormat } from "./render";
 export type { LanguageChoice } from "./model/languages";
 export { OcrPool } from "./pool/pool";
-export type { Admission, PoolOptions, PoolStats } from "./pool/pool";
+export type { Admission, JobAdmission, PoolOptions, PoolStats } from "./pool/pool";
 
 export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
 
@@ -78,6 +78,17 @@ export interface OpenedDocument {
 const POOL_KEY = Symbol.for("ocr-service.pool");
 type PoolHolder = { [POOL_KEY]?: OcrPool };
 
+/**
+ * The Tesseract worker inside an engine process is replaced after this many jobs: its wasm heap only grows (what one
+ * large page needed stays).
+ */
+const TESSERACT_WORKER_MAX_JOBS = 200;
+/**
+ * How long starting one engine process (and loading its Tesseract worker) may take before it counts as failed: well
+ * above a start on a loaded machine, below a request's deadline.
+ */
+const ENGINE_START_TIMEOUT_MS = 30_000;
+
 /** The process-wide engine pool (kept on globalThis so dev-server reloads and bundle copies share one). */
 export function getOcrPool(): OcrPool {
   const holder = globalThis as PoolHolder;
@@ -87,8 +98,8 @@ export function getOcrPool(): OcrPool {
       size: env.OCR_WORKERS,
       inspectSize: env.OCR_INSPECT_WORKERS,
       queueLimit: env.OCR_QUEUE_LIMIT,
-      maxJobsPerWorker: env.OCR_WORKER_MAX_JOBS,
-      createTimeoutMs: env.OCR_WORKER_CREATE_TIMEOUT_MS,
+      maxJobsPerWorker: TESSERACT_WORKER_MAX_JOBS,
+      createTimeoutMs: ENGINE_START_TIMEOUT_MS,
       memoryMb: env.OCR_WORKER_MEMORY_MB,
       engines: env.OCR_ENGINES,
     });
@@ -145,7 +156,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
         const { page } = await pool.run(
           "ocr",
           { kind: "read-image", bytes, type, language, available, limits: readLimits },
-          { deadline, admission, estimateMs, pixels, tenant },
+          { deadline, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
         );
         return { pages: [page], pageCount: 1 };
       },
@@ -249,11 +260,11 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
   checkDeadline(work.deadline);
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
-  let admission: Admission | false | undefined = work.admission ?? false;
+  let place = work.admission;
   const readPage = async ({ number, textLayer }: InspectPdfResult["ocr"][number]): Promise<void> => {
     // The first page takes the place its document was admitted with; the later ones wait their turn.
-    const place = admission;
-    admission = false;
+    const admission: JobAdmission = place ? { kind: "admitted", place } : { kind: "follows" };
+    place = undefined;
     const result = await pool.run(
       "ocr",
       {
@@ -265,7 +276,7 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
         limits: work.limits,
         ...(textLayer && { textLayer }),
       },
-      { deadline: work.deadline, session, admission: place, tenant: work.tenant },
+      { deadline: work.deadline, session, admission, tenant: work.tenant },
     );
     language = result.language;
     pages.set(number, result.page);

@@ -1,0 +1,258 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { OcrError } from "../model/ocr-error";
+import { ENGINE_CONFIG_VARIABLE, fromEngineSchema, type EngineProcessConfig, type FromEngine, type ToEngine } from "../model/protocol";
+import type { TurnTaker } from "./heavy-turn";
+import type { Lane, QueuedJob } from "./queue";
+
+/**
+ * One engine process, seen from the server: a child started from the engine bundle (lib/ocr/engine/main.ts), its
+ * messages, its memory and processor time read from /proc, how it is stopped and why it exited. What it runs and
+ * when is the pool's business (pool.ts).
+ */
+
+/** A SIGKILL the pool did not send counts as out of memory when the process's last reading was this share of the ceiling. */
+const OOM_KILL_SHARE = 0.8;
+/** How long a process stopped while idle may take to exit on its own before it is killed. */
+const STOP_GRACE_MS = 2_000;
+/** Characters of stderr kept per process (the end of it tells a V8 out-of-memory from a crash). */
+const STDERR_TAIL_CHARS = 4096;
+
+/** A job's answer from its process. */
+export type JobAnswer = Extract<FromEngine, { type: "result" }>;
+
+/** What the pool hears from a process. */
+export interface EngineProcessEvents {
+  /** It loaded (and warmed) its recognizers and takes jobs. */
+  ready(process: EngineProcess): void;
+  /** It asks for (`acquire`) or gives back the turn for a memory-heavy step (heavy-turn.ts). */
+  heavy(process: EngineProcess, acquire: boolean): void;
+  answer(process: EngineProcess, message: JobAnswer): void;
+  /** It is gone (exited, killed, or could not start). */
+  exit(process: EngineProcess, code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+export interface EngineProcessOptions {
+  id: number;
+  lane: Lane;
+  /** The engine bundle to start. */
+  script: string;
+  config: EngineProcessConfig;
+  /** Resident-memory ceiling, MB; also the process's JS heap limit. */
+  memoryMb: number;
+  /** How long starting may take before the process is killed. */
+  createTimeoutMs: number;
+}
+
+export class EngineProcess implements TurnTaker {
+  readonly id: number;
+  readonly lane: Lane;
+  readonly child: ChildProcess;
+  /** Resolves when the process is ready; rejects (`engine_failed`) when it could not start. */
+  readonly started: Promise<void>;
+  ready = false;
+  busy = false;
+  retired = false;
+  /** Jobs it has answered. */
+  jobs = 0;
+  /** Documents open in the process, oldest first. */
+  docs: string[] = [];
+  /** Bytes of each open document (a large one raises the memory the process may keep between jobs). */
+  docBytes = new Map<string, number>();
+  current?: QueuedJob;
+  /** Why we killed it (the answer of its job), if we did. */
+  killedFor?: OcrError;
+  stderrTail = "";
+  /** Its last resident-memory reading, MB. */
+  rssMb = 0;
+  /** Epoch ms of its last job's end (or of its start). */
+  idleSince = Date.now();
+
+  constructor(options: EngineProcessOptions, events: EngineProcessEvents) {
+    this.id = options.id;
+    this.lane = options.lane;
+    this.child = fork(options.script, [], {
+      // The JS heap gets the same ceiling (typed arrays and wasm memory are outside it: the RSS watch covers them).
+      execArgv: [`--max-old-space-size=${options.memoryMb}`],
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
+      env: engineEnvironment(options.config),
+    });
+    const child = this.child;
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+      process.stderr.write(chunk);
+    });
+    this.started = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        void this.stop(new OcrError("engine_failed", "Starting an OCR engine process timed out"));
+        reject(new OcrError("engine_failed", "The OCR engine could not start (timed out)"));
+      }, options.createTimeoutMs);
+      child.on("message", (raw: unknown) => {
+        const parsed = fromEngineSchema.safeParse(raw);
+        if (!parsed.success) return;
+        const message = parsed.data;
+        if (message.type === "heavy") {
+          events.heavy(this, message.acquire);
+        } else if (message.type === "ready") {
+          clearTimeout(timer);
+          this.ready = true;
+          resolve();
+          events.ready(this);
+        } else {
+          events.answer(this, message);
+        }
+      });
+      child.on("error", (error) => {
+        clearTimeout(timer);
+        reject(new OcrError("engine_failed", "The OCR engine could not start", { cause: error }));
+        events.exit(this, null, null);
+      });
+      child.on("exit", (code, signal) => {
+        clearTimeout(timer);
+        if (!this.ready) reject(new OcrError("engine_failed", `The OCR engine process exited at start (${signal ?? code})`));
+        events.exit(this, code, signal);
+      });
+    });
+  }
+
+  get connected(): boolean {
+    return this.child.connected;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The turn for a memory-heavy step is this process's (heavy-turn.ts). */
+  grant(): void {
+    this.child.send({ type: "grant" } satisfies ToEngine);
+  }
+
+  /** Post a message; a process that cannot take it is stopped (its job, if any, answers `engine_failed`). */
+  send(message: ToEngine): void {
+    const unreachable = (cause: unknown) =>
+      void this.stop(new OcrError("engine_failed", "The OCR engine process could not be reached", { cause }));
+    if (!this.child.connected) {
+      unreachable(new Error("disconnected"));
+      return;
+    }
+    try {
+      this.child.send(message, (error) => {
+        if (error) unreachable(error);
+      });
+    } catch (error) {
+      unreachable(error);
+    }
+  }
+
+  /** Kill the process now (idle and without `reason`: let it exit on its own). Its job, if any, is answered with `reason`. */
+  async stop(reason?: OcrError): Promise<void> {
+    if (this.retired) return;
+    this.retired = true;
+    this.killedFor = reason;
+    const child = this.child;
+    const exited = new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once("exit", () => resolve());
+    });
+    if (this.busy || reason) child.kill("SIGKILL");
+    else child.disconnect?.(); // idle: let it exit on its own (it exits when the channel closes)
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Read its resident memory (MB), keeping the last reading when it cannot be read. */
+  readMemory(): number | null {
+    const rss = readRssMb(this.child.pid);
+    if (rss !== null) this.rssMb = rss;
+    return rss;
+  }
+
+  /** Its processor time so far (ms, all threads); null where /proc cannot be read. */
+  cpuMs(): number | null {
+    return readCpuMs(this.child.pid);
+  }
+
+  /**
+   * Why it exited, as the answer of the job it was running: what we killed it for; else out of memory (V8 says so
+   * when the JS heap ran out; a SIGKILL we did not send is the kernel's OOM killer only when the process was near its
+   * ceiling) or a crash — someone else killed it (an operator, a supervisor), which a client retries, not
+   * `out_of_memory`, which tells it the page is too large.
+   */
+  exitReason(signal: NodeJS.Signals | null, memoryMb: number): { error: OcrError; cause: "ours" | "memory" | "crashed" } {
+    if (this.killedFor) return { error: this.killedFor, cause: "ours" };
+    const nearCeiling = this.rssMb >= memoryMb * OOM_KILL_SHARE;
+    const outOfMemory = /heap out of memory|Allocation failed/i.test(this.stderrTail) || (signal === "SIGKILL" && nearCeiling);
+    if (outOfMemory) return { error: memoryError(memoryMb), cause: "memory" };
+    return { error: new OcrError("engine_crashed", "The OCR engine process stopped unexpectedly"), cause: "crashed" };
+  }
+}
+
+/** `build/engine/ocr-worker.mjs` under the app's directory (also in the standalone output, see next.config.ts). */
+export function defaultEngineScript(): string {
+  return path.join(process.cwd(), "build", "engine", "ocr-worker.mjs");
+}
+
+/** A page that needed more than the memory ceiling. */
+export function memoryError(memoryMb: number): OcrError {
+  return new OcrError(
+    "out_of_memory",
+    `Reading this document needs more than ${memoryMb} MB of memory for one page, the limit per page; send smaller pages or fewer megapixels`,
+  );
+}
+
+/** The processor time a running job has used; its wall time where processor time cannot be read. */
+export function workMs(entry: QueuedJob, process: EngineProcess): number {
+  const cpu = entry.cpuAtStart === undefined ? null : process.cpuMs();
+  return cpu === null ? Date.now() - (entry.startedAt ?? Date.now()) : cpu - entry.cpuAtStart!;
+}
+
+/**
+ * The environment of an engine process: its configuration and what Node and the C library need — none of the
+ * server's secrets. `MALLOC_MMAP_THRESHOLD_` makes glibc return freed page buffers to the system (without it, freed
+ * pixel memory stays in per-thread arenas); it only works when set before the process starts, which is the case here.
+ */
+function engineEnvironment(config: EngineProcessConfig): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    [ENGINE_CONFIG_VARIABLE]: JSON.stringify(config),
+    MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? "1048576",
+    NODE_ENV: process.env.NODE_ENV,
+  };
+  for (const name of ["PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG", "TZ", "SYSTEMROOT"]) {
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  }
+  return env;
+}
+
+/** Linux reports process times in clock ticks of 1/100 s (USER_HZ, the same on every architecture it supports). */
+const CLOCK_TICK_MS = 10;
+
+/** Processor time (user + system, all threads) of a process in ms, from /proc (Linux); null elsewhere or when it is gone. */
+function readCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // After the command name (in parentheses, which may hold anything): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * CLOCK_TICK_MS : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Resident memory of a process in MB, from /proc (Linux); null elsewhere or when it is gone. */
+function readRssMb(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "latin1");
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}

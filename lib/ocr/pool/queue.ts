@@ -1,0 +1,102 @@
+import type { EngineJob } from "../model/protocol";
+import type { EngineProcess } from "./engine-process";
+
+/** The engine processes' two lanes: `ocr` (Tesseract, PaddleOCR) and `inspect` (PDF structure and text layers). */
+export type Lane = "ocr" | "inspect";
+
+/** A job from `run()` until it is answered. */
+export interface QueuedJob {
+  id: number;
+  lane: Lane;
+  background: boolean;
+  job: EngineJob;
+  deadline: number;
+  session: string;
+  tenant: string;
+  cpuBudgetMs?: number;
+  overBudget?: string;
+  /** The process's processor time (ms) when the job started on it. */
+  cpuAtStart?: number;
+  estimateMs: number;
+  /** The job's size in the duration model (estimates.ts `sizeOf`). */
+  size: number;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+  settled: boolean;
+  startedAt?: number;
+  /** The process running it. */
+  process?: EngineProcess;
+}
+
+/**
+ * Waiting jobs per tenant, per session, each in the order first seen: served round-robin at both levels, so one
+ * account's long or many documents do not hold up everyone behind them.
+ */
+export class FairQueue<T extends { tenant: string; session: string }> {
+  private readonly tenants = new Map<string, Map<string, T[]>>();
+
+  get isEmpty(): boolean {
+    return this.tenants.size === 0;
+  }
+
+  get count(): number {
+    let count = 0;
+    for (const sessions of this.tenants.values()) for (const waiting of sessions.values()) count += waiting.length;
+    return count;
+  }
+
+  *[Symbol.iterator](): Generator<T> {
+    for (const sessions of this.tenants.values()) for (const waiting of sessions.values()) yield* waiting;
+  }
+
+  push(entry: T): void {
+    let sessions = this.tenants.get(entry.tenant);
+    if (!sessions) this.tenants.set(entry.tenant, (sessions = new Map()));
+    const waiting = sessions.get(entry.session);
+    if (waiting) waiting.push(entry);
+    else sessions.set(entry.session, [entry]);
+  }
+
+  /** The next job by round-robin: the first tenant's first session; both then go to the back of their lines. */
+  shift(): T | undefined {
+    const first = this.tenants.entries().next();
+    if (first.done) return undefined;
+    const [tenant, sessions] = first.value;
+    const [session, waiting] = sessions.entries().next().value!;
+    const entry = waiting.shift()!;
+    sessions.delete(session);
+    if (waiting.length > 0) sessions.set(session, waiting);
+    this.tenants.delete(tenant);
+    if (sessions.size > 0) this.tenants.set(tenant, sessions);
+    return entry;
+  }
+
+  /** Take one waiting job out (its deadline passed). */
+  remove(entry: T): void {
+    const sessions = this.tenants.get(entry.tenant);
+    const waiting = sessions?.get(entry.session);
+    const index = waiting?.indexOf(entry) ?? -1;
+    if (!sessions || !waiting || index < 0) return;
+    waiting.splice(index, 1);
+    if (waiting.length === 0) sessions.delete(entry.session);
+    if (sessions.size === 0) this.tenants.delete(entry.tenant);
+  }
+
+  /** Take out every waiting job of a session. */
+  takeSession(session: string): T[] {
+    const taken: T[] = [];
+    for (const [tenant, sessions] of this.tenants) {
+      const waiting = sessions.get(session);
+      if (!waiting) continue;
+      sessions.delete(session);
+      if (sessions.size === 0) this.tenants.delete(tenant);
+      taken.push(...waiting);
+    }
+    return taken;
+  }
+
+  clear(): void {
+    this.tenants.clear();
+  }
+}
