@@ -46,9 +46,6 @@ export const envSchema = z.object({
   OCR_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /** Recognition jobs allowed to wait for a worker before requests get `503 overloaded`. */
   OCR_QUEUE_LIMIT: int(64, 1),
-  /** A worker is replaced after this many jobs (bounds wasm heap growth). */
-  OCR_WORKER_MAX_JOBS: int(200, 1),
-  OCR_WORKER_CREATE_TIMEOUT_MS: int(30_000, 1000),
   /**
    * Memory ceiling of one engine process (resident MB): a job that drives its process past it is stopped and
    * answered `413`. Every page is read in a separate process, so the ceiling is per job.
