@@ -67,7 +67,7 @@ interface QueuedJob {
 const LSTM_ONLY = OEM.LSTM_ONLY;
 
 /**
- * A pool of tesseract.js workers (inside one engine process; see pool.ts for the processes): created lazily, kept warm, bounded queue, deadlines, and replacement of a
+ * A pool of tesseract.js workers (inside one engine process; see lib/ocr/pool/ for the processes): created lazily, kept warm, bounded queue, deadlines, and replacement of a
  * worker after a failure, a timeout, a crash, N jobs or a very large image.
  */
 export class TesseractPool {
