@@ -24,7 +24,7 @@
  * Options:
  *   --server-dir DIR      checkout whose .next/standalone is started (default: this repository)
  *   --url URL --key K     drive an already running server instead (CPU and RSS only with --pid P)
- *   --workers N           OCR_WORKERS of the started server (default 2); also the native processes and capacity
+ *   --workers N           OCR_ENGINE_PROCESSES of the started server (default 2); also the native processes and capacity
  *   --concurrency C       requests in flight (default 2 × workers)
  *   --rounds R            service/native round pairs (default 3)
  *   --soak N              soak requests (default 300; 0 skips), --soak-warmup W (default 50)

@@ -116,7 +116,7 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
     MALLOC_MMAP_THRESHOLD_: "1048576",
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: prefix,
-    OCR_WORKERS: String(options.workers),
+    OCR_ENGINE_PROCESSES: String(options.workers),
     // The bench measures the instance, not the per-key limits: one key sends everything.
     RATE_LIMIT_PER_MINUTE: "1000000",
     ACCOUNT_MAX_IN_FLIGHT: "10000",

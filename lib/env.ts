@@ -42,15 +42,15 @@ export const envSchema = z.object({
     .pipe(z.array(z.string().regex(/^[a-z_]{3,10}$/, "language codes look like eng, fra, chi_sim")).min(1)),
   /** Language used when a request names none. `auto`: English, re-read in another installed language if the text is clearly in it. */
   OCR_DEFAULT_LANGUAGE: z.string().default("auto"),
-  /** Tesseract workers per instance (default: available cores). */
-  OCR_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
-  /** Recognition jobs allowed to wait for a worker before requests get `503 overloaded`. */
+  /** OCR engine processes per instance, each with one Tesseract worker (default: available cores). Was `OCR_WORKERS`. */
+  OCR_ENGINE_PROCESSES: z.coerce.number().int().min(1).max(64).optional(),
+  /** Recognition jobs allowed to wait for an engine process before requests get `503 overloaded`. */
   OCR_QUEUE_LIMIT: int(64, 1),
   /**
    * Memory ceiling of one engine process (resident MB): a job that drives its process past it is stopped and
-   * answered `413`. Every page is read in a separate process, so the ceiling is per job.
+   * answered `413`. Every page is read in a separate process, so the ceiling is per job. Was `OCR_WORKER_MEMORY_MB`.
    */
-  OCR_WORKER_MEMORY_MB: int(1024, 128),
+  OCR_ENGINE_MEMORY_MB: int(1024, 128),
   /**
    * Recognizers, comma-separated: `tesseract` reads every page; `paddle` (PaddleOCR) also reads the pages Tesseract
    * was unsure of (receipts, noisy forms) and its reading is kept where it is better. `tesseract` alone turns it off.
@@ -66,9 +66,10 @@ export const envSchema = z.object({
     ),
   /**
    * Engine processes that only open PDFs and read their text layers (no Tesseract), so opens never wait behind OCR.
-   * The second starts only when a PDF waits while the first is busy (one slow PDF does not hold up the others).
+   * The second starts only when a PDF waits while the first is busy (one slow PDF does not hold up the others). Was
+   * `OCR_INSPECT_WORKERS`.
    */
-  OCR_INSPECT_WORKERS: int(2, 1),
+  OCR_INSPECT_PROCESSES: int(2, 1),
 
   // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
@@ -193,7 +194,27 @@ export const envSchema = z.object({
   MCP_SSE_MAX_STREAMS_PER_INSTANCE: int(200, 1),
 });
 
-export type Env = z.infer<typeof envSchema> & { OCR_WORKERS: number };
+export type Env = z.infer<typeof envSchema> & { OCR_ENGINE_PROCESSES: number };
+
+/**
+ * Variables renamed when "worker" came to mean only the Tesseract worker inside an engine process (an engine process
+ * is a child process of the server): the old name still works when the new one is not set, and the server says so
+ * at start (`deprecationNotices`).
+ */
+export const RENAMED_VARIABLES: Readonly<Record<string, string>> = {
+  OCR_WORKERS: "OCR_ENGINE_PROCESSES",
+  OCR_INSPECT_WORKERS: "OCR_INSPECT_PROCESSES",
+  OCR_WORKER_MEMORY_MB: "OCR_ENGINE_MEMORY_MB",
+};
+
+/** One line per renamed variable still set under its old name (printed at start: lib/startup.ts, scripts/worker.ts). */
+export function deprecationNotices(source: Record<string, string | undefined> = process.env): string[] {
+  return Object.entries(RENAMED_VARIABLES)
+    .filter(([old]) => source[old] !== undefined)
+    .map(([old, name]) =>
+      source[name] === undefined ? `${old} is deprecated: rename it ${name}` : `${old} is deprecated and ignored: ${name} is set`,
+    );
+}
 
 let cached: Env | undefined;
 
@@ -202,11 +223,13 @@ let cached: Env | undefined;
  * `getEnv` passes `process.env`; tests pass a literal to check defaults and errors without touching `process.env`.
  */
 export function parseEnv(source: Record<string, string | undefined>): Env {
-  const parsed = envSchema.safeParse(source);
+  const renamed = { ...source };
+  for (const [old, name] of Object.entries(RENAMED_VARIABLES)) renamed[name] ??= source[old];
+  const parsed = envSchema.safeParse(renamed);
   if (!parsed.success) {
     throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
   }
-  return { ...parsed.data, OCR_WORKERS: parsed.data.OCR_WORKERS ?? Math.max(1, os.availableParallelism()) };
+  return { ...parsed.data, OCR_ENGINE_PROCESSES: parsed.data.OCR_ENGINE_PROCESSES ?? Math.max(1, os.availableParallelism()) };
 }
 
 /** The configuration of this process, parsed from `process.env` on first use and kept. */

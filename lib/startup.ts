@@ -2,6 +2,7 @@ import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
+import { deprecationNotices } from "@/lib/env";
 import { assertStoreConfigured } from "@/lib/store";
 
 /**
@@ -31,6 +32,8 @@ export function startNodeServer(): void {
     console.error(`[startup] refusing to start: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   }
+
+  for (const notice of deprecationNotices()) console.warn(`[startup] ${notice}`);
 
   // The store's marker is read (written on a new Redis) now, so this instance can tell if Redis later comes back empty.
   checkStoreMarker().catch((error: unknown) =>

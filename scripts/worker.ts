@@ -1,14 +1,15 @@
 // `npm run worker`: a process with no HTTP that reads the pages of asynchronous jobs with its own engine processes
-// (`OCR_WORKERS`, default: one per core). Start as many as you like, on this machine or others, against the same
-// Redis (`REDIS_URL`): each takes pages of any job whenever one of its engine processes is free. SIGTERM or Ctrl-C
+// (`OCR_ENGINE_PROCESSES`, default: one per core). Start as many as you like, on this machine or others, against the
+// same Redis (`REDIS_URL`): each takes pages of any job whenever one of its engine processes is free. SIGTERM or Ctrl-C
 // finishes the pages in hand, then exits (pages of a process that is killed are taken over by the others after
 // `JOB_LOCK_MS`).
-import { getEnv } from "@/lib/env";
+import { deprecationNotices, getEnv } from "@/lib/env";
 import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
 const env = getEnv();
+for (const notice of deprecationNotices()) console.warn(`[worker] ${notice}`);
 if (!env.REDIS_URL) {
   console.error("[worker] REDIS_URL is not set: a worker reads the jobs of a server that shares its Redis (redis:// or rediss://).");
   process.exit(1);
@@ -20,8 +21,8 @@ if (getStore().kind === "memory") {
 
 const runner = ensureJobRunner({ always: true });
 const pool = getOcrPool();
-await pool.warm({ ocr: env.OCR_WORKERS });
-console.info(`[worker] ${workerName()} reading job pages with ${env.OCR_WORKERS} engine process${env.OCR_WORKERS === 1 ? "" : "es"}`);
+await pool.warm({ ocr: env.OCR_ENGINE_PROCESSES });
+console.info(`[worker] ${workerName()} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { envSchema } from "@/lib/env";
+import { deprecationNotices, envSchema, parseEnv } from "@/lib/env";
 
 /*
  * lib/env.ts is the one schema of the configuration; .env.example and docs/configuration.md are written by hand. These
@@ -55,5 +55,27 @@ describe("vercel.json", () => {
       expect(minute, cronPath).toMatch(/^\d{1,2}$/);
       expect(hour, cronPath).toMatch(/^\d{1,2}$/);
     }
+  });
+});
+
+describe("renamed variables", () => {
+  it("OCR_WORKERS, OCR_INSPECT_WORKERS and OCR_WORKER_MEMORY_MB still work, each with a deprecation line", () => {
+    const old = { OCR_WORKERS: "3", OCR_INSPECT_WORKERS: "1", OCR_WORKER_MEMORY_MB: "512" };
+    expect(parseEnv(old)).toMatchObject({ OCR_ENGINE_PROCESSES: 3, OCR_INSPECT_PROCESSES: 1, OCR_ENGINE_MEMORY_MB: 512 });
+    expect(deprecationNotices(old)).toEqual([
+      "OCR_WORKERS is deprecated: rename it OCR_ENGINE_PROCESSES",
+      "OCR_INSPECT_WORKERS is deprecated: rename it OCR_INSPECT_PROCESSES",
+      "OCR_WORKER_MEMORY_MB is deprecated: rename it OCR_ENGINE_MEMORY_MB",
+    ]);
+  });
+
+  it("the new name wins when both are set, and the old one is said to be ignored", () => {
+    const both = { OCR_WORKERS: "3", OCR_ENGINE_PROCESSES: "2" };
+    expect(parseEnv(both).OCR_ENGINE_PROCESSES).toBe(2);
+    expect(deprecationNotices(both)).toEqual(["OCR_WORKERS is deprecated and ignored: OCR_ENGINE_PROCESSES is set"]);
+  });
+
+  it("says nothing when only the new names are used", () => {
+    expect(deprecationNotices({ OCR_ENGINE_PROCESSES: "2", OCR_INSPECT_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" })).toEqual([]);
   });
 });

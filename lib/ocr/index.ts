@@ -95,12 +95,12 @@ export function getOcrPool(): OcrPool {
   if (!holder[POOL_KEY]) {
     const env = getEnv();
     holder[POOL_KEY] = new OcrPool({
-      size: env.OCR_WORKERS,
-      inspectSize: env.OCR_INSPECT_WORKERS,
+      size: env.OCR_ENGINE_PROCESSES,
+      inspectSize: env.OCR_INSPECT_PROCESSES,
       queueLimit: env.OCR_QUEUE_LIMIT,
       maxJobsPerWorker: TESSERACT_WORKER_MAX_JOBS,
       createTimeoutMs: ENGINE_START_TIMEOUT_MS,
-      memoryMb: env.OCR_WORKER_MEMORY_MB,
+      memoryMb: env.OCR_ENGINE_MEMORY_MB,
       engines: env.OCR_ENGINES,
     });
   }

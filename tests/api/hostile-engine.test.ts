@@ -12,7 +12,7 @@ import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsisten
  * timeout, nothing is charged, and other accounts' documents are read meanwhile. Opening a PDF may take 3 s of
  * processor time here (10 by default): on a machine shared with other test runs that is still well within the deadline.
  */
-withStore("redis", { OCR_WORKERS: "1", MAX_PDF_WORK_MS: "3000" });
+withStore("redis", { OCR_ENGINE_PROCESSES: "1", MAX_PDF_WORK_MS: "3000" });
 afterAll(() => getOcrPool().terminate());
 
 const report = readFileSync(path.join(SAMPLES.dir, "report.pdf")).toString("base64");

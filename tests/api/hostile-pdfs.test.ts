@@ -10,7 +10,7 @@ import { callOcr, createAccount, expectApiError, expectLedgerConsistent, fixture
  * is answered while the document is still being refused (the engine runs in child processes; this thread only routes).
  */
 const DEADLINE_MS = 6_000;
-withStore("redis", { REQUEST_DEADLINE_MS: String(DEADLINE_MS), OCR_WORKERS: "2" });
+withStore("redis", { REQUEST_DEADLINE_MS: String(DEADLINE_MS), OCR_ENGINE_PROCESSES: "2" });
 afterAll(() => getOcrPool().terminate());
 
 const cases = [

@@ -10,7 +10,7 @@ import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsisten
  * `Retry-After`, instead of waiting to time out.
  */
 const DEADLINE_MS = 6_000;
-withStore("memory", { OCR_WORKERS: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS) });
+withStore("memory", { OCR_ENGINE_PROCESSES: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS) });
 afterAll(() => getOcrPool().terminate());
 
 describe("503 overloaded", () => {

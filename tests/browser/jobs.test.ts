@@ -72,7 +72,7 @@ describe("the settings page's jobs", () => {
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,
         FREE_CREDITS: String(FREE_CREDITS),
-        OCR_WORKERS: "1",
+        OCR_ENGINE_PROCESSES: "1",
         LOG_REQUESTS: "false",
       }).then(
         (started) => {

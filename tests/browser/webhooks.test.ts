@@ -39,7 +39,7 @@ describe("the settings page's webhooks", () => {
         NEXT_DIST_DIR: ".next-test-webhooks",
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,
-        OCR_WORKERS: "1",
+        OCR_ENGINE_PROCESSES: "1",
         LOG_REQUESTS: "false",
         URL_ALLOW_HOSTS: "127.0.0.1",
         WEBHOOK_RETRY_BASE_MS: "500",

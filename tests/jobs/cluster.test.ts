@@ -52,7 +52,7 @@ describe("jobs across two server instances and a worker", () => {
     env = {
       REDIS_URL: redis.url,
       REDIS_PREFIX: PREFIX,
-      OCR_WORKERS: "1",
+      OCR_ENGINE_PROCESSES: "1",
       OCR_ENGINES: "tesseract",
       OCR_DEFAULT_LANGUAGE: "eng",
       // A process that dies lets its pages' locks lapse within seconds here (30 s by default).

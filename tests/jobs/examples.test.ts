@@ -90,7 +90,7 @@ describe("the jobs examples, run against a server", () => {
   const env = {
     REDIS_URL: TEST_REDIS_URL,
     REDIS_PREFIX: prefix,
-    OCR_WORKERS: "1",
+    OCR_ENGINE_PROCESSES: "1",
     OCR_ENGINES: "tesseract",
     OCR_DEFAULT_LANGUAGE: "eng",
   };

@@ -61,7 +61,7 @@ describe("a deployment with only Upstash's REST URL (no TCP Redis for BullMQ)", 
 });
 
 describe("jobs on a runner of invocations", () => {
-  withStore("redis", { JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, JOB_FANOUT: "2", OCR_WORKERS: "1", OCR_ENGINES: "tesseract" });
+  withStore("redis", { JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, JOB_FANOUT: "2", OCR_ENGINE_PROCESSES: "1", OCR_ENGINES: "tesseract" });
   const calls: Array<{ signature: string | null; status: number }> = [];
   const server = setupServer(
     http.post(`${ORIGIN}${WORK_PATH}`, async ({ request }) => {

@@ -1,7 +1,7 @@
 // A server instance for the multi-process job tests, without Next: the same route handlers and the same job runner
 // as a built server (instrumentation.ts starts the runner there), served by node:http. Started by
 // tests/support/instance.ts with `tsx --conditions=react-server`; its configuration comes from the environment
-// (REDIS_URL, REDIS_PREFIX, OCR_WORKERS, JOB_*). Prints `ready <port>` when it listens.
+// (REDIS_URL, REDIS_PREFIX, OCR_ENGINE_PROCESSES, JOB_*). Prints `ready <port>` when it listens.
 import http from "node:http";
 import * as credits from "@/app/api/credits/route";
 import * as process_ from "@/app/api/ocr/process/route";

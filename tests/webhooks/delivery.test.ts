@@ -338,7 +338,7 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
 
 describe("on a runner of invocations (Vercel): a cancel starts an invocation, which delivers the event (redis)", () => {
   const SECRET = "test-cron-secret-0123456789";
-  withStore("redis", { ...FAST, JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, OCR_WORKERS: "1", OCR_ENGINES: "tesseract" });
+  withStore("redis", { ...FAST, JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, OCR_ENGINE_PROCESSES: "1", OCR_ENGINES: "tesseract" });
   let receiver: WebhookReceiver;
   /** The work calls the service makes to itself, held until the test runs them (no network: fetch is stubbed). */
   const workCalls: Request[] = [];
