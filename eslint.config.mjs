@@ -76,6 +76,18 @@ const ocrRenderForbidden = {
   message: "lib/ocr/render renders the page model: it needs neither the engine processes (pool/) nor what runs in them (engine/).",
 };
 
+// Errors cross bundles (routes, instrumentation, the engine): recognise them with isApiError, never instanceof.
+const noApiErrorInstanceof = {
+  selector: "BinaryExpression[operator='instanceof'][right.name='ApiError']",
+  message: "Use isApiError(error): each bundle has its own copy of the ApiError class.",
+};
+// no-restricted-imports does not see import(): the engine rule again for it (a path with an `engine` folder; \x2F is
+// "/", which a selector's regular expression cannot hold).
+const noEngineDynamicImport = {
+  selector: "ImportExpression > Literal[value=/(^|\\x2F)engine(\\x2F|$)/]",
+  message: "lib/ocr/engine runs only inside an engine process: import it only from lib/ocr/engine.",
+};
+
 const layering = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
 // The leaves at lib/'s top level: anyone may import them, and they import nothing of the project (env.ts only the
@@ -96,14 +108,7 @@ export default defineConfig([
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "no-console": ["warn", { allow: ["warn", "error", "info"] }],
-      // Errors cross bundles (routes, instrumentation, the engine): recognise them with isApiError, never instanceof.
-      "no-restricted-syntax": [
-        "error",
-        {
-          selector: "BinaryExpression[operator='instanceof'][right.name='ApiError']",
-          message: "Use isApiError(error): each bundle has its own copy of the ApiError class.",
-        },
-      ],
+      "no-restricted-syntax": ["error", noApiErrorInstanceof, noEngineDynamicImport],
     },
   },
   {
@@ -112,7 +117,10 @@ export default defineConfig([
   },
   { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering(deepImports()) },
   { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ocrEngineOutside, ...deepImports(["ocr"])]) },
-  { files: ["lib/ocr/engine/**"], rules: layering([...engineForbidden, ...deepImports(["ocr"])]) },
+  {
+    files: ["lib/ocr/engine/**"],
+    rules: { ...layering([...engineForbidden, ...deepImports(["ocr"])]), "no-restricted-syntax": ["error", noApiErrorInstanceof] },
+  },
   { files: ["lib/ocr/model/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrModelForbidden, ...deepImports(["ocr"])]) },
   { files: ["lib/ocr/render/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrRenderForbidden, ...deepImports(["ocr"])]) },
   { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports()]) },
@@ -122,6 +130,6 @@ export default defineConfig([
     rules: layering(deepImports([folder])),
   })),
   { files: LEAVES, rules: layering(leafForbidden) },
-  { files: ["tests/**"], rules: { "no-restricted-imports": "off" } },
+  { files: ["tests/**"], rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] } },
   globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

@@ -165,6 +165,8 @@ async function coldChild(file: string): Promise<void> {
 /** tesseract.js as a newcomer would use it: createWorker('eng'), raw file bytes, default PSM (single block). */
 async function baselinePass(items: Item[], size: number, scores: Map<string, AccuracyScores>): Promise<PassResult> {
   const { createScheduler, createWorker } = await import("tesseract.js");
+  // The baseline draws PDF pages in this process, with the engine's own pdf.js set-up, so only the recognizer differs.
+  // eslint-disable-next-line no-restricted-syntax
   const { openPdf, getPdfPage, renderPdfPage } = await import("../lib/ocr/engine/pdf");
   const langPath = path.join(ROOT, "node_modules/@tesseract.js-data/eng/4.0.0_best_int");
   const scheduler = createScheduler();
