@@ -172,6 +172,23 @@ export class EngineProcess implements TurnTaker {
     return rss;
   }
 
+  /**
+   * Past its memory ceiling, or its job past its processor-time budget: the answer its job gets when it is stopped for
+   * that. Null when neither, or when its memory cannot be read.
+   */
+  overLimit(memoryMb: number): { error: OcrError; cause: "memory" | "work" } | null {
+    const rss = this.readMemory();
+    if (rss === null) return null;
+    if (rss > memoryMb) return { error: memoryError(memoryMb), cause: "memory" };
+    const entry = this.current;
+    if (entry?.cpuBudgetMs !== undefined && workMs(entry, this) > entry.cpuBudgetMs) {
+      const seconds = Math.round(entry.cpuBudgetMs / 1000);
+      const message = entry.overBudget ?? `The job needs more than ${seconds} s of processing, the limit`;
+      return { error: new OcrError("too_complex", message), cause: "work" };
+    }
+    return null;
+  }
+
   /** Its processor time so far (ms, all threads); null where /proc cannot be read. */
   cpuMs(): number | null {
     return readCpuMs(this.child.pid);
@@ -198,7 +215,7 @@ export function defaultEngineScript(): string {
 }
 
 /** A page that needed more than the memory ceiling. */
-export function memoryError(memoryMb: number): OcrError {
+function memoryError(memoryMb: number): OcrError {
   return new OcrError(
     "out_of_memory",
     `Reading this document needs more than ${memoryMb} MB of memory for one page, the limit per page; send smaller pages or fewer megapixels`,
@@ -206,7 +223,7 @@ export function memoryError(memoryMb: number): OcrError {
 }
 
 /** The processor time a running job has used; its wall time where processor time cannot be read. */
-export function workMs(entry: QueuedJob, process: EngineProcess): number {
+function workMs(entry: QueuedJob, process: EngineProcess): number {
   const cpu = entry.cpuAtStart === undefined ? null : process.cpuMs();
   return cpu === null ? Date.now() - (entry.startedAt ?? Date.now()) : cpu - entry.cpuAtStart!;
 }

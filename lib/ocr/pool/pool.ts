@@ -3,7 +3,7 @@ import type { OcrEngine } from "../model/document";
 import { deadlineError, fromOcrErrorData, OcrError } from "../model/ocr-error";
 import { ENGINE_DEADLINE_SLACK_MS, type EngineJob, type EngineProcessConfig, type JobKind, type JobResults } from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
-import { defaultEngineScript, EngineProcess, memoryError, workMs, type EngineProcessEvents, type JobAnswer } from "./engine-process";
+import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer } from "./engine-process";
 import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
 import { HeavyTurn } from "./heavy-turn";
 import { FairQueue, type Lane, type QueuedJob } from "./queue";
@@ -511,19 +511,10 @@ export class OcrPool {
         return;
       }
       for (const process of busy) {
-        const rss = process.readMemory();
-        if (rss === null) continue;
-        if (rss > this.options.memoryMb) {
-          this.stopped.memory++;
-          void process.stop(memoryError(this.options.memoryMb));
-          continue;
-        }
-        const entry = process.current;
-        if (entry?.cpuBudgetMs !== undefined && workMs(entry, process) > entry.cpuBudgetMs) {
-          this.stopped.work++;
-          const seconds = Math.round(entry.cpuBudgetMs / 1000);
-          void process.stop(new OcrError("too_complex", entry.overBudget ?? `The job needs more than ${seconds} s of processing, the limit`));
-        }
+        const over = process.overLimit(this.options.memoryMb);
+        if (!over) continue;
+        this.stopped[over.cause]++;
+        void process.stop(over.error);
       }
     }, MEMORY_POLL_MS);
     this.memoryTimer.unref();
