@@ -44,6 +44,7 @@ import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
+import { median, percentile } from "../tooling";
 import { findCorpusFiles } from "./corpus";
 import { scoreText } from "./metrics";
 import {
@@ -112,17 +113,6 @@ interface RssSample {
 // ---------------------------------------------------------------------------------------------------------------
 // small helpers
 
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-function median(values: number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : null);
 const fmt = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(digits));

@@ -2,7 +2,8 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startNpmRunDev, type DevServer } from "../support/dev-server";
+import { freePort } from "../../tooling";
+import { startNpmRunDev, type DevServer } from "../support/dev-server";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");

@@ -11,7 +11,8 @@ import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
-import { freePort, startDevServer, type DevServer } from "../support/dev-server";
+import { freePort } from "../../tooling";
+import { startDevServer, type DevServer } from "../support/dev-server";
 import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
 const CHROMIUM = "/usr/bin/chromium";
