@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, request as httpRequest, type Server } from "node:http";
 import { connect } from "node:net";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
+import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAccountByEmail } from "@/lib/accounts";
@@ -12,12 +12,11 @@ import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
 import { freePort } from "../../tooling";
+import { ARTIFACTS, launchChromium } from "../support/browser";
 import { startDevServer, type DevServer } from "../support/dev-server";
 import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const ARTIFACTS = path.join(ROOT, "tests/artifacts");
 const FREE_CREDITS = "100";
 /** Sign-ups the server allows per client address per hour (the tests below use 4 before the rotation test). */
 const SIGNUPS_PER_ADDRESS = 5;
@@ -44,10 +43,6 @@ async function newApiAccount(credits = 100): Promise<{ key: string; balance: () 
 /** The whole site in headless Chromium, on the development server `npm run dev` runs (scripts/serve.mjs). */
 describe("the site in headless Chromium", () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
-    }
-    mkdirSync(ARTIFACTS, { recursive: true });
     await Promise.all([
       startDevServer({
         REDIS_URL: TEST_REDIS_URL,
@@ -60,14 +55,9 @@ describe("the site in headless Chromium", () => {
         server = started;
         baseUrl = started.baseUrl;
       }),
-      chromium
-        .launch({
-          executablePath: CHROMIUM,
-          args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        })
-        .then((launched) => {
-          browser = launched;
-        }),
+      launchChromium().then((launched) => {
+        browser = launched;
+      }),
     ]);
   });
 
