@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../tooling";
-import { launchChromium } from "../support/browser";
+import { createKeyOnPage, launchChromium } from "../support/browser";
 import { startNpmRunDev, type DevServer } from "../support/dev-server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -161,11 +161,7 @@ describe("npm run dev, restarted, in headless Chromium", () => {
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Create account" }).click();
     await page.waitForURL(`${server!.baseUrl}/settings`);
-    await page.getByLabel("Key name").fill("jobs on the dev server");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const keyField = page.getByLabel("Your new API key");
-    await keyField.waitFor();
-    const key = await keyField.inputValue();
+    const key = await createKeyOnPage(page, "jobs on the dev server");
     await page.context().close();
 
     const headers = { "x-api-key": key, "content-type": "application/json" };

@@ -197,11 +197,7 @@ describe("the settings page's jobs", () => {
     // Another account sees none of it.
     const stranger = await browser.newContext();
     const other = await stranger.newPage();
-    await other.goto(`${baseUrl}/signin?mode=signup`);
-    await other.getByLabel("E-mail").fill(`jobs-other-${Date.now()}@example.com`);
-    await other.getByLabel("Password").fill("a long enough password");
-    await other.getByRole("button", { name: "Create account" }).click();
-    await other.waitForURL(`${baseUrl}/settings`);
+    await signUp(other, baseUrl, `jobs-other-${Date.now()}@example.com`);
     expect(await other.getByTestId("jobs-empty").count()).toBe(1);
     expect((await other.request.get(`${baseUrl}/settings/jobs/${shortJob}/result`)).status()).toBe(404);
     await stranger.close();

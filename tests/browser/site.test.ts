@@ -12,7 +12,7 @@ import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
 import { freePort } from "../../tooling";
-import { ARTIFACTS, launchChromium } from "../support/browser";
+import { ARTIFACTS, createKeyOnPage, launchChromium, signUp } from "../support/browser";
 import { startDevServer, type DevServer } from "../support/dev-server";
 import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
@@ -256,19 +256,13 @@ describe("the site in headless Chromium", () => {
     const page = await newPage({ width: 390, height: 844 });
     // A long e-mail with nowhere a line may break (no hyphen, no space): it must not widen the page.
     const email = `phone${Date.now()}averyveryverylongmailboxname@subdomainofalongcompanyname.example`;
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(email);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, email);
     const shown = await page.getByText(email, { exact: true }).boundingBox();
     const header = await page.locator(".settings-header").boundingBox();
     expect(shown && header, "the e-mail and its header").toBeTruthy();
     expect(shown!.x + shown!.width, "the e-mail's right edge against its header's").toBeLessThanOrEqual(header!.x + header!.width + 0.5);
     expect(await overflowOf(page), "with a long e-mail").toBeLessThanOrEqual(0);
-    await page.getByLabel("Key name").fill("phone");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const key = await page.getByLabel("Your new API key").inputValue();
+    const key = await createKeyOnPage(page, "phone");
     shownKeys.push(key);
     // Nothing forces the page wider than the screen: not the snippets (they scroll in their own boxes)…
     await page.locator('[data-snippet="curl-base64"]').waitFor();
@@ -284,18 +278,10 @@ describe("the site in headless Chromium", () => {
 
   it("works without JavaScript: sign up, create a key (shown once), revoke it", async () => {
     const page = await newPage(undefined, false);
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(`nojs-${Date.now()}@example.com`);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, `nojs-${Date.now()}@example.com`);
     expect(await page.getByTestId("balance").textContent()).toBe(FREE_CREDITS);
 
-    await page.getByLabel("Key name").fill("no script");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const keyField = page.getByLabel("Your new API key");
-    await keyField.waitFor();
-    const key = await keyField.inputValue();
+    const key = await createKeyOnPage(page, "no script");
     shownKeys.push(key);
     expect(await resolveApiKey(key)).toMatchObject({ name: "no script" });
     // The try-it snippets come with the server's answer too.
@@ -316,8 +302,11 @@ describe("the site in headless Chromium", () => {
     expect(await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")).toMatch(/^\/settings\/ledger\.csv\?key=key_/);
   });
 
-  /** Sign up in a fresh context (from the socket 127.0.0.1, plus any headers given); the page ends on /settings or shows an error. */
-  async function signUp(page: Page, email: string): Promise<void> {
+  /**
+   * Send the sign-up form in a fresh context (from the socket 127.0.0.1, plus any headers given), not waiting for
+   * /settings: the page ends there or shows an error (the shared `signUp` waits for /settings).
+   */
+  async function submitSignUp(page: Page, email: string): Promise<void> {
     await page.goto(`${baseUrl}/signin?mode=signup`);
     await page.getByLabel("E-mail").fill(email);
     await page.getByLabel("Password").fill("a long enough password");
@@ -341,7 +330,7 @@ describe("the site in headless Chromium", () => {
   it("every page and route carries the security headers; pages load and hydrate with no CSP violation", async () => {
     const page = await newPage();
     const violations = await watchCsp(page);
-    await signUp(page, `csp-${Date.now()}@example.com`);
+    await submitSignUp(page, `csp-${Date.now()}@example.com`);
     await page.waitForURL(`${baseUrl}/settings`);
     for (const pathname of ["/", "/signin", "/settings", "/docs"]) {
       const response = await page.goto(`${baseUrl}${pathname}`);
@@ -526,7 +515,7 @@ describe("the site in headless Chromium", () => {
         const seen: string[] = [];
         for (let i = 0; i < 20; i++) {
           const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
-          await signUp(page, `rotate-${i}-${Date.now()}@example.com`);
+          await submitSignUp(page, `rotate-${i}-${Date.now()}@example.com`);
           await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
           seen.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
           await page.context().close();
