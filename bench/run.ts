@@ -29,6 +29,7 @@ import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
 import { envSchema } from "../lib/env";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
+import { median, percentile } from "../tooling";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
@@ -99,12 +100,6 @@ async function findItems(targets: string[]): Promise<Item[]> {
   return Promise.all(
     files.map(async ({ file, truthFile }) => ({ file, name: path.relative(process.cwd(), file), truth: await fs.readFile(truthFile, "utf8") })),
   );
-}
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
@@ -344,7 +339,7 @@ async function main(): Promise<void> {
     meanWER: mean(results.map((r) => r.wer)),
     meanWERFolded: mean(results.map((r) => r.werFolded)),
     meanWordF1: mean(results.map((r) => r.wordF1)),
-    latencyMedianMs: percentile(latencies, 50),
+    latencyMedianMs: median(latencies),
     latencyP90Ms: percentile(latencies, 90),
     pagesPerSecond1: single.pagesPerSecond,
     pagesPerSecondN: multi.pagesPerSecond,
