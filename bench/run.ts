@@ -18,6 +18,7 @@
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  *   --job [options]   asynchronous jobs against the synchronous path (bench/jobs.ts lists its options)
  *   --orientation [--before DIR]  pages turned 90/180/270 and skewed ±3/±7°, CER against upright; upright CPU against DIR
+ *   --profile         CPU time per stage of every OCR page (1-worker pass), and its mean by corpus source
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -34,6 +35,7 @@ import { scoreText, type AccuracyScores } from "./metrics";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 import { sampleTreeRss } from "./procfs";
+import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
@@ -47,6 +49,8 @@ interface Item {
   file: string;
   name: string;
   truth: string;
+  /** The folder the file is in: the corpus source (sroie, funsd, scribe, …). */
+  source: string;
 }
 
 interface FileResult extends AccuracyScores {
@@ -90,6 +94,7 @@ const { values: args, positionals } = parseArgs({
     key: { type: "string" },
     concurrency: { type: "string" },
     "cold-child": { type: "string" },
+    profile: { type: "boolean", default: false },
   },
 });
 
@@ -98,7 +103,12 @@ const workers = Number(args.workers ?? os.availableParallelism());
 async function findItems(targets: string[]): Promise<Item[]> {
   const files = await findCorpusFiles(targets, args.filter);
   return Promise.all(
-    files.map(async ({ file, truthFile }) => ({ file, name: path.relative(process.cwd(), file), truth: await fs.readFile(truthFile, "utf8") })),
+    files.map(async ({ file, truthFile }) => ({
+      file,
+      name: path.relative(process.cwd(), file),
+      truth: await fs.readFile(truthFile, "utf8"),
+      source: path.basename(path.dirname(file)),
+    })),
   );
 }
 
@@ -107,7 +117,12 @@ const f3 = (v: number) => v.toFixed(3);
 
 
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
-async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>): Promise<PassResult> {
+async function enginePass(
+  items: Item[],
+  size: number,
+  onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>,
+  profile = false,
+): Promise<PassResult> {
   const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
@@ -116,7 +131,7 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
   await inLanes(items, size, async (item) => {
     const bytes = new Uint8Array(await fs.readFile(item.file));
     const t = performance.now();
-    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
+    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000, profile });
     const ms = performance.now() - t;
     pages += doc.pages.length;
     await onResult?.(item, doc, ms);
@@ -287,7 +302,9 @@ async function main(): Promise<void> {
   const memory = sampleTreeRss();
   const textDir = args["text-dir"];
   if (textDir) await fs.mkdir(textDir, { recursive: true });
+  const profiles: PageProfile[] = [];
   const single = await enginePass(items, 1, async (item, doc, ms) => {
+    if (args.profile) profiles.push(...profileDocument(item.name, item.source, doc));
     const text = render(doc, "text");
     if (textDir) await fs.writeFile(path.join(textDir, `${path.basename(item.file)}.txt`), text);
     results.push({
@@ -302,7 +319,7 @@ async function main(): Promise<void> {
         .join("; "),
       ...scoreText(text, item.truth),
     });
-  });
+  }, args.profile);
   const multi = workers > 1 ? await enginePass(items, workers) : single;
   const peakRssMiB = memory.stop();
 
@@ -329,6 +346,7 @@ async function main(): Promise<void> {
   console.log(line(header));
   for (const row of rows) console.log(line(row));
   if (process.env.BENCH_TRACE) for (const r of results) console.log(`  ${r.name}: ${r.trace}`);
+  if (args.profile) console.log(`\n${formatProfiles(profiles)}\n`);
 
   const latencies = results.map((r) => r.ms);
   const summary = {
@@ -364,6 +382,13 @@ async function main(): Promise<void> {
         }
       : undefined,
     longPdf,
+    profile: args.profile
+      ? {
+          pages: profiles.length,
+          cpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) / 1000)),
+          engineCpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) - (p.profile.tables ?? 0) - (p.profile.render ?? 0))) / 1000,
+        }
+      : undefined,
   };
 
   console.log("");
@@ -374,6 +399,10 @@ async function main(): Promise<void> {
     `cold start ${summary.coldStartMs.toFixed(0)} ms from process start to first result (${summary.coldStartInProcessMs.toFixed(0)} ms after import), on ${path.basename(coldItem.file)}`,
   );
   console.log(`memory     peak RSS ${summary.peakRssMiB.toFixed(0)} MiB`);
+  if (summary.profile) {
+    const p = summary.profile;
+    console.log(`cpu        ${p.cpuSecondsPerPage.toFixed(3)} s per OCR page (${p.pages} pages; engine ${p.engineCpuSecondsPerPage.toFixed(3)} s)`);
+  }
   if (summary.baseline && baseline) {
     const b = summary.baseline;
     console.log(
@@ -396,7 +425,10 @@ async function main(): Promise<void> {
   }
   if (longPdf) console.log(`long pdf   ${JSON.stringify(longPdf)}`);
   if (args.json) {
-    await fs.writeFile(args.json, JSON.stringify({ summary, files: results, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2));
+    await fs.writeFile(
+      args.json,
+      JSON.stringify({ summary, files: results, profiles, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2),
+    );
     console.log(`wrote ${args.json}`);
   }
 }
