@@ -34,7 +34,7 @@ import { median, percentile } from "../tooling";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
-import { sampleTreeRss } from "./procfs";
+import { cpuDelta, cpuSnapshot, sampleTreeRss } from "./procfs";
 import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
@@ -66,6 +66,11 @@ interface PassResult {
   pages: number;
   seconds: number;
   pagesPerSecond: number;
+  /**
+   * CPU seconds of the engine processes over the pass (user + system from /proc, every thread; processes replaced
+   * during the pass included, their start too), after they were started and warmed: what the pages cost.
+   */
+  engineCpuSeconds?: number;
 }
 
 // --load: the load benchmark of the built standalone server; bench/load.ts parses its own options.
@@ -128,6 +133,7 @@ async function enginePass(
   await pool.warm({ ocr: size });
   let pages = 0;
   const started = performance.now();
+  const cpuBefore = cpuSnapshot(process.pid);
   await inLanes(items, size, async (item) => {
     const bytes = new Uint8Array(await fs.readFile(item.file));
     const t = performance.now();
@@ -137,6 +143,8 @@ async function enginePass(
     await onResult?.(item, doc, ms);
   });
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(process.pid);
+  const engineCpuSeconds = cpuBefore && cpuAfter ? cpuDelta(cpuBefore, cpuAfter).descendantSeconds : NaN;
   const { recycled, stopped } = pool.stats();
   if (recycled + stopped.memory + stopped.work + stopped.crashed > 0) {
     console.log(
@@ -144,7 +152,7 @@ async function enginePass(
     );
   }
   await pool.terminate();
-  return { pages, seconds, pagesPerSecond: pages / seconds };
+  return { pages, seconds, pagesPerSecond: pages / seconds, engineCpuSeconds };
 }
 
 /** A new process that reads one file: time from spawn to first result. */
@@ -222,6 +230,7 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
   }
   const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
   const started = performance.now();
+  const cpuBefore = cpuSnapshot(process.pid);
   await inLanes(images, size, async (item) => {
     const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", dataDir, "-l", "eng"], {
       env: { ...process.env, OMP_THREAD_LIMIT: "1" },
@@ -230,8 +239,10 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
     scores.set(item.name, scoreText(stdout, item.truth));
   });
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(process.pid);
   await fs.rm(dataDir, { recursive: true, force: true });
-  return { pages: images.length, seconds, pagesPerSecond: images.length / seconds };
+  const engineCpuSeconds = cpuBefore && cpuAfter ? cpuDelta(cpuBefore, cpuAfter).descendantSeconds : undefined;
+  return { pages: images.length, seconds, pagesPerSecond: images.length / seconds, engineCpuSeconds };
 }
 
 async function longPdfPass(pages: number): Promise<Record<string, number | string> | null> {
@@ -361,6 +372,8 @@ async function main(): Promise<void> {
     latencyP90Ms: percentile(latencies, 90),
     pagesPerSecond1: single.pagesPerSecond,
     pagesPerSecondN: multi.pagesPerSecond,
+    engineCpuSecondsPerPage1: (single.engineCpuSeconds ?? NaN) / single.pages,
+    engineCpuSecondsPerPageN: (multi.engineCpuSeconds ?? NaN) / multi.pages,
     workers,
     coldStartFile: coldItem.name,
     coldStartMs: cold.spawnToResultMs,
@@ -379,6 +392,7 @@ async function main(): Promise<void> {
           meanCERFolded: mean([...nativeScores.values()].map((s) => s.cerFolded)),
           oursMeanCERFoldedSameFiles: mean(results.filter((r) => nativeScores.has(r.name)).map((r) => r.cerFolded)),
           pagesPerSecond: native.pagesPerSecond,
+          cpuSecondsPerPage: (native.engineCpuSeconds ?? NaN) / native.pages,
         }
       : undefined,
     longPdf,
@@ -396,6 +410,9 @@ async function main(): Promise<void> {
   console.log(`latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`);
   console.log(`throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`);
   console.log(
+    `engine cpu ${summary.engineCpuSecondsPerPage1.toFixed(3)} s per page with 1 worker, ${summary.engineCpuSecondsPerPageN.toFixed(3)} with ${workers} (all pages; engine processes from /proc)`,
+  );
+  console.log(
     `cold start ${summary.coldStartMs.toFixed(0)} ms from process start to first result (${summary.coldStartInProcessMs.toFixed(0)} ms after import), on ${path.basename(coldItem.file)}`,
   );
   console.log(`memory     peak RSS ${summary.peakRssMiB.toFixed(0)} MiB`);
@@ -412,14 +429,13 @@ async function main(): Promise<void> {
   }
   if (summary.native) {
     const n = summary.native;
-    const oursImagesPps = await (async () => {
-      // Native reads images only: compare throughput on the same files.
-      const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
-      return (await enginePass(images, workers)).pagesPerSecond;
-    })();
+    // Native reads images only: compare throughput on the same files.
+    const ours = await enginePass(items.filter((i) => !i.file.toLowerCase().endsWith(".pdf")), workers);
+    const oursImagesPps = ours.pagesPerSecond;
+    const oursCpu = (ours.engineCpuSeconds ?? NaN) / ours.pages;
     console.log(
       `native     tesseract CLI ×${workers} processes (images only): mean CER cf ${f3(n.meanCERFolded)} (ours on the same files ${f3(n.oursMeanCERFoldedSameFiles)}), ${n.pagesPerSecond.toFixed(3)} pages/s` +
-        ` → ours ${oursImagesPps.toFixed(3)} pages/s, ratio ${(oursImagesPps / n.pagesPerSecond).toFixed(2)}`,
+        ` → ours ${oursImagesPps.toFixed(3)} pages/s, ratio ${(oursImagesPps / n.pagesPerSecond).toFixed(2)}; CPU per image ${n.cpuSecondsPerPage.toFixed(3)} s native, ${oursCpu.toFixed(3)} s ours (ratio ${(n.cpuSecondsPerPage / oursCpu).toFixed(2)})`,
     );
     Object.assign(summary.native, { oursPagesPerSecondSameFiles: oursImagesPps });
   }
