@@ -281,10 +281,13 @@ export class Engine {
     // Glyphs that said "upright" by 2:1 or more have not been wrong on corpus-dev; what they left unsure or turned is
     // checked, when they make lines of text (a page of noise read poorly stays as it is).
     const probe = (r: PageReading) => straight.lines && straight.verdict !== "upright" && wantsFlipProbe(r);
+    // A page that reads as another language is read again in it: the English reading's own further passes would be
+    // thrown away, so they wait until the language is known (they run in secondReading when it stays English).
+    const otherLanguage = (r: PageReading) => language.auto && detectLanguage(r.page.text, available) !== null;
     const first: RecognizeContext = {
       ...context,
       langs: language.langs,
-      deferRetries: (r) => probe(r) || this.wantsPaddle(r, language.langs),
+      deferRetries: (r) => probe(r) || this.wantsPaddle(r, language.langs) || otherLanguage(r),
     };
     let prepared = straight.prepared;
     let reading = await recognizeRaster(prepared, number, first);
@@ -310,7 +313,7 @@ export class Engine {
         orientation += ", a reading upside down was worse";
       }
       // Whichever was kept, its further passes run as they would have.
-      if (!this.wantsPaddle(reading, language.langs)) reading = await retryReading(prepared, reading, number, first);
+      if (!this.wantsPaddle(reading, language.langs) && !otherLanguage(reading)) reading = await retryReading(prepared, reading, number, first);
     }
     const guess = language.auto ? detectLanguage(reading.page.text, available) : null;
     if (!guess) {
