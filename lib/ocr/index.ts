@@ -101,6 +101,7 @@ export function getOcrPool(): OcrPool {
       createTimeoutMs: env.OCR_WORKER_CREATE_TIMEOUT_MS,
       memoryMb: env.OCR_WORKER_MEMORY_MB,
       engines: env.OCR_ENGINES,
+      keepTesseract: env.OCR_KEEP_TESSERACT_FOR_PADDLE,
     });
   }
   return holder[POOL_KEY];

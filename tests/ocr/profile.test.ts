@@ -89,7 +89,41 @@ describe("stage profile", () => {
         expect(profile[stage], stage).toBeGreaterThan(0);
       }
       expect(profile["block-reread"]).toBeUndefined();
+      // Tesseract's thread is stopped before PaddleOCR reads (the default): its heap and PaddleOCR's do not add up.
+      expect(profile["tesseract-shed"]).toBeDefined();
       expect(profile.total).toBeGreaterThanOrEqual(sumOfStages(profile) - 0.5);
+    });
+
+    it("OCR_KEEP_TESSERACT_FOR_PADDLE: Tesseract's thread stays through PaddleOCR, and the next page does not start one", async () => {
+      const keeping = new OcrPool({
+        size: 1,
+        queueLimit: 16,
+        maxJobsPerWorker: 50,
+        createTimeoutMs: 60_000,
+        engines: ["tesseract", "paddle"],
+        keepTesseract: true,
+      });
+      try {
+        const lines = [
+          "TOTAL AMOUNT DUE 42.50",
+          "PAID BY CARD 1234",
+          "THANK YOU FOR SHOPPING",
+          "CASH 50.00 CHANGE 7.50",
+          "ITEMS SOLD 3 QTY 5",
+          "MEMBER POINTS EARNED 42",
+          "PLEASE KEEP THIS RECEIPT",
+        ];
+        const bytes = degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 });
+        const read = () => extractDocument(bytes, { pool: keeping, language: "eng", profile: true, deadline: Date.now() + 280_000 });
+        const first = await read();
+        expect(first.pages[0]!.engine).toBe("paddle");
+        expect(first.pages[0]!.trace!.profile!["tesseract-shed"]).toBeUndefined();
+        const second = await read();
+        expect(render(second, "text")).toBe(render(first, "text"));
+        expect(second.pages[0]!.trace!.profile!["tesseract-start"]).toBeUndefined();
+      } finally {
+        await keeping.terminate();
+      }
     });
   });
 });

@@ -123,6 +123,8 @@ export const engineProcessConfigSchema = z.object({
   engines: z.array(ocrEngineSchema).default(["tesseract"]),
   /** Pages Tesseract read with a mean confidence under this are read by the second recognizer too (tests raise it). */
   secondReadingBelow: z.number().min(0).max(101).optional(),
+  /** Keep the Tesseract thread while PaddleOCR reads a page (less CPU: no restart; more memory at PaddleOCR's peak). */
+  keepTesseract: z.boolean().optional(),
   createTimeoutMs: z.number().int().min(1),
 });
 export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;
