@@ -355,7 +355,7 @@ export class Engine {
       // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up
       // (engine processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). This process is usually replaced after
       // such a page anyway (it keeps PaddleOCR's buffers), and otherwise starts a thread for its next page.
-      // OCR_KEEP_TESSERACT_FOR_PADDLE trades that memory for CPU: restarting the thread for the next page cost ~0.4 s
+      // OCR_KEEP_TESSERACT_FOR_PADDLE trades that memory for CPU: restarting the thread for the next page costs ~0.5 s
       // of CPU there (its start, and a first pass in wasm code not yet optimized again): docs/decisions.md#speed-profile.
       if (!this.config.keepTesseract) await this.tesseract?.shed();
       // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
