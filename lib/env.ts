@@ -72,6 +72,12 @@ export const envSchema = z.object({
    * The second starts only when a PDF waits while the first is busy (one slow PDF does not hold up the others).
    */
   OCR_INSPECT_WORKERS: int(2, 1),
+  /**
+   * Keep a process's Tesseract thread while PaddleOCR reads a page, instead of stopping it first and starting it again
+   * for the next page: on corpus-dev 4–13% less engine CPU per page, more peak RSS (1307–1362 MiB against 1146–1327 MiB
+   * over runs of the bench; docs/decisions.md#speed-profile).
+   */
+  OCR_KEEP_TESSERACT_FOR_PADDLE: flag(false),
 
   // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),

@@ -12,7 +12,7 @@ import { renderTsvPage } from "./formats/tsv";
 import { renderMarkdown } from "./markdown";
 import { parsePageSelection } from "./pages";
 import { OcrPool, type Admission } from "./pool";
-import type { InspectPdfResult, ReadLimits } from "./worker/protocol";
+import type { InspectPdfResult, PageResult, ReadLimits } from "./worker/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./document";
 export { ocrDocumentSchema } from "./document";
@@ -25,6 +25,10 @@ export { parsePageSelection } from "./pages";
 export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./formats/pdf";
 export type { LanguageChoice } from "./languages";
 export { OcrPool } from "./pool";
+// The bench's --profile: stage names, and table detection measured apart from the rest of the markdown rendering.
+export { profileStages, type ProfileStage, type StageProfile } from "./profile";
+export { detectTables } from "./tables";
+export { pageAsRead } from "./page-turn";
 export type { Admission, PoolOptions, PoolStats } from "./pool";
 
 export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
@@ -60,6 +64,8 @@ export interface OpenOptions {
    * many or slow documents do not hold up the others'. Default: each document its own.
    */
   tenant?: string;
+  /** Measure each OCR page's processor time per stage in the engine process (`page.trace.profile`; the bench). */
+  profile?: boolean;
 }
 
 export interface ExtractOptions {
@@ -95,6 +101,7 @@ export function getOcrPool(): OcrPool {
       createTimeoutMs: env.OCR_WORKER_CREATE_TIMEOUT_MS,
       memoryMb: env.OCR_WORKER_MEMORY_MB,
       engines: env.OCR_ENGINES,
+      keepTesseract: env.OCR_KEEP_TESSERACT_FOR_PADDLE,
     });
   }
   return holder[POOL_KEY];
@@ -125,7 +132,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const type = detectFileType(bytes);
   const pool = options.pool ?? getOcrPool();
   const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
-  const work = { language, available, limits: readLimits, ...(tenant !== undefined && { tenant }) };
+  const profile = options.profile === true;
+  const work = { language, available, limits: readLimits, profile, ...(tenant !== undefined && { tenant }) };
 
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
@@ -146,12 +154,12 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
-        const { page } = await pool.run(
+        const result = await pool.run(
           "ocr",
-          { kind: "read-image", bytes, type, language, available, limits: readLimits },
+          { kind: "read-image", bytes, type, language, available, limits: readLimits, ...(profile && { profile }) },
           { deadline, admission, estimateMs, pixels, tenant },
         );
-        return { pages: [page], pageCount: 1 };
+        return { pages: [withProfile(result)], pageCount: 1 };
       },
       close: async () => admission.release(),
     };
@@ -278,6 +286,11 @@ export function documentConfidence(document: ExtractedDocument): number {
   return chars === 0 ? 0 : Math.round((sum / chars) * 10) / 10;
 }
 
+/** A page read by an engine process, with its stage profile (when one was asked for) in its trace. */
+function withProfile({ page, profile }: PageResult): ExtractedPage {
+  return profile ? { ...page, trace: { ...page.trace, profile } } : page;
+}
+
 function checkDeadline(deadline: number): void {
   if (Date.now() >= deadline) throw deadlineError();
 }
@@ -295,6 +308,7 @@ interface PdfWork {
   available: string[];
   limits: ReadLimits;
   tenant?: string;
+  profile: boolean;
 }
 
 /**
@@ -322,11 +336,12 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
         available: work.available,
         limits: work.limits,
         ...(textLayer && { textLayer }),
+        ...(work.profile && { profile: true }),
       },
       { deadline: work.deadline, session, admission: place, tenant: work.tenant },
     );
     language = result.language;
-    pages.set(number, result.page);
+    pages.set(number, withProfile(result));
   };
 
   const queue = [...inspected.ocr];

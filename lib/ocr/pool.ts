@@ -53,6 +53,8 @@ export interface PoolOptions {
   engines?: OcrEngine[];
   /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
   secondReadingBelow?: number;
+  /** Keep Tesseract's thread while PaddleOCR reads (`OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
+  keepTesseract?: boolean;
   /** Languages the OCR processes load at start. Default `["eng"]`. */
   warmLanguages?: string[];
   /** The engine process script (default: `build/engine/ocr-worker.mjs` under the app's directory). */
@@ -188,8 +190,8 @@ const OOM_KILL_SHARE = 0.8;
 const INSPECT_IDLE_MS = 60_000;
 
 export class OcrPool {
-  private readonly options: Required<Omit<PoolOptions, "workerScript" | "secondReadingBelow">> &
-    Pick<PoolOptions, "workerScript" | "secondReadingBelow">;
+  private readonly options: Required<Omit<PoolOptions, "workerScript" | "secondReadingBelow" | "keepTesseract">> &
+    Pick<PoolOptions, "workerScript" | "secondReadingBelow" | "keepTesseract">;
   private readonly slots: Slot[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
   /** Waiting jobs per lane, per tenant, per session, each in the order first seen (round-robin at both levels). */
@@ -584,6 +586,7 @@ export class OcrPool {
       createTimeoutMs: this.options.createTimeoutMs,
       engines: this.options.engines,
       ...(this.options.secondReadingBelow !== undefined && { secondReadingBelow: this.options.secondReadingBelow }),
+      ...(this.options.keepTesseract && { keepTesseract: true }),
       ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
     };
     const child = fork(script, [], {
