@@ -1,6 +1,68 @@
 import path from "node:path";
 import { defineConfig } from "vitest/config";
 
+/*
+ * The tests in four tiers (vitest projects), by what they need beside Node:
+ * - unit: nothing — no engine process, no Redis, no browser; seconds. `npm run test:unit`.
+ * - redis: the test Redis (REDIS_URL, default 127.0.0.1:6379), no engine process. `npm run test:redis`.
+ * - engine: the OCR engine processes (Tesseract, PaddleOCR, pdf.js), most with Redis too: every file not listed in
+ *   another tier, so a new test lands here unless it is listed as cheaper. `npm run test:engine`.
+ * - browser: Chromium and the development servers (tests/browser/). `npm run test:browser`.
+ * `npm test` runs all four. The unit and redis tiers refuse what they do not have (tests/support/tier-guard.ts): a file
+ * listed in the wrong tier fails there at once, saying where it belongs (docs/decisions.md#test-tiers).
+ */
+const UNIT = [
+  "tests/async.test.ts",
+  "tests/configuration.test.ts",
+  "tests/api/client-ip.test.ts",
+  "tests/api/error-catalogue.test.ts",
+  "tests/api/process-errors.test.ts",
+  "tests/cli/units.test.ts",
+  "tests/credits/ledger-csv.test.ts",
+  "tests/input/address.test.ts",
+  "tests/input/base64.test.ts",
+  "tests/input/fetch-remote-guard.test.ts",
+  "tests/input/fetch-remote-pinning.test.ts",
+  "tests/input/fetch-remote.test.ts",
+  "tests/input/post-remote.test.ts",
+  "tests/keys/base58.test.ts",
+  "tests/keys/snippets.test.ts",
+  "tests/limits/in-flight.test.ts",
+  "tests/mcp/tool-calls.test.ts",
+  "tests/ocr/detect.test.ts",
+  "tests/ocr/image-info.test.ts",
+  "tests/ocr/languages.test.ts",
+  "tests/ocr/markdown.test.ts",
+  "tests/ocr/metrics.test.ts",
+  "tests/ocr/paddle-layout.test.ts",
+  "tests/ocr/paddle.test.ts",
+  "tests/ocr/pages.test.ts",
+  "tests/ocr/pdf-runtime.test.ts",
+  "tests/ocr/pdf-streams.test.ts",
+  "tests/ocr/pool-parts.test.ts",
+  "tests/ocr/second-reading.test.ts",
+  "tests/ocr/text-size.test.ts",
+  "tests/server-only.test.ts",
+  "tests/setup/check-node.test.ts",
+  "tests/webhooks/units.test.ts",
+];
+const REDIS = [
+  "tests/accounts/accounts.test.ts",
+  "tests/accounts/admin-cli.test.ts",
+  "tests/api/cron.test.ts",
+  "tests/api/key-failures.test.ts",
+  "tests/credits/credits.test.ts",
+  "tests/credits/reservations.test.ts",
+  "tests/keys/keys.test.ts",
+  "tests/mcp/auth.test.ts",
+  "tests/mcp/stream-caps.test.ts",
+  "tests/store/command-budget.test.ts",
+  "tests/store/config.test.ts",
+  "tests/store/contract.test.ts",
+  "tests/store/upstash-bridge.test.ts",
+];
+const BROWSER = ["tests/browser/**/*.test.ts"];
+
 export default defineConfig({
   resolve: {
     alias: {
@@ -12,7 +74,7 @@ export default defineConfig({
   },
   test: {
     environment: "node",
-    include: ["tests/**/*.test.ts"],
+    // No `include` here: a project's would be added to it, not replace it (each project names its files).
     globalSetup: ["tests/global-setup.ts"],
     // Ceilings for a hung test, not measures of speed: a busy machine (CI beside other servers) may take several
     // times longer than a quiet one, and a test asserts outcomes and orders, never how long it took.
@@ -21,5 +83,11 @@ export default defineConfig({
     expect: { poll: { timeout: 30_000, interval: 100 } },
     // OCR tests are CPU-bound and each file warms its own Tesseract workers: two files at a time fit 2 cores.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: "unit", include: UNIT, env: { TEST_TIER: "unit" }, setupFiles: ["tests/support/tier-guard.ts"] } },
+      { extends: true, test: { name: "redis", include: REDIS, env: { TEST_TIER: "redis" }, setupFiles: ["tests/support/tier-guard.ts"] } },
+      { extends: true, test: { name: "engine", include: ["tests/**/*.test.ts"], exclude: [...UNIT, ...REDIS, ...BROWSER] } },
+      { extends: true, test: { name: "browser", include: BROWSER } },
+    ],
   },
 });

@@ -1,6 +1,7 @@
 import fs from "node:fs/promises";
 import { z } from "zod";
 import { inLanes } from "../lib/async";
+import { median, percentile } from "../tooling";
 import { scoreText } from "./metrics";
 
 interface HttpItem {
@@ -68,23 +69,22 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
     if (r.status !== 200) failures++;
   });
   const seconds = (performance.now() - started) / 1000;
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-  const p90 = sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.9) - 1)] ?? 0;
+  const latencyMedianMs = median(latencies);
+  const p90 = percentile(latencies, 90);
   for (const r of single) console.log(`${r.name.padEnd(50)} ${String(r.status).padStart(3)} ${r.cerFolded.toFixed(3)} ${r.ms.toFixed(0).padStart(6)} ms`);
   const summary = {
     endpoint,
     documents: items.length,
     pages,
     failures,
-    latencyMedianMs: median,
+    latencyMedianMs,
     latencyP90Ms: p90,
     pagesPerSecond: pages / seconds,
     concurrency: options.concurrency,
     meanCERFolded: single.reduce((a, r) => a + r.cerFolded, 0) / single.length,
   };
   console.log(
-    `http       median ${median.toFixed(0)} ms  p90 ${p90.toFixed(0)} ms (one at a time); ${summary.pagesPerSecond.toFixed(3)} pages/s with ${options.concurrency} in flight; mean CER cf ${summary.meanCERFolded.toFixed(3)}; ${failures} failures`,
+    `http       median ${latencyMedianMs.toFixed(0)} ms  p90 ${p90.toFixed(0)} ms (one at a time); ${summary.pagesPerSecond.toFixed(3)} pages/s with ${options.concurrency} in flight; mean CER cf ${summary.meanCERFolded.toFixed(3)}; ${failures} failures`,
   );
   if (options.json) await fs.writeFile(options.json, JSON.stringify({ summary, files: single }, null, 2));
 }

@@ -23,6 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { createClient } from "redis";
+import { freePort, median } from "../tooling";
 import { characterErrorRate } from "./metrics";
 import { descendants, machineBusySeconds } from "./procfs";
 
@@ -38,16 +39,6 @@ const { values: args } = parseArgs({
   },
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 async function startRedis(): Promise<{ url: string; stop(): void }> {
   const port = await freePort();
@@ -158,7 +149,6 @@ function samplePerProcess(): { stop(): { self: number; engines: number[] } } {
 }
 
 const f1 = (v: number) => v.toFixed(1);
-const median = (values: number[]) => (values.length === 0 ? 0 : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!);
 const f2 = (v: number) => v.toFixed(2);
 
 export async function jobsMain(): Promise<void> {

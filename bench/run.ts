@@ -18,6 +18,7 @@
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  *   --job [options]   asynchronous jobs against the synchronous path (bench/jobs.ts lists its options)
  *   --orientation [--before DIR]  pages turned 90/180/270 and skewed ±3/±7°, CER against upright; upright CPU against DIR
+ *   --profile         CPU time per stage of every OCR page (1-worker pass), and its mean by corpus source
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -29,13 +30,17 @@ import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
 import { envSchema } from "../lib/env";
 import { documentConfidence, extractDocument, OcrPool, render, type ExtractedDocument } from "../lib/ocr";
+import { median, percentile } from "../tooling";
 import { scoreText, type AccuracyScores } from "./metrics";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
-import { sampleTreeRss } from "./procfs";
+import { cpuDelta, cpuSnapshot, sampleTreeRss } from "./procfs";
+import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
+/** `OCR_KEEP_TESSERACT_FOR_PADDLE`, as the service reads it. */
+const KEEP_TESSERACT = envSchema.shape.OCR_KEEP_TESSERACT_FOR_PADDLE.parse(process.env.OCR_KEEP_TESSERACT_FOR_PADDLE);
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -46,6 +51,8 @@ interface Item {
   file: string;
   name: string;
   truth: string;
+  /** The folder the file is in: the corpus source (sroie, funsd, scribe, …). */
+  source: string;
 }
 
 interface FileResult extends AccuracyScores {
@@ -61,6 +68,11 @@ interface PassResult {
   pages: number;
   seconds: number;
   pagesPerSecond: number;
+  /**
+   * CPU seconds of the engine processes over the pass (user + system from /proc, every thread; processes replaced
+   * during the pass included, their start too), after they were started and warmed: what the pages cost.
+   */
+  engineCpuSeconds?: number;
 }
 
 // --load: the load benchmark of the built standalone server; bench/load.ts parses its own options.
@@ -89,6 +101,7 @@ const { values: args, positionals } = parseArgs({
     key: { type: "string" },
     concurrency: { type: "string" },
     "cold-child": { type: "string" },
+    profile: { type: "boolean", default: false },
   },
 });
 
@@ -97,14 +110,13 @@ const workers = Number(args.workers ?? os.availableParallelism());
 async function findItems(targets: string[]): Promise<Item[]> {
   const files = await findCorpusFiles(targets, args.filter);
   return Promise.all(
-    files.map(async ({ file, truthFile }) => ({ file, name: path.relative(process.cwd(), file), truth: await fs.readFile(truthFile, "utf8") })),
+    files.map(async ({ file, truthFile }) => ({
+      file,
+      name: path.relative(process.cwd(), file),
+      truth: await fs.readFile(truthFile, "utf8"),
+      source: path.basename(path.dirname(file)),
+    })),
   );
-}
-
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
@@ -112,21 +124,29 @@ const f3 = (v: number) => v.toFixed(3);
 
 
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
-async function enginePass(items: Item[], size: number, onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>): Promise<PassResult> {
-  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES });
+async function enginePass(
+  items: Item[],
+  size: number,
+  onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>,
+  profile = false,
+): Promise<PassResult> {
+  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
   let pages = 0;
   const started = performance.now();
+  const cpuBefore = cpuSnapshot(process.pid);
   await inLanes(items, size, async (item) => {
     const bytes = new Uint8Array(await fs.readFile(item.file));
     const t = performance.now();
-    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000 });
+    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000, profile });
     const ms = performance.now() - t;
     pages += doc.pages.length;
     await onResult?.(item, doc, ms);
   });
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(process.pid);
+  const engineCpuSeconds = cpuBefore && cpuAfter ? cpuDelta(cpuBefore, cpuAfter).descendantSeconds : NaN;
   const { recycled, stopped } = pool.stats();
   if (recycled + stopped.memory + stopped.work + stopped.crashed > 0) {
     console.log(
@@ -134,7 +154,7 @@ async function enginePass(items: Item[], size: number, onResult?: (item: Item, d
     );
   }
   await pool.terminate();
-  return { pages, seconds, pagesPerSecond: pages / seconds };
+  return { pages, seconds, pagesPerSecond: pages / seconds, engineCpuSeconds };
 }
 
 /** A new process that reads one file: time from spawn to first result. */
@@ -155,7 +175,7 @@ async function coldStart(file: string): Promise<{ spawnToResultMs: number; inPro
 
 async function coldChild(file: string): Promise<void> {
   const t = performance.now();
-  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000, engines: ENGINES });
+  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
   await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
   console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));
@@ -214,6 +234,7 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
   }
   const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
   const started = performance.now();
+  const cpuBefore = cpuSnapshot(process.pid);
   await inLanes(images, size, async (item) => {
     const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", dataDir, "-l", "eng"], {
       env: { ...process.env, OMP_THREAD_LIMIT: "1" },
@@ -222,8 +243,10 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
     scores.set(item.name, scoreText(stdout, item.truth));
   });
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(process.pid);
   await fs.rm(dataDir, { recursive: true, force: true });
-  return { pages: images.length, seconds, pagesPerSecond: images.length / seconds };
+  const engineCpuSeconds = cpuBefore && cpuAfter ? cpuDelta(cpuBefore, cpuAfter).descendantSeconds : undefined;
+  return { pages: images.length, seconds, pagesPerSecond: images.length / seconds, engineCpuSeconds };
 }
 
 async function longPdfPass(pages: number): Promise<Record<string, number | string> | null> {
@@ -294,7 +317,9 @@ async function main(): Promise<void> {
   const memory = sampleTreeRss();
   const textDir = args["text-dir"];
   if (textDir) await fs.mkdir(textDir, { recursive: true });
+  const profiles: PageProfile[] = [];
   const single = await enginePass(items, 1, async (item, doc, ms) => {
+    if (args.profile) profiles.push(...profileDocument(item.name, item.source, doc));
     const text = render(doc, "text");
     if (textDir) await fs.writeFile(path.join(textDir, `${path.basename(item.file)}.txt`), text);
     results.push({
@@ -309,7 +334,7 @@ async function main(): Promise<void> {
         .join("; "),
       ...scoreText(text, item.truth),
     });
-  });
+  }, args.profile);
   const multi = workers > 1 ? await enginePass(items, workers) : single;
   const peakRssMiB = memory.stop();
 
@@ -336,6 +361,7 @@ async function main(): Promise<void> {
   console.log(line(header));
   for (const row of rows) console.log(line(row));
   if (process.env.BENCH_TRACE) for (const r of results) console.log(`  ${r.name}: ${r.trace}`);
+  if (args.profile) console.log(`\n${formatProfiles(profiles)}\n`);
 
   const latencies = results.map((r) => r.ms);
   const summary = {
@@ -346,10 +372,12 @@ async function main(): Promise<void> {
     meanWER: mean(results.map((r) => r.wer)),
     meanWERFolded: mean(results.map((r) => r.werFolded)),
     meanWordF1: mean(results.map((r) => r.wordF1)),
-    latencyMedianMs: percentile(latencies, 50),
+    latencyMedianMs: median(latencies),
     latencyP90Ms: percentile(latencies, 90),
     pagesPerSecond1: single.pagesPerSecond,
     pagesPerSecondN: multi.pagesPerSecond,
+    engineCpuSecondsPerPage1: (single.engineCpuSeconds ?? NaN) / single.pages,
+    engineCpuSecondsPerPageN: (multi.engineCpuSeconds ?? NaN) / multi.pages,
     workers,
     coldStartFile: coldItem.name,
     coldStartMs: cold.spawnToResultMs,
@@ -368,9 +396,17 @@ async function main(): Promise<void> {
           meanCERFolded: mean([...nativeScores.values()].map((s) => s.cerFolded)),
           oursMeanCERFoldedSameFiles: mean(results.filter((r) => nativeScores.has(r.name)).map((r) => r.cerFolded)),
           pagesPerSecond: native.pagesPerSecond,
+          cpuSecondsPerPage: (native.engineCpuSeconds ?? NaN) / native.pages,
         }
       : undefined,
     longPdf,
+    profile: args.profile
+      ? {
+          pages: profiles.length,
+          cpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) / 1000)),
+          engineCpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) - (p.profile.tables ?? 0) - (p.profile.render ?? 0))) / 1000,
+        }
+      : undefined,
   };
 
   console.log("");
@@ -378,9 +414,16 @@ async function main(): Promise<void> {
   console.log(`latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`);
   console.log(`throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`);
   console.log(
+    `engine cpu ${summary.engineCpuSecondsPerPage1.toFixed(3)} s per page with 1 worker, ${summary.engineCpuSecondsPerPageN.toFixed(3)} with ${workers} (all pages; engine processes from /proc)`,
+  );
+  console.log(
     `cold start ${summary.coldStartMs.toFixed(0)} ms from process start to first result (${summary.coldStartInProcessMs.toFixed(0)} ms after import), on ${path.basename(coldItem.file)}`,
   );
   console.log(`memory     peak RSS ${summary.peakRssMiB.toFixed(0)} MiB`);
+  if (summary.profile) {
+    const p = summary.profile;
+    console.log(`cpu        ${p.cpuSecondsPerPage.toFixed(3)} s per OCR page (${p.pages} pages; engine ${p.engineCpuSecondsPerPage.toFixed(3)} s)`);
+  }
   if (summary.baseline && baseline) {
     const b = summary.baseline;
     console.log(
@@ -390,20 +433,22 @@ async function main(): Promise<void> {
   }
   if (summary.native) {
     const n = summary.native;
-    const oursImagesPps = await (async () => {
-      // Native reads images only: compare throughput on the same files.
-      const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
-      return (await enginePass(images, workers)).pagesPerSecond;
-    })();
+    // Native reads images only: compare throughput on the same files.
+    const ours = await enginePass(items.filter((i) => !i.file.toLowerCase().endsWith(".pdf")), workers);
+    const oursImagesPps = ours.pagesPerSecond;
+    const oursCpu = (ours.engineCpuSeconds ?? NaN) / ours.pages;
     console.log(
       `native     tesseract CLI ×${workers} processes (images only): mean CER cf ${f3(n.meanCERFolded)} (ours on the same files ${f3(n.oursMeanCERFoldedSameFiles)}), ${n.pagesPerSecond.toFixed(3)} pages/s` +
-        ` → ours ${oursImagesPps.toFixed(3)} pages/s, ratio ${(oursImagesPps / n.pagesPerSecond).toFixed(2)}`,
+        ` → ours ${oursImagesPps.toFixed(3)} pages/s, ratio ${(oursImagesPps / n.pagesPerSecond).toFixed(2)}; CPU per image ${n.cpuSecondsPerPage.toFixed(3)} s native, ${oursCpu.toFixed(3)} s ours (ratio ${(n.cpuSecondsPerPage / oursCpu).toFixed(2)})`,
     );
     Object.assign(summary.native, { oursPagesPerSecondSameFiles: oursImagesPps });
   }
   if (longPdf) console.log(`long pdf   ${JSON.stringify(longPdf)}`);
   if (args.json) {
-    await fs.writeFile(args.json, JSON.stringify({ summary, files: results, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2));
+    await fs.writeFile(
+      args.json,
+      JSON.stringify({ summary, files: results, profiles, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2),
+    );
     console.log(`wrote ${args.json}`);
   }
 }

@@ -70,6 +70,12 @@ export const envSchema = z.object({
    * `OCR_INSPECT_WORKERS`.
    */
   OCR_INSPECT_PROCESSES: int(2, 1),
+  /**
+   * Keep a process's Tesseract thread while PaddleOCR reads a page, instead of stopping it first and starting it again
+   * for the next page: on corpus-dev 4–13% less engine CPU per page, more peak RSS (1307–1362 MiB against 1146–1327 MiB
+   * over runs of the bench; docs/decisions.md#speed-profile).
+   */
+  OCR_KEEP_TESSERACT_FOR_PADDLE: flag(false),
 
   // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),

@@ -9,25 +9,25 @@
  * Needs Redis (REDIS_URL, default redis://127.0.0.1:6379); everything goes under a fresh `ocr:smoke:<random>:`
  * prefix, deleted at the end. Exits 1 with a message (and the server's log) on the first failure.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { createClient } from "redis";
 import { makeTextPdf } from "../bench/long-pdf";
 import { OWN_SAMPLES } from "../lib/input";
 import { characterErrorRate } from "../bench/metrics";
+import { REST_STORE_VARIABLES, assertRedisAnswers, deletePrefix, freePort, startStandalone, type StandaloneServer } from "../tooling";
 import { FIXTURE_DIR, generateFixtures, longScan, TEXTS } from "./make-fixtures";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const STANDALONE = path.join(ROOT, ".next/standalone");
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 const PREFIX = `ocr:smoke:${randomBytes(6).toString("hex")}:`;
+/** How long `npm start` may take to answer `/api/health`. */
 const STARTUP_TIMEOUT_MS = 60_000;
 /** The server's REQUEST_DEADLINE_MS: short, so the engine-timeout check below takes seconds, not a minute. */
 const DEADLINE_MS = 8_000;
@@ -40,10 +40,10 @@ const START_HEADERS_TIMEOUT_MS = 2_000;
 
 class SmokeFailure extends Error {}
 
-let server: ChildProcess | undefined;
-let serverLog = "";
-let workDir: string | undefined;
+let server: StandaloneServer | undefined;
 let baseUrl = "";
+/** The server's log so far. */
+const serverLog = () => server?.log() ?? "";
 
 function fail(message: string): never {
   throw new SmokeFailure(message);
@@ -60,87 +60,6 @@ async function step<T>(name: string, run: () => Promise<T>): Promise<T> {
   return result;
 }
 
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve, reject) => probe.once("error", reject).listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
-function newRedisClient() {
-  const client = createClient({ url: REDIS_URL, RESP: 2, socket: { connectTimeout: 3_000, reconnectStrategy: false } });
-  client.on("error", () => undefined);
-  return client;
-}
-
-async function withRedis<T>(run: (client: ReturnType<typeof newRedisClient>) => Promise<T>): Promise<T> {
-  const client = newRedisClient();
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    client.destroy();
-  }
-}
-
-/** Copy the standalone server (plus `.next/static` and `public`, which standalone leaves out) out of the repo. */
-async function prepareServerCopy(): Promise<string> {
-  check(
-    existsSync(path.join(STANDALONE, "server.js")),
-    `${path.relative(ROOT, STANDALONE)}/server.js is missing: run \`npm run build\` first (next.config.ts must keep output: "standalone")`,
-  );
-  // The sample documents an imageUrl of this server's own /samples/… is read from (lib/input/own-samples.ts) must be
-  // in the build itself (outputFileTracingIncludes): a Vercel function never sees public/.
-  for (const name of OWN_SAMPLES) {
-    check(existsSync(path.join(STANDALONE, "public/samples", name)), `public/samples/${name} is not traced into ${path.relative(ROOT, STANDALONE)}`);
-  }
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-smoke-"));
-  await fs.cp(STANDALONE, dir, { recursive: true, verbatimSymlinks: true });
-  await fs.cp(path.join(ROOT, ".next/static"), path.join(dir, ".next/static"), { recursive: true });
-  if (existsSync(path.join(ROOT, "public"))) await fs.cp(path.join(ROOT, "public"), path.join(dir, "public"), { recursive: true });
-  return dir;
-}
-
-async function startServer(dir: string, port: number): Promise<void> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  // Only the TCP Redis under the smoke prefix: never a REST store that happens to be configured in the shell.
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
-    delete env[name];
-  }
-  Object.assign(env, {
-    // The allocator setting docs/deploy.md recommends for deployments.
-    MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? "1048576",
-    NODE_ENV: "production",
-    PORT: String(port),
-    HOSTNAME: "127.0.0.1",
-    REDIS_URL,
-    REDIS_PREFIX: PREFIX,
-    REQUEST_DEADLINE_MS: String(DEADLINE_MS),
-    NEXT_TELEMETRY_DISABLED: "1",
-  });
-  server = spawn(process.execPath, ["server.js"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
-  const collect = (chunk: Buffer) => {
-    serverLog += chunk.toString();
-  };
-  server.stdout!.on("data", collect);
-  server.stderr!.on("data", collect);
-  server.once("exit", (code, signal) => {
-    serverLog += `\n[smoke] server exited (code ${code}, signal ${signal})\n`;
-  });
-}
-
-async function stopServer(): Promise<void> {
-  const child = server;
-  server = undefined;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 async function request(pathname: string, init: RequestInit = {}): Promise<Response> {
   return fetch(`${baseUrl}${pathname}`, { ...init, signal: AbortSignal.timeout(60_000) });
 }
@@ -154,26 +73,23 @@ async function json(response: Response): Promise<Record<string, unknown>> {
   }
 }
 
-async function waitForServer(): Promise<void> {
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  for (;;) {
-    check(server && server.exitCode === null, "the server exited during startup");
-    try {
-      const response = await fetch(`${baseUrl}/api/health`, { signal: AbortSignal.timeout(5_000) });
-      await response.body?.cancel();
-      return;
-    } catch {
-      if (Date.now() > deadline) fail(`the server did not answer /api/health within ${STARTUP_TIMEOUT_MS / 1000} s`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+/**
+ * The sample documents an imageUrl of this server's own /samples/… is read from (lib/input/own-samples.ts) must be in
+ * the build itself (outputFileTracingIncludes): a Vercel function never sees public/.
+ */
+async function checkSamplesTraced(): Promise<void> {
+  check(
+    existsSync(path.join(STANDALONE, "server.js")),
+    `${path.relative(ROOT, STANDALONE)}/server.js is missing: run \`npm run build\` first (next.config.ts must keep output: "standalone")`,
+  );
+  for (const name of OWN_SAMPLES) {
+    check(existsSync(path.join(STANDALONE, "public/samples", name)), `public/samples/${name} is not traced into ${path.relative(ROOT, STANDALONE)}`);
   }
 }
 
 async function runAdmin(args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, REDIS_PREFIX: PREFIX };
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
-    delete env[name];
-  }
+  for (const name of REST_STORE_VARIABLES) delete env[name];
   // As `npm run admin` runs it (the condition lets lib's "server-only" modules load).
   const child = spawn("npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
@@ -278,7 +194,7 @@ async function checkPagesInBrowser(browser: Browser): Promise<void> {
   check(/^ocr_\S{32,}$/.test(key), "no key shown after Create key");
   check(violations.length === 0, `CSP violations: ${violations.slice(0, 3).join(" | ")}`);
   await new Promise((resolve) => setTimeout(resolve, 500)); // let the request log lines arrive
-  check(!serverLog.includes(key) && !serverLog.includes(key.slice(4)), "the new API key appears in the server's log");
+  check(!serverLog().includes(key) && !serverLog().includes(key.slice(4)), "the new API key appears in the server's log");
   await page.context().close();
 }
 
@@ -290,7 +206,7 @@ async function checkNpmStart(browser: Browser): Promise<void> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete env[name];
+  for (const name of REST_STORE_VARIABLES) delete env[name];
   Object.assign(env, {
     PORT: String(port),
     HOSTNAME: "127.0.0.1",
@@ -377,7 +293,7 @@ async function checkNpmStart(browser: Browser): Promise<void> {
 /** `npm start` with no Redis configured: exits 1 at start, saying what to set, instead of answering 500 everywhere. */
 async function checkStartWithoutRedis(): Promise<void> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(await freePort()), HOSTNAME: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" };
-  for (const name of ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete env[name];
+  for (const name of ["REDIS_URL", ...REST_STORE_VARIABLES]) delete env[name];
   const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let log = "";
   child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
@@ -394,16 +310,14 @@ async function main(): Promise<void> {
   const parts: string[] = [];
   console.log(`smoke: standalone server, Redis ${REDIS_URL}, prefix ${PREFIX}`);
 
-  await step("Redis answers", () =>
-    withRedis((client) => client.ping()).catch((error: unknown) =>
-      fail(`Redis at ${REDIS_URL} does not answer (start redis-server or set REDIS_URL): ${String(error)}`),
-    ),
-  );
+  await step("Redis answers", () => assertRedisAnswers(REDIS_URL).catch((error: unknown) => fail(String(error instanceof Error ? error.message : error))));
   await step("fixtures generated", () => generateFixtures());
-  workDir = await step("standalone copied out of the repo (with .next/static, public)", prepareServerCopy);
-  baseUrl = `http://127.0.0.1:${await freePort()}`;
-  await startServer(workDir, Number(new URL(baseUrl).port));
-  await step(`server answers at ${baseUrl}`, waitForServer);
+  await step("the sample documents traced into the build", checkSamplesTraced);
+  server = await step("standalone copied out of the repo (with .next/static, public), answering /api/health", () =>
+    startStandalone({ serverDir: ROOT, redisUrl: REDIS_URL, prefix: PREFIX, label: "ocr-smoke-", env: { REQUEST_DEADLINE_MS: String(DEADLINE_MS) } }),
+  );
+  baseUrl = server.url;
+  console.log(`    at ${baseUrl}`);
 
   await step("GET /api/health: 200 ok, Redis store reachable", async () => {
     const response = await request("/api/health");
@@ -633,24 +547,17 @@ async function main(): Promise<void> {
     console.log("  - app/api/mcp/route.ts does not exist yet: MCP check skipped");
   }
 
-  check(server && server.exitCode === null, "the server died during the checks");
-  check(serverLog.includes("[startup] OCR engine warm"), "instrumentation.ts did not warm the engine at startup");
+  check(server.alive(), "the server died during the checks");
+  check(serverLog().includes("[startup] OCR engine warm"), "instrumentation.ts did not warm the engine at startup");
   // The second recognizer loads in every OCR process at start (onnxruntime's native addon, the model files): only
   // the built server shows whether they were traced into it.
-  check(!serverLog.includes("PaddleOCR could not load"), "the engine processes could not load PaddleOCR (see the log)");
+  check(!serverLog().includes("PaddleOCR could not load"), "the engine processes could not load PaddleOCR (see the log)");
   console.log(`smoke: passed (${parts.join(", ")}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 async function cleanUp(): Promise<void> {
-  await stopServer();
-  if (workDir) await fs.rm(workDir, { recursive: true, force: true });
-  const deleted = await withRedis(async (client) => {
-    let count = 0;
-    for await (const keys of client.scanIterator({ MATCH: `${PREFIX}*`, COUNT: 500 })) {
-      if (keys.length > 0) count += await client.unlink(keys);
-    }
-    return count;
-  }).catch(() => 0);
+  await server?.stop();
+  const deleted = await deletePrefix(REDIS_URL, PREFIX).catch(() => 0);
   if (deleted > 0) console.log(`smoke: deleted ${deleted} Redis keys under ${PREFIX}`);
 }
 
@@ -667,7 +574,7 @@ try {
 } catch (error) {
   failed = true;
   console.error(`\nsmoke: FAILED: ${error instanceof SmokeFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  if (serverLog) console.error(`\n--- server log (last 60 lines) ---\n${serverLog.trim().split("\n").slice(-60).join("\n")}`);
+  if (serverLog()) console.error(`\n--- server log (last 60 lines) ---\n${serverLog().trim().split("\n").slice(-60).join("\n")}`);
 } finally {
   await cleanUp();
 }

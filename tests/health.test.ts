@@ -11,7 +11,8 @@ import { errorBodySchema } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
 import { resetStore } from "@/lib/store";
-import { OwnRedis, freePort, waitForStore } from "./support/own-redis";
+import { freePort } from "../tooling";
+import { OwnRedis, waitForStore } from "./support/own-redis";
 import packageJson from "@/package.json";
 import { assertRedisReachable, createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "./support/redis";
 

@@ -1,7 +1,17 @@
 import { cancelJobAction } from "@/app/actions/jobs";
 import type { JobView } from "@/lib/jobs";
+import { ConfirmAction, DataTable, type Column } from "./data-table";
 import { formatDateTime } from "./format";
 import { JobsRefresh } from "./jobs-refresh";
+
+const COLUMNS: Column[] = [
+  { label: "Job" },
+  { label: "Status" },
+  { label: "Pages" },
+  { label: "Credits" },
+  { label: "Created (UTC)" },
+  { label: "Result and actions", hidden: true },
+];
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 const isActive = (job: JobView) => job.status === "queued" || job.status === "running";
@@ -28,28 +38,16 @@ export function JobsSection({ jobs, more }: { jobs: JobView[]; more: boolean }) 
           No jobs yet.
         </p>
       ) : (
-        <div className="table-wrap" tabIndex={0} role="region" aria-labelledby="jobs-heading">
-          <table className="jobs-table">
-            <caption className="visually-hidden">Your jobs, newest first{active ? "; updated every few seconds while one runs" : ""}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Pages</th>
-                <th scope="col">Credits</th>
-                <th scope="col">Created (UTC)</th>
-                <th scope="col">
-                  <span className="visually-hidden">Result and actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.map((job) => (
-                <JobRow key={job.jobId} job={job} />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          className="jobs-table"
+          caption={`Your jobs, newest first${active ? "; updated every few seconds while one runs" : ""}`}
+          columns={COLUMNS}
+          labelledBy="jobs-heading"
+        >
+          {jobs.map((job) => (
+            <JobRow key={job.jobId} job={job} />
+          ))}
+        </DataTable>
       )}
       {more && (
         <p className="hint">
@@ -127,22 +125,10 @@ function JobRow({ job }: { job: JobView }) {
           </>
         )}
         {isActive(job) && (
-          // Confirmation without JavaScript, as for revoking a key.
-          <details className="revoke">
-            <summary>Cancel</summary>
-            <div className="revoke-confirm">
-              <p>
-                Cancel <code>{job.jobId}</code>? Pages not read yet are refunded; the {plural(job.pagesDone, "page")} read so
-                far stay charged and readable.
-              </p>
-              <form action={cancelJobAction}>
-                <input type="hidden" name="jobId" value={job.jobId} />
-                <button type="submit" className="danger">
-                  Cancel job
-                </button>
-              </form>
-            </div>
-          </details>
+          <ConfirmAction summary="Cancel" button="Cancel job" action={cancelJobAction} name="jobId" value={job.jobId}>
+            Cancel <code>{job.jobId}</code>? Pages not read yet are refunded; the {plural(job.pagesDone, "page")} read so far
+            stay charged and readable.
+          </ConfirmAction>
         )}
       </td>
     </tr>

@@ -1,18 +1,16 @@
 import type { Metadata } from "next";
-import Link from "next/link";
 import { redirect } from "next/navigation";
 import { signOutAction } from "@/app/actions/auth";
-import { revokeKeyAction } from "@/app/actions/keys";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { getBalance, getDailyUsage, listLedger } from "@/lib/credits";
 import { listJobViews } from "@/lib/jobs";
-import { MAX_ACTIVE_KEYS, listApiKeys, type ApiKeyInfo } from "@/lib/keys";
+import { listApiKeys } from "@/lib/keys";
 import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
-import { CreateKeyForm } from "./create-key-form";
-import { formatDateTime, formatDelta } from "./format";
+import { CreditsSection } from "./credits-section";
 import { JobsSection } from "./jobs-section";
-import { KEY_ID, ledgerHref } from "./ledger-query";
-import { UsageChart } from "./usage-chart";
+import { KeysSection } from "./keys-section";
+import { LedgerSection } from "./ledger-section";
+import { KEY_ID } from "./ledger-query";
 import { WebhooksSection } from "./webhooks-section";
 
 export const metadata: Metadata = { title: "Settings" };
@@ -67,214 +65,11 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
         </form>
       </header>
 
-      <section aria-labelledby="credits-heading" className="card stack">
-        <h2 id="credits-heading">Credits</h2>
-        <p className="balance">
-          <span className="balance-value" data-testid="balance">
-            {balance}
-          </span>{" "}
-          credits left <span className="muted">· one credit per page read</span>
-        </p>
-        <UsageChart usage={usage} />
-      </section>
-
-      <section aria-labelledby="keys-heading" className="card stack">
-        <h2 id="keys-heading">API keys</h2>
-        <p className="muted">
-          Send a key in the <code>x-api-key</code> header. Each key has full access to this account; revoke any
-          you no longer use. Up to {MAX_ACTIVE_KEYS} active keys ({active.length} now). Revoked keys stay listed, so
-          the activity below can still name them.
-        </p>
-        <CreateKeyForm />
-        {keys.length === 0 ? (
-          <p className="muted">No API keys yet.</p>
-        ) : (
-          <div className="table-wrap">
-            <table className="keys-table">
-              <caption className="visually-hidden">Your API keys: active ones first, then revoked ones</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Created (UTC)</th>
-                  <th scope="col">Last used (UTC)</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Status and actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {listed.map((key) => (
-                  <KeyRow key={key.id} apiKey={key} />
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {unlisted > 0 && (
-          <p className="hint">
-            {unlisted} older revoked key{unlisted === 1 ? " is" : "s are"} not listed; the activity below still names
-            them.
-          </p>
-        )}
-      </section>
-
+      <CreditsSection balance={balance} usage={usage} />
+      <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
-
       <WebhooksSection account={webhooks} attempts={deliveries} />
-
-      <section aria-labelledby="ledger-heading" className="card stack">
-        <h2 id="ledger-heading">Recent activity</h2>
-        <p className="muted">
-          Every credit change. Match a row to a request by its id: the <code>requestId</code> of the answer and its{" "}
-          <code>x-request-id</code> header.
-        </p>
-        <div className="ledger-tools">
-          {keys.length > 0 && (
-            // A plain GET form: filtering works without JavaScript.
-            <form method="get" action="/settings" className="ledger-filter">
-              <div className="field">
-                <label htmlFor="ledger-key">Key</label>
-                <select id="ledger-key" name="key" defaultValue={keyFilter?.id ?? ""}>
-                  <option value="">All keys</option>
-                  {listed.map((key) => (
-                    <option key={key.id} value={key.id}>
-                      {key.name} ({key.start}…){key.revokedAt ? " · revoked" : ""}
-                    </option>
-                  ))}
-                </select>
-              </div>
-              <button type="submit" className="secondary">
-                Show
-              </button>
-            </form>
-          )}
-          <a className="button secondary" href={`/settings/ledger.csv${keyFilter ? `?key=${keyFilter.id}` : ""}`} download>
-            Download CSV{keyFilter ? " of this key" : ""}
-          </a>
-        </div>
-        {ledger.entries.length === 0 ? (
-          <p className="muted" data-testid="ledger-empty">
-            {!keyFilter
-              ? "No credit changes yet."
-              : ledger.nextCursor
-                ? `No entries of “${keyFilter.name}” in this stretch of the activity; older entries may have some.`
-                : `No credit changes with “${keyFilter.name}”${cursor ? " before these" : ""}.`}
-          </p>
-        ) : (
-          <div className="table-wrap" tabIndex={0} role="region" aria-labelledby="ledger-heading">
-            <table className="ledger-table">
-              <caption className="visually-hidden">
-                Credit ledger, newest first{keyFilter ? `, requests with the key “${keyFilter.name}”` : ""}
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Time (UTC)</th>
-                  <th scope="col" className="num">
-                    Change
-                  </th>
-                  <th scope="col" className="num">
-                    Balance after
-                  </th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Request id</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Format</th>
-                  <th scope="col" className="num">
-                    Pages
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {ledger.entries.map((entry) => {
-                  const key = entry.keyId ? keysById.get(entry.keyId) : undefined;
-                  return (
-                    <tr key={entry.id} data-request-id={entry.requestId}>
-                      <td>
-                        <time dateTime={entry.at}>{formatDateTime(entry.at)}</time>
-                      </td>
-                      <td className={`num ${entry.delta < 0 ? "negative" : "positive"}`}>{formatDelta(entry.delta)}</td>
-                      <td className="num">{entry.balanceAfter}</td>
-                      <td>{entry.reason}</td>
-                      <td>{entry.requestId ? <code className="request-id">{entry.requestId}</code> : <Dash />}</td>
-                      <td>
-                        {key ? (
-                          <>
-                            {key.name}
-                            {key.revokedAt && <span className="muted"> (revoked)</span>}
-                          </>
-                        ) : entry.keyId ? (
-                          <code>{entry.keyId}</code>
-                        ) : (
-                          <Dash />
-                        )}
-                      </td>
-                      <td>{entry.format ?? <Dash />}</td>
-                      <td className="num">{entry.pages ?? <Dash />}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {(cursor || ledger.nextCursor) && (
-          <nav aria-label="Ledger pages" className="pager">
-            {cursor && <Link href={ledgerHref({ key: keyFilter?.id })}>Newest</Link>}
-            {ledger.nextCursor && <Link href={ledgerHref({ key: keyFilter?.id, before: ledger.nextCursor })}>Older entries</Link>}
-          </nav>
-        )}
-      </section>
+      <LedgerSection ledger={ledger} cursor={cursor} keys={listed} keysById={keysById} keyFilter={keyFilter} />
     </div>
-  );
-}
-
-function Dash() {
-  return <span className="muted">—</span>;
-}
-
-/** One key: active ones can be revoked; revoked ones stay, greyed, with when they were revoked. */
-function KeyRow({ apiKey: key }: { apiKey: ApiKeyInfo }) {
-  return (
-    <tr data-key-start={key.start} data-revoked={key.revokedAt ? "true" : undefined} className={key.revokedAt ? "revoked" : undefined}>
-      <td>{key.name}</td>
-      <td>
-        <code>{key.start}…</code>
-      </td>
-      <td>
-        <time dateTime={key.createdAt}>{formatDateTime(key.createdAt)}</time>
-      </td>
-      <td>
-        {key.lastUsedAt ? (
-          <time dateTime={key.lastUsedAt}>{formatDateTime(key.lastUsedAt)}</time>
-        ) : (
-          <span className="muted">Never</span>
-        )}
-      </td>
-      <td>
-        {key.revokedAt ? (
-          <span className="revoked-at">
-            Revoked <time dateTime={key.revokedAt}>{formatDateTime(key.revokedAt)}</time>
-          </span>
-        ) : (
-          // Confirmation without JavaScript: the real button is behind a disclosure.
-          <details className="revoke">
-            <summary>Revoke</summary>
-            <div className="revoke-confirm">
-              <p>
-                Revoke “{key.name}” (<code>{key.start}…</code>)? Requests using it fail at once. This cannot be
-                undone.
-              </p>
-              <form action={revokeKeyAction}>
-                <input type="hidden" name="keyId" value={key.id} />
-                <button type="submit" className="danger">
-                  Revoke key
-                </button>
-              </form>
-            </div>
-          </details>
-        )}
-      </td>
-    </tr>
   );
 }

@@ -1,7 +1,16 @@
 import type { WebhookAttempt } from "@/lib/api/schemas";
 import type { WebhookAccountView } from "@/lib/webhooks";
+import { DataTable, type Column } from "./data-table";
 import { formatDateTime } from "./format";
 import { SecretForm, TestEventForm, WebhookUrlForm } from "./webhook-forms";
+
+const COLUMNS: Column[] = [
+  { label: "Time (UTC)" },
+  { label: "Event" },
+  { label: "Result" },
+  { label: "Latency", className: "num" },
+  { label: "Attempt" },
+];
 
 /**
  * Webhooks: the signing secret (created, shown once, rotated), the default URL, a test event, and the last delivery
@@ -46,46 +55,35 @@ export function WebhooksSection({ account, attempts }: { account: WebhookAccount
           No deliveries yet.
         </p>
       ) : (
-        <div className="table-wrap" tabIndex={0} role="region" aria-labelledby="deliveries-heading">
-          <table className="deliveries-table">
-            <caption className="visually-hidden">The last delivery attempts of this account’s webhook events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Time (UTC)</th>
-                <th scope="col">Event</th>
-                <th scope="col">Result</th>
-                <th scope="col" className="num">
-                  Latency
-                </th>
-                <th scope="col">Attempt</th>
-              </tr>
-            </thead>
-            <tbody>
-              {attempts.map((attempt) => (
-                <tr key={`${attempt.eventId}.${attempt.attempt}.${attempt.at}`} data-event-id={attempt.eventId} data-event-type={attempt.type} data-ok={String(attempt.ok)}>
-                  <td>
-                    <time dateTime={attempt.at}>{formatDateTime(attempt.at)}</time>
-                  </td>
-                  <td>
-                    {attempt.type}
-                    {attempt.jobId && (
-                      <div className="hint">
-                        <code className="request-id">{attempt.jobId}</code>
-                      </div>
-                    )}
-                  </td>
-                  <td data-testid="delivery-result">
-                    <span className={attempt.ok ? "positive" : "negative"}>{attempt.status === null ? "no answer" : `HTTP ${attempt.status}`}</span>
-                    {attempt.error && attempt.status === null && <div className="hint delivery-error">{attempt.error}</div>}
-                    {attempt.retrying && <div className="hint">will be retried</div>}
-                  </td>
-                  <td className="num">{attempt.latencyMs} ms</td>
-                  <td>#{attempt.attempt}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          className="deliveries-table"
+          caption="The last delivery attempts of this account’s webhook events, newest first"
+          columns={COLUMNS}
+          labelledBy="deliveries-heading"
+        >
+          {attempts.map((attempt) => (
+            <tr key={`${attempt.eventId}.${attempt.attempt}.${attempt.at}`} data-event-id={attempt.eventId} data-event-type={attempt.type} data-ok={String(attempt.ok)}>
+              <td>
+                <time dateTime={attempt.at}>{formatDateTime(attempt.at)}</time>
+              </td>
+              <td>
+                {attempt.type}
+                {attempt.jobId && (
+                  <div className="hint">
+                    <code className="request-id">{attempt.jobId}</code>
+                  </div>
+                )}
+              </td>
+              <td data-testid="delivery-result">
+                <span className={attempt.ok ? "positive" : "negative"}>{attempt.status === null ? "no answer" : `HTTP ${attempt.status}`}</span>
+                {attempt.error && attempt.status === null && <div className="hint delivery-error">{attempt.error}</div>}
+                {attempt.retrying && <div className="hint">will be retried</div>}
+              </td>
+              <td className="num">{attempt.latencyMs} ms</td>
+              <td>#{attempt.attempt}</td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </section>
   );

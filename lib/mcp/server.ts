@@ -3,6 +3,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolRequest,
   type CallToolResult,
   type ServerContext,
 } from "@modelcontextprotocol/server";
@@ -11,7 +12,7 @@ import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "
 import { getEnv } from "@/lib/env";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
-import { describeZodError, toApiError, type ApiError } from "@/lib/api/errors";
+import { toApiError, type ApiError } from "@/lib/api/errors";
 import { isOcrError } from "@/lib/ocr";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
@@ -23,9 +24,11 @@ import {
   getExtractionInputSchema,
   getExtractionOutputSchema,
   readExtractionSlice,
+  type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
 import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
+import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
@@ -34,7 +37,7 @@ const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVIC
 const TOOL_NAME = "extract_text";
 
 /*
- * The tool's input, exactly the seed's (SEED-interface.md, MCP tool `extract_text`), described field by field for
+ * The tool's input (docs/mcp.md, the tools), described field by field for
  * the model. Strict objects like the REST body: an unknown or misspelt field is a malformed call, not ignored.
  */
 const imageSourceSchema = z
@@ -72,14 +75,6 @@ const extractTextInputSchema = z.strictObject({
     ),
 });
 type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
-
-/*
- * The result's `structuredContent`: the REST 200 body, field for field, plus `job` when the document was read as an
- * asynchronous job (lib/mcp/jobs.ts). The output schemas' JSON Schemas: their roots are objects, so the SDK passes
- * `structuredContent` through unwrapped.
- */
-const OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(extractTextOutputSchema);
-const GET_EXTRACTION_OUTPUT_JSON_SCHEMA: Record<string, unknown> = z.toJSONSchema(getExtractionOutputSchema);
 
 const TOOL_DESCRIPTION =
   "Extract the text of a PDF, JPEG, PNG or WebP file by OCR (PDF pages that carry a text layer are read directly). " +
@@ -174,8 +169,8 @@ interface BuildServerOptions {
  * Failures the model can act on (bad file, unsupported type, too large, no credits, fetch failed, timeout,
  * overloaded, store unavailable) are tool results with `isError: true` whose text starts with the error code.
  * Malformed calls are JSON-RPC errors: an unknown tool or arguments that violate the input schema → `-32602`
- * (docs/mcp.md#behaviour-and-decisions — the SDK would turn argument errors into tool results, so `tools/call` is ours); an unexpected
- * failure → `-32603` with the request id, its details only in the log.
+ * (docs/mcp.md#behaviour-and-decisions — the SDK would turn argument errors into tool results, so `tools/call` is
+ * ours: `serveTools`); an unexpected failure → `-32603` with the request id, its details only in the log.
  *
  * `requestId` keys the credit reservation: a batch with several calls gets `requestId`, then `requestId.2`, ….
  */
@@ -245,10 +240,37 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
   };
 
-  // Registered for `tools/list` (the schemas, converted by the SDK) …
-  const registered = server.registerTool(
-    TOOL_NAME,
-    {
+  const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
+    const callId = nextCallId();
+    if (request.params.task !== undefined) {
+      // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
+      try {
+        return createTaskResult(await submitToolJob(toOcrRequest(input), jobContext(callId)));
+      } catch (error) {
+        return toolFailure(error, callId, TOOL_NAME);
+      }
+    }
+    const progress = progressFor(ctx, request.params._meta?.progressToken);
+    try {
+      return await extractText(input, callId, progress);
+    } finally {
+      await progress?.flush();
+    }
+  };
+
+  const callGetExtraction = async (input: GetExtractionInput): Promise<CallToolResult> => {
+    let slice: GetExtractionOutput;
+    try {
+      slice = await readExtractionSlice(account.userId, input);
+    } catch (error) {
+      return toolFailure(error, requestId, GET_EXTRACTION);
+    }
+    return extractionResult(slice);
+  };
+
+  serveTools(server, [
+    servedTool({
+      name: TOOL_NAME,
       title: "Extract text (OCR)",
       description: TOOL_DESCRIPTION,
       inputSchema: extractTextInputSchema,
@@ -262,77 +284,20 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         // URLs reach the open web.
         openWorldHint: true,
       },
-    },
-    // Never called: `tools/call` is ours (below).
-    async () => {
-      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler below");
-    },
-  );
-  // `registerTool` takes no `execution`: the tool may be called as a task (MCP 2025-11-25, tool-level negotiation).
-  registered.execution = { taskSupport: "optional" };
-
-  server.registerTool(
-    GET_EXTRACTION,
-    {
+      // The tool may be called as a task (MCP 2025-11-25, tool-level negotiation).
+      execution: { taskSupport: "optional" },
+      call: callExtractText,
+    }),
+    servedTool({
+      name: GET_EXTRACTION,
       title: "Get extracted text (job)",
       description: GET_EXTRACTION_DESCRIPTION,
       inputSchema: getExtractionInputSchema,
       outputSchema: getExtractionOutputSchema,
       annotations: { title: "Get extracted text (job)", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    async () => {
-      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler below");
-    },
-  );
-
-  // … and `tools/call` replaced, so that schema violations are JSON-RPC errors as docs/mcp.md says (the SDK's own handler
-  // would answer them with `isError` results).
-  server.server.removeRequestHandler("tools/call");
-  server.server.setRequestHandler("tools/call", async (request, ctx) => {
-    const { name, arguments: args } = request.params;
-    if (name === GET_EXTRACTION) return getExtraction(args);
-    if (name !== TOOL_NAME) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has ${TOOL_NAME} and ${GET_EXTRACTION}`,
-      );
-    }
-    const parsed = extractTextInputSchema.safeParse(args ?? {});
-    if (!parsed.success) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${TOOL_NAME}: ${describeZodError(parsed.error)}`);
-    }
-    const callId = nextCallId();
-    if (request.params.task !== undefined) {
-      // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
-      try {
-        return createTaskResult(await submitToolJob(toOcrRequest(parsed.data), jobContext(callId)));
-      } catch (error) {
-        return toolFailure(error, callId, TOOL_NAME);
-      }
-    }
-    const progress = progressFor(ctx, request.params._meta?.progressToken);
-    let result: CallToolResult;
-    try {
-      result = await extractText(parsed.data, callId, progress);
-    } finally {
-      await progress?.flush();
-    }
-    return server.server.projectCallToolResult(result, OUTPUT_JSON_SCHEMA);
-  });
-
-  const getExtraction = async (args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
-    const parsed = getExtractionInputSchema.safeParse(args ?? {});
-    if (!parsed.success) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${GET_EXTRACTION}: ${describeZodError(parsed.error)}`);
-    }
-    let slice: GetExtractionOutput;
-    try {
-      slice = await readExtractionSlice(account.userId, parsed.data);
-    } catch (error) {
-      return toolFailure(error, requestId, GET_EXTRACTION);
-    }
-    return server.server.projectCallToolResult(extractionResult(slice), GET_EXTRACTION_OUTPUT_JSON_SCHEMA);
-  };
+      call: callGetExtraction,
+    }),
+  ]);
 
   /**
    * The progress of a call that carries `_meta.progressToken`, when the answer can carry notifications: seconds

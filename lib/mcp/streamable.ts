@@ -49,7 +49,7 @@ export async function serveJsonExchange(req: Request, body: unknown, server: Mcp
   transport.onerror = reportSdkError;
   await server.connect(transport);
   try {
-    return await transport.handleRequest(sdkRequest(req), { parsedBody: withSeedInitialize(body) });
+    return await transport.handleRequest(sdkRequest(req), { parsedBody: withMinimalInitialize(body) });
   } finally {
     await server.close().catch(() => undefined);
   }
@@ -68,7 +68,7 @@ export async function serveStreamedExchange(req: Request, body: unknown, server:
   const close = () => void server.close().catch(() => undefined);
   let response: Response;
   try {
-    response = await transport.handleRequest(sdkRequest(req), { parsedBody: withSeedInitialize(body) });
+    response = await transport.handleRequest(sdkRequest(req), { parsedBody: withMinimalInitialize(body) });
   } catch (error) {
     close();
     throw error;
@@ -119,11 +119,11 @@ function onStreamEnd(body: ReadableStream<Uint8Array>, done: () => void): Readab
 const UNNAMED_CLIENT = { name: "unnamed-client", version: "0.0.0" } as const;
 
 /**
- * The seed's `initialize` carries only `protocolVersion` and `capabilities` (SEED-interface.md, MCP JSON-RPC request
- * envelope); the SDK also requires `clientInfo` and would answer -32603. A missing `clientInfo` (or `capabilities`)
- * is filled in; anything present is left for the SDK to judge.
+ * An `initialize` may carry only `protocolVersion` and `capabilities` (the curl session of docs/mcp.md sends that);
+ * the SDK also requires `clientInfo` and would answer -32603. A missing `clientInfo` (or `capabilities`) is filled
+ * in; anything present is left for the SDK to judge (docs/mcp.md#behaviour-and-decisions, protocol versions).
  */
-function withSeedInitialize(body: unknown): unknown {
+function withMinimalInitialize(body: unknown): unknown {
   const complete = (message: unknown): unknown => {
     if (!isRecord(message) || message.method !== "initialize" || !isRecord(message.params)) return message;
     const { params } = message;

@@ -7,7 +7,7 @@ import { readImageInfo } from "./model/image-info";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
 import { parsePageSelection } from "./model/pages";
 import { OcrPool, type Admission, type JobAdmission } from "./pool/pool";
-import type { InspectPdfResult, ReadLimits } from "./model/protocol";
+import type { InspectPdfResult, PageResult, ReadLimits } from "./model/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./model/document";
 export { ocrDocumentSchema } from "./model/document";
@@ -21,6 +21,10 @@ export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./rende
 export { pagedFormats, render, type PagedFormat } from "./render";
 export type { LanguageChoice } from "./model/languages";
 export { OcrPool } from "./pool/pool";
+// The bench's --profile: stage names, and table detection measured apart from the rest of the markdown rendering.
+export { profileStages, type ProfileStage, type StageProfile } from "./model/profile";
+export { detectTables } from "./render/tables";
+export { pageAsRead } from "./model/page-turn";
 export type { Admission, JobAdmission, PoolOptions, PoolStats } from "./pool/pool";
 
 export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
@@ -56,6 +60,8 @@ export interface OpenOptions {
    * many or slow documents do not hold up the others'. Default: each document its own.
    */
   tenant?: string;
+  /** Measure each OCR page's processor time per stage in the engine process (`page.trace.profile`; the bench). */
+  profile?: boolean;
 }
 
 export interface ExtractOptions {
@@ -102,6 +108,7 @@ export function getOcrPool(): OcrPool {
       createTimeoutMs: ENGINE_START_TIMEOUT_MS,
       memoryMb: env.OCR_ENGINE_MEMORY_MB,
       engines: env.OCR_ENGINES,
+      keepTesseract: env.OCR_KEEP_TESSERACT_FOR_PADDLE,
     });
   }
   return holder[POOL_KEY];
@@ -132,7 +139,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const type = detectFileType(bytes);
   const pool = options.pool ?? getOcrPool();
   const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
-  const work = { language, available, limits: readLimits, ...(tenant !== undefined && { tenant }) };
+  const profile = options.profile === true;
+  const work = { language, available, limits: readLimits, profile, ...(tenant !== undefined && { tenant }) };
 
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
@@ -153,12 +161,12 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       extract: async ({ deadline = openDeadline } = {}) => {
         checkDeadline(deadline);
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
-        const { page } = await pool.run(
+        const result = await pool.run(
           "ocr",
-          { kind: "read-image", bytes, type, language, available, limits: readLimits },
+          { kind: "read-image", bytes, type, language, available, limits: readLimits, ...(profile && { profile }) },
           { deadline, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
         );
-        return { pages: [page], pageCount: 1 };
+        return { pages: [withProfile(result)], pageCount: 1 };
       },
       close: async () => admission.release(),
     };
@@ -231,6 +239,11 @@ export function documentConfidence(document: ExtractedDocument): number {
   return chars === 0 ? 0 : Math.round((sum / chars) * 10) / 10;
 }
 
+/** A page read by an engine process, with its stage profile (when one was asked for) in its trace. */
+function withProfile({ page, profile }: PageResult): ExtractedPage {
+  return profile ? { ...page, trace: { ...page.trace, profile } } : page;
+}
+
 function checkDeadline(deadline: number): void {
   if (Date.now() >= deadline) throw deadlineError();
 }
@@ -248,6 +261,7 @@ interface PdfWork {
   available: string[];
   limits: ReadLimits;
   tenant?: string;
+  profile: boolean;
 }
 
 /**
@@ -275,11 +289,12 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
         available: work.available,
         limits: work.limits,
         ...(textLayer && { textLayer }),
+        ...(work.profile && { profile: true }),
       },
       { deadline: work.deadline, session, admission, tenant: work.tenant },
     );
     language = result.language;
-    pages.set(number, result.page);
+    pages.set(number, withProfile(result));
   };
 
   const queue = [...inspected.ocr];

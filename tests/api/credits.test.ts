@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { listLedger } from "@/lib/credits";
 import {
-  STORE_KINDS,
   base64Of,
   callOcr,
   createAccount,
@@ -12,10 +11,10 @@ import {
   withStore,
 } from "./support";
 
-describe.each(STORE_KINDS)("credits through the route (%s store)", (kind) => {
+describe("credits through the route (redis store)", () => {
   // The race below is about the store; the per-account limit on requests in flight (tests/api/overload.test.ts)
   // would otherwise turn most of the 50 into 429s.
-  withStore(kind, { ACCOUNT_MAX_IN_FLIGHT: "100" });
+  withStore("redis", { ACCOUNT_MAX_IN_FLIGHT: "100" });
 
   it("50 concurrent requests on a 10-credit account: exactly 10 × 200 and 40 × 402, final balance 0", async () => {
     const account = await createAccount(10);

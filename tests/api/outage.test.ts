@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from
 import { resetEnv } from "@/lib/env";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore, resetStore } from "@/lib/store";
-import { OwnRedis, freePort, waitForStore } from "../support/own-redis";
+import { freePort } from "../../tooling";
+import { OwnRedis, waitForStore } from "../support/own-redis";
 import { createTestPrefix } from "../support/redis";
 import { callOcr, createAccount, expectApiError, expectOcrOk, tinyPng } from "./support";
 

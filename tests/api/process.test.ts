@@ -7,7 +7,6 @@ import { revokeApiKey } from "@/lib/keys";
 import { getStore } from "@/lib/store";
 import { waitForWindowRoom } from "../support/redis";
 import {
-  STORE_KINDS,
   base64Of,
   callOcr,
   createAccount,
@@ -27,8 +26,8 @@ const server = withRemoteFiles();
 const IMAGE_CER = 0.05;
 const PDF_CER = 0.01;
 
-describe.each(STORE_KINDS)("POST /api/ocr/process (%s store)", (kind) => {
-  withStore(kind);
+describe("POST /api/ocr/process (redis store)", () => {
+  withStore("redis");
 
   describe("formats, on an image and on a PDF", () => {
     const png = base64Of("paragraph.png");

@@ -27,8 +27,12 @@ export const base64Of = (name: string): string => fixture(name).toString("base64
 
 export const ENDPOINT = "http://localhost:3000/api/ocr/process";
 
+/**
+ * The store behind a route test. Route tests run on Redis, the production store; that the memory store behaves the
+ * same is the contract suite's to show (tests/store/contract.test.ts runs every case on both). A test runs on both
+ * only where the store kind makes a difference of its own (the job and webhook queues: BullMQ or in memory).
+ */
 export type StoreKind = "memory" | "redis";
-export const STORE_KINDS: StoreKind[] = ["memory", "redis"];
 
 const STORE_VARIABLES = ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"];
 

@@ -1,10 +1,11 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startNpmRunDev, type DevServer } from "../support/dev-server";
+import { freePort } from "../../tooling";
+import { createKeyOnPage, launchChromium } from "../support/browser";
+import { startNpmRunDev, type DevServer } from "../support/dev-server";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** Its own build directory, so this file runs beside `npm run dev` (.next) and the other browser tests (.next-test). */
 const DIST_DIR = ".next-test-restart";
@@ -89,13 +90,9 @@ async function stopServer(): Promise<void> {
 /** `npm run dev` as the README says: restarted on the build directory of the run before, opened in Chromium. */
 describe("npm run dev, restarted, in headless Chromium", () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package.`);
     rmSync(path.join(ROOT, DIST_DIR), { recursive: true, force: true });
     port = await freePort();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -164,11 +161,7 @@ describe("npm run dev, restarted, in headless Chromium", () => {
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Create account" }).click();
     await page.waitForURL(`${server!.baseUrl}/settings`);
-    await page.getByLabel("Key name").fill("jobs on the dev server");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const keyField = page.getByLabel("Your new API key");
-    await keyField.waitFor();
-    const key = await keyField.inputValue();
+    const key = await createKeyOnPage(page, "jobs on the dev server");
     await page.context().close();
 
     const headers = { "x-api-key": key, "content-type": "application/json" };

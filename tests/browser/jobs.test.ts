@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { PDFDocument } from "pdf-lib";
-import { chromium, type Browser, type Locator, type Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { getJobView } from "@/lib/jobs";
 import { longScan } from "@/scripts/make-fixtures";
+import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
@@ -18,9 +18,6 @@ import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
  * prefix, to check the page against the account's jobs and balance.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const ARTIFACTS = path.join(ROOT, "tests/artifacts");
 const FREE_CREDITS = 100;
 const SHORT_PAGES = 3;
 /** Long enough to be still running when it is cancelled (one engine process reads it). */
@@ -34,8 +31,6 @@ let browser: Browser | undefined;
 let short: { pdf: Uint8Array; truth: string[] };
 let long: { pdf: Uint8Array; truth: string[] };
 
-/** How far the page is wider than its viewport (0 or less: no horizontal scrolling). */
-const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 
 /** The outermost elements reaching past the viewport's right edge outside a scrolling box (for the failure message). */
 const overflowingElements = (page: Page) =>
@@ -63,8 +58,6 @@ const pagesRead = async (jobRow: Locator) => Number(/(\d+)\/\d+ read/.exec((awai
 
 describe("the settings page's jobs", () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
-    mkdirSync(ARTIFACTS, { recursive: true });
     await Promise.all([
       startDevServer({
         // Its own build directory: vitest may run this file beside site.test.ts, whose server builds into .next-test.
@@ -80,11 +73,9 @@ describe("the settings page's jobs", () => {
           baseUrl = started.baseUrl;
         },
       ),
-      chromium
-        .launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] })
-        .then((launched) => {
-          browser = launched;
-        }),
+      launchChromium().then((launched) => {
+        browser = launched;
+      }),
       Promise.all([longScan(SHORT_PAGES), longScan(LONG_PAGES)]).then(([a, b]) => {
         short = a;
         long = b;
@@ -121,15 +112,9 @@ describe("the settings page's jobs", () => {
     page.setDefaultTimeout(60_000);
     const email = `jobs-${Date.now()}@example.com`;
 
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(email);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, email);
     expect(await page.getByTestId("jobs-empty").textContent()).toBe("No jobs yet.");
-    await page.getByLabel("Key name").fill("jobs");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const key = await page.getByLabel("Your new API key").inputValue();
+    const key = await createKeyOnPage(page, "jobs");
     const account = await getAccountByEmail(email);
     if (!account) throw new Error("the account was not made");
 
@@ -212,11 +197,7 @@ describe("the settings page's jobs", () => {
     // Another account sees none of it.
     const stranger = await browser.newContext();
     const other = await stranger.newPage();
-    await other.goto(`${baseUrl}/signin?mode=signup`);
-    await other.getByLabel("E-mail").fill(`jobs-other-${Date.now()}@example.com`);
-    await other.getByLabel("Password").fill("a long enough password");
-    await other.getByRole("button", { name: "Create account" }).click();
-    await other.waitForURL(`${baseUrl}/settings`);
+    await signUp(other, baseUrl, `jobs-other-${Date.now()}@example.com`);
     expect(await other.getByTestId("jobs-empty").count()).toBe(1);
     expect((await other.request.get(`${baseUrl}/settings/jobs/${shortJob}/result`)).status()).toBe(404);
     await stranger.close();

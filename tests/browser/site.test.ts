@@ -1,22 +1,22 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, request as httpRequest, type Server } from "node:http";
 import { connect } from "node:net";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContextOptions, type Page } from "playwright-core";
+import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
-import { freePort, startDevServer, type DevServer } from "../support/dev-server";
+import { freePort } from "../../tooling";
+import { ARTIFACTS, createKeyOnPage, launchChromium, signUp } from "../support/browser";
+import { startDevServer, type DevServer } from "../support/dev-server";
 import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const ARTIFACTS = path.join(ROOT, "tests/artifacts");
 const FREE_CREDITS = "100";
 /** Sign-ups the server allows per client address per hour (the tests below use 4 before the rotation test). */
 const SIGNUPS_PER_ADDRESS = 5;
@@ -43,10 +43,6 @@ async function newApiAccount(credits = 100): Promise<{ key: string; balance: () 
 /** The whole site in headless Chromium, on the development server `npm run dev` runs (scripts/serve.mjs). */
 describe("the site in headless Chromium", () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
-    }
-    mkdirSync(ARTIFACTS, { recursive: true });
     await Promise.all([
       startDevServer({
         REDIS_URL: TEST_REDIS_URL,
@@ -59,14 +55,9 @@ describe("the site in headless Chromium", () => {
         server = started;
         baseUrl = started.baseUrl;
       }),
-      chromium
-        .launch({
-          executablePath: CHROMIUM,
-          args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        })
-        .then((launched) => {
-          browser = launched;
-        }),
+      launchChromium().then((launched) => {
+        browser = launched;
+      }),
     ]);
   });
 
@@ -265,19 +256,13 @@ describe("the site in headless Chromium", () => {
     const page = await newPage({ width: 390, height: 844 });
     // A long e-mail with nowhere a line may break (no hyphen, no space): it must not widen the page.
     const email = `phone${Date.now()}averyveryverylongmailboxname@subdomainofalongcompanyname.example`;
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(email);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, email);
     const shown = await page.getByText(email, { exact: true }).boundingBox();
     const header = await page.locator(".settings-header").boundingBox();
     expect(shown && header, "the e-mail and its header").toBeTruthy();
     expect(shown!.x + shown!.width, "the e-mail's right edge against its header's").toBeLessThanOrEqual(header!.x + header!.width + 0.5);
     expect(await overflowOf(page), "with a long e-mail").toBeLessThanOrEqual(0);
-    await page.getByLabel("Key name").fill("phone");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const key = await page.getByLabel("Your new API key").inputValue();
+    const key = await createKeyOnPage(page, "phone");
     shownKeys.push(key);
     // Nothing forces the page wider than the screen: not the snippets (they scroll in their own boxes)…
     await page.locator('[data-snippet="curl-base64"]').waitFor();
@@ -293,18 +278,10 @@ describe("the site in headless Chromium", () => {
 
   it("works without JavaScript: sign up, create a key (shown once), revoke it", async () => {
     const page = await newPage(undefined, false);
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(`nojs-${Date.now()}@example.com`);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, `nojs-${Date.now()}@example.com`);
     expect(await page.getByTestId("balance").textContent()).toBe(FREE_CREDITS);
 
-    await page.getByLabel("Key name").fill("no script");
-    await page.getByRole("button", { name: "Create key" }).click();
-    const keyField = page.getByLabel("Your new API key");
-    await keyField.waitFor();
-    const key = await keyField.inputValue();
+    const key = await createKeyOnPage(page, "no script");
     shownKeys.push(key);
     expect(await resolveApiKey(key)).toMatchObject({ name: "no script" });
     // The try-it snippets come with the server's answer too.
@@ -325,8 +302,11 @@ describe("the site in headless Chromium", () => {
     expect(await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")).toMatch(/^\/settings\/ledger\.csv\?key=key_/);
   });
 
-  /** Sign up in a fresh context (from the socket 127.0.0.1, plus any headers given); the page ends on /settings or shows an error. */
-  async function signUp(page: Page, email: string): Promise<void> {
+  /**
+   * Send the sign-up form in a fresh context (from the socket 127.0.0.1, plus any headers given), not waiting for
+   * /settings: the page ends there or shows an error (the shared `signUp` waits for /settings).
+   */
+  async function submitSignUp(page: Page, email: string): Promise<void> {
     await page.goto(`${baseUrl}/signin?mode=signup`);
     await page.getByLabel("E-mail").fill(email);
     await page.getByLabel("Password").fill("a long enough password");
@@ -350,7 +330,7 @@ describe("the site in headless Chromium", () => {
   it("every page and route carries the security headers; pages load and hydrate with no CSP violation", async () => {
     const page = await newPage();
     const violations = await watchCsp(page);
-    await signUp(page, `csp-${Date.now()}@example.com`);
+    await submitSignUp(page, `csp-${Date.now()}@example.com`);
     await page.waitForURL(`${baseUrl}/settings`);
     for (const pathname of ["/", "/signin", "/settings", "/docs"]) {
       const response = await page.goto(`${baseUrl}${pathname}`);
@@ -535,7 +515,7 @@ describe("the site in headless Chromium", () => {
         const seen: string[] = [];
         for (let i = 0; i < 20; i++) {
           const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
-          await signUp(page, `rotate-${i}-${Date.now()}@example.com`);
+          await submitSignUp(page, `rotate-${i}-${Date.now()}@example.com`);
           await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
           seen.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
           await page.context().close();

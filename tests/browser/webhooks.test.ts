@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
+import { ARTIFACTS, launchChromium, overflowOf, signUp } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
@@ -15,9 +16,7 @@ import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/
  * At 1280 px and at 390 px, without horizontal scrolling.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const ARTIFACTS = path.join(ROOT, "tests/artifacts");
 
 const { prefix } = withRedisStoreEnv("browser-webhooks");
 
@@ -26,13 +25,10 @@ let baseUrl = "";
 let browser: Browser | undefined;
 let receiver: WebhookReceiver;
 
-const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 const logRows = (page: Page) => page.locator("tr[data-event-id]");
 
 describe("the settings page's webhooks", () => {
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
-    mkdirSync(ARTIFACTS, { recursive: true });
     receiver = await startWebhookReceiver();
     await Promise.all([
       startDevServer({
@@ -47,11 +43,9 @@ describe("the settings page's webhooks", () => {
         server = started;
         baseUrl = started.baseUrl;
       }),
-      chromium
-        .launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] })
-        .then((launched) => {
-          browser = launched;
-        }),
+      launchChromium().then((launched) => {
+        browser = launched;
+      }),
     ]);
     await warmRoutes(baseUrl, [
       ["GET", "/settings"],
@@ -76,11 +70,7 @@ describe("the settings page's webhooks", () => {
     });
     page.on("pageerror", (error) => problems.push(error.message));
 
-    await page.goto(`${baseUrl}/signin?mode=signup`);
-    await page.getByLabel("E-mail").fill(`webhooks-${Date.now()}@example.com`);
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${baseUrl}/settings`);
+    await signUp(page, baseUrl, `webhooks-${Date.now()}@example.com`);
     const section = page.locator("#webhooks");
     expect(await section.getByTestId("deliveries-empty").textContent()).toBe("No deliveries yet.");
     expect(await section.getByRole("button", { name: "Send a test event" }).isDisabled()).toBe(true);

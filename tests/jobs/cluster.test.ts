@@ -9,7 +9,8 @@ import { resetStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { characterErrorRate } from "@/bench/metrics";
 import { startInstance, type Instance } from "../support/instance";
-import { OwnRedis, freePort } from "../support/own-redis";
+import { freePort } from "../../tooling";
+import { OwnRedis } from "../support/own-redis";
 
 /*
  * Asynchronous jobs across processes, as deployed: two server instances (the route handlers and the job runner,

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { createMcpRoute } from "@/lib/mcp";
-import { STORE_KINDS, base64Of, createAccount, expectLedgerConsistent, groundTruth, sleep, withStore } from "../api/support";
+import { base64Of, createAccount, expectLedgerConsistent, groundTruth, sleep, withStore } from "../api/support";
 import { MCP_ENDPOINT, expectExtracted, messageOf, readEvents, routeFetch, rpcRequest, type WireLog } from "./support";
 
 /*
@@ -30,8 +30,8 @@ function connect(variant: Variant, key: string, log?: WireLog): Promise<MCPClien
   });
 }
 
-describe.each(STORE_KINDS)("Vercel AI SDK MCP client (%s store)", (storeKind) => {
-  withStore(storeKind);
+describe("Vercel AI SDK MCP client (redis store)", () => {
+  withStore("redis");
 
   const open: MCPClient[] = [];
   afterEach(async () => {

@@ -5,7 +5,6 @@ import { characterErrorRate } from "@/bench/metrics";
 import { ocrResponseSchema } from "@/lib/api/schemas";
 import { ocrDocumentSchema } from "@/lib/ocr";
 import {
-  STORE_KINDS,
   base64Of,
   callOcr,
   createAccount,
@@ -68,8 +67,8 @@ function call(client: McpClient, args: Record<string, unknown>) {
   return client.callTool({ name: "extract_text", arguments: args });
 }
 
-describe.each(STORE_KINDS)("official MCP clients (%s store)", (storeKind) => {
-  withStore(storeKind);
+describe("official MCP clients (redis store)", () => {
+  withStore("redis");
 
   const open: McpClient[] = [];
   afterEach(async () => {

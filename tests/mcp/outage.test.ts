@@ -8,7 +8,8 @@ import { getOcrPool } from "@/lib/ocr";
 import { getStore, resetStore } from "@/lib/store";
 import { createAccount, expectApiError, tinyPng } from "../api/support";
 import { createTestPrefix } from "../support/redis";
-import { OwnRedis, freePort, waitForStore } from "../support/own-redis";
+import { freePort } from "../../tooling";
+import { OwnRedis, waitForStore } from "../support/own-redis";
 import { MCP_ENDPOINT, expectToolError, jsonRpcResultSchema, readEvents, rpcRequest } from "./support";
 
 /*

@@ -4,7 +4,6 @@ import { listLedger } from "@/lib/credits";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
 import {
   REQUEST_ID,
-  STORE_KINDS,
   callOcr,
   createAccount,
   expectApiError,
@@ -73,8 +72,8 @@ const initialize = (version: string) => ({
 });
 const callTool = (args: unknown, id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "extract_text", arguments: args } });
 
-describe.each(STORE_KINDS)("legacy HTTP+SSE, raw (%s store)", (storeKind) => {
-  withStore(storeKind);
+describe("legacy HTTP+SSE, raw (redis store)", () => {
+  withStore("redis");
 
   it("GET opens the stream: `endpoint` first; each POST → 202 and its response as `event: message`", async () => {
     const account = await createAccount(3);

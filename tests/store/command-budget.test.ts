@@ -4,7 +4,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWithDeadline } from "@/lib/request-scope";
 import { createNodeRedisRequester } from "@/lib/store/node-redis-requester";
-import { OwnRedis, freePort } from "../support/own-redis";
+import { freePort } from "../../tooling";
+import { OwnRedis } from "../support/own-redis";
 
 /*
  * No Redis command outlives its request: inside a request's scope (lib/request-scope.ts), a command's timeout is cut

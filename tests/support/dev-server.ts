@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { freePort } from "../../tooling";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const STARTUP_TIMEOUT_MS = 90_000;
@@ -14,17 +14,6 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** The test's environment with `env` over it, telemetry off and no Upstash variables or NODE_ENV (unless in `env`). */
 function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import net from "node:net";
 import { createClient } from "redis";
 import { getStore } from "@/lib/store";
 import { sleep } from "../api/support";
@@ -10,17 +9,6 @@ import { sleep } from "../api/support";
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? "redis-server";
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.unref();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 export class OwnRedis {
   private child: ChildProcess | undefined;

@@ -22,6 +22,7 @@ import { prepareRaster, recognizeRaster, retryReading, type PageReading, type Pr
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import { TesseractPool } from "./tesseract-pool";
 import { checkPaddle, loadPaddle } from "./paddle";
+import { profiledAsync, startProfile, takeProfile } from "../model/profile";
 import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "./second-reading";
 import { findPdfHazard, type PdfHazard } from "./pdf-streams";
 import {
@@ -97,9 +98,21 @@ export class Engine {
       case "inspect-pdf":
         return this.inspectPdf(job);
       case "read-image":
-        return this.readImage(job, deadline);
+        return this.profiledPage(job.profile, () => this.readImage(job, deadline));
       case "read-pdf-page":
-        return this.readPdfPage(job, deadline);
+        return this.profiledPage(job.profile, () => this.readPdfPage(job, deadline));
+    }
+  }
+
+  /** A page read with its processor time per stage (`--profile` of the bench), or as it is when not asked. */
+  private async profiledPage(profile: boolean | undefined, read: () => Promise<PageResult>): Promise<PageResult> {
+    if (!profile) return read();
+    startProfile();
+    try {
+      const result = await read();
+      return { ...result, profile: takeProfile() };
+    } finally {
+      takeProfile();
     }
   }
 
@@ -198,7 +211,7 @@ export class Engine {
   }
 
   private async readImage(job: ReadImageJob, deadline: number): Promise<PageResult> {
-    const image = await decodeImage(job.bytes, job.type, job.limits.maxImagePixels);
+    const image = await profiledAsync("decode", () => decodeImage(job.bytes, job.type, job.limits.maxImagePixels));
     try {
       return await this.readSource(image.source, image.width, image.height, 1, job.language, job.available, deadline);
     } finally {
@@ -219,7 +232,8 @@ export class Engine {
     available: string[],
     deadline: number,
   ): Promise<PageResult> {
-    let straight = await straightenRaster(source, width, height, prepareRaster(source, width, height));
+    const prepared = prepareRaster(source, width, height);
+    let straight = await profiledAsync("orientation", () => straightenRaster(source, width, height, prepared));
     try {
       const result = await this.readWithLanguage(straight, number, language, available, deadline, (flipped) => {
         if (straight.turned) releaseSource(straight.turned);
@@ -237,7 +251,7 @@ export class Engine {
     takePdfWarnings();
     let canvas;
     try {
-      canvas = await renderPdfPage(page, pageWork(job.limits));
+      canvas = await profiledAsync("pdf-render", () => renderPdfPage(page, pageWork(job.limits)));
     } finally {
       page.cleanup();
     }
@@ -267,10 +281,13 @@ export class Engine {
     // Glyphs that said "upright" by 2:1 or more have not been wrong on corpus-dev; what they left unsure or turned is
     // checked, when they make lines of text (a page of noise read poorly stays as it is).
     const probe = (r: PageReading) => straight.lines && straight.verdict !== "upright" && wantsFlipProbe(r);
+    // A page that reads as another language is read again in it: the English reading's own further passes would be
+    // thrown away, so they wait until the language is known (they run in secondReading when it stays English).
+    const otherLanguage = (r: PageReading) => language.auto && detectLanguage(r.page.text, available) !== null;
     const first: RecognizeContext = {
       ...context,
       langs: language.langs,
-      deferRetries: (r) => probe(r) || this.wantsPaddle(r, language.langs),
+      deferRetries: (r) => probe(r) || this.wantsPaddle(r, language.langs) || otherLanguage(r),
     };
     let prepared = straight.prepared;
     let reading = await recognizeRaster(prepared, number, first);
@@ -278,8 +295,14 @@ export class Engine {
     if (probe(reading)) {
       // The reading is poor: perhaps the page stands the other way up (the glyphs could not tell, or told wrong).
       const { turn } = straight;
-      const flipped = await turnTo(source, { ...turn, rotation: ((turn.rotation + 180) % 360) as Quarter });
-      const other = await recognizeRaster(flipped.prepared, number, { ...first, deferRetries: () => true });
+      const { flipped, other } = await profiledAsync(
+        "flip-probe",
+        async () => {
+          const flipped = await turnTo(source, { ...turn, rotation: ((turn.rotation + 180) % 360) as Quarter });
+          return { flipped, other: await recognizeRaster(flipped.prepared, number, { ...first, deferRetries: () => true }) };
+        },
+        true,
+      );
       if (other.score > reading.score * FLIP_PROBE_MARGIN) {
         onFlip({ ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines });
         prepared = flipped.prepared;
@@ -290,7 +313,7 @@ export class Engine {
         orientation += ", a reading upside down was worse";
       }
       // Whichever was kept, its further passes run as they would have.
-      if (!this.wantsPaddle(reading, language.langs)) reading = await retryReading(prepared, reading, number, first);
+      if (!this.wantsPaddle(reading, language.langs) && !otherLanguage(reading)) reading = await retryReading(prepared, reading, number, first);
     }
     const guess = language.auto ? detectLanguage(reading.page.text, available) : null;
     if (!guess) {
@@ -299,7 +322,7 @@ export class Engine {
       return { reading: kept, language: { langs: language.langs, auto: false } };
     }
     const decided: LanguageChoice = { langs: [guess.lang, "eng"], auto: false };
-    const again = await recognizeRaster(prepared, number, { ...context, langs: decided.langs });
+    const again = await profiledAsync("language-reread", () => recognizeRaster(prepared, number, { ...context, langs: decided.langs }), true);
     again.page.trace = { ...again.page.trace, orientation, passes: (again.page.trace?.passes ?? 1) + (reading.page.trace?.passes ?? 1) };
     return { reading: again, language: decided };
   }
@@ -332,17 +355,19 @@ export class Engine {
       // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up
       // (engine processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). This process is usually replaced after
       // such a page anyway (it keeps PaddleOCR's buffers), and otherwise starts a thread for its next page.
-      await this.tesseract?.shed();
+      // OCR_KEEP_TESSERACT_FOR_PADDLE trades that memory for CPU: restarting the thread for the next page costs ~0.5 s
+      // of CPU there (its start, and a first pass in wasm code not yet optimized again): docs/decisions.md#speed-profile.
+      if (!this.config.keepTesseract) await this.tesseract?.shed();
       // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
       // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
-      const recognizer = await loadPaddle();
+      const recognizer = await profiledAsync("paddle-load", () => loadPaddle());
       try {
         result = await recognizer.read(prepared.raster, {
           known: confidentTesseractWords(reading, prepared),
           gaps: tesseractGaps(reading, prepared),
         });
       } finally {
-        await recognizer.release();
+        await profiledAsync("paddle-load", () => recognizer.release());
       }
     } catch (error) {
       // A second opinion that failed is no reason to fail the page: Tesseract's reading stands.

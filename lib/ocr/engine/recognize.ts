@@ -12,6 +12,7 @@ import {
 import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { analyzeInk, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
+import { profiled, profiledAsync, type ProfileStage } from "../model/profile";
 
 /**
  * Text-size normalization. Tesseract's models read body text best at about 300 DPI (x-height ≈ 20 px).
@@ -106,11 +107,10 @@ function contentCrop(analysis: InkAnalysis, analysisScale: number, width: number
 export function prepareRaster(source: RasterSource, width: number, height: number, draw?: DrawGrey): PreparedRaster {
   const drawPage: DrawGrey = draw ?? ((w, h, crop) => drawGrey(source, w, h, crop));
   const analysisScale = Math.min(1, ANALYSIS_MAX_SIDE / Math.max(width, height));
-  const analysisRaster = drawPage(
-    Math.max(1, Math.round(width * analysisScale)),
-    Math.max(1, Math.round(height * analysisScale)),
-  );
-  const analysis = analyzeInk(analysisRaster);
+  const { analysisRaster, analysis } = profiled("text-size", () => {
+    const analysisRaster = drawPage(Math.max(1, Math.round(width * analysisScale)), Math.max(1, Math.round(height * analysisScale)));
+    return { analysisRaster, analysis: analyzeInk(analysisRaster) };
+  });
   const crop = contentCrop(analysis, analysisScale, width, height);
   const textHeight = analysis.textHeight === null ? null : analysis.textHeight / analysisScale;
   let scale = chooseScale(textHeight, crop.width, crop.height);
@@ -118,7 +118,8 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
   // Drawn when first read: a page turned or straightened before it is read (lib/ocr/engine/straighten.ts) never needs it.
   let raster: GreyRaster | null = whole && scale === analysisScale ? analysisRaster : null;
-  const drawRaster = () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop);
+  const drawRaster = () =>
+    profiled("rescale", () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop));
   return {
     source,
     get raster() {
@@ -166,7 +167,7 @@ export async function recognizeRaster(
   context: RecognizeContext,
 ): Promise<PageReading> {
   if (isBlank(prepared.analysis)) return blankReading(prepared, number);
-  const first = await readOnce(prepared, number, context, PSM_AUTO);
+  const first = await readOnce(prepared, number, context, PSM_AUTO, "tesseract-first");
   const { crop } = prepared;
   first.page.trace = {
     scale: Math.round(prepared.scale * 100) / 100,
@@ -197,12 +198,12 @@ export async function retryReading(
   let best: PageReading = firstReading;
   let passes = 1;
   if (first.coverage < MIN_COVERAGE) {
-    best = pickBetter(best, await readOnce(prepared, number, context, PSM_BLOCK));
+    best = pickBetter(best, await readOnce(prepared, number, context, PSM_BLOCK, "block-reread"));
     passes++;
   }
-  const rescue = rescueRaster(prepared, best);
+  const rescue = profiled("rescue", () => rescueRaster(prepared, best));
   if (rescue) {
-    const again = await readOnce(rescue, number, context, best.psm);
+    const again = await readOnce(rescue, number, context, best.psm, "rescue");
     passes++;
     if (again.score > best.score) {
       best = again;
@@ -251,16 +252,19 @@ async function readOnce(
   number: number,
   context: RecognizeContext,
   psm: string,
+  stage: ProfileStage,
 ): Promise<PageReading> {
   const { raster, crop, scale, sourceWidth, sourceHeight, analysisScale } = prepared;
-  const { tsv, hocr } = await context.pool.recognizeOutput({
-    image: toPgm(raster),
-    hocr: true,
-    langs: context.langs,
-    params: { tessedit_pageseg_mode: psm, user_defined_dpi: "300", debug_file: "/dev/null" },
-    deadline: context.deadline,
-    pixels: raster.width * raster.height,
-  });
+  const { tsv, hocr } = await profiledAsync(stage, () =>
+    context.pool.recognizeOutput({
+      image: toPgm(raster),
+      hocr: true,
+      langs: context.langs,
+      params: { tessedit_pageseg_mode: psm, user_defined_dpi: "300", debug_file: "/dev/null" },
+      deadline: context.deadline,
+      pixels: raster.width * raster.height,
+    }),
+  );
   // Raster pixels → source pixels: undo the scale, then the crop offset.
   const toSource = ([x0, y0, x1, y1]: PixelBox): PixelBox => [
     x0 / scale + crop.x,

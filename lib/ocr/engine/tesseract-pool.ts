@@ -3,6 +3,7 @@ import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker }
 import { withTimeout } from "@/lib/async";
 import { deadlineError, isOcrError, OcrError } from "../model/ocr-error";
 import { languageDataPath } from "../model/languages";
+import { profiledAsync } from "../model/profile";
 
 export interface PoolOptions {
   /** Workers (threads with their own wasm instance, ~100–150 MB each). */
@@ -131,7 +132,7 @@ export class TesseractPool {
    * again. For a process about to need memory for something else (a second recognizer).
    */
   async shed(): Promise<void> {
-    await Promise.all(this.slots.filter((s) => !s.busy).map((slot) => this.retire(slot)));
+    await profiledAsync("tesseract-shed", () => Promise.all(this.slots.filter((s) => !s.busy).map((slot) => this.retire(slot))));
   }
 
   async terminate(): Promise<void> {
@@ -161,7 +162,11 @@ export class TesseractPool {
     }
   }
 
-  private async spawn(langs: string): Promise<void> {
+  private spawn(langs: string): Promise<void> {
+    return profiledAsync("tesseract-start", () => this.spawnWorker(langs));
+  }
+
+  private async spawnWorker(langs: string): Promise<void> {
     this.spawning++;
     try {
       const langPath = await languageDataPath(langs.split("+"));

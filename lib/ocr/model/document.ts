@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { StageProfile } from "./profile";
 
 /** `[x0, y0, x1, y1]` normalized to 0–1 of the page, so scans and text-layer pages compare directly. */
 const bboxSchema = z
@@ -89,6 +90,8 @@ export interface PageTrace {
   second?: OcrEngine;
   /** How the page's way up was decided: the glyphs' verdict, and whether a reading upside down was tried (kept). */
   orientation?: string;
+  /** CPU milliseconds per stage in the engine process (only when the reading was asked to be profiled). */
+  profile?: StageProfile;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { FileType } from "./detect";
 import { ocrEngineSchema, type ExtractedPage } from "./document";
 import { ocrErrorCodes, type OcrErrorData } from "./ocr-error";
 import type { LanguageChoice } from "./languages";
+import type { StageProfile } from "./profile";
 
 /**
  * Messages between the server process and an engine process (lib/ocr/engine/main.ts), over Node's IPC channel with
@@ -64,6 +65,8 @@ export interface ReadImageJob {
   language: LanguageChoice;
   available: string[];
   limits: ReadLimits;
+  /** Measure the page's processor time per stage and send it back with the page (the bench's `--profile`). */
+  profile?: boolean;
 }
 
 export interface ReadPdfPageJob {
@@ -75,6 +78,8 @@ export interface ReadPdfPageJob {
   limits: ReadLimits;
   /** The page's sparse text layer, kept when OCR finds little more. */
   textLayer?: ExtractedPage;
+  /** As for ReadImageJob. */
+  profile?: boolean;
 }
 
 export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob;
@@ -96,6 +101,8 @@ export interface PageResult {
   page: ExtractedPage;
   /** The languages the page was read in (`auto` decides on the first scanned page). */
   language: LanguageChoice;
+  /** CPU milliseconds per stage, when the job asked for it. */
+  profile?: StageProfile;
 }
 
 export interface JobResults {
@@ -116,6 +123,8 @@ export const engineProcessConfigSchema = z.object({
   engines: z.array(ocrEngineSchema).default(["tesseract"]),
   /** Pages Tesseract read with a mean confidence under this are read by the second recognizer too (tests raise it). */
   secondReadingBelow: z.number().min(0).max(101).optional(),
+  /** Keep the Tesseract thread while PaddleOCR reads a page (less CPU: no restart; more memory at PaddleOCR's peak). */
+  keepTesseract: z.boolean().optional(),
   createTimeoutMs: z.number().int().min(1),
 });
 export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;

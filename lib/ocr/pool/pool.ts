@@ -48,6 +48,8 @@ export interface PoolOptions {
   engines?: OcrEngine[];
   /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
   secondReadingBelow?: number;
+  /** Keep Tesseract's thread while PaddleOCR reads (`OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
+  keepTesseract?: boolean;
   /** Languages the OCR processes load at start. Default `["eng"]`. */
   warmLanguages?: string[];
   /** The engine process bundle (default: `build/engine/ocr-worker.mjs` under the app's directory). */
@@ -113,8 +115,8 @@ const INSPECT_IDLE_MS = 60_000;
 const LANES = ["ocr", "inspect"] as const;
 
 export class OcrPool {
-  private readonly options: Required<Omit<PoolOptions, "engineScript" | "secondReadingBelow">> &
-    Pick<PoolOptions, "engineScript" | "secondReadingBelow">;
+  private readonly options: Required<Omit<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract">> &
+    Pick<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract">;
   private readonly processes: EngineProcess[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
   /** Requests' waiting jobs per lane. */
@@ -405,6 +407,7 @@ export class OcrPool {
       createTimeoutMs: this.options.createTimeoutMs,
       engines: this.options.engines,
       ...(this.options.secondReadingBelow !== undefined && { secondReadingBelow: this.options.secondReadingBelow }),
+      ...(this.options.keepTesseract && { keepTesseract: true }),
       ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
     };
     const process = new EngineProcess(

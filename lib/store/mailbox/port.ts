@@ -2,7 +2,7 @@
 export const MAILBOX_MAX_MESSAGES = 1_000;
 
 /**
- * Mailboxes of the MCP legacy SSE relay (lib/mcp/relay.ts, docs/decisions.md#mcp-sse-relay): the instance that
+ * Mailboxes of the MCP legacy SSE relay (lib/mcp/sse/relay.ts, docs/decisions.md#mcp-sse-relay): the instance that
  * takes a POST pushes, the instance holding the stream drains.
  */
 export interface MailboxStore {

@@ -15,6 +15,7 @@ import path from "node:path";
 // Types only here: the runtime is imported when the first recognizer is created, so an engine process with
 // OCR_ENGINES=tesseract (or a platform without onnxruntime's binary) never loads the native addon.
 import type * as Ort from "onnxruntime-node";
+import { profiledAsync } from "../../model/profile";
 import type { GreyRaster } from "../raster";
 import { decodeCtc } from "./decode";
 import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
@@ -227,8 +228,8 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
     async read(raster, options = {}) {
       if (released) throw new Error("The PaddleOCR recognizer was released");
       if (raster.width === 0 || raster.height === 0) return { lines: [], confidence: 0 };
-      const boxes = await detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE);
-      const lines = readingOrder(await recognize(raster, boxes, options));
+      const boxes = await profiledAsync("paddle-detect", () => detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE));
+      const lines = readingOrder(await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options)));
       let chars = 0;
       let sum = 0;
       for (const line of lines) {

@@ -1,7 +1,7 @@
 import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import { getStore } from "@/lib/store";
-import type { StreamCaps } from "./config";
+import type { StreamCaps } from "../config";
 import { SESSION_TTL_MS, sessionStreamEnd } from "./relay";
 
 /*

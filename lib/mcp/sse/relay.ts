@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { errorLabel } from "@/lib/error-log";
 import { getStore } from "@/lib/store";
-import type { SseTiming } from "./config";
+import type { SseTiming } from "../config";
 
 /*
  * The legacy HTTP+SSE transport (protocol 2024-11-05), which the SDK no longer serves: `GET /api/mcp` holds an

@@ -1,0 +1,103 @@
+import { ApiError } from "@/lib/api/errors";
+import { isFinalOutcome, type ApiContext } from "@/lib/http";
+import { rateLimitHeaders } from "@/lib/keys";
+import type { ProcessDocumentResult } from "@/lib/process";
+import { readsJobsOnly } from "./tasks";
+
+/*
+ * What both transports of `/api/mcp` share around a POST: how keys are checked, how a batch counts against the rate
+ * limit, how tool calls report their charges, and the settings of a tool call.
+ */
+
+/** How a route instance runs tool calls (from the configuration, or shortened by tests). */
+export interface ToolCallSettings {
+  /** Budget of one `tools/call` in ms (`MCP_TOOL_DEADLINE_MS`, capped by `REQUEST_DEADLINE_MS`). */
+  toolDeadlineMs: number;
+  /** Interval of a tool call's progress notifications (`MCP_PROGRESS_INTERVAL_MS`). */
+  progressIntervalMs: number;
+  /** How often a call waiting for a job looks at it (undefined: the jobs' default, 1 s). */
+  jobPollMs: number | undefined;
+}
+
+/** The `Allow` header of a method `/api/mcp` does not serve. */
+export const ALLOW = "GET, POST, OPTIONS";
+
+/**
+ * How `/api/mcp` checks keys: the `api_key` query is accepted (clients that can set no header), and a refused key is
+ * `403` without `WWW-Authenticate`, not REST's `401` — MCP clients (mcp-remote, the MCP Inspector, SDK clients given
+ * an auth provider) answer any `401` by starting an OAuth sign-in this service does not offer, and the user never
+ * sees why the key was refused; on `403` they show the body's message. docs/mcp.md, Authentication errors.
+ */
+export const KEY_OPTIONS = { acceptQueryKey: true, refuseKeyWith403: true } as const;
+
+/** The most bytes of a POST body looked at to tell a read about jobs: those messages are small. */
+const PEEK_BYTES = 16_384;
+
+/**
+ * Whether a POST only reads about jobs (`readsJobsOnly`), from a copy of its body, before the key's limit is counted.
+ * Only a small body is looked at (a large one is counted as a request without being read here); the body itself is
+ * read and checked by `withApiKey` as for any POST.
+ */
+export async function peekReadsJobsOnly(req: Request): Promise<boolean> {
+  const length = Number(req.headers.get("content-length") ?? "0");
+  if (req.body === null || length > PEEK_BYTES) return false;
+  const reader = req.clone().body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > PEEK_BYTES) return false;
+      chunks.push(value);
+    }
+  } catch {
+    return false;
+  } finally {
+    // Not awaited: cancelling one branch of a tee settles only once the other branch (the request's) is done too.
+    void reader.cancel().catch(() => undefined);
+  }
+  try {
+    return readsJobsOnly(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The tool calls' outcomes, reported to `withApiKey`: what they charged (`x-credits-remaining`, the log line) and
+ * whether one failed in a way REST would not store for `Idempotency-Key` replays (402, 429, 5xx) — then the answer
+ * is not `replayable`, so a retry with the same key runs again instead of replaying the failure.
+ */
+export function reportCharges(report: ApiContext["report"]) {
+  return {
+    onExtracted: (result: ProcessDocumentResult) =>
+      report({ pages: result.response.creditsUsed, creditsRemaining: result.creditsRemaining }),
+    onToolError: (error: ApiError) => report({ replayable: isFinalOutcome(error.status) }),
+    // A job's pages are reserved at once and charged as they are read (lib/jobs), wherever its answer goes.
+    onJobSubmitted: (creditsRemaining: number) => report({ creditsRemaining }),
+  };
+}
+
+/**
+ * Each `tools/call` of a JSON-RPC batch counts against the key's rate limit, as a request of its own: the HTTP
+ * request was counted once by `withApiKey`, so a batch of n calls takes n − 1 more (and its `RateLimit-Remaining`
+ * says so). A batch that does not fit in what is left of the minute is refused whole (`429`, nothing run, nothing
+ * charged, and none of what was left taken): running part of it would leave the client to sort out which calls
+ * happened.
+ */
+export async function countBatchCalls(countRequests: ApiContext["countRequests"], body: unknown): Promise<void> {
+  const calls = (Array.isArray(body) ? body : [body]).filter(
+    (message) => typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call",
+  ).length;
+  if (calls <= 1) return;
+  const limit = await countRequests(calls - 1);
+  if (limit.success) return;
+  const headers = rateLimitHeaders(limit);
+  throw new ApiError(
+    "rate_limited",
+    `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.remaining} of ${limit.limit} requests per minute per key are left. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
+    { headers },
+  );
+}

@@ -1,0 +1,291 @@
+import { ApiError } from "@/lib/api/errors";
+import { readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import { isApiKeyActive } from "@/lib/keys";
+import type { OpenCharge } from "@/lib/process";
+import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
+import { ALLOW, KEY_OPTIONS, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
+import { asksForProgress, buildServer } from "../server";
+import { serveJsonExchange, serveStreamedExchange } from "../streamable";
+import {
+  SESSION_TTL_MS,
+  SSE_HEADERS,
+  StreamWakeups,
+  acceptSessionPost,
+  completeSessionPost,
+  createSseStream,
+  newSessionId,
+  openMailbox,
+  queueSessionNotes,
+  readStreamedExchange,
+  sessionMailboxId,
+  sessionStreamEnd,
+  type RelayedMessage,
+} from "./relay";
+import { StreamSlots } from "./stream-slots";
+
+/** The protocol version of the legacy HTTP+SSE transport; `initialize` over it negotiates this one. */
+export const SSE_PROTOCOL_VERSION = "2024-11-05";
+
+/** Time left before the stream's end for the answer of a session POST to reach it. */
+const DELIVERY_MARGIN_MS = 1_000;
+
+export interface SseTransportOptions {
+  /** Timing of the stream; unset fields come from the configuration. */
+  sse?: Partial<SseTiming>;
+  /** Caps on open streams; unset fields come from the configuration. */
+  streams?: Partial<StreamCaps>;
+}
+
+/** The legacy HTTP+SSE transport (2024-11-05) of one route instance. */
+export interface SseTransport {
+  /** `GET /api/mcp`: a session's event stream, or `405` for a GET that is not for this transport (see `refuseGet`). */
+  GET: RouteHandler;
+  /** `POST /api/mcp?sessionId=…`, after `withApiKey`: a message for that session (see `postToSession`). */
+  post(context: ApiContext, sessionId: string, settings: ToolCallSettings): Promise<Response>;
+}
+
+/**
+ * The legacy transport, which the SDK no longer serves: `GET` holds an event stream whose first event names the
+ * session's endpoint; a `POST` there is processed at once and its answer relayed to the stream through the store
+ * (the two may run on different instances; ./relay.ts). Each call makes an independent instance: its own wakeups
+ * and its own count of open streams (the per-instance cap; the per-account one is counted in the store).
+ */
+export function createSseTransport(options: SseTransportOptions = {}): SseTransport {
+  const wakeups = new StreamWakeups();
+  const slots = new StreamSlots();
+
+  const openStream = withApiKey(
+    async ({ req, account, requestId }) => {
+      const config = mcpConfig();
+      const timing = { ...config.sse, ...options.sse };
+      const hardEnd = Date.now() + timing.lifetimeMs;
+      const sessionId = newSessionId(hardEnd);
+      const mailboxId = sessionMailboxId(account.keyId, sessionId);
+      // Before any byte of the stream: a stream over a cap is a plain 503 / 429, and so is a store outage; the session
+      // exists before the client learns its endpoint.
+      const slot = await slots.take(account.userId, sessionId, hardEnd, { ...config.streams, ...options.streams });
+      try {
+        await openMailbox(mailboxId, SESSION_TTL_MS);
+      } catch (error) {
+        await slot.release();
+        throw error;
+      }
+      const stream = createSseStream({
+        mailboxId,
+        hardEnd,
+        endpoint: sessionEndpoint(req, sessionId),
+        timing,
+        wakeups,
+        signal: req.signal,
+        requestId,
+        // A versioned GET may be a Streamable HTTP client's optional standalone stream, which it would hold unused
+        // (see `refuseGet`).
+        closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
+        // The stream outlives the request that authenticated it: it stays only while its key does.
+        keepAlive: async () => {
+          const [active] = await Promise.all([isApiKeyActive(account), slot.renew()]);
+          return active;
+        },
+        onEnd: () => void slot.release(),
+      });
+      return new Response(stream, { headers: SSE_HEADERS });
+    },
+    { ...KEY_OPTIONS, stream: true },
+  );
+
+  return {
+    GET: async (req) => {
+      const refusal = refuseGet(req);
+      // A refusal goes through `withRequest` (CORS, x-request-id, log line); the stream through `withApiKey` alone.
+      if (refusal) {
+        return withRequest(async () => {
+          throw refusal;
+        })(req);
+      }
+      return openStream(withoutIdempotencyKey(req));
+    },
+    post: (context, sessionId, settings) => postToSession(context, sessionId, wakeups, settings),
+  };
+}
+
+/**
+ * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): one without
+ * `Accept: text/event-stream`, or one naming an `mcp-session-id`.
+ *
+ * A GET with `Accept: text/event-stream` and no `mcp-session-id` opens the legacy stream, whatever
+ * `mcp-protocol-version` it carries: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends
+ * `2025-11-25` on its first GET. Only a GET naming a session (which this stateless server never hands out) is `405`.
+ * The same headers come from an SDK's Streamable HTTP client asking for its optional standalone stream, and from the
+ * AI SDK's HTTP transport: they get a stream too, which they ignore (its `endpoint` event is not a message to them).
+ * So a stream opened by a versioned GET closes after `SseTiming.unusedMs` when nothing is posted to its session, and
+ * its `retry:` hint is five minutes: an SDK client that reconnects its standalone stream comes back that rarely.
+ */
+function refuseGet(req: Request): ApiError | null {
+  const accept = req.headers.get("accept")?.toLowerCase() ?? "";
+  if (!accept.includes("text/event-stream")) {
+    return new ApiError(
+      "method_not_allowed",
+      "GET /api/mcp opens the SSE transport and needs Accept: text/event-stream; send JSON-RPC messages with POST",
+      { headers: { Allow: ALLOW } },
+    );
+  }
+  if (req.headers.has("mcp-session-id")) {
+    return new ApiError(
+      "method_not_allowed",
+      "This server is stateless over Streamable HTTP and keeps no sessions to stream; POST JSON-RPC messages instead",
+      { headers: { Allow: ALLOW } },
+    );
+  }
+  return null;
+}
+
+/**
+ * `Idempotency-Key` is for POSTs: on a GET the wrapper would wait for the end of the stream to store it. A stream
+ * is not a replayable response, so the header is dropped there.
+ */
+function withoutIdempotencyKey(req: Request): Request {
+  if (!req.headers.has("idempotency-key")) return req;
+  const headers = new Headers(req.headers);
+  headers.delete("idempotency-key");
+  return new Request(req, { headers });
+}
+
+/**
+ * The `endpoint` event's URL. When the key came in the `api_key` query (clients that can set no header), the
+ * endpoint carries it too, or the client's POSTs could not authenticate; clients with a header never see it there.
+ */
+function sessionEndpoint(req: Request, sessionId: string): string {
+  const url = new URL(req.url);
+  const query = new URLSearchParams({ sessionId });
+  if (readApiKey(req.headers) === null) {
+    const key = url.searchParams.get("api_key")?.trim();
+    if (key) query.set("api_key", key);
+  }
+  return `${url.pathname}?${query.toString()}`;
+}
+
+/**
+ * A message for a legacy SSE session. It is processed before the `202` goes out: on serverless the instance may be
+ * frozen once the response is sent, so work scheduled after it might never finish. The response is on the stream
+ * by the time the client reads the 202 (the old transport allows either order). A `tools/call` that asks for
+ * progress is served as an event stream read here: each progress notification is queued for the session's stream
+ * as it comes, ahead of the result.
+ */
+async function postToSession(
+  { req, body: requestBody, account, requestId, receivedAt, report, countRequests }: ApiContext,
+  sessionId: string,
+  wakeups: StreamWakeups,
+  { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
+): Promise<Response> {
+  const body = await requestBody.json();
+  await countBatchCalls(countRequests, body);
+  const mailboxId = sessionMailboxId(account.keyId, sessionId);
+  const streamEnd = sessionStreamEnd(sessionId);
+  const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;
+  if (streamEnd === null || token === null) {
+    throw new ApiError(
+      "not_found",
+      "Unknown or expired MCP session: open a new stream with GET /api/mcp (Accept: text/event-stream) and post to the endpoint it names",
+    );
+  }
+  wakeups.wake(mailboxId);
+
+  const streamed = asksForProgress(body);
+  // Notifications are queued one after the other, and all of them before the responses.
+  let notes = Promise.resolve();
+  const relayNote = (message: RelayedMessage) => {
+    notes = notes
+      .then(() => queueSessionNotes(mailboxId, token, [message]))
+      .then(() => wakeups.wake(mailboxId))
+      .catch(() => undefined); // a lost progress notification does not fail the call
+  };
+  let messages: RelayedMessage[] = [];
+  let response: Response;
+  let delivered: boolean | Error = false;
+  // Each call's charge stays open until its answer is known to be on the stream (see `closeCharges`).
+  const charges: OpenCharge[] = [];
+  try {
+    const server = buildServer(account, requestId, {
+      receivedAt,
+      serverHost: req.headers.get("host") ?? undefined,
+      // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
+      deadline: Math.min(receivedAt + toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
+      protocolVersions: [SSE_PROTOCOL_VERSION],
+      progressIntervalMs,
+      deferSettlement: true,
+      onExtracted: (result) => {
+        if (result.charge) charges.push(result.charge);
+      },
+      onToolError: reportCharges(report).onToolError,
+      onJobSubmitted: reportCharges(report).onJobSubmitted,
+      origin: new URL(req.url).origin,
+      jobPollMs,
+    });
+    const sdkReq = withoutProtocolVersion(req);
+    response = streamed ? await serveStreamedExchange(sdkReq, body, server) : await serveJsonExchange(sdkReq, body, server);
+    if (response.status === 200) {
+      messages = streamed ? await readStreamedExchange(response, relayNote) : parseResponses(await response.text());
+    }
+  } finally {
+    await notes;
+    // Also after a failure: the stream must learn that this POST is over.
+    delivered = await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
+    wakeups.wake(mailboxId);
+    await closeCharges(charges, delivered === true && messages.length > 0, report);
+  }
+  if (delivered instanceof Error) throw delivered;
+  if (!delivered && messages.length > 0) {
+    // Not stored for an `Idempotency-Key` (a 404 is a failure of the moment): the retry runs again, on the new stream.
+    throw new ApiError(
+      "not_found",
+      `The session's stream closed before the response could be delivered${charges.length > 0 ? " (nothing was charged)" : ""}: open a new stream and send the request again`,
+    );
+  }
+  // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
+  if (response.status !== 200 && response.status !== 202) return response;
+  return accepted(response);
+}
+
+/**
+ * The charges of a session POST's tool calls, once it is known whether their answers reached the session's stream:
+ * kept (settled) when they did; refunded when they did not — the stream closed meanwhile (`404`), the store failed
+ * (`503`) or the exchange broke — so a call is paid for only when its result is on its way to the client. Either way
+ * the wrapper is told, for `x-credits-remaining` and the log line (`pages=…`, or `refunded=…`).
+ */
+async function closeCharges(charges: OpenCharge[], delivered: boolean, report: ApiContext["report"]): Promise<void> {
+  for (const charge of charges) {
+    if (delivered) {
+      report({ pages: charge.pages, creditsRemaining: await charge.settle() });
+    } else {
+      await charge.refund();
+      report({ refunded: charge.pages });
+    }
+  }
+}
+
+/** The session POST's own answer: `202`, no body (the messages went to the stream), the SDK's other headers kept. */
+function accepted(response: Response): Response {
+  const headers = new Headers(response.headers);
+  headers.delete("content-type");
+  return new Response(null, { status: 202, headers });
+}
+
+/**
+ * The 2024-11-05 transport has no `mcp-protocol-version` header; clients that send one after negotiating a newer
+ * version elsewhere are not refused for it.
+ */
+function withoutProtocolVersion(req: Request): Request {
+  const headers = new Headers(req.headers);
+  headers.delete("mcp-protocol-version");
+  return new Request(req.url, { method: req.method, headers, signal: req.signal });
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function parseResponses(text: string): RelayedMessage[] {
+  const parsed: unknown = JSON.parse(text);
+  const list: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  return list.filter((item): item is RelayedMessage => typeof item === "object" && item !== null && !Array.isArray(item));
+}
