@@ -1,6 +1,6 @@
 /**
  * The engine's own errors. The engine knows documents, pages, processes and deadlines — not HTTP, request bodies or
- * response headers: its callers decide what a failure means to their users (lib/process-errors.ts maps these codes
+ * response headers: its callers decide what a failure means to their users (lib/process/errors.ts maps these codes
  * to the API's, with its statuses, `Retry-After` and the wording that names request fields).
  */
 export const ocrErrorCodes = [
@@ -64,7 +64,7 @@ export interface OcrErrorData {
 /**
  * The brand of an `OcrError`: the server and the engine bundle (and Next's chunks) each carry their own copy of this
  * class, so `instanceof` fails across them. Errors are recognised by this registered symbol, which every copy shares
- * (the same reason as `ApiError`'s brand in lib/errors.ts).
+ * (the same reason as `ApiError`'s brand in lib/api/errors.ts).
  */
 const OCR_ERROR_BRAND = Symbol.for("ocr-service.ocr-error");
 
