@@ -8,9 +8,8 @@ import { OcrError } from "../model/ocr-error";
 /** Admission wants this much of a job's work (or all of it, when shorter) to fit before the deadline. */
 const MIN_WORK_MS = 1_000;
 /**
- * The expected wait is a sum of estimates, each off by up to ~3×: admission counts it a quarter longer. With
- * `bench --load --burst 60` (the corpus's largest images, 2 processes, 55 s deadline) and size-aware estimates:
- * 51 answered, 9 refused at once, none timed out. (A plain mean of recent jobs admitted 55, and 4 timed out.)
+ * How much longer than expected admission counts the wait: the wait is a sum of estimates, each off by up to ~3×
+ * (docs/decisions.md#admission-margin).
  */
 const WAIT_MARGIN = 1.25;
 /** A later job of an admitted request is refused only when this many times the queue limit already waits. */

@@ -33,9 +33,7 @@ export class DurationModel {
   /**
    * Expected duration of a job (ms): recent jobs' milliseconds per unit of size, times this job's size. Size is the
    * square root of its megapixels (floored at ¼): small scans are enlarged before reading, so time grows slower than
-   * pixels. Measured (docs/decisions.md#job-duration-model), that keeps the per-job error within ~3× where a plain
-   * mean is off up to 40× (0.1 s test strips against 4 s book pages), and a mean of the last jobs follows whatever
-   * size came last.
+   * pixels; a plain mean of the last jobs would follow whatever size came last (docs/decisions.md#job-duration-model).
    */
   estimate(kind: JobKind, pixels?: number): number {
     // The starting guess counts as one job of size 1.

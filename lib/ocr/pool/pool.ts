@@ -106,11 +106,11 @@ const MAX_DOCS_PER_PROCESS = 2;
 /** How often busy processes' memory is read. */
 const MEMORY_POLL_MS = 100;
 /**
- * A process whose resident memory stays above this after a job is replaced: Tesseract's wasm heap and glibc keep
- * what a large page needed, and only a new process gives it back (an idle OCR process takes ~145 MB).
+ * A process whose resident memory stays above this (MB) after a job is replaced: Tesseract's wasm heap and glibc
+ * keep what a large page needed, and only a new process gives it back (docs/decisions.md#engine-process-memory).
  */
 const RECYCLE_MB = 320;
-/** An inspect process idle this long exits (~80 MB back); the next PDF starts one again in ~0.15 s. */
+/** An inspect process idle this long exits, its memory back to the system (docs/decisions.md#engine-process-memory). */
 const INSPECT_IDLE_MS = 60_000;
 const LANES = ["ocr", "inspect"] as const;
 
