@@ -278,3 +278,25 @@ describe("page turns: read by the engine", () => {
     expect(parsedJson(doc).pages[0]!.rotation).toBe(180);
   });
 });
+
+describe("page turns: a photographed page (grey paper to the edges of the frame)", () => {
+  it("straightened, its uncovered corners take the paper's grey, not white: the text is still found and read", async () => {
+    // A phone photo's paper is grey (~120 here) and fills the frame; straightening uncovers corners. White corners made
+    // the text-size analysis's one threshold split corners from paper, not ink from paper: no glyphs, read as blank.
+    const canvas = createCanvas(1000, 420);
+    const ctx = canvas.getContext("2d");
+    ctx.fillStyle = "rgb(120, 120, 120)";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.translate(canvas.width / 2, canvas.height / 2);
+    ctx.rotate((6 * Math.PI) / 180);
+    ctx.fillStyle = "rgb(20, 20, 20)";
+    ctx.font = `30px "Orientation Sans"`;
+    LETTER.forEach((line, i) => ctx.fillText(line, -430, -100 + i * 50));
+    const png = new Uint8Array(canvas.toBuffer("image/png"));
+    releaseSource(canvas);
+    const doc = await extractDocument(png, { pool, deadline: Date.now() + 120_000 });
+    expect(characterErrorRate(render(doc, "text"), LETTER.join("\n"))).toBeLessThan(0.05);
+    const [json] = parsedJson(doc).pages;
+    expect(json!.skew).toBeLessThan(-5);
+  });
+});

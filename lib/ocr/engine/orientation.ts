@@ -366,8 +366,9 @@ export async function imageOf(canvas: Canvas): Promise<Image> {
  * The `crop` region (default: all) of `source` turned and skewed by `turn`, drawn at `width`×`height` in grey: what
  * Tesseract reads of a skewed page, rotated and scaled in one draw (one resampling of the page as sent, not two),
  * strip by strip (as `drawGrey`: no full-size RGBA copy), each strip drawing only the source rectangle it covers.
+ * The corners the turn uncovers are filled with `paper` (see {@link paperGrey}).
  */
-export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: number, height: number, crop?: Rect): GreyRaster {
+export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: number, height: number, crop?: Rect, paper = 255): GreyRaster {
   const region = crop ?? { x: 0, y: 0, width: turn.turnedWidth, height: turn.turnedHeight };
   const { width: w, height: h } = turn;
   const out = greyRaster(width, height);
@@ -383,7 +384,7 @@ export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: numb
   for (let y = 0; y < height; y += stripHeight) {
     const rows = Math.min(stripHeight, height - y);
     ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = "#ffffff";
+    ctx.fillStyle = `rgb(${paper}, ${paper}, ${paper})`;
     ctx.fillRect(0, 0, width, stripHeight);
     // Destination (X, Y) of this strip ← turned point (region.x + X/scaleX, region.y + (Y + y)/scaleY) ← source.
     ctx.setTransform(scaleX, 0, 0, scaleY, -region.x * scaleX, -region.y * scaleY - y);

@@ -1,6 +1,6 @@
 import { drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, turnGlyphs, type Uprightness } from "./orientation";
 import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-turn";
-import { releaseSource, type RasterSource, type Rect } from "./raster";
+import { drawGrey, releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
 import { modeHeight } from "./text-size";
 
@@ -143,6 +143,25 @@ export async function turnTo(source: RasterSource, turn: PageTurn): Promise<{ pr
     skewed = { ...turn, rotation: 0, width: turned.width, height: turned.height };
   }
   const from = turned ?? source;
-  const draw = (w: number, h: number, crop?: Rect) => drawGreyTurned(from, skewed, w, h, crop);
+  const paper = paperGrey(from);
+  const draw = (w: number, h: number, crop?: Rect) => drawGreyTurned(from, skewed, w, h, crop, paper);
   return { prepared: prepareRaster(from, turn.turnedWidth, turn.turnedHeight, draw), turn, ...(turned && { turned }) };
+}
+
+/**
+ * The page's paper tone: the median grey of all its pixels (most of a page is paper), what the corners a skew
+ * uncovers are filled with. White corners around a photographed page (grey paper, ~150) made the text-size
+ * analysis's one threshold split corners from page instead of ink from paper: no glyphs, and the page read as blank.
+ * All pixels, so the same page turned by a quarter gets the same tone (the same pixels, moved).
+ */
+export function paperGrey(source: RasterSource): number {
+  const { data } = drawGrey(source, source.width, source.height);
+  const counts = new Uint32Array(256);
+  for (let i = 0; i < data.length; i++) counts[data[i]!]!++;
+  let seen = 0;
+  for (let v = 0; v < 256; v++) {
+    seen += counts[v]!;
+    if (seen * 2 >= data.length) return v;
+  }
+  return 255;
 }
