@@ -1,7 +1,9 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, isOcrError, OcrPool, openDocument, render, type OcrError, type PoolOptions } from "@/lib/ocr";
-import { handWrittenPdf, nestedFormsPdf, TEXTS } from "@/scripts/make-fixtures";
+import { FIXTURE_DIR, handWrittenPdf, nestedFormsPdf, TEXTS } from "@/scripts/make-fixtures";
 import { expectOcrError, fixture } from "../support/ocr";
 
 /*
@@ -292,3 +294,49 @@ async function waitFor<T>(check: () => T | undefined, timeoutMs = 20_000): Promi
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe("an engine process whose server dies", () => {
+  /** A stand-in server: starts an engine process, gives it a PDF whose opening never ends, prints the process's pid. */
+  const SERVER = `
+const { fork } = require("node:child_process");
+const { readFileSync } = require("node:fs");
+const engine = fork(process.argv[1], [], {
+  serialization: "advanced",
+  stdio: ["ignore", "ignore", "ignore", "ipc"],
+  env: { ...process.env, OCR_ENGINE_CONFIG: JSON.stringify({ maxJobsPerWorker: 50, createTimeoutMs: 60000, engines: ["tesseract"] }) },
+});
+engine.on("message", (message) => {
+  if (message.type !== "ready") return;
+  const limits = { maxImagePixels: 50e6, maxStreamBytes: 100e6, maxWorkMs: 600000 };
+  const job = { kind: "inspect-pdf", doc: { id: "d1", bytes: new Uint8Array(readFileSync(process.argv[2])) }, maxPages: 50, limits };
+  engine.send({ type: "job", id: 1, job, deadline: Date.now() + 600000 });
+  setTimeout(() => console.log(engine.pid), 1000);
+});`;
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("busy opening a PDF that never ends (pdf.js never yields), it stops by itself instead of spinning on orphaned", async () => {
+    const server = spawn(process.execPath, ["-e", SERVER, path.resolve("build/engine/ocr-worker.mjs"), path.join(FIXTURE_DIR, "hostile/nested-forms.pdf")], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const pid = await new Promise<number>((resolve, reject) => {
+      server.stdout.on("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+      server.on("exit", (code) => reject(new Error(`the stand-in server exited (${code}) before the job started`)));
+    });
+    try {
+      expect(alive(pid)).toBe(true);
+      server.kill("SIGKILL");
+      // It was busy: without the watch it went on for many minutes (seen: 12, at 100% of a core).
+      await expect.poll(() => alive(pid)).toBe(false);
+    } finally {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+});

@@ -3,6 +3,7 @@
  * scripts/build-engine.mjs makes of this file. It serves one job at a time over the IPC channel and exits when the
  * channel closes (the server stopped or died). Nothing here is trusted by the server beyond the message envelope.
  */
+import { Worker } from "node:worker_threads";
 import { describeError } from "@/lib/error-log";
 import { isEngineFault, isOcrError, toOcrErrorData } from "../model/ocr-error";
 import { notePdfWarning } from "./pdf";
@@ -94,7 +95,25 @@ const warming = config.warmLanguages
   : Promise.resolve();
 void warming.then(() => send({ type: "ready" }));
 
+/**
+ * pdf.js's work on a page is one chain of promises that never yields to the event loop, so an engine process busy with
+ * a hostile PDF does not see its channel close when the server dies (killed, or a test process ending), and spins on,
+ * orphaned, for as long as the page's work lasts (minutes and more: the server's work budget, MAX_PDF_WORK_MS, stops it
+ * only while the server lives). A thread watches instead: once this process is no longer its parent's child (the
+ * parent died), it kills it. Started at the first PDF job: the thread costs ~18 MB, which image-only processes never pay.
+ */
+let watchingParent = false;
+const WATCH_PARENT = `const { workerData } = require("node:worker_threads");
+setInterval(() => { if (process.ppid !== workerData) process.kill(process.pid, "SIGKILL"); }, 1000);`;
+
+function watchParent(): void {
+  if (watchingParent) return;
+  watchingParent = true;
+  new Worker(WATCH_PARENT, { eval: true, workerData: process.ppid }).unref();
+}
+
 async function runJob(id: number, job: EngineJob, deadline: number): Promise<void> {
+  if (job.kind !== "read-image") watchParent();
   try {
     const value = await engine.run(job, deadline);
     send({ type: "result", id, ok: true, value });
