@@ -2,7 +2,7 @@ import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { UsageError } from "./errors";
 
 const DEFAULT_BASE_URL = "http://localhost:3000";
-/** The seed's sample client configuration: 30 000 ms per attempt, 3 retries (SEED-interface.md, Limits). */
+/** The documented client defaults: 30 000 ms per attempt, 3 retries (docs/cli.md, Configuration). */
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_RETRIES = 3;
 

@@ -1,5 +1,5 @@
 /**
- * One HTTP exchange with the service, retried the way the seed's sample client is configured: a timeout per attempt
+ * One HTTP exchange with the service, retried as docs/cli.md documents: a timeout per attempt
  * (30 000 ms) and up to 3 retries of transient failures — network errors, timeouts, 429, 502, 503, 504 — waiting for
  * `Retry-After` when the service sends it. Every attempt carries the same `Idempotency-Key`, so a retry after a lost
  * answer replays the first result instead of reading (and charging) the file again.

@@ -21,7 +21,7 @@ import type { Config } from "./config";
 import { CliError, EXIT } from "./errors";
 import { NetworkError, sendWithRetry } from "./http";
 
-/** `auto`: Streamable HTTP, then the legacy HTTP+SSE transport if that fails (the seed's fallback order). */
+/** `auto`: Streamable HTTP, then the legacy HTTP+SSE transport if that fails (the fallback order of docs/mcp.md). */
 export type TransportChoice = "auto" | "http" | "sse";
 type TransportKind = "http" | "sse";
 

@@ -29,7 +29,7 @@ const pngBase64 = png.toString("base64");
 const pdfBase64 = base64Of("born-digital.pdf");
 const FORMATS = ["text", "json", "markdown"] as const;
 
-/** The tool as `tools/list` must show it: the seed's input schema, described field by field, and the REST output. */
+/** The tool as `tools/list` must show it: the documented input schema (docs/mcp.md), described field by field, and the REST output. */
 function expectExtractTextTool(tools: ListedTool[]): void {
   expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
   const [tool] = tools;

@@ -84,7 +84,7 @@ describe("route module and configuration", () => {
 
 describe("raw JSON-RPC over POST, as curl sends it", () => {
   it.each(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])(
-    "initialize %s with the seed's params (no clientInfo) → 200 JSON echoing the version, tools and tasks",
+    "initialize %s with the documented minimal params (no clientInfo) → 200 JSON echoing the version, tools and tasks",
     async (version) => {
       const account = await createAccount(0);
       const response = await rpc(
