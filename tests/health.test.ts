@@ -218,7 +218,7 @@ describe("a Redis that comes back empty", () => {
   });
   afterEach(async () => {
     await resetStore();
-    redis.kill();
+    await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
   });
 
@@ -246,7 +246,7 @@ describe("a Redis that comes back empty", () => {
 
     // Restarted without persistence: everything is gone, the marker with it.
     const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    redis.kill();
+    await redis.kill();
     await redis.start();
     await waitForStore();
     expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();

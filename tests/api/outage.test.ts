@@ -40,7 +40,7 @@ describe("Store outage on a redis-server of our own", () => {
 
   afterAll(async () => {
     await resetStore();
-    redis.kill();
+    await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
     process.env = saved;
     resetEnv();

@@ -77,7 +77,7 @@ describe("jobs across two server instances and a worker", () => {
     await resetStore();
     process.env = saved;
     resetEnv();
-    redis.kill();
+    await redis.kill();
     rmSync(dir, { recursive: true, force: true });
   }, 180_000);
 
@@ -229,7 +229,7 @@ describe("jobs across two server instances and a worker", () => {
     const user = await account(500);
     const job = await submit(b, user.key, FAULT_PAGES);
     await until(b, user.key, job, (s) => s.pagesDone >= 5);
-    redis.kill();
+    await redis.kill();
     rmSync(path.join(dir, "dump.rdb"), { force: true });
     await redis.start();
     // The account and its key went with the data: the key no longer authenticates.

@@ -45,7 +45,7 @@ describe("MCP during a Store outage", () => {
 
   afterAll(async () => {
     await resetStore();
-    redis.kill();
+    await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
     process.env = saved;
     resetEnv();

@@ -24,7 +24,7 @@ describe("Redis command timeouts follow the request deadline", () => {
   });
   afterAll(async () => {
     redis.resume();
-    redis.kill();
+    await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
   });
 

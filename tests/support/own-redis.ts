@@ -69,9 +69,17 @@ export class OwnRedis {
     this.child?.kill("SIGCONT");
   }
 
-  kill(): void {
-    if (this.child?.exitCode === null) this.child.kill("SIGKILL");
+  /**
+   * SIGKILL, and wait until the process is gone: a server started at once on the same port would otherwise find it
+   * still bound and exit (CI saw `redis-server exited with 1` on the restart right after a kill).
+   */
+  async kill(): Promise<void> {
+    const child = this.child;
     this.child = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGKILL");
+    await exited;
   }
 
   private async ping(): Promise<boolean> {
