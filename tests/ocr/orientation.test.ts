@@ -299,4 +299,28 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
     const [json] = parsedJson(doc).pages;
     expect(json!.skew).toBeLessThan(-5);
   });
+
+  it("a grey photo turned by an editor that filled the corners white is read, not taken for blank", async () => {
+    // Three tones (white corners, grey paper, dark ink): the analysis's first threshold splits corners from paper.
+    const page = createCanvas(1000, 420);
+    const pctx = page.getContext("2d");
+    pctx.fillStyle = "rgb(130, 130, 130)";
+    pctx.fillRect(0, 0, page.width, page.height);
+    pctx.fillStyle = "rgb(20, 20, 20)";
+    pctx.font = `30px "Orientation Sans"`;
+    LETTER.forEach((line, i) => pctx.fillText(line, 70, 110 + i * 50));
+    const turned = createCanvas(1060, 560);
+    const ctx = turned.getContext("2d");
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, turned.width, turned.height);
+    ctx.translate(turned.width / 2, turned.height / 2);
+    ctx.rotate((4 * Math.PI) / 180);
+    ctx.drawImage(page, -page.width / 2, -page.height / 2);
+    const png = new Uint8Array(turned.toBuffer("image/png"));
+    releaseSource(page);
+    releaseSource(turned);
+    const doc = await extractDocument(png, { pool, deadline: Date.now() + 120_000 });
+    expect(characterErrorRate(render(doc, "text"), LETTER.join("\n"))).toBeLessThan(0.05);
+    expect(parsedJson(doc).pages[0]!.skew).toBeLessThan(-3);
+  });
 });

@@ -2,7 +2,7 @@ import { loadImage } from "@napi-rs/canvas";
 import { beforeAll, describe, expect, it } from "vitest";
 import { drawGrey, type GreyRaster } from "@/lib/ocr/engine/raster";
 import { chooseScale, parseTsv } from "@/lib/ocr/engine/recognize";
-import { analyzeInk, glyphCoverage, otsuThreshold } from "@/lib/ocr/engine/text-size";
+import { analyzeInk, flattenMargins, glyphCoverage, otsuThreshold } from "@/lib/ocr/engine/text-size";
 import { fixture } from "../support/ocr";
 
 async function raster(file: string): Promise<GreyRaster> {
@@ -88,6 +88,44 @@ describe("analyzeInk on generated pages", () => {
   it("a blank page has no text height and no ink", () => {
     const analysis = analyzeInk(blank(300, 200));
     expect(analysis).toMatchObject({ textHeight: null, glyphs: [], inkRatio: 0, content: null });
+  });
+
+  it("a grey page inside white margins (a photo turned, its corners filled white): the glyphs on the grey are found", () => {
+    // One threshold splits the three tones between the margins and the paper: the margins become the ink and touch the
+    // border, so there are no glyphs and the page would be taken for blank.
+    const r = get("paragraph.png");
+    const framed: GreyRaster = { width: r.width, height: r.height, data: new Uint8Array(r.data.length) };
+    const margin = Math.round(r.width * 0.2);
+    for (let y = 0; y < r.height; y++) {
+      for (let x = 0; x < r.width; x++) {
+        const i = y * r.width + x;
+        // Paper 150, ink as drawn (dark): the page's own tones mapped into 0–150; white beyond a diagonal corner cut.
+        const inCorner = x + y < margin || r.width - 1 - x + (r.height - 1 - y) < margin || x < margin / 4;
+        framed.data[i] = inCorner ? 255 : Math.round((r.data[i]! * 150) / 255);
+      }
+    }
+    expect(analyzeInk({ ...framed, data: framed.data.map((v) => (v === 255 ? 255 : 150)) }).glyphs).toEqual([]); // no text: nothing found
+    const analysis = analyzeInk(framed);
+    const plain = analyzeInk(r);
+    expect(analysis.glyphs.length).toBeGreaterThan(plain.glyphs.length * 0.8);
+    expect(Math.abs(analysis.textHeight! - plain.textHeight!)).toBeLessThanOrEqual(2);
+    expect(analysis.ink).toMatchObject({ dark: true });
+    expect(analysis.ink!.threshold).toBeLessThan(150);
+    // The white margins are read as the paper's grey: one threshold then splits ink from paper again.
+    expect(analysis.margins).toMatchObject({ light: true });
+    expect(analysis.margins!.paper).toBeGreaterThanOrEqual(140);
+    expect(analysis.margins!.paper).toBeLessThanOrEqual(150);
+    const flat = flattenMargins({ ...framed, data: framed.data.slice() }, analysis.margins);
+    expect(flat.data.filter((v) => v > analysis.margins!.threshold).length).toBe(0);
+    expect(analyzeInk(flat).margins).toBeUndefined();
+    expect(analyzeInk(r).margins).toBeUndefined();
+  });
+
+  it("a blank page lit unevenly, with dust, stays without glyphs: the second splits cut the lighting, not text", () => {
+    const r = blank(600, 400);
+    for (let y = 0; y < 400; y++) for (let x = 0; x < 600; x++) r.data[y * 600 + x] = 200 + Math.round((50 * (x + y)) / 1000);
+    for (const [x, y] of [[100, 100], [300, 250], [500, 60]] as const) r.data[y * 600 + x] = r.data[y * 600 + x + 1] = 90;
+    expect(analyzeInk(r)).toMatchObject({ glyphs: [], textHeight: null });
   });
 
   it("a frame around the page and a rule are not glyphs", () => {

@@ -1,5 +1,5 @@
 import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
-import { otsuThreshold, type Glyph } from "./text-size";
+import { otsuThreshold, type Glyph, type InkSplit } from "./text-size";
 import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { fromTurned, type PageTurn, type Quarter } from "../model/page-turn";
 
@@ -414,24 +414,31 @@ export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: numb
 const REFINE_RANGE = 2.5;
 const REFINE_STEP = 0.1;
 
+/** Otsu's split of a raster, ink the minority class. */
+function inkSplitOf(data: Uint8Array): InkSplit {
+  const threshold = otsuThreshold(data);
+  let dark = 0;
+  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
+  return { threshold, dark: dark <= data.length / 2 };
+}
+
 /**
  * The tilt of a page of a few words, refined from its ink pixels (the glyph boxes' edges are too few to place a
  * line to better than a degree or two: a three-line screenshot's 22 glyphs put a 7° tilt at 5.5°). The ink pixels
  * inside the glyph boxes are projected across the lines at angles around `around`; where the angle follows the
  * lines, the profile has its sharpest edges (baselines, x-height lines): the angle of the largest Σ (n[k] − n[k−1])²
- * (Postl's criterion) over one-pixel bins. `toRaster` maps analysis-raster coordinates into `raster`'s.
+ * (Postl's criterion) over one-pixel bins. `toRaster` maps analysis-raster coordinates into `raster`'s; `ink` is the split
+ * that found the glyphs (Otsu's of `raster` without it).
  */
 export function refineTilt(
   raster: GreyRaster,
   glyphs: readonly Glyph[],
   toRaster: (x: number, y: number) => [number, number],
   around: number,
+  ink?: InkSplit,
 ): number {
   const { width, height, data } = raster;
-  const threshold = otsuThreshold(data);
-  let dark = 0;
-  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
-  const inkIsDark = dark <= data.length / 2;
+  const { threshold, dark: inkIsDark } = ink ?? inkSplitOf(data);
   const xs: number[] = [];
   const ys: number[] = [];
   for (const g of glyphs) {

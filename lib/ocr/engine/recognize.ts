@@ -11,7 +11,7 @@ import {
 } from "../model/document";
 import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
-import { analyzeInk, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
+import { analyzeInk, flattenMargins, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
 import { profiled, profiledAsync, type ProfileStage } from "../model/profile";
 
 /**
@@ -117,9 +117,11 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   const whole = crop.width === width && crop.height === height;
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
   // Drawn when first read: a page turned or straightened before it is read (lib/ocr/engine/straighten.ts) never needs it.
-  let raster: GreyRaster | null = whole && scale === analysisScale ? analysisRaster : null;
+  let raster: GreyRaster | null = whole && scale === analysisScale ? flattenMargins(analysisRaster, analysis.margins) : null;
   const drawRaster = () =>
-    profiled("rescale", () => drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop));
+    profiled("rescale", () =>
+      flattenMargins(drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop), analysis.margins),
+    );
   return {
     source,
     get raster() {
@@ -229,7 +231,7 @@ function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedR
   const width = Math.max(1, Math.round(crop.width * scale));
   const height = Math.max(1, Math.round(crop.height * scale));
   const raster = prepared.draw ? prepared.draw(width, height, crop) : drawGrey(prepared.source, width, height, crop);
-  return { ...prepared, raster, scale };
+  return { ...prepared, raster: flattenMargins(raster, prepared.analysis.margins), scale };
 }
 
 /** Nothing that could be a mark: a blank page (or a blank PDF page a scanner inserted) needs no OCR. */

@@ -36,7 +36,7 @@ export async function straightenRaster(source: RasterSource, width: number, heig
     // A few words: their glyph boxes place the lines' tilt to a degree or two, their pixels to a tenth or two.
     const { crop, scale, analysisScale } = first;
     const toRaster = (x: number, y: number): [number, number] => [(x / analysisScale - crop.x) * scale, (y / analysisScale - crop.y) * scale];
-    direction.tilt = refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt) - direction.quarter;
+    direction.tilt = refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt, first.analysis.ink) - direction.quarter;
   }
   const lines = direction.margin >= CLEAR_LINES;
   const aw = Math.round(width * first.analysisScale);

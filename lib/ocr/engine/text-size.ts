@@ -17,25 +17,57 @@ export interface InkAnalysis {
   inkRatio: number;
   /** Bounding box of all marks except specks and what touches the border (scanner edges), or null. */
   content: Glyph | null;
+  /** The split that found the glyphs: ink is ≤ `threshold` when `dark`, above it otherwise (absent on a blank page). */
+  ink?: InkSplit;
+  /** Tones beyond the page's own, when a grey page lies inside white (or black) margins: see `flattenMargins`. */
+  margins?: Margins;
+}
+
+export interface InkSplit {
+  threshold: number;
+  dark: boolean;
+}
+
+/** Grey levels above `threshold` (below it when `!light`) are margins, not paper; `paper` is the paper's own grey. */
+export interface Margins {
+  threshold: number;
+  light: boolean;
+  paper: number;
 }
 
 /** Otsu's threshold of an 8-bit histogram. */
 export function otsuThreshold(data: Uint8Array): number {
+  return otsuOfHistogram(histogram(data), 0, 255) ?? 127;
+}
+
+function histogram(data: Uint8Array): Float64Array {
   const hist = new Float64Array(256);
   for (let i = 0; i < data.length; i++) {
     const v = data[i]!;
     hist[v] = hist[v]! + 1;
   }
+  return hist;
+}
+
+/** Otsu's threshold of the grey levels `lo`…`hi` of a histogram (a pixel ≤ threshold is the dark class); null when fewer than two levels occur. */
+function otsuOfHistogram(hist: Float64Array, lo: number, hi: number): number | null {
+  let total = 0;
   let sum = 0;
-  for (let i = 0; i < 256; i++) sum += i * hist[i]!;
+  let levels = 0;
+  for (let i = lo; i <= hi; i++) {
+    total += hist[i]!;
+    sum += i * hist[i]!;
+    if (hist[i]! > 0) levels++;
+  }
+  if (levels < 2) return null;
   let sumB = 0;
   let wB = 0;
   let best = -1;
-  let threshold = 127;
-  for (let i = 0; i < 256; i++) {
+  let threshold = lo;
+  for (let i = lo; i <= hi; i++) {
     wB += hist[i]!;
     if (wB === 0) continue;
-    const wF = data.length - wB;
+    const wF = total - wB;
     if (wF === 0) break;
     sumB += i * hist[i]!;
     const mB = sumB / wB;
@@ -56,8 +88,59 @@ export function otsuThreshold(data: Uint8Array): number {
  * roughly 300 DPI body-text size.
  */
 export function analyzeInk(raster: GreyRaster): InkAnalysis {
+  const hist = histogram(raster.data);
+  const threshold = otsuOfHistogram(hist, 0, 255) ?? 127;
+  const first = analyzeAt(raster, threshold);
+  if (first.glyphs.length >= FEW_GLYPHS) return first;
+  // Three tones: a grey page (a photo's paper) inside white or black margins (a picture turned and its corners filled,
+  // a scan's dark bed). The one threshold then splits margins from paper, not ink from paper, and finds no glyphs.
+  // So each of its two classes is split again on its own, and the split that finds the most glyphs kept.
+  let best = first;
+  for (const [lo, hi] of [[0, threshold], [threshold + 1, 255]] as const) {
+    const inner = otsuOfHistogram(hist, lo, hi);
+    if (inner === null) continue;
+    const again = analyzeAt(raster, inner);
+    if (again.glyphs.length <= best.glyphs.length) continue;
+    // The class split again is the page (ink and paper), the other class its margins; paper is the page's side of the
+    // split that is not ink, taken at its median grey.
+    const paper = again.ink?.dark === false ? medianOf(hist, lo, inner) : medianOf(hist, inner + 1, hi);
+    best = { ...again, margins: { threshold, light: lo === 0, paper } };
+  }
+  return best;
+}
+
+function medianOf(hist: Float64Array, lo: number, hi: number): number {
+  let total = 0;
+  for (let i = lo; i <= hi; i++) total += hist[i]!;
+  let seen = 0;
+  for (let i = lo; i <= hi; i++) {
+    seen += hist[i]!;
+    if (seen * 2 >= total) return i;
+  }
+  return hi;
+}
+
+/**
+ * A page inside margins of another tone (white corners around a grey photo) gives Tesseract's own global threshold
+ * the same trouble it gave analyzeInk: it splits margins from page and loses the ink. The margins take the paper's
+ * grey, in place, so every raster read (first pass, re-reads, PaddleOCR) holds two tones, ink and paper.
+ */
+export function flattenMargins(raster: GreyRaster, margins: Margins | undefined): GreyRaster {
+  if (!margins) return raster;
+  const { data } = raster;
+  const { threshold, light, paper } = margins;
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    if (light ? v > threshold : v <= threshold) data[i] = paper;
+  }
+  return raster;
+}
+
+/** Below this many glyphs, analyzeInk tries the two classes of its threshold split again. */
+const FEW_GLYPHS = 10;
+
+function analyzeAt(raster: GreyRaster, threshold: number): InkAnalysis {
   const { width: w, height: h, data } = raster;
-  const threshold = otsuThreshold(data);
   let dark = 0;
   for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
   const inkIsDark = dark <= data.length / 2;
@@ -156,7 +239,7 @@ export function analyzeInk(raster: GreyRaster): InkAnalysis {
     glyphs.push({ x0: x0[r]!, y0: y0[r]!, x1: x1[r]!, y1: y1[r]! });
   }
 
-  return { textHeight: modeHeight(glyphs, h), glyphs, inkRatio: inkCount / data.length, content };
+  return { textHeight: modeHeight(glyphs, h), glyphs, inkRatio: inkCount / data.length, content, ink: { threshold, dark: inkIsDark } };
 }
 
 /** Most common glyph height, smoothed over ±1 px; null when there are too few glyphs to say. */
