@@ -309,6 +309,21 @@ export function turnGlyphs(glyphs: readonly Glyph[], quarter: Quarter, width: nu
   });
 }
 
+/** A grey raster turned by a quarter: its pixels moved (no resampling) as `turnGlyphs` moves glyph boxes. */
+export function turnRaster(raster: GreyRaster, quarter: Quarter): GreyRaster {
+  if (quarter === 0) return raster;
+  const { width: w, height: h, data } = raster;
+  const turnedWidth = quarter === 180 ? w : h;
+  const out = new Uint8Array(data.length);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const [tx, ty] = quarter === 90 ? [h - 1 - y, x] : quarter === 180 ? [w - 1 - x, h - 1 - y] : [y, w - 1 - x];
+      out[ty * turnedWidth + tx] = data[y * w + x]!;
+    }
+  }
+  return { width: turnedWidth, height: quarter === 180 ? h : w, data: out };
+}
+
 export function round2(value: number): number {
   return Math.round(value * 100) / 100;
 }
@@ -410,9 +425,15 @@ export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: numb
   return out;
 }
 
-/** Tilt refined from pixels, in degrees either side of the glyph estimate, in REFINE_STEP steps. */
-const REFINE_RANGE = 2.5;
-const REFINE_STEP = 0.1;
+/** How far either side of the glyph estimate refineTilt looks, in which steps (degrees), over how many ink pixels at most. */
+export interface RefineOptions {
+  range: number;
+  step: number;
+  maxPixels: number;
+}
+
+/** A few words: their boxes place the tilt to a degree or two. */
+const FEW_WORDS: RefineOptions = { range: 2.5, step: 0.1, maxPixels: Infinity };
 
 /** Otsu's split of a raster, ink the minority class. */
 function inkSplitOf(data: Uint8Array): InkSplit {
@@ -436,12 +457,18 @@ export function refineTilt(
   toRaster: (x: number, y: number) => [number, number],
   around: number,
   ink?: InkSplit,
+  { range, step, maxPixels }: RefineOptions = FEW_WORDS,
 ): number {
   const { width, height, data } = raster;
   const { threshold, dark: inkIsDark } = ink ?? inkSplitOf(data);
   const xs: number[] = [];
   const ys: number[] = [];
-  for (const g of glyphs) {
+  // Every k-th glyph when their boxes hold more than maxPixels: lines keep their edges, the work stays bounded.
+  let boxPixels = 0;
+  for (const g of glyphs) boxPixels += (g.x1 - g.x0 + 1) * (g.y1 - g.y0 + 1);
+  const every = Math.max(1, Math.ceil(boxPixels / maxPixels));
+  for (const [index, g] of glyphs.entries()) {
+    if (index % every !== 0) continue;
     const [ax, ay] = toRaster(g.x0, g.y0);
     const [bx, by] = toRaster(g.x1 + 1, g.y1 + 1);
     const x0 = Math.max(0, Math.floor(ax));
@@ -475,9 +502,9 @@ export function refineTilt(
     return sum;
   };
   let best = { angle: around, score: -1 };
-  const steps = Math.round(REFINE_RANGE / REFINE_STEP);
+  const steps = Math.round(range / step);
   for (let i = -steps; i <= steps; i++) {
-    const angle = around + i * REFINE_STEP;
+    const angle = around + i * step;
     const value = score(angle);
     if (value > best.score) best = { angle, score: value };
   }

@@ -61,6 +61,8 @@ export interface PreparedRaster {
   sourceWidth: number;
   sourceHeight: number;
   analysis: InkAnalysis;
+  /** The raster `analysis` was measured on (its glyph boxes are in its pixels). */
+  analysisRaster: GreyRaster;
   /** Analysis raster pixels per source pixel. */
   analysisScale: number;
   /**
@@ -132,6 +134,7 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
     sourceWidth: width,
     sourceHeight: height,
     analysis,
+    analysisRaster,
     analysisScale,
     ...(draw && { draw }),
   };
