@@ -5,11 +5,13 @@ import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, render, type ExtractedDocument } from "@/lib/ocr";
 import { blockOf, lineOf, ocrPageOf, type ExtractedPage } from "@/lib/ocr/model/document";
 import { renderMarkdown } from "@/lib/ocr/render/markdown";
-import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs } from "@/lib/ocr/engine/orientation";
+import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs, turnRaster } from "@/lib/ocr/engine/orientation";
 import { boxFromTurned, boxToTurned, pageAsRead, pageAsSent, pageTurn, toTurned, type Quarter } from "@/lib/ocr/model/page-turn";
-import { decodeImage, releaseSource } from "@/lib/ocr/engine/raster";
-import { prepareRaster } from "@/lib/ocr/engine/recognize";
-import { straightenRaster } from "@/lib/ocr/engine/straighten";
+import { decodeImage, releaseSource, toPgm } from "@/lib/ocr/engine/raster";
+import { flipBand } from "@/lib/ocr/engine/jobs";
+import { parseTsv, prepareRaster, recognizeRaster } from "@/lib/ocr/engine/recognize";
+import { straightenRaster, turnTo } from "@/lib/ocr/engine/straighten";
+import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
 import { createTestPool, parsedJson } from "../support/ocr";
 
 const pool = createTestPool();
@@ -27,6 +29,8 @@ const LETTER = [
 ];
 /** All capitals and digits, as receipts are: only a reading can tell which way up. */
 const RECEIPT = ["CORNER GROCERY STORE", "FRESH MILK 1L 1.29", "WHOLE BREAD 2.15", "RED APPLES 1KG 3.40", "TOTAL DUE 6.84"];
+/** A long receipt: 14 lines, each different. */
+const FADED_LINES = Array.from({ length: 14 }, (_, i) => `${RECEIPT[i % RECEIPT.length]} ${(i * 7.31).toFixed(2)} ITEM ${1000 + i * 37}`);
 
 interface Drawn {
   canvas: Canvas;
@@ -294,6 +298,62 @@ describe("page turns: read by the engine", () => {
     const page = sent(letter, 0, 0);
     const [json] = parsedJson(await read("0/0", page.png)).pages;
     expect(json).toMatchObject({ rotation: 0, skew: 0, width: page.width, height: page.height });
+  });
+
+  /** A long faded receipt: capitals and digits in small bold print with thermal noise (its first reading is poor). */
+  function fadedReceipt(noise: number): Canvas {
+    const lines = FADED_LINES;
+    const receipt = createCanvas(520, 40 + lines.length * 22);
+    const ctx = receipt.getContext("2d");
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(0, 0, receipt.width, receipt.height);
+    ctx.fillStyle = "#000000";
+    ctx.font = 'bold 11px "Orientation Sans"';
+    ctx.letterSpacing = "-0.6px";
+    lines.forEach((line, i) => ctx.fillText(line, 16, 30 + i * 22));
+    let seed = 11;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const pixels = ctx.getImageData(0, 0, receipt.width, receipt.height);
+    for (let i = 0; i < pixels.data.length; i += 4) {
+      const v = Math.max(0, Math.min(255, pixels.data[i]! + (random() - 0.5) * noise));
+      pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = v;
+    }
+    ctx.putImageData(pixels, 0, 0);
+    return receipt;
+  }
+
+  it("a long faded receipt sent upside down: a band of it read upside down decides, then the page is turned", async () => {
+    const receipt = fadedReceipt(160);
+    const png = new Uint8Array(drawTurned(receipt, pageTurn(180, 0, receipt.width, receipt.height)).toBuffer("image/png"));
+    const doc = await read("faded/180", png);
+    expect(parsedJson(doc).pages[0]!.rotation).toBe(180);
+    expect(doc.pages[0]!.trace?.orientation).toContain("flipped by a reading (a band of it first)");
+    expect(characterErrorRate(render(doc, "text"), FADED_LINES.join("\n"))).toBeLessThan(0.15);
+    releaseSource(receipt);
+  });
+
+  const tesseract = new TesseractPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000 });
+  afterAll(() => tesseract.terminate());
+
+  it("the band checked upside down holds the middle third of the page's lines, and the upright reading's score on them", async () => {
+    const receipt = fadedReceipt(0);
+    const prepared = prepareRaster(receipt, receipt.width, receipt.height);
+    const reading = await recognizeRaster(prepared, 1, { pool: tesseract, langs: ["eng"], deadline: Date.now() + 60_000 });
+    const flipped = await turnTo(receipt, pageTurn(180, 0, receipt.width, receipt.height));
+    const band = flipBand(flipped.prepared, reading)!;
+    expect(band).not.toBeNull();
+    // The band turned back upright reads the middle lines, and none of the first or last three.
+    const upright = turnRaster(band.prepared.raster, 180);
+    const tsv = await tesseract.recognize({ image: toPgm(upright), langs: ["eng"], params: { tessedit_pageseg_mode: "6" }, deadline: Date.now() + 60_000, pixels: upright.width * upright.height });
+    const text = parseTsv(tsv, { number: 1, width: upright.width, height: upright.height }).page.text;
+    // Each line ends in its own "ITEM 1xxx".
+    for (const line of FADED_LINES.slice(5, 9)) expect(text).toContain(line.slice(-9));
+    for (const line of [...FADED_LINES.slice(0, 3), ...FADED_LINES.slice(-3)]) expect(text).not.toContain(line.slice(-9));
+    const lines = reading.page.blocks.flatMap((b) => b.lines);
+    expect(band.uprightScore).toBeGreaterThan(0);
+    expect(band.uprightScore).toBeLessThan(reading.score * 0.6);
+    expect(lines.length).toBeGreaterThanOrEqual(12);
+    releaseSource(receipt);
   });
 
   it("an upside-down receipt (capitals only) is turned by its reading", async () => {

@@ -295,22 +295,29 @@ export class Engine {
     if (probe(reading)) {
       // The reading is poor: perhaps the page stands the other way up (the glyphs could not tell, or told wrong).
       const { turn } = straight;
-      const { flipped, other } = await profiledAsync(
+      const { flipped, other, band } = await profiledAsync(
         "flip-probe",
         async () => {
           const flipped = await turnTo(source, { ...turn, rotation: ((turn.rotation + 180) % 360) as Quarter });
-          return { flipped, other: await recognizeRaster(flipped.prepared, number, { ...first, deferRetries: () => true }) };
+          const probeContext = { ...first, deferRetries: () => true };
+          // A band of the page first: only when its lines read better upside down is the whole page read so.
+          const band = flipBand(flipped.prepared, reading);
+          if (band) {
+            const banded = await recognizeRaster(band.prepared, number, probeContext);
+            if (banded.score <= band.uprightScore * FLIP_PROBE_MARGIN) return { flipped, other: null, band: true };
+          }
+          return { flipped, other: await recognizeRaster(flipped.prepared, number, probeContext), band: band !== null };
         },
         true,
       );
-      if (other.score > reading.score * FLIP_PROBE_MARGIN) {
+      if (other && other.score > reading.score * FLIP_PROBE_MARGIN) {
         onFlip({ ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines });
         prepared = flipped.prepared;
         reading = other;
-        orientation += ", flipped by a reading";
+        orientation += band ? ", flipped by a reading (a band of it first)" : ", flipped by a reading";
       } else {
         if (flipped.turned) releaseSource(flipped.turned);
-        orientation += ", a reading upside down was worse";
+        orientation += other ? `, a reading upside down was worse${band ? " (a band of it first)" : ""}` : ", a band of it read upside down was worse";
       }
       // Whichever was kept, its further passes run as they would have.
       if (!this.wantsPaddle(reading, language.langs) && !otherLanguage(reading)) reading = await retryReading(prepared, reading, number, first);
@@ -400,6 +407,41 @@ export class Engine {
 }
 
 /** A reading worth checking upside down: some words, read poorly. */
+/** A page of this many lines or more is checked upside down on a band of them first. */
+const FLIP_BAND_MIN_LINES = 6;
+
+/**
+ * The middle third of the lines the upright reading found, as a band of the page turned upside down (`flipped`: the
+ * same page turned 180°, the same size), and the score the upright reading has on those lines. Reading a third of a
+ * poor page upside down tells a page that stands upright from one that does not: a faded receipt cost a whole second
+ * reading (2.8 s) only to keep its first. Null on pages of few lines (read whole).
+ */
+export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepared: PreparedRaster; uprightScore: number } | null {
+  const lines = reading.page.blocks.flatMap((b) => b.lines).sort((a, b) => a.bbox[1] - b.bbox[1]);
+  if (lines.length < FLIP_BAND_MIN_LINES) return null;
+  const chosen = lines.slice(Math.floor(lines.length / 3), Math.ceil((2 * lines.length) / 3));
+  const top = Math.min(...chosen.map((l) => l.bbox[1]));
+  const bottom = Math.max(...chosen.map((l) => l.bbox[3]));
+  let uprightScore = 0;
+  for (const line of lines) {
+    const middle = (line.bbox[1] + line.bbox[3]) / 2;
+    if (middle < top || middle > bottom) continue;
+    for (const word of line.words) if (word.confidence >= 40) uprightScore += (word.text.length * word.confidence) / 100;
+  }
+  // Upside down, the band runs from 1 − bottom to 1 − top of the page; a line height of margin either side.
+  const margin = (bottom - top) / chosen.length;
+  const { raster, crop, scale, sourceHeight } = flipped;
+  const row = (y: number) => Math.round((y * sourceHeight - crop.y) * scale);
+  const r0 = Math.max(0, row(1 - bottom - margin));
+  const r1 = Math.min(raster.height, row(1 - top + margin));
+  if (r1 - r0 < 8 || r1 - r0 > raster.height * 0.8) return null;
+  const band = { width: raster.width, height: r1 - r0, data: raster.data.subarray(r0 * raster.width, r1 * raster.width) };
+  return {
+    prepared: { ...flipped, raster: band, crop: { ...crop, y: crop.y + r0 / scale, height: (r1 - r0) / scale } },
+    uprightScore,
+  };
+}
+
 function wantsFlipProbe(reading: PageReading): boolean {
   const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
   return words >= 3 && reading.page.confidence < FLIP_PROBE_BELOW_CONFIDENCE;
