@@ -32,6 +32,27 @@ const RECEIPT = ["CORNER GROCERY STORE", "FRESH MILK 1L 1.29", "WHOLE BREAD 2.15
 /** A long receipt: 14 lines, each different. */
 const FADED_LINES = Array.from({ length: 14 }, (_, i) => `${RECEIPT[i % RECEIPT.length]} ${(i * 7.31).toFixed(2)} ITEM ${1000 + i * 37}`);
 
+/** FADED_LINES as a thermal receipt prints them: small bold capitals, letters touching, and specks of `noise` strength. */
+function fadedReceipt(noise: number): Canvas {
+  const receipt = createCanvas(520, 40 + FADED_LINES.length * 22);
+  const ctx = receipt.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, receipt.width, receipt.height);
+  ctx.fillStyle = "#000000";
+  ctx.font = 'bold 11px "Orientation Sans"';
+  ctx.letterSpacing = "-0.6px";
+  FADED_LINES.forEach((line, i) => ctx.fillText(line, 16, 30 + i * 22));
+  let seed = 11;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pixels = ctx.getImageData(0, 0, receipt.width, receipt.height);
+  for (let i = 0; i < pixels.data.length; i += 4) {
+    const v = Math.max(0, Math.min(255, pixels.data[i]! + (random() - 0.5) * noise));
+    pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = v;
+  }
+  ctx.putImageData(pixels, 0, 0);
+  return receipt;
+}
+
 interface Drawn {
   canvas: Canvas;
   /** Where `word` was drawn, pixels of the upright page. */
@@ -166,24 +187,7 @@ describe("page turns: what the glyphs say (no OCR)", () => {
 
   it.each([2.6, -4.3, 6.8])("a faded receipt of capitals and digits skewed %d° has its tilt measured to 0.15° (its ink pixels refine the glyph boxes' estimate: 0.2–0.4° off)", async (skew) => {
     // Small capitals and digits, as receipts print: the glyph boxes' edges alone put such tilts up to 0.7° off.
-    const lines = Array.from({ length: 14 }, (_, i) => `${RECEIPT[i % RECEIPT.length]} ${(i * 7.31).toFixed(2)} ITEM ${1000 + i * 37}`);
-    const receipt = createCanvas(520, 40 + lines.length * 22);
-    const ctx = receipt.getContext("2d");
-    ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, receipt.width, receipt.height);
-    ctx.fillStyle = "#000000";
-    ctx.font = 'bold 11px "Orientation Sans"';
-    ctx.letterSpacing = "-0.6px";
-    lines.forEach((line, i) => ctx.fillText(line, 16, 30 + i * 22));
-    // Thermal print: faded dots and specks.
-    let seed = 11;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const pixels = ctx.getImageData(0, 0, receipt.width, receipt.height);
-    for (let i = 0; i < pixels.data.length; i += 4) {
-      const v = Math.max(0, Math.min(255, pixels.data[i]! + (random() - 0.5) * 160));
-      pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = v;
-    }
-    ctx.putImageData(pixels, 0, 0);
+    const receipt = fadedReceipt(160);
     const page = drawTurned(receipt, pageTurn(0, skew, receipt.width, receipt.height));
     const straight = await straightenRaster(page, page.width, page.height, prepareRaster(page, page.width, page.height));
     expect(Math.abs(straight.turn.skew + skew)).toBeLessThanOrEqual(0.15);
@@ -300,28 +304,6 @@ describe("page turns: read by the engine", () => {
     expect(json).toMatchObject({ rotation: 0, skew: 0, width: page.width, height: page.height });
   });
 
-  /** A long faded receipt: capitals and digits in small bold print with thermal noise (its first reading is poor). */
-  function fadedReceipt(noise: number): Canvas {
-    const lines = FADED_LINES;
-    const receipt = createCanvas(520, 40 + lines.length * 22);
-    const ctx = receipt.getContext("2d");
-    ctx.fillStyle = "#ffffff";
-    ctx.fillRect(0, 0, receipt.width, receipt.height);
-    ctx.fillStyle = "#000000";
-    ctx.font = 'bold 11px "Orientation Sans"';
-    ctx.letterSpacing = "-0.6px";
-    lines.forEach((line, i) => ctx.fillText(line, 16, 30 + i * 22));
-    let seed = 11;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const pixels = ctx.getImageData(0, 0, receipt.width, receipt.height);
-    for (let i = 0; i < pixels.data.length; i += 4) {
-      const v = Math.max(0, Math.min(255, pixels.data[i]! + (random() - 0.5) * noise));
-      pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = v;
-    }
-    ctx.putImageData(pixels, 0, 0);
-    return receipt;
-  }
-
   it("a long faded receipt sent upside down: a band of it read upside down decides, then the page is turned", async () => {
     const receipt = fadedReceipt(160);
     const png = new Uint8Array(drawTurned(receipt, pageTurn(180, 0, receipt.width, receipt.height)).toBuffer("image/png"));
@@ -365,19 +347,25 @@ describe("page turns: read by the engine", () => {
   });
 });
 
+/** LETTER in dark ink on paper of grey `paper` filling a 1000×420 frame (a phone photo's tones), tilted `degrees`. */
+function greyLetter(paper: number, degrees: number): Canvas {
+  const canvas = createCanvas(1000, 420);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = `rgb(${paper}, ${paper}, ${paper})`;
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.translate(canvas.width / 2, canvas.height / 2);
+  ctx.rotate((degrees * Math.PI) / 180);
+  ctx.fillStyle = "rgb(20, 20, 20)";
+  ctx.font = `30px "Orientation Sans"`;
+  LETTER.forEach((line, i) => ctx.fillText(line, -430, -100 + i * 50));
+  return canvas;
+}
+
 describe("page turns: a photographed page (grey paper to the edges of the frame)", () => {
   it("straightened, its uncovered corners take the paper's grey, not white: the text is still found and read", async () => {
     // A phone photo's paper is grey (~120 here) and fills the frame; straightening uncovers corners. White corners made
     // the text-size analysis's one threshold split corners from paper, not ink from paper: no glyphs, read as blank.
-    const canvas = createCanvas(1000, 420);
-    const ctx = canvas.getContext("2d");
-    ctx.fillStyle = "rgb(120, 120, 120)";
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
-    ctx.translate(canvas.width / 2, canvas.height / 2);
-    ctx.rotate((6 * Math.PI) / 180);
-    ctx.fillStyle = "rgb(20, 20, 20)";
-    ctx.font = `30px "Orientation Sans"`;
-    LETTER.forEach((line, i) => ctx.fillText(line, -430, -100 + i * 50));
+    const canvas = greyLetter(120, 6);
     const png = new Uint8Array(canvas.toBuffer("image/png"));
     releaseSource(canvas);
     const doc = await extractDocument(png, { pool, deadline: Date.now() + 120_000 });
@@ -388,13 +376,7 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
 
   it("a grey photo turned by an editor that filled the corners white is read, not taken for blank", async () => {
     // Three tones (white corners, grey paper, dark ink): the analysis's first threshold splits corners from paper.
-    const page = createCanvas(1000, 420);
-    const pctx = page.getContext("2d");
-    pctx.fillStyle = "rgb(130, 130, 130)";
-    pctx.fillRect(0, 0, page.width, page.height);
-    pctx.fillStyle = "rgb(20, 20, 20)";
-    pctx.font = `30px "Orientation Sans"`;
-    LETTER.forEach((line, i) => pctx.fillText(line, 70, 110 + i * 50));
+    const page = greyLetter(130, 0);
     const turned = createCanvas(1060, 560);
     const ctx = turned.getContext("2d");
     ctx.fillStyle = "#ffffff";
