@@ -12,7 +12,7 @@ import { flipBand } from "@/lib/ocr/engine/jobs";
 import { parseTsv, prepareRaster, recognizeRaster } from "@/lib/ocr/engine/recognize";
 import { straightenRaster, turnTo } from "@/lib/ocr/engine/straighten";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
-import { createTestPool, parsedJson } from "../support/ocr";
+import { blankSheetPhoto, createTestPool, parsedJson } from "../support/ocr";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -372,6 +372,14 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
     expect(characterErrorRate(render(doc, "text"), LETTER.join("\n"))).toBeLessThan(0.05);
     const [json] = parsedJson(doc).pages;
     expect(json!.skew).toBeLessThan(-5);
+  });
+
+  it("a blank grey sheet photographed and turned onto white stays blank: its grain is not read as text", async () => {
+    const photo = blankSheetPhoto();
+    const doc = await extractDocument(new Uint8Array(photo.toBuffer("image/png")), { pool, deadline: Date.now() + 120_000 });
+    expect(render(doc, "text")).toBe("");
+    expect(doc.pages[0]!.trace?.psm).toBe("blank");
+    releaseSource(photo);
   });
 
   it("a grey photo turned by an editor that filled the corners white is read, not taken for blank", async () => {

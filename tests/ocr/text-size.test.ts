@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { drawGrey, type GreyRaster } from "@/lib/ocr/engine/raster";
 import { chooseScale, parseTsv } from "@/lib/ocr/engine/recognize";
 import { analyzeInk, flattenMargins, glyphCoverage, otsuThreshold } from "@/lib/ocr/engine/text-size";
-import { fixture } from "../support/ocr";
+import { makesLines } from "@/lib/ocr/engine/orientation";
+import { blankSheetPhoto, fixture } from "../support/ocr";
 
 async function raster(file: string): Promise<GreyRaster> {
   const image = await loadImage(Buffer.from(fixture(file)));
@@ -104,8 +105,9 @@ describe("analyzeInk on generated pages", () => {
         framed.data[i] = inCorner ? 255 : Math.round((r.data[i]! * 150) / 255);
       }
     }
-    expect(analyzeInk({ ...framed, data: framed.data.map((v) => (v === 255 ? 255 : 150)) }).glyphs).toEqual([]); // no text: nothing found
-    const analysis = analyzeInk(framed);
+    expect(analyzeInk({ ...framed, data: framed.data.map((v) => (v === 255 ? 255 : 150)) }, makesLines).glyphs).toEqual([]); // no text: nothing found
+    expect(analyzeInk(framed).glyphs.length).toBeLessThan(10); // without a test of text, no second split
+    const analysis = analyzeInk(framed, makesLines);
     const plain = analyzeInk(r);
     expect(analysis.glyphs.length).toBeGreaterThan(plain.glyphs.length * 0.8);
     expect(Math.abs(analysis.textHeight! - plain.textHeight!)).toBeLessThanOrEqual(2);
@@ -117,15 +119,24 @@ describe("analyzeInk on generated pages", () => {
     expect(analysis.margins!.paper).toBeLessThanOrEqual(150);
     const flat = flattenMargins({ ...framed, data: framed.data.slice() }, analysis.margins);
     expect(flat.data.filter((v) => v > analysis.margins!.threshold).length).toBe(0);
-    expect(analyzeInk(flat).margins).toBeUndefined();
+    expect(analyzeInk(flat, makesLines).margins).toBeUndefined();
     expect(analyzeInk(r).margins).toBeUndefined();
+  });
+
+  it("a blank grey sheet inside white margins stays without glyphs: its grain split again makes specks, not lines", () => {
+    // A photographed blank sheet (grey 150, grain ±15) turned onto white: split again, the grain gives ~150 glyph-sized
+    // specks; they make no lines, so the page stays as the first split saw it (blank, no OCR of noise).
+    const photo = blankSheetPhoto();
+    const r = drawGrey(photo, 1100, 800);
+    expect(analyzeInk(r, () => true).glyphs.length).toBeGreaterThan(50); // what the grain gives when anything is taken
+    expect(analyzeInk(r, makesLines).glyphs.length).toBeLessThan(10);
   });
 
   it("a blank page lit unevenly, with dust, stays without glyphs: the second splits cut the lighting, not text", () => {
     const r = blank(600, 400);
     for (let y = 0; y < 400; y++) for (let x = 0; x < 600; x++) r.data[y * 600 + x] = 200 + Math.round((50 * (x + y)) / 1000);
     for (const [x, y] of [[100, 100], [300, 250], [500, 60]] as const) r.data[y * 600 + x] = r.data[y * 600 + x + 1] = 90;
-    expect(analyzeInk(r)).toMatchObject({ glyphs: [], textHeight: null });
+    expect(analyzeInk(r, makesLines)).toMatchObject({ glyphs: [], textHeight: null });
   });
 
   it("a frame around the page and a rule are not glyphs", () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
+import { createCanvas, GlobalFonts, type Canvas } from "@napi-rs/canvas";
 import { expect } from "vitest";
 import { isOcrError, ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
@@ -145,4 +145,29 @@ export function degradedPrint(lines: readonly string[], options: Degradation = {
   const small = createCanvas(Math.round(width * shrink), Math.round(height * shrink));
   small.getContext("2d").drawImage(canvas, 0, 0, small.width, small.height);
   return new Uint8Array(small.toBuffer("image/jpeg", quality));
+}
+
+/**
+ * A blank sheet of grey paper (150, grain ±15), photographed and turned 4.6° onto a white 1100×800 canvas by an editor:
+ * three tones and no text.
+ */
+export function blankSheetPhoto(): Canvas {
+  const sheet = createCanvas(1000, 700);
+  const sctx = sheet.getContext("2d");
+  const pixels = sctx.createImageData(1000, 700);
+  let seed = 3;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let i = 0; i < pixels.data.length; i += 4) {
+    pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = 150 + (random() - 0.5) * 30;
+    pixels.data[i + 3] = 255;
+  }
+  sctx.putImageData(pixels, 0, 0);
+  const photo = createCanvas(1100, 800);
+  const ctx = photo.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, 1100, 800);
+  ctx.translate(550, 400);
+  ctx.rotate(0.08);
+  ctx.drawImage(sheet, -500, -350);
+  return photo;
 }

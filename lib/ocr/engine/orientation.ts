@@ -100,6 +100,14 @@ function bestAngle(edges: readonly (readonly Centre[])[], around: number, bin: n
   return best.angle;
 }
 
+/** Glyphs pile up in lines (or their nearest neighbours line up) this much more one way than the other: lines. */
+export const CLEAR_LINES = 1.25;
+
+/** Whether glyphs make lines of text (not the specks of a paper's grain or a picture). */
+export function makesLines(glyphs: readonly Glyph[], textHeight: number | null): boolean {
+  return (estimateLineDirection(glyphs, textHeight)?.margin ?? 0) >= CLEAR_LINES;
+}
+
 /**
  * Which way the page's lines run, and their tilt, from glyph boxes (analysis raster coordinates); null when there
  * are too few glyphs to say (the page is read as it is).

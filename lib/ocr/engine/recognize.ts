@@ -12,6 +12,7 @@ import {
 import type { TesseractPool } from "./tesseract-pool";
 import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { analyzeInk, flattenMargins, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
+import { makesLines } from "./orientation";
 import { profiled, profiledAsync, type ProfileStage } from "../model/profile";
 
 /**
@@ -111,7 +112,7 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   const analysisScale = Math.min(1, ANALYSIS_MAX_SIDE / Math.max(width, height));
   const { analysisRaster, analysis } = profiled("text-size", () => {
     const analysisRaster = drawPage(Math.max(1, Math.round(width * analysisScale)), Math.max(1, Math.round(height * analysisScale)));
-    return { analysisRaster, analysis: analyzeInk(analysisRaster) };
+    return { analysisRaster, analysis: analyzeInk(analysisRaster, makesLines) };
   });
   const crop = contentCrop(analysis, analysisScale, width, height);
   const textHeight = analysis.textHeight === null ? null : analysis.textHeight / analysisScale;

@@ -1,4 +1,4 @@
-import { drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, round2, turnGlyphs, turnRaster, type RefineOptions, type Uprightness } from "./orientation";
+import { CLEAR_LINES, drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, round2, turnGlyphs, turnRaster, type RefineOptions, type Uprightness } from "./orientation";
 import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-turn";
 import { drawGrey, releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
@@ -22,8 +22,6 @@ export interface StraightenedRaster {
 /** The tilt of a page of many glyphs, refined from their pixels: ±1° around the glyph estimate, in 0.05° steps. */
 const MANY_GLYPHS: RefineOptions = { range: 1, step: 0.05, maxPixels: 400_000 };
 
-/** Glyphs pile up in lines (or their nearest neighbours line up) this much more one way than the other: lines. */
-const CLEAR_LINES = 1.25;
 
 /**
  * Turn and straighten a page before it is read. `first` is the page prepared as it came (its glyph analysis is what

@@ -87,20 +87,21 @@ function otsuOfHistogram(hist: Float64Array, lo: number, hi: number): number | n
  * heights. This is what decides how much to scale an image before Tesseract, whose models read text best at
  * roughly 300 DPI body-text size.
  */
-export function analyzeInk(raster: GreyRaster): InkAnalysis {
+export function analyzeInk(raster: GreyRaster, makesText?: (glyphs: readonly Glyph[], textHeight: number | null) => boolean): InkAnalysis {
   const hist = histogram(raster.data);
   const threshold = otsuOfHistogram(hist, 0, 255) ?? 127;
   const first = analyzeAt(raster, threshold);
-  if (first.glyphs.length >= FEW_GLYPHS) return first;
+  if (first.glyphs.length >= FEW_GLYPHS || !makesText) return first;
   // Three tones: a grey page (a photo's paper) inside white or black margins (a picture turned and its corners filled,
   // a scan's dark bed). The one threshold then splits margins from paper, not ink from paper, and finds no glyphs.
-  // So each of its two classes is split again on its own, and the split that finds the most glyphs kept.
+  // So each of its two classes is split again on its own, and the split that finds the most glyphs kept — if they
+  // make text (`makesText`: lines): split again, a blank grey sheet's grain makes glyph-sized specks too.
   let best = first;
   for (const [lo, hi] of [[0, threshold], [threshold + 1, 255]] as const) {
     const inner = otsuOfHistogram(hist, lo, hi);
     if (inner === null) continue;
     const again = analyzeAt(raster, inner);
-    if (again.glyphs.length <= best.glyphs.length) continue;
+    if (again.glyphs.length <= best.glyphs.length || !makesText(again.glyphs, again.textHeight)) continue;
     // The class split again is the page (ink and paper), the other class its margins; paper is the page's side of the
     // split that is not ink, taken at its median grey.
     const paper = again.ink?.dark === false ? medianOf(hist, lo, inner) : medianOf(hist, inner + 1, hi);
