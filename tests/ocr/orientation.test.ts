@@ -335,6 +335,9 @@ describe("page turns: read by the engine", () => {
     expect(band.uprightScore).toBeGreaterThan(0);
     expect(band.uprightScore).toBeLessThan(reading.score * 0.6);
     expect(lines.length).toBeGreaterThanOrEqual(12);
+    // A band with too little text to compare (a logo, a barcode) leaves the decision to the whole page.
+    const sparse = { ...reading, page: { ...reading.page, blocks: reading.page.blocks.map((b) => ({ ...b, lines: b.lines.map((l) => ({ ...l, words: l.words.map((w) => ({ ...w, text: "|" })) })) })) } };
+    expect(flipBand(flipped.prepared, sparse)).toBeNull();
     releaseSource(receipt);
   });
 

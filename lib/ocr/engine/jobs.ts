@@ -407,8 +407,9 @@ export class Engine {
 }
 
 /** A reading worth checking upside down: some words, read poorly. */
-/** A page of this many lines or more is checked upside down on a band of them first. */
+/** A page of this many lines or more is checked upside down on a band of them first, if the band holds this much text. */
 const FLIP_BAND_MIN_LINES = 6;
+const FLIP_BAND_MIN_CHARACTERS = 40;
 
 /**
  * The middle third of the lines the upright reading found, as a band of the page turned upside down (`flipped`: the
@@ -423,11 +424,17 @@ export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepa
   const top = Math.min(...chosen.map((l) => l.bbox[1]));
   const bottom = Math.max(...chosen.map((l) => l.bbox[3]));
   let uprightScore = 0;
+  let characters = 0;
   for (const line of lines) {
     const middle = (line.bbox[1] + line.bbox[3]) / 2;
     if (middle < top || middle > bottom) continue;
-    for (const word of line.words) if (word.confidence >= 40) uprightScore += (word.text.length * word.confidence) / 100;
+    for (const word of line.words) {
+      characters += word.text.length;
+      if (word.confidence >= 40) uprightScore += (word.text.length * word.confidence) / 100;
+    }
   }
+  // Too little text in the band to compare two readings of it (a logo, a barcode): the whole page decides.
+  if (characters < FLIP_BAND_MIN_CHARACTERS) return null;
   // Upside down, the band runs from 1 − bottom to 1 − top of the page; a line height of margin either side.
   const margin = (bottom - top) / chosen.length;
   const { raster, crop, scale, sourceHeight } = flipped;
