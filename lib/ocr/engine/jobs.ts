@@ -18,7 +18,7 @@ import {
 } from "./pdf";
 import { pageAsSent, type Quarter } from "../model/page-turn";
 import { decodeImage, releaseSource, type RasterSource } from "./raster";
-import { prepareRaster, recognizeRaster, retryReading, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
+import { prepareRaster, recognizeRaster, retryReading, wordScore, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import { TesseractPool } from "./tesseract-pool";
 import { checkPaddle, loadPaddle } from "./paddle";
@@ -314,10 +314,11 @@ export class Engine {
         onFlip({ ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines });
         prepared = flipped.prepared;
         reading = other;
-        orientation += band ? ", flipped by a reading (a band of it first)" : ", flipped by a reading";
+        orientation += `, flipped by a reading${band ? " (a band of it first)" : ""}`;
       } else {
         if (flipped.turned) releaseSource(flipped.turned);
-        orientation += other ? `, a reading upside down was worse${band ? " (a band of it first)" : ""}` : ", a band of it read upside down was worse";
+        if (!other) orientation += ", a band of it read upside down was worse";
+        else orientation += `, a reading upside down was worse${band ? " (a band of it first)" : ""}`;
       }
       // Whichever was kept, its further passes run as they would have.
       if (!this.wantsPaddle(reading, language.langs) && !otherLanguage(reading)) reading = await retryReading(prepared, reading, number, first);
@@ -406,7 +407,6 @@ export class Engine {
   }
 }
 
-/** A reading worth checking upside down: some words, read poorly. */
 /** A page of this many lines or more is checked upside down on a band of them first, if the band holds this much text. */
 const FLIP_BAND_MIN_LINES = 6;
 const FLIP_BAND_MIN_CHARACTERS = 40;
@@ -430,7 +430,7 @@ export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepa
     if (middle < top || middle > bottom) continue;
     for (const word of line.words) {
       characters += word.text.length;
-      if (word.confidence >= 40) uprightScore += (word.text.length * word.confidence) / 100;
+      uprightScore += wordScore(word.text, word.confidence);
     }
   }
   // Too little text in the band to compare two readings of it (a logo, a barcode): the whole page decides.
@@ -449,6 +449,7 @@ export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepa
   };
 }
 
+/** A reading worth checking upside down: some words, read poorly. */
 function wantsFlipProbe(reading: PageReading): boolean {
   const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
   return words >= 3 && reading.page.confidence < FLIP_PROBE_BELOW_CONFIDENCE;

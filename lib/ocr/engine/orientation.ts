@@ -1,5 +1,5 @@
 import { createCanvas, Image, type Canvas } from "@napi-rs/canvas";
-import { otsuThreshold, type Glyph, type InkSplit } from "./text-size";
+import { inkSplitOf, type Glyph, type InkSplit } from "./text-size";
 import { releaseSource, toGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { fromTurned, type PageTurn, type Quarter } from "../model/page-turn";
 
@@ -442,14 +442,6 @@ export interface RefineOptions {
 
 /** A few words: their boxes place the tilt to a degree or two. */
 const FEW_WORDS: RefineOptions = { range: 2.5, step: 0.1, maxPixels: Infinity };
-
-/** Otsu's split of a raster, ink the minority class. */
-function inkSplitOf(data: Uint8Array): InkSplit {
-  const threshold = otsuThreshold(data);
-  let dark = 0;
-  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
-  return { threshold, dark: dark <= data.length / 2 };
-}
 
 /**
  * The tilt of a page of a few words, refined from its ink pixels (the glyph boxes' edges are too few to place a

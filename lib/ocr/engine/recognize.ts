@@ -338,6 +338,11 @@ export function hocrBaselines(hocr: string): Map<string, Baseline> {
   return baselines;
 }
 
+/** A word's part of a reading's score (`PageReading.score`): its characters × confidence, when credible (≥ 40). */
+export function wordScore(text: string, confidence: number): number {
+  return confidence >= 40 ? (text.length * confidence) / 100 : 0;
+}
+
 /**
  * Tesseract TSV → the document model. Columns: level, page, block, paragraph, line, word, left, top, width,
  * height, conf, text. Tesseract's paragraphs become our blocks (the unit markdown needs); lines and words
@@ -377,7 +382,7 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
     if (!words) lines.set(lineKey, (words = []));
     words.push({ text, confidence, px });
     wordBoxes.push(px);
-    if (confidence >= 40) score += (text.length * confidence) / 100;
+    score += wordScore(text, confidence);
   }
 
   const blocks: OcrBlock[] = [];

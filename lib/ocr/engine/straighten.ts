@@ -2,7 +2,7 @@ import { CLEAR_LINES, drawGreyTurned, drawTurned, estimateLineDirection, estimat
 import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-turn";
 import { drawGrey, releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
-import { modeHeight } from "./text-size";
+import { medianGrey, modeHeight } from "./text-size";
 
 /** A page made ready to read: turned upright and straightened when it needed it. */
 export interface StraightenedRaster {
@@ -21,7 +21,6 @@ export interface StraightenedRaster {
 
 /** The tilt of a page of many glyphs, refined from their pixels: ±1° around the glyph estimate, in 0.05° steps. */
 const MANY_GLYPHS: RefineOptions = { range: 1, step: 0.05, maxPixels: 400_000 };
-
 
 /**
  * Turn and straighten a page before it is read. `first` is the page prepared as it came (its glyph analysis is what
@@ -55,9 +54,8 @@ export async function straightenRaster(source: RasterSource, width: number, heig
     const turnedGlyphs = rotation === direction.quarter ? quarterGlyphs : turnGlyphs(glyphs, rotation, aw, ah);
     tilt = estimateTilt(turnedGlyphs, modeHeight(turnedGlyphs, Math.max(aw, ah)) ?? textHeight!, 0);
     // A page that will be straightened (or nearly): its glyph boxes put receipts' tilt up to 0.7° off, half a line's
-    // height across a receipt; the ink pixels, to a tenth. Pages read as they are never pay for it.
-    // Measured on the page turned as it will be, its glyphs in one order: a page sent turned by a quarter gets the
-    // upright page's own refinement (the same pixels, moved).
+    // height across a receipt; the ink pixels, to a tenth (pages read as they are never pay for it). Measured on the
+    // page turned as it will be, its glyphs in one order, so a page sent turned by a quarter gets the upright page's.
     if (Math.abs(tilt) >= MIN_DESKEW / 2) {
       const upright = turnRaster(first.analysisRaster, rotation);
       const ordered = [...turnedGlyphs].sort((a, b) => a.y0 - b.y0 || a.x0 - b.x0 || a.y1 - b.y1 || a.x1 - b.x1);
@@ -165,13 +163,5 @@ export async function turnTo(source: RasterSource, turn: PageTurn): Promise<{ pr
  * All pixels, so the same page turned by a quarter gets the same tone (the same pixels, moved).
  */
 export function paperGrey(source: RasterSource): number {
-  const { data } = drawGrey(source, source.width, source.height);
-  const counts = new Uint32Array(256);
-  for (let i = 0; i < data.length; i++) counts[data[i]!]!++;
-  let seen = 0;
-  for (let v = 0; v < 256; v++) {
-    seen += counts[v]!;
-    if (seen * 2 >= data.length) return v;
-  }
-  return 255;
+  return medianGrey(drawGrey(source, source.width, source.height).data);
 }

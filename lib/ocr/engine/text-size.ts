@@ -40,6 +40,23 @@ export function otsuThreshold(data: Uint8Array): number {
   return otsuOfHistogram(histogram(data), 0, 255) ?? 127;
 }
 
+/** Otsu's split of a raster's grey levels, ink the minority class. */
+export function inkSplitOf(data: Uint8Array): InkSplit {
+  const threshold = otsuThreshold(data);
+  return { threshold, dark: darkCount(data, threshold) <= data.length / 2 };
+}
+
+/** The median grey of a raster's pixels. */
+export function medianGrey(data: Uint8Array): number {
+  return medianOf(histogram(data), 0, 255);
+}
+
+function darkCount(data: Uint8Array, threshold: number): number {
+  let dark = 0;
+  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
+  return dark;
+}
+
 function histogram(data: Uint8Array): Float64Array {
   const hist = new Float64Array(256);
   for (let i = 0; i < data.length; i++) {
@@ -142,8 +159,7 @@ const FEW_GLYPHS = 10;
 
 function analyzeAt(raster: GreyRaster, threshold: number): InkAnalysis {
   const { width: w, height: h, data } = raster;
-  let dark = 0;
-  for (let i = 0; i < data.length; i++) if (data[i]! <= threshold) dark++;
+  const dark = darkCount(data, threshold);
   const inkIsDark = dark <= data.length / 2;
   const inkCount = inkIsDark ? dark : data.length - dark;
   // A blank (or uniform) page: Otsu splits noise; nothing to measure.
