@@ -59,6 +59,7 @@ const REDIS = [
   "tests/store/command-budget.test.ts",
   "tests/store/config.test.ts",
   "tests/store/contract.test.ts",
+  "tests/store/redis-link.test.ts",
   "tests/store/upstash-bridge.test.ts",
 ];
 const BROWSER = ["tests/browser/**/*.test.ts"];
