@@ -42,6 +42,7 @@ const UNIT = [
   "tests/ocr/pool-parts.test.ts",
   "tests/ocr/second-reading.test.ts",
   "tests/ocr/text-size.test.ts",
+  "tests/ocr/tiff.test.ts",
   "tests/server-only.test.ts",
   "tests/setup/check-node.test.ts",
   "tests/webhooks/units.test.ts",

@@ -208,7 +208,8 @@ export class JobRunner {
     await this.store().startJob(record.id, Date.now());
     const selected = parsePageSelection(record.selection, record.pageCount);
     if (record.fileType !== "pdf") {
-      await this.fanOut(task, record, [{ number: 1 }]);
+      // An image is one page; a TIFF's selected pages have no text layer: all of them are read by OCR.
+      await this.fanOut(task, record, selected.map((number) => ({ number })));
       return;
     }
     const document = await this.sources.get(record);
