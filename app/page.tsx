@@ -5,7 +5,7 @@ export default function HomePage() {
     <article className="prose">
       <h1>Images and PDFs to text, in one call</h1>
       <p>
-        Send a PDF, JPEG, PNG or WebP — as base64 or as a URL — and get its text back in the same response, as
+        Send a PDF, JPEG, PNG, WebP or TIFF — as base64 or as a URL — and get its text back in the same response, as
         plain text, Markdown or a JSON document with pages, blocks, lines, words, confidences and bounding boxes.
         Born-digital PDFs are read from their text layer; scans and photos are read by Tesseract with layout
         analysis.

@@ -35,3 +35,38 @@ export async function inLanes<T>(items: readonly T[], lanes: number, task: (item
     }),
   );
 }
+
+/** How often an awake timer looks at the clock; also the least time it still waits after the loop was held. */
+const AWAKE_STEP_MS = 250;
+/** Lateness of a step beyond which the loop counts as held (a synchronous module load, a long GC pause). */
+const AWAKE_STALL_MS = 100;
+
+/**
+ * `setTimeout(onTimeout, ms)` that counts only the time this process's event loop was free to run; returns the
+ * function that cancels it. A plain timer that comes due while the loop is held (Next.js loads every route's module
+ * synchronously after start: 2.5 s of CPU, 4–11 s on a busy machine) runs before the I/O that completed meanwhile is
+ * even looked at, so a reply that arrived in time counts as missing. Here each step counts for at most its own length
+ * plus a little, and after a held loop at least one more step is waited, so pending I/O (and the round trips it starts)
+ * get their turn first. For waits on another party (Redis connects and commands), not for deadlines owed to a client.
+ */
+export function setAwakeTimeout(onTimeout: () => void, ms: number, { unref = false }: { unref?: boolean } = {}): () => void {
+  let remaining = ms;
+  let last = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    timer = setTimeout(tick, Math.max(1, Math.min(remaining, AWAKE_STEP_MS)));
+    if (unref) timer.unref();
+  };
+  const tick = () => {
+    const now = performance.now();
+    const step = Math.min(remaining, AWAKE_STEP_MS);
+    const held = now - last > step + AWAKE_STALL_MS;
+    last = now;
+    remaining -= step;
+    if (held) remaining = Math.max(remaining, AWAKE_STEP_MS);
+    if (remaining <= 0) onTimeout();
+    else arm();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}

@@ -3,7 +3,7 @@ import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import { deprecationNotices } from "@/lib/env";
-import { assertStoreConfigured } from "@/lib/store";
+import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 
 /**
  * What a Node.js server instance does once at start, before it serves requests (called by instrumentation.ts):
@@ -36,9 +36,12 @@ export function startNodeServer(): void {
   for (const notice of deprecationNotices()) console.warn(`[startup] ${notice}`);
 
   // The store's marker is read (written on a new Redis) now, so this instance can tell if Redis later comes back empty.
-  checkStoreMarker().catch((error: unknown) =>
-    console.error("[startup] the store marker could not be checked (health checks retry):", error instanceof Error ? error.message : error),
-  );
+  // Redis not reachable at start is said once by the store (lib/store/redis-link.ts); health checks read the marker again.
+  checkStoreMarker().catch((error: unknown) => {
+    if (!isRedisConnectionError(error)) {
+      console.error("[startup] the store marker could not be checked (health checks retry):", error instanceof Error ? error.message : error);
+    }
+  });
 
   startEventLoopMonitor();
   ensureJobRunner();

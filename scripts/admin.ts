@@ -6,6 +6,7 @@
  *   npm run admin -- grant --email E --credits N
  *   npm run admin -- balance --email E
  *   npm run admin -- revoke-key --email E --start S
+ *   npm run admin -- webhook-secret --email E [--rotate]   (prints only the new secret)
  *
  * Exit codes: 0 done, 2 usage error, 1 anything else. Results go to stdout, messages to stderr.
  * It shares data with a running server only when both use Redis (the memory store lives inside one process).
@@ -21,6 +22,7 @@ import { getEnv } from "@/lib/env";
 import { isApiError } from "@/lib/api/errors";
 import { createApiKey, revokeApiKeyByStart } from "@/lib/keys";
 import { getStore, resetStore } from "@/lib/store";
+import { getWebhookAccount, rotateWebhookSecret } from "@/lib/webhooks";
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -30,6 +32,8 @@ Commands:
   grant       --email E --credits N    add N credits; prints the new balance
   balance     --email E                print the credit balance
   revoke-key  --email E --start S      revoke the active key whose visible start is S
+  webhook-secret --email E [--rotate]  create the account's webhook signing secret, or with --rotate replace it (the
+                                       old one keeps signing for 24 h); prints only the new secret, shown this once
 
 The store is chosen like the server's: UPSTASH_REDIS_REST_URL/_TOKEN, KV_REST_API_URL/_TOKEN, or REDIS_URL
 (keys under REDIS_PREFIX); without them, a throwaway in-memory store.`;
@@ -74,6 +78,7 @@ async function run(argv: string[]): Promise<string> {
       name: { type: "string" },
       credits: { type: "string" },
       start: { type: "string" },
+      rotate: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -108,6 +113,20 @@ async function run(argv: string[]): Promise<string> {
       const account = await accountFor(values.email);
       const revoked = await revokeApiKeyByStart({ userId: account.id, start: required(values.start, "start") });
       return `revoked ${revoked.start}… (${revoked.name})`;
+    }
+    case "webhook-secret": {
+      const account = await accountFor(values.email);
+      const current = await getWebhookAccount(account.id);
+      // A secret is shown once, when it is made: an existing one cannot be printed, only replaced.
+      if (current.hasSecret && !values.rotate) {
+        throw new Error(
+          `${account.email} already has a webhook secret (${current.secretHint}, created ${current.secretCreatedAt}); ` +
+            "--rotate replaces it (the old one keeps signing for 24 h)",
+        );
+      }
+      const { secret, view } = await rotateWebhookSecret(account.id);
+      if (view.previousUntil) console.error(`the previous secret keeps signing until ${view.previousUntil}`);
+      return secret;
     }
     default:
       throw new UsageError(`unknown command: ${command}`);

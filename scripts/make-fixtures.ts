@@ -11,12 +11,13 @@ import path from "node:path";
 import { crc32, createDeflate, deflateSync } from "node:zlib";
 import { createCanvas, GlobalFonts, type Canvas, type SKRSContext2D } from "@napi-rs/canvas";
 import { PDFDocument, StandardFonts } from "pdf-lib";
+import { writeTiff, type TiffPageInput } from "./tiff-writer";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 export const FIXTURE_DIR = path.join(ROOT, "tests/.generated");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
 /** Bump when the fixtures change. */
-const VERSION = "13";
+const VERSION = "14";
 
 export const TEXTS = {
   paragraph: [
@@ -495,11 +496,33 @@ async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
   await fs.writeFile(path.join(dir, "report.txt"), `${SAMPLES.report.flatMap((page) => [page.heading, ...page.body]).join("\n")}\n`);
 }
 
+/** A canvas as TIFF pages: 8-bit grey uncompressed, LZW (with strips) and Deflate; 1-bit PackBits; JPEG. */
+function tiffPages(canvas: Canvas): Record<"none" | "lzw" | "deflate" | "packbits" | "jpeg", TiffPageInput> {
+  const { width, height } = canvas;
+  const rgba = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+  const grey = new Uint8Array(width * height);
+  for (let i = 0; i < grey.length; i++) grey[i] = (rgba[i * 4]! * 77 + rgba[i * 4 + 1]! * 150 + rgba[i * 4 + 2]! * 29) >> 8;
+  const stride = Math.ceil(width / 8);
+  const bits = new Uint8Array(stride * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) if (grey[y * width + x]! < 128) bits[y * stride + (x >> 3)]! |= 0x80 >> (x & 7);
+  }
+  const base = { width, height, data: grey, bitsPerSample: 8, samplesPerPixel: 1, photometric: 1, dpi: 300 } as const;
+  return {
+    none: { ...base, compression: 1 },
+    lzw: { ...base, compression: 5, rowsPerStrip: 64 },
+    deflate: { ...base, compression: 8, rowsPerStrip: 100 },
+    packbits: { ...base, data: bits, bitsPerSample: 1, photometric: 0, compression: 32773 },
+    jpeg: { ...base, data: canvas.toBuffer("image/jpeg", 90), samplesPerPixel: 3, photometric: 6, compression: 7 },
+  };
+}
+
 export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   const stamp = path.join(dir, ".version");
   if (existsSync(stamp) && (await fs.readFile(stamp, "utf8")) === VERSION) return;
   await fs.rm(dir, { recursive: true, force: true });
   await fs.mkdir(path.join(dir, "hostile"), { recursive: true });
+  await fs.mkdir(path.join(dir, "tiff"), { recursive: true });
   const write = (name: string, bytes: Uint8Array | string) => fs.writeFile(path.join(dir, name), bytes);
   const withTruth = async (name: string, bytes: Uint8Array, truth: string) => {
     await write(name, bytes);
@@ -516,6 +539,12 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   for (const orientation of [3, 6, 8] as const) {
     await withTruth(`paragraph-exif${orientation}.jpg`, exifJpeg(paragraph, orientation), paragraphTruth);
   }
+
+  // TIFF: the paragraph in each compression the engine reads that the writer here can make (CCITT Group 3 and 4 are
+  // committed, made once with ImageMagick: tests/fixtures/tiff/README.md), and a multi-page file of the PDF's pages.
+  for (const [name, page] of Object.entries(tiffPages(paragraph))) await withTruth(`tiff/paragraph-${name}.tif`, writeTiff([page]), paragraphTruth);
+  const tiffDocument = TEXTS.pdfPages.map((page) => tiffPages(renderLines(1500, 300, stack([page.heading, ...page.body], 40, 30, 36))).lzw);
+  await withTruth("tiff/three-pages.tif", writeTiff(tiffDocument), TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n"));
 
   // The same text as a 75-DPI-like scan: small glyphs that need upscaling.
   await withTruth("small-text.png", renderLines(480, 80, stack(TEXTS.paragraph, 10, 6, 11)).toBuffer("image/png"), paragraphTruth);
@@ -578,6 +607,11 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await write("hostile/html.html", "<!doctype html><html><body>not an image</body></html>");
   await write("hostile/not-really.pdf", "%PDF-1.7\n this is not a PDF at all");
   await write("hostile/smuggled.jpg", smuggledJpeg());
+  // A TIFF that declares 100 000 × 100 000 pixels over a strip of a few bytes, and one cut in the middle of its data.
+  const tinyStrip = { width: 8, height: 1, data: new Uint8Array(8), bitsPerSample: 8, samplesPerPixel: 1, photometric: 1, compression: 8 } as const;
+  await write("hostile/huge-header.tif", writeTiff([{ ...tinyStrip, declared: { width: 100_000, height: 100_000 } }]));
+  const lzwTiff = writeTiff([tiffPages(paragraph).lzw]);
+  await write("hostile/truncated.tif", lzwTiff.subarray(0, Math.floor(lzwTiff.length / 2)));
   for (const [name, bytes] of Object.entries(await hostilePdfs())) await write(name, bytes);
 
   await write(".version", VERSION);

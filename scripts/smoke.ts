@@ -40,6 +40,15 @@ const START_HEADERS_TIMEOUT_MS = 2_000;
 
 class SmokeFailure extends Error {}
 
+/**
+ * Lines of a server's log that would alarm an operator on a healthy start (issue 29: a Redis "Connection timeout",
+ * "readMarker failed", a stack and `[jobs] queue: Error` on every boot while Redis answered).
+ */
+function alarmingLines(log: string): string[] {
+  // Request log lines (`api request_id=…`) are the access log, not alarms.
+  return log.split("\n").filter((line) => !line.startsWith("api ") && /error|fail|not reachable|timed? ?out|unavailable|^\s+at |⨯/i.test(line));
+}
+
 let server: StandaloneServer | undefined;
 let baseUrl = "";
 /** The server's log so far. */
@@ -233,6 +242,7 @@ async function checkNpmStart(browser: Browser): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     check(!/does not work with|⚠/.test(log), `npm start printed a warning: ${log.slice(0, 500)}`);
+    check(alarmingLines(log).length === 0, `npm start's start on a healthy Redis logged:\n${alarmingLines(log).join("\n")}`);
 
     const outcomes: string[] = [];
     for (let i = 0; i < START_SIGNUPS_PER_ADDRESS + 2; i++) {
@@ -305,6 +315,56 @@ async function checkStartWithoutRedis(): Promise<void> {
   check(/refusing to start: No Redis is configured.*REDIS_URL/s.test(log), `npm start without Redis did not say what to set: ${log.slice(-400)}`);
 }
 
+/**
+ * `npm start` on a Redis that is down at start (nothing on its port): one plain line says so; once a redis-server
+ * starts on that port, the server answers `/api/health` 200 again and says so, with nothing else alarming.
+ */
+async function checkStartWithRedisDown(): Promise<void> {
+  const redisPort = await freePort();
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of REST_STORE_VARIABLES) delete env[name];
+  Object.assign(env, {
+    PORT: String(port),
+    HOSTNAME: "127.0.0.1",
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    REDIS_PREFIX: `${PREFIX}down:`,
+    NEXT_TELEMETRY_DISABLED: "1",
+  });
+  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let log = "";
+  child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
+  const health = () =>
+    fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(10_000) }).then(
+      async (response) => (await response.body?.cancel(), response.status),
+      () => 0,
+    );
+  const waitFor = async (what: string, done: () => Promise<boolean>) => {
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+    while (!(await done())) {
+      check(child.exitCode === null, `npm start exited (${child.exitCode}): ${log.slice(-500)}`);
+      check(Date.now() < deadline, `npm start with Redis down: ${what} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${log.slice(-800)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  };
+  let redis: ReturnType<typeof spawn> | undefined;
+  try {
+    const down = `[store] Redis at 127.0.0.1:${redisPort} is not reachable (ECONNREFUSED)`;
+    await waitFor("no 503 from /api/health", async () => (await health()) === 503);
+    await waitFor("no line saying Redis is not reachable", async () => log.includes(down));
+    await new Promise((resolve) => setTimeout(resolve, 3_000)); // what else it would say meanwhile
+    check(alarmingLines(log).length === 1 && alarmingLines(log)[0]!.startsWith(down), `npm start with Redis down logged:\n${alarmingLines(log).join("\n")}`);
+    redis = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    await waitFor("no 200 from /api/health after Redis came", async () => (await health()) === 200);
+    await waitFor("no line saying Redis answers again", async () => log.includes(`[store] Redis at 127.0.0.1:${redisPort} answers again`));
+    check(alarmingLines(log).length === 1, `npm start logged more once Redis came:\n${alarmingLines(log).join("\n")}`);
+  } finally {
+    if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+    redis?.kill("SIGKILL");
+  }
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const parts: string[] = [];
@@ -318,6 +378,10 @@ async function main(): Promise<void> {
   );
   baseUrl = server.url;
   console.log(`    at ${baseUrl}`);
+  const bootLog = server.log();
+  await step("the standalone server's start logged nothing alarming", async () => {
+    check(alarmingLines(bootLog).length === 0, `the standalone server's start logged:\n${alarmingLines(bootLog).join("\n")}`);
+  });
 
   await step("GET /api/health: 200 ok, Redis store reachable", async () => {
     const response = await request("/api/health");
@@ -391,6 +455,7 @@ async function main(): Promise<void> {
     console.log(`  - ${CHROMIUM} is missing: browser and npm start checks skipped (CI installs Debian's chromium)`);
   }
   await step("npm start without Redis: exits 1 at start, naming the variables to set", checkStartWithoutRedis);
+  await step("npm start with Redis down at start: one plain line, then 200 and one line once Redis answers", checkStartWithRedisDown);
 
   const hasRest = existsSync(path.join(ROOT, "app/api/ocr/process/route.ts"));
   const hasMcp = existsSync(path.join(ROOT, "app/api/mcp/route.ts"));

@@ -45,7 +45,7 @@ export default async function DocsPage() {
     <article className="prose docs">
       <h1>Documentation</h1>
       <p>
-        Send a PDF, JPEG, PNG or WebP and get its text back in the same response. This server is{" "}
+        Send a PDF, JPEG, PNG, WebP or TIFF and get its text back in the same response. This server is{" "}
         <code>{origin}</code>. Create an API key on the <Link href="/settings">settings page</Link>, then export it
         for the examples below: <code>export OCR_API_KEY=ocr_…</code>. Each page read costs one credit; a failed
         request costs nothing.

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { signOutAction } from "@/app/actions/auth";
 import { getCurrentAccount } from "@/lib/accounts/current";
-import { getBalance, getDailyUsage, listLedger } from "@/lib/credits";
+import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
@@ -65,7 +65,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
         </form>
       </header>
 
-      <CreditsSection balance={balance} usage={usage} />
+      <CreditsSection balance={balance} usage={usage} testCredits={testCreditsAvailable() ? TEST_CREDITS : undefined} />
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
       <WebhooksSection account={webhooks} attempts={deliveries} />

@@ -24,7 +24,7 @@ Exit codes: 0 ok, 1 other failure, 2 usage, 3 authentication (401/403, no key), 
 
 export const EXTRACT_HELP = `Usage: ocr extract <file-or-url>... [options]
 
-Reads the text of PDF, JPEG, PNG and WebP files. A local file is sent inline (base64) if it is at most 3 MiB;
+Reads the text of PDF, JPEG, PNG, WebP and TIFF files. A local file is sent inline (base64) if it is at most 3 MiB;
 a larger one is refused with exit code 5 — put it at a public http(s) URL and pass the URL, which the service
 downloads (up to 25 MB per request, 200 MB as a job). ocr never uploads a file anywhere by itself. \`-\` reads
 a file from stdin.

@@ -81,8 +81,8 @@ export const errorCatalogue = {
   },
   unsupported_media_type: {
     status: 415,
-    when: "the file's bytes are not PDF, JPEG, PNG or WebP; or the body is declared as something other than JSON",
-    hint: "Send a PDF, JPEG, PNG or WebP file; the type is read from the bytes, not from the filename.",
+    when: "the file's bytes are not PDF, JPEG, PNG, WebP or TIFF (or a TIFF compressed in a way not read); or the body is declared as something other than JSON",
+    hint: "Send a PDF, JPEG, PNG, WebP or TIFF file; the type is read from the bytes, not from the filename.",
   },
   unreadable_document: {
     status: 422,

@@ -65,7 +65,7 @@ export function restExamples(target: ExampleTarget): Example[] {
     },
     {
       id: "javascript",
-      title: "JavaScript (Node 18+, fetch)",
+      title: "JavaScript (Node 20+, fetch)",
       language: "js",
       code: `import { readFile } from "node:fs/promises";
 
@@ -255,7 +255,7 @@ export function jobExamples(target: ExampleTarget): Example[] {
     },
     {
       id: "job-javascript",
-      title: "JavaScript (Node 18+, fetch): a job",
+      title: "JavaScript (Node 20+, fetch): a job",
       language: "js",
       note: "Prints the text part after part; progress goes to stderr. Throws (exit status 1) on an error answer or a job that did not succeed.",
       code: `import { readFile } from "node:fs/promises";

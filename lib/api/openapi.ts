@@ -278,7 +278,7 @@ function buildOpenApiDocument(): Json {
       title: "OCR API",
       version: SERVICE_VERSION,
       description:
-        "Extract text from PDF, JPEG, PNG and WebP files, sent as base64 or fetched from a URL: synchronously " +
+        "Extract text from PDF, JPEG, PNG, WebP and TIFF files, sent as base64 or fetched from a URL: synchronously " +
         "(`POST /api/ocr/process`), or as an asynchronous job for long documents (`POST /api/ocr/jobs`, or the same " +
         "route with `Prefer: respond-async`; then poll the job and fetch its result). " +
         "One credit per page read; nothing is charged for a failed request. Every failure has the body " +

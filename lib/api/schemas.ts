@@ -94,7 +94,7 @@ export const ocrRequestSchema = z
         .optional()
         .describe(
           "The file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
-            "(`data:application/pdf;base64,…`). PDF, JPEG, PNG or WebP, decided from the bytes. At most 3 MB decoded.",
+            "(`data:application/pdf;base64,…`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes. At most 3 MB decoded.",
         ),
       imageUrl: z
         .string()

@@ -17,6 +17,7 @@ export {
   type LedgerPage,
   type LedgerReason,
 } from "./credits";
+export { grantTestCredits, TEST_CREDITS, testCreditsAvailable } from "./test-credits";
 export {
   IDEMPOTENCY_TTL_MS,
   claimIdempotencyKey,

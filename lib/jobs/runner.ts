@@ -11,7 +11,7 @@ import {
   type OcrPool,
 } from "@/lib/ocr";
 import { fromEngineError } from "@/lib/process";
-import { getStore, type JobRecord, type JobStore } from "@/lib/store";
+import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";
 import type { LeasedTask, PageTask, PageTaskPage, TaskKind, WorkQueue } from "./queue/port";
@@ -148,7 +148,8 @@ export class JobRunner {
         failures = 0;
       } catch (error) {
         failures++;
-        if (failures === 1) console.warn(`[jobs] taking a ${kind} task failed (${errorLabel(error)}); retrying`);
+        // A lost connection is said once by the store's link (lib/store/redis-link.ts).
+        if (failures === 1 && !isRedisConnectionError(error)) console.warn(`[jobs] taking a ${kind} task failed (${errorLabel(error)}); retrying`);
         await sleep(Math.min(10_000, 250 * 2 ** failures));
         continue;
       }
@@ -207,7 +208,8 @@ export class JobRunner {
     await this.store().startJob(record.id, Date.now());
     const selected = parsePageSelection(record.selection, record.pageCount);
     if (record.fileType !== "pdf") {
-      await this.fanOut(task, record, [{ number: 1 }]);
+      // An image is one page; a TIFF's selected pages have no text layer: all of them are read by OCR.
+      await this.fanOut(task, record, selected.map((number) => ({ number })));
       return;
     }
     const document = await this.sources.get(record);

@@ -59,10 +59,10 @@ const imageSourceSchema = z
       .optional()
       .describe(
         "Optional file name such as `invoice.pdf` or `scan.png`. Only a hint: the file type is decided from the bytes " +
-          "(PDF, JPEG, PNG or WebP), never from the name.",
+          "(PDF, JPEG, PNG, WebP or TIFF), never from the name.",
       ),
   })
-  .describe("The document or image to read: PDF, JPEG, PNG or WebP.");
+  .describe("The document or image to read: PDF, JPEG, PNG, WebP or TIFF.");
 
 const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
@@ -77,7 +77,7 @@ const extractTextInputSchema = z.strictObject({
 type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
 
 const TOOL_DESCRIPTION =
-  "Extract the text of a PDF, JPEG, PNG or WebP file by OCR (PDF pages that carry a text layer are read directly). " +
+  "Extract the text of a PDF, JPEG, PNG, WebP or TIFF file by OCR (PDF pages that carry a text layer are read directly). " +
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
   "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +

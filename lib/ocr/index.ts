@@ -4,10 +4,11 @@ import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
 import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./model/ocr-error";
 import { readImageInfo } from "./model/image-info";
+import { checkTiffPage, readTiffPages, squareHeight } from "./model/tiff";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
 import { parsePageSelection } from "./model/pages";
 import { OcrPool, type Admission, type JobAdmission } from "./pool/pool";
-import type { InspectPdfResult, PageResult, ReadLimits } from "./model/protocol";
+import type { InspectPdfResult, PageResult, ReadLimits, ReadPdfPageJob, ReadTiffPageJob } from "./model/protocol";
 
 export type { ExtractedDocument, ExtractedPage, OcrDocument, OcrPage } from "./model/document";
 export { ocrDocumentSchema } from "./model/document";
@@ -142,6 +143,30 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const profile = options.profile === true;
   const work = { language, available, limits: readLimits, profile, ...(tenant !== undefined && { tenant }) };
 
+  if (type === "tiff") {
+    // Every page of a TIFF needs OCR: the request's page limit counts them all. Each selected page's limits are
+    // checked here, from the file's directories, before any page is decoded.
+    const pages = readTiffPages(bytes);
+    const selected = parsePageSelection(options.pages, pages.length, limits.maxPdfPages);
+    for (const number of selected) checkTiffPage(pages[number - 1]!, limits.maxImagePixels);
+    const firstPage = pages[selected[0]! - 1]!;
+    const admission = pool.admit("ocr", pool.estimate("read-tiff-page", firstPage.width * squareHeight(firstPage)), openDeadline);
+    const docId = `doc_${randomBytes(9).toString("base64url")}`;
+    const session = pool.session();
+    const inspected: InspectPdfResult = { pageCount: pages.length, selected, done: [], ocr: selected.map((number) => ({ number })) };
+    return {
+      type,
+      pageCount: pages.length,
+      selectedPages: selected,
+      extract: ({ deadline = openDeadline } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-tiff-page", ...work }),
+      close: async () => {
+        admission.release();
+        pool.release(docId);
+      },
+    };
+  }
+
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
     if (info.width * info.height > limits.maxImagePixels) {
@@ -202,7 +227,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       type,
       pageCount: inspected.pageCount,
       selectedPages: inspected.selected,
-      extract: ({ deadline = openDeadline } = {}) => extractPdf({ pool, bytes, docId, session, inspected, deadline, admission, ...work }),
+      extract: ({ deadline = openDeadline } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-pdf-page", ...work }),
       close: async () => {
         admission?.release();
         pool.release(docId);
@@ -248,8 +274,10 @@ function checkDeadline(deadline: number): void {
   if (Date.now() >= deadline) throw deadlineError();
 }
 
-interface PdfWork {
+interface PageWork {
   pool: OcrPool;
+  /** How each page is read: a PDF page drawn by pdf.js, or a TIFF page decoded. */
+  kind: "read-pdf-page" | "read-tiff-page";
   /** Held since the document was opened; its first page takes it. */
   admission?: Admission;
   bytes: Uint8Array;
@@ -265,11 +293,11 @@ interface PdfWork {
 }
 
 /**
- * The pages the inspection could not finish go to the OCR processes, all at once (the pool serves requests
- * round-robin, so a long document does not starve others). In `auto` mode the first scanned page decides the
- * language of the rest. The first failure drops the pages still waiting.
+ * The pages the inspection could not finish (a TIFF: all of them) go to the OCR processes, all at once (the pool
+ * serves requests round-robin, so a long document does not starve others). In `auto` mode the first scanned page
+ * decides the language of the rest. The first failure drops the pages still waiting.
  */
-async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
+async function extractPages(work: PageWork): Promise<ExtractedDocument> {
   const { pool, inspected, session } = work;
   checkDeadline(work.deadline);
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
@@ -279,20 +307,16 @@ async function extractPdf(work: PdfWork): Promise<ExtractedDocument> {
     // The first page takes the place its document was admitted with; the later ones wait their turn.
     const admission: JobAdmission = place ? { kind: "admitted", place } : { kind: "follows" };
     place = undefined;
-    const result = await pool.run(
-      "ocr",
-      {
-        kind: "read-pdf-page",
-        doc: { id: work.docId, bytes: work.bytes },
-        number,
-        language,
-        available: work.available,
-        limits: work.limits,
-        ...(textLayer && { textLayer }),
-        ...(work.profile && { profile: true }),
-      },
-      { deadline: work.deadline, session, admission, tenant: work.tenant },
-    );
+    const page = { doc: { id: work.docId, bytes: work.bytes }, number, language, available: work.available, limits: work.limits };
+    const options = { deadline: work.deadline, session, admission, tenant: work.tenant };
+    const result =
+      work.kind === "read-tiff-page"
+        ? await pool.run("ocr", { kind: "read-tiff-page", ...page, ...(work.profile && { profile: true }) } satisfies ReadTiffPageJob, options)
+        : await pool.run(
+            "ocr",
+            { kind: "read-pdf-page", ...page, ...(textLayer && { textLayer }), ...(work.profile && { profile: true }) } satisfies ReadPdfPageJob,
+            options,
+          );
     language = result.language;
     pages.set(number, withProfile(result));
   };
@@ -336,6 +360,12 @@ export async function describeDocument(
   const env = getEnv();
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
   const type = detectFileType(bytes);
+  if (type === "tiff") {
+    const pages = readTiffPages(bytes);
+    const selectedPages = parsePageSelection(options.pages, pages.length, options.maxPages);
+    for (const number of selectedPages) checkTiffPage(pages[number - 1]!, env.MAX_IMAGE_PIXELS);
+    return { type, pageCount: pages.length, selectedPages, language };
+  }
   if (type !== "pdf") {
     const info = readImageInfo(bytes, type);
     if (info.width * info.height > env.MAX_IMAGE_PIXELS) {
@@ -410,7 +440,7 @@ export async function inspectJobPages(
   return { done: inspected.done, ocr: inspected.ocr, failed };
 }
 
-/** Read one page of a job (an image's only page, or a PDF page), in the background. */
+/** Read one page of a job (an image's only page, a PDF or TIFF page), in the background. */
 export async function readJobPage(
   document: JobDocument,
   options: {
@@ -428,6 +458,10 @@ export async function readJobPage(
   const limits = jobReadLimits();
   const available = availableLanguages(env.OCR_LANGUAGES);
   const run = { deadline: options.deadline, background: true, session: options.session, tenant: options.tenant };
+  if (document.type === "tiff") {
+    const doc = { id: document.docId, bytes: document.bytes };
+    return pool.run("ocr", { kind: "read-tiff-page", doc, number: options.number, language: options.language, available, limits }, run);
+  }
   if (document.type !== "pdf") {
     const info = readImageInfo(document.bytes, document.type);
     return pool.run(

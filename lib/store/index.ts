@@ -5,6 +5,7 @@ import { createMemoryStore, createRedisStore, type Store } from "./store";
 
 export { createMemoryStore, createRedisStore, type Store, type StoreKind } from "./store";
 export { createRestRedis, createTcpRedis } from "./connect";
+export { isRedisConnectionError, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "./redis-link";
 export type { AccountStore, SessionRecord, UserRecord } from "./accounts/port";
 export type { ApiKeyRecord, ApiKeyStore } from "./keys/port";
 export type { CreditStore, LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "./credits/port";

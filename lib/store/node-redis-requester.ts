@@ -2,11 +2,16 @@ import "server-only"; // holds the Redis URL and its password: never in a client
 import { createHash } from "node:crypto";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
 import { createClient, ErrorReply, MultiErrorReply } from "redis";
+import { setAwakeTimeout } from "@/lib/async";
 import { callBudgetMs } from "@/lib/request-scope";
+import { REDIS_SOCKET_OPTIONS, RedisUnreachableError, watchRedisClient } from "./redis-link";
 
 /** Options for {@link createNodeRedisRequester}. */
 export interface NodeRedisRequesterOptions {
-  /** How long a request waits for a (re)connection before failing. Default 2 000 ms. */
+  /**
+   * How long a request waits for a (re)connection before failing (`RedisUnreachableError`). Default 2 000 ms of the
+   * event loop's awake time (`setAwakeTimeout`), like the command timeout below.
+   */
   connectWaitMs?: number;
   /**
    * How long one request (single command, pipeline or transaction) may take. Default 5 000 ms, and never past the
@@ -38,28 +43,13 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
   const commandTimeoutMs = options.commandTimeoutMs ?? 5_000;
   const strippedSha = new Map<string, string>();
   let client: ReturnType<typeof newClient> | undefined;
-  let lastErrorLog = 0;
 
   function newClient() {
-    const created = createClient({
-      url,
-      RESP: 2,
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: connectWaitMs,
-        // Keep trying in the background; requests meanwhile fail after `connectWaitMs`.
-        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000),
-      },
-    });
-    created.on("error", (error: unknown) => {
-      // node-redis emits an error per failed reconnect attempt; one line per 30 s is enough.
-      const now = Date.now();
-      if (now - lastErrorLog > 30_000) {
-        lastErrorLog = now;
-        console.error(`[store] redis connection error: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    });
-    created.connect().catch(() => undefined); // failures surface through waitReady and the "error" event
+    // Keeps trying in the background (REDIS_SOCKET_OPTIONS); requests meanwhile fail after `connectWaitMs`. Its
+    // connection errors are logged by the link, once per outage (lib/store/redis-link.ts).
+    const created = createClient({ url, RESP: 2, disableOfflineQueue: true, socket: REDIS_SOCKET_OPTIONS });
+    watchRedisClient(created, url);
+    created.connect().catch(() => undefined); // failures surface through readyClient and the "error" event
     return created;
   }
 
@@ -68,12 +58,12 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
     const current = client;
     if (current.isReady) return current;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const cancel = setAwakeTimeout(() => {
         current.off("ready", onReady);
-        reject(new Error("Redis is not reachable"));
+        reject(new RedisUnreachableError());
       }, connectWaitMs);
       const onReady = () => {
-        clearTimeout(timer);
+        cancel();
         resolve();
       };
       current.once("ready", onReady);
@@ -148,16 +138,17 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
 
   return {
     async request<TResult>(req: UpstashRequest): Promise<UpstashResponse<TResult>> {
-      let timer: NodeJS.Timeout | undefined;
+      let cancel: (() => void) | undefined;
       const budget = callBudgetMs(commandTimeoutMs);
+      // Awake time: a reply that came while this process's loop was held is not late.
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`Redis request timed out after ${budget} ms`)), budget);
+        cancel = setAwakeTimeout(() => reject(new Error(`Redis request timed out after ${budget} ms`)), budget);
       });
       try {
         // The Requester contract answers a pipeline with an array of responses; its generic type cannot say so.
         return (await Promise.race([dispatch(req), deadline])) as UpstashResponse<TResult>;
       } finally {
-        clearTimeout(timer);
+        cancel?.();
       }
     },
     async close() {

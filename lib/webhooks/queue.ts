@@ -3,7 +3,7 @@ import { Queue, UnrecoverableError, Worker, createNodeRedisClient, type Job } fr
 import { createClient } from "redis";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
-import { getStore } from "@/lib/store";
+import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
 import { attemptDelivery, deliverySchema, type Delivery } from "./deliver";
 import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
 
@@ -41,12 +41,16 @@ class DeliveryFailed extends Error {
 }
 
 function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
+  // A lost connection is logged once by the link (lib/store/redis-link.ts), not by each client, queue and worker.
+  // BullMQ leaves a client it was given open when it closes: close() below ends them.
+  const clients: Array<{ destroy(): void }> = [];
   const connection = () => {
-    const client = createClient({ url });
-    client.on("error", () => undefined);
+    const client = watchRedisClient(createClient({ url, socket: REDIS_SOCKET_OPTIONS }), url);
+    clients.push(client);
     return createNodeRedisClient(client);
   };
   const queue = new Queue<Delivery>(QUEUE_NAME, { prefix, connection: connection() });
+  queue.on("error", logQueueErrors("webhooks"));
   let worker: Worker<Delivery> | null = null;
   let manual: Worker<Delivery> | null = null;
   let closed = false;
@@ -84,10 +88,13 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
     startWorker() {
       if (worker) return;
       worker = new Worker<Delivery>(QUEUE_NAME, run, { ...workerSettings, connection: connection(), concurrency: 8 });
-      worker.on("error", (error) => console.warn(`[webhooks] queue: ${errorLabel(error)}`));
+      worker.on("error", logQueueErrors("webhooks"));
     },
     async drain(budgetMs) {
-      manual ??= new Worker<Delivery>(QUEUE_NAME, null, { ...workerSettings, connection: connection(), autorun: false });
+      if (!manual) {
+        manual = new Worker<Delivery>(QUEUE_NAME, null, { ...workerSettings, connection: connection(), autorun: false });
+        manual.on("error", logQueueErrors("webhooks"));
+      }
       const taker = manual;
       const until = Date.now() + budgetMs;
       let attempts = 0;
@@ -112,6 +119,7 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
       worker = null;
       manual = null;
       await Promise.allSettled([...current.map((item) => item?.close()), queue.close()]);
+      for (const client of clients) client.destroy();
     },
   };
 }

@@ -1,7 +1,10 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { getAccountByEmail } from "@/lib/accounts";
 import { resolveApiKey } from "@/lib/keys";
+import { getStore } from "@/lib/store";
+import { signingSecrets } from "@/lib/webhooks";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -77,6 +80,34 @@ describe("admin CLI (npm run admin)", () => {
     expect(await resolveApiKey(token)).toBeNull();
     const again = await admin("revoke-key", "--email", email, "--start", token.slice(0, 12));
     expect(again.code).toBe(1);
+  });
+
+  it("webhook-secret prints a new secret once; an existing one is never printed, only replaced with --rotate (issue 29 point 10)", async () => {
+    const owner = `hooks-${Date.now()}@example.com`;
+    expect((await admin("create-user", "--email", owner, "--password", "operator password")).code).toBe(0);
+    const account = await getAccountByEmail(owner);
+
+    const created = await admin("webhook-secret", "--email", owner);
+    expect(created).toMatchObject({ code: 0, stderr: "" });
+    expect(created.stdout).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
+    const first = created.stdout.trim();
+    expect(signingSecrets(await getStore().webhooks.getAccount(account!.id))).toEqual([first]);
+
+    // It has one now: without --rotate the CLI says so and prints nothing on stdout.
+    const refused = await admin("webhook-secret", "--email", owner);
+    expect(refused).toMatchObject({ code: 1, stdout: "" });
+    expect(refused.stderr).toContain(`already has a webhook secret (${first.slice(0, 12)}…`);
+    expect(refused.stderr).not.toContain(first);
+
+    const rotated = await admin("webhook-secret", "--email", owner, "--rotate");
+    expect(rotated.code).toBe(0);
+    const second = rotated.stdout.trim();
+    expect(second).toMatch(/^whsec_/);
+    expect(second).not.toBe(first);
+    expect(rotated.stderr).toMatch(/the previous secret keeps signing until \d{4}-/);
+    // The new one signs, and the old one beside it for its 24 h.
+    expect(signingSecrets(await getStore().webhooks.getAccount(account!.id))).toEqual([second, first]);
+    expect((await admin("webhook-secret", "--email", "nobody@example.com")).code).toBe(1);
   });
 
   it("exits 1 for an unknown account", async () => {

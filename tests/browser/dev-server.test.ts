@@ -136,6 +136,10 @@ describe("npm run dev, restarted, in headless Chromium", () => {
     await page.getByRole("button", { name: "Create account" }).click();
     await page.waitForURL(`${server.baseUrl}/settings`);
     await page.getByTestId("balance").waitFor();
+    // The embedded store: the admin CLI cannot reach it, so the page gives test credits (issue 29 point 10).
+    const before = Number(await page.getByTestId("balance").textContent());
+    await page.getByRole("button", { name: "Add 1,000 test credits" }).click();
+    await expect.poll(async () => Number(await page.getByTestId("balance").textContent())).toBe(before + 1_000);
 
     expect(second.reloadMessages).toEqual([]);
     expect(second.loads).toEqual([`${server.baseUrl}/signin`]);

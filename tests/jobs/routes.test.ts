@@ -89,6 +89,21 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     expect(entries.map((entry) => [entry.reason, entry.delta])).toEqual([["ocr", -12]]);
   }, 180_000);
 
+  it("a multi-page TIFF as a job: each selected page a page task and a credit, read in order (issue 29 point 9)", async () => {
+    const account = await createAccount(10);
+    const tiff = fixture("tiff/three-pages.tif").toString("base64");
+    const view = await accepted(await submit(account, { image: tiff, options: { pages: "1,3" } }));
+    expect(view).toMatchObject({ pageCount: 3, pagesTotal: 2, creditsReserved: 2 });
+    const final = await waitEnded(account, view);
+    expect(final).toMatchObject({ status: "succeeded", pagesDone: 2, pagesFailed: 0, creditsUsed: 2 });
+    expect(await account.balance()).toBe(8);
+    const result = jobResultSchema.parse(await (await get(account, `${view.links.self}/result`)).json());
+    const truths = groundTruth("tiff/three-pages.tif").trim().split("\n\n");
+    const [first, third] = result.extractedText.split("\f");
+    expect(characterErrorRate(first!, truths[0]!)).toBeLessThan(0.05);
+    expect(characterErrorRate(third!, truths[2]!)).toBeLessThan(0.05);
+  });
+
   it("Prefer: respond-async on /api/ocr/process answers 202 with the job; Idempotency-Key gives the same job", async () => {
     const account = await createAccount(20);
     const body = { image: base64Of("paragraph.png") };

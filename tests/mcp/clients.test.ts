@@ -33,7 +33,7 @@ const FORMATS = ["text", "json", "markdown"] as const;
 function expectExtractTextTool(tools: ListedTool[]): void {
   expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
   const [tool] = tools;
-  expect(tool!.description).toMatch(/PDF, JPEG, PNG or WebP/);
+  expect(tool!.description).toMatch(/PDF, JPEG, PNG, WebP or TIFF/);
   expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true, destructiveHint: false, idempotentHint: false });
 
   const input = tool!.inputSchema as JsonSchema;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Job, Queue, UnrecoverableError, Worker, createNodeRedisClient } from "bullmq";
 import { createClient } from "redis";
 import { errorLabel } from "@/lib/error-log";
+import { logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
 import type { JobSettings } from "../settings";
 import type { DocumentTask, LeasedTask, PageTask, QueueCounts, TaskData, TaskKind, WorkQueue } from "./port";
 
@@ -26,10 +27,13 @@ const QUEUES = { document: "documents", page: "pages" } as const;
  * Each Queue and Worker has its own connection (the `redis` package through BullMQ's adapter).
  */
 export function createBullQueue(options: BullQueueOptions): WorkQueue {
+  // node-redis reconnects by itself; the link logs a lost connection once (lib/store/redis-link.ts), and its 'error'
+  // listener keeps a dropped connection from being an uncaught error. BullMQ leaves a client it was given open when it
+  // closes: close() below ends them.
+  const clients: Array<{ destroy(): void }> = [];
   const connection = () => {
-    const client = createClient({ url: options.url });
-    // node-redis reconnects by itself; an 'error' listener keeps a dropped connection from being an uncaught error.
-    client.on("error", () => undefined);
+    const client = createClient({ url: options.url, socket: REDIS_SOCKET_OPTIONS });
+    clients.push(watchRedisClient(client, options.url));
     return createNodeRedisClient(client);
   };
   const base = { prefix: options.prefix };
@@ -49,9 +53,9 @@ export function createBullQueue(options: BullQueueOptions): WorkQueue {
     document: new Worker<DocumentTask>(QUEUES.document, null, { ...workerOptions, connection: connection() }),
     page: new Worker<PageTask>(QUEUES.page, null, { ...workerOptions, connection: connection() }),
   };
-  for (const worker of Object.values(workers)) {
-    worker.on("error", (error) => console.warn(`[jobs] queue: ${errorLabel(error)}`));
-  }
+  // BullMQ re-emits its connections' errors on each queue and worker (a queue without a listener prints the stack).
+  for (const queue of Object.values(queues)) queue.on("error", logQueueErrors("jobs"));
+  for (const worker of Object.values(workers)) worker.on("error", logQueueErrors("jobs"));
   let closed = false;
 
   const lease = <K extends TaskKind>(kind: K, job: Job<TaskData<K>>, token: string): LeasedTask<K> => {
@@ -154,6 +158,7 @@ export function createBullQueue(options: BullQueueOptions): WorkQueue {
     async close() {
       closed = true;
       await Promise.allSettled([...Object.values(workers).map((worker) => worker.close(true)), ...Object.values(queues).map((queue) => queue.close())]);
+      for (const client of clients) client.destroy();
     },
   };
 }

@@ -18,6 +18,7 @@ import {
 } from "./pdf";
 import { pageAsSent, type Quarter } from "../model/page-turn";
 import { decodeImage, releaseSource, type RasterSource } from "./raster";
+import { closeTiff, decodeTiffPage, openTiff } from "./tiff";
 import { prepareRaster, recognizeRaster, retryReading, wordScore, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import { TesseractPool } from "./tesseract-pool";
@@ -36,6 +37,7 @@ import {
   type ReadImageJob,
   type ReadLimits,
   type ReadPdfPageJob,
+  type ReadTiffPageJob,
 } from "../model/protocol";
 
 /** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
@@ -101,6 +103,8 @@ export class Engine {
         return this.profiledPage(job.profile, () => this.readImage(job, deadline));
       case "read-pdf-page":
         return this.profiledPage(job.profile, () => this.readPdfPage(job, deadline));
+      case "read-tiff-page":
+        return this.profiledPage(job.profile, () => this.readTiffPage(job, deadline));
     }
   }
 
@@ -117,6 +121,7 @@ export class Engine {
   }
 
   async drop(docId: string): Promise<void> {
+    closeTiff(docId);
     const handle = this.documents.get(docId);
     this.documents.delete(docId);
     await handle?.close().catch(() => undefined);
@@ -214,6 +219,16 @@ export class Engine {
     const image = await profiledAsync("decode", () => decodeImage(job.bytes, job.type, job.limits.maxImagePixels));
     try {
       return await this.readSource(image.source, image.width, image.height, 1, job.language, job.available, deadline);
+    } finally {
+      releaseSource(image.source);
+    }
+  }
+
+  private async readTiffPage(job: ReadTiffPageJob, deadline: number): Promise<PageResult> {
+    const tiff = openTiff(job.doc);
+    const image = await profiledAsync("decode", () => decodeTiffPage(tiff.bytes, job.number, job.limits.maxImagePixels, tiff.pages));
+    try {
+      return await this.readSource(image.source, image.width, image.height, job.number, job.language, job.available, deadline);
     } finally {
       releaseSource(image.source);
     }

@@ -1,6 +1,6 @@
 import { Canvas, createCanvas, loadImage, type Image } from "@napi-rs/canvas";
 import { OcrError } from "../model/ocr-error";
-import type { FileType } from "../model/detect";
+import type { ImageType } from "../model/detect";
 import { isTransposed, readImageInfo } from "../model/image-info";
 
 /** 8-bit greyscale pixels, row-major, `data.length === width * height`. */
@@ -35,7 +35,7 @@ function hasTail(bytes: Uint8Array, signature: number[], window: number): boolea
  * returning half a page. PNG ends with IEND; JPEG's entropy-coded data cannot contain FF D9 before its end;
  * a RIFF container states its length.
  */
-function assertComplete(bytes: Uint8Array, type: Exclude<FileType, "pdf">): void {
+function assertComplete(bytes: Uint8Array, type: ImageType): void {
   let complete: boolean;
   if (type === "png") complete = hasTail(bytes, [0x49, 0x45, 0x4e, 0x44], 64 * 1024);
   else if (type === "jpeg") complete = hasTail(bytes, [0xff, 0xd9], 256 * 1024);
@@ -53,7 +53,7 @@ function assertComplete(bytes: Uint8Array, type: Exclude<FileType, "pdf">): void
  */
 export async function decodeImage(
   bytes: Uint8Array,
-  type: Exclude<FileType, "pdf">,
+  type: ImageType,
   maxPixels: number,
 ): Promise<DecodedImage> {
   const info = readImageInfo(bytes, type);

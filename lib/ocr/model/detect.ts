@@ -1,12 +1,16 @@
 import { OcrError } from "./ocr-error";
+import { isTiff } from "./tiff";
 
-export type FileType = "pdf" | "jpeg" | "png" | "webp";
+export type FileType = "pdf" | "jpeg" | "png" | "webp" | "tiff";
+/** The single-picture images: one page each, decoded by Skia (@napi-rs/canvas). A TIFF is read page by page. */
+export type ImageType = Exclude<FileType, "pdf" | "tiff">;
 
 export const mediaTypes: Record<FileType, string> = {
   pdf: "application/pdf",
   jpeg: "image/jpeg",
   png: "image/png",
   webp: "image/webp",
+  tiff: "image/tiff",
 };
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
@@ -31,6 +35,7 @@ export function sniffFileType(bytes: Uint8Array): FileType | null {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
   if (startsWith(bytes, PNG_SIGNATURE)) return "png";
   if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "webp";
+  if (isTiff(bytes)) return "tiff";
   const head = Math.min(bytes.length - PDF_MAGIC.length, 1024);
   for (let i = 0; i <= head; i++) {
     if (bytes[i] === 0x25 && startsWith(bytes, PDF_MAGIC, i)) return "pdf";
@@ -45,7 +50,7 @@ export function detectFileType(bytes: Uint8Array): FileType {
   if (!type) {
     throw new OcrError(
       "unsupported_type",
-      "Unsupported file type: the bytes are not a PDF, JPEG, PNG or WebP file",
+      "Unsupported file type: the bytes are not a PDF, JPEG, PNG, WebP or TIFF file",
     );
   }
   return type;

@@ -1,5 +1,5 @@
 import { OcrError } from "./ocr-error";
-import type { FileType } from "./detect";
+import type { ImageType } from "./detect";
 
 export interface ImageInfo {
   width: number;
@@ -107,7 +107,7 @@ function webpInfo(b: Uint8Array): ImageInfo {
 }
 
 /** Dimensions (and JPEG orientation) from the header alone, so size limits apply before any decoding. */
-export function readImageInfo(bytes: Uint8Array, type: Exclude<FileType, "pdf">): ImageInfo {
+export function readImageInfo(bytes: Uint8Array, type: ImageType): ImageInfo {
   const info = type === "png" ? pngInfo(bytes) : type === "jpeg" ? jpegInfo(bytes) : webpInfo(bytes);
   if (info.width < 1 || info.height < 1) throw new OcrError("unreadable", "The image has no pixels");
   return info;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { FileType } from "./detect";
+import type { ImageType } from "./detect";
 import { ocrEngineSchema, type ExtractedPage } from "./document";
 import { ocrErrorCodes, type OcrErrorData } from "./ocr-error";
 import type { LanguageChoice } from "./languages";
@@ -61,7 +61,7 @@ export interface InspectPdfJob {
 export interface ReadImageJob {
   kind: "read-image";
   bytes: Uint8Array;
-  type: Exclude<FileType, "pdf">;
+  type: ImageType;
   language: LanguageChoice;
   available: string[];
   limits: ReadLimits;
@@ -82,7 +82,19 @@ export interface ReadPdfPageJob {
   profile?: boolean;
 }
 
-export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob;
+/** A page of a TIFF (lib/ocr/engine/tiff.ts): the document is kept open between its pages, as a PDF is. */
+export interface ReadTiffPageJob {
+  kind: "read-tiff-page";
+  doc: DocumentRef;
+  number: number;
+  language: LanguageChoice;
+  available: string[];
+  limits: ReadLimits;
+  /** As for ReadImageJob. */
+  profile?: boolean;
+}
+
+export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob | ReadTiffPageJob;
 export type JobKind = EngineJob["kind"];
 
 export interface InspectPdfResult {
@@ -109,6 +121,7 @@ export interface JobResults {
   "inspect-pdf": InspectPdfResult;
   "read-image": PageResult;
   "read-pdf-page": PageResult;
+  "read-tiff-page": PageResult;
 }
 
 /**

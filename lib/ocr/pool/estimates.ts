@@ -6,7 +6,13 @@ import type { JobKind } from "../model/protocol";
  */
 
 /** Starting points of the per-kind running means (ms), measured (docs/decisions.md#job-duration-model). */
-export const INITIAL_ESTIMATES: Readonly<Record<JobKind, number>> = { "inspect-pdf": 150, "read-image": 2_500, "read-pdf-page": 3_000 };
+export const INITIAL_ESTIMATES: Readonly<Record<JobKind, number>> = {
+  "inspect-pdf": 150,
+  "read-image": 2_500,
+  "read-pdf-page": 3_000,
+  // A TIFF page is an image read after a decode in JavaScript (utif2): taken as an image until measured.
+  "read-tiff-page": 2_500,
+};
 /** Jobs per kind the duration model remembers. */
 export const ESTIMATE_HISTORY = 64;
 
@@ -21,6 +27,7 @@ export class DurationModel {
     "inspect-pdf": [],
     "read-image": [],
     "read-pdf-page": [],
+    "read-tiff-page": [],
   };
 
   /** A job of `kind` and `size` (`sizeOf`) took `ms`. */

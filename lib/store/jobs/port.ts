@@ -34,7 +34,7 @@ export const jobRecordSchema = z.object({
   deadline: ms,
   /** Epoch ms after which its results are gone (set when it ends; before, the deadline plus the result TTL). */
   expiresAt: ms,
-  fileType: z.enum(["pdf", "jpeg", "png", "webp"]),
+  fileType: z.enum(["pdf", "jpeg", "png", "webp", "tiff"]),
   inputSource: z.enum(["base64", "url"]),
   /** Bytes of the source file. */
   bytes: count,

@@ -25,6 +25,8 @@ import { readImageInfo, isTransposed } from "../../model/image-info";
 import { OcrError } from "../../model/ocr-error";
 import { pageRotation, wordsOf, wordText } from "./common";
 import { embedPngFast } from "./png";
+import { embedTiffPage } from "./tiff";
+import { readTiffPages } from "../../model/tiff";
 
 /*
  * The searchable PDF (`format: "pdf"`): the document the caller sent, with an invisible text layer (text render mode
@@ -35,6 +37,8 @@ import { embedPngFast } from "./png";
  *   losslessly re-compressed (./png.ts), WebP decoded to PNG; EXIF orientation applied by the page's drawing matrix,
  *   as the engine applied it), at its resolution when the file says one (JFIF density, PNG pHYs), else 72 dpi: one
  *   pixel, one point.
+ * - A TIFF's selected pages become one page each, showing the page's samples as stored (./tiff.ts), sized by its
+ *   resolution (each axis its own: a fax page is a letter page).
  * - A PDF's selected pages are copied as they are (copyPages); pages read from their own text layer get nothing
  *   added, so their text stays exactly theirs; scanned pages get the invisible words over the page as drawn (the
  *   original page, not a re-encoded picture of it: nothing lost, nothing grown), on the page as displayed (its crop
@@ -79,6 +83,14 @@ export async function renderSearchablePdf(pages: readonly ExtractedPage[], sourc
       const page = pages[i]!;
       if (page.source === "ocr") drawInvisibleWords(pdfPage, page, font, displayedToUser(pdfPage));
     });
+  } else if (source.type === "tiff") {
+    const tiffPages = readTiffPages(source.bytes);
+    for (const page of pages) {
+      const image = await embedTiffPage(output, source.bytes, tiffPages[page.number - 1]!);
+      const pdfPage = output.addPage([image.pageWidth, image.pageHeight]);
+      drawImage(pdfPage, { ...image, orientation: 1 });
+      drawInvisibleWords(pdfPage, page, font, (x, y) => [x * image.pageWidth, (1 - y) * image.pageHeight]);
+    }
   } else {
     const page = pages[0];
     if (!page) throw new Error("an image document has one page");
@@ -220,7 +232,7 @@ interface EmbeddedImage {
 }
 
 async function embedImage(output: PDFDocument, source: PdfSource): Promise<EmbeddedImage> {
-  if (source.type === "pdf") throw new Error("not an image");
+  if (source.type === "pdf" || source.type === "tiff") throw new Error("not a single image");
   const info = readImageInfo(source.bytes, source.type);
   let image: { ref: PDFRef; width: number; height: number };
   let dpi: number | undefined;

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isApiError } from "@/lib/api/errors";
+import { signUp } from "@/lib/accounts";
+import { getBalance, grantTestCredits, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
+import { resetEnv } from "@/lib/env";
+import { createMemoryStore, installStore, resetStore } from "@/lib/store";
+import { withRedisStoreEnv } from "../support/redis";
+
+/*
+ * Issue 29 point 10: a newcomer on `npm run dev` (the embedded store, which the admin CLI cannot reach) gets test
+ * credits from the settings page; a server on Redis — every production deployment — refuses them on the server,
+ * whatever the page shows or a client posts (the settings action calls grantTestCredits).
+ */
+
+const newAccount = (label: string) => signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
+
+describe("test credits on the embedded store", () => {
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    delete process.env.REDIS_URL;
+    Object.assign(process.env, { FREE_CREDITS: "100" });
+    resetEnv();
+    await resetStore();
+    installStore(createMemoryStore());
+  });
+  afterAll(async () => {
+    await resetStore();
+    process.env = saved;
+    resetEnv();
+  });
+
+  it("are offered, and add TEST_CREDITS as a grant in the ledger", async () => {
+    expect(testCreditsAvailable()).toBe(true);
+    const account = await newAccount("dev");
+    expect(await grantTestCredits(account.id)).toEqual({ balance: 100 + TEST_CREDITS });
+    expect(await getBalance(account.id)).toBe(1_100);
+    const [latest] = (await listLedger(account.id, { limit: 1 })).entries;
+    expect(latest).toMatchObject({ reason: "grant", delta: TEST_CREDITS, balanceAfter: 1_100 });
+  });
+});
+
+describe("test credits on Redis", () => {
+  withRedisStoreEnv("test-credits", { FREE_CREDITS: "100" });
+
+  it("are not offered, and a grant is refused on the server: 403, the balance unchanged", async () => {
+    expect(testCreditsAvailable()).toBe(false);
+    const account = await newAccount("prod");
+    const refused = await grantTestCredits(account.id).catch((error: unknown) => error);
+    expect(isApiError(refused) && [refused.code, refused.message]).toEqual([
+      "forbidden",
+      expect.stringContaining("only on a development server with the embedded store"),
+    ]);
+    expect(await getBalance(account.id)).toBe(100);
+  });
+});

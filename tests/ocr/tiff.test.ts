@@ -1,0 +1,104 @@
+import { deflateSync } from "node:zlib";
+import { createCanvas } from "@napi-rs/canvas";
+import { describe, expect, it } from "vitest";
+import { decodeTiffPage } from "@/lib/ocr/engine/tiff";
+import { isOcrError } from "@/lib/ocr/model/ocr-error";
+import { checkTiffPage, readTiffPages, squareHeight } from "@/lib/ocr/model/tiff";
+import { decodeLzw, decodeSamples } from "@/lib/ocr/model/tiff-decode";
+import { writeTiff, type TiffPageInput } from "@/scripts/tiff-writer";
+
+/*
+ * The TIFF reader's own defences (issue 29 point 9), without an engine process: what the decoder would allocate is
+ * checked from the directories, and the two codecs utif2 is not trusted with (Deflate, LZW) stop at the page's room.
+ */
+
+const grey = (width: number, height: number, data: Uint8Array, compression: TiffPageInput["compression"] = 1): TiffPageInput => ({
+  width,
+  height,
+  data,
+  bitsPerSample: 8,
+  samplesPerPixel: 1,
+  photometric: 1,
+  compression,
+});
+
+const codeOf = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return isOcrError(error) ? `${error.code}: ${error.message}` : String(error);
+  }
+  return "no error";
+};
+
+describe("TIFF structure (lib/ocr/model/tiff.ts)", () => {
+  it("reads every page of a multi-page file, and refuses a directory chain that loops", () => {
+    const page = grey(4, 4, new Uint8Array(16));
+    const tiff = writeTiff([page, page, page]);
+    expect(readTiffPages(tiff).map((p) => [p.number, p.width, p.height])).toEqual([[1, 4, 4], [2, 4, 4], [3, 4, 4]]);
+    // Point the last directory's next-IFD field back at the first.
+    const pages = readTiffPages(tiff);
+    const view = new DataView(tiff.buffer);
+    const first = view.getUint32(4, true);
+    let ifd = first;
+    for (let i = 0; i < pages.length - 1; i++) ifd = view.getUint32(ifd + 2 + view.getUint16(ifd, true) * 12, true);
+    view.setUint32(ifd + 2 + view.getUint16(ifd, true) * 12, first, true);
+    expect(codeOf(() => readTiffPages(tiff))).toMatch(/^unreadable: .*form a loop/);
+  });
+
+  it("limits come from the directory: pixels (stretched to square ones for a fax), and decoded bytes", () => {
+    const [page] = readTiffPages(writeTiff([{ ...grey(8, 1, new Uint8Array(8)), declared: { width: 10_000, height: 5_000 } }]));
+    expect(codeOf(() => checkTiffPage(page!, 50e6))).toBe("no error");
+    expect(codeOf(() => checkTiffPage(page!, 50e6 - 1))).toMatch(/^image_too_large: The TIFF's page 1 is 10000×5000 pixels/);
+    const fax = { ...page!, dpi: { x: 204, y: 98 } };
+    expect(squareHeight(fax)).toBe(10_408);
+    expect(codeOf(() => checkTiffPage(fax, 100e6))).toMatch(/^image_too_large: The TIFF's page 1 is 10000×10408 pixels/);
+  });
+});
+
+describe("TIFF decoding (lib/ocr/model/tiff-decode.ts, lib/ocr/engine/tiff.ts)", () => {
+  it("LZW: round trip with the fixtures' writer; a code the table does not have is refused, not looped on", () => {
+    const data = Uint8Array.from({ length: 20_000 }, (_, i) => (i % 251 < 90 ? (i * 7) & 0xff : i >> 6));
+    const tiff = writeTiff([grey(200, 100, data, 5)]);
+    expect(Buffer.from(decodeSamples(tiff, readTiffPages(tiff)[0]!)).equals(Buffer.from(data))).toBe(true);
+    // Clear, then code 300 at once (the table ends at 257).
+    const corrupt = Uint8Array.from([0x80, 0x00 | (300 >> 2), (300 & 3) << 6]);
+    expect(codeOf(() => decodeLzw(corrupt, new Uint8Array(100)))).toMatch(/^unreadable: The TIFF's LZW data is corrupt/);
+  });
+
+  it("Deflate: a strip inflating past its page is refused at the page's size, not inflated whole", () => {
+    const bomb = deflateSync(new Uint8Array(64 * 1024 * 1024), { level: 9 }); // 64 MB of zeros in ~64 KB
+    const page = { ...grey(100, 100, new Uint8Array(10_000), 8) };
+    const tiff = writeTiff([page]);
+    const [parsed] = readTiffPages(tiff);
+    const file = new Uint8Array(tiff.length + bomb.length);
+    file.set(tiff);
+    file.set(bomb, tiff.length);
+    const hostile = { ...parsed!, segments: [{ offset: tiff.length, length: bomb.length }], tags: { ...parsed!.tags, t273: [tiff.length], t279: [bomb.length] } };
+    expect(codeOf(() => decodeSamples(file, hostile))).toMatch(/^unreadable: The TIFF's Deflate data is corrupt or larger than its page/);
+  });
+
+  it("JPEG: a strip whose frame is larger than the strip is refused before Skia decodes it", async () => {
+    const small = createCanvas(64, 64).toBuffer("image/jpeg");
+    const big = createCanvas(3000, 2000).toBuffer("image/jpeg");
+    const page = (jpeg: Uint8Array): TiffPageInput => ({ width: 64, height: 64, data: jpeg, bitsPerSample: 8, samplesPerPixel: 3, photometric: 6, compression: 7 });
+    await expect(decodeTiffPage(writeTiff([page(small)]), 1, 50e6)).resolves.toMatchObject({ width: 64, height: 64 });
+    const refused = await decodeTiffPage(writeTiff([page(big)]), 1, 50e6).catch((error: unknown) => error);
+    expect(isOcrError(refused) && `${refused.code}: ${refused.message}`).toMatch(/^image_too_large: .*hides a 3000×2000 JPEG in a 64×64 strip/);
+  });
+
+  it("colour models: WhiteIsZero bits, palette and 8-bit grey are drawn as stored", async () => {
+    const pixel = async (input: TiffPageInput) => {
+      const image = await decodeTiffPage(writeTiff([input]), 1, 50e6);
+      const canvas = image.source as unknown as ReturnType<typeof createCanvas>;
+      return Array.from(canvas.getContext("2d").getImageData(0, 0, 2, 1).data);
+    };
+    // 1 bit, WhiteIsZero: bit 1 is black.
+    expect(await pixel({ width: 2, height: 1, data: Uint8Array.from([0b1000_0000]), bitsPerSample: 1, samplesPerPixel: 1, photometric: 0, compression: 32773 }))
+      .toEqual([0, 0, 0, 255, 255, 255, 255, 255]);
+    const colorMap = [...Array(256).fill(0).map((_, i) => (i === 1 ? 0xffff : 0)), ...Array(256).fill(0), ...Array(256).fill(0).map((_, i) => (i === 0 ? 0xffff : 0))];
+    expect(await pixel({ width: 2, height: 1, data: Uint8Array.from([0, 1]), bitsPerSample: 8, samplesPerPixel: 1, photometric: 3, compression: 1, colorMap }))
+      .toEqual([0, 0, 255, 255, 255, 0, 0, 255]);
+    expect(await pixel(grey(2, 1, Uint8Array.from([10, 200]), 8))).toEqual([10, 10, 10, 255, 200, 200, 200, 255]);
+  });
+});
