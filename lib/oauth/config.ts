@@ -64,3 +64,13 @@ export function serviceOrigin(source: Request | Headers): string {
   const protocol = headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ?? url?.protocol.slice(0, -1) ?? null;
   return `${isSecureRequest({ protocol, host }) ? "https" : "http"}://${host}`;
 }
+
+/**
+ * Where the sign-in page may send the browser back to (`/signin?next=…`): only the authorization page of this site,
+ * as a path — never another site, `//host`, a backslash trick or a scheme (no open redirect). Null otherwise.
+ */
+export function signInReturnPath(value: unknown): string | null {
+  if (typeof value !== "string" || value.length > 8_192) return null;
+  if (!/^\/oauth\/authorize(\?[^\\\s]*)?$/.test(value)) return null;
+  return value;
+}
