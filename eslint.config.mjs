@@ -131,5 +131,5 @@ export default defineConfig([
   })),
   { files: LEAVES, rules: layering(leafForbidden) },
   { files: ["tests/**"], rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] } },
-  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
+  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", ".next-test-oauth/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

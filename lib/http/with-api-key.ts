@@ -179,6 +179,9 @@ async function authenticate(
     if ("refused" in token) throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
     return { userId: token.userId, keyId: token.grantId, name: token.clientId, start: "oat_", lastUsedAt: null, scopes: token.scopes };
   }
+  if (!protectedResource && isAccessToken(credential.value)) {
+    throw new ApiError("unauthorized", "OAuth access tokens work only on /api/mcp; REST takes an API key (x-api-key: <key>)");
+  }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
   const account = await resolveApiKeyFrom(credential.value, addressLimitKey(clientAddress(req.headers)));
   if (!account) {
