@@ -31,16 +31,16 @@ async function consent(provider: MemoryProvider, userId: string): Promise<URL> {
 }
 
 /** Connect as the SDK does: the first attempt ends in UnauthorizedError once the browser was sent to sign in. */
-async function signIn(provider: MemoryProvider, userId: string, wire: Wire) {
+async function signIn(provider: MemoryProvider, userId: string, wire: Wire, options: ConstructorParameters<typeof Client>[1] = {}) {
   const fetch = serviceFetch(wire);
   const first = new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider, fetch });
-  await expect(new Client(clientInfo).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+  await expect(new Client(clientInfo, options).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
   const callback = await consent(provider, userId);
   expect(callback.origin + callback.pathname).toBe(REDIRECT_URL);
   expect(callback.searchParams.get("state")).toBe("state-123");
   expect(callback.searchParams.get("iss")).toBe(ORIGIN);
   await first.finishAuth(callback.searchParams);
-  const client = new Client(clientInfo);
+  const client = new Client(clientInfo, options);
   await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider, fetch }));
   return client;
 }
@@ -138,6 +138,30 @@ describe("the SDK v2 client signs in with OAuth", () => {
       await expect(client.listTools()).rejects.toMatchObject({ code: "invalid_grant" });
       // The SSE session's posts are refused as well (and its stream closes at its next keep-alive check).
       await expect(sse.listTools()).rejects.toThrow();
+    } finally {
+      await sse.close();
+      await client.close();
+    }
+  });
+
+  it("the 2026-07-28 revision (stateless discovery, no session) signs in the same way; the token serves a 2024-11-05 SSE client too", async () => {
+    const account = await createAccount(3);
+    const provider = new MemoryProvider();
+    const wire: Wire = [];
+    const client = await signIn(provider, account.userId, wire, { versionNegotiation: { mode: "auto" } });
+    const sse = new Client(clientInfo);
+    try {
+      // 2026-07-28: tasks are an extension there, so the answer's capabilities are the tools alone.
+      expect(Object.keys(client.getServerCapabilities() as object)).toEqual(["tools"]);
+      const body = expectExtracted(
+        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }),
+      );
+      expect(body.userId).toBe(account.userId);
+      expect(await account.balance()).toBe(2);
+      expect(wire.some((line) => line.startsWith("GET /api/mcp"))).toBe(false);
+
+      await sse.connect(new SSEClientTransport(new URL(MCP_URL), { authProvider: provider, fetch: serviceFetch() }));
+      expect((await sse.listTools()).tools).toHaveLength(2);
     } finally {
       await sse.close();
       await client.close();
