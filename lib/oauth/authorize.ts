@@ -1,8 +1,7 @@
-import OAuth2Server from "@node-oauth/oauth2-server";
 import type { OAuthClientRecord } from "@/lib/store";
 import { CODE_TTL_S, SCOPES, oauthUrls, type Scope } from "./config";
 import { findClient } from "./clients";
-import { grantedScopes, oauthServer } from "./model";
+import { grantedScopes, oauthModel } from "./model";
 import { isOAuthProblem } from "./problem";
 
 /** A checked authorization request, ready for the consent page. */
@@ -139,12 +138,22 @@ export async function answerAuthorization(
       location: redirectTo(request.redirectUri, { error: "access_denied", error_description: "The user declined", state: request.state }, issuer),
     };
   }
-  const libraryRequest = new OAuth2Server.Request({ method: "POST", headers: {}, query: {}, body: request.params });
-  const libraryResponse = new OAuth2Server.Response({});
-  const code = await oauthServer.authorize(libraryRequest, libraryResponse, {
-    authenticateHandler: { handle: () => ({ id: userId, resource: request.resource }) },
-    allowEmptyState: true,
-    authorizationCodeLifetime: CODE_TTL_S,
-  });
-  return { kind: "redirect", location: redirectTo(request.redirectUri, { code: code.authorizationCode, state: request.state }, issuer) };
+  // The request was checked above, field by field, more strictly than the library's authorize handler would (which
+  // also builds its redirect with Node's deprecated url.parse): the code is made and stored by the same model.
+  const client = { id: request.client.clientId, redirectUris: [request.redirectUri], grants: ["authorization_code"] };
+  const user = { id: userId, resource: request.resource };
+  const authorizationCode = await oauthModel.generateAuthorizationCode!(client, user, request.scopes);
+  await oauthModel.saveAuthorizationCode(
+    {
+      authorizationCode,
+      expiresAt: new Date(Date.now() + CODE_TTL_S * 1000),
+      redirectUri: request.redirectUri,
+      scope: request.scopes,
+      codeChallenge: request.codeChallenge,
+      codeChallengeMethod: "S256",
+    },
+    client,
+    user,
+  );
+  return { kind: "redirect", location: redirectTo(request.redirectUri, { code: authorizationCode, state: request.state }, issuer) };
 }
