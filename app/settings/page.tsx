@@ -73,7 +73,14 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
       <ConnectedAppsSection apps={apps} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
       <WebhooksSection account={webhooks} attempts={deliveries} />
-      <LedgerSection ledger={ledger} cursor={cursor} keys={listed} keysById={keysById} keyFilter={keyFilter} />
+      <LedgerSection
+        ledger={ledger}
+        cursor={cursor}
+        keys={listed}
+        keysById={keysById}
+        appNames={new Map(apps.map((app) => [app.id, app.name]))}
+        keyFilter={keyFilter}
+      />
     </div>
   );
 }

@@ -65,10 +65,20 @@ async function signUpAndAllow(page: Page, authorizationUrl: string, email: strin
   await page.goto(authorizationUrl);
   await page.waitForURL(/\/signin\?next=/);
   await page.getByRole("link", { name: "Create an account" }).click();
+  // The sign-up form replaces the sign-in form (same fields): fill it only once it is there.
+  await page.waitForURL(/\/signin\?mode=signup&next=/);
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Password").fill(TEST_PASSWORD);
   await page.getByRole("button", { name: "Create account" }).click();
-  await page.waitForURL(/\/oauth\/authorize\?/);
+  // Back to the authorization page — or the form's error, said at once rather than as a timeout.
+  const outcome = await Promise.race([
+    page.waitForURL(/\/oauth\/authorize\?/).then(() => null),
+    page.locator("#auth-error").waitFor().then(() => page.locator("#auth-error").textContent()),
+  ]);
+  if (outcome !== null) {
+    await page.screenshot({ path: path.join(ARTIFACTS, "oauth-signup-error.png") });
+    throw new Error(`sign-up refused: ${outcome}`);
+  }
   expect(await page.locator("h1").textContent()).toContain("wants to use your account");
   await page.screenshot({ path: path.join(ARTIFACTS, "oauth-consent.png") });
   await page.getByRole("button", { name: "Allow" }).click();
@@ -82,6 +92,8 @@ describe("OAuth sign-in in headless Chromium", () => {
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,
         FREE_CREDITS: String(FREE_CREDITS),
+        // Two sign-ups from this machine's address, besides any other test's on the same Redis prefix: none.
+        SIGNUP_PER_ADDRESS_PER_HOUR: "10",
         OCR_ENGINE_PROCESSES: "1",
         LOG_REQUESTS: "false",
       }).then((started) => {
@@ -95,6 +107,7 @@ describe("OAuth sign-in in headless Chromium", () => {
     // Compiled before the clients' timeouts start: each is a first request on a development server.
     await warmRoutes(baseUrl, [
       ["GET", "/oauth/authorize"],
+      ["GET", "/signin"],
       ["POST", "/api/mcp"],
       ["GET", "/.well-known/oauth-protected-resource/api/mcp"],
       ["GET", "/.well-known/oauth-authorization-server"],
@@ -158,7 +171,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await page.context().close();
       await callback.close();
     }
-  });
+  }, 600_000);
 
   it("mcp-remote: its sign-in in the browser, then a stdio client lists the tools and reads an image", async () => {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "ocr-mcp-remote-oauth-"));
@@ -205,7 +218,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await page.context().close();
       fs.rmSync(scratch, { recursive: true, force: true });
     }
-  });
+  }, 600_000);
 
   it("the consent page cannot be framed, and the sign-in page's return path is this site's authorization page only", async () => {
     const response = await fetch(`${baseUrl}/oauth/authorize?client_id=ocl_unknown`);
