@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { http, HttpResponse } from "msw";
 import { describe, expect, it, vi } from "vitest";
-import { answerAuthorization, checkAuthorizationRequest } from "@/lib/oauth";
+import { createMcpRoute } from "@/lib/mcp";
+import { answerAuthorization, checkAuthorizationRequest, listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
 import { REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "@/lib/oauth/config";
 import { createAccount, withRemoteFiles, withStore } from "../api/support";
+import { readEvents } from "../mcp/support";
 import { MCP_URL, ORIGIN, REDIRECT_URL, postForm, serviceFetch } from "./support";
 
 /*
@@ -241,6 +243,32 @@ describe("the MCP endpoint refuses", () => {
     const challenge = refused.headers.get("www-authenticate") ?? "";
     expect(challenge).toContain('error="insufficient_scope"');
     expect(challenge).toContain('scope="documents:read jobs:manage"');
+  });
+});
+
+describe("revoking a connected app", () => {
+  it("closes an SSE stream its token opened at the stream's next refresh; its reconnect is refused with invalid_token", async () => {
+    const account = await createAccount(0);
+    const { access_token } = await tokensFor(account.userId, await register());
+    const handlers = createMcpRoute({ sse: { pingMs: 60_000, refreshMs: 100 } });
+    const get = () => handlers.GET(new Request(MCP_URL, { headers: { accept: "text/event-stream", authorization: `Bearer ${access_token}` } }));
+    const response = await get();
+    expect(response.status).toBe(200);
+    const events = readEvents(response);
+    try {
+      expect((await events.next())?.event).toBe("endpoint");
+      // While the app is connected the stream stays open through its refreshes (each checks the grant).
+      const next = events.next();
+      expect(await Promise.race([next.then(() => "event"), new Promise((resolve) => setTimeout(resolve, 600, "open"))])).toBe("open");
+      const [app] = await listConnectedApps(account.userId);
+      expect(await revokeConnectedApp({ userId: account.userId, grantId: app!.id })).toBe(true);
+      // Without the revocation the stream would stay open for its 295 s.
+      expect(await next).toEqual({ comment: "closed: the API key of this session was revoked" });
+      expect(await events.next()).toBeNull();
+      await expectInvalidToken(await get(), /unknown, expired or revoked/);
+    } finally {
+      await events.cancel();
+    }
   });
 });
 
