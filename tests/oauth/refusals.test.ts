@@ -233,6 +233,22 @@ describe("the MCP endpoint refuses", () => {
     await expectInvalidToken(await mcp("oat_short"), /malformed/);
   });
 
+  it("REST keeps API keys: an access token there is refused, saying where it works", async () => {
+    const account = await createAccount(1);
+    const { access_token } = await tokensFor(account.userId, await register());
+    const { POST } = await import("@/app/api/ocr/process/route");
+    const response = await POST(
+      new Request(`${ORIGIN}/api/ocr/process`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${access_token}`, "content-type": "application/json" },
+        body: JSON.stringify({ imageUrl: "https://files.example/x.png" }),
+      }),
+    );
+    expect(response.status).toBe(401);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/OAuth access tokens work only on \/api\/mcp/);
+    expect(await account.balance()).toBe(1);
+  });
+
   it("a call the token's scopes do not allow: 403 insufficient_scope, naming the scope to ask for", async () => {
     const account = await createAccount(0);
     const { access_token, scope } = await tokensFor(account.userId, await register(), "documents:read");
