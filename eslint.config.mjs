@@ -15,7 +15,7 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
 //   page that uses lib/http.
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "health", "http", "input", "jobs", "keys", "mcp", "ocr", "process", "store", "webhooks"];
+const BARRELS = ["accounts", "credits", "health", "http", "input", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
 const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
@@ -131,5 +131,5 @@ export default defineConfig([
   })),
   { files: LEAVES, rules: layering(leafForbidden) },
   { files: ["tests/**"], rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] } },
-  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
+  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", ".next-test-oauth/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
 ]);

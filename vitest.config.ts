@@ -59,6 +59,7 @@ const REDIS = [
   "tests/keys/keys.test.ts",
   "tests/mcp/auth.test.ts",
   "tests/mcp/stream-caps.test.ts",
+  "tests/oauth/refusals.test.ts",
   "tests/store/command-budget.test.ts",
   "tests/store/config.test.ts",
   "tests/store/contract.test.ts",

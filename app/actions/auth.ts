@@ -7,6 +7,7 @@
 import { redirect } from "next/navigation";
 import { signIn, signUp, type Account } from "@/lib/accounts";
 import { endSession, getClientAddress, startSession } from "@/lib/accounts/current";
+import { signInReturnPath } from "@/lib/oauth";
 import { formErrorMessage, type FormError } from "./form-state";
 
 export interface AuthFormState extends FormError {
@@ -25,7 +26,8 @@ async function authenticate(mode: "signin" | "signup", formData: FormData): Prom
   } catch (error) {
     return { error: formErrorMessage(error, mode), email };
   }
-  redirect("/settings"); // outside the try: redirect() works by throwing
+  // Back to the app's authorization page when the sign-in started there (an allow-listed path, never another site).
+  redirect(signInReturnPath(formData.get("next")) ?? "/settings"); // outside the try: redirect() works by throwing
 }
 
 export async function signInAction(_previous: AuthFormState, formData: FormData): Promise<AuthFormState> {

@@ -5,7 +5,7 @@ import { Fragment } from "react";
 import { CodeExample } from "@/app/components/code-example";
 import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 import { getEnv } from "@/lib/env";
-import { cliExample, jobExamples, mcpExamples, restExamples } from "@/lib/api/examples";
+import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
 
@@ -143,6 +143,21 @@ export default async function DocsPage() {
         slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
         task and use <code>tasks/get</code>, <code>tasks/result</code> and <code>tasks/cancel</code>; the task is the
         job, its unread pages refunded on cancel.
+      </p>
+      <h3 id="mcp-sign-in">Add to claude.ai, ChatGPT, Cursor, VS Code, Claude Code: sign in, no key</h3>
+      <p>
+        Paste <code>{origin}/api/mcp</code> into the client. Its first request is answered <code>401</code> with
+        where to sign in (OAuth 2.1: authorization code with PKCE, the MCP authorization spec); the client opens the
+        browser on this site, you sign in or sign up and allow the app, and it reads documents with your credits.
+        Settings → Connected apps lists the apps you allowed, each with Revoke.
+      </p>
+      {mcpSignInExamples(target).map((example) => (
+        <CodeExample key={example.id} example={example} />
+      ))}
+      <h3 id="mcp-api-key">With an API key</h3>
+      <p>
+        For scripts and clients that take a header: the key in <code>x-api-key</code> (or{" "}
+        <code>Authorization: Bearer</code>), on both transports.
       </p>
       {mcpExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />

@@ -26,12 +26,15 @@ export function LedgerSection({
   cursor,
   keys,
   keysById,
+  appNames,
   keyFilter,
 }: {
   ledger: LedgerPage;
   cursor: string | null;
   keys: ApiKeyInfo[];
   keysById: Map<string, ApiKeyInfo>;
+  /** The names of the account's connected apps by grant id: OAuth calls are charged under their grant's id. */
+  appNames?: Map<string, string>;
   keyFilter: ApiKeyInfo | null;
 }) {
   return (
@@ -81,7 +84,12 @@ export function LedgerSection({
           labelledBy="ledger-heading"
         >
           {ledger.entries.map((entry) => (
-            <LedgerRow key={entry.id} entry={entry} apiKey={entry.keyId ? keysById.get(entry.keyId) : undefined} />
+            <LedgerRow
+              key={entry.id}
+              entry={entry}
+              apiKey={entry.keyId ? keysById.get(entry.keyId) : undefined}
+              appName={entry.keyId ? appNames?.get(entry.keyId) : undefined}
+            />
           ))}
         </DataTable>
       )}
@@ -95,7 +103,7 @@ export function LedgerSection({
   );
 }
 
-function LedgerRow({ entry, apiKey: key }: { entry: LedgerEntry; apiKey: ApiKeyInfo | undefined }) {
+function LedgerRow({ entry, apiKey: key, appName }: { entry: LedgerEntry; apiKey: ApiKeyInfo | undefined; appName?: string }) {
   return (
     <tr data-request-id={entry.requestId}>
       <td>
@@ -110,6 +118,10 @@ function LedgerRow({ entry, apiKey: key }: { entry: LedgerEntry; apiKey: ApiKeyI
           <>
             {key.name}
             {key.revokedAt && <span className="muted"> (revoked)</span>}
+          </>
+        ) : appName ? (
+          <>
+            {appName} <span className="muted">(app)</span>
           </>
         ) : entry.keyId ? (
           <code>{entry.keyId}</code>

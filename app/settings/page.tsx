@@ -5,7 +5,9 @@ import { getCurrentAccount } from "@/lib/accounts/current";
 import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
+import { listConnectedApps } from "@/lib/oauth";
 import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
+import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
 import { JobsSection } from "./jobs-section";
 import { KeysSection } from "./keys-section";
@@ -33,13 +35,14 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
   const keys = await listApiKeys(account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
-  const [balance, ledger, usage, jobs, webhooks, deliveries] = await Promise.all([
+  const [balance, ledger, usage, jobs, webhooks, deliveries, apps] = await Promise.all([
     getBalance(account.id),
     listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
     listJobViews(account.id, { limit: JOBS_SHOWN }),
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
+    listConnectedApps(account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);
@@ -67,9 +70,17 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
 
       <CreditsSection balance={balance} usage={usage} testCredits={testCreditsAvailable() ? TEST_CREDITS : undefined} />
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
+      <ConnectedAppsSection apps={apps} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
       <WebhooksSection account={webhooks} attempts={deliveries} />
-      <LedgerSection ledger={ledger} cursor={cursor} keys={listed} keysById={keysById} keyFilter={keyFilter} />
+      <LedgerSection
+        ledger={ledger}
+        cursor={cursor}
+        keys={listed}
+        keysById={keysById}
+        appNames={new Map(apps.map((app) => [app.id, app.name]))}
+        keyFilter={keyFilter}
+      />
     </div>
   );
 }

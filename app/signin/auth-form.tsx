@@ -6,11 +6,12 @@ import { signInAction, signUpAction, type AuthFormState } from "@/app/actions/au
 const initialState: AuthFormState = {};
 
 /** Sign-in or sign-up form; works without JavaScript (the server action answers with the re-rendered page). */
-export function AuthForm({ mode, minPasswordLength }: { mode: "signin" | "signup"; minPasswordLength: number }) {
+export function AuthForm({ mode, minPasswordLength, next }: { mode: "signin" | "signup"; minPasswordLength: number; next?: string | null }) {
   const [state, formAction, pending] = useActionState(mode === "signup" ? signUpAction : signInAction, initialState);
   const signup = mode === "signup";
   return (
     <form action={formAction} className="card stack">
+      {next && <input type="hidden" name="next" value={next} />}
       <div className="field">
         <label htmlFor="email">E-mail</label>
         <input

@@ -4,14 +4,21 @@ import { redirect } from "next/navigation";
 import { PASSWORD_MIN_LENGTH } from "@/lib/accounts";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { getEnv } from "@/lib/env";
+import { signInReturnPath } from "@/lib/oauth";
 import { AuthForm } from "./auth-form";
 
 export const metadata: Metadata = { title: "Sign in" };
 
-export default async function SignInPage({ searchParams }: { searchParams: Promise<{ mode?: string | string[] }> }) {
+type SearchParams = Promise<{ mode?: string | string[]; next?: string | string[] }>;
+
+export default async function SignInPage({ searchParams }: { searchParams: SearchParams }) {
+  const params = await searchParams;
+  // After signing in: back to an app's authorization page when it sent the browser here (lib/oauth signInReturnPath).
+  const next = signInReturnPath(params.next);
   // A store outage should still show the form (whose submission then explains the outage).
-  if (await getCurrentAccount().catch(() => null)) redirect("/settings");
-  const mode = (await searchParams).mode === "signup" ? "signup" : "signin";
+  if (await getCurrentAccount().catch(() => null)) redirect(next ?? "/settings");
+  const mode = params.mode === "signup" ? "signup" : "signin";
+  const other = (target: string) => (next ? `${target}${target.includes("?") ? "&" : "?"}next=${encodeURIComponent(next)}` : target);
 
   return (
     <section className="auth">
@@ -19,17 +26,19 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
       <p className="muted">
         {mode === "signup"
           ? `New accounts get ${getEnv().FREE_CREDITS} free credits: one credit reads one page.`
-          : "Sign in to manage your API keys and see your credits."}
+          : next
+            ? "Sign in to let the app that sent you here use your account."
+            : "Sign in to manage your API keys and see your credits."}
       </p>
-      <AuthForm key={mode} mode={mode} minPasswordLength={PASSWORD_MIN_LENGTH} />
+      <AuthForm key={mode} mode={mode} minPasswordLength={PASSWORD_MIN_LENGTH} next={next} />
       <p>
         {mode === "signup" ? (
           <>
-            Already have an account? <Link href="/signin">Sign in</Link>
+            Already have an account? <Link href={other("/signin")}>Sign in</Link>
           </>
         ) : (
           <>
-            New here? <Link href="/signin?mode=signup">Create an account</Link>
+            New here? <Link href={other("/signin?mode=signup")}>Create an account</Link>
           </>
         )}
       </p>

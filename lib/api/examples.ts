@@ -120,7 +120,52 @@ print(ocr({"imageUrl": "${origin}/samples/report.pdf", "options": {"format": "ma
   ];
 }
 
-/** MCP clients: Claude Code, Claude Desktop (through mcp-remote), Cursor, VS Code, the Vercel AI SDK. */
+/**
+ * MCP clients that sign in with OAuth (docs/mcp.md#sign-in-with-oauth-claudeai-chatgpt-cursor-vs-code-claude-code):
+ * only the URL to paste; the client opens the browser for the sign-in and the consent. No key in any of them.
+ */
+export function mcpSignInExamples(target: Pick<ExampleTarget, "origin">): Example[] {
+  const url = `${target.origin}/api/mcp`;
+  return [
+    {
+      id: "oauth-claude-chatgpt",
+      title: "claude.ai, Claude Desktop, ChatGPT: the URL to paste",
+      language: "sh",
+      note: "claude.ai / Claude Desktop: Settings → Connectors → Add custom connector. ChatGPT: Settings → Apps & Connectors → Advanced → developer mode, then Create (authentication: OAuth). Then Connect: sign in and allow.",
+      code: url,
+    },
+    {
+      id: "oauth-claude-code",
+      title: "Claude Code",
+      language: "sh",
+      note: "Then /mcp → ocr → Authenticate: the browser opens on the sign-in and consent page.",
+      code: `claude mcp add --transport http ocr ${url}`,
+    },
+    {
+      id: "oauth-cursor",
+      title: "Cursor (~/.cursor/mcp.json)",
+      language: "json",
+      note: "No headers: Cursor shows Needs login; click it.",
+      code: quoteJson({ mcpServers: { ocr: { url } } }),
+    },
+    {
+      id: "oauth-vscode",
+      title: "VS Code (.vscode/mcp.json)",
+      language: "json",
+      note: "VS Code asks you to sign in when the server starts.",
+      code: quoteJson({ servers: { ocr: { type: "http", url } } }),
+    },
+    {
+      id: "oauth-mcp-remote",
+      title: "Any stdio-only client, through mcp-remote",
+      language: "json",
+      note: "mcp-remote opens the browser itself and keeps the tokens in ~/.mcp-auth.",
+      code: quoteJson({ mcpServers: { ocr: { command: "npx", args: ["-y", "mcp-remote", url] } } }),
+    },
+  ];
+}
+
+/** MCP clients with an API key: Claude Code, Claude Desktop (through mcp-remote), Cursor, VS Code, the Vercel AI SDK. */
 export function mcpExamples(target: ExampleTarget): Example[] {
   const url = `${target.origin}/api/mcp`;
   const key = keyIn(target);

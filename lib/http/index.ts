@@ -6,6 +6,6 @@ export { logRequest } from "./log";
 export { newRequestId } from "./request-id";
 export { requestOrigin } from "./origin";
 export { methodNotAllowed, preflight, withRequest, type RouteHandler } from "./routes";
-export { isFinalOutcome, withApiKey } from "./with-api-key";
+export { isCredentialActive, isFinalOutcome, withApiKey } from "./with-api-key";
 export { afterResponse } from "./after";
 export { authorizeCron } from "./cron";

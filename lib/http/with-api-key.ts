@@ -9,9 +9,10 @@ import {
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
-import { checkRateLimit, checkReadRateLimit, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
+import { checkRateLimit, checkReadRateLimit, isApiKeyActive, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
+import { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive, oauthUrls, serviceOrigin } from "@/lib/oauth";
 import { runWithDeadline } from "@/lib/request-scope";
-import { missingKeyMessage, readApiKey } from "./api-key";
+import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
@@ -27,11 +28,17 @@ interface WithApiKeyOptions {
   /** The answer is a long-lived stream: its store commands are not bounded by `REQUEST_DEADLINE_MS`. Default false. */
   stream?: boolean;
   /**
-   * Refuse a missing, malformed, unknown or revoked key with `403` (same body, no `WWW-Authenticate`) instead of
-   * REST's `401`. Default false. For `/api/mcp`: MCP clients take any `401` for "sign in with OAuth", which this
-   * service does not offer, and never show the message (docs/mcp.md, Authentication errors).
+   * The route is an OAuth protected resource (`/api/mcp`, docs/mcp.md#authentication-errors). Default false (REST:
+   * API keys only, `401` with a plain `Bearer` challenge). When true:
+   * - an OAuth access token in `Authorization: Bearer` is accepted besides API keys, if it was issued for this
+   *   resource; the account is charged as with a key (its `keyId` is the grant's id, its `scopes` the token's);
+   * - no credentials → `401` with `WWW-Authenticate: Bearer resource_metadata="…", scope="…"`, the challenge MCP
+   *   clients follow to sign in;
+   * - a refused Bearer value (token or key) → `401` with `error="invalid_token"` and `error_description`;
+   * - a refused key sent as `x-api-key` or `api_key` → `403`, no challenge: the client chose a key and keeps
+   *   sending it, so a sign-in cannot help, and on `403` clients show the body's message.
    */
-  refuseKeyWith403?: boolean;
+  protectedResource?: boolean;
   /**
    * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
    * about jobs, `READ_RATE_LIMIT_PER_MINUTE`: polling does not use up what a key may submit).
@@ -94,8 +101,9 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
   const outcome: Outcome = { pages: 0, refunded: 0, creditsRemaining: undefined, replayable: true };
   let keyId: string | undefined;
   let response: Response;
+  const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
-    const account = await authenticate(req, options.acceptQueryKey ?? false);
+    const account = await authenticate(req, credential, options.protectedResource === true);
     keyId = account.keyId;
     await limitRate(account.keyId, headers, options.limit ?? "requests");
     const report = (facts: Report) => addReport(outcome, facts);
@@ -108,7 +116,7 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
     response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   } catch (error) {
     response = fail(error, requestId, outcome);
-    if (options.refuseKeyWith403 === true && response.status === 401) response = forbidden(response);
+    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier)) response = forbidden(response);
   }
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
@@ -143,20 +151,52 @@ async function limitRate(keyId: string, headers: Record<string, string>, kind: "
   }
 }
 
-/** A key refusal as `403` without the Bearer challenge (`WithApiKeyOptions.refuseKeyWith403`); the body is unchanged. */
+/** A carrier that holds only API keys (`x-api-key`, `api_key`): its refusal is `403` on a protected resource. */
+function isKeyCarrier(carrier: CredentialCarrier | undefined): boolean {
+  return carrier === "x-api-key" || carrier === "query";
+}
+
+/** A key refusal as `403` without the Bearer challenge (see `WithApiKeyOptions.protectedResource`); same body. */
 function forbidden(response: Response): Response {
   const headers = new Headers(response.headers);
   headers.delete("www-authenticate");
   return new Response(response.body, { status: 403, headers });
 }
 
-async function authenticate(req: Request, acceptQueryKey: boolean): Promise<ApiKeyIdentity> {
-  const key = readApiKey(req.headers, acceptQueryKey ? req.url : undefined);
-  if (!key) throw new ApiError("unauthorized", missingKeyMessage(req.headers));
+async function authenticate(
+  req: Request,
+  credential: ReturnType<typeof readCredential>,
+  protectedResource: boolean,
+): Promise<ApiKeyIdentity> {
+  const origin = protectedResource ? serviceOrigin(req) : "";
+  const challenge = (problem?: { description: string }) =>
+    protectedResource
+      ? { "WWW-Authenticate": bearerChallenge(origin, problem && { error: "invalid_token", description: problem.description }) }
+      : undefined;
+  if (!credential) throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
+  if (protectedResource && credential.carrier === "bearer" && isAccessToken(credential.value)) {
+    const token = await authenticateAccessToken(credential.value, oauthUrls(origin).resource);
+    if ("refused" in token) throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
+    return { userId: token.userId, keyId: token.grantId, name: token.clientId, start: "oat_", lastUsedAt: null, scopes: token.scopes };
+  }
+  if (!protectedResource && isAccessToken(credential.value)) {
+    throw new ApiError("unauthorized", "OAuth access tokens work only on /api/mcp; REST takes an API key (x-api-key: <key>)");
+  }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
-  const account = await resolveApiKeyFrom(key, addressLimitKey(clientAddress(req.headers)));
-  if (!account) throw new ApiError("unauthorized", "Invalid or revoked API key");
+  const account = await resolveApiKeyFrom(credential.value, addressLimitKey(clientAddress(req.headers)));
+  if (!account) {
+    const message = "Invalid or revoked API key";
+    throw new ApiError("unauthorized", message, { headers: credential.carrier === "bearer" ? challenge({ description: message }) : undefined });
+  }
   return account;
+}
+
+/**
+ * Whether the credential behind `identity` still stands: its API key is not revoked, or its OAuth grant (a connected
+ * app) is not. For what outlives the request that authenticated it (an MCP SSE stream checks it while open).
+ */
+export async function isCredentialActive(identity: ApiKeyIdentity): Promise<boolean> {
+  return identity.scopes === undefined ? isApiKeyActive(identity) : isGrantActive(identity.userId, identity.keyId);
 }
 
 /** The handler's answer with the reported balance as `x-credits-remaining` (before it is stored for replays). */

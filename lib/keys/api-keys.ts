@@ -42,6 +42,11 @@ export interface ApiKeyIdentity {
   start: string;
   /** Previous use (null: first use). */
   lastUsedAt: string | null;
+  /**
+   * Set only for an OAuth access token on `/api/mcp` (lib/http/with-api-key.ts): the scopes it was granted, and then
+   * `keyId` is its grant's id (a connected app). An API key has full access: undefined.
+   */
+  scopes?: readonly string[];
 }
 
 export function generateApiKey(): string {

@@ -1,6 +1,7 @@
 import { ApiError } from "@/lib/api/errors";
 import { isFinalOutcome, type ApiContext } from "@/lib/http";
 import { rateLimitHeaders } from "@/lib/keys";
+import { SCOPES, bearerChallenge, serviceOrigin, type Scope } from "@/lib/oauth";
 import type { ProcessDocumentResult } from "@/lib/process";
 import { readsJobsOnly } from "./tasks";
 
@@ -23,12 +24,12 @@ export interface ToolCallSettings {
 export const ALLOW = "GET, POST, OPTIONS";
 
 /**
- * How `/api/mcp` checks keys: the `api_key` query is accepted (clients that can set no header), and a refused key is
- * `403` without `WWW-Authenticate`, not REST's `401` — MCP clients (mcp-remote, the MCP Inspector, SDK clients given
- * an auth provider) answer any `401` by starting an OAuth sign-in this service does not offer, and the user never
- * sees why the key was refused; on `403` they show the body's message. docs/mcp.md, Authentication errors.
+ * How `/api/mcp` checks credentials: it is an OAuth protected resource (an access token or an API key; no credentials
+ * is `401` with the challenge that leads MCP clients to sign in), the `api_key` query is accepted (clients that can
+ * set no header), and a refused key sent as `x-api-key` or `api_key` is `403` without a challenge, so clients show
+ * why rather than start a sign-in that cannot help. docs/mcp.md, Authentication errors.
  */
-export const KEY_OPTIONS = { acceptQueryKey: true, refuseKeyWith403: true } as const;
+export const KEY_OPTIONS = { acceptQueryKey: true, protectedResource: true } as const;
 
 /** The most bytes of a POST body looked at to tell a read about jobs: those messages are small. */
 const PEEK_BYTES = 16_384;
@@ -100,4 +101,40 @@ export async function countBatchCalls(countRequests: ApiContext["countRequests"]
     `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.remaining} of ${limit.limit} requests per minute per key are left. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
     { headers },
   );
+}
+
+/** The OAuth scope each JSON-RPC method needs; methods not listed (initialize, tools/list, ping…) need none. */
+const METHOD_SCOPES: Readonly<Record<string, Scope>> = {
+  "tools/call": "documents:read",
+  "tasks/get": "documents:read",
+  "tasks/result": "documents:read",
+  "tasks/list": "jobs:manage",
+  "tasks/cancel": "jobs:manage",
+};
+
+/**
+ * An OAuth access token may do only what its scopes allow (an API key has every right): a message whose method
+ * needs a scope the token lacks refuses the whole POST with `403` and the `insufficient_scope` challenge naming the
+ * scopes to ask for (RFC 6750 §3.1; the MCP spec's step-up authorization), before anything runs or is charged.
+ */
+export function checkScopes(account: ApiContext["account"], req: Request, body: unknown): void {
+  const granted = account.scopes;
+  if (granted === undefined) return;
+  const methods = (Array.isArray(body) ? body : [body]).map((message) =>
+    typeof message === "object" && message !== null ? (message as { method?: unknown }).method : undefined,
+  );
+  const missing = [...new Set(methods.map((method) => (typeof method === "string" ? METHOD_SCOPES[method] : undefined)))].filter(
+    (scope): scope is Scope => scope !== undefined && !granted.includes(scope),
+  );
+  if (missing.length === 0) return;
+  const description = `This app was not allowed to ${missing.map((scope) => SCOPES[scope].toLowerCase()).join(", nor to ")}: sign in again and allow ${missing.join(" and ")}`;
+  throw new ApiError("forbidden", description, {
+    headers: {
+      "WWW-Authenticate": bearerChallenge(serviceOrigin(req), {
+        error: "insufficient_scope",
+        description,
+        scopes: [...new Set([...granted, ...missing])],
+      }),
+    },
+  });
 }

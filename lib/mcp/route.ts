@@ -1,7 +1,7 @@
 import { ApiError } from "@/lib/api/errors";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
-import { ALLOW, KEY_OPTIONS, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
+import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
 import { asksForProgress, buildServer } from "./server";
 import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
@@ -34,8 +34,9 @@ export interface McpRoute {
  *   stream for a `tools/call` that asks for progress (see `postStateless`).
  * - `GET` with `Accept: text/event-stream`, and `POST ?sessionId=…`: the legacy HTTP+SSE transport (./sse/).
  *
- * All of them go through `withApiKey` with the `api_key` query carrier allowed: rate limit and `Idempotency-Key` on
- * POST exactly as REST, but a refused key is `403` where REST says `401` (see `KEY_OPTIONS`).
+ * All of them go through `withApiKey` as an OAuth protected resource (an access token or an API key; the `api_key`
+ * query carrier allowed): rate limit and `Idempotency-Key` on POST exactly as REST; no credentials is `401` with the
+ * challenge that starts a sign-in, a refused `x-api-key` is `403` (see `KEY_OPTIONS`).
  */
 export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const sse = createSseTransport(options);
@@ -84,6 +85,7 @@ async function postStateless(
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
   const body = await requestBody.json();
+  checkScopes(account, req, body);
   await countBatchCalls(countRequests, body);
   const accepts = (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
   const stream = accepts && !req.headers.has("idempotency-key") && asksForProgress(body);

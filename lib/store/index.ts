@@ -18,6 +18,15 @@ export { activeJobStatuses, jobStatuses } from "./jobs/port";
 export type { MetaStore, StoreMarker } from "./meta/port";
 export type { DeliveryAttempt, WebhookAccount, WebhookStore } from "./webhooks/port";
 export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks/port";
+export type {
+  GrantRef,
+  OAuthClientRecord,
+  OAuthCodeRecord,
+  OAuthGrantRecord,
+  OAuthStore,
+  OAuthTokenRecord,
+  SingleUse,
+} from "./oauth/port";
 
 type StoreConfig =
   | { kind: "redis-rest"; url: string; token: string; prefix: string }

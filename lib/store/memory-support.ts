@@ -29,6 +29,13 @@ export class ExpiringMap<T> {
     if (++this.writes % 1_000 === 0) this.sweep();
   }
 
+  /** Milliseconds until `key` expires (Infinity: never), or undefined when it is absent. */
+  remainingMs(key: string): number | undefined {
+    const entry = this.entries.get(key);
+    if (!entry || entry.expiresAt <= Date.now()) return undefined;
+    return entry.expiresAt - Date.now();
+  }
+
   expire(key: string, ttlMs: number): void {
     const entry = this.entries.get(key);
     if (entry) entry.expiresAt = Date.now() + ttlMs;

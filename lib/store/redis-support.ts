@@ -21,7 +21,8 @@ export interface RedisContext {
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
  * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
- * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first.
+ * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first · `oauth-*`: the OAuth
+ * authorization server's clients, codes, grants and tokens (lib/store/oauth/redis.ts).
  * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
  */
 export function keyLayout(prefix: string) {
@@ -53,6 +54,15 @@ export function keyLayout(prefix: string) {
     webhook: (userId: string) => `${prefix}webhook:${userId}`,
     webhookLog: (userId: string) => `${prefix}webhook-log:${userId}`,
     jobWebhookLog: (jobId: string) => `${prefix}job:${jobId}:webhook`,
+    oauthClient: (clientKey: string) => `${prefix}oauth-client:${clientKey}`,
+    oauthCode: (hash: string) => `${prefix}oauth-code:${hash}`,
+    oauthCodeUsed: (hash: string) => `${prefix}oauth-code-used:${hash}`,
+    oauthGrants: (userId: string) => `${prefix}oauth-grants:${userId}`,
+    oauthGrantOf: (userId: string) => `${prefix}oauth-grant-of:${userId}`,
+    oauthGrantUsed: (userId: string) => `${prefix}oauth-grant-used:${userId}`,
+    oauthToken: (hash: string) => `${prefix}oauth-token:${hash}`,
+    oauthRefresh: (hash: string) => `${prefix}oauth-refresh:${hash}`,
+    oauthRefreshUsed: (hash: string) => `${prefix}oauth-refresh-used:${hash}`,
   };
 }
 export type KeyLayout = ReturnType<typeof keyLayout>;

@@ -23,6 +23,9 @@ import { createRedisMailboxStore } from "./mailbox/redis";
 import { createMemoryMetaStore } from "./meta/memory";
 import type { MetaStore } from "./meta/port";
 import { createRedisMetaStore } from "./meta/redis";
+import { createMemoryOAuthStore } from "./oauth/memory";
+import type { OAuthStore } from "./oauth/port";
+import { createRedisOAuthStore } from "./oauth/redis";
 import { call, keyLayout, type RedisContext } from "./redis-support";
 import { createMemoryWebhookStore } from "./webhooks/memory";
 import type { WebhookStore } from "./webhooks/port";
@@ -34,7 +37,7 @@ export type StoreKind = "memory" | "redis-tcp" | "redis-rest";
  * Everything the service keeps, one port per concern, built once over one connection (`getStore()` in index.ts).
  * Each domain module takes the port it needs: lib/accounts `accounts` (and `limits` for sign-in), lib/keys `keys`
  * (and `limits`), lib/credits `credits` and `idempotency`, the MCP relay `mailbox`, lib/health/health.ts `meta`, lib/jobs
- * `jobs`, lib/webhooks `webhooks`. Each port has a redis adapter (Upstash REST or TCP) and a memory adapter side by side;
+ * `jobs`, lib/webhooks `webhooks`, lib/oauth `oauth`. Each port has a redis adapter (Upstash REST or TCP) and a memory adapter side by side;
  * `tests/store/contract.test.ts` runs the same cases against each.
  *
  * Failures to reach Redis surface as `ApiError("unavailable")` — except `limits.rateLimit`, which fails open.
@@ -54,6 +57,7 @@ export interface Store {
   readonly jobs: JobStore;
   readonly meta: MetaStore;
   readonly webhooks: WebhookStore;
+  readonly oauth: OAuthStore;
 }
 
 interface RedisStoreOptions {
@@ -89,6 +93,7 @@ export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOpt
     jobs: createRedisJobStore(context),
     meta: createRedisMetaStore(context),
     webhooks: createRedisWebhookStore(context),
+    oauth: createRedisOAuthStore(context),
   };
 }
 
@@ -111,5 +116,6 @@ export function createMemoryStore(): Store {
     jobs: createMemoryJobStore(balances),
     meta: createMemoryMetaStore(),
     webhooks: createMemoryWebhookStore(),
+    oauth: createMemoryOAuthStore(),
   };
 }

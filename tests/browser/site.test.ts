@@ -571,8 +571,10 @@ describe("the site in headless Chromium", () => {
       await page.goto(`${baseUrl}/docs`);
       const ids = await page.locator("[data-example]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
       const jobIds = ["job-curl", "job-javascript", "job-python"]; // run by tests/jobs/examples.test.ts
-      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", ...jobIds, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
-      for (const id of ["curl-base64", "curl-url", "javascript", "python", ...jobIds, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
+      // Signing in with OAuth needs only the URL (lib/api/examples.ts mcpSignInExamples); then the API-key configurations.
+      const signIn = ["oauth-claude-chatgpt", "oauth-claude-code", "oauth-cursor", "oauth-vscode", "oauth-mcp-remote"];
+      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
+      for (const id of ["curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
         expect(await page.locator(`[data-example="${id}"] code`).textContent(), id).toContain(baseUrl);
       }
       expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(ids.length);

@@ -7,6 +7,7 @@ import {
   connectClient,
   eventually,
   expectKeyRefused,
+  expectSignInChallenge,
   keyCarrier,
   messageOf,
   readEvents,
@@ -97,28 +98,30 @@ describe("key carriers", () => {
 });
 
 describe("refusals", () => {
-  it("no key → 403 with the message, without a Bearer challenge, on POST, on GET (no stream) and on the session POST", async () => {
+  it("no credentials → 401 with the sign-in challenge and the message, on POST, on GET (no stream) and on the session POST", async () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
-    await expectKeyRefused(await post(MCP_ENDPOINT, ping), /Missing API key/);
-    await expectKeyRefused(await get(MCP_ENDPOINT), /Missing API key/);
-    await expectKeyRefused(await post(`${MCP_ENDPOINT}${query}`, ping), /Missing API key/);
-    await expectKeyRefused(await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }), /Unsupported Authorization scheme/);
+    await expectSignInChallenge(await post(MCP_ENDPOINT, ping), /Missing credentials: sign in .* or send an API key as x-api-key/);
+    await expectSignInChallenge(await get(MCP_ENDPOINT), /Missing credentials/);
+    await expectSignInChallenge(await post(`${MCP_ENDPOINT}${query}`, ping), /Missing credentials/);
+    await expectSignInChallenge(await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }), /Unsupported Authorization scheme/);
     await events.cancel();
   });
 
-  it("a revoked key → 403 on POST, on GET and on the session POST of a stream it opened", async () => {
+  it("a revoked key → 403 as x-api-key or api_key, 401 invalid_token as Bearer; on POST, GET and a stream's session POST", async () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
     expect((await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": account.key })).status).toBe(202);
     expect(await revokeApiKey({ userId: account.userId, keyId: account.keyId })).toBe(true);
 
     for (const carrier of CARRIERS) {
+      const refused = (response: Response) =>
+        carrier === "bearer" ? expectSignInChallenge(response, /Invalid or revoked/, "invalid_token") : expectKeyRefused(response, /Invalid or revoked/);
       const plain = withCarrier(account.key, carrier);
-      await expectKeyRefused(await post(plain.url, ping, plain.headers), /Invalid or revoked/);
-      await expectKeyRefused(await get(plain.url, plain.headers), /Invalid or revoked/);
+      await refused(await post(plain.url, ping, plain.headers));
+      await refused(await get(plain.url, plain.headers));
       const session = withCarrier(account.key, carrier, query);
-      await expectKeyRefused(await post(session.url, ping, session.headers), /Invalid or revoked/);
+      await refused(await post(session.url, ping, session.headers));
     }
     await events.cancel();
   });

@@ -16,10 +16,12 @@ import { withTestServer } from "../cli/support";
 import { MCP_ENDPOINT, expectExtracted } from "./support";
 
 /*
- * A wrong or missing key, as the popular clients report it. `/api/mcp` answers 403 (REST: 401) without a Bearer
- * challenge, because these clients take any 401 for "sign in with OAuth" — a flow this service does not offer — and
- * then never show why the key was refused. Each client here must show the service's message and attempt no OAuth:
- * no discovery (`/.well-known/oauth-*`), no client registration, no browser.
+ * A wrong or missing key, as the popular clients report it. A key sent as `x-api-key` and refused is answered 403
+ * without a Bearer challenge (REST: 401): these clients take a 401 for "sign in with OAuth", which cannot fix a header
+ * they keep sending, and would not show why the key was refused. Each client here must show the service's message
+ * and attempt no OAuth: no discovery (`/.well-known/oauth-*`), no client registration, no browser. Without any
+ * credentials the answer is 401 with the sign-in challenge (tests/oauth/), and its message says to sign in or send
+ * a key; a refused Bearer value is 401 `invalid_token` with its `error_description`.
  */
 
 withStore("memory");
@@ -89,10 +91,11 @@ describe("SDK v1 (@modelcontextprotocol/sdk), as the MCP Inspector CLI and most 
     expect(urls).toEqual(["POST /api/mcp"]);
   });
 
-  it("Streamable HTTP without a key: 'Missing API key' and how to send one", async () => {
+  it("Streamable HTTP without credentials (no auth provider): 401, and the message says to sign in or send a key", async () => {
     const { fetch } = recordingFetch();
     const error = await failure(new ClientV1(clientInfo).connect(new StreamableV1(url, { fetch })));
-    expect(error.message).toMatch(/Missing API key.*x-api-key/);
+    expect(error.message).toMatch(/401/);
+    expect(error.message).toMatch(/Missing credentials: sign in .*or send an API key as x-api-key/);
   });
 
   it("Streamable HTTP with an OAuth provider: no OAuth attempted, the message is shown", async () => {
@@ -118,6 +121,20 @@ describe("SDK v1 (@modelcontextprotocol/sdk), as the MCP Inspector CLI and most 
 });
 
 describe("SDK v2 (@modelcontextprotocol/client)", () => {
+  it("Streamable HTTP with a wrong key as Bearer (no auth provider): 401 invalid_token, and the error carries the reason", async () => {
+    const { urls, fetch } = recordingFetch();
+    const transport = new StreamableV2(url, { fetch, requestInit: { headers: { authorization: `Bearer ${WRONG_KEY}` } } });
+    const error = await failure(new ClientV2(clientInfo).connect(transport));
+    expect(error.message).toMatch(MESSAGE);
+    expect(urls).toEqual(["POST /api/mcp"]);
+  });
+
+  it("Streamable HTTP without credentials (no auth provider): the reason, not a bare status", async () => {
+    const { fetch } = recordingFetch();
+    const error = await failure(new ClientV2(clientInfo).connect(new StreamableV2(url, { fetch })));
+    expect(error.message).toMatch(/Missing credentials: sign in/);
+  });
+
   it("Streamable HTTP: the error carries the service's message and the 403", async () => {
     const { urls, fetch } = recordingFetch();
     const transport = new StreamableV2(url, { fetch, requestInit: { headers: { "x-api-key": WRONG_KEY } } });

@@ -9,8 +9,9 @@ import type { McpRoute } from "@/lib/mcp";
 import { REQUEST_ID } from "../api/support";
 
 /**
- * A key refused on `/api/mcp`: `403` (where REST says `401`), no `WWW-Authenticate` (MCP clients take a Bearer
- * challenge for "sign in with OAuth"), and the error body with code `unauthorized`, exactly.
+ * A key sent as `x-api-key` or `api_key` and refused on `/api/mcp`: `403` (where REST says `401`), no
+ * `WWW-Authenticate` (MCP clients take a Bearer challenge for "sign in with OAuth", which cannot fix a key the client
+ * keeps sending), and the error body with code `unauthorized`, exactly.
  */
 export async function expectKeyRefused(response: Response, message?: RegExp): Promise<string> {
   expect(response.status).toBe(403);
@@ -26,6 +27,29 @@ export async function expectKeyRefused(response: Response, message?: RegExp): Pr
     })
     .parse(await response.json());
   if (message) expect(body.error.message).toMatch(message);
+  return body.error.message;
+}
+
+/**
+ * A request refused on `/api/mcp` as an OAuth protected resource: `401`, the error body with code `unauthorized`, and
+ * the challenge that leads MCP clients to sign in — `resource_metadata` and `scope`, plus `error="invalid_token"` and
+ * its `error_description` (the body's message) when a Bearer value was presented and refused.
+ */
+export async function expectSignInChallenge(response: Response, message: RegExp, error?: "invalid_token"): Promise<string> {
+  expect(response.status).toBe(401);
+  const challenge = response.headers.get("www-authenticate") ?? "";
+  const origin = new URL(MCP_ENDPOINT).origin;
+  expect(challenge).toMatch(new RegExp(`^Bearer resource_metadata="${origin}/\\.well-known/oauth-protected-resource/api/mcp", scope="documents:read jobs:manage"`));
+  const body = z
+    .strictObject({ success: z.literal(false), error: z.strictObject({ code: z.literal("unauthorized"), message: z.string().min(1) }), requestId: z.string() })
+    .parse(await response.json());
+  expect(body.error.message).toMatch(message);
+  if (error) {
+    expect(challenge).toContain(`error="${error}"`);
+    expect(challenge).toContain(`error_description="${body.error.message.replace(/"/g, " ")}"`);
+  } else {
+    expect(challenge).not.toContain("error=");
+  }
   return body.error.message;
 }
 

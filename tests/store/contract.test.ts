@@ -9,6 +9,8 @@ import {
   type ApiKeyRecord,
   type LedgerDraft,
   type NewJob,
+  type OAuthGrantRecord,
+  type OAuthTokenRecord,
   type Store,
   type UserRecord,
 } from "@/lib/store";
@@ -181,6 +183,148 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.accounts.getSession(key)).not.toBeNull();
       await sleep(300);
       expect(await store.accounts.getSession(key)).toBeNull();
+    });
+  });
+
+  describe("OAuth", () => {
+    const resource = "https://ocr.example.com/api/mcp";
+    const grantOf = (userId: string, clientId: string, scopes = ["documents:read"]): OAuthGrantRecord => ({
+      id: id("grt"),
+      userId,
+      clientId,
+      clientName: "Claude",
+      scopes,
+      resource,
+      createdAt: now(),
+      lastUsedAt: null,
+    });
+    const tokenOf = (grant: OAuthGrantRecord, lifetimeMs = 3_600_000): OAuthTokenRecord => ({
+      grantId: grant.id,
+      userId: grant.userId,
+      clientId: grant.clientId,
+      scopes: grant.scopes,
+      resource,
+      expiresAt: Date.now() + lifetimeMs,
+    });
+
+    it("keeps a client; an unused one expires, a kept one does not", async () => {
+      const client = {
+        clientId: id("ocl"),
+        kind: "registered" as const,
+        name: "Cursor",
+        redirectUris: ["http://127.0.0.1:5173/callback"],
+        clientUri: null,
+        createdAt: now(),
+      };
+      await store.oauth.saveClient(client, 60_000);
+      expect(await store.oauth.getClient(client.clientId)).toEqual(client);
+      await store.oauth.keepClient(client.clientId);
+      if (prefix) expect(await readPttl(`${prefix}oauth-client:${sha256(client.clientId)}`)).toBeNull();
+      expect(await store.oauth.getClient(client.clientId)).toEqual(client);
+      const cached = { ...client, clientId: "https://client.example/oauth/metadata.json", kind: "metadata-document" as const };
+      await store.oauth.saveClient(cached, 60_000);
+      expect(await store.oauth.getClient(cached.clientId)).toEqual(cached);
+      // It expires with its TTL: on Redis the key's PTTL says so; in memory the clock is moved past it.
+      if (prefix) {
+        const ttl = await readPttl(`${prefix}oauth-client:${sha256(cached.clientId)}`);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+      } else {
+        vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 60_001 });
+        try {
+          expect(await store.oauth.getClient(cached.clientId)).toBeNull();
+        } finally {
+          vi.useRealTimers();
+        }
+      }
+      expect(await store.oauth.getClient("ocl_unknown")).toBeNull();
+    });
+
+    it("a code is found while unused, consumed once, then known as reused with the grant it led to", async () => {
+      const user = await newUser();
+      const hash = sha256(id("oac"));
+      const code = {
+        clientId: "ocl_x",
+        userId: user.id,
+        redirectUri: "http://127.0.0.1/cb",
+        codeChallenge: "abc",
+        scopes: ["documents:read"],
+        resource,
+        expiresAt: Date.now() + 60_000,
+      };
+      await store.oauth.saveCode(hash, code, 60_000);
+      expect(await store.oauth.findCode(hash)).toEqual({ record: code });
+      const consumed = await Promise.all([store.oauth.consumeCode(hash, 60_000), store.oauth.consumeCode(hash, 60_000)]);
+      expect(consumed.sort()).toEqual([false, true]);
+      expect(await store.oauth.findCode(hash)).toEqual({ reused: null });
+      await store.oauth.markCodeRedeemed(hash, { userId: user.id, grantId: "grt_1" });
+      expect(await store.oauth.findCode(hash)).toEqual({ reused: { userId: user.id, grantId: "grt_1" } });
+      expect(await store.oauth.findCode(sha256("unknown"))).toBeNull();
+      // Marking a code that was never used creates nothing.
+      await store.oauth.markCodeRedeemed(sha256("never"), { userId: user.id, grantId: "grt_1" });
+      expect(await store.oauth.findCode(sha256("never"))).toBeNull();
+    });
+
+    it("one grant per account and client: a second authorization updates it, keeping its id", async () => {
+      const user = await newUser();
+      const first = await store.oauth.upsertGrant(grantOf(user.id, "ocl_a"));
+      const again = await store.oauth.upsertGrant({ ...grantOf(user.id, "ocl_a", ["documents:read", "jobs:manage"]) });
+      expect(again.id).toBe(first.id);
+      expect(again.scopes).toEqual(["documents:read", "jobs:manage"]);
+      const other = await store.oauth.upsertGrant(grantOf(user.id, "ocl_b"));
+      expect(other.id).not.toBe(first.id);
+      const listed = await store.oauth.listGrants(user.id);
+      expect(listed.map((grant) => grant.id).sort()).toEqual([first.id, other.id].sort());
+      expect(await store.oauth.listGrants((await newUser()).id)).toEqual([]);
+    });
+
+    it("an access token resolves while its grant lives and records the grant's use once per interval", async () => {
+      const user = await newUser();
+      const grant = await store.oauth.upsertGrant(grantOf(user.id, "ocl_c"));
+      const hash = sha256(id("oat"));
+      const token = tokenOf(grant);
+      await store.oauth.saveAccessToken(hash, token, 3_600_000);
+      const t0 = Date.now();
+      expect(await store.oauth.resolveAccessToken(hash, t0, 60_000)).toEqual(token);
+      const used = (await store.oauth.listGrants(user.id))[0]?.lastUsedAt;
+      expect(used).toBe(new Date(t0).toISOString());
+      await store.oauth.resolveAccessToken(hash, t0 + 1_000, 60_000);
+      expect((await store.oauth.listGrants(user.id))[0]?.lastUsedAt).toBe(used);
+      // Past its expiry it no longer resolves, whatever its key's TTL.
+      expect(await store.oauth.resolveAccessToken(hash, token.expiresAt, 60_000)).toBeNull();
+      expect(await store.oauth.isGrantActive(user.id, grant.id)).toBe(true);
+
+      expect(await store.oauth.revokeGrant(user.id, grant.id)).toBe(true);
+      expect(await store.oauth.revokeGrant(user.id, grant.id)).toBe(false);
+      expect(await store.oauth.isGrantActive(user.id, grant.id)).toBe(false);
+      expect(await store.oauth.resolveAccessToken(hash, t0, 60_000)).toBeNull();
+      expect(await store.oauth.listGrants(user.id)).toEqual([]);
+      // A new authorization after a revoke is a new grant: the old tokens stay dead.
+      const renewed = await store.oauth.upsertGrant(grantOf(user.id, "ocl_c"));
+      expect(renewed.id).not.toBe(grant.id);
+      expect(await store.oauth.resolveAccessToken(hash, t0, 60_000)).toBeNull();
+
+      const deleted = sha256(id("oat"));
+      await store.oauth.saveAccessToken(deleted, tokenOf(renewed), 3_600_000);
+      await store.oauth.deleteAccessToken(deleted);
+      expect(await store.oauth.resolveAccessToken(deleted, Date.now(), 60_000)).toBeNull();
+      if (prefix) {
+        const ttl = await readPttl(`${prefix}oauth-token:${hash}`);
+        expect(ttl).toBeGreaterThan(3_500_000);
+      }
+    });
+
+    it("a refresh token is used once; afterwards it is known as reused, naming its grant", async () => {
+      const user = await newUser();
+      const grant = await store.oauth.upsertGrant(grantOf(user.id, "ocl_d"));
+      const hash = sha256(id("ort"));
+      const token = tokenOf(grant);
+      await store.oauth.saveRefreshToken(hash, token, 3_600_000);
+      expect(await store.oauth.findRefreshToken(hash)).toEqual({ record: token });
+      const consumed = await Promise.all([store.oauth.consumeRefreshToken(hash, 60_000), store.oauth.consumeRefreshToken(hash, 60_000)]);
+      expect(consumed.sort()).toEqual([false, true]);
+      expect(await store.oauth.findRefreshToken(hash)).toEqual({ reused: { userId: user.id, grantId: grant.id } });
+      expect(await store.oauth.findRefreshToken(sha256("unknown"))).toBeNull();
     });
   });
 

@@ -1,9 +1,8 @@
 import { ApiError } from "@/lib/api/errors";
-import { readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
-import { isApiKeyActive } from "@/lib/keys";
+import { isCredentialActive, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import type { OpenCharge } from "@/lib/process";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
-import { ALLOW, KEY_OPTIONS, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
+import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
 import { asksForProgress, buildServer } from "../server";
 import { serveJsonExchange, serveStreamedExchange } from "../streamable";
 import {
@@ -81,9 +80,9 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
         // A versioned GET may be a Streamable HTTP client's optional standalone stream, which it would hold unused
         // (see `refuseGet`).
         closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
-        // The stream outlives the request that authenticated it: it stays only while its key does.
+        // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant) does.
         keepAlive: async () => {
-          const [active] = await Promise.all([isApiKeyActive(account), slot.renew()]);
+          const [active] = await Promise.all([isCredentialActive(account), slot.renew()]);
           return active;
         },
         onEnd: () => void slot.release(),
@@ -178,6 +177,7 @@ async function postToSession(
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
   const body = await requestBody.json();
+  checkScopes(account, req, body);
   await countBatchCalls(countRequests, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);

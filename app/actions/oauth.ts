@@ -1,0 +1,40 @@
+"use server";
+
+// CSRF: see app/actions/auth.ts (Next's Origin check on every action, and the SameSite=Lax session cookie). The
+// consent form's fields are checked again from scratch (lib/oauth answerAuthorization): they come from the browser.
+
+import { revalidatePath } from "next/cache";
+import { headers } from "next/headers";
+import { redirect } from "next/navigation";
+import { getCurrentAccount } from "@/lib/accounts/current";
+import { answerAuthorization, revokeConnectedApp, serviceOrigin } from "@/lib/oauth";
+
+/** The authorization request's parameters the consent form carries back. */
+const REQUEST_FIELDS = ["client_id", "redirect_uri", "response_type", "state", "scope", "code_challenge", "code_challenge_method", "resource"];
+
+/** The consent page's answer: back to the app with a code (Allow) or `access_denied` (Deny). */
+export async function consentAction(formData: FormData): Promise<void> {
+  const params = new URLSearchParams();
+  for (const name of REQUEST_FIELDS) {
+    const value = formData.get(name);
+    if (typeof value === "string") params.set(name, value);
+  }
+  const account = await getCurrentAccount();
+  if (!account) redirect(`/signin?next=${encodeURIComponent(`/oauth/authorize?${params}`)}`);
+  const answer = await answerAuthorization(params, {
+    userId: account.id,
+    origin: serviceOrigin(await headers()),
+    allowed: formData.get("decision") === "allow",
+  });
+  // A request that no longer holds is shown as the authorization page shows it.
+  redirect(answer.kind === "redirect" ? answer.location : `/oauth/authorize?${params}`);
+}
+
+/** Settings → Connected apps → Revoke: the app's tokens stop working at once. */
+export async function revokeAppAction(formData: FormData): Promise<void> {
+  const account = await getCurrentAccount();
+  if (!account) redirect("/signin");
+  // Only the signed-in user's own apps: the store looks the grant up under account.id.
+  await revokeConnectedApp({ userId: account.id, grantId: String(formData.get("grantId") ?? "") });
+  revalidatePath("/settings");
+}

@@ -1,0 +1,12 @@
+import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
+import { handleRevocation } from "@/lib/oauth";
+
+export const runtime = "nodejs";
+export const dynamic = "force-dynamic";
+
+const methods = ["POST"];
+
+// POST /oauth/revoke – token revocation, RFC 7009 (lib/oauth/endpoints.ts)
+export const POST = withRequest(({ req }) => handleRevocation(req));
+export const OPTIONS = preflight(methods);
+export const GET = methodNotAllowed(methods);

@@ -1,0 +1,76 @@
+import { isSecureRequest } from "@/lib/accounts";
+
+/*
+ * The authorization server's lifetimes, scopes and addresses (docs/mcp.md#sign-in-with-oauth, docs/security.md).
+ */
+
+/** An authorization code is redeemed by the client right after the redirect: one minute is plenty (RFC 6749 §4.1.2). */
+export const CODE_TTL_S = 60;
+/** Access tokens are short-lived; clients refresh them. */
+export const ACCESS_TOKEN_TTL_S = 3_600;
+/** A refresh token is rotated at every use; an app unused this long signs in again. */
+export const REFRESH_TOKEN_TTL_S = 30 * 24 * 3_600;
+/** A registration (RFC 7591) never authorized by anyone is forgotten after a day. */
+export const UNUSED_REGISTRATION_TTL_MS = 24 * 3_600_000;
+/** A Client ID Metadata Document is fetched again after an hour. */
+export const CLIENT_METADATA_CACHE_MS = 3_600_000;
+/** Registrations accepted per client address per hour. */
+export const REGISTRATIONS_PER_ADDRESS_PER_HOUR = 20;
+/** A grant's last use is written at most this often. */
+export const LAST_USED_INTERVAL_MS = 60_000;
+/** Largest Client ID Metadata Document read. */
+export const CLIENT_METADATA_MAX_BYTES = 16_384;
+/** Budget for fetching one. */
+export const CLIENT_METADATA_TIMEOUT_MS = 5_000;
+
+/** The scopes, and what the consent page says each lets an app do. */
+export const SCOPES = {
+  "documents:read": "Read documents with your credits (extract_text, and the text of the jobs it starts)",
+  "jobs:manage": "List and cancel your jobs (MCP tasks/list and tasks/cancel)",
+} as const;
+export type Scope = keyof typeof SCOPES;
+export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
+
+/** The service's OAuth addresses under `origin` (scheme and host, no trailing slash). */
+export function oauthUrls(origin: string) {
+  return {
+    issuer: origin,
+    /** The protected resource (RFC 8707, RFC 9728): the MCP endpoint. */
+    resource: `${origin}/api/mcp`,
+    resourceMetadata: `${origin}/.well-known/oauth-protected-resource/api/mcp`,
+    authorization: `${origin}/oauth/authorize`,
+    token: `${origin}/oauth/token`,
+    registration: `${origin}/oauth/register`,
+    revocation: `${origin}/oauth/revoke`,
+    documentation: `${origin}/docs#mcp`,
+  };
+}
+
+/** `host` or `host:port`: a DNS name, an IPv4 address or a bracketed IPv6 address. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * This service's origin for a request (a route's `Request`, or a page's headers): the `Host` it was sent to (else the
+ * URL's), and https unless the request is plain http to a loopback host — the session cookie's rule
+ * (lib/accounts/sessions.ts): off this machine the site works only over https. The issuer, the resource and the
+ * metadata documents are built from it, so a deployment answers for its own name; a token is bound to the resource
+ * it was issued for and refused under any other name.
+ */
+export function serviceOrigin(source: Request | Headers): string {
+  const headers = source instanceof Headers ? source : source.headers;
+  const url = source instanceof Headers ? null : new URL(source.url);
+  const header = headers.get("host")?.trim() ?? "";
+  const host = HOST.test(header) ? header.toLowerCase() : (url?.host ?? "localhost");
+  const protocol = headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ?? url?.protocol.slice(0, -1) ?? null;
+  return `${isSecureRequest({ protocol, host }) ? "https" : "http"}://${host}`;
+}
+
+/**
+ * Where the sign-in page may send the browser back to (`/signin?next=…`): only the authorization page of this site,
+ * as a path — never another site, `//host`, a backslash trick or a scheme (no open redirect). Null otherwise.
+ */
+export function signInReturnPath(value: unknown): string | null {
+  if (typeof value !== "string" || value.length > 8_192) return null;
+  if (!/^\/oauth\/authorize(\?[^\\\s]*)?$/.test(value)) return null;
+  return value;
+}
