@@ -60,6 +60,7 @@ const REDIS = [
   "tests/store/config.test.ts",
   "tests/store/contract.test.ts",
   "tests/store/upstash-bridge.test.ts",
+  "tests/webhooks/fairness.test.ts",
 ];
 const BROWSER = ["tests/browser/**/*.test.ts"];
 

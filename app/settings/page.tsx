@@ -5,7 +5,7 @@ import { getCurrentAccount } from "@/lib/accounts/current";
 import { getBalance, getDailyUsage, listLedger } from "@/lib/credits";
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
-import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
+import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { CreditsSection } from "./credits-section";
 import { JobsSection } from "./jobs-section";
 import { KeysSection } from "./keys-section";
@@ -33,13 +33,14 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
   const keys = await listApiKeys(account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
-  const [balance, ledger, usage, jobs, webhooks, deliveries] = await Promise.all([
+  const [balance, ledger, usage, jobs, webhooks, deliveries, receivers] = await Promise.all([
     getBalance(account.id),
     listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
     listJobViews(account.id, { limit: JOBS_SHOWN }),
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
+    listWebhookReceivers(account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);
@@ -68,7 +69,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
       <CreditsSection balance={balance} usage={usage} />
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
-      <WebhooksSection account={webhooks} attempts={deliveries} />
+      <WebhooksSection account={webhooks} attempts={deliveries} receivers={receivers} />
       <LedgerSection ledger={ledger} cursor={cursor} keys={listed} keysById={keysById} keyFilter={keyFilter} />
     </div>
   );

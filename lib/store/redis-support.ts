@@ -21,7 +21,8 @@ export interface RedisContext {
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
  * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
- * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first.
+ * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first, +
+ * `webhook-endpoint:{userId}:{receiver sha256}` hash (a failing receiver) indexed by `webhook-endpoints:{userId}`.
  * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
  */
 export function keyLayout(prefix: string) {
@@ -53,6 +54,8 @@ export function keyLayout(prefix: string) {
     webhook: (userId: string) => `${prefix}webhook:${userId}`,
     webhookLog: (userId: string) => `${prefix}webhook-log:${userId}`,
     jobWebhookLog: (jobId: string) => `${prefix}job:${jobId}:webhook`,
+    webhookEndpoint: (userId: string, receiverId: string) => `${prefix}webhook-endpoint:${userId}:${receiverId}`,
+    webhookEndpoints: (userId: string) => `${prefix}webhook-endpoints:${userId}`,
   };
 }
 export type KeyLayout = ReturnType<typeof keyLayout>;
