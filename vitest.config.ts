@@ -21,6 +21,7 @@ const UNIT = [
   "tests/cli/units.test.ts",
   "tests/credits/ledger-csv.test.ts",
   "tests/input/address.test.ts",
+  "tests/jobs/poll.test.ts",
   "tests/input/base64.test.ts",
   "tests/input/fetch-remote-guard.test.ts",
   "tests/input/fetch-remote-pinning.test.ts",
@@ -65,6 +66,7 @@ const REDIS = [
   "tests/store/contract.test.ts",
   "tests/store/redis-link.test.ts",
   "tests/store/upstash-bridge.test.ts",
+  "tests/webhooks/fairness.test.ts",
 ];
 const BROWSER = ["tests/browser/**/*.test.ts"];
 

@@ -144,6 +144,8 @@ export const envSchema = z.object({
   WEBHOOK_RETRY_BASE_MS: int(60_000, 10),
   /** Attempts of one event in all (the default, 13, spreads them over about a day). */
   WEBHOOK_MAX_ATTEMPTS: int(13, 1),
+  /** Deliveries one account may have in flight at once, across every process (its share of delivery capacity). */
+  WEBHOOK_ACCOUNT_CONCURRENCY: int(2, 1),
   /**
    * Vercel sets it when "Protection Bypass for Automation" is on: the calls a submission makes to the internal work
    * route carry it (`x-vercel-protection-bypass`), so Deployment Protection does not refuse them.

@@ -6,7 +6,7 @@ import { revalidatePath } from "next/cache";
 import { redirect } from "next/navigation";
 import type { WebhookAttempt } from "@/lib/api/schemas";
 import { getCurrentAccount } from "@/lib/accounts/current";
-import { rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from "@/lib/webhooks";
+import { enableWebhookReceiver, rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from "@/lib/webhooks";
 import { formErrorMessage, type FormError } from "./form-state";
 
 export interface RotateSecretState extends FormError {
@@ -65,4 +65,15 @@ export async function sendTestEventAction(_previous: TestEventState): Promise<Te
   } catch (error) {
     return { error: formErrorMessage(error, "send-test-event") };
   }
+}
+
+/**
+ * Re-enable one of the account's receivers (disabled after 5 days of failures, or paused): its failures are forgotten
+ * and its next event is attempted at once. Only the signed-in account's own receivers: the store keys them by account.
+ */
+export async function enableReceiverAction(formData: FormData): Promise<void> {
+  const account = await requireAccount();
+  const receiver = String(formData.get("receiver") ?? "").slice(0, 2048);
+  if (receiver) await enableWebhookReceiver(account.id, receiver);
+  revalidatePath("/settings");
 }

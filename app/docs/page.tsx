@@ -201,7 +201,9 @@ function JobsSection({ target }: { target: { origin: string } }) {
         text — signed per Standard Webhooks with the account&apos;s secret (created on the settings page; verify with
         the <code>standardwebhooks</code> package for Node or Python). A delivery is a <code>2xx</code> answer within{" "}
         {env.WEBHOOK_TIMEOUT_MS / 1000} s; failed ones are retried for about a day with the same{" "}
-        <code>webhook-id</code>. The job&apos;s status lists its last attempts in <code>webhook.deliveries</code>.
+        <code>webhook-id</code>. The job&apos;s status lists its last attempts in <code>webhook.deliveries</code>. A job
+        cancelled before any page was read sends no event; a receiver that keeps failing is paused, and disabled after
+        5 days until you re-enable it on the <Link href="/settings#webhooks">settings page</Link>.
       </p>
       {jobExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />

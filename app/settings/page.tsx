@@ -6,7 +6,7 @@ import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailab
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { listConnectedApps } from "@/lib/oauth";
-import { getWebhookAccount, listWebhookAttempts } from "@/lib/webhooks";
+import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
 import { JobsSection } from "./jobs-section";
@@ -35,13 +35,14 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
   const keys = await listApiKeys(account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
-  const [balance, ledger, usage, jobs, webhooks, deliveries, apps] = await Promise.all([
+  const [balance, ledger, usage, jobs, webhooks, deliveries, receivers, apps] = await Promise.all([
     getBalance(account.id),
     listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
     listJobViews(account.id, { limit: JOBS_SHOWN }),
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
+    listWebhookReceivers(account.id),
     listConnectedApps(account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
@@ -72,7 +73,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <ConnectedAppsSection apps={apps} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />
-      <WebhooksSection account={webhooks} attempts={deliveries} />
+      <WebhooksSection account={webhooks} attempts={deliveries} receivers={receivers} />
       <LedgerSection
         ledger={ledger}
         cursor={cursor}

@@ -1,5 +1,6 @@
+import { enableReceiverAction } from "@/app/actions/webhooks";
 import type { WebhookAttempt } from "@/lib/api/schemas";
-import type { WebhookAccountView } from "@/lib/webhooks";
+import type { WebhookAccountView, WebhookReceiverView } from "@/lib/webhooks";
 import { DataTable, type Column } from "./data-table";
 import { formatDateTime } from "./format";
 import { SecretForm, TestEventForm, WebhookUrlForm } from "./webhook-forms";
@@ -13,18 +14,30 @@ const COLUMNS: Column[] = [
 ];
 
 /**
- * Webhooks: the signing secret (created, shown once, rotated), the default URL, a test event, and the last delivery
- * attempts of the account's events (job ends and tests).
+ * Webhooks: the signing secret (created, shown once, rotated), the default URL, a test event, the receivers that are
+ * failing (paused, disabled: re-enable), and the last delivery attempts of the account's events (job ends and tests).
  */
-export function WebhooksSection({ account, attempts }: { account: WebhookAccountView; attempts: WebhookAttempt[] }) {
+export function WebhooksSection({
+  account,
+  attempts,
+  receivers,
+}: {
+  account: WebhookAccountView;
+  attempts: WebhookAttempt[];
+  receivers: WebhookReceiverView[];
+}) {
   return (
     <section id="webhooks" aria-labelledby="webhooks-heading" className="card stack">
       <h2 id="webhooks-heading">Webhooks</h2>
       <p className="muted">
         A job with a <code>webhook</code> (<code>{`"webhook": {"url": "https://…"}`}</code> on <code>POST /api/ocr/jobs</code>,
         or the default URL below) announces its end with a <code>job.succeeded</code>, <code>job.failed</code> or{" "}
-        <code>job.cancelled</code> event, signed per Standard Webhooks with this account’s secret. Failed deliveries
-        are retried for about a day, with the same <code>webhook-id</code>.
+        <code>job.cancelled</code> event (none for a job cancelled before any page was read), signed per Standard
+        Webhooks with this account’s secret. Failed deliveries are retried for about a day, with the same{" "}
+        <code>webhook-id</code>. A receiver that fails 5 deliveries in a row is paused: its events wait (1 minute,
+        doubling up to 6 hours) and one is tried after each pause. One that fails every delivery for 5 days is{" "}
+        <strong>disabled</strong>: its events are dropped until you re-enable it below (or a test event to it gets
+        through).
       </p>
       <div className="webhook-secret" data-testid="webhook-secret">
         {account.secretHint ? (
@@ -49,6 +62,7 @@ export function WebhooksSection({ account, attempts }: { account: WebhookAccount
       <SecretForm hasSecret={account.hasSecret} />
       <WebhookUrlForm defaultUrl={account.defaultUrl} />
       <TestEventForm enabled={account.hasSecret && account.defaultUrl !== null} />
+      {receivers.length > 0 && <FailingReceivers receivers={receivers} />}
       <h3 id="deliveries-heading">Recent deliveries</h3>
       {attempts.length === 0 ? (
         <p className="muted" data-testid="deliveries-empty">
@@ -86,5 +100,52 @@ export function WebhooksSection({ account, attempts }: { account: WebhookAccount
         </DataTable>
       )}
     </section>
+  );
+}
+
+/** The account's receivers that are failing: how long, paused until when, disabled since when; a button to resume. */
+function FailingReceivers({ receivers }: { receivers: WebhookReceiverView[] }) {
+  return (
+    <div className="stack" data-testid="webhook-receivers">
+      <h3 id="receivers-heading">Failing receivers</h3>
+      <ul className="receivers">
+        {receivers.map((receiver) => (
+          <li key={receiver.receiver} data-receiver={receiver.receiver} data-state={receiver.disabledAt ? "disabled" : receiver.pausedUntil ? "paused" : "failing"}>
+            <p>
+              <code>{receiver.receiver}</code>{" "}
+              {receiver.disabledAt ? (
+                <span className="negative">
+                  disabled on <time dateTime={receiver.disabledAt}>{formatDateTime(receiver.disabledAt)}</time> UTC: its events are
+                  not sent
+                </span>
+              ) : (
+                <span>
+                  {receiver.failures} failed {receiver.failures === 1 ? "delivery" : "deliveries"} in a row since{" "}
+                  <time dateTime={receiver.failingSince}>{formatDateTime(receiver.failingSince)}</time> UTC
+                  {receiver.pausedUntil && (
+                    <>
+                      ; paused until <time dateTime={receiver.pausedUntil}>{formatDateTime(receiver.pausedUntil)}</time> UTC
+                    </>
+                  )}
+                  {receiver.disablesAt && (
+                    <>
+                      ; disabled on <time dateTime={receiver.disablesAt}>{formatDateTime(receiver.disablesAt)}</time> UTC unless
+                      a delivery gets through
+                    </>
+                  )}
+                </span>
+              )}
+            </p>
+            {receiver.lastError && <p className="hint delivery-error">{receiver.lastError}</p>}
+            <form action={enableReceiverAction}>
+              <input type="hidden" name="receiver" value={receiver.receiver} />
+              <button type="submit" className="secondary">
+                {receiver.disabledAt ? "Re-enable" : "Resume now"}
+              </button>
+            </form>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

@@ -538,7 +538,10 @@ function buildOpenApiDocument(): Json {
             "or `job.cancelled` (and `webhook.test` from the settings page). Signed per Standard Webhooks with the " +
             "account's `whsec_` secret: verify the raw body with the `standardwebhooks` package. A `2xx` answer within " +
             `${env.WEBHOOK_TIMEOUT_MS / 1000} s is a delivery; anything else is retried with exponential back-off ` +
-            "(about a day), each attempt with the same `webhook-id`; `410` stops the retries.",
+            "(about a day), each attempt with the same `webhook-id`; `410` stops the retries. A job cancelled before " +
+            "any page was read sends no event. A receiver (the URL's origin) that fails 5 times in a row is paused as a " +
+            "whole (its events wait, one probe after each pause); one failing for 5 days is disabled until the settings " +
+            "page re-enables it.",
           security: [],
           parameters: [
             { name: "webhook-id", in: "header", required: true, description: "The event's id, the same on every attempt: deduplicate on it.", schema: { type: "string" } },

@@ -30,6 +30,11 @@ export interface Report {
    * tool errors do: like a REST 402 or 5xx it is not stored for `Idempotency-Key` replays, so a retry runs again.
    */
   replayable?: boolean;
+  /**
+   * The error code of a failure the answer reports inside a `200` (an MCP tool error: `isError: true`), for the log
+   * line's `code=` as a REST error's; the first one of a batch.
+   */
+  code?: string;
 }
 
 /** What `withApiKey` hands a keyed handler. */

@@ -1,7 +1,7 @@
 import type { OcrRequest } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
-import { kickJobWorkers, submitJob, type JobView } from "@/lib/jobs";
+import { kickJobWorkers, pollAfterSeconds, submitJob, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
 import type { ApiContext } from "./context";
 
@@ -42,9 +42,11 @@ export function jobIdFromPath(req: Request, fromEnd = 1): string {
   return decodeURIComponent(id).slice(0, 100);
 }
 
-/** Seconds a poller should wait before asking again about a job that has not ended (none once it has). */
-export function retryAfterFor(view: JobView): number | null {
-  if (view.status !== "queued" && view.status !== "running") return null;
-  const left = view.pagesTotal - view.pagesDone - view.pagesFailed;
-  return Math.min(30, Math.max(1, Math.ceil(left / 20)));
+/**
+ * Seconds a poller should wait before asking again about a job that has not ended (none once it has): when its next
+ * change is likely, from the job's pace (lib/jobs/view.ts `pollAfterSeconds`). `Retry-After` of the status route and
+ * the `pollInterval` of the job's MCP task.
+ */
+export function retryAfterFor(view: JobView, now = Date.now()): number | null {
+  return pollAfterSeconds(view, now);
 }

@@ -121,12 +121,16 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
 
-/** `ApiContext.report`: pages (and refunds) add up, the latest balance wins, one `replayable: false` is enough. */
-function addReport(outcome: Outcome, { pages = 0, refunded = 0, creditsRemaining, replayable = true }: Report): void {
+/**
+ * `ApiContext.report`: pages (and refunds) add up, the latest balance wins, one `replayable: false` is enough, the
+ * first error code stays.
+ */
+function addReport(outcome: Outcome, { pages = 0, refunded = 0, creditsRemaining, replayable = true, code }: Report): void {
   outcome.pages += pages;
   outcome.refunded += refunded;
   if (creditsRemaining !== undefined) outcome.creditsRemaining = creditsRemaining;
   if (!replayable) outcome.replayable = false;
+  outcome.code ??= code;
 }
 
 /**

@@ -6,6 +6,7 @@ import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
+import { SERVICE_VERSION } from "@/lib/version";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
 import { allowsAddress, allowsName, configuredAllowList, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
@@ -37,7 +38,7 @@ interface RemoteFile {
   contentType: string | undefined;
 }
 
-const USER_AGENT = "ocr-service/0.1 (+fetch)";
+const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+fetch)`;
 const ACCEPT = "application/pdf,image/*;q=0.9,*/*;q=0.5";
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 

@@ -75,7 +75,7 @@ export function reportCharges(report: ApiContext["report"]) {
   return {
     onExtracted: (result: ProcessDocumentResult) =>
       report({ pages: result.response.creditsUsed, creditsRemaining: result.creditsRemaining }),
-    onToolError: (error: ApiError) => report({ replayable: isFinalOutcome(error.status) }),
+    onToolError: (error: ApiError) => report({ replayable: isFinalOutcome(error.status), code: error.code }),
     // A job's pages are reserved at once and charged as they are read (lib/jobs), wherever its answer goes.
     onJobSubmitted: (creditsRemaining: number) => report({ creditsRemaining }),
   };

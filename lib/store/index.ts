@@ -16,7 +16,7 @@ export type { CreateJobResult, JobPageList, JobRecord, JobStatus, JobStore, NewJ
 export { jobCounts } from "./jobs/port";
 export { activeJobStatuses, jobStatuses } from "./jobs/port";
 export type { MetaStore, StoreMarker } from "./meta/port";
-export type { DeliveryAttempt, WebhookAccount, WebhookStore } from "./webhooks/port";
+export type { BreakerPolicy, DeliveryAttempt, EndpointState, WebhookAccount, WebhookStore } from "./webhooks/port";
 export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks/port";
 export type {
   GrantRef,

@@ -21,8 +21,9 @@ export interface RedisContext {
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
  * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
- * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first · `oauth-*`: the OAuth
- * authorization server's clients, codes, grants and tokens (lib/store/oauth/redis.ts).
+ * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first, +
+ * `webhook-endpoint:{userId}:{receiver sha256}` hash (a failing receiver) indexed by `webhook-endpoints:{userId}` ·
+ * `oauth-*`: the OAuth authorization server's clients, codes, grants and tokens (lib/store/oauth/redis.ts).
  * One place for all of it: a user's credits and ledger are written by the accounts port too (signup credits).
  */
 export function keyLayout(prefix: string) {
@@ -63,6 +64,8 @@ export function keyLayout(prefix: string) {
     oauthToken: (hash: string) => `${prefix}oauth-token:${hash}`,
     oauthRefresh: (hash: string) => `${prefix}oauth-refresh:${hash}`,
     oauthRefreshUsed: (hash: string) => `${prefix}oauth-refresh-used:${hash}`,
+    webhookEndpoint: (userId: string, receiverId: string) => `${prefix}webhook-endpoint:${userId}:${receiverId}`,
+    webhookEndpoints: (userId: string) => `${prefix}webhook-endpoints:${userId}`,
   };
 }
 export type KeyLayout = ReturnType<typeof keyLayout>;

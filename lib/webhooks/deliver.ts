@@ -5,6 +5,7 @@ import { isApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import { postRemote, type ResolveHost } from "@/lib/input";
 import { getStore, type DeliveryAttempt } from "@/lib/store";
+import { SERVICE_VERSION } from "@/lib/version";
 import { signingSecrets } from "./secrets";
 import { webhookSettings } from "./settings";
 
@@ -24,6 +25,8 @@ export interface AttemptOutcome {
   attempt: DeliveryAttempt;
   /** A failure no retry can fix (the URL is no longer allowed, the account has no secret, the receiver said 410). */
   permanent: boolean;
+  /** A failure of the receiver (it counts towards pausing it: gate.ts), not of the account (no secret). */
+  receiverFailed: boolean;
   /** The receiver's `Retry-After` (a 429 or 503, say), in ms, at most `retryCapMs`: the next attempt waits that long. */
   retryAfterMs?: number;
 }
@@ -36,7 +39,7 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   return Number.isFinite(ms) && ms > 0 ? ms : undefined;
 }
 
-const USER_AGENT = "ocr-service/0.1 (+webhook)";
+const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+webhook)`;
 
 /**
  * One attempt to deliver an event: signed now with the account's secrets (Standard Webhooks, through the
@@ -60,7 +63,8 @@ export async function attemptDelivery(
   let retryAfterMs: number | undefined;
 
   const secrets = signingSecrets(await store.getAccount(delivery.userId), started.getTime());
-  if (secrets.length === 0) {
+  const signable = secrets.length > 0;
+  if (!signable) {
     error = "The account has no webhook signing secret (create one on the settings page)";
     permanent = true;
   } else {
@@ -93,21 +97,53 @@ export async function attemptDelivery(
   }
 
   const ok = error === undefined;
-  const record: DeliveryAttempt = {
+  const record = await recordAttempt(delivery, {
     at: started.toISOString(),
-    eventId: delivery.eventId,
-    type: delivery.type,
-    ...(delivery.jobId && { jobId: delivery.jobId }),
-    url: delivery.url,
     attempt,
     status,
     latencyMs: Math.max(0, Math.round(performance.now() - clock)),
     ok,
-    ...(error !== undefined && { error: error.slice(0, 300) }),
+    ...(error !== undefined && { error }),
     ...(!ok && { retrying: !permanent && !final }),
-  };
-  await store.recordAttempt(delivery.userId, record).catch((caught: unknown) => {
-    console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
   });
-  return { attempt: record, permanent, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return { attempt: record, permanent, receiverFailed: !ok && signable, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+}
+
+/**
+ * An event dropped without an attempt because its receiver is disabled (gate.ts): recorded once in the account's and
+ * the job's delivery log, so both say why nothing arrived.
+ */
+export async function recordDropped(delivery: Delivery, attempt: number, { receiver, since }: { receiver: string; since: number }): Promise<DeliveryAttempt> {
+  const days = Math.round(webhookSettings().breaker.disableAfterMs / 86_400_000);
+  const when = new Date(since).toISOString().slice(0, 16).replace("T", " ");
+  return recordAttempt(delivery, {
+    at: new Date().toISOString(),
+    attempt,
+    status: null,
+    latencyMs: 0,
+    ok: false,
+    error: `Not sent: ${receiver} failed every delivery for ${days} days and was disabled on ${when} UTC; re-enable it on the settings page`,
+    retrying: false,
+  });
+}
+
+async function recordAttempt(
+  delivery: Delivery,
+  outcome: Pick<DeliveryAttempt, "at" | "attempt" | "status" | "latencyMs" | "ok" | "error" | "retrying">,
+): Promise<DeliveryAttempt> {
+  const { error, ...rest } = outcome;
+  const record: DeliveryAttempt = {
+    ...rest,
+    eventId: delivery.eventId,
+    type: delivery.type,
+    ...(delivery.jobId && { jobId: delivery.jobId }),
+    url: delivery.url,
+    ...(error !== undefined && { error: error.slice(0, 300) }),
+  };
+  await getStore()
+    .webhooks.recordAttempt(delivery.userId, record)
+    .catch((caught: unknown) => {
+      console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
+    });
+  return record;
 }

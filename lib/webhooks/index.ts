@@ -1,4 +1,15 @@
-export { announceJobEnd, jobWebhookView, listWebhookAttempts, resolveJobWebhook, sendTestEvent } from "./service";
+export {
+  announceJobEnd,
+  announcesEnd,
+  enableWebhookReceiver,
+  jobWebhookView,
+  listWebhookAttempts,
+  listWebhookReceivers,
+  resolveJobWebhook,
+  sendTestEvent,
+  type WebhookReceiverView,
+} from "./service";
+export { accountWaitMs, enterDelivery, receiverOf } from "./gate";
 export { getWebhookAccount, newSigningSecret, rotateWebhookSecret, setDefaultWebhookUrl, signingSecrets, type WebhookAccountView } from "./secrets";
 export { attemptDelivery, type Delivery } from "./deliver";
 export { jobEndEvent, jobEventId } from "./events";

@@ -1,17 +1,20 @@
 import { randomBytes } from "node:crypto";
-import { Queue, UnrecoverableError, Worker, createNodeRedisClient, type Job } from "bullmq";
+import { DelayedError, Queue, UnrecoverableError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import { createClient } from "redis";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
-import { attemptDelivery, deliverySchema, type Delivery } from "./deliver";
+import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
+import { enterDelivery, type Gate } from "./gate";
 import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
 
 /**
  * Where events wait for delivery, and who delivers them: BullMQ on `REDIS_URL` (its own `webhooks` queue; a failed
  * attempt is retried as a delayed job, so a retry a day later survives restarts, and any process running the worker
  * takes it), or in memory with the embedded store (timers, for one process). At least once: an event is removed
- * only after a 2xx answer or its last attempt; a process that dies mid-attempt leaves it to be taken again.
+ * only after a 2xx answer or its last attempt; a process that dies mid-attempt leaves it to be taken again. Before
+ * each attempt the gate (gate.ts) may hold an event back — its account at its share of delivery slots, its receiver
+ * paused — without using an attempt, or drop it when its receiver is disabled.
  */
 export interface DeliveryQueue {
   readonly kind: "bullmq" | "memory";
@@ -40,6 +43,17 @@ class DeliveryFailed extends Error {
   }
 }
 
+/** One attempt of an event the gate let through; the gate hears how it went (its slots freed, the receiver's count). */
+async function attemptThrough(gate: Extract<Gate, { kind: "go" }>, delivery: Delivery, attempt: number, final: boolean): Promise<AttemptOutcome> {
+  let outcome: AttemptOutcome | undefined;
+  try {
+    outcome = await attemptDelivery(delivery, attempt, { final });
+    return outcome;
+  } finally {
+    await gate.done({ ok: outcome?.attempt.ok ?? false, countsForReceiver: outcome?.receiverFailed ?? false, error: outcome?.attempt.error });
+  }
+}
+
 function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
   // A lost connection is logged once by the link (lib/store/redis-link.ts), not by each client, queue and worker.
   // BullMQ leaves a client it was given open when it closes: close() below ends them.
@@ -63,12 +77,24 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
         error instanceof DeliveryFailed && error.retryAfterMs !== undefined ? error.retryAfterMs : retryDelay(attemptsMade, settings),
     },
   };
-  /** One attempt of a taken delivery; throws (for BullMQ to retry, or not) when it failed. */
-  const run = async (job: Job<Delivery>) => {
+  /**
+   * A taken delivery: held back (moved to the delayed set, no attempt used: `DelayedError`), dropped (its receiver is
+   * disabled), or attempted once; throws (for BullMQ to retry, or not) when the attempt failed.
+   */
+  const run = async (job: Job<Delivery>, token: string | undefined) => {
     const delivery = deliverySchema.parse(job.data);
     const attempt = job.attemptsMade + 1;
     const attempts = job.opts.attempts ?? 1;
-    const { attempt: record, permanent, retryAfterMs } = await attemptDelivery(delivery, attempt, { final: attempt >= attempts });
+    const gate = await enterDelivery(delivery, settings);
+    if (gate.kind === "wait") {
+      await job.moveToDelayed(gate.until, token);
+      throw new DelayedError();
+    }
+    if (gate.kind === "disabled") {
+      const record = await recordDropped(delivery, attempt, gate);
+      throw new UnrecoverableError(record.error ?? "receiver disabled");
+    }
+    const { attempt: record, permanent, retryAfterMs } = await attemptThrough(gate, delivery, attempt, attempt >= attempts);
     if (record.ok) return;
     if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
     throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
@@ -87,7 +113,7 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
     },
     startWorker() {
       if (worker) return;
-      worker = new Worker<Delivery>(QUEUE_NAME, run, { ...workerSettings, connection: connection(), concurrency: 8 });
+      worker = new Worker<Delivery>(QUEUE_NAME, run, { ...workerSettings, connection: connection(), concurrency: settings.processConcurrency });
       worker.on("error", logQueueErrors("webhooks"));
     },
     async drain(budgetMs) {
@@ -103,11 +129,13 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
         const token = randomBytes(12).toString("base64url");
         const job = await taker.getNextJob(token, { block: false });
         if (!job) break;
-        attempts++;
         try {
-          await run(job);
+          await run(job, token);
+          attempts++;
           await job.moveToCompleted(null, token, false);
         } catch (error) {
+          if (error instanceof DelayedError) continue;
+          attempts++;
           await job.moveToFailed(error instanceof Error ? error : new Error(String(error)), token, false);
         }
       }
@@ -132,14 +160,17 @@ function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
     const timer = setTimeout(() => {
       timers.delete(timer);
       if (closed) return;
-      void attemptDelivery(delivery, attempt, { final: attempt >= settings.maxAttempts })
-        .then(({ attempt: record, permanent, retryAfterMs }) => {
-          if (!record.ok && !permanent && attempt < settings.maxAttempts) schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
-        })
-        .catch((error: unknown) => console.warn(`[webhooks] delivery: ${errorLabel(error)}`));
+      void deliverOnce(delivery, attempt).catch((error: unknown) => console.warn(`[webhooks] delivery: ${errorLabel(error)}`));
     }, delayMs);
     timer.unref();
     timers.add(timer);
+  };
+  const deliverOnce = async (delivery: Delivery, attempt: number) => {
+    const gate = await enterDelivery(delivery, settings);
+    if (gate.kind === "wait") return schedule(delivery, attempt, Math.max(0, gate.until - Date.now()));
+    if (gate.kind === "disabled") return void (await recordDropped(delivery, attempt, gate));
+    const { attempt: record, permanent, retryAfterMs } = await attemptThrough(gate, delivery, attempt, attempt >= settings.maxAttempts);
+    if (!record.ok && !permanent && attempt < settings.maxAttempts) schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
   };
   return {
     kind: "memory",

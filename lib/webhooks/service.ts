@@ -5,7 +5,9 @@ import type { ResolveHost } from "@/lib/input";
 import { getStore, type JobRecord } from "@/lib/store";
 import { attemptDelivery } from "./deliver";
 import { jobEndEvent, jobEventId, testEvent, testEventId } from "./events";
+import { receiverOf } from "./gate";
 import { getDeliveryQueue } from "./queue";
+import { webhookSettings } from "./settings";
 import { checkWebhookUrl } from "./url";
 
 /**
@@ -32,16 +34,26 @@ export async function resolveJobWebhook(userId: string, url: string | undefined,
 /**
  * Announce that a job ended, when it has a webhook: its event is queued for delivery. Called once by whoever ended
  * the job (the store's end step succeeds for one caller only); the event id is the job's, so a second announcement
- * is the same message. A failure here is logged, never the job's.
+ * is the same message. A job cancelled before any of its pages was read has no event (`announcesEnd`). A failure
+ * here is logged, never the job's.
  */
 export async function announceJobEnd(jobId: string): Promise<void> {
   try {
     const record = await getStore().jobs.getJob(jobId);
-    if (!record?.webhookUrl) return;
+    if (!record?.webhookUrl || !announcesEnd(record)) return;
     await queueJobEvent(record);
   } catch (error) {
     console.error(`[webhooks] queuing the end event of ${jobId} failed (${errorLabel(error)})`);
   }
+}
+
+/**
+ * Whether a job's end is an event: not when it was cancelled before any page was read (docs/api.md#events). Its
+ * account cancelled it, and the cancel's answer already says so; an event for it would be a delivery anyone could
+ * have sent for free, as often as they liked (submit, cancel: every credit refunded).
+ */
+export function announcesEnd(record: JobRecord): boolean {
+  return !(record.status === "cancelled" && record.pagesDone + record.pagesFailed === 0);
 }
 
 async function queueJobEvent(record: JobRecord): Promise<void> {
@@ -80,7 +92,50 @@ export async function sendTestEvent(userId: string, { resolveHost }: { resolveHo
     1,
     { final: true, resolveHost },
   );
+  // A receiver that answers a test event is healthy again: paused or disabled, its events flow (gate.ts). A failed
+  // test does not count towards pausing it (the account asked for it).
+  if (attempt.ok) await getStore().webhooks.clearEndpoint(userId, receiverOf(account.defaultUrl));
   return attempt;
+}
+
+/** A receiver of the account that has been failing, as the settings page shows it. */
+export interface WebhookReceiverView {
+  receiver: string;
+  /** The last URL that failed there. */
+  url: string;
+  /** Failed attempts in a row. */
+  failures: number;
+  failingSince: string;
+  /** Its events wait until then (null: not paused). */
+  pausedUntil: string | null;
+  /** When it was disabled (null: it is not). */
+  disabledAt: string | null;
+  /** When it will be disabled if nothing gets through before (null once it is). */
+  disablesAt: string | null;
+  lastError: string | null;
+}
+
+/** The account's failing, paused and disabled receivers (healthy ones have no record). */
+export async function listWebhookReceivers(userId: string, now = Date.now()): Promise<WebhookReceiverView[]> {
+  const { disableAfterMs } = webhookSettings().breaker;
+  return (await getStore().webhooks.listEndpoints(userId)).map((state) => ({
+    receiver: state.receiver,
+    url: state.url,
+    failures: state.failures,
+    failingSince: new Date(state.failingSince).toISOString(),
+    pausedUntil: state.pausedUntil > now && state.disabledAt === undefined ? new Date(state.pausedUntil).toISOString() : null,
+    disabledAt: state.disabledAt === undefined ? null : new Date(state.disabledAt).toISOString(),
+    disablesAt: state.disabledAt === undefined ? new Date(state.failingSince + disableAfterMs).toISOString() : null,
+    lastError: state.lastError ?? null,
+  }));
+}
+
+/**
+ * Re-enable (or un-pause) one of the account's receivers: its failures are forgotten and the next event to it is
+ * attempted at once. Events dropped while it was disabled are not sent again.
+ */
+export async function enableWebhookReceiver(userId: string, receiver: string): Promise<void> {
+  await getStore().webhooks.clearEndpoint(userId, receiverOf(receiver));
 }
 
 /** The account's last delivery attempts, newest first. */

@@ -1,4 +1,5 @@
 import { getEnv, type Env } from "@/lib/env";
+import type { BreakerPolicy } from "@/lib/store";
 
 /** Webhook delivery settings: the configuration's (docs/configuration.md#webhooks) and the constants beside them. */
 export interface WebhookSettings {
@@ -12,9 +13,21 @@ export interface WebhookSettings {
   maxAttempts: number;
   /** How long the secret before a rotation keeps signing beside the new one. */
   previousSecretMs: number;
+  /** Deliveries one account may have in flight at once, all processes together (`WEBHOOK_ACCOUNT_CONCURRENCY`, 2). */
+  accountConcurrency: number;
+  /** Deliveries one process makes at once (BullMQ's worker concurrency). */
+  processConcurrency: number;
+  /** A receiver's circuit breaker (lib/webhooks/gate.ts). */
+  breaker: Omit<BreakerPolicy, "jitter">;
 }
 
 const HOUR = 60 * 60 * 1000;
+const DAY = 24 * HOUR;
+
+/** Failed attempts in a row a receiver may have before the next one pauses it (docs/decisions.md#webhook-fairness). */
+const BREAKER_FREE_FAILURES = 4;
+/** A receiver failing this long without a single success is disabled (Svix: 5 days; Stripe: 3). */
+const DISABLE_AFTER_MS = 5 * DAY;
 
 export function webhookSettings(env: Env = getEnv()): WebhookSettings {
   return {
@@ -23,6 +36,15 @@ export function webhookSettings(env: Env = getEnv()): WebhookSettings {
     retryCapMs: 6 * HOUR,
     maxAttempts: env.WEBHOOK_MAX_ATTEMPTS,
     previousSecretMs: 24 * HOUR,
+    accountConcurrency: env.WEBHOOK_ACCOUNT_CONCURRENCY,
+    processConcurrency: 8,
+    breaker: {
+      free: BREAKER_FREE_FAILURES,
+      pauseMs: env.WEBHOOK_RETRY_BASE_MS,
+      maxPauseMs: 6 * HOUR,
+      disableAfterMs: DISABLE_AFTER_MS,
+      keepMs: 30 * DAY,
+    },
   };
 }
 

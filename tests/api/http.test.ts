@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import * as mcpRoute from "@/app/api/mcp/route";
 import * as openapiRoute from "@/app/api/openapi.json/route";
 import { ApiError } from "@/lib/api/errors";
 import {
@@ -13,6 +14,7 @@ import {
   withApiKey,
 } from "@/lib/http";
 import { assertJsonDepth } from "@/lib/http/body";
+import { rpcRequest } from "../mcp/support";
 import { ENDPOINT, REQUEST_ID, base64Of, callOcr, createAccount, expectApiError, expectOcrOk, setEnv, tinyPng, withStore } from "./support";
 
 withStore("memory");
@@ -226,6 +228,24 @@ describe("request log", () => {
         expect(line).not.toContain(account.key.slice(4, 20));
         expect(line).not.toContain(image.slice(0, 40));
       }
+    } finally {
+      info.mockRestore();
+      restore();
+    }
+  });
+
+  it("an MCP tool error is a 200 whose line carries the tool error's code", async () => {
+    const restore = setEnv({ LOG_REQUESTS: "true" });
+    const info = vi.spyOn(console, "info").mockImplementation(() => undefined);
+    try {
+      const account = await createAccount(0);
+      const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("small-text.png") } } } };
+      const response = await mcpRoute.POST(rpcRequest(call, { key: account.key }));
+      expect(response.status).toBe(200);
+      expect(JSON.stringify(await response.json())).toContain('"isError":true');
+      const lines = info.mock.calls.map((args) => args.map(String).join(" "));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^api request_id=req_\\S+ key_id=${account.keyId} method=POST path=/api/mcp status=200 pages=0 ms=\\d+ code=insufficient_credits$`));
     } finally {
       info.mockRestore();
       restore();

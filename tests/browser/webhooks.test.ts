@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { ARTIFACTS, launchChromium, overflowOf, signUp } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
+import { getStore } from "@/lib/store";
+import { webhookSettings } from "@/lib/webhooks";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
 
@@ -70,7 +72,8 @@ describe("the settings page's webhooks", () => {
     });
     page.on("pageerror", (error) => problems.push(error.message));
 
-    await signUp(page, baseUrl, `webhooks-${Date.now()}@example.com`);
+    const email = `webhooks-${Date.now()}@example.com`;
+    await signUp(page, baseUrl, email);
     const section = page.locator("#webhooks");
     expect(await section.getByTestId("deliveries-empty").textContent()).toBe("No deliveries yet.");
     expect(await section.getByRole("button", { name: "Send a test event" }).isDisabled()).toBe(true);
@@ -143,6 +146,28 @@ describe("the settings page's webhooks", () => {
     expect(await page.content()).not.toContain(second.slice(12));
     expect(await section.getByTestId("webhook-secret").textContent()).toContain(second.slice(0, 12));
     expect(await page.locator(`tr[data-job-id="${job.jobId}"]`).getAttribute("data-status")).toBe("succeeded");
+
+    // A receiver that failed every delivery for 5 days is disabled: the page says since when, and re-enables it.
+    const userId = (await getStore().accounts.getUserIdByEmail(email))!;
+    const origin = new URL(receiver.url).origin;
+    for (let i = 0; i < 6; i++) {
+      await getStore().webhooks.recordEndpointFailure(userId, {
+        receiver: origin,
+        url: receiver.url,
+        error: "The receiver answered HTTP 503",
+        now: Date.now() - (i < 5 ? webhookSettings().breaker.disableAfterMs + 60_000 : 0),
+        policy: { ...webhookSettings().breaker, jitter: 1 },
+      });
+    }
+    await page.reload();
+    const failing = section.locator(`li[data-receiver="${origin}"]`);
+    expect(await failing.getAttribute("data-state")).toBe("disabled");
+    expect(await failing.textContent()).toMatch(/disabled on .* UTC: its events are not sent/);
+    expect(await failing.textContent()).toContain("The receiver answered HTTP 503");
+    expect(await overflowOf(page), "horizontal overflow at 1280 px, a receiver disabled").toBeLessThanOrEqual(0);
+    await failing.getByRole("button", { name: "Re-enable" }).click();
+    await expect.poll(() => section.getByTestId("webhook-receivers").count(), { timeout: 60_000 }).toBe(0);
+    expect(await getStore().webhooks.getEndpoint(userId, origin)).toBeNull();
     expect(await overflowOf(page), "horizontal overflow at 1280 px").toBeLessThanOrEqual(0);
     await section.screenshot({ path: path.join(ARTIFACTS, "settings-webhooks.png") });
 

@@ -4,6 +4,8 @@ import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import { fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
+import packageJson from "@/package.json";
+import { SERVICE_VERSION } from "@/lib/version";
 
 /*
  * The remote side is msw. fetchRemoteFile speaks node:http(s), which msw 3 intercepts below the request (its
@@ -99,7 +101,8 @@ describe("fetchRemoteFile: success", () => {
 
     const request = seen[0]!;
     expect(new URL(request.url).search).toBe("?token=secret");
-    expect(request.headers.get("user-agent")).toBe("ocr-service/0.1 (+fetch)");
+    expect(request.headers.get("user-agent")).toBe(`ocr-service/${SERVICE_VERSION} (+fetch)`);
+    expect(SERVICE_VERSION).toBe(packageJson.version);
     expect(request.headers.get("accept")).toBe("application/pdf,image/*;q=0.9,*/*;q=0.5");
     expect(request.headers.get("accept-encoding")).toBe("identity");
     expect(request.headers.get("host")).toBe("files.example");

@@ -164,6 +164,59 @@ describe("work bounds on PDFs", () => {
     expect(order).toEqual(["other", "hostile"]);
   });
 
+  it("two PDFs at once on a cold inspect lane start both its processes (not the second after the first)", slow, async () => {
+    const pool = newPool();
+    const hostile = [1, 2].map(() =>
+      extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 3_000 } }).catch((error: unknown) => error),
+    );
+    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined, 60_000);
+    for (const outcome of hostile) expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
+  });
+
+  it("one account's two nested-forms PDFs hold both inspect processes: another account's PDF is opened by a third at once, not after them", slow, async () => {
+    const pool = newPool();
+    await pool.warm({ ocr: 0 });
+    const order: string[] = [];
+    const hostile = [1, 2].map((n) =>
+      extractDocument(fixture("hostile/nested-forms.pdf"), { pool, tenant: "attacker", deadline: long(), limits: { maxPdfWorkMs: 4_000 + n * 1_000 } }).catch(
+        (error: unknown) => {
+          order.push(`hostile ${n}`);
+          return error;
+        },
+      ),
+    );
+    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
+    const doc = await extractDocument(fixture("born-digital.pdf"), { pool, tenant: "victim" });
+    order.push("victim");
+    expect(doc.pages[0]!.source).toBe("text-layer");
+    // Before: the victim's PDF waited for the first of them to reach its work budget.
+    for (const outcome of hostile) expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
+    expect(order).toEqual(["victim", "hostile 1", "hostile 2"]);
+    // The process beyond the lane's size exits once nobody needs it.
+    await waitFor(() => (pool.stats().processes.filter((p) => p.lane === "inspect").length <= 2 ? true : undefined));
+  });
+
+  it("a tenant already holding an inspect process does not get the second while another tenant's PDF waits", slow, async () => {
+    const pool = newPool({ inspectSize: 2 });
+    await pool.warm({ ocr: 0 });
+    const order: string[] = [];
+    const open = (name: string, tenant: string, file: string, maxPdfWorkMs?: number) =>
+      extractDocument(fixture(file), { pool, tenant, deadline: long(), ...(maxPdfWorkMs && { limits: { maxPdfWorkMs } }) }).then(
+        () => order.push(name),
+        () => order.push(name),
+      );
+    // a holds one process for seconds and b the other; a's second PDF and then c's wait for the next free process.
+    const a1 = open("a1", "a", "hostile/nested-forms.pdf", 6_000);
+    const b1 = open("b1", "b", "hostile/nested-forms.pdf", 3_000);
+    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
+    const a2 = open("a2", "a", "born-digital.pdf");
+    await waitFor(() => pool.stats().inspect.queued >= 1 || undefined);
+    const c1 = open("c1", "c", "born-digital.pdf");
+    await Promise.all([a1, b1, a2, c1]);
+    // Round-robin alone would give the process b frees to a's second PDF, which waited first.
+    expect(order.indexOf("c1")).toBeLessThan(order.indexOf("a2"));
+  });
+
   it("a PDF that cannot start before its deadline behind one being opened is refused at once (overloaded), not left to time out", slow, async () => {
     const pool = newPool({ inspectSize: 1 });
     const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 60_000 } }).catch(

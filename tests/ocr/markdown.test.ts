@@ -91,6 +91,49 @@ describe("renderMarkdown: headings from relative line size", () => {
   });
 });
 
+describe("renderMarkdown: a line that carries on a sentence is not a heading", () => {
+  // A two-column article set in 14 pt beside a page of 9 pt small print (most of the page's characters): the body
+  // size is the small print's, so the article's lines are 1.5 × body. The paragraph is cut by the column break: the
+  // second column starts with the rest of its sentence, one short line in a block of its own.
+  const smallPrint = Array.from({ length: 12 }, (_, i) => ({
+    text: `Note ${i + 1}: figures are unaudited and given in thousands of dollars unless stated otherwise in the text.`,
+    size: 9,
+  }));
+  const column1 = [
+    "The council met on Tuesday to discuss the budget for the coming year, and the",
+    "members agreed that the new library should open before the summer. The mayor",
+    "said that the committee will",
+  ].map((text) => ({ text, size: 14 }));
+  const column2 = [{ text: "review the proposal again in the spring.", size: 14 }];
+  const column2More = [
+    "Residents can send their comments to the city clerk until the end of March,",
+    "by post or at the town hall, where the plans are on show every weekday. The",
+    "library itself will be built on the site of the old market, which closed in",
+    "the autumn after more than a century of trading.",
+  ].map((text) => ({ text, size: 14 }));
+
+  it("the second column's first line (small letter, after a line with no full stop, same size) joins the paragraph", () => {
+    const out = md([{ text: "City council", size: 24 }], column1, column2, column2More, smallPrint);
+    expect(out.match(/^#+ .*$/gm)).toEqual(["# City council"]);
+    expect(out).toContain("said that the committee will review the proposal again in the spring.\n\nResidents can send");
+  });
+
+  it("the same line after a sentence's end, in another size, or starting with a capital stays a heading", () => {
+    const closed = [...column1.slice(0, 2), { text: "said that the committee will decide.", size: 14 }];
+    expect(md(column1.slice(0, 2), closed, column2, smallPrint).match(/^#+ .*$/gm)).toEqual(["## review the proposal again in the spring."]);
+    const smaller = column1.map((line) => ({ ...line, size: 10 }));
+    expect(md(smaller, column2, smallPrint).match(/^#+ .*$/gm)).toEqual(["## review the proposal again in the spring."]);
+    const capital = [{ text: "Review of the proposal", size: 14 }];
+    expect(md(column1, capital, smallPrint).match(/^#+ .*$/gm)).toEqual(["## Review of the proposal"]);
+  });
+
+  it("a word hyphenated across the break is mended", () => {
+    const cut = [...column1.slice(0, 2), { text: "said that the commit-", size: 14 }];
+    const rest = [{ text: "tee will review it in the spring.", size: 14 }];
+    expect(md(cut, rest, smallPrint)).toContain("said that the committee will review it in the spring.");
+  });
+});
+
 describe("renderMarkdown: lists", () => {
   it.each([["•"], ["-"], ["❖"], ["➢"], ["«"], ["●"], ["▪"], ["*"], ["–"]])("%j bullets → `- ` items", (bullet) => {
     const out = md(BODY, [`${bullet} First point`, `${bullet} Second point`, `${bullet} Third point`]);

@@ -108,6 +108,21 @@ describe("the round-robin queue", () => {
     expect(queue.isEmpty).toBe(true);
   });
 
+  it("with what each tenant holds: the first of those holding the fewest, so a tenant with a process waits behind one without", () => {
+    const queue = new FairQueue<ReturnType<typeof job>>();
+    for (const entry of [job("a", "a1", 1), job("a", "a2", 2), job("b", "b1", 3), job("c", "c1", 4)]) queue.push(entry);
+    expect([...queue.waitingTenants()]).toEqual(["a", "b", "c"]);
+    const holding = new Map([["a", 1], ["b", 1]]);
+    // Round-robin alone would serve a first.
+    expect(queue.shift((tenant) => holding.get(tenant) ?? 0)?.n).toBe(4);
+    // Equal holdings: round-robin order.
+    expect(queue.shift((tenant) => holding.get(tenant) ?? 0)?.n).toBe(1);
+    holding.set("a", 2);
+    expect(queue.shift((tenant) => holding.get(tenant) ?? 0)?.n).toBe(3);
+    expect(queue.shift((tenant) => holding.get(tenant) ?? 0)?.n).toBe(2);
+    expect(queue.isEmpty).toBe(true);
+  });
+
   it("takes out one job, or a session's jobs", () => {
     const queue = new FairQueue<ReturnType<typeof job>>();
     const entries = [job("a", "a1", 1), job("a", "a1", 2), job("b", "a1", 3), job("b", "b1", 4)];

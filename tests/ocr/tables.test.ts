@@ -283,6 +283,37 @@ describe("what is not a table", () => {
     expect(detectTables(page([{ lines }]))).toEqual([]);
   });
 
+  it("a phone photo's background (marks read at low confidence that line up in columns) is not a table; the page's text stays", () => {
+    // The paper's text in the middle; around it the desk: short marks, some of them digits, read at 15–45 %,
+    // lining up in four columns over five rows above the paper and five below it.
+    const noise = [
+      ["ee", "~", "11", "4"],
+      ["=", "ll", "1", "—"],
+      ["ae", "|", "4", "ss"],
+      ["~~", "i", "11", "7"],
+      ["Ss", ":", "1", "oo"],
+    ];
+    const background = (y0: number, seed: number): LineSpec[] =>
+      noise.map((cells, r) => ({ y: y0 + r * 28, cells: cells.map((text, k) => ({ x: 30 + k * 300, text })).filter((_, k) => (r + k + seed) % 5 !== 0) }));
+    const p = page([{ lines: background(40, 0), split: true }, { lines: prose(LOREM, 200, 300, 60) }, { lines: background(900, 2), split: true }]);
+    p.blocks.forEach((b, i) => {
+      if (b.text.startsWith("Asset and wealth")) return;
+      b.lines.forEach((l, r) => l.words.forEach((w, k) => (w.confidence = 15 + ((i * 3 + r * 7 + k * 13) % 31))));
+    });
+    expect(detectTables(p)).toEqual([]);
+    const out = markdown(p);
+    expect(out).not.toContain("| --- |");
+    expect(out).toContain(LOREM.slice(0, 60));
+  });
+
+  it("a real table with a few cells read poorly is still a table", () => {
+    const p = page([{ lines: FIGURES, split: true }]);
+    // Two of its twelve cells read at 35–45 % (a smudge): most cells are real text.
+    p.blocks[1]!.lines[1]!.words[0]!.confidence = 35;
+    p.blocks[2]!.lines[3]!.words[0]!.confidence = 45;
+    expect(detectTables(p).map((t) => t.rows[1])).toEqual([["North America", "48,677", "54,065"]]);
+  });
+
   it("two rows are not enough", () => {
     expect(detectTables(page([{ lines: FIGURES.slice(0, 2), split: true }]))).toEqual([]);
   });

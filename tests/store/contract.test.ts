@@ -886,6 +886,57 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(ofJob[0]).toEqual(attempt(20, jobId));
       expect(await store.webhooks.listJobAttempts(id("job"))).toEqual([]);
     });
+
+    it("a receiver's failures: free ones, then pauses doubling to their cap, disabled after long failure; cleared whole", async () => {
+      const userId = id("usr");
+      const receiver = "https://hooks.example.com";
+      const policy = { free: 2, pauseMs: 1_000, maxPauseMs: 3_000, disableAfterMs: 100_000, keepMs: 60_000, jitter: 1 };
+      const fail = (now: number, error = "The receiver answered HTTP 500") =>
+        store.webhooks.recordEndpointFailure(userId, { receiver, url: `${receiver}/a?n=${now}`, error, now, policy });
+      expect(await store.webhooks.getEndpoint(userId, receiver)).toBeNull();
+      expect(await store.webhooks.listEndpoints(userId)).toEqual([]);
+      const t = 1_800_000_000_000;
+      expect(await fail(t)).toEqual({
+        receiver,
+        url: `${receiver}/a?n=${t}`,
+        failures: 1,
+        failingSince: t,
+        lastFailureAt: t,
+        pausedUntil: 0,
+        lastError: "The receiver answered HTTP 500",
+      });
+      expect((await fail(t + 10)).pausedUntil).toBe(0);
+      expect((await fail(t + 20)).pausedUntil).toBe(t + 20 + 1_000);
+      expect((await fail(t + 30)).pausedUntil).toBe(t + 30 + 2_000);
+      const capped = await fail(t + 40, "x".repeat(400));
+      expect(capped).toMatchObject({ failures: 5, failingSince: t, pausedUntil: t + 40 + 3_000 });
+      expect(capped.lastError).toHaveLength(300);
+      expect(capped.disabledAt).toBeUndefined();
+      expect(await store.webhooks.getEndpoint(userId, receiver)).toEqual(capped);
+
+      const other = "https://other.example.com:8443";
+      await store.webhooks.recordEndpointFailure(userId, { receiver: other, url: `${other}/b`, error: "e", now: t + 50, policy });
+      expect((await store.webhooks.listEndpoints(userId)).map((state) => state.receiver)).toEqual([other, receiver]);
+      // Failing since t for the whole disable time: disabled, and listed first.
+      const disabled = await fail(t + 100_000);
+      expect(disabled).toMatchObject({ failures: 6, disabledAt: t + 100_000 });
+      expect(await store.webhooks.recordEndpointFailure(userId, { receiver: other, url: `${other}/b`, error: "e", now: t + 100_010, policy })).toMatchObject({
+        failures: 2,
+        failingSince: t + 50,
+      });
+      expect((await store.webhooks.listEndpoints(userId)).map((state) => [state.receiver, state.disabledAt])).toEqual([
+        [receiver, t + 100_000],
+        [other, undefined],
+      ]);
+      // Another account's receivers are its own.
+      expect(await store.webhooks.getEndpoint(id("usr"), receiver)).toBeNull();
+
+      await store.webhooks.clearEndpoint(userId, receiver);
+      expect(await store.webhooks.getEndpoint(userId, receiver)).toBeNull();
+      expect((await store.webhooks.listEndpoints(userId)).map((state) => state.receiver)).toEqual([other]);
+      // After a clear the count starts again.
+      expect(await fail(t + 200_000)).toMatchObject({ failures: 1, failingSince: t + 200_000, pausedUntil: 0 });
+    });
   });
 
   describe("store marker", () => {

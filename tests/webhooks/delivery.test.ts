@@ -6,6 +6,7 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import * as workRoute from "@/app/api/internal/jobs/work/route";
 import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBody } from "@/lib/api/schemas";
 import { JobRunner, WORK_PATH, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { pageFailure } from "@/lib/jobs/lifecycle";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 import {
@@ -23,6 +24,7 @@ import { createAccount, expectApiError, ocrRequest, setEnv, tinyPng, withStore, 
 import { createTestPool } from "../support/ocr";
 import { waitForWindowRoom } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
+import packageJson from "@/package.json";
 
 /*
  * Webhooks end to end: jobs submitted through the route, ended by a real runner or a cancel, their events delivered
@@ -42,6 +44,15 @@ const status = async (account: TestAccount, jobId: string): Promise<JobViewBody>
 const cancel = async (account: TestAccount, jobId: string) => {
   const response = await jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}/api/ocr/jobs/${jobId}` }));
   expect(response.status).toBe(200);
+};
+/**
+ * Cancel a job after one of its pages was read (it failed: no credit spent): a job cancelled before any page is read
+ * announces nothing (lib/webhooks/service.ts `announcesEnd`), so this is how these tests end a job with an event.
+ */
+const cancelAfterAPage = async (account: TestAccount, jobId: string) => {
+  const outcome = await getStore().jobs.failPage(jobId, 1, pageFailure("engine_failed", "the test's failed page"), Date.now());
+  expect(outcome.stored).toBe(1);
+  await cancel(account, jobId);
 };
 async function accepted(response: Response): Promise<JobViewBody> {
   const text = await response.text();
@@ -80,7 +91,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     receiver.script = [500, 500, 200];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
 
     const final = await waitFor(async () => {
       const current = await status(account, view.jobId);
@@ -90,6 +101,8 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     expect(deliveries).toHaveLength(3);
     expect(deliveries.map((delivery) => delivery.answered)).toEqual([500, 500, 200]);
     expect(deliveries.every((delivery) => delivery.refused === undefined)).toBe(true);
+    // The service's own version (package.json's), not a placeholder.
+    expect(new Set(deliveries.map((delivery) => delivery.headers["user-agent"]))).toEqual(new Set([`ocr-service/${packageJson.version} (+webhook)`]));
     const ids = new Set(deliveries.map((delivery) => delivery.headers["webhook-id"]));
     expect([...ids]).toEqual([jobEventId(view.jobId)]);
     // The same body every time; the event says what ended, never any text.
@@ -100,6 +113,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
       id: view.jobId,
       status: "cancelled",
       pagesTotal: 1,
+      pagesFailed: 1,
       creditsReserved: 1,
       creditsRefunded: 1,
       resultUrl: `${BASE}/api/ocr/jobs/${view.jobId}/result`,
@@ -115,12 +129,27 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     expect((await getStore().webhooks.listAttempts(account.userId)).map((attempt) => attempt.attempt)).toEqual([3, 2, 1]);
   }, 90_000);
 
+  it("a job cancelled before any of its pages was read announces nothing (the cancel's answer says it); one cancelled later does", async () => {
+    const account = await accountWithSecret();
+    const before = receiver.received.length;
+    const untouched = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
+    await cancel(account, untouched.jobId);
+    const worked = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
+    await cancelAfterAPage(account, worked.jobId);
+    const delivery = await waitFor(() => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(worked.jobId)), 60_000, "the event");
+    expect(webhookEventSchema.parse(delivery.event)).toMatchObject({ type: "job.cancelled", data: { id: worked.jobId, pagesFailed: 1 } });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(receiver.received.slice(before).map((item) => item.headers["webhook-id"])).toEqual([jobEventId(worked.jobId)]);
+    expect((await status(account, untouched.jobId)).webhook).toEqual({ url: receiver.url, deliveries: [] });
+    expect(await account.balance()).toBe(10);
+  }, 90_000);
+
   it("Retry-After on a 503: the next attempt waits at least that long (not the 200 ms back-off)", async () => {
     const account = await accountWithSecret();
     receiver.script = [{ status: 503, headers: { "retry-after": "2" } }, 200];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     const [first, second] = await waitFor(() => {
       const got = receiver.received.slice(before);
       return got.length === 2 ? got : undefined;
@@ -134,7 +163,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     receiver.script = [410];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     const attempts = await waitFor(async () => {
       const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
       return deliveries.length > 0 ? deliveries : undefined;
@@ -148,7 +177,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const account = await accountWithSecret();
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     const delivery = await waitFor(() => receiver.received.slice(before).find((item) => item.answered === 200), 60_000, "the delivery");
     const { headers, body } = delivery;
     const replay = async (payload: string, extra: Record<string, string>) => {
@@ -182,7 +211,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
     receiver.secret = old;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     const delivery = await waitFor(() => receiver.received.slice(before).find((item) => item.answered === 200), 60_000, "the delivery");
     expect(delivery.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
     expect(() => new Webhook(fresh).verify(delivery.body, delivery.headers)).not.toThrow();
@@ -202,7 +231,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const restore = setEnv({ URL_ALLOW_HOSTS: "" });
     try {
       await expectApiError(await submit(account, { image: image(), webhook: { url: receiver.url } }), "invalid_request", /not a public address|https/);
-      await cancel(account, view.jobId);
+      await cancelAfterAPage(account, view.jobId);
       const attempts = await waitFor(async () => {
         const current = await status(account, view.jobId);
         return current.webhook!.deliveries.length > 0 ? current.webhook!.deliveries : undefined;
@@ -222,7 +251,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const account = await accountWithSecret();
     receiver.script = ["hang", "hang", "hang"];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     const attempts = await waitFor(async () => {
       const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
       return deliveries.length === 3 ? deliveries : undefined;
@@ -320,7 +349,7 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
     receiver.secret = (await rotateWebhookSecret(account.userId)).secret;
     receiver.script = [503, 200];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     expect(receiver.received).toHaveLength(0);
     expect(await drainWebhooks(20_000)).toBe(1);
     expect(receiver.received.map((item) => item.answered)).toEqual([503]);
@@ -373,7 +402,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     expect(workCalls.length).toBeGreaterThanOrEqual(1); // the submission's, held: the job stays queued
     workCalls.length = 0;
-    await cancel(account, view.jobId);
+    await cancelAfterAPage(account, view.jobId);
     await waitFor(() => (workCalls.length === 1 ? true : undefined), 30_000, "the work call after the cancel");
     expect(workCalls[0]!.headers.get("x-work-signature")).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     expect(receiver.received).toHaveLength(0);

@@ -333,31 +333,78 @@ export class OcrPool {
     return (entry.background ? this.backgroundQueues : this.queues)[entry.lane];
   }
 
-  /** Hand waiting jobs to idle processes (requests' jobs first), and start processes while jobs wait for them. */
+  /**
+   * Hand waiting jobs to idle processes (requests' jobs first; among tenants, those holding the fewest processes of
+   * the lane), and start processes while jobs wait for them. In the inspect lane, a request of a tenant holding none
+   * while another holds two or more gets a process beyond the lane's size (docs/decisions.md#lane-fair-share).
+   */
   private pump(lane: Lane): void {
     if (this.closed) return;
     this.recycleIfRebuilt();
     const requests = this.queues[lane];
     const background = this.backgroundQueues[lane];
+    const size = this.laneSize(lane);
+    const members = () => this.processes.filter((p) => p.lane === lane && !p.retired);
     while (!requests.isEmpty || !background.isEmpty) {
-      const idle = this.processes.filter((p) => p.lane === lane && p.ready && !p.busy && !p.retired);
+      const idle = members().filter((p) => p.ready && !p.busy);
       if (idle.length === 0) break;
-      const entry = (requests.isEmpty ? background : requests).shift()!;
+      const holdings = this.holdings(lane);
+      const busy = members().filter((p) => p.busy).length;
+      // At the lane's size, only a tenant with nothing while another holds more than one takes a process more.
+      if (busy >= size && this.overflowTenant(lane, holdings) === undefined) break;
+      const entry = (requests.isEmpty ? background : requests).shift((tenant) => holdings.get(tenant) ?? 0)!;
       const docId = "doc" in entry.job ? entry.job.doc.id : undefined;
       // A process that holds the job's document already takes it (the document is not sent again).
       const process = idle.find((p) => docId !== undefined && p.docs.includes(docId)) ?? idle[0]!;
       this.dispatch(process, entry);
     }
-    // Grow towards the lane's size while jobs wait for more processes than are starting.
-    const live = () => this.processes.filter((p) => p.lane === lane && !p.retired).length + this.spawning[lane];
-    while (requests.count + background.count > this.spawning[lane] && live() < this.laneSize(lane)) {
+    // Grow towards the lane's size while jobs wait for more processes than are starting. (A starting process is a
+    // member already: counting `spawning` too kept a second PDF waiting while the first process started.)
+    while (requests.count + background.count > members().filter((p) => !p.ready).length && members().length < size) {
       this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
+    }
+    const current = members();
+    if (current.length === size && current.every((p) => p.busy) && this.overflowTenant(lane, this.holdings(lane)) !== undefined) {
+      this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
+    }
+    // Back to the lane's size once no such tenant waits: a process beyond it exits when idle.
+    let surplus = current.length - size;
+    for (const process of current) {
+      if (surplus <= 0) break;
+      if (!process.ready || process.busy) continue;
+      surplus--;
+      void process.stop();
     }
     if (this.capacityListeners.size > 0 && this.capacity(lane) > 0) {
       queueMicrotask(() => {
         for (const listener of this.capacityListeners) listener();
       });
     }
+  }
+
+  /** Processes of `lane` running a job, per tenant. */
+  private holdings(lane: Lane): Map<string, number> {
+    const held = new Map<string, number>();
+    for (const process of this.processes) {
+      const tenant = process.lane === lane && !process.retired ? process.current?.tenant : undefined;
+      if (tenant !== undefined) held.set(tenant, (held.get(tenant) ?? 0) + 1);
+    }
+    return held;
+  }
+
+  /**
+   * A tenant whose request waits in the inspect lane holding no process of it while another tenant holds two or more:
+   * it may have one process beyond the lane's size. Inspect jobs may run for their whole processor budget (a PDF
+   * that draws without end: 10 s), so one account's two such PDFs would otherwise hold everyone else's PDFs that long;
+   * an OCR job is one page, and a waiting tenant gets the next process that frees.
+   */
+  private overflowTenant(lane: Lane, holdings: Map<string, number>): string | undefined {
+    if (lane !== "inspect") return undefined;
+    let most = 0;
+    for (const held of holdings.values()) most = Math.max(most, held);
+    if (most < 2) return undefined;
+    for (const tenant of this.queues[lane].waitingTenants()) if (!holdings.get(tenant)) return tenant;
+    return undefined;
   }
 
   private dispatch(process: EngineProcess, entry: QueuedJob): void {

@@ -58,11 +58,26 @@ export class FairQueue<T extends { tenant: string; session: string }> {
     else sessions.set(entry.session, [entry]);
   }
 
-  /** The next job by round-robin: the first tenant's first session; both then go to the back of their lines. */
-  shift(): T | undefined {
-    const first = this.tenants.entries().next();
-    if (first.done) return undefined;
-    const [tenant, sessions] = first.value;
+  /** Tenants with waiting jobs, in the order they will be served. */
+  waitingTenants(): IterableIterator<string> {
+    return this.tenants.keys();
+  }
+
+  /**
+   * The next job by round-robin: the first tenant's first session; both then go to the back of their lines. With
+   * `holding` (how many processes each tenant holds already), the first of the tenants that hold the fewest: a
+   * tenant holding a process does not get a second while one holding none waits (docs/decisions.md#lane-fair-share).
+   */
+  shift(holding?: (tenant: string) => number): T | undefined {
+    let tenant: string | undefined;
+    let fewest = Infinity;
+    for (const candidate of this.tenants.keys()) {
+      const held = holding ? holding(candidate) : 0;
+      if (held < fewest) [tenant, fewest] = [candidate, held];
+      if (fewest === 0) break;
+    }
+    if (tenant === undefined) return undefined;
+    const sessions = this.tenants.get(tenant)!;
     const [session, waiting] = sessions.entries().next().value!;
     const entry = waiting.shift()!;
     sessions.delete(session);

@@ -15,6 +15,10 @@ const NUMBERED = /^\s*\(?(?:(\d{1,3})|([a-h])|((?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})
 
 const HEADING_RATIO = 1.25;
 const MAX_HEADING_CHARS = 120;
+/** Two lines whose sizes differ by at most this share of the larger are set in the same size. */
+const SAME_SIZE = 0.2;
+/** A line that ends a sentence (or a clause that may end a block: a colon, a semicolon), closing quotes aside. */
+const ENDS_SENTENCE = /[.!?:;…]["'”’»)\]]*$/u;
 
 /**
  * A money amount at the end of a line ("24.50", "1,234.00", "€9,99", "(12.00)"), optionally followed by a currency
@@ -27,6 +31,12 @@ const SETEXT_UNDERLINE = /^(?:=+|-+)\s*$/;
 interface Item {
   kind: "heading" | "paragraph" | "list" | "code" | "table";
   text: string;
+}
+
+/** The last line of text before a block, in reading order, and its size (none after a table or at a page's top). */
+interface Preceding {
+  text: string;
+  size: number;
 }
 
 /** Markdown reconstructed from layout; the same rules for scanned and text-layer pages. */
@@ -59,8 +69,21 @@ function renderPage(asSent: ExtractedPage): string {
  */
 function pageItems(page: ExtractedPage, tables: DetectedTable[], body: number): Item[] {
   const items: Item[] = [];
+  let preceding: Preceding | undefined;
+  /** A block's items; one that carries on the sentence the one before left open joins its paragraph. */
+  const pushBlock = (block: OcrBlock, styles: LineStyle[]) => {
+    const { items: own, continues } = blockItems(block, styles, body, preceding);
+    const last = items.at(-1);
+    if (continues && last?.kind === "paragraph" && own[0]?.kind === "paragraph") {
+      last.text = joinLines([last.text, own.shift()!.text]);
+    }
+    items.push(...own);
+    const lines = block.lines.map((line, l) => [line.text.trim(), styles[l]?.size ?? 0] as const).filter(([text]) => text);
+    const end = lines.at(-1);
+    if (end) preceding = { text: end[0], size: end[1] };
+  };
   if (tables.length === 0) {
-    page.blocks.forEach((block, b) => items.push(...blockItems(block, page.lineStyles[b] ?? [], body)));
+    page.blocks.forEach((block, b) => pushBlock(block, page.lineStyles[b] ?? []));
     return items;
   }
   const taken = new Set<string>();
@@ -99,7 +122,7 @@ function pageItems(page: ExtractedPage, tables: DetectedTable[], body: number): 
     if (lines.length === 0) return;
     const block: OcrBlock = { ...page.blocks[b]!, lines: lines.map(([line]) => line) };
     const styles = lines.flatMap(([, style]) => (style ? [style] : []));
-    items.push(...blockItems(block, styles, body));
+    pushBlock(block, styles);
   };
   page.blocks.forEach((block, b) => {
     let pending: Array<[OcrLine, LineStyle | undefined]> = [];
@@ -112,6 +135,7 @@ function pageItems(page: ExtractedPage, tables: DetectedTable[], body: number): 
           if (line) emit(mb, [[line, page.lineStyles[mb]?.[ml]]]);
         }
         items.push({ kind: "table", text: renderTable(table.rows) });
+        preceding = undefined;
       }
       if (moved.has(`${b}:${l}`)) return;
       const line = remaining(b, l);
@@ -148,21 +172,33 @@ function headingLevel(size: number, body: number): number {
   return ratio >= 1.8 ? 1 : ratio >= 1.45 ? 2 : 3;
 }
 
-function blockItems(block: OcrBlock, styles: LineStyle[], body: number): Item[] {
+/**
+ * Whether a block carries on the sentence the text before it left open (a paragraph cut by a column or page break,
+ * or split into blocks by the segmentation): it starts with a small letter, the line before ends without a sentence's
+ * end, and both are set in the same size. Such a block is never a heading, however large its type is against the
+ * page's body (a two-column article beside a page of small print), and its first paragraph joins the one before.
+ */
+function continuesSentence(first: string, size: number, preceding: Preceding | undefined): boolean {
+  if (!preceding || !/^\p{Ll}/u.test(first) || ENDS_SENTENCE.test(preceding.text)) return false;
+  return Math.abs(size - preceding.size) <= SAME_SIZE * Math.max(size, preceding.size);
+}
+
+function blockItems(block: OcrBlock, styles: LineStyle[], body: number, preceding?: Preceding): { items: Item[]; continues: boolean } {
   const kept = block.lines.filter((line) => line.text.trim());
   const lines = kept.map((line) => line.text.trim());
-  if (lines.length === 0) return [];
+  if (lines.length === 0) return { items: [], continues: false };
   const sizes = styles.map((s) => s.size);
   const blockSize = median(sizes);
 
   if (styles.length > 0 && styles.every((s) => s.monospace)) {
-    return [{ kind: "code", text: "```\n" + block.lines.map((l) => l.text).join("\n") + "\n```" }];
+    return { items: [{ kind: "code", text: "```\n" + block.lines.map((l) => l.text).join("\n") + "\n```" }], continues: false };
   }
 
   const level = headingLevel(blockSize, body);
   const joined = lines.join(" ");
-  if (level > 0 && lines.length <= 3 && joined.length <= MAX_HEADING_CHARS && !BULLET.test(joined)) {
-    return [{ kind: "heading", text: `${"#".repeat(level)} ${joined.replace(/\s+/g, " ")}` }];
+  const continues = continuesSentence(lines[0]!, styles[0]?.size ?? blockSize, preceding);
+  if (level > 0 && !continues && lines.length <= 3 && joined.length <= MAX_HEADING_CHARS && !BULLET.test(joined)) {
+    return { items: [{ kind: "heading", text: `${"#".repeat(level)} ${joined.replace(/\s+/g, " ")}` }], continues: false };
   }
 
   const breaks = hardBreaks(kept);
@@ -199,7 +235,7 @@ function blockItems(block: OcrBlock, styles: LineStyle[], body: number): Item[] 
   });
   flushParagraph();
   flushList();
-  return items;
+  return { items, continues };
 }
 
 /**

@@ -48,6 +48,15 @@ const RUNNING_LOWERCASE = 1 / 3;
 const MAX_HEIGHT_RATIO = 1.6;
 /** Zones inside zones: page → text column → table. */
 const MAX_DEPTH = 3;
+/**
+ * A cell holds real text when one of its words was read with at least this confidence, 0–100 (the second reading's
+ * bar for words that count as text: lib/ocr/engine/second-reading.ts); a table needs this in most of its filled cells
+ * (`MIN_REAL_CELLS`). What the recognizer reads in a photo's background (wood grain, a keyboard, the paper's edge) is
+ * short marks at low confidence, which can line up in columns over several rows. Words are not left out by their
+ * confidence, though: a real table's cells read at 5–20 % (a faint date, an e-mail address) stay in their cells.
+ */
+const CREDIBLE_CONFIDENCE = 40;
+const MIN_REAL_CELLS = 0.75;
 
 /**
  * Marks that ruled tables and forms leave in OCR output (a vertical rule read as `|` or `:`, a border read as `>`)
@@ -70,6 +79,8 @@ type Kind = "text" | "thin" | "mark" | "currency" | "percent";
 
 interface Word {
   text: string;
+  /** The recognizer's confidence, 0–100 (a text layer's words: 100). */
+  confidence: number;
   x0: number;
   x1: number;
   /** Height of the word's line. */
@@ -130,7 +141,15 @@ export function detectTables(page: ExtractedPage): DetectedTable[] {
         const x1 = word.bbox[2] * width;
         // `$31,762` in a column of amounts whose `$` signs stand apart: the amount decides the column.
         if (text.length > 1 && CURRENCY.test(text[0]!)) x0 += (x1 - x0) / text.length;
-        words.push({ text, x0, x1, height: (line.bbox[3] - line.bbox[1]) * height, kind: kindOf(text), ref: { block: b, line: l, word: w } });
+        words.push({
+          text,
+          confidence: word.confidence,
+          x0,
+          x1,
+          height: (line.bbox[3] - line.bbox[1]) * height,
+          kind: kindOf(text),
+          ref: { block: b, line: l, word: w },
+        });
       });
       if (words.length > 0) fragments.push({ words, y0: line.bbox[1] * height, y1: line.bbox[3] * height });
     }),
@@ -627,6 +646,9 @@ function judge(table: Table): Table | null {
     if (n >= 2) multi++;
   }
   if (multi < MIN_ROWS || multi < rows / 2 || filled < MIN_FILL * rows * columns) return null;
+  // Aligned marks are not a table: most of its cells must hold real text, read with some confidence.
+  const real = table.cells.flat().filter((cell) => cell.some(isRealWord)).length;
+  if (real < MIN_REAL_CELLS * filled) return null;
   let short = 0;
   let numeric = 0;
   const heights: number[] = [];
@@ -663,6 +685,10 @@ function judge(table: Table): Table | null {
   // in two columns, a form) are not a table.
   if (numeric === 0 && (columns === 2 || table.cells.length <= MIN_ROWS)) return null;
   return table;
+}
+
+function isRealWord(word: Word): boolean {
+  return word.kind === "text" && word.confidence >= CREDIBLE_CONFIDENCE;
 }
 
 /** Mostly digits: amounts, dates, phone numbers, `2011A`, `$(0.56)A`. */

@@ -1,6 +1,16 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { call, flatHash, type RedisContext } from "../redis-support";
-import { DELIVERY_LOG_SIZE, type DeliveryAttempt, deliveryAttemptSchema, JOB_LOG_KEEP_MS, webhookAccountSchema, type WebhookStore } from "./port";
+import {
+  DELIVERY_LOG_SIZE,
+  type DeliveryAttempt,
+  deliveryAttemptSchema,
+  endpointStateSchema,
+  JOB_LOG_KEEP_MS,
+  webhookAccountSchema,
+  type WebhookStore,
+} from "./port";
+import { recordEndpointFailureScript } from "./scripts";
 
 const parseAttempts = (raw: unknown): DeliveryAttempt[] =>
   z
@@ -11,7 +21,17 @@ const parseAttempts = (raw: unknown): DeliveryAttempt[] =>
       return parsed.success ? [parsed.data] : [];
     });
 
+/** A receiver's id in its key: the origin hashed (an origin holds `:` and `/`, and its length is the URL's choice). */
+const receiverId = (receiver: string) => createHash("sha256").update(receiver).digest("base64url").slice(0, 22);
+
+/** A receiver's hash (HGETALL: a flat array, or an object from the REST client), null when it has none. */
+const parseEndpoint = (reply: unknown) => {
+  const fields = reply === null ? null : Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.unknown()).parse(reply);
+  return fields && fields.receiver !== undefined ? endpointStateSchema.parse(fields) : null;
+};
+
 export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookStore {
+  const recordFailure = redis.createScript<unknown>(recordEndpointFailureScript);
   return {
     async getAccount(userId) {
       const reply = await call("getWebhookAccount", () => redis.hgetall(key.webhook(userId)));
@@ -53,6 +73,55 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
 
     async listJobAttempts(jobId) {
       return parseAttempts(await call("listJobWebhookAttempts", () => redis.lrange(key.jobWebhookLog(jobId), 0, DELIVERY_LOG_SIZE - 1)));
+    },
+
+    async getEndpoint(userId, receiver) {
+      return parseEndpoint(await call("getWebhookEndpoint", () => redis.hgetall(key.webhookEndpoint(userId, receiverId(receiver)))));
+    },
+
+    async recordEndpointFailure(userId, { receiver, url, error, now, policy }) {
+      const id = receiverId(receiver);
+      const reply = await call("recordWebhookEndpointFailure", () =>
+        recordFailure.exec(
+          [key.webhookEndpoint(userId, id), key.webhookEndpoints(userId)],
+          [
+            String(now),
+            receiver,
+            url,
+            error.slice(0, 300),
+            String(policy.free),
+            String(policy.pauseMs),
+            String(policy.maxPauseMs),
+            String(policy.disableAfterMs),
+            String(policy.keepMs),
+            id,
+            String(policy.jitter),
+          ],
+        ),
+      );
+      return parseEndpoint(reply)!;
+    },
+
+    async clearEndpoint(userId, receiver) {
+      const id = receiverId(receiver);
+      const pipeline = redis.multi();
+      pipeline.del(key.webhookEndpoint(userId, id));
+      pipeline.zrem(key.webhookEndpoints(userId), id);
+      await call("clearWebhookEndpoint", () => pipeline.exec());
+    },
+
+    async listEndpoints(userId) {
+      const ids = z
+        .array(z.string())
+        .parse(await call("listWebhookEndpoints", () => redis.zrange(key.webhookEndpoints(userId), 0, 49, { rev: true })));
+      if (ids.length === 0) return [];
+      const pipeline = redis.pipeline();
+      for (const id of ids) pipeline.hgetall(key.webhookEndpoint(userId, id));
+      const replies = await call("listWebhookEndpoints", () => pipeline.exec());
+      return replies.flatMap((reply) => {
+        const state = parseEndpoint(reply);
+        return state ? [state] : [];
+      });
     },
   };
 }
