@@ -39,6 +39,8 @@ import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
+/** `OCR_TESSERACT` (native libtesseract where it loads, or tesseract.js), as the service reads it. */
+const TESSERACT = envSchema.shape.OCR_TESSERACT.parse(process.env.OCR_TESSERACT);
 /** `OCR_KEEP_TESSERACT_FOR_PADDLE`, as the service reads it. */
 const KEEP_TESSERACT = envSchema.shape.OCR_KEEP_TESSERACT_FOR_PADDLE.parse(process.env.OCR_KEEP_TESSERACT_FOR_PADDLE);
 
@@ -130,7 +132,15 @@ async function enginePass(
   onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>,
   profile = false,
 ): Promise<PassResult> {
-  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
+  const pool = new OcrPool({
+    size,
+    queueLimit: 1000,
+    maxJobsPerWorker: 200,
+    createTimeoutMs: 60_000,
+    engines: ENGINES,
+    keepTesseract: KEEP_TESSERACT,
+    tesseract: TESSERACT,
+  });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
   let pages = 0;
@@ -175,7 +185,15 @@ async function coldStart(file: string): Promise<{ spawnToResultMs: number; inPro
 
 async function coldChild(file: string): Promise<void> {
   const t = performance.now();
-  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
+  const pool = new OcrPool({
+    size: 1,
+    queueLimit: 10,
+    maxJobsPerWorker: 10,
+    createTimeoutMs: 60_000,
+    engines: ENGINES,
+    keepTesseract: KEEP_TESSERACT,
+    tesseract: TESSERACT,
+  });
   await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
   console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));

@@ -20,7 +20,7 @@ import { pageAsSent, type Quarter } from "../model/page-turn";
 import { decodeImage, releaseSource, type RasterSource } from "./raster";
 import { prepareRaster, recognizeRaster, retryReading, wordScore, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
-import { TesseractPool } from "./tesseract-pool";
+import { openTesseract, type TesseractReader } from "./tesseract";
 import { checkPaddle, loadPaddle } from "./paddle";
 import { profiledAsync, startProfile, takeProfile } from "../model/profile";
 import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "./second-reading";
@@ -36,6 +36,7 @@ import {
   type ReadImageJob,
   type ReadLimits,
   type ReadPdfPageJob,
+  type TesseractInUse,
 } from "../model/protocol";
 
 /** Pages whose text layer has fewer characters than this are also OCR'd (a scan with a stamped page number). */
@@ -65,7 +66,10 @@ const FLIP_PROBE_MARGIN = 1.3;
  * deadline or its memory ceiling can be stopped by killing the process.
  */
 export class Engine {
-  private tesseract?: TesseractPool;
+  /** The process's Tesseract (native or tesseract.js, `OCR_TESSERACT`), opened by the first page or `warm`. */
+  private tesseract?: Promise<TesseractReader>;
+  /** Which Tesseract that is, once opened (the `ready` message and `/api/health` name it). */
+  tesseractInUse?: TesseractInUse;
   /** Whether pages may get a second reading by PaddleOCR: OCR_ENGINES names it, and it could be loaded. */
   private paddle: boolean;
   private readonly documents = new Map<string, PdfHandle>();
@@ -80,7 +84,7 @@ export class Engine {
 
   /** Start Tesseract ahead of the first job (OCR processes; the inspect process never needs it). */
   async warm(langs: string[]): Promise<void> {
-    await this.pool().warm(langs);
+    await (await this.reader()).warm(langs);
     if (this.paddle) {
       // A deployment without onnxruntime's native runtime or the model files says so in its log at once (pages are
       // still read by Tesseract). Only checked, not loaded: every replaced process passes here.
@@ -122,13 +126,23 @@ export class Engine {
     await handle?.close().catch(() => undefined);
   }
 
-  private pool(): TesseractPool {
-    this.tesseract ??= new TesseractPool({
+  private reader(): Promise<TesseractReader> {
+    this.tesseract ??= openTesseract(this.config.tesseract, {
       size: 1,
       queueLimit: 16,
       maxJobsPerWorker: this.config.maxJobsPerWorker,
       createTimeoutMs: this.config.createTimeoutMs,
-    });
+      ...(this.config.tesseractLibrary && { library: this.config.tesseractLibrary }),
+    }).then(
+      ({ reader, inUse }) => {
+        this.tesseractInUse = inUse;
+        return reader;
+      },
+      (error: unknown) => {
+        this.tesseract = undefined;
+        throw new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
+      },
+    );
     return this.tesseract;
   }
 
@@ -277,7 +291,7 @@ export class Engine {
     onFlip: (flipped: StraightenedRaster) => void,
     source: RasterSource,
   ): Promise<{ reading: PageReading; language: LanguageChoice }> {
-    const context = { pool: this.pool(), deadline };
+    const context = { pool: await this.reader(), deadline };
     // Glyphs that said "upright" by 2:1 or more have not been wrong on corpus-dev; what they left unsure or turned is
     // checked, when they make lines of text (a page of noise read poorly stays as it is).
     const probe = (r: PageReading) => straight.lines && straight.verdict !== "upright" && wantsFlipProbe(r);
@@ -365,7 +379,7 @@ export class Engine {
       // such a page anyway (it keeps PaddleOCR's buffers), and otherwise starts a thread for its next page.
       // OCR_KEEP_TESSERACT_FOR_PADDLE trades that memory for CPU: restarting the thread for the next page costs ~0.5 s
       // of CPU there (its start, and a first pass in wasm code not yet optimized again): docs/decisions.md#speed-profile.
-      if (!this.config.keepTesseract) await this.tesseract?.shed();
+      if (!this.config.keepTesseract) await (await this.tesseract)?.shed();
       // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
       // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
       const recognizer = await profiledAsync("paddle-load", () => loadPaddle());
