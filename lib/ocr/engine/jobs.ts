@@ -22,7 +22,8 @@ import { prepareRaster, recognizeRaster, retryReading, wordScore, type PageReadi
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import { openTesseract, type TesseractReader } from "./tesseract";
 import { checkPaddle, loadPaddle } from "./paddle";
-import { profiledAsync, startProfile, takeProfile } from "../model/profile";
+import { profiled, profiledAsync, startProfile, takeProfile } from "../model/profile";
+import { orderReading } from "./reading-order";
 import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "./second-reading";
 import { findPdfHazard, type PdfHazard } from "./pdf-streams";
 import {
@@ -118,6 +119,12 @@ export class Engine {
     } finally {
       takeProfile();
     }
+  }
+
+  /** Release Tesseract (the process is about to exit). */
+  async close(): Promise<void> {
+    const reader = await this.tesseract?.catch(() => undefined);
+    await reader?.terminate();
   }
 
   async drop(docId: string): Promise<void> {
@@ -253,7 +260,8 @@ export class Engine {
         if (straight.turned) releaseSource(straight.turned);
         straight = flipped;
       }, source);
-      return { page: pageAsSent(result.reading.page, straight.turn), language: result.language };
+      const ordered = profiled("layout", () => orderReading(result.reading.page));
+      return { page: pageAsSent(ordered, straight.turn), language: result.language };
     } finally {
       if (straight.turned) releaseSource(straight.turned);
     }

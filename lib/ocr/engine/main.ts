@@ -76,7 +76,12 @@ process.on("message", (raw: unknown) => {
   work = work.then(() => handle(message));
 });
 
-process.on("disconnect", () => process.exit(0));
+// The channel closed (the server stopped or let this process go): release Tesseract first — a native instance left
+// alive prints a warning per loaded model as the process exits — but exit within a second whatever happens.
+process.on("disconnect", () => {
+  setTimeout(() => process.exit(0), 1000).unref();
+  void engine.close().finally(() => process.exit(0));
+});
 
 async function handle(message: Exclude<ToEngine, { type: "grant" }>): Promise<void> {
   switch (message.type) {
