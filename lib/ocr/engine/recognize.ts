@@ -183,6 +183,7 @@ export async function recognizeRaster(
     coverage: Math.round(first.coverage * 100) / 100,
     langs: context.langs.join("+"),
     passes: 1,
+    firstConfidence: first.page.confidence,
   };
   const retries = first.coverage < MIN_COVERAGE || rescueScale(prepared, first) !== null;
   if (retries && context.deferRetries?.(first)) return { ...first, retriesDeferred: true };
