@@ -45,6 +45,8 @@ interface Unit {
   style: LineStyle;
   /** The recognizer's block it came in. */
   block: number;
+  /** Its place in the recognizer's order. */
+  order: number;
   x0: number;
   y0: number;
   x1: number;
@@ -66,6 +68,7 @@ export function orderReading(page: ExtractedPage): ExtractedPage {
         line: segment,
         style: page.lineStyles[b]?.[l] ?? { size: 0 },
         block: b,
+        order: 0,
         x0: segment.bbox[0] * width,
         y0: segment.bbox[1] * height,
         x1: segment.bbox[2] * width,
@@ -74,6 +77,7 @@ export function orderReading(page: ExtractedPage): ExtractedPage {
     ),
   );
   if (units.length < 2) return page;
+  units.forEach((unit, i) => (unit.order = i));
   const textHeight = median(units.map((u) => u.y1 - u.y0)) || 1;
   const stretches: Stretch[] = [];
   cut(units, textHeight, stretches);
@@ -84,9 +88,11 @@ export function orderReading(page: ExtractedPage): ExtractedPage {
   stretches.forEach((stretch, i) => stretch.forEach((u) => stretchesOf.set(u.block, (stretchesOf.get(u.block) ?? new Set()).add(i))));
   const parted = new Set([...stretchesOf].filter(([, seen]) => seen.size > 1).map(([block]) => block));
   for (const stretch of stretches) {
-    for (const group of blocksOf(rowsOf(stretch), parted)) {
-      blocks.push(blockOf(group.map((row) => row.line)));
-      lineStyles.push(group.map((row) => row.style));
+    for (const cells of tablesOf(stretch)) {
+      for (const group of blocksOf(rowsOf(cells), parted)) {
+        blocks.push(blockOf(group.map((row) => row.line)));
+        lineStyles.push(group.map((row) => row.style));
+      }
     }
   }
   // The same words: the page's confidence stays; its text follows the new order.
@@ -158,8 +164,15 @@ function findGutter(units: Unit[], textHeight: number): { x0: number; x1: number
   let reach = -Infinity;
   for (const [x0, x1] of spans) {
     if (reach > -Infinity && x0 - reach >= MIN_GUTTER * textHeight) {
+      // The wide lines left out of the projection narrow the gap where they start or end inside it; those that span it
+      // whole are the lines crossing the gutter.
       const gap = { x0: reach, x1: x0 };
-      if ((!best || gap.x1 - gap.x0 > best.x1 - best.x0) && separatesColumns(units, gap, textHeight)) best = gap;
+      for (const u of units) {
+        if (u.x0 > gap.x0 && u.x0 < gap.x1) gap.x1 = u.x0;
+        if (u.x1 > gap.x0 && u.x1 < gap.x1) gap.x0 = u.x1;
+      }
+      const wide = gap.x1 - gap.x0 >= MIN_GUTTER * textHeight;
+      if (wide && (!best || gap.x1 - gap.x0 > best.x1 - best.x0) && separatesColumns(units, gap, textHeight)) best = gap;
     }
     reach = Math.max(reach, x1);
   }
@@ -187,6 +200,51 @@ function isRunningText(units: Unit[], textHeight: number): boolean {
   const words = median(rows.map((r) => r.line.words.length));
   const fill = median(rows.map((r) => (r.x1 - r.x0) / (x1 - x0)));
   return words >= MIN_COLUMN_WORDS && fill >= MIN_COLUMN_FILL;
+}
+
+/**
+ * A stretch's lines as the recognizer grouped them (its blocks, in its order), except that blocks standing side by
+ * side with their lines in the same rows — the cells of a table set as blocks of their own, a box beside a box — are
+ * one group, read row by row. Blocks of two lines are left alone (a name over a title beside a phone over an e-mail:
+ * a card, read cell by cell), and so are blocks of different numbers of rows and a block of running text beside
+ * anything (a sidebar beside an article).
+ */
+function tablesOf(units: Unit[]): Unit[][] {
+  const byBlock = new Map<number, Unit[]>();
+  for (const unit of units) byBlock.set(unit.block, [...(byBlock.get(unit.block) ?? []), unit]);
+  const blocks = [...byBlock.values()].map((members) => ({ members, rows: rowsOf(members) }));
+  const group = blocks.map((_, i) => i);
+  const find = (i: number): number => (group[i] === i ? i : (group[i] = find(group[i]!)));
+  for (let i = 0; i < blocks.length; i++) {
+    for (let j = i + 1; j < blocks.length; j++) {
+      if (alignedCells(blocks[i]!.rows, blocks[j]!.rows)) group[find(i)] = find(j);
+    }
+  }
+  const groups = new Map<number, Unit[]>();
+  blocks.forEach((block, i) => groups.set(find(i), [...(groups.get(find(i)) ?? []), ...block.members]));
+  const first = (g: Unit[]) => Math.min(...g.map((u) => u.order));
+  return [...groups.values()].sort((a, b) => first(a) - first(b));
+}
+
+/**
+ * Two blocks side by side with lines in the same rows: cells of one table. Not when either is running text (a sidebar
+ * beside an article), has two rows (a name over a title beside a phone over an e-mail: a card, read cell by cell) or
+ * holds mostly marks (a column of icons or rules OCR read as brackets would tie every row of the page together).
+ */
+function alignedCells(a: Unit[], b: Unit[]): boolean {
+  if (a.length === 2 || b.length === 2 || marksOnly(a) || marksOnly(b)) return false;
+  const box = (rows: Unit[]) => ({ x0: Math.min(...rows.map((r) => r.x0)), x1: Math.max(...rows.map((r) => r.x1)) });
+  const [ba, bb] = [box(a), box(b)];
+  if (!(ba.x1 <= bb.x0 || bb.x1 <= ba.x0)) return false;
+  const sameRow = a.some((r) => b.some((o) => Math.min(o.y1, r.y1) - Math.max(o.y0, r.y0) > 0.5 * Math.min(o.y1 - o.y0, r.y1 - r.y0)));
+  if (!sameRow) return false;
+  const height = median([...a, ...b].map((r) => r.y1 - r.y0)) || 1;
+  return !isRunningText(a, height) && !isRunningText(b, height);
+}
+
+/** Most of its lines hold no two letters or digits in a row: marks, not cells. */
+function marksOnly(rows: Unit[]): boolean {
+  return rows.filter((r) => !/[\p{L}\p{N}]{2}/u.test(r.line.text)).length * 2 >= rows.length;
 }
 
 /**
@@ -226,6 +284,7 @@ function joinRow(row: Unit[]): Unit {
     line: joined,
     style: { ...first.style, size: median(row.map((u) => u.style.size)) },
     block: first.block,
+    order: Math.min(...row.map((u) => u.order)),
     x0: Math.min(...row.map((u) => u.x0)),
     y0: Math.min(...row.map((u) => u.y0)),
     x1: Math.max(...row.map((u) => u.x1)),
