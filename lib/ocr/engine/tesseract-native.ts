@@ -10,6 +10,7 @@
  * Tesseract's own TSV and hOCR back.
  */
 import { deadlineError, isOcrError, OcrError } from "../model/ocr-error";
+import { refuseJob } from "./tesseract-queue";
 import { nativeLanguageDataPath } from "../model/languages";
 import type { GreyRaster } from "./raster";
 import type { RecognizeJob, TesseractOutput, TesseractReader } from "./tesseract";
@@ -166,12 +167,9 @@ export class NativeTesseract implements TesseractReader {
   ) {}
 
   recognizeOutput(job: RecognizeJob): Promise<TesseractOutput> {
-    if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
+    const refused = refuseJob(this.closed, job.deadline, this.queue.length, this.options.queueLimit);
+    if (refused) return Promise.reject(refused);
     const remaining = job.deadline - Date.now();
-    if (remaining <= 0) return Promise.reject(deadlineError());
-    if (this.queue.length >= this.options.queueLimit) {
-      return Promise.reject(new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 }));
-    }
     return new Promise<TesseractOutput>((resolve, reject) => {
       const entry: QueuedJob = { job, resolve, reject, settled: false, timer: setTimeout(() => this.expire(entry), remaining) };
       this.queue.push(entry);

@@ -2,6 +2,7 @@ import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
 import { withTimeout } from "@/lib/async";
 import { deadlineError, isOcrError, OcrError } from "../model/ocr-error";
+import { refuseJob } from "./tesseract-queue";
 import { languageDataPath } from "../model/languages";
 import { profiledAsync } from "../model/profile";
 import { toPgm } from "./raster";
@@ -86,12 +87,9 @@ export class TesseractPool implements TesseractReader {
 
   /** Recognize one image; resolves with Tesseract's TSV, and its hOCR when `job.hocr` asks for it. */
   recognizeOutput(job: RecognizeJob): Promise<TesseractOutput> {
-    if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
+    const refused = refuseJob(this.closed, job.deadline, this.queue.length, this.options.queueLimit);
+    if (refused) return Promise.reject(refused);
     const remaining = job.deadline - Date.now();
-    if (remaining <= 0) return Promise.reject(deadlineError());
-    if (this.queue.length >= this.options.queueLimit) {
-      return Promise.reject(new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 }));
-    }
     return new Promise<TesseractOutput>((resolve, reject) => {
       const entry: QueuedJob = {
         job,
