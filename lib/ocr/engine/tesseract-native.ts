@@ -2,7 +2,7 @@
  * The system's libtesseract 5 (Debian/Ubuntu `libtesseract5`) in the engine process, through its C API and `koffi`
  * (an FFI with prebuilt binaries on npm, no compiler). One instance per process, kept across pages: the language
  * data is loaded once, and a page is one `Recognize` on libuv's thread pool, so the process's event loop stays free.
- * Measured against tesseract.js on the same pages: the same text (each page within ±0.01 CER), 1.7× less processor
+ * Measured against tesseract.js on the same pages: the same text (each page within ±0.01 CER), 1.3–1.9× less processor
  * time per pass (docs/decisions.md#native-tesseract).
  *
  * Jobs are the ones tesseract.js takes (tesseract.ts): the same parameters, set for the job and restored after it,
