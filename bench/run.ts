@@ -19,6 +19,7 @@
  *   --job [options]   asynchronous jobs against the synchronous path (bench/jobs.ts lists its options)
  *   --orientation [--before DIR]  pages turned 90/180/270 and skewed ±3/±7°, CER against upright; upright CPU against DIR
  *   --profile         CPU time per stage of every OCR page (1-worker pass), and its mean by corpus source
+ *   --second-below N  the second reading's confidence threshold (default: the engine's): sweeps re-tune it
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -39,6 +40,8 @@ import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
+/** `OCR_TESSERACT` (native libtesseract where it loads, or tesseract.js), as the service reads it. */
+const TESSERACT = envSchema.shape.OCR_TESSERACT.parse(process.env.OCR_TESSERACT);
 /** `OCR_KEEP_TESSERACT_FOR_PADDLE`, as the service reads it. */
 const KEEP_TESSERACT = envSchema.shape.OCR_KEEP_TESSERACT_FOR_PADDLE.parse(process.env.OCR_KEEP_TESSERACT_FOR_PADDLE);
 
@@ -102,6 +105,7 @@ const { values: args, positionals } = parseArgs({
     concurrency: { type: "string" },
     "cold-child": { type: "string" },
     profile: { type: "boolean", default: false },
+    "second-below": { type: "string" },
   },
 });
 
@@ -130,7 +134,16 @@ async function enginePass(
   onResult?: (item: Item, doc: ExtractedDocument, ms: number) => void | Promise<void>,
   profile = false,
 ): Promise<PassResult> {
-  const pool = new OcrPool({ size, queueLimit: 1000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
+  const pool = new OcrPool({
+    size,
+    queueLimit: 1000,
+    maxJobsPerWorker: 200,
+    createTimeoutMs: 60_000,
+    engines: ENGINES,
+    keepTesseract: KEEP_TESSERACT,
+    tesseract: TESSERACT,
+    ...(args["second-below"] !== undefined && { secondReadingBelow: Number(args["second-below"]) }),
+  });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
   let pages = 0;
@@ -175,7 +188,15 @@ async function coldStart(file: string): Promise<{ spawnToResultMs: number; inPro
 
 async function coldChild(file: string): Promise<void> {
   const t = performance.now();
-  const pool = new OcrPool({ size: 1, queueLimit: 10, maxJobsPerWorker: 10, createTimeoutMs: 60_000, engines: ENGINES, keepTesseract: KEEP_TESSERACT });
+  const pool = new OcrPool({
+    size: 1,
+    queueLimit: 10,
+    maxJobsPerWorker: 10,
+    createTimeoutMs: 60_000,
+    engines: ENGINES,
+    keepTesseract: KEEP_TESSERACT,
+    tesseract: TESSERACT,
+  });
   await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
   console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));
@@ -330,7 +351,11 @@ async function main(): Promise<void> {
       confidence: documentConfidence(doc),
       trace: doc.pages
         .filter((p) => p.trace)
-        .map((p) => `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes}${p.trace!.second ? ` 2nd:${p.trace!.second}` : ""} [${p.trace!.crop}]`)
+        .map(
+          (p) =>
+            `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes}` +
+            `${p.trace!.second ? ` 2nd:${p.trace!.second}` : ""} c1:${p.trace!.firstConfidence ?? "-"} [${p.trace!.crop}]`,
+        )
         .join("; "),
       ...scoreText(text, item.truth),
     });
@@ -411,6 +436,16 @@ async function main(): Promise<void> {
 
   console.log("");
   console.log(`accuracy   mean CER ${f3(summary.meanCER)}  case-folded ${f3(summary.meanCERFolded)}  WER ${f3(summary.meanWER)} (cf ${f3(summary.meanWERFolded)})  word F1 ${f3(summary.meanWordF1)}`);
+  const bySource = new Map<string, FileResult[]>();
+  for (const r of results) {
+    const source = path.basename(path.dirname(r.name));
+    bySource.set(source, [...(bySource.get(source) ?? []), r]);
+  }
+  console.log(
+    `by source  ${[...bySource]
+      .map(([source, rs]) => `${source} ${f3(mean(rs.map((r) => r.cerFolded)))} / ${f3(mean(rs.map((r) => r.wordF1)))}`)
+      .join(", ")} (case-folded CER / word F1)`,
+  );
   console.log(`latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`);
   console.log(`throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`);
   console.log(

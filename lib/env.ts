@@ -76,6 +76,15 @@ export const envSchema = z.object({
    * over runs of the bench; docs/decisions.md#speed-profile).
    */
   OCR_KEEP_TESSERACT_FOR_PADDLE: flag(false),
+  /**
+   * Which Tesseract the OCR processes read with. `auto` (default): the system's libtesseract 5 (Debian/Ubuntu
+   * `libtesseract5`) loaded in the process through koffi where it loads, tesseract.js (WebAssembly) otherwise;
+   * `native`: the library or nothing (a process that cannot load it does not start); `wasm`: always tesseract.js.
+   * Same language data (the `@tesseract.js-data` packages), options and outputs either way (docs/engine.md).
+   */
+  OCR_TESSERACT: z.enum(["auto", "native", "wasm"]).default("auto"),
+  /** The libtesseract to load: a file name the dynamic loader finds, or a path (default `libtesseract.so.5`). */
+  OCR_TESSERACT_LIBRARY: optionalString,
 
   // Limits (docs/api.md#limits)
   MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),

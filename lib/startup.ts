@@ -1,7 +1,7 @@
 import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
-import { getOcrPool } from "@/lib/ocr";
+import { getOcrPool, type TesseractInUse } from "@/lib/ocr";
 import { deprecationNotices } from "@/lib/env";
 import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 
@@ -47,11 +47,22 @@ export function startNodeServer(): void {
   ensureJobRunner();
 
   const started = performance.now();
-  getOcrPool()
+  const pool = getOcrPool();
+  pool
     .warm()
     .then(
-      () => console.info(`[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms`),
+      () =>
+        console.info(
+          `[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms; ${describeTesseract(pool.stats().tesseract)}`,
+        ),
       (error: unknown) =>
         console.error("[startup] warming the OCR engine failed (requests will retry):", error instanceof Error ? error.message : error),
     );
+}
+
+/** The start log's words for the Tesseract the OCR processes loaded (OCR_TESSERACT). */
+export function describeTesseract(tesseract: TesseractInUse | null): string {
+  if (!tesseract) return "Tesseract not loaded yet";
+  if (tesseract.kind === "native") return `Tesseract: native libtesseract ${tesseract.version ?? ""}`.trimEnd();
+  return `Tesseract: tesseract.js (WebAssembly)${tesseract.note ? ` — ${tesseract.note}` : ""}`;
 }

@@ -6,7 +6,8 @@
 //   node scripts/build-engine.mjs --watch    → rebuild on change (npm run dev)
 //
 // tesseract.js (which starts its own worker thread from a file), pdfjs-dist (whose fake worker imports a file beside
-// it) and @napi-rs/canvas (a native addon) stay external: they are loaded from node_modules at run time.
+// it) and the native addons (@napi-rs/canvas, onnxruntime-node, koffi) stay external: they are loaded from
+// node_modules at run time.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import * as esbuild from "esbuild";
@@ -24,7 +25,7 @@ export function engineBuildOptions(outfile = ENGINE_OUTFILE) {
     format: "esm",
     target: "node22",
     alias: { "@": root },
-    external: ["tesseract.js", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node"],
+    external: ["tesseract.js", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node", "koffi"],
     sourcemap: "linked",
     legalComments: "none",
     logLevel: "warning",

@@ -64,6 +64,9 @@ const healthSchema = z.strictObject({
     recycled: z.number().int().min(0),
     memoryMb: z.strictObject({ server: z.number().int().min(1), engine: z.array(z.number().int().min(0)) }),
     languages: z.array(z.string()),
+    tesseract: z
+      .strictObject({ kind: z.enum(["native", "wasm"]), version: z.string().optional(), note: z.string().optional() })
+      .nullable(),
     check: checkSchema.optional(),
   }),
   eventLoop: z.strictObject({
@@ -142,6 +145,7 @@ describe("GET /api/health", () => {
     });
     expect(body.engine.languages).toContain("eng");
     expect(body.engine.check).toBeUndefined();
+    expect(body.engine.tesseract).toBeNull();
   });
 
   it("?deep=1 reads the built-in PNG (OCR) and PDF (text layer) through the engine, then serves the cached result", async () => {
@@ -161,8 +165,11 @@ describe("GET /api/health", () => {
     expect(second.body.engine.check).toMatchObject({ ok: true, cached: true });
     expect(second.body.engine.check?.checkedAt).toBe(first.body.engine.check?.checkedAt);
 
-    // Once a worker is warm, the shallow check says so too.
-    expect((await getHealth()).body.engine.ready).toBe(true);
+    // Once a worker is warm, the shallow check says so too, and which Tesseract it reads with (CI installs
+    // libtesseract5, which OCR_TESSERACT=auto loads).
+    const shallow = (await getHealth()).body;
+    expect(shallow.engine.ready).toBe(true);
+    expect(shallow.engine.tesseract?.kind).toEqual(process.env.CI ? "native" : expect.stringMatching(/^(native|wasm)$/));
   });
 
   it("is ok on a real Redis (REDIS_URL)", async () => {

@@ -7,7 +7,7 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, isOcrError, render } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, isOcrError, render, type TesseractInUse } from "@/lib/ocr";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
 import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
@@ -92,6 +92,11 @@ export interface HealthBody {
     /** Resident memory of this server process and of each engine process, MB. */
     memoryMb: { server: number; engine: number[] };
     languages: string[];
+    /**
+     * The Tesseract the OCR processes read with (`OCR_TESSERACT`): `native` (the system's libtesseract, its version)
+     * or `wasm` (tesseract.js; `note` says why the library was not used); null until an OCR process has started.
+     */
+    tesseract: TesseractInUse | null;
     check?: EngineCheck;
   };
   /** This process's event-loop delay (the last 10-second window): the server stays responsive while pages are read. */
@@ -124,6 +129,7 @@ export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBo
         engine: pool.processes.map((p) => p.rssMb),
       },
       languages: availableLanguages(getEnv().OCR_LANGUAGES),
+      tesseract: pool.tesseract,
       ...(check && { check }),
     },
     eventLoop: eventLoopDelay(),

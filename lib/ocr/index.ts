@@ -27,6 +27,7 @@ export { profileStages, type ProfileStage, type StageProfile } from "./model/pro
 export { detectTables } from "./render/tables";
 export { pageAsRead } from "./model/page-turn";
 export type { Admission, JobAdmission, PoolOptions, PoolStats } from "./pool/pool";
+export type { TesseractInUse } from "./model/protocol";
 
 export { outputFormats, type OutputFormat, type TextFormat } from "@/lib/vocabulary";
 
@@ -110,6 +111,8 @@ export function getOcrPool(): OcrPool {
       memoryMb: env.OCR_ENGINE_MEMORY_MB,
       engines: env.OCR_ENGINES,
       keepTesseract: env.OCR_KEEP_TESSERACT_FOR_PADDLE,
+      tesseract: env.OCR_TESSERACT,
+      ...(env.OCR_TESSERACT_LIBRARY && { tesseractLibrary: env.OCR_TESSERACT_LIBRARY }),
     });
   }
   return holder[POOL_KEY];

@@ -75,8 +75,12 @@ describe("deferred Tesseract passes", () => {
     // Enough words for a second reading (SECOND_READING_MIN_WORDS); Tesseract reads each page with confidence under 80.
     const lines = [...LINES, "CASH 50.00 CHANGE 7.50", "ITEMS SOLD 3 QTY 5", "MEMBER POINTS EARNED 42", "PLEASE KEEP THIS RECEIPT"];
     const truth = lines.join("\n");
+    // tesseract.js: these noisy generated pages were tuned on its build (Tesseract 5.1); Debian's libtesseract 5.3 reads
+    // the first one as a block (PSM 6) with the noise as text, Tesseract alone at CER 0.62 instead of 0.17. What is
+    // asserted here, which passes run and which reading is kept, does not depend on the build (the native reader's
+    // passes are tested in tesseract-native.test.ts).
     const pool = (engines: Array<"tesseract" | "paddle">) => {
-      const created = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines });
+      const created = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines, tesseract: "wasm" });
       pools.push(created);
       return created;
     };

@@ -8,7 +8,7 @@ import { renderMarkdown } from "@/lib/ocr/render/markdown";
 import { drawTurned, estimateLineDirection, judgeUprightness, turnGlyphs, turnRaster } from "@/lib/ocr/engine/orientation";
 import { boxFromTurned, boxToTurned, pageAsRead, pageAsSent, pageTurn, toTurned, type Quarter } from "@/lib/ocr/model/page-turn";
 import { decodeImage, releaseSource, toPgm } from "@/lib/ocr/engine/raster";
-import { flipBand } from "@/lib/ocr/engine/jobs";
+import { flipBand } from "@/lib/ocr/engine/page-pipeline";
 import { parseTsv, prepareRaster, recognizeRaster } from "@/lib/ocr/engine/recognize";
 import { straightenRaster, turnTo } from "@/lib/ocr/engine/straighten";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";

@@ -113,15 +113,14 @@ const prepared = {
 
 describe("paddlePageReading", () => {
   const word = (text: string, box: [number, number, number, number], confidence = 90) => ({ text, confidence, box });
-  const paddle: PaddleReading = {
-    confidence: 90,
-    lines: [
-      { words: [word("Invoice", [0, 0, 140, 40]), word("No.", [160, 0, 220, 40])] },
-      { words: [word("Date:", [0, 50, 100, 90], 80), word("2024-01-05", [120, 50, 300, 90], 60)] },
-      // A gap of three line heights: a new block.
-      { words: [word("Total", [0, 210, 100, 250]), word("12.50", [400, 210, 500, 250])] },
-    ],
-  };
+  // Detected boxes, each one line of the page (the engine's reading order groups them afterwards).
+  const boxes = [
+    { words: [word("Invoice", [0, 0, 140, 40]), word("No.", [160, 0, 220, 40])] },
+    { words: [word("Date:", [0, 50, 100, 90], 80), word("2024-01-05", [120, 50, 300, 90], 60)] },
+    // A gap of three line heights: a new block.
+    { words: [word("Total", [0, 210, 100, 250]), word("12.50", [400, 210, 500, 250])] },
+  ];
+  const paddle: PaddleReading = { confidence: 90, lines: boxes, boxes };
 
   it("maps raster boxes back to the source page and normalizes them", () => {
     const { page } = paddlePageReading(paddle, prepared, 3);
@@ -143,7 +142,7 @@ describe("paddlePageReading", () => {
   });
 
   it("gives an empty page for an empty reading", () => {
-    const { page } = paddlePageReading({ confidence: 0, lines: [] }, prepared, 1);
+    const { page } = paddlePageReading({ confidence: 0, lines: [], boxes: [] }, prepared, 1);
     expect(page.blocks).toEqual([]);
     expect(page.text).toBe("");
   });

@@ -76,7 +76,12 @@ process.on("message", (raw: unknown) => {
   work = work.then(() => handle(message));
 });
 
-process.on("disconnect", () => process.exit(0));
+// The channel closed (the server stopped or let this process go): release Tesseract first — a native instance left
+// alive prints a warning per loaded model as the process exits — but exit within a second whatever happens.
+process.on("disconnect", () => {
+  setTimeout(() => process.exit(0), 1000).unref();
+  void engine.close().finally(() => process.exit(0));
+});
 
 async function handle(message: Exclude<ToEngine, { type: "grant" }>): Promise<void> {
   switch (message.type) {
@@ -91,9 +96,14 @@ async function handle(message: Exclude<ToEngine, { type: "grant" }>): Promise<vo
 
 // An OCR process is ready once its Tesseract is (a failure here is logged; the first job tries again).
 const warming = config.warmLanguages
-  ? engine.warm(config.warmLanguages).catch((error: unknown) => console.error(`[engine] warming Tesseract failed: ${describeError(error)}`))
+  ? engine
+      .warm(config.warmLanguages)
+      .catch((error: unknown) =>
+        console.error(`[engine] warming Tesseract failed: ${describeError(isOcrError(error) ? (error.cause ?? error) : error)}`),
+      )
   : Promise.resolve();
-void warming.then(() => send({ type: "ready" }));
+// It says which Tesseract it loaded (native or tesseract.js: OCR_TESSERACT), for the start log and /api/health.
+void warming.then(() => send({ type: "ready", ...(engine.tesseractInUse && { tesseract: engine.tesseractInUse }) }));
 
 /**
  * pdf.js's work on a page is one chain of promises that never yields to the event loop, so an engine process busy with

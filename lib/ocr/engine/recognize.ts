@@ -9,8 +9,8 @@ import {
   type OcrBlock,
   type OcrLine,
 } from "../model/document";
-import type { TesseractPool } from "./tesseract-pool";
-import { drawGrey, toPgm, type GreyRaster, type RasterSource, type Rect } from "./raster";
+import type { TesseractReader } from "./tesseract";
+import { drawGrey, type GreyRaster, type RasterSource, type Rect } from "./raster";
 import { analyzeInk, flattenMargins, glyphCoverage, type Glyph, type InkAnalysis } from "./text-size";
 import { makesLines } from "./orientation";
 import { profiled, profiledAsync, type ProfileStage } from "../model/profile";
@@ -142,7 +142,8 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
 }
 
 export interface RecognizeContext {
-  pool: TesseractPool;
+  /** The process's Tesseract, native or tesseract.js (tesseract.ts). */
+  pool: TesseractReader;
   langs: string[];
   deadline: number;
   /**
@@ -182,6 +183,7 @@ export async function recognizeRaster(
     coverage: Math.round(first.coverage * 100) / 100,
     langs: context.langs.join("+"),
     passes: 1,
+    firstConfidence: first.page.confidence,
   };
   const retries = first.coverage < MIN_COVERAGE || rescueScale(prepared, first) !== null;
   if (retries && context.deferRetries?.(first)) return { ...first, retriesDeferred: true };
@@ -263,7 +265,7 @@ async function readOnce(
   const { raster, crop, scale, sourceWidth, sourceHeight, analysisScale } = prepared;
   const { tsv, hocr } = await profiledAsync(stage, () =>
     context.pool.recognizeOutput({
-      image: toPgm(raster),
+      image: raster,
       hocr: true,
       langs: context.langs,
       params: { tessedit_pageseg_mode: psm, user_defined_dpi: "300", debug_file: "/dev/null" },

@@ -126,7 +126,8 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
     lines = [];
     styles = [];
   };
-  for (const line of reading.lines) {
+  // One line per detected box (the engine orders the page's lines afterwards: lib/ocr/engine/reading-order.ts).
+  for (const line of reading.boxes) {
     const source = line.words.filter((w) => w.text.trim()).map((w) => ({ ...w, box: toSource(w.box) }));
     if (source.length === 0) continue;
     const top = Math.min(...source.map((w) => w.box[1]));

@@ -2,8 +2,13 @@ import { Worker as ThreadWorker } from "node:worker_threads";
 import { createWorker, OEM, type ImageLike, type RecognizeOptions, type Worker } from "tesseract.js";
 import { withTimeout } from "@/lib/async";
 import { deadlineError, isOcrError, OcrError } from "../model/ocr-error";
+import { refuseJob } from "./tesseract-queue";
 import { languageDataPath } from "../model/languages";
 import { profiledAsync } from "../model/profile";
+import { toPgm } from "./raster";
+import type { RecognizeJob, TesseractOutput, TesseractReader } from "./tesseract";
+
+export type { RecognizeJob, TesseractOutput } from "./tesseract";
 
 export interface PoolOptions {
   /** Workers (threads with their own wasm instance, ~100–150 MB each). */
@@ -15,26 +20,6 @@ export interface PoolOptions {
   createTimeoutMs: number;
   /** A worker that recognized an image larger than this is replaced afterwards, returning its heap. */
   recycleAbovePixels?: number;
-}
-
-export interface RecognizeJob {
-  /** Encoded image bytes (we pass PGM). Never a string: tesseract.js would fetch or read it as a path. */
-  image: Uint8Array;
-  /** Tesseract language codes, primary first. */
-  langs: string[];
-  /** Tesseract parameters for this job only (restored afterwards by tesseract.js). */
-  params: Record<string, string>;
-  /** Epoch ms after which the job is abandoned with a `deadline` error. */
-  deadline: number;
-  pixels: number;
-  /** Ask for Tesseract's hOCR too (its lines' baselines): `recognizeOutput` returns it. */
-  hocr?: boolean;
-}
-
-/** What one recognition returns: Tesseract's TSV, and its hOCR when the job asked for it. */
-export interface TesseractOutput {
-  tsv: string;
-  hocr?: string;
 }
 
 export interface PoolStats {
@@ -71,7 +56,8 @@ const LSTM_ONLY = OEM.LSTM_ONLY;
  * A pool of tesseract.js workers (inside one engine process; see lib/ocr/pool/ for the processes): created lazily, kept warm, bounded queue, deadlines, and replacement of a
  * worker after a failure, a timeout, a crash, N jobs or a very large image.
  */
-export class TesseractPool {
+export class TesseractPool implements TesseractReader {
+  readonly kind = "wasm";
   private readonly options: Required<PoolOptions>;
   private readonly slots: Slot[] = [];
   private readonly queue: QueuedJob[] = [];
@@ -101,12 +87,9 @@ export class TesseractPool {
 
   /** Recognize one image; resolves with Tesseract's TSV, and its hOCR when `job.hocr` asks for it. */
   recognizeOutput(job: RecognizeJob): Promise<TesseractOutput> {
-    if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
+    const refused = refuseJob(this.closed, job.deadline, this.queue.length, this.options.queueLimit);
+    if (refused) return Promise.reject(refused);
     const remaining = job.deadline - Date.now();
-    if (remaining <= 0) return Promise.reject(deadlineError());
-    if (this.queue.length >= this.options.queueLimit) {
-      return Promise.reject(new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 }));
-    }
     return new Promise<TesseractOutput>((resolve, reject) => {
       const entry: QueuedJob = {
         job,
@@ -214,7 +197,8 @@ export class TesseractPool {
       }
       const options = job.params as Partial<RecognizeOptions>;
       const output = { text: false, tsv: true, ...(job.hocr && { hocr: true }) };
-      const result = await Promise.race([worker.recognize(asImageLike(job.image), options, output), died]);
+      const image = job.image instanceof Uint8Array ? job.image : toPgm(job.image);
+      const result = await Promise.race([worker.recognize(asImageLike(image), options, output), died]);
       slot.jobs++;
       this.completed++;
       this.settle(entry, null, { tsv: result.data.tsv ?? "", ...(result.data.hocr && { hocr: result.data.hocr }) });

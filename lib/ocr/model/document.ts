@@ -86,6 +86,8 @@ export interface PageTrace {
   langs?: string;
   /** Passes through Tesseract (PSM retry and language re-read add passes). */
   passes?: number;
+  /** The mean confidence of Tesseract's first pass (what decides the second reading). */
+  firstConfidence?: number;
   /** The second recognizer read the page too: which reading was kept. */
   second?: OcrEngine;
   /** How the page's way up was decided: the glyphs' verdict, and whether a reading upside down was tried (kept). */

@@ -3,6 +3,8 @@ import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
+import { gunzip } from "node:zlib";
 import { OcrError } from "./ocr-error";
 
 /** What a request asked for: explicit languages (primary first), or `auto` (English, re-read in another
@@ -85,4 +87,57 @@ async function copyLanguage(lang: string, dir: string): Promise<void> {
   const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}`;
   await fs.copyFile(path.join(source, `${lang}.traineddata.gz`), temp);
   await fs.rename(temp, target); // atomic: concurrent instances never see half a file
+}
+
+let nativeDir: Promise<string> | undefined;
+const unpacked = new Map<string, Promise<void>>();
+
+/**
+ * The system's libtesseract (lib/ocr/engine/tesseract-native.ts) reads `<lang>.traineddata` unpacked, all languages
+ * from one directory: the same models as tesseract.js's, from the same npm packages (never the distribution's
+ * tessdata), unpacked once into a directory of this user's own under the temp dir. The directory is made private
+ * (0700) and refused when it is a link, belongs to another user or others may write to it: a planted model is code
+ * the engine would run. A model is unpacked again when its size differs from the one the package's gzip trailer
+ * states (another package version); the write is atomic, so concurrent processes never read half a file.
+ */
+export async function nativeLanguageDataPath(langs: string[]): Promise<string> {
+  nativeDir ??= privateDirectory(path.join(os.tmpdir(), `ocr-tessdata-${DATA_VARIANT}-native-${process.getuid?.() ?? "user"}`));
+  nativeDir.catch(() => (nativeDir = undefined));
+  const dir = await nativeDir;
+  await Promise.all(
+    langs.map((lang) => {
+      let unpack = unpacked.get(lang);
+      if (!unpack) {
+        unpack = unpackLanguage(lang, dir);
+        unpacked.set(lang, unpack);
+        unpack.catch(() => unpacked.delete(lang));
+      }
+      return unpack;
+    }),
+  );
+  return dir;
+}
+
+async function privateDirectory(dir: string): Promise<string> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const stat = await fs.lstat(dir);
+  const uid = process.getuid?.();
+  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o022) !== 0) {
+    throw new Error(`${dir} is not a private directory of this user: language data is not unpacked there`);
+  }
+  return dir;
+}
+
+async function unpackLanguage(lang: string, dir: string): Promise<void> {
+  const source = packageDataDir(lang);
+  if (!source) throw new Error(`Language data for "${lang}" is not installed (npm i @tesseract.js-data/${lang})`);
+  const gz = await fs.readFile(path.join(source, `${lang}.traineddata.gz`));
+  const target = path.join(dir, `${lang}.traineddata`);
+  // gzip's last four bytes: the unpacked size (mod 2³²; the models are a few MB).
+  const size = gz.length >= 4 ? gz.readUInt32LE(gz.length - 4) : -1;
+  const existing = await fs.lstat(target).catch(() => null);
+  if (existing?.isFile() && existing.size === size) return;
+  const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  await fs.writeFile(temp, await promisify(gunzip)(gz), { mode: 0o600 });
+  await fs.rename(temp, target);
 }

@@ -41,6 +41,8 @@ export const profileStages = [
   "paddle-detect",
   /** PaddleOCR's line recognizer over the detected boxes Tesseract did not read with confidence. */
   "paddle-recognize",
+  /** Putting the page's lines in reading order (columns, rows): lib/ocr/engine/reading-order.ts. */
+  "layout",
   /** Finding tables (markdown), measured where the document is rendered. */
   "tables",
   /** Rendering the page as markdown (tables included), measured where the document is rendered. */

@@ -138,6 +138,10 @@ export const engineProcessConfigSchema = z.object({
   secondReadingBelow: z.number().min(0).max(101).optional(),
   /** Keep the Tesseract thread while PaddleOCR reads a page (less CPU: no restart; more memory at PaddleOCR's peak). */
   keepTesseract: z.boolean().optional(),
+  /** Which Tesseract reads (`OCR_TESSERACT`): the system's libtesseract where it loads (`auto`), only it, or tesseract.js. */
+  tesseract: z.enum(["auto", "native", "wasm"]).default("auto"),
+  /** The libtesseract to load (`OCR_TESSERACT_LIBRARY`; default lib/ocr/engine/tesseract-native.ts's). */
+  tesseractLibrary: z.string().optional(),
   createTimeoutMs: z.number().int().min(1),
 });
 export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;
@@ -164,8 +168,20 @@ const jobErrorSchema = z.object({
   limit: z.number().optional(),
 }) satisfies z.ZodType<OcrErrorData>;
 
+/**
+ * The Tesseract an OCR process reads with: `native` (libtesseract in the process, its `version`) or `wasm`
+ * (tesseract.js); `note` says why the library was not used where `auto` fell back to tesseract.js.
+ */
+export const tesseractInUseSchema = z.object({
+  kind: z.enum(["native", "wasm"]),
+  version: z.string().max(64).optional(),
+  note: z.string().max(500).optional(),
+});
+export type TesseractInUse = z.infer<typeof tesseractInUseSchema>;
+
 export const fromEngineSchema = z.union([
-  z.object({ type: z.literal("ready") }),
+  /** Ready for jobs; an OCR process says which Tesseract it loaded. */
+  z.object({ type: z.literal("ready"), tesseract: tesseractInUseSchema.optional() }),
   /** Ask for (`acquire`) or give back the pool's one memory-heavy slot (the second recognizer's pass). */
   z.object({ type: z.literal("heavy"), acquire: z.boolean() }),
   z.object({ type: z.literal("result"), id: z.number().int(), ok: z.literal(true), value: z.unknown() }),

@@ -2,7 +2,14 @@ import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { OcrError } from "../model/ocr-error";
-import { ENGINE_CONFIG_VARIABLE, fromEngineSchema, type EngineProcessConfig, type FromEngine, type ToEngine } from "../model/protocol";
+import {
+  ENGINE_CONFIG_VARIABLE,
+  fromEngineSchema,
+  type EngineProcessConfig,
+  type FromEngine,
+  type TesseractInUse,
+  type ToEngine,
+} from "../model/protocol";
 import type { TurnTaker } from "./heavy-turn";
 import type { Lane, QueuedJob } from "./queue";
 
@@ -68,6 +75,8 @@ export class EngineProcess implements TurnTaker {
   rssMb = 0;
   /** Epoch ms of its last job's end (or of its start). */
   idleSince = Date.now();
+  /** The Tesseract it loaded, as its `ready` message said (OCR processes). */
+  tesseract?: TesseractInUse;
 
   constructor(options: EngineProcessOptions, events: EngineProcessEvents) {
     this.id = options.id;
@@ -99,6 +108,7 @@ export class EngineProcess implements TurnTaker {
         } else if (message.type === "ready") {
           clearTimeout(timer);
           this.ready = true;
+          if (message.tesseract) this.tesseract = message.tesseract;
           resolve();
           events.ready(this);
         } else {
@@ -232,11 +242,14 @@ function workMs(entry: QueuedJob, process: EngineProcess): number {
  * The environment of an engine process: its configuration and what Node and the C library need — none of the
  * server's secrets. `MALLOC_MMAP_THRESHOLD_` makes glibc return freed page buffers to the system (without it, freed
  * pixel memory stays in per-thread arenas); it only works when set before the process starts, which is the case here.
+ * `OMP_THREAD_LIMIT=1`: a native libtesseract built with OpenMP (Debian's) would otherwise start a thread per core in
+ * each of the processes, which already run one per core.
  */
 function engineEnvironment(config: EngineProcessConfig): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     [ENGINE_CONFIG_VARIABLE]: JSON.stringify(config),
     MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? "1048576",
+    OMP_THREAD_LIMIT: process.env.OMP_THREAD_LIMIT ?? "1",
     NODE_ENV: process.env.NODE_ENV,
   };
   for (const name of ["PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG", "TZ", "SYSTEMROOT"]) {

@@ -1,7 +1,14 @@
 import { existsSync, statSync } from "node:fs";
 import type { OcrEngine } from "../model/document";
 import { deadlineError, fromOcrErrorData, OcrError } from "../model/ocr-error";
-import { ENGINE_DEADLINE_SLACK_MS, type EngineJob, type EngineProcessConfig, type JobKind, type JobResults } from "../model/protocol";
+import {
+  ENGINE_DEADLINE_SLACK_MS,
+  type EngineJob,
+  type EngineProcessConfig,
+  type JobKind,
+  type JobResults,
+  type TesseractInUse,
+} from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
 import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer } from "./engine-process";
 import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
@@ -50,6 +57,10 @@ export interface PoolOptions {
   secondReadingBelow?: number;
   /** Keep Tesseract's thread while PaddleOCR reads (`OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
   keepTesseract?: boolean;
+  /** Which Tesseract the OCR processes read with (`OCR_TESSERACT`). Default `auto`: libtesseract where it loads. */
+  tesseract?: EngineProcessConfig["tesseract"];
+  /** The libtesseract to load (`OCR_TESSERACT_LIBRARY`). */
+  tesseractLibrary?: string;
   /** Languages the OCR processes load at start. Default `["eng"]`. */
   warmLanguages?: string[];
   /** The engine process bundle (default: `build/engine/ocr-worker.mjs` under the app's directory). */
@@ -99,6 +110,8 @@ export interface PoolStats {
   recycled: number;
   /** The live engine processes. */
   processes: Array<{ pid: number; lane: Lane; busy: boolean; jobs: number; rssMb: number }>;
+  /** The Tesseract the last OCR process to start reads with (native or tesseract.js); null before one started. */
+  tesseract: TesseractInUse | null;
 }
 
 /** Documents the server keeps open in one process (the process itself allows a few more). */
@@ -115,8 +128,10 @@ const INSPECT_IDLE_MS = 60_000;
 const LANES = ["ocr", "inspect"] as const;
 
 export class OcrPool {
-  private readonly options: Required<Omit<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract">> &
-    Pick<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract">;
+  private readonly options: Required<
+    Omit<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">
+  > &
+    Pick<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">;
   private readonly processes: EngineProcess[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
   /** Requests' waiting jobs per lane. */
@@ -129,8 +144,11 @@ export class OcrPool {
   /** Admitted requests whose first job is not queued yet (see `Admission`). */
   private readonly held: Record<Lane, HeldPlaces> = { ocr: new HeldPlaces(), inspect: new HeldPlaces() };
   private readonly heavyTurn = new HeavyTurn<EngineProcess>();
+  /** What the last OCR process to start said it reads with. */
+  private tesseract: TesseractInUse | null = null;
   private readonly events: EngineProcessEvents = {
     ready: (process) => {
+      if (process.tesseract) this.tesseract = process.tesseract;
       if (this.closed) void process.stop(new OcrError("shutting_down", "The OCR engine stopped"));
       this.pump(process.lane);
     },
@@ -281,6 +299,7 @@ export class OcrPool {
       processes: this.processes
         .filter((process) => !process.retired && process.pid !== undefined)
         .map((process) => ({ pid: process.pid!, lane: process.lane, busy: process.busy, jobs: process.jobs, rssMb: process.rssMb })),
+      tesseract: this.tesseract,
     };
   }
 
@@ -455,6 +474,8 @@ export class OcrPool {
       engines: this.options.engines,
       ...(this.options.secondReadingBelow !== undefined && { secondReadingBelow: this.options.secondReadingBelow }),
       ...(this.options.keepTesseract && { keepTesseract: true }),
+      tesseract: this.options.tesseract ?? "auto",
+      ...(this.options.tesseractLibrary && { tesseractLibrary: this.options.tesseractLibrary }),
       ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
     };
     const process = new EngineProcess(

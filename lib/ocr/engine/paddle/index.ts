@@ -19,15 +19,17 @@ import { profiledAsync } from "../../model/profile";
 import type { GreyRaster } from "../raster";
 import { decodeCtc } from "./decode";
 import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
-import { readingOrder, type BoxReading, type Gap, type PaddleLine, type PaddleWord } from "./layout";
+import { boxLines, readingOrder, type BoxReading, type Gap, type PaddleLine, type PaddleWord } from "./layout";
 import { resampleGrey, sampleRotated } from "./resample";
 
 export type { Gap, PaddleLine, PaddleWord } from "./layout";
 export type { TextBox } from "./detect";
 
 export interface PaddleReading {
-  /** Lines in reading order (top to bottom; a line's words left to right). */
+  /** Lines across the page (top to bottom; a line's words left to right), columns not told apart. */
   lines: PaddleLine[];
+  /** Each detected text box's words, boxes top to bottom: what the engine's reading order works from. */
+  boxes: PaddleLine[];
   /** 0–100: character-weighted mean of the word confidences (0 when nothing was read). */
   confidence: number;
 }
@@ -227,9 +229,10 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
   return {
     async read(raster, options = {}) {
       if (released) throw new Error("The PaddleOCR recognizer was released");
-      if (raster.width === 0 || raster.height === 0) return { lines: [], confidence: 0 };
+      if (raster.width === 0 || raster.height === 0) return { lines: [], boxes: [], confidence: 0 };
       const boxes = await profiledAsync("paddle-detect", () => detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE));
-      const lines = readingOrder(await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options)));
+      const readings = await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options));
+      const lines = readingOrder(readings);
       let chars = 0;
       let sum = 0;
       for (const line of lines) {
@@ -238,7 +241,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
           sum += word.confidence * word.text.length;
         }
       }
-      return { lines, confidence: chars ? sum / chars : 0 };
+      return { lines, boxes: boxLines(readings), confidence: chars ? sum / chars : 0 };
     },
     async release() {
       if (released) return;

@@ -111,11 +111,20 @@ function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>): Set<
   return splits;
 }
 
+/** Each detected box's words, as a line of its own, boxes sorted by their vertical centre. */
+export function boxLines(readings: BoxReading[]): PaddleLine[] {
+  return readings
+    .map((reading) => ({ box: reading.box, words: boxWords(reading) }))
+    .filter((b) => b.words.length > 0)
+    .sort((a, b) => a.box.cy - b.box.cy)
+    .map(({ words }) => ({ words }));
+}
+
 /**
- * Lines in reading order: boxes sorted by their vertical centre join the line they overlap vertically by more
+ * Lines across the page: boxes sorted by their vertical centre join the line they overlap vertically by more
  * than half the smaller height (boxes of one visual line can be detected apart: table cells, prices), then each
- * line reads left to right. Columns are not separated: a two-column page reads across (order-free word scores
- * are unaffected; the engine's Tesseract layout analysis keeps columns apart).
+ * line reads left to right. Columns are not separated here: the engine orders a page's lines, whichever recognizer read
+ * it, from the boxes (`boxLines`; lib/ocr/engine/reading-order.ts).
  */
 export function readingOrder(readings: BoxReading[]): PaddleLine[] {
   const boxes = readings
