@@ -78,7 +78,7 @@ function JobRow({ job }: { job: JobView }) {
         <progress max={job.pagesTotal} value={read} aria-label={`${read} of ${job.pagesTotal} pages read`} />
         <div className="job-pages">
           {job.pagesDone}/{job.pagesTotal} read
-          {job.pagesFailed > 0 && <span className="negative"> · {job.pagesFailed} failed</span>}
+          {job.pagesFailed > 0 && <span className="negative">{job.pagesFailed} failed</span>}
         </div>
         {job.pageCount !== job.pagesTotal && <div className="hint">of {plural(job.pageCount, "page")}</div>}
       </td>
