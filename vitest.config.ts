@@ -32,6 +32,7 @@ const UNIT = [
   "tests/limits/in-flight.test.ts",
   "tests/mcp/tool-calls.test.ts",
   "tests/ocr/detect.test.ts",
+  "tests/ocr/entries.test.ts",
   "tests/ocr/image-info.test.ts",
   "tests/ocr/languages.test.ts",
   "tests/ocr/markdown.test.ts",

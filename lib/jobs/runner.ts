@@ -1,15 +1,7 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode, isApiError } from "@/lib/api/errors";
-import {
-  getOcrPool,
-  inspectJobPages,
-  isOcrError,
-  parsePageSelection,
-  readJobPage,
-  type JobDocument,
-  type LanguageChoice,
-  type OcrPool,
-} from "@/lib/ocr";
+import { getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
+import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
 import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";

@@ -1,4 +1,4 @@
-import type { ExtractedPage, LanguageChoice } from "@/lib/ocr";
+import type { ExtractedPage, LanguageChoice } from "@/lib/ocr/model";
 
 /**
  * The work of asynchronous jobs, as tasks on a queue: one document task per job, which fans out one page task per
