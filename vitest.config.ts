@@ -13,6 +13,7 @@ import { defineConfig } from "vitest/config";
  */
 const UNIT = [
   "tests/async.test.ts",
+  "tests/import-cycles.test.ts",
   "tests/configuration.test.ts",
   "tests/api/client-ip.test.ts",
   "tests/api/error-catalogue.test.ts",
