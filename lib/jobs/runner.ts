@@ -167,7 +167,7 @@ export class JobRunner {
     const { jobId } = task.data;
     try {
       if (task.gaveUp) {
-        await this.endAsFailed(jobId, "internal_error", "The job's document step stopped too often (its worker processes died)");
+        await this.endAsFailed(jobId, "internal_error", "The job's document step stopped too often (its engine processes died)");
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -360,7 +360,7 @@ export class JobRunner {
     };
     try {
       if (task.gaveUp) {
-        await store.failPage(jobId, number, pageFailure("internal_error", "The page stopped its worker processes too often"), Date.now());
+        await store.failPage(jobId, number, pageFailure("internal_error", "The page stopped its engine processes too often"), Date.now());
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -412,7 +412,7 @@ export class JobRunner {
     }
   }
 
-  /** Let go of what this process keeps for a job that has ended (its file, its open document in the engine). */
+  /** Let go of what this process keeps for a job that has ended (its file, the document held in the engine processes). */
   private forget(jobId: string): void {
     this.sources.drop(jobId);
     this.pool.release(jobDocId(jobId));

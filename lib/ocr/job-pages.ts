@@ -18,7 +18,7 @@ import { getOcrPool } from "./read";
 
 /** A document an asynchronous job reads (lib/jobs): its bytes, read from the store once per process. */
 export interface JobDocument {
-  /** Names the document in the engine processes that keep it open between pages: one per job. */
+  /** Names the document in the engine processes that hold it between pages: one per job. */
   docId: string;
   bytes: Uint8Array;
   type: FileType;

@@ -71,12 +71,12 @@ const POOL_KEY = Symbol.for("ocr-service.pool");
 type PoolHolder = { [POOL_KEY]?: OcrPool };
 
 /**
- * The Tesseract worker inside an engine process is replaced after this many jobs: its wasm heap only grows (what one
- * large page needed stays).
+ * The Tesseract instance inside an engine process is replaced after this many engine jobs: its wasm heap only grows
+ * (what one large page needed stays).
  */
 const TESSERACT_WORKER_MAX_JOBS = 200;
 /**
- * How long starting one engine process (and loading its Tesseract worker) may take before it counts as failed: well
+ * How long starting one engine process (and loading its Tesseract instance) may take before it counts as failed: well
  * above a start on a loaded machine, below a request's deadline.
  */
 const ENGINE_START_TIMEOUT_MS = 30_000;

@@ -91,7 +91,7 @@ export class EngineProcess implements TurnTaker {
   retired = false;
   /** Jobs it has answered. */
   jobs = 0;
-  /** Documents open in the process, oldest first. */
+  /** Documents held in the process (parsed, between pages), oldest first. */
   docs: string[] = [];
   /** Bytes of each open document (a large one raises the memory the process may keep between jobs). */
   docBytes = new Map<string, number>();
