@@ -15,7 +15,7 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
 //   page that uses lib/http.
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "health", "http", "input", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
+const BARRELS = ["accounts", "credits", "health", "http", "input", "intake", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
 const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({

@@ -1,6 +1,7 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode, isApiError } from "@/lib/api/errors";
 import {
+  fromLanguageSpec,
   getOcrPool,
   inspectJobPages,
   isOcrError,
@@ -431,11 +432,9 @@ export function pageTask(jobId: string, page: PageTaskPage, language: LanguageCh
   return { jobId, language, ...page };
 }
 
-/** The job's language choice as its pages read it. */
+/** The job's language choice as its pages read it: checked when the job was accepted, kept as `languageSpec`. */
 function jobLanguage(record: JobRecord): LanguageChoice {
-  const spec = record.language.trim().toLowerCase();
-  if (spec === "" || spec === "auto") return { langs: ["eng"], auto: true };
-  return { langs: spec.split(/[\s+,]+/).filter(Boolean), auto: false };
+  return fromLanguageSpec(record.language);
 }
 
 function isTransient(error: unknown): boolean {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
-import { deadlineError, fromOcrErrorData, isOcrError, OcrError } from "./model/ocr-error";
+import { fromOcrErrorData, isOcrError, OcrError } from "./model/ocr-error";
 import { readImageInfo } from "./model/image-info";
 import { checkTiffPage, readTiffPages, squareHeight } from "./model/tiff";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
@@ -16,7 +16,7 @@ export type { FileType } from "./model/detect";
 export { detectFileType, mediaTypes, sniffFileType } from "./model/detect";
 export { isOcrError, OcrError, ocrErrorCodes } from "./model/ocr-error";
 export type { OcrErrorCode } from "./model/ocr-error";
-export { availableLanguages } from "./model/languages";
+export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";
 export { parsePageSelection } from "./model/pages";
 export { MAX_SYNC_PDF_BYTES, renderSearchablePdf, type PdfSource } from "./render/formats/pdf";
 export { pagedFormats, render, type PagedFormat } from "./render";
@@ -55,6 +55,17 @@ export interface OpenOptions {
   limits?: Partial<EngineLimits>;
   /** Epoch ms; past it the work stops with a `deadline` error. Default: now + `REQUEST_DEADLINE_MS`. */
   deadline?: number;
+  /** The request's signal (lib/request-scope.ts): when it aborts, the work stops and answers with its reason. */
+  signal?: AbortSignal;
+  /**
+   * For a caller that can read the document later as a job (MCP's `extract_text`): past the bound on work
+   * (`limits.maxPdfPages`), or when the duration model expects the reading to end after `by` (epoch ms), the document
+   * is not opened but described, with `overWork: true` — no `too_many_pages`, no `overloaded`. Unset: such a
+   * document is refused.
+   */
+  fit?: { by: number };
+  /** Most pages a selection may hold. Default: `maxPdfPages / TEXT_PAGE_WEIGHT` (every page from a text layer). */
+  maxPages?: number;
   /** The engine processes to use (default: the process-wide pool). */
   pool?: OcrPool;
   /**
@@ -69,6 +80,8 @@ export interface OpenOptions {
 export interface ExtractOptions {
   /** Epoch ms; past it the work stops with a `deadline` error. Default: the deadline `openDocument` was given. */
   deadline?: number;
+  /** Default: the signal `openDocument` was given. */
+  signal?: AbortSignal;
 }
 
 /** A validated document: type, page count and the pages that will be read are known; no OCR has run. */
@@ -78,6 +91,15 @@ export interface OpenedDocument {
   pageCount: number;
   /** 1-based pages that `extract` will read: what a request is charged for. */
   selectedPages: number[];
+  /** The languages it is read in (`options.language`, parsed once). */
+  language: LanguageChoice;
+  /**
+   * With `fit` only: its OCR work passes `limits.maxPdfPages`, or its reading is expected to end after `fit.by`. The
+   * document is then described, not open (`extract` must not be called): a job reads it.
+   */
+  overWork: boolean;
+  /** Expected time (ms) `extract` takes from now, from the duration model (`OcrPool.estimateRead`). */
+  estimateMs: number;
   extract(options?: ExtractOptions): Promise<ExtractedDocument>;
   /** Close the document in the engine processes that hold it. */
   close(): Promise<void>;
@@ -143,17 +165,23 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const type = detectFileType(bytes);
   const pool = options.pool ?? getOcrPool();
   const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
+  const openSignal = options.signal;
   const profile = options.profile === true;
   const work = { language, available, limits: readLimits, profile, ...(tenant !== undefined && { tenant }) };
+  const maxPages = options.maxPages ?? Math.floor(limits.maxPdfPages / TEXT_PAGE_WEIGHT);
 
   if (type === "tiff") {
     // Every page of a TIFF needs OCR: the request's page limit counts them all. Each selected page's limits are
     // checked here, from the file's directories, before any page is decoded.
     const pages = readTiffPages(bytes);
-    const selected = parsePageSelection(options.pages, pages.length, limits.maxPdfPages);
+    const selected = parsePageSelection(options.pages, pages.length, options.fit ? maxPages : limits.maxPdfPages);
     for (const number of selected) checkTiffPage(pages[number - 1]!, limits.maxImagePixels);
     const firstPage = pages[selected[0]! - 1]!;
-    const admission = pool.admit("ocr", pool.estimate("read-tiff-page", firstPage.width * squareHeight(firstPage)), openDeadline);
+    const pixels = firstPage.width * squareHeight(firstPage);
+    const estimateMs = pool.estimateRead("read-tiff-page", selected.length, { pixels, firstAlone: language.auto });
+    const overWork = selected.length > limits.maxPdfPages || pastFit(options.fit, estimateMs);
+    if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs });
+    const admission = pool.admit("ocr", pool.estimate("read-tiff-page", pixels), openDeadline);
     const docId = `doc_${randomBytes(9).toString("base64url")}`;
     const session = pool.session();
     const inspected: InspectPdfResult = { pageCount: pages.length, selected, done: [], ocr: selected.map((number) => ({ number })) };
@@ -161,8 +189,11 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       type,
       pageCount: pages.length,
       selectedPages: selected,
-      extract: ({ deadline = openDeadline } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-tiff-page", ...work }),
+      language,
+      overWork,
+      estimateMs,
+      extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-tiff-page", ...work }),
       close: async () => {
         admission.release();
         pool.release(docId);
@@ -171,28 +202,21 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   }
 
   if (type !== "pdf") {
-    const info = readImageInfo(bytes, type);
-    if (info.width * info.height > limits.maxImagePixels) {
-      throw new OcrError(
-        "image_too_large",
-        `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(limits.maxImagePixels / 1e6)} megapixels`,
-      );
-    }
+    const pixels = checkImageSize(bytes, type, limits.maxImagePixels);
     parsePageSelection(options.pages, 1);
-    const pixels = info.width * info.height;
     const estimateMs = pool.estimate("read-image", pixels);
+    const described = { type, pageCount: 1, selectedPages: [1], language, estimateMs: pool.estimateRead("read-image", 1, { pixels }) };
+    if (pastFit(options.fit, described.estimateMs)) return notOpened(described);
     const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
-      type,
-      pageCount: 1,
-      selectedPages: [1],
-      extract: async ({ deadline = openDeadline } = {}) => {
-        checkDeadline(deadline);
+      ...described,
+      overWork: false,
+      extract: async ({ deadline = openDeadline, signal = openSignal } = {}) => {
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
         const result = await pool.run(
           "ocr",
           { kind: "read-image", bytes, type, language, available, limits: readLimits, ...(profile && { profile }) },
-          { deadline, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
+          { deadline, signal, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
         );
         return { pages: [withProfile(result)], pageCount: 1 };
       },
@@ -205,7 +229,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   try {
     // The inspect process is watched from the server: pdf.js may be stuck in a page that draws without end, where
     // nothing inside the process gets to run.
-    const seconds = Math.round(limits.maxPdfWorkMs / 1000);
+    const cpuBudgetMs = pdfWorkBudgetMs(bytes, limits.maxPdfWorkMs);
     const inspected = await pool.run(
       "inspect",
       {
@@ -213,25 +237,31 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
         doc: { id: docId, bytes },
         pages: options.pages,
         // The limit counts work, not pages: a page read from its text layer costs a tenth of one OCR'd.
-        maxPages: Math.floor(limits.maxPdfPages / TEXT_PAGE_WEIGHT),
-        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT },
+        maxPages,
+        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT, past: options.fit ? "report" : "refuse" },
         limits: readLimits,
       },
       {
         deadline: openDeadline,
+        signal: openSignal,
         session,
         tenant,
-        cpuBudgetMs: limits.maxPdfWorkMs,
-        overBudget: `Opening this PDF needs more than ${seconds} s of processing, the limit per document (its pages draw too much, such as forms drawn inside forms)`,
+        cpuBudgetMs,
+        overBudget: `Opening this PDF needs more than ${Math.round(cpuBudgetMs / 1000)} s of processing, the limit for its size (its pages draw too much, such as forms drawn inside forms)`,
       },
     );
+    const estimateMs = pool.estimateRead("read-pdf-page", inspected.ocr.length, { firstAlone: language.auto });
+    const described = { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language, estimateMs };
+    if (inspected.overWork === true || pastFit(options.fit, estimateMs)) {
+      pool.release(docId);
+      return notOpened(described);
+    }
     const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
-      type,
-      pageCount: inspected.pageCount,
-      selectedPages: inspected.selected,
-      extract: ({ deadline = openDeadline } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-pdf-page", ...work }),
+      ...described,
+      overWork: false,
+      extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-pdf-page", ...work }),
       close: async () => {
         admission?.release();
         pool.release(docId);
@@ -273,8 +303,39 @@ function withProfile({ page, profile }: PageResult): ExtractedPage {
   return profile ? { ...page, trace: { ...page.trace, profile } } : page;
 }
 
-function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw deadlineError();
+/** With `fit`: the reading is expected to end after `fit.by`. */
+function pastFit(fit: OpenOptions["fit"], estimateMs: number): boolean {
+  return fit !== undefined && Date.now() + estimateMs > fit.by;
+}
+
+/** A document whose work passed the bound or the budget (`fit`): described, not open; a job reads it. */
+function notOpened(described: Omit<OpenedDocument, "extract" | "close" | "overWork">): OpenedDocument {
+  return {
+    ...described,
+    overWork: true,
+    extract: () => Promise.reject(new OcrError("too_many_pages", "This document has more work than one request reads")),
+    close: async () => undefined,
+  };
+}
+
+/** An image's pixels, read from its header: `image_too_large` past `maxPixels` (before anything is decoded). */
+function checkImageSize(bytes: Uint8Array, type: Exclude<FileType, "pdf" | "tiff">, maxPixels: number): number {
+  const info = readImageInfo(bytes, type);
+  if (info.width * info.height > maxPixels) {
+    throw new OcrError(
+      "image_too_large",
+      `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(maxPixels / 1e6)} megapixels`,
+    );
+  }
+  return info.width * info.height;
+}
+
+/**
+ * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`MAX_PDF_WORK_MS`), or a
+ * second per 10 MB of file when that is more — the same for a request, a job's acceptance and a job's pages.
+ */
+export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs = getEnv().MAX_PDF_WORK_MS): number {
+  return Math.max(baseMs, (bytes.byteLength / 10_000_000) * 1000);
 }
 
 interface PageWork {
@@ -288,6 +349,7 @@ interface PageWork {
   session: string;
   inspected: InspectPdfResult;
   deadline: number;
+  signal?: AbortSignal;
   language: LanguageChoice;
   available: string[];
   limits: ReadLimits;
@@ -302,7 +364,6 @@ interface PageWork {
  */
 async function extractPages(work: PageWork): Promise<ExtractedDocument> {
   const { pool, inspected, session } = work;
-  checkDeadline(work.deadline);
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
   let place = work.admission;
@@ -311,7 +372,7 @@ async function extractPages(work: PageWork): Promise<ExtractedDocument> {
     const admission: JobAdmission = place ? { kind: "admitted", place } : { kind: "follows" };
     place = undefined;
     const page = { doc: { id: work.docId, bytes: work.bytes }, number, language, available: work.available, limits: work.limits };
-    const options = { deadline: work.deadline, session, admission, tenant: work.tenant };
+    const options = { deadline: work.deadline, signal: work.signal, session, admission, tenant: work.tenant };
     const result =
       work.kind === "read-tiff-page"
         ? await pool.run("ocr", { kind: "read-tiff-page", ...page, ...(work.profile && { profile: true }) } satisfies ReadTiffPageJob, options)
@@ -358,7 +419,7 @@ export interface DescribedDocument {
  */
 export async function describeDocument(
   bytes: Uint8Array,
-  options: { pages?: string; language?: string; maxPages: number; deadline: number; pool?: OcrPool; tenant?: string },
+  options: { pages?: string; language?: string; maxPages: number; deadline: number; signal?: AbortSignal; pool?: OcrPool; tenant?: string },
 ): Promise<DescribedDocument> {
   const env = getEnv();
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
@@ -370,13 +431,7 @@ export async function describeDocument(
     return { type, pageCount: pages.length, selectedPages, language };
   }
   if (type !== "pdf") {
-    const info = readImageInfo(bytes, type);
-    if (info.width * info.height > env.MAX_IMAGE_PIXELS) {
-      throw new OcrError(
-        "image_too_large",
-        `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(env.MAX_IMAGE_PIXELS / 1e6)} megapixels`,
-      );
-    }
+    checkImageSize(bytes, type, env.MAX_IMAGE_PIXELS);
     return { type, pageCount: 1, selectedPages: parsePageSelection(options.pages, 1), language };
   }
   const pool = options.pool ?? getOcrPool();
@@ -394,9 +449,10 @@ export async function describeDocument(
       },
       {
         deadline: options.deadline,
+        signal: options.signal,
         tenant: options.tenant,
-        // The pre-check reads every stream of the file: a large scan may take longer than a request's PDF.
-        cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (bytes.byteLength / 10_000_000) * 1000),
+        // The pre-check reads every stream of the file: its budget grows with the file (as a request's does).
+        cpuBudgetMs: pdfWorkBudgetMs(bytes),
         overBudget: "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
       },
     );
@@ -435,7 +491,7 @@ export async function inspectJobPages(
       session: options.session,
       tenant: options.tenant,
       // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second per 10 MB.
-      cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (document.bytes.byteLength / 10_000_000) * 1000),
+      cpuBudgetMs: pdfWorkBudgetMs(document.bytes),
       overBudget: `Reading the text layers of ${options.pages.length === 1 ? `page ${options.pages[0]}` : `${options.pages.length} pages`} of this PDF needs more than ${seconds} s of processing (its pages draw too much, such as forms drawn inside forms)`,
     },
   );

@@ -23,6 +23,8 @@ export interface QueuedJob {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
+  /** Stops listening to the request's signal (`RunOptions.signal`) once the job is answered. */
+  unlisten?: () => void;
   settled: boolean;
   startedAt?: number;
   /** The process running it. */
