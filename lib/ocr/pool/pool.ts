@@ -565,28 +565,23 @@ export class OcrPool {
 
   /** The deadline passed: drop a waiting job, or stop the process running it. */
   private expire(entry: QueuedJob): void {
-    if (entry.settled) return;
-    const error = deadlineError();
+    this.abort(entry, deadlineError());
+  }
+
+  /**
+   * The deadline passed, or the request's signal aborted: a waiting job answers at once with `reason`; a running one's
+   * process is stopped, and the job answers with `reason` once the process has exited (its lane is free again then).
+   */
+  private abort(entry: QueuedJob, reason: Error): void {
+    if (entry.settled || entry.abortedWith) return;
     const process = entry.process;
     if (process) {
       this.stopped.timeout++;
-      void process.stop(error);
+      entry.abortedWith = reason;
+      void process.stop(deadlineError());
       return;
     }
     this.queueOf(entry).remove(entry);
-    this.settle(entry, error);
-  }
-
-  /** The request's signal aborted: answer at once with its reason; a running job's process is stopped. */
-  private abort(entry: QueuedJob, reason: Error): void {
-    if (entry.settled) return;
-    const process = entry.process;
-    if (process) {
-      this.stopped.timeout++;
-      void process.stop(deadlineError());
-    } else {
-      this.queueOf(entry).remove(entry);
-    }
     this.settle(entry, reason);
   }
 
@@ -605,7 +600,7 @@ export class OcrPool {
         this.stopped.crashed++;
         console.error(`[engine] an engine process died during ${entry.job.kind} (${signal ?? `exit ${code}`})`);
       }
-      this.settle(entry, error);
+      this.settle(entry, entry.abortedWith ?? error);
     }
     this.pump(process.lane);
   }
