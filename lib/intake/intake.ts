@@ -4,7 +4,7 @@ import { getBalance } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import type { ResolveHost } from "@/lib/input";
 import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
-import { describeDocument, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
+import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
 import { acquireInFlight, fromEngineError, readNow, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -66,8 +66,8 @@ const FIT_MARGIN_MS = 3_000;
 
 /**
  * The one way a document is taken in, by every surface: authenticate (the caller did) → cheap checks (declared size,
- * the job's webhook, a slot of the account's requests in flight, a balance of at least one credit: `402` before any
- * byte is fetched) → fetch or decode once (a URL streamed with the request's signal, cut at its byte cap) → inspect
+ * the job's webhook, a slot of the account's requests in flight, the type from the magic bytes, a balance of at least
+ * one credit: `402` before any byte of a URL is fetched and before any inspection) → fetch or decode once (a URL streamed with the request's signal, cut at its byte cap) → inspect
  * once (type, pages, text layers, the expected work from the duration model) → reserve → read now, or a job. Every
  * step ends with the request's one signal (its deadline, or its client gone). Throws `ApiError`s with catalogued codes.
  */
@@ -96,7 +96,8 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   const pool = input.pool ?? getOcrPool();
   // One account cannot fill an instance: its requests read now are limited (429 past it).
   using _inFlight = mode === "job" ? undefined : onDispose(acquireInFlight(account.userId, { retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)) }));
-  await requireCredit(account.userId);
+  // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
+  if (source.kind === "url") await requireCredit(account.userId);
 
   // Fetched or decoded once. A job may take a larger file by URL than a request read now.
   const bytes = await loadDocument(source, {
@@ -108,6 +109,10 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
     serverHost: input.serverHost,
   });
   throwIfEnded(scope.signal);
+  if (source.kind !== "url") {
+    detectFileType(bytes); // `415` from the magic bytes, before the balance
+    await requireCredit(account.userId);
+  }
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
   const toJob = async (document: Parameters<typeof queueJob>[0]["document"], reason?: string): Promise<IntakeOutcome> => {
