@@ -99,12 +99,12 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
   if (source.kind === "url") await requireCredit(account.userId);
 
-  // Fetched or decoded once. A job may take a larger file by URL than a request read now.
+  // Fetched or decoded once. A job takes a larger file by URL than a call that may read it now (REST's, MCP's).
   const bytes = await loadDocument(source, {
     signal: scope.signal,
-    maxUrlBytes: mode === "read" ? env.MAX_URL_BYTES : settings.maxUrlBytes,
+    maxUrlBytes: mode === "job" ? settings.maxUrlBytes : env.MAX_URL_BYTES,
     // A large file may need longer than a request's fetch; the request's deadline still bounds it.
-    ...(mode !== "read" && { fetchTimeoutMs: Math.max(env.URL_FETCH_TIMEOUT_MS, scope.deadline - Date.now() - 10_000) }),
+    ...(mode === "job" && { fetchTimeoutMs: Math.max(env.URL_FETCH_TIMEOUT_MS, scope.deadline - Date.now() - 10_000) }),
     resolveHost: input.resolveHost,
     serverHost: input.serverHost,
   });
@@ -136,7 +136,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
     ...(mode === "fit" && { fit: { by }, maxPages: settings.maxPages }),
   });
   await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
-  if (document.overWork) return toJob(document, fitReason(document.estimateMs, by));
+  if (document.overWork) return toJob(document, fitReason(document.overWork, document.estimateMs, by));
   const result = await readNow({ document, bytes, inputSource, format, account, requestId: input.requestId, receivedAt, scope, deferSettlement: input.deferSettlement });
   return { kind: "read", result };
 }
@@ -145,15 +145,17 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 async function requireCredit(userId: string): Promise<void> {
   const balance = await getBalance(userId);
   if (balance >= 1) return;
-  throw new ApiError("insufficient_credits", `Insufficient credits: the balance is ${balance}; each page read costs 1 credit`, {
+  throw new ApiError("insufficient_credits", `Insufficient credits: this request needs 1 credit or more (1 per page) and the balance is ${balance}`, {
     headers: { "x-credits-remaining": String(balance) },
   });
 }
 
-function fitReason(estimateMs: number, by: number): string {
+/** Why a `fit` document became a job, in the words of what the caller can see. */
+function fitReason(why: "work" | "time", estimateMs: number, by: number): string {
+  if (why === "work") return `it has more than ${getEnv().MAX_PDF_PAGES} pages of OCR work, the most one call reads`;
   const seconds = Math.max(1, Math.round(estimateMs / 1000));
   const budget = Math.max(0, Math.round((by - Date.now()) / 1000));
-  return `Reading it is expected to take about ${seconds} s (or it has more than one call's work), and this call has ${budget} s left`;
+  return `reading it is expected to take about ${seconds} s, and this call has ${budget} s for it`;
 }
 
 /** A JSON body (`ocrRequestSchema`, validated by the intake) and the rest of the intake's input. */

@@ -94,10 +94,10 @@ export interface OpenedDocument {
   /** The languages it is read in (`options.language`, parsed once). */
   language: LanguageChoice;
   /**
-   * With `fit` only: its OCR work passes `limits.maxPdfPages`, or its reading is expected to end after `fit.by`. The
-   * document is then described, not open (`extract` must not be called): a job reads it.
+   * With `fit` only: its OCR work passes `limits.maxPdfPages` (`work`), or its reading is expected to end after
+   * `fit.by` (`time`). The document is then described, not open (`extract` must not be called): a job reads it.
    */
-  overWork: boolean;
+  overWork: false | "work" | "time";
   /** Expected time (ms) `extract` takes from now, from the duration model (`OcrPool.estimateRead`). */
   estimateMs: number;
   extract(options?: ExtractOptions): Promise<ExtractedDocument>;
@@ -179,8 +179,8 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     const firstPage = pages[selected[0]! - 1]!;
     const pixels = firstPage.width * squareHeight(firstPage);
     const estimateMs = pool.estimateRead("read-tiff-page", selected.length, { pixels, firstAlone: language.auto });
-    const overWork = selected.length > limits.maxPdfPages || pastFit(options.fit, estimateMs);
-    if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs });
+    const overWork = selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs) && "time";
+    if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs }, overWork);
     const admission = pool.admit("ocr", pool.estimate("read-tiff-page", pixels), openDeadline);
     const docId = `doc_${randomBytes(9).toString("base64url")}`;
     const session = pool.session();
@@ -206,7 +206,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     parsePageSelection(options.pages, 1);
     const estimateMs = pool.estimate("read-image", pixels);
     const described = { type, pageCount: 1, selectedPages: [1], language, estimateMs: pool.estimateRead("read-image", 1, { pixels }) };
-    if (pastFit(options.fit, described.estimateMs)) return notOpened(described);
+    if (pastFit(options.fit, described.estimateMs)) return notOpened(described, "time");
     const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
       ...described,
@@ -254,7 +254,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     const described = { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language, estimateMs };
     if (inspected.overWork === true || pastFit(options.fit, estimateMs)) {
       pool.release(docId);
-      return notOpened(described);
+      return notOpened(described, inspected.overWork === true ? "work" : "time");
     }
     const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
@@ -309,10 +309,10 @@ function pastFit(fit: OpenOptions["fit"], estimateMs: number): boolean {
 }
 
 /** A document whose work passed the bound or the budget (`fit`): described, not open; a job reads it. */
-function notOpened(described: Omit<OpenedDocument, "extract" | "close" | "overWork">): OpenedDocument {
+function notOpened(described: Omit<OpenedDocument, "extract" | "close" | "overWork">, why: "work" | "time"): OpenedDocument {
   return {
     ...described,
-    overWork: true,
+    overWork: why,
     extract: () => Promise.reject(new OcrError("too_many_pages", "This document has more work than one request reads")),
     close: async () => undefined,
   };

@@ -82,14 +82,14 @@ describe("the intake", () => {
     afterAll(() => pool.terminate());
 
     it("a PDF a job accepts passes a read's structure check too: one work budget, growing with the file", async () => {
-      // A 4 MB PDF (one page of text, and an incompressible stream its structure check reads through) with a
-      // 100 ms budget per document: both paths give it 400 ms, a second per 10 MB (the read path gave 100 ms before).
+      // A 12 MB PDF (one page of text, and an incompressible stream its structure check reads through) with a
+      // 100 ms budget per document: both paths give it 1.2 s, a second per 10 MB (the read path gave 100 ms before).
       const restore = setEnv({ MAX_PDF_WORK_MS: "100" });
       try {
         const pdf = await PDFDocument.create();
         const font = await pdf.embedFont("Helvetica");
         pdf.addPage([612, 792]).drawText("Budget grows with the file", { x: 72, y: 700, size: 24, font });
-        const junk = new Uint8Array(4_000_000);
+        const junk = new Uint8Array(12_000_000);
         for (let i = 0; i < junk.length; i += 65_536) crypto.getRandomValues(junk.subarray(i, i + 65_536));
         pdf.context.register(pdf.context.stream(junk));
         const bytes = await pdf.save();
@@ -114,7 +114,7 @@ describe("the intake", () => {
         }
         expect(budgets).toHaveLength(2);
         expect(budgets[0]).toBe(budgets[1]);
-        expect(budgets[0]).toBeGreaterThanOrEqual(400);
+        expect(budgets[0]).toBeGreaterThanOrEqual(1_200);
       } finally {
         restore();
       }
@@ -142,10 +142,23 @@ describe("the intake", () => {
       expect(outcome.kind).toBe("job");
       if (outcome.kind !== "job") return;
       expect(outcome.view).toMatchObject({ pageCount: 80, pagesTotal: 80, creditsReserved: 80, status: "queued" });
-      expect(outcome.reason).toMatch(/expected to take about \d+ s/);
+      expect(outcome.reason).toBe("it has more than 50 pages of OCR work, the most one call reads");
       expect(await account.balance()).toBe(20);
       await cancelJob(account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(100);
+    }, 60_000);
+
+    it("a 12-page scan that would not be read before the call's budget ends becomes a job by its expected time", async () => {
+      const account = await createAccount(20);
+      const bytes = await scannedPdf(12, tinyPng("Twelve pages", 720, 160), [360, 120]);
+      const deadline = Date.now() + 4_000;
+      const outcome = await intake({ source: { kind: "bytes", bytes }, account, requestId: "req_intake_12", mode: "fit", deadline, pool });
+      expect(outcome.kind).toBe("job");
+      if (outcome.kind !== "job") return;
+      expect(outcome.reason).toMatch(/^reading it is expected to take about \d+ s, and this call has \d+ s for it$/);
+      expect(outcome.view).toMatchObject({ pagesTotal: 12, creditsReserved: 12 });
+      await cancelJob(account.userId, outcome.view.jobId);
+      expect(await account.balance()).toBe(20);
     }, 60_000);
 
     it("a short scan that fits the call is read now, in MCP's mode too", async () => {
