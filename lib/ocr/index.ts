@@ -59,7 +59,8 @@ export interface OpenOptions {
   signal?: AbortSignal;
   /**
    * For a caller that can read the document later as a job (MCP's `extract_text`): past the bound on work
-   * (`limits.maxPdfPages`), or when the duration model expects the reading to end after `by` (epoch ms), the document
+   * (`limits.maxPdfPages`), or when the duration model expects the reading of its pages (more than one) to end after
+   * `by` (epoch ms), the document
    * is not opened but described, with `overWork: true` — no `too_many_pages`, no `overloaded`. Unset: such a
    * document is refused.
    */
@@ -179,7 +180,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     const firstPage = pages[selected[0]! - 1]!;
     const pixels = firstPage.width * squareHeight(firstPage);
     const estimateMs = pool.estimateRead("read-tiff-page", selected.length, { pixels, firstAlone: language.auto });
-    const overWork = selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs) && "time";
+    const overWork = selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs, selected.length) && "time";
     if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs }, overWork);
     const admission = pool.admit("ocr", pool.estimate("read-tiff-page", pixels), openDeadline);
     const docId = `doc_${randomBytes(9).toString("base64url")}`;
@@ -206,7 +207,6 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     parsePageSelection(options.pages, 1);
     const estimateMs = pool.estimate("read-image", pixels);
     const described = { type, pageCount: 1, selectedPages: [1], language, estimateMs: pool.estimateRead("read-image", 1, { pixels }) };
-    if (pastFit(options.fit, described.estimateMs)) return notOpened(described, "time");
     const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
       ...described,
@@ -252,7 +252,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     );
     const estimateMs = pool.estimateRead("read-pdf-page", inspected.ocr.length, { firstAlone: language.auto });
     const described = { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language, estimateMs };
-    if (inspected.overWork === true || pastFit(options.fit, estimateMs)) {
+    if (inspected.overWork === true || pastFit(options.fit, estimateMs, inspected.ocr.length)) {
       pool.release(docId);
       return notOpened(described, inspected.overWork === true ? "work" : "time");
     }
@@ -303,9 +303,12 @@ function withProfile({ page, profile }: PageResult): ExtractedPage {
   return profile ? { ...page, trace: { ...page.trace, profile } } : page;
 }
 
-/** With `fit`: the reading is expected to end after `fit.by`. */
-function pastFit(fit: OpenOptions["fit"], estimateMs: number): boolean {
-  return fit !== undefined && Date.now() + estimateMs > fit.by;
+/**
+ * With `fit`: the reading of more than one page of OCR is expected to end after `fit.by`. One page is read now
+ * whatever its estimate: a job would read it no sooner, and the request's deadline still bounds it.
+ */
+function pastFit(fit: OpenOptions["fit"], estimateMs: number, ocrPages: number): boolean {
+  return fit !== undefined && ocrPages > 1 && Date.now() + estimateMs > fit.by;
 }
 
 /** A document whose work passed the bound or the budget (`fit`): described, not open; a job reads it. */
