@@ -17,7 +17,7 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/ocr/model (a folder with its own index.ts): lib/ocr's light entry, the page model, OcrError, page selections;
 //   `@/lib/ocr` is the reading entry, for the few layers that read documents (readingEntryOutside below).
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "health", "http", "input", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
+const BARRELS = ["accounts", "credits", "health", "http", "input", "intake", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
 const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"], ocr: ["model"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
@@ -33,10 +33,10 @@ const deepImports = (except = []) =>
 
 // lib/ocr has two doors (docs/architecture.md): `@/lib/ocr/model` describes documents (types, zod schemas, constants,
 // OcrError; no engine process reachable from it) and anyone may import it; `@/lib/ocr` reads documents through the
-// engine pool, and only the layers that read import it: lib/process (a request), lib/jobs (a job's pages),
+// engine pool, and only the layers that read import it: lib/intake (a document taken in), lib/process (a request), lib/jobs (a job's pages),
 // lib/health (the self-test), lib/startup.ts (the pool warmed), scripts/ and bench/. Not the API's contract
 // (lib/api), MCP, HTTP, routes or pages.
-const READING_ENTRY_USERS = ["process", "jobs", "health"];
+const READING_ENTRY_USERS = ["intake", "process", "jobs", "health"];
 const readingEntryOutside = {
   // A pattern would also match every path under lib/ocr (gitignore's rules): the entry itself, by regex.
   regex: "^(@/lib/ocr|(.*/)?lib/ocr|(\\.\\./)+ocr)$",

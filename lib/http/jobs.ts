@@ -1,7 +1,7 @@
 import type { OcrRequest } from "@/lib/api/schemas";
-import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
-import { kickJobWorkers, pollAfterSeconds, submitJob, type JobView } from "@/lib/jobs";
+import { submitJob } from "@/lib/intake";
+import { kickJobWorkers, pollAfterSeconds, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
 import type { ApiContext } from "./context";
 
@@ -16,7 +16,7 @@ export async function acceptJob({ req, account, requestId, receivedAt, report }:
     body,
     account,
     requestId,
-    deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS,
+    receivedAt,
     serverHost: req.headers.get("host") ?? undefined,
     origin,
   });

@@ -11,7 +11,7 @@ import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
 import { checkRateLimit, checkReadRateLimit, isApiKeyActive, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
 import { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive, oauthUrls, serviceOrigin } from "@/lib/oauth";
-import { runWithDeadline } from "@/lib/request-scope";
+import { runInScope, requestScope } from "@/lib/request-scope";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { requestBody } from "./body";
@@ -74,12 +74,15 @@ export function isFinalOutcome(status: number): boolean {
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
-    // Every store command of the request ends by its deadline (plus the answer grace): see lib/request-scope.ts.
-    // A stream (MCP's SSE GET) outlives any request deadline and keeps the default command timeout.
+    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
+    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
+    // SSE GET) outlives any request deadline and keeps the default command timeout.
     const response =
       options.stream === true
         ? await serve(handler, options, req, receivedAt)
-        : await runWithDeadline(receivedAt + getEnv().REQUEST_DEADLINE_MS, () => serve(handler, options, req, receivedAt));
+        : await runInScope(requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
+            serve(handler, options, req, receivedAt),
+          );
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(afterResponse);
     return response;

@@ -1,4 +1,4 @@
-export { cancelJob, findJob, getJobView, listJobViews, submitJob, JOB_ID_PATTERN, type SubmitJobInput } from "./service";
+export { cancelJob, findJob, getJobView, listJobViews, queueJob, JOB_ID_PATTERN, type QueueJobInput } from "./service";
 export { jobResultFormat, jobResultFrame, readJobPdf, readJobResult, RESULT_PART_BYTES, type JobPdf, type JobResultPart } from "./result";
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
 export { getWorkQueue, jobSettings, requireWorkQueue, resetWorkQueue, workerName, type JobSettings } from "./settings";

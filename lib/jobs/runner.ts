@@ -1,6 +1,6 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode, isApiError } from "@/lib/api/errors";
-import { getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
+import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
 import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
@@ -423,11 +423,9 @@ export function pageTask(jobId: string, page: PageTaskPage, language: LanguageCh
   return { jobId, language, ...page };
 }
 
-/** The job's language choice as its pages read it. */
+/** The job's language choice as its pages read it: checked when the job was accepted, kept as `languageSpec`. */
 function jobLanguage(record: JobRecord): LanguageChoice {
-  const spec = record.language.trim().toLowerCase();
-  if (spec === "" || spec === "auto") return { langs: ["eng"], auto: true };
-  return { langs: spec.split(/[\s+,]+/).filter(Boolean), auto: false };
+  return fromLanguageSpec(record.language);
 }
 
 function isTransient(error: unknown): boolean {

@@ -8,13 +8,13 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
+import { MAX_IMAGE_URL_LENGTH, ocrRequestSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
-import { isOcrError } from "@/lib/ocr/model";
-import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { intake, requestOf } from "@/lib/intake";
+import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
 import {
@@ -27,7 +27,7 @@ import {
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
-import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
+import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, jobAccepted, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
 import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
 
@@ -210,34 +210,32 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     return calls === 1 ? requestId : `${requestId}.${calls}`;
   };
   const extractText = async (input: ExtractTextInput, callId: string, progress?: ProgressChannel): Promise<CallToolResult> => {
-    let result: ProcessDocumentResult;
+    // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
+    // the call, page by page.
+    const context = jobContext(callId);
     try {
-      result = await processDocument({
-        body: toOcrRequest(input),
+      const outcome = await intake({
+        ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
+        mode: "fit",
         account,
         requestId: callId,
         receivedAt: options.receivedAt,
-        deadline: options.deadline,
+        deadline: context.deadline,
         serverHost: options.serverHost,
+        origin: options.origin,
         deferSettlement: options.deferSettlement,
       });
-    } catch (error) {
-      const cause = toApiError(error).cause;
-      if (!isOcrError(cause) || cause.code !== "too_many_pages") return toolFailure(error, callId, TOOL_NAME);
-      // Past what one call reads (checked before any page was read or charged): the same document as a job, waited
-      // for within the call, page by page.
-      try {
-        const context = jobContext(callId);
-        const view = await submitToolJob(toOcrRequest(input), context);
-        // From here on the notifications count pages.
-        progress?.stopTimer();
-        return await answerWithJob(view, context, `This document is more than one call reads (${cause.message}).`, progress);
-      } catch (jobError) {
-        return toolFailure(jobError, callId, TOOL_NAME);
+      if (outcome.kind === "read") {
+        options.onExtracted?.(outcome.result);
+        return { content: [{ type: "text", text: outcome.result.response.extractedText }], structuredContent: outcome.result.response };
       }
+      const view = jobAccepted(outcome.view, outcome.creditsRemaining, context);
+      // From here on the notifications count pages.
+      progress?.stopTimer();
+      return await answerWithJob(view, context, `This document is more than one call reads (${outcome.reason ?? "its work"}).`, progress);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
     }
-    options.onExtracted?.(result);
-    return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
   };
 
   const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {

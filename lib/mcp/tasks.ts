@@ -9,11 +9,12 @@ import {
   type ProgressToken,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
+import type { OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { afterResponse } from "@/lib/http";
-import { cancelJob, getJobView, kickJobWorkers, listJobViews, submitJob, type JobView } from "@/lib/jobs";
+import { submitJob } from "@/lib/intake";
+import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
 import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
 
 /*
@@ -124,17 +125,20 @@ export class ProgressChannel {
   }
 }
 
-/** Submit the tool's document as a job (lib/jobs: stored once, every page reserved, queued) and start its readers. */
+/** Submit the tool's document as a job (the intake, lib/intake: stored once, every page reserved, queued) and start its readers. */
 export async function submitToolJob(body: OcrRequestInput, context: JobCallContext): Promise<JobView> {
-  const parsed = ocrRequestSchema.safeParse(body);
-  if (!parsed.success) throw toApiError(parsed.error);
   const { view, creditsRemaining } = await submitJob({
-    body: parsed.data,
+    body,
     account: context.account,
     requestId: context.requestId,
     deadline: context.deadline,
     serverHost: context.serverHost,
   });
+  return jobAccepted(view, creditsRemaining, context);
+}
+
+/** A job the intake accepted for a call: the route hears of the balance, and readers are started after the answer. */
+export function jobAccepted(view: JobView, creditsRemaining: number, context: JobCallContext): JobView {
   context.onSubmitted?.(creditsRemaining);
   const origin = context.origin;
   if (origin !== undefined) afterResponse(() => kickJobWorkers(origin, view.pagesTotal));

@@ -4,8 +4,9 @@
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */
 export { documentConfidence, extractDocument, getOcrPool, openDocument, type OpenedDocument } from "./read";
-export { describeDocument, inspectJobPages, readJobPage, type JobDocument } from "./job-pages";
+export { describeDocument, inspectJobPages, readJobPage, type DescribedDocument, type JobDocument } from "./job-pages";
 export { pagedFormats, render } from "./render";
 export { renderSearchablePdf } from "./render/formats/pdf";
-export { availableLanguages } from "./model/languages";
+export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";
+export { detectFileType } from "./model/detect";
 export type { OcrPool } from "./pool/pool";

@@ -9,7 +9,7 @@ import { availableLanguages, chooseLanguages, type LanguageChoice } from "./mode
 import { formatPageRanges, parsePageSelection } from "./model/pages";
 import type { OcrPool } from "./pool/pool";
 import type { InspectPdfResult, ReadLimits } from "./model/protocol";
-import { getOcrPool } from "./read";
+import { checkImageSize, getOcrPool, pdfWorkBudgetMs } from "./read";
 
 /*
  * An asynchronous job's document (lib/jobs), read a page at a time in the background: `describeDocument` when the
@@ -39,7 +39,7 @@ export interface DescribedDocument {
  */
 export async function describeDocument(
   bytes: Uint8Array,
-  options: { pages?: string; language?: string; maxPages: number; deadline: number; pool?: OcrPool; tenant?: string },
+  options: { pages?: string; language?: string; maxPages: number; deadline: number; signal?: AbortSignal; pool?: OcrPool; tenant?: string },
 ): Promise<DescribedDocument> {
   const env = getEnv();
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
@@ -51,13 +51,7 @@ export async function describeDocument(
     return { type, pageCount: pages.length, selectedPages, language };
   }
   if (type !== "pdf") {
-    const info = readImageInfo(bytes, type);
-    if (info.width * info.height > env.MAX_IMAGE_PIXELS) {
-      throw new OcrError(
-        "image_too_large",
-        `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(env.MAX_IMAGE_PIXELS / 1e6)} megapixels`,
-      );
-    }
+    checkImageSize(bytes, type, env.MAX_IMAGE_PIXELS);
     return { type, pageCount: 1, selectedPages: parsePageSelection(options.pages, 1), language };
   }
   const pool = options.pool ?? getOcrPool();
@@ -75,9 +69,10 @@ export async function describeDocument(
       },
       {
         deadline: options.deadline,
+        signal: options.signal,
         tenant: options.tenant,
-        // The pre-check reads every stream of the file: a large scan may take longer than a request's PDF.
-        cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (bytes.byteLength / 10_000_000) * 1000),
+        // The pre-check reads every stream of the file: its budget grows with the file (as a request's does).
+        cpuBudgetMs: pdfWorkBudgetMs(bytes),
         overBudget: "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
       },
     );
@@ -116,7 +111,7 @@ export async function inspectJobPages(
       session: options.session,
       tenant: options.tenant,
       // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second per 10 MB.
-      cpuBudgetMs: Math.max(env.MAX_PDF_WORK_MS, (document.bytes.byteLength / 10_000_000) * 1000),
+      cpuBudgetMs: pdfWorkBudgetMs(document.bytes),
       overBudget: `Reading the text layers of ${options.pages.length === 1 ? `page ${options.pages[0]}` : `${options.pages.length} pages`} of this PDF needs more than ${seconds} s of processing (its pages draw too much, such as forms drawn inside forms)`,
     },
   );

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
-import { deadlineError, isOcrError, OcrError } from "./model/ocr-error";
+import { isOcrError, OcrError } from "./model/ocr-error";
 import { readImageInfo } from "./model/image-info";
 import { checkTiffPage, readTiffPages, squareHeight } from "./model/tiff";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
@@ -39,6 +39,18 @@ export interface OpenOptions {
   limits?: Partial<EngineLimits>;
   /** Epoch ms; past it the work stops with a `deadline` error. Default: now + `REQUEST_DEADLINE_MS`. */
   deadline?: number;
+  /** The request's signal (lib/request-scope.ts): when it aborts, the work stops and answers with its reason. */
+  signal?: AbortSignal;
+  /**
+   * For a caller that can read the document later as a job (MCP's `extract_text`): past the bound on work
+   * (`limits.maxPdfPages`), or when the duration model expects the reading of its pages (more than one) to end after
+   * `by` (epoch ms), the document
+   * is not opened but described, with `overWork: true` — no `too_many_pages`, no `overloaded`. Unset: such a
+   * document is refused.
+   */
+  fit?: { by: number };
+  /** Most pages a selection may hold. Default: `maxPdfPages / TEXT_PAGE_WEIGHT` (every page from a text layer). */
+  maxPages?: number;
   /** The engine processes to use (default: the process-wide pool). */
   pool?: OcrPool;
   /**
@@ -53,6 +65,8 @@ export interface OpenOptions {
 export interface ExtractOptions {
   /** Epoch ms; past it the work stops with a `deadline` error. Default: the deadline `openDocument` was given. */
   deadline?: number;
+  /** Default: the signal `openDocument` was given. */
+  signal?: AbortSignal;
 }
 
 /** A validated document: type, page count and the pages that will be read are known; no OCR has run. */
@@ -62,6 +76,15 @@ export interface OpenedDocument {
   pageCount: number;
   /** 1-based pages that `extract` will read: what a request is charged for. */
   selectedPages: number[];
+  /** The languages it is read in (`options.language`, parsed once). */
+  language: LanguageChoice;
+  /**
+   * With `fit` only: its OCR work passes `limits.maxPdfPages` (`work`), or its reading is expected to end after
+   * `fit.by` (`time`). The document is then described, not open (`extract` must not be called): a job reads it.
+   */
+  overWork: false | "work" | "time";
+  /** Expected time (ms) `extract` takes from now, from the duration model (`OcrPool.estimateRead`). */
+  estimateMs: number;
   extract(options?: ExtractOptions): Promise<ExtractedDocument>;
   /** Close the document in the engine processes that hold it. */
   close(): Promise<void>;
@@ -127,17 +150,23 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   const type = detectFileType(bytes);
   const pool = options.pool ?? getOcrPool();
   const openDeadline = options.deadline ?? Date.now() + env.REQUEST_DEADLINE_MS;
+  const openSignal = options.signal;
   const profile = options.profile === true;
   const work = { language, available, limits: readLimits, profile, ...(tenant !== undefined && { tenant }) };
+  const maxPages = options.maxPages ?? Math.floor(limits.maxPdfPages / TEXT_PAGE_WEIGHT);
 
   if (type === "tiff") {
     // Every page of a TIFF needs OCR: the request's page limit counts them all. Each selected page's limits are
     // checked here, from the file's directories, before any page is decoded.
     const pages = readTiffPages(bytes);
-    const selected = parsePageSelection(options.pages, pages.length, limits.maxPdfPages);
+    const selected = parsePageSelection(options.pages, pages.length, options.fit ? maxPages : limits.maxPdfPages);
     for (const number of selected) checkTiffPage(pages[number - 1]!, limits.maxImagePixels);
     const firstPage = pages[selected[0]! - 1]!;
-    const admission = pool.admit("ocr", pool.estimate("read-tiff-page", firstPage.width * squareHeight(firstPage)), openDeadline);
+    const pixels = firstPage.width * squareHeight(firstPage);
+    const estimateMs = pool.estimateRead("read-tiff-page", selected.length, { pixels, firstAlone: language.auto });
+    const overWork = selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs, selected.length) && "time";
+    if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs }, overWork);
+    const admission = pool.admit("ocr", pool.estimate("read-tiff-page", pixels), openDeadline);
     const docId = `doc_${randomBytes(9).toString("base64url")}`;
     const session = pool.session();
     const inspected: InspectPdfResult = { pageCount: pages.length, selected, done: [], ocr: selected.map((number) => ({ number })) };
@@ -145,8 +174,11 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       type,
       pageCount: pages.length,
       selectedPages: selected,
-      extract: ({ deadline = openDeadline } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-tiff-page", ...work }),
+      language,
+      overWork,
+      estimateMs,
+      extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-tiff-page", ...work }),
       close: async () => {
         admission.release();
         pool.release(docId);
@@ -155,28 +187,20 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   }
 
   if (type !== "pdf") {
-    const info = readImageInfo(bytes, type);
-    if (info.width * info.height > limits.maxImagePixels) {
-      throw new OcrError(
-        "image_too_large",
-        `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(limits.maxImagePixels / 1e6)} megapixels`,
-      );
-    }
+    const pixels = checkImageSize(bytes, type, limits.maxImagePixels);
     parsePageSelection(options.pages, 1);
-    const pixels = info.width * info.height;
     const estimateMs = pool.estimate("read-image", pixels);
+    const described = { type, pageCount: 1, selectedPages: [1], language, estimateMs: pool.estimateRead("read-image", 1, { pixels }) };
     const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
-      type,
-      pageCount: 1,
-      selectedPages: [1],
-      extract: async ({ deadline = openDeadline } = {}) => {
-        checkDeadline(deadline);
+      ...described,
+      overWork: false,
+      extract: async ({ deadline = openDeadline, signal = openSignal } = {}) => {
         // Admitted when opened (before the request was charged): its place is taken now, not judged again.
         const result = await pool.run(
           "ocr",
           { kind: "read-image", bytes, type, language, available, limits: readLimits, ...(profile && { profile }) },
-          { deadline, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
+          { deadline, signal, admission: { kind: "admitted", place: admission }, estimateMs, pixels, tenant },
         );
         return { pages: [withProfile(result)], pageCount: 1 };
       },
@@ -189,7 +213,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
   try {
     // The inspect process is watched from the server: pdf.js may be stuck in a page that draws without end, where
     // nothing inside the process gets to run.
-    const seconds = Math.round(limits.maxPdfWorkMs / 1000);
+    const cpuBudgetMs = pdfWorkBudgetMs(bytes, limits.maxPdfWorkMs);
     const inspected = await pool.run(
       "inspect",
       {
@@ -197,25 +221,31 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
         doc: { id: docId, bytes },
         pages: options.pages,
         // The limit counts work, not pages: a page read from its text layer costs a tenth of one OCR'd.
-        maxPages: Math.floor(limits.maxPdfPages / TEXT_PAGE_WEIGHT),
-        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT },
+        maxPages,
+        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT, past: options.fit ? "report" : "refuse" },
         limits: readLimits,
       },
       {
         deadline: openDeadline,
+        signal: openSignal,
         session,
         tenant,
-        cpuBudgetMs: limits.maxPdfWorkMs,
-        overBudget: `Opening this PDF needs more than ${seconds} s of processing, the limit per document (its pages draw too much, such as forms drawn inside forms)`,
+        cpuBudgetMs,
+        overBudget: `Opening this PDF needs more than ${Math.round(cpuBudgetMs / 1000)} s of processing, the limit for its size (its pages draw too much, such as forms drawn inside forms)`,
       },
     );
+    const estimateMs = pool.estimateRead("read-pdf-page", inspected.ocr.length, { firstAlone: language.auto });
+    const described = { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language, estimateMs };
+    if (inspected.overWork === true || pastFit(options.fit, estimateMs, inspected.ocr.length)) {
+      pool.release(docId);
+      return notOpened(described, inspected.overWork === true ? "work" : "time");
+    }
     const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
-      type,
-      pageCount: inspected.pageCount,
-      selectedPages: inspected.selected,
-      extract: ({ deadline = openDeadline } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, admission, kind: "read-pdf-page", ...work }),
+      ...described,
+      overWork: false,
+      extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
+        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-pdf-page", ...work }),
       close: async () => {
         admission?.release();
         pool.release(docId);
@@ -257,8 +287,42 @@ function withProfile({ page, profile }: PageResult): ExtractedPage {
   return profile ? { ...page, trace: { ...page.trace, profile } } : page;
 }
 
-function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw deadlineError();
+/**
+ * With `fit`: the reading of more than one page of OCR is expected to end after `fit.by`. One page is read now
+ * whatever its estimate: a job would read it no sooner, and the request's deadline still bounds it.
+ */
+function pastFit(fit: OpenOptions["fit"], estimateMs: number, ocrPages: number): boolean {
+  return fit !== undefined && ocrPages > 1 && Date.now() + estimateMs > fit.by;
+}
+
+/** A document whose work passed the bound or the budget (`fit`): described, not open; a job reads it. */
+function notOpened(described: Omit<OpenedDocument, "extract" | "close" | "overWork">, why: "work" | "time"): OpenedDocument {
+  return {
+    ...described,
+    overWork: why,
+    extract: () => Promise.reject(new OcrError("too_many_pages", "This document has more work than one request reads")),
+    close: async () => undefined,
+  };
+}
+
+/** An image's pixels, read from its header: `image_too_large` past `maxPixels` (before anything is decoded). */
+export function checkImageSize(bytes: Uint8Array, type: Exclude<FileType, "pdf" | "tiff">, maxPixels: number): number {
+  const info = readImageInfo(bytes, type);
+  if (info.width * info.height > maxPixels) {
+    throw new OcrError(
+      "image_too_large",
+      `The image is ${info.width}×${info.height} pixels; the limit is ${Math.round(maxPixels / 1e6)} megapixels`,
+    );
+  }
+  return info.width * info.height;
+}
+
+/**
+ * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`MAX_PDF_WORK_MS`), or a
+ * second per 10 MB of file when that is more — the same for a request, a job's acceptance and a job's pages.
+ */
+export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs = getEnv().MAX_PDF_WORK_MS): number {
+  return Math.max(baseMs, (bytes.byteLength / 10_000_000) * 1000);
 }
 
 interface PageWork {
@@ -272,6 +336,7 @@ interface PageWork {
   session: string;
   inspected: InspectPdfResult;
   deadline: number;
+  signal?: AbortSignal;
   language: LanguageChoice;
   available: string[];
   limits: ReadLimits;
@@ -286,7 +351,6 @@ interface PageWork {
  */
 async function extractPages(work: PageWork): Promise<ExtractedDocument> {
   const { pool, inspected, session } = work;
-  checkDeadline(work.deadline);
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
   let place = work.admission;
@@ -295,7 +359,7 @@ async function extractPages(work: PageWork): Promise<ExtractedDocument> {
     const admission: JobAdmission = place ? { kind: "admitted", place } : { kind: "follows" };
     place = undefined;
     const page = { doc: { id: work.docId, bytes: work.bytes }, number, language, available: work.available, limits: work.limits };
-    const options = { deadline: work.deadline, session, admission, tenant: work.tenant };
+    const options = { deadline: work.deadline, signal: work.signal, session, admission, tenant: work.tenant };
     const result =
       work.kind === "read-tiff-page"
         ? await pool.run("ocr", { kind: "read-tiff-page", ...page, ...(work.profile && { profile: true }) } satisfies ReadTiffPageJob, options)

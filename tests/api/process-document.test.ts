@@ -4,7 +4,7 @@ import { listLedger } from "@/lib/credits";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import * as ocr from "@/lib/ocr";
 import type { OpenedDocument } from "@/lib/ocr";
-import { processDocument, type ProcessDocumentInput } from "@/lib/process";
+import { processDocument, type ProcessDocumentInput } from "@/lib/intake";
 import { createCanvas } from "@napi-rs/canvas";
 import { PDFDocument } from "pdf-lib";
 import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";

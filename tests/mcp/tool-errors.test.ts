@@ -120,7 +120,7 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
       expect(result.isError ?? false).toBe(false);
       const text = result.content[0]!.text!;
       expect(text).toMatch(
-        /^This document is more than one call reads \(This PDF has more than 2 pages of work for one request: .*\)\. It is being read as job job_\S+: (Queued|Reading).*\. Call get_extraction with \{"job_id": "job_\S+"\}/,
+        /^This document is more than one call reads \(it has more than 2 pages of OCR work, the most one call reads\)\. It is being read as job job_\S+: (Queued|Reading).*\. Call get_extraction with \{"job_id": "job_\S+"\}/,
       );
       expect(text).not.toMatch(REST_FIELDS);
     } finally {

@@ -35,6 +35,10 @@ export interface QueuedJob {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
+  /** Stops listening to the request's signal (`RunOptions.signal`) once the job is answered. */
+  unlisten?: () => void;
+  /** Why the request's signal aborted while the job ran: its answer once its process has exited. */
+  abortedWith?: Error;
   settled: boolean;
   startedAt?: number;
   /** The process running it. */

@@ -1,7 +1,7 @@
 import { ocrRequestSchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { acceptJob, prefersAsync } from "@/lib/http/jobs";
-import { processDocument } from "@/lib/process";
+import { processDocument } from "@/lib/intake";
 
 export const runtime = "nodejs";
 export const maxDuration = 60;
@@ -15,7 +15,7 @@ export const POST = withApiKey(async (context) => {
   if (prefersAsync(req)) {
     return acceptJob(context, ocrRequestSchema.parse(json), { "Preference-Applied": "respond-async", Vary: "Prefer" });
   }
-  // processDocument validates the body (and refuses `webhook`, which is for jobs).
+  // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
   const serverHost = req.headers.get("host") ?? undefined;
   const { response, creditsRemaining } = await processDocument({ body: json, account, requestId, receivedAt, serverHost });
   report({ pages: response.creditsUsed, creditsRemaining });
