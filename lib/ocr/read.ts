@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
-import { isOcrError, OcrError } from "./model/ocr-error";
+import { deadlineError, isOcrError, OcrError } from "./model/ocr-error";
 import { readImageInfo } from "./model/image-info";
 import { checkTiffPage, readTiffPages, squareHeight } from "./model/tiff";
 import { availableLanguages, chooseLanguages, type LanguageChoice } from "./model/languages";
@@ -231,7 +231,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
         session,
         tenant,
         cpuBudgetMs,
-        overBudget: `Opening this PDF needs more than ${Math.round(cpuBudgetMs / 1000)} s of processing, the limit for its size (its pages draw too much, such as forms drawn inside forms)`,
+        overBudget: `Opening this PDF needs more than ${Math.round(cpuBudgetMs / 1000)} s of processing, the limit per document (its pages draw too much, such as forms drawn inside forms)`,
       },
     );
     const estimateMs = pool.estimateRead("read-pdf-page", inspected.ocr.length, { firstAlone: language.auto });
@@ -351,6 +351,9 @@ interface PageWork {
  */
 async function extractPages(work: PageWork): Promise<ExtractedDocument> {
   const { pool, inspected, session } = work;
+  // Nothing starts past the deadline, or once the request's signal aborted (pages read from text layers included).
+  if (work.signal?.aborted) throw work.signal.reason;
+  if (Date.now() >= work.deadline) throw deadlineError();
   const pages = new Map<number, ExtractedPage>(inspected.done.map((page) => [page.number, page]));
   let language = work.language;
   let place = work.admission;
