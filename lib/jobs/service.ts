@@ -4,7 +4,7 @@ import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
 import { describeDocument, formatPageRanges, type OcrPool } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process";
+import { checkedUpload, fromEngineError } from "@/lib/process";
 import { getStore, type JobRecord, type NewJob } from "@/lib/store";
 import { jobWebhookView, resolveJobWebhook } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
@@ -13,6 +13,8 @@ import { toJobView, type JobView } from "./view";
 
 export interface SubmitJobInput {
   body: OcrRequest;
+  /** The file sent itself (multipart or a raw body); `body` then holds only its options and webhook. */
+  file?: Uint8Array;
   account: { userId: string; keyId?: string };
   requestId: string;
   /** Epoch ms: the submitting request's deadline (the file is fetched and checked within it). */
@@ -133,9 +135,10 @@ async function loadJobInput(
   body: OcrRequest,
   deadline: number,
   maxUrlBytes: number,
-  { resolveHost, serverHost }: Pick<SubmitJobInput, "resolveHost" | "serverHost">,
-): Promise<{ bytes: Uint8Array; inputSource: "base64" | "url" }> {
+  { file, resolveHost, serverHost }: Pick<SubmitJobInput, "file" | "resolveHost" | "serverHost">,
+): Promise<{ bytes: Uint8Array; inputSource: "base64" | "url" | "upload" }> {
   const env = getEnv();
+  if (file !== undefined) return { bytes: checkedUpload(file), inputSource: "upload" };
   if (body.image !== undefined) return { bytes: decodeBase64Input(body.image, env.MAX_INLINE_BYTES), inputSource: "base64" };
   const sample = await readOwnSample(body.imageUrl!, serverHost);
   if (sample) return { bytes: sample, inputSource: "url" };

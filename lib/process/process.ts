@@ -1,10 +1,10 @@
 import { ApiError, aboutField, apiCode, checkDeadline, deadlineError, toApiError } from "@/lib/api/errors";
-import { ocrRequestSchema, type InputSource, type OcrRequest, type OcrResponse } from "@/lib/api/schemas";
+import { ocrRequestSchema, ocrUploadSchema, type InputSource, type OcrRequest, type OcrResponse } from "@/lib/api/schemas";
 import { withTimeout } from "@/lib/async";
 import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
-import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
+import { decodeBase64Input, fetchRemoteFile, formatMegabytes, readOwnSample, type ResolveHost } from "@/lib/input";
 import { documentConfidence, getOcrPool, MAX_SYNC_PDF_BYTES, openDocument, render, renderSearchablePdf, type ExtractedDocument, type OcrPool, type OpenedDocument } from "@/lib/ocr";
 import { ANSWER_GRACE_MS, runWithDeadline } from "@/lib/request-scope";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -19,8 +19,13 @@ export interface ProcessAccount {
 }
 
 export interface ProcessDocumentInput {
-  /** The request body as received (JSON): validated here, once, so every caller gets the same 400s. */
+  /**
+   * The request body as received (JSON): validated here, once, so every caller gets the same 400s. With `file`, only
+   * its `options` (the file came itself: lib/http/upload.ts).
+   */
   body: unknown;
+  /** The file sent itself (a multipart `file` field or a raw body): `inputSource` `upload`. */
+  file?: Uint8Array;
   account: ProcessAccount;
   /** Unique per request: it keys the credit reservation and the ledger entries. */
   requestId: string;
@@ -76,7 +81,7 @@ export interface ProcessDocumentResult {
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const receivedAt = input.receivedAt ?? Date.now();
   const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
-  const body = validBody(input.body);
+  const body = validBody(input.body, input.file !== undefined);
   // Every step is bounded by the deadline on its own (the fetch aborted, engine jobs killed, store commands capped
   // through runWithDeadline); this is the backstop that answers `504` by the deadline plus the answer grace whatever
   // happens, while the work winds down (and refunds) behind it.
@@ -90,8 +95,8 @@ export async function processDocument(input: ProcessDocumentInput): Promise<Proc
 }
 
 /** The body, validated once, here, so every surface gets the same `400`s. */
-function validBody(raw: unknown): OcrRequest {
-  const parsed = ocrRequestSchema.safeParse(raw);
+function validBody(raw: unknown, upload: boolean): OcrRequest {
+  const parsed = (upload ? ocrUploadSchema : ocrRequestSchema).safeParse(raw);
   if (!parsed.success) throw toApiError(parsed.error);
   if (parsed.data.webhook) {
     throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
@@ -188,9 +193,10 @@ async function readDocument(request: ValidRequest): Promise<ProcessDocumentResul
 /** The file's bytes. `signal` aborts a fetch at the request's deadline (`URL_FETCH_TIMEOUT_MS` answers 502 instead). */
 async function loadInput(
   body: OcrRequest,
-  { resolveHost, serverHost }: Pick<ProcessDocumentInput, "resolveHost" | "serverHost">,
+  { file, resolveHost, serverHost }: Pick<ProcessDocumentInput, "file" | "resolveHost" | "serverHost">,
   signal: AbortSignal,
 ): Promise<{ bytes: Uint8Array; inputSource: InputSource }> {
+  if (file !== undefined) return { bytes: checkedUpload(file), inputSource: "upload" };
   // lib/input's messages name the field they were given (`image`, `imageUrl`); the errors say so for other surfaces.
   if (body.image !== undefined) {
     try {
@@ -207,6 +213,15 @@ async function loadInput(
   } catch (error) {
     throw aboutField(error, "imageUrl");
   }
+}
+
+/** A file sent itself, within `MAX_INLINE_BYTES` (the route refuses a larger body while reading it; this is for other callers). */
+export function checkedUpload(file: Uint8Array): Uint8Array {
+  const max = getEnv().MAX_INLINE_BYTES;
+  if (file.byteLength > max) {
+    throw new ApiError("payload_too_large", `The file is ${formatMegabytes(file.byteLength)}; a file sent in the request may be at most ${formatMegabytes(max)}. Send larger files with imageUrl.`);
+  }
+  return file;
 }
 
 /** A `using` declaration that calls `release` when its block ends. */

@@ -35,7 +35,7 @@ export const jobRecordSchema = z.object({
   /** Epoch ms after which its results are gone (set when it ends; before, the deadline plus the result TTL). */
   expiresAt: ms,
   fileType: z.enum(["pdf", "jpeg", "png", "webp", "tiff"]),
-  inputSource: z.enum(["base64", "url"]),
+  inputSource: z.enum(["base64", "url", "upload"]),
   /** Bytes of the source file. */
   bytes: count,
   /** Chunks the source file is stored in. */
