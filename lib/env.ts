@@ -134,6 +134,12 @@ export const envSchema = z.object({
   JOB_MAX_DURATION: int(24 * 60 * 60, 60),
   /** Pages one account may have waiting in its unfinished jobs; a job past it is refused (`429`). */
   MAX_QUEUED_PAGES_PER_ACCOUNT: int(10_000, 1),
+  /**
+   * Bytes of job files one account may have stored at once: files of jobs queued or running, and of succeeded jobs
+   * kept with their results (`JOB_RESULT_TTL`). A job past it is refused (`429`, with when the first file goes).
+   * Default 400 MiB: two files of the largest size a job fetches (`MAX_JOB_URL_BYTES`).
+   */
+  MAX_JOB_BYTES_PER_ACCOUNT: int(400 * MiB, 1),
   /** Most time one page of a job may take in an engine process; past it the page fails alone (`timeout`). */
   JOB_PAGE_DEADLINE_MS: int(120_000, 1_000),
   /**

@@ -357,7 +357,7 @@ describe("ocr extract: retries", () => {
       dropped = true;
       // Do the work (and the charge) with the real route, then lose the answer.
       void import("@/app/api/ocr/process/route").then((route) =>
-        route.POST(new Request(`${server.current.baseUrl}/api/ocr/process`, { method: "POST", headers: request.headers, body: request.body })),
+        route.POST(new Request(`${server.current.baseUrl}/api/ocr/process${request.search}`, { method: "POST", headers: request.headers, body: new Uint8Array(request.raw) })),
       );
       return "drop";
     };
