@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors";
-import { sniffFileType } from "@/lib/ocr";
+import { sniffFileType } from "@/lib/ocr/model";
 import { FILE_CONTENT_TYPES, mediaTypeOf, type RequestBody } from "./body";
 
 /**

@@ -1,7 +1,6 @@
 import { jobsListQuerySchema, parseOcrRequest } from "@/lib/api/schemas";
-import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob } from "@/lib/http/jobs";
-import { readOcrBody } from "@/lib/http/upload";
 import { listJobViews } from "@/lib/jobs";
 
 export const runtime = "nodejs";

@@ -1,7 +1,6 @@
 import { parseOcrRequest } from "@/lib/api/schemas";
-import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob, prefersAsync } from "@/lib/http/jobs";
-import { readOcrBody } from "@/lib/http/upload";
 import { processDocument } from "@/lib/process";
 
 export const runtime = "nodejs";
