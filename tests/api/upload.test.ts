@@ -189,6 +189,23 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     });
   });
 
+  it("on Vercel the 413 says the platform stops request bodies at 4.5 MB and what to send instead", async () => {
+    const account = await createAccount(5);
+    const big = new Uint8Array(4 * 1024 * 1024 + 1);
+    big.set(photo.subarray(0, 1024));
+    const restore = setEnv({ VERCEL: "1", MAX_INLINE_BYTES: String(4 * 1024 * 1024) });
+    try {
+      await expectApiError(
+        await processRoute.POST(raw(PROCESS, account.key, big as BodyInit, "image/jpeg")),
+        "payload_too_large",
+        /4 MB, the limit for a file sent in the request.*runs on Vercel, whose request bodies stop at 4\.5 MB.*\{"imageUrl": "https:\/\/…"\}.*POST \/api\/ocr\/jobs \(up to 200 MB/,
+      );
+    } finally {
+      restore();
+    }
+    await expectNothingCharged(account, 5);
+  });
+
   it("Idempotency-Key: a multipart retry with another boundary replays, charged once; another file is a mismatch", async () => {
     const account = await createAccount(5);
     const headers = { "idempotency-key": `upload-${Date.now()}` };
