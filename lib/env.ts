@@ -1,6 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
-import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
+import { DEFAULT_MAX_INLINE_BYTES, VERCEL_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
 const MiB = 1024 * 1024;
 
@@ -87,7 +87,11 @@ export const envSchema = z.object({
   OCR_TESSERACT_LIBRARY: optionalString,
 
   // Limits (docs/api.md#limits)
-  MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
+  /**
+   * Largest file sent in the request: base64 (decoded), a multipart `file` or a raw body. Default 20 MiB, 4 MiB on
+   * Vercel (`VERCEL=1`: its request bodies stop at 4.5 MB).
+   */
+  MAX_INLINE_BYTES: int(process.env.VERCEL === "1" ? VERCEL_MAX_INLINE_BYTES : DEFAULT_MAX_INLINE_BYTES, 1),
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**
    * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses
@@ -130,6 +134,12 @@ export const envSchema = z.object({
   JOB_MAX_DURATION: int(24 * 60 * 60, 60),
   /** Pages one account may have waiting in its unfinished jobs; a job past it is refused (`429`). */
   MAX_QUEUED_PAGES_PER_ACCOUNT: int(10_000, 1),
+  /**
+   * Bytes of job files one account may have stored at once: files of jobs queued or running, and of succeeded jobs
+   * kept with their results (`JOB_RESULT_TTL`). A job past it is refused (`429`, with when the first file goes).
+   * Default 400 MiB: two files of the largest size a job fetches (`MAX_JOB_URL_BYTES`).
+   */
+  MAX_JOB_BYTES_PER_ACCOUNT: int(400 * MiB, 1),
   /** Most time one page of a job may take in an engine process; past it the page fails alone (`timeout`). */
   JOB_PAGE_DEADLINE_MS: int(120_000, 1_000),
   /**

@@ -41,6 +41,7 @@ export default async function DocsPage() {
   // A Host that is not a plain host name never reaches the examples (they are pasted into shells).
   const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
+  const inlineLimit = formatMegabytes(getEnv().MAX_INLINE_BYTES);
   return (
     <article className="prose docs">
       <h1>Documentation</h1>
@@ -78,8 +79,13 @@ export default async function DocsPage() {
   "options": { "format": "markdown", "language": "eng+fra", "pages": "1-3,5" } }`}</code>
       </pre>
       <p>
-        Exactly one of <code>image</code> (at most 3 MB decoded) and <code>imageUrl</code> (public http(s), at most
-        25 MB). The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
+        The file comes itself — <code>multipart/form-data</code> with a <code>file</code> field and the options as
+        fields (<code>-F format=markdown</code>), or the raw bytes with their type (<code>application/pdf</code>,{" "}
+        <code>image/jpeg</code>, <code>image/png</code>, <code>image/webp</code>, <code>image/tiff</code>) and the options
+        in the query (<code>?format=markdown&amp;pages=1-3</code>) — or as JSON with exactly one of <code>image</code>{" "}
+        (base64) and <code>imageUrl</code> (public http(s), at most 25 MB; 200 MB as a job). A file in the request may
+        be {inlineLimit}; larger, send its URL. On Vercel the platform refuses request bodies over 4.5 MB, so there send
+        files over 4 MB (3.3 MB as base64) by <code>imageUrl</code>. The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
         a form feed), <code>markdown</code>, <code>json</code> (pages, blocks, lines and words with confidences
         0–100 and bounding boxes normalized to 0–1), <code>hocr</code> (hOCR 1.2), <code>alto</code> (ALTO 4 XML),{" "}
         <code>tsv</code> (Tesseract&apos;s table of words) or <code>pdf</code> (a searchable PDF: each scanned page with

@@ -10,10 +10,15 @@ import type { ApiContext } from "./context";
  * `POST /api/ocr/process` with `Prefer: respond-async`). Workers that are function invocations are started after
  * the answer.
  */
-export async function acceptJob({ req, account, requestId, receivedAt, report }: ApiContext, body: OcrRequest, extraHeaders: Record<string, string> = {}): Promise<Response> {
+export async function acceptJob(
+  { req, account, requestId, receivedAt, report }: ApiContext,
+  { body, file }: { body: OcrRequest; file?: Uint8Array },
+  extraHeaders: Record<string, string> = {},
+): Promise<Response> {
   const origin = new URL(req.url).origin;
   const { view, creditsRemaining } = await submitJob({
     body,
+    file,
     account,
     requestId,
     receivedAt,

@@ -14,7 +14,7 @@ import { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive,
 import { runInScope, requestScope } from "@/lib/request-scope";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
-import { requestBody } from "./body";
+import { fingerprintParts, requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
 import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
@@ -229,7 +229,7 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
   const key = req.headers.get("idempotency-key");
   if (key === null) return run();
 
-  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, await context.body.bytes()]);
+  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, ...(await fingerprintParts(req, context.body))]);
   const { userId } = account;
   const claim = await claimIdempotencyKey({ userId, key, fingerprint });
   switch (claim.status) {

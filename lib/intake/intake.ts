@@ -1,5 +1,5 @@
 import { ApiError, toApiError } from "@/lib/api/errors";
-import { ocrRequestSchema, type OcrRequest } from "@/lib/api/schemas";
+import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import type { ResolveHost } from "@/lib/input";
@@ -117,7 +117,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
   const toJob = async (document: Parameters<typeof queueJob>[0]["document"], reason?: string): Promise<IntakeOutcome> => {
-    const queued = await queueJob({ bytes, inputSource, document, format, account, requestId: input.requestId, webhookUrl, origin: input.origin });
+    const queued = await queueJob({ bytes, inputSource, document, format, account, requestId: input.requestId, deadline: scope.deadline, webhookUrl, origin: input.origin });
     return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
   };
 
@@ -159,32 +159,37 @@ function fitReason(why: "work" | "time", estimateMs: number, by: number): string
   return `reading it is expected to take about ${seconds} s, and this call has ${budget} s for it`;
 }
 
-/** A JSON body (`ocrRequestSchema`, validated by the intake) and the rest of the intake's input. */
-export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mode" | "webhookUrl"> & { body: unknown };
+/**
+ * A request's body (`ocrRequestSchema`, validated by the intake) and the rest of the intake's input. With `file` (a
+ * multipart `file` field or a raw body, lib/http/upload.ts), `body` holds only its options and webhook
+ * (`ocrUploadSchema`).
+ */
+export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mode" | "webhookUrl"> & { body: unknown; file?: Uint8Array };
 
 /** REST's synchronous read (`POST /api/ocr/process`) of a JSON body, validated here so every caller gets the same 400s. */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
-  const body = validBody(input.body);
+  const body = validBody(input.body, input.file !== undefined);
   if (body.webhook) throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
-  const outcome = await intake({ ...input, ...requestOf(body), mode: "read" });
+  const outcome = await intake({ ...input, ...requestOf(body, input.file), mode: "read" });
   if (outcome.kind !== "read") throw new Error("intake: a read became a job");
   return outcome.result;
 }
 
 /** An asynchronous job of a JSON body (`POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task). */
 export async function submitJob(input: ProcessDocumentInput): Promise<{ view: JobView; creditsRemaining: number }> {
-  const outcome = await intake({ ...input, ...requestOf(validBody(input.body)), mode: "job" });
+  const outcome = await intake({ ...input, ...requestOf(validBody(input.body, input.file !== undefined), input.file), mode: "job" });
   if (outcome.kind !== "job") throw new Error("intake: a job was read now");
   return outcome;
 }
 
-/** The intake's view of a JSON body: its document, options and webhook. */
-export function requestOf(body: OcrRequest): Pick<IntakeInput, "source" | "options" | "webhookUrl"> {
-  return { source: sourceOfBody(body), options: body.options ?? {}, ...(body.webhook && { webhookUrl: body.webhook.url }) };
+/** The intake's view of a request: its document (the body's, or the file sent itself), options and webhook. */
+export function requestOf(body: OcrRequest, file?: Uint8Array): Pick<IntakeInput, "source" | "options" | "webhookUrl"> {
+  const source: DocumentSource = file !== undefined ? { kind: "bytes", bytes: file, field: "file" } : sourceOfBody(body);
+  return { source, options: body.options ?? {}, ...(body.webhook && { webhookUrl: body.webhook.url }) };
 }
 
-function validBody(raw: unknown): OcrRequest {
-  const parsed = ocrRequestSchema.safeParse(raw);
+function validBody(raw: unknown, upload = false): OcrRequest {
+  const parsed = (upload ? ocrUploadSchema : ocrRequestSchema).safeParse(raw);
   if (!parsed.success) throw toApiError(parsed.error);
   return parsed.data;
 }

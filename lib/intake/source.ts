@@ -24,9 +24,9 @@ export function sourceOfBody(body: Pick<OcrRequest, "image" | "imageUrl">): Docu
   return body.image !== undefined ? { kind: "base64", data: body.image } : { kind: "url", url: body.imageUrl! };
 }
 
-/** The answer's `inputSource`: a URL is `url`; bytes sent in the body (base64, multipart, raw) are `base64`. */
+/** The answer's `inputSource`: `url` for a URL, `base64` for `image`, `upload` for a file sent itself (multipart, raw). */
 export function inputSourceOf(source: DocumentSource): InputSource {
-  return source.kind === "url" ? "url" : "base64";
+  return source.kind === "url" ? "url" : source.kind === "base64" ? "base64" : "upload";
 }
 
 export interface LoadOptions {

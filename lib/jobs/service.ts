@@ -3,6 +3,7 @@ import type { InputSource } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
 import { languageSpec, type DescribedDocument } from "@/lib/ocr";
 import { formatPageRanges } from "@/lib/ocr/model";
+import { formatMegabytes } from "@/lib/input";
 import { getStore, type JobRecord, type NewJob } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { jobWebhookView } from "@/lib/webhooks";
@@ -19,6 +20,8 @@ export interface QueueJobInput {
   format: OutputFormat;
   account: { userId: string; keyId?: string };
   requestId: string;
+  /** Epoch ms: the submitting request's deadline (until the job exists, its file lives this long and a few minutes). */
+  deadline: number;
   /** The webhook the job's events go to (checked by the intake before anything was fetched). */
   webhookUrl?: string;
   /** The origin the job was submitted to (`https://ocr.example.com`): its webhook event's links are absolute with it. */
@@ -43,7 +46,15 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
   const deadline = now + settings.maxDurationMs;
-  const sourceChunks = await jobs.putSource(jobId, bytes, { chunkBytes: settings.chunkBytes, ttlMs: settings.maxDurationMs + settings.resultTtlMs });
+  const stored = await jobs.putSource(jobId, bytes, {
+    chunkBytes: settings.chunkBytes,
+    // Until createJob gives the file the job's lifetime: a submission that dies in between leaves it for minutes.
+    pendingTtlMs: Math.max(0, input.deadline - now) + SOURCE_PENDING_GRACE_MS,
+    userId: account.userId,
+    maxAccountBytes: settings.maxAccountBytes,
+  });
+  if (!stored.ok) throw accountFilesFull(bytes.byteLength, stored, settings.maxAccountBytes);
+  const sourceChunks = stored.chunks;
   const pages = described.selectedPages.length;
   const job: NewJob = {
     id: jobId,
@@ -81,7 +92,7 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
     ttlMs: settings.resultTtlMs,
   });
   if (!created.ok) {
-    await jobs.deleteSource(jobId, sourceChunks).catch(() => undefined);
+    await jobs.deleteSource(jobId, sourceChunks, { userId: account.userId, bytes: bytes.byteLength }).catch(() => undefined);
     switch (created.reason) {
       case "insufficient_credits":
         throw new ApiError(
@@ -109,6 +120,23 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
   // As accepted (a worker may have started it meanwhile: the status route says so).
   const accepted: JobRecord = { ...job, status: "queued", pagesDone: 0, pagesFailed: 0, creditsUsed: 0, creditsRefunded: 0 };
   return { view: toJobView(accepted), creditsRemaining: created.balance };
+}
+
+/** How much longer than its submission's deadline a job's file, written before the job, lives without it. */
+const SOURCE_PENDING_GRACE_MS = 5 * 60_000;
+
+/** `429`: the account's stored job files and this one would pass `MAX_JOB_BYTES_PER_ACCOUNT`. */
+function accountFilesFull(bytes: number, { used, releasedAt }: { used: number; releasedAt: number | null }, max: number): ApiError {
+  const retryAfterS = releasedAt === null ? 60 : Math.max(1, Math.ceil((releasedAt - Date.now()) / 1000));
+  const when = releasedAt === null ? "" : ` The first of them is released at ${new Date(releasedAt).toISOString()}.`;
+  return new ApiError(
+    "rate_limited",
+    `This account's jobs already hold ${formatMegabytes(used)} of files (queued, running, or kept with their results), and ` +
+      `this one (${formatMegabytes(bytes)}) would pass the ${formatMegabytes(max)} they may hold (MAX_JOB_BYTES_PER_ACCOUNT).${when} ` +
+      "Submit it when earlier jobs have ended (a failed or cancelled job's file goes at once), or read it synchronously " +
+      "(POST /api/ocr/process) if it fits one request. Nothing was charged.",
+    { headers: { "Retry-After": String(retryAfterS) } },
+  );
 }
 
 /** The job `jobId` of `userId`: `404` for another account's or an unknown one, `410` once its results expired. */

@@ -50,7 +50,7 @@ const imageSourceSchema = z
       .min(1)
       .describe(
         "When type is `base64`: the file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
-          "(`data:application/pdf;base64,…`), at most 3 MB decoded. When type is `url`: an http(s) URL of the file on a " +
+          "(`data:application/pdf;base64,…`), at most 20 MB decoded (4 MB on Vercel). When type is `url`: an http(s) URL of the file on a " +
           `public host (at most 25 MB, 3 redirects, 15 s; ${MAX_IMAGE_URL_LENGTH} characters). Prefer base64 under 1 MB and a URL above.`,
       ),
     filename: z

@@ -230,8 +230,13 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("413 payload_too_large: a body over the limit", async () => {
       const account = await createAccount(10);
-      const response = await callOcr({ image: "A".repeat(5 * 1024 * 1024) }, { key: account.key });
-      await expectApiError(response, "payload_too_large", /imageUrl/);
+      const restore = setEnv({ MAX_INLINE_BYTES: String(3 * 1024 * 1024) });
+      try {
+        const response = await callOcr({ image: "A".repeat(5 * 1024 * 1024) }, { key: account.key });
+        await expectApiError(response, "payload_too_large", /imageUrl/);
+      } finally {
+        restore();
+      }
       expect(await account.balance()).toBe(10);
     });
 

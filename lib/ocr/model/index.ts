@@ -10,3 +10,4 @@ export { formatPageRanges, parsePageSelection } from "./pages";
 export { MAX_SYNC_PDF_BYTES } from "./limits";
 export type { LanguageChoice } from "./languages";
 export type { TesseractInUse } from "./protocol";
+export { sniffFileType, type FileType } from "./detect";

@@ -19,6 +19,24 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
   const indexes = new Map<string, Array<{ id: string; score: number }>>();
   const queued = new Map<string, number>();
   const sources = new ExpiringMap<Uint8Array>();
+  /** Whose each stored file is, for the account's cap (entries go with their file). */
+  const sourceOwners = new Map<string, { userId: string; bytes: number }>();
+  const storedBytes = (userId: string): { used: number; releasedAt: number | null } => {
+    let used = 0;
+    let releasedAt: number | null = null;
+    for (const [jobId, owner] of sourceOwners) {
+      const left = sources.remainingMs(jobId);
+      if (left === undefined) {
+        sourceOwners.delete(jobId);
+        continue;
+      }
+      if (owner.userId !== userId) continue;
+      used += owner.bytes;
+      const at = Date.now() + left;
+      if (releasedAt === null || at < releasedAt) releasedAt = at;
+    }
+    return { used, releasedAt };
+  };
 
   const live = (jobId: string): MemoryJob | undefined => {
     const job = jobs.get(jobId);
@@ -57,6 +75,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       const record: JobRecord = { ...job, status: "queued", pagesDone: 0, pagesFailed: 0, creditsUsed: 0, creditsRefunded: 0 };
       const score = indexScore(job.createdAt, job.id);
       jobs.set(job.id, { record, pages: new Map(), failed: new Map(), score }, job.deadline + ttlMs + JOB_RECORD_KEEP_MS - Date.now());
+      // The file takes the job's lifetime (it was stored with a short one).
+      sources.expire(job.id, job.expiresAt - Date.now());
       const index = indexes.get(job.userId) ?? [];
       index.push({ id: job.id, score });
       index.sort((a, b) => b.score - a.score);
@@ -163,9 +183,12 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       return [...(live(jobId)?.pages.keys() ?? [])].sort((a, b) => a - b);
     },
 
-    async putSource(jobId, bytes, { chunkBytes, ttlMs }) {
-      sources.set(jobId, bytes, ttlMs);
-      return Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
+    async putSource(jobId, bytes, { chunkBytes, pendingTtlMs, userId, maxAccountBytes }) {
+      const { used, releasedAt } = storedBytes(userId);
+      if (used + bytes.byteLength > maxAccountBytes) return { ok: false, used, releasedAt };
+      sources.set(jobId, bytes, pendingTtlMs);
+      sourceOwners.set(jobId, { userId, bytes: bytes.byteLength });
+      return { ok: true, chunks: Math.max(1, Math.ceil(bytes.byteLength / chunkBytes)) };
     },
 
     async getSource(jobId) {
@@ -174,6 +197,7 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
 
     async deleteSource(jobId) {
       sources.delete(jobId);
+      sourceOwners.delete(jobId);
     },
   };
 }
