@@ -48,13 +48,31 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     jobPollMs: options.jobPollMs,
   });
 
+  // The `Idempotency-Key` of a legacy SSE session POST, which the transport handles itself (see `sessionPost`).
+  const sessionKeys = new WeakMap<Request, string>();
   const handlePost = async (context: ApiContext) => {
     const sessionId = new URL(context.req.url).searchParams.get("sessionId");
-    return sessionId === null ? postStateless(context, settings()) : sse.post(context, sessionId, settings());
+    return sessionId === null
+      ? postStateless(context, settings())
+      : sse.post(context, sessionId, settings(), sessionKeys.get(context.req));
   };
   const postRequest = withApiKey(handlePost, KEY_OPTIONS);
   // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
   const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" });
+  /**
+   * A legacy SSE session POST's `Idempotency-Key` is not `withApiKey`'s to replay: the POST's own answer is an empty
+   * `202`, its messages go to a stream that a retry no longer has, and the SDK's retry of a call carries a new
+   * JSON-RPC id. The transport keeps the key (./sse/transport.ts, `postToSession`).
+   */
+  const sessionPost = (req: Request): Request => {
+    const key = req.headers.get("idempotency-key");
+    if (key === null || !new URL(req.url).searchParams.has("sessionId")) return req;
+    const headers = new Headers(req.headers);
+    headers.delete("idempotency-key");
+    const stripped = new Request(req, { headers });
+    sessionKeys.set(stripped, key);
+    return stripped;
+  };
 
   const notAllowed = withRequest(async ({ req }) => {
     throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`, {
@@ -64,7 +82,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   return {
     GET: sse.GET,
-    POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(req) : postRequest(req)),
+    POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req))),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,

@@ -27,7 +27,17 @@ import {
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
-import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
+import type { JobView } from "@/lib/jobs";
+import {
+  TASKS_CAPABILITY,
+  ProgressChannel,
+  answerWithJob,
+  createTaskResult,
+  findCallJob,
+  registerTaskHandlers,
+  submitToolJob,
+  type JobCallContext,
+} from "./tasks";
 import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
 
@@ -160,6 +170,16 @@ interface BuildServerOptions {
   jobPollMs?: number;
   /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
   onJobSubmitted?: (creditsRemaining: number) => void;
+  /**
+   * The POST's `Idempotency-Key` (the legacy SSE transport, which handles the key itself): each `tools/call` of the
+   * POST keeps the job it starts under the key and its place in the batch, and a retry with the same key reads that
+   * job again instead of starting another (docs/mcp.md, "A lost answer").
+   */
+  idempotencyKey?: string;
+  /** Called with each job a call reads its document in (the SSE relay names them when the answer cannot be delivered). */
+  onJob?: (jobId: string) => void;
+  /** Aborted when the client is gone (the SSE session's stream closed): calls stop waiting, see `JobCallContext.signal`. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -183,15 +203,21 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   });
 
   const receivedAt = options.receivedAt ?? Date.now();
-  const jobContext = (callId: string): JobCallContext => ({
-    account,
-    requestId: callId,
-    deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
-    serverHost: options.serverHost,
-    origin: options.origin,
-    pollMs: options.jobPollMs,
-    onSubmitted: options.onJobSubmitted,
-  });
+  const jobContext = (callId: string, call?: { index: number; signal?: AbortSignal }): JobCallContext => {
+    const signals = [options.signal, call?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    return {
+      account,
+      requestId: callId,
+      deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
+      serverHost: options.serverHost,
+      origin: options.origin,
+      pollMs: options.jobPollMs,
+      onSubmitted: options.onJobSubmitted,
+      onJob: options.onJob,
+      ...(options.idempotencyKey !== undefined && call !== undefined && { callKey: `${options.idempotencyKey}#${call.index}` }),
+      ...(signals.length > 0 && { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }),
+    };
+  };
   /** A failure of a call as the tool answers it: a tool error the model can act on, or `-32603` for a bug. */
   const toolFailure = (error: unknown, callId: string, tool: string): CallToolResult => {
     // The messages of the REST use case name REST's fields: the model is told about its own arguments.
@@ -207,9 +233,9 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   let calls = 0;
   const nextCallId = () => {
     calls += 1;
-    return calls === 1 ? requestId : `${requestId}.${calls}`;
+    return { callId: calls === 1 ? requestId : `${requestId}.${calls}`, index: calls };
   };
-  const extractText = async (input: ExtractTextInput, callId: string, progress?: ProgressChannel): Promise<CallToolResult> => {
+  const extractText = async (input: ExtractTextInput, callId: string, context: JobCallContext, progress?: ProgressChannel): Promise<CallToolResult> => {
     let result: ProcessDocumentResult;
     try {
       result = await processDocument({
@@ -227,7 +253,6 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       // Past what one call reads (checked before any page was read or charged): the same document as a job, waited
       // for within the call, page by page.
       try {
-        const context = jobContext(callId);
         const view = await submitToolJob(toOcrRequest(input), context);
         // From here on the notifications count pages.
         progress?.stopTimer();
@@ -241,18 +266,32 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   };
 
   const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
-    const callId = nextCallId();
+    const { callId, index } = nextCallId();
+    const context = jobContext(callId, { index, signal: ctx.mcpReq.signal });
+    // The retry of a call whose answer was lost (same Idempotency-Key): the job the first one started, not another.
+    let earlier: JobView | null;
+    try {
+      earlier = await findCallJob(context);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
+    }
     if (request.params.task !== undefined) {
       // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
       try {
-        return createTaskResult(await submitToolJob(toOcrRequest(input), jobContext(callId)));
+        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)));
       } catch (error) {
         return toolFailure(error, callId, TOOL_NAME);
       }
     }
     const progress = progressFor(ctx, request.params._meta?.progressToken);
     try {
-      return await extractText(input, callId, progress);
+      if (earlier !== null) {
+        progress?.stopTimer();
+        return await answerWithJob(earlier, context, "This call was made before with the same Idempotency-Key.", progress);
+      }
+      return await extractText(input, callId, context, progress);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
     } finally {
       await progress?.flush();
     }

@@ -14,6 +14,7 @@ import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { afterResponse } from "@/lib/http";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, submitJob, type JobView } from "@/lib/jobs";
+import { keepRecord, readRecord } from "./kept";
 import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
 
 /*
@@ -71,6 +72,18 @@ export interface JobCallContext {
   pollMs?: number;
   /** Called with the balance after a job's pages were reserved. */
   onSubmitted?: (creditsRemaining: number) => void;
+  /**
+   * The call's own key (the POST's `Idempotency-Key` and the call's place in its batch): the job it starts is kept
+   * under it, so a retry with the same key finds that job instead of starting (and charging) another one.
+   */
+  callKey?: string;
+  /** Called with each job the call reads its document in (started, or found again by `callKey`). */
+  onJob?: (jobId: string) => void;
+  /**
+   * Aborted when the caller is gone (MCP `notifications/cancelled`, the SSE session's stream closed): a call waiting
+   * for its job stops, and the job is cancelled (its unread pages refunded) unless `callKey` lets a retry find it.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -136,9 +149,37 @@ export async function submitToolJob(body: OcrRequestInput, context: JobCallConte
     serverHost: context.serverHost,
   });
   context.onSubmitted?.(creditsRemaining);
+  context.onJob?.(view.jobId);
+  if (context.callKey !== undefined) {
+    // Kept as long as the job's results: a retry with the same key within that time gets this job.
+    const ttlMs = Math.max(60_000, Date.parse(view.expiresAt) - Date.now());
+    await keepRecord(CALL_JOB, context.account.userId, context.callKey, view.jobId, ttlMs).catch((error: unknown) =>
+      console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
+    );
+  }
   const origin = context.origin;
   if (origin !== undefined) afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
   return view;
+}
+
+/** The kind of kept record (./kept.ts) that names the job of a keyed call. */
+const CALL_JOB = "call-job";
+
+/**
+ * The job an earlier call with the same `callKey` started, if it is still there (the retry of a call whose answer
+ * was lost): its view, or null. A job whose results expired (or that another account owns) is not found.
+ */
+export async function findCallJob(context: JobCallContext): Promise<JobView | null> {
+  if (context.callKey === undefined) return null;
+  const jobId = await readRecord(CALL_JOB, context.account.userId, context.callKey);
+  if (jobId === null) return null;
+  try {
+    const view = await getJobView(context.account.userId, jobId);
+    context.onJob?.(view.jobId);
+    return view;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -159,11 +200,16 @@ export function createTaskResult(view: JobView): CreateTaskResult & CallToolResu
  * ended in time, otherwise where it stands and the next step (`get_extraction`).
  */
 export async function answerWithJob(view: JobView, context: JobCallContext, opening: string, progress?: ProgressChannel): Promise<CallToolResult> {
-  const current = await waitForJob(context.account.userId, view.jobId, {
+  let current = await waitForJob(context.account.userId, view.jobId, {
     until: context.deadline - ANSWER_MARGIN_MS,
     pollMs: context.pollMs ?? JOB_POLL_MS,
     onPages: (seen, before) => progress?.pages(seen, before),
+    signal: context.signal,
   });
+  if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
+    // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
+    current = await cancelJob(context.account.userId, current.jobId);
+  }
   return jobToolResult(context.account.userId, current, opening);
 }
 
