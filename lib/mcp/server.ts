@@ -18,15 +18,20 @@ import { processDocument, type ProcessAccount, type ProcessDocumentResult } from
 import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
 import {
+  DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
   MAX_SLICE_CHARS,
+  MIN_SLICE_CHARS,
+  keepAnswerText,
   extractTextOutputSchema,
   getExtractionInputSchema,
   getExtractionOutputSchema,
   readExtractionSlice,
+  type ExtractTextOutput,
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
+import { jobSettings } from "@/lib/jobs";
 import type { JobView } from "@/lib/jobs";
 import {
   TASKS_CAPABILITY,
@@ -76,6 +81,24 @@ const imageSourceSchema = z
 
 const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
+  pages: z
+    .string()
+    .max(256)
+    .optional()
+    .describe(
+      'PDF pages to read, 1-based: "1-5", "3,7-9", "10-" (to the end). Default: every page. Only those are charged. A scanned ' +
+        "page takes about 2–6 s: a few pages per call answer at once; a longer selection is read as a job.",
+    ),
+  max_chars: z
+    .number()
+    .int()
+    .min(MIN_SLICE_CHARS)
+    .max(MAX_SLICE_CHARS)
+    .optional()
+    .describe(
+      `Most characters of text in the answer (default ${DEFAULT_SLICE_CHARS}, at most ${MAX_SLICE_CHARS}). A longer text ` +
+        `comes with a cursor: call ${GET_EXTRACTION} with it for the rest (free: the pages were charged once).`,
+    ),
   output_format: outputFormatSchema
     .optional()
     .describe(
@@ -91,16 +114,20 @@ const TOOL_DESCRIPTION =
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
   "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +
-  "when it fails. " +
+  "when it fails. `pages` reads only some pages of a PDF (e.g. \"1-5\"; only those are charged). " +
+  `An answer holds at most max_chars characters (default ${DEFAULT_SLICE_CHARS}): a longer text comes with a cursor ` +
+  `(structuredContent.nextCursor, and the exact call in the answer's last line); call ${GET_EXTRACTION} with it for the ` +
+  "rest, free. " +
   "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
   "finish in under 30 s (many MCP clients give up at 30 s), so a scanned PDF of more than about 5 pages can end in " +
-  "a timeout error. A PDF longer than one call reads (about 50 scanned pages, or 500 with a text layer) is read as " +
-  `an asynchronous job instead: the answer names the job (structuredContent.job.jobId) and, if it is not finished ` +
-  `within the call, call ${GET_EXTRACTION} with that job_id to read its text in slices as its pages are read. ` +
-  "Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
+  "a timeout error: read it a few pages at a time with `pages`. A PDF longer than one call reads (about 50 scanned " +
+  "pages, or 500 with a text layer) is read as an asynchronous job instead: the answer holds the text read so far, " +
+  `names the job (structuredContent.job.jobId) and gives the exact ${GET_EXTRACTION} call that reads on, in slices, as ` +
+  "its pages are read. Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
 
 const GET_EXTRACTION_DESCRIPTION =
-  "Read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
+  "Continue an extract_text answer: pass its cursor alone to get the next slice of a text longer than its max_chars. " +
+  "Or read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
   `and progress, and the next slice of its text of at most max_chars characters (default 20000, at most ${MAX_SLICE_CHARS}), ` +
   "in page order. Pass the nextCursor of an answer as cursor to continue; it is null once every page asked for was " +
   "delivered. While the job is still reading, an answer holds the pages read so far and a cursor to come back with. " +
@@ -108,7 +135,8 @@ const GET_EXTRACTION_DESCRIPTION =
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
 function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
-  const options = input.output_format ? { options: { format: input.output_format } } : {};
+  const chosen = { ...(input.output_format && { format: input.output_format }), ...(input.pages !== undefined && { pages: input.pages }) };
+  const options = Object.keys(chosen).length > 0 ? { options: chosen } : {};
   return input.image_source.type === "base64"
     ? { image: input.image_source.data, ...options }
     : { imageUrl: input.image_source.data, ...options };
@@ -203,12 +231,13 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   });
 
   const receivedAt = options.receivedAt ?? Date.now();
-  const jobContext = (callId: string, call?: { index: number; signal?: AbortSignal }): JobCallContext => {
+  const jobContext = (callId: string, call?: { index: number; signal?: AbortSignal; maxChars?: number }): JobCallContext => {
     const signals = [options.signal, call?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
     return {
       account,
       requestId: callId,
       deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
+      ...(call?.maxChars !== undefined && { maxChars: call.maxChars }),
       serverHost: options.serverHost,
       origin: options.origin,
       pollMs: options.jobPollMs,
@@ -262,12 +291,41 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       }
     }
     options.onExtracted?.(result);
-    return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+    try {
+      return await answerWithin(result, input);
+    } catch (error) {
+      // The text was read and charged: it is answered whole rather than lost.
+      console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
+      return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+    }
+  };
+
+  /**
+   * A synchronous answer within `max_chars`: a longer text is cut there, the whole of it kept (as long as a job's
+   * results) and the answer carries the cursor `get_extraction` continues from. A searchable PDF (`pdf`, base64 of a
+   * file) is answered whole.
+   */
+  const answerWithin = async (result: ProcessDocumentResult, input: ExtractTextInput): Promise<CallToolResult> => {
+    const { response } = result;
+    const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
+    const format = input.output_format ?? "text";
+    if (format === "pdf" || response.extractedText.length <= maxChars) {
+      return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
+    }
+    const kept = { format, text: response.extractedText, pageCount: response.pageCount, creditsUsed: response.creditsUsed };
+    const nextCursor = await keepAnswerText(account.userId, kept, maxChars, jobSettings().resultTtlMs);
+    const first = response.extractedText.slice(0, maxChars);
+    const note =
+      `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
+      `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
+      "and so on while the answer has a nextCursor.]";
+    const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
+    return { content: [{ type: "text", text: first }, { type: "text", text: note }], structuredContent: structured };
   };
 
   const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
     const { callId, index } = nextCallId();
-    const context = jobContext(callId, { index, signal: ctx.mcpReq.signal });
+    const context = jobContext(callId, { index, signal: ctx.mcpReq.signal, maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS });
     // The retry of a call whose answer was lost (same Idempotency-Key): the job the first one started, not another.
     let earlier: JobView | null;
     try {
@@ -354,8 +412,14 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   return server;
 }
 
-/** A `get_extraction` answer: the slice's text, then a line on where the job stands and how to go on. */
+/** A `get_extraction` answer: the slice's text, then a line on where the job (or the kept answer) stands and how to go on. */
 function extractionResult(slice: GetExtractionOutput): CallToolResult {
+  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
+  if (slice.jobId === null) {
+    const next = slice.nextCursor !== null ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.` : " That is the end of the text.";
+    content.push({ type: "text", text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]` });
+    return { content, structuredContent: slice };
+  }
   const where = slice.pages === "" ? "no page of this selection is ready yet" : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
   const failed = slice.failedPages.length > 0 ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.` : "";
   const next =
@@ -363,7 +427,6 @@ function extractionResult(slice: GetExtractionOutput): CallToolResult {
       ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`
       : " Nothing more to read for this selection.";
   const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
-  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
   content.push({ type: "text", text: status });
   return { content, structuredContent: slice };
 }

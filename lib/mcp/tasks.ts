@@ -77,6 +77,8 @@ export interface JobCallContext {
    * under it, so a retry with the same key finds that job instead of starting (and charging) another one.
    */
   callKey?: string;
+  /** The most characters of text an answer holds (`extract_text`'s `max_chars`); unset: a whole result part. */
+  maxChars?: number;
   /** Called with each job the call reads its document in (started, or found again by `callKey`). */
   onJob?: (jobId: string) => void;
   /**
@@ -210,7 +212,7 @@ export async function answerWithJob(view: JobView, context: JobCallContext, open
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
     current = await cancelJob(context.account.userId, current.jobId);
   }
-  return jobToolResult(context.account.userId, current, opening);
+  return jobToolResult(context.account.userId, current, opening, context.maxChars);
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */

@@ -39,7 +39,7 @@ function expectExtractTextTool(tools: ListedTool[]): void {
   const input = tool!.inputSchema as JsonSchema;
   expect(input.type).toBe("object");
   expect(input.required).toEqual(["image_source"]);
-  expect(Object.keys(input.properties!)).toEqual(["image_source", "output_format"]);
+  expect(Object.keys(input.properties!)).toEqual(["image_source", "pages", "max_chars", "output_format"]);
   const source = input.properties!.image_source!;
   expect(source.required).toEqual(["type", "data"]);
   expect(Object.keys(source.properties!)).toEqual(["type", "data", "filename"]);

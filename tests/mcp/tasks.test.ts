@@ -363,7 +363,20 @@ describe("clients without tasks", () => {
     // Each page read while the call waited was reported, in order, up to where the job stood at the answer.
     expectPageProgress(reports, job.pagesDone + job.pagesFailed);
     if (job.status === "succeeded") {
-      expectPagesRead(body.extractedText, document);
+      // At most max_chars (20 000) in the answer; its cursor reads on (free), and the pieces make the whole text.
+      expect(body.extractedText.length).toBeLessThanOrEqual(20_000);
+      const pieces = [body.extractedText];
+      let cursor = job.nextCursor;
+      const offsets = [0];
+      while (cursor !== null) {
+        const slice = getExtractionOutputSchema.parse(
+          toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } })).structuredContent,
+        );
+        pieces.push(slice.text);
+        offsets.push(slice.offset);
+        cursor = slice.nextCursor;
+      }
+      expectPagesRead(pieces.map((piece, index) => (index > 0 && offsets[index] === 0 ? "\f" : "") + piece).join(""), document);
       expect(await account.balance()).toBe(100 - PAGES);
     } else {
       // A machine too busy to read 80 pages within the call's 28 s: the answer names the job and the next step.
@@ -384,7 +397,8 @@ describe("clients without tasks", () => {
       expect(first.isError ?? false, JSON.stringify(first.content).slice(0, 300)).toBe(false);
       const started = extractTextOutputSchema.strict().parse(first.structuredContent);
       expect(started).toMatchObject({ extractedText: "", creditsUsed: 0, pageCount: PAGES });
-      expect(started.job).toEqual({ jobId: expect.stringMatching(/^job_/), status: "queued", pagesTotal: PAGES, pagesDone: 0, pagesFailed: 0, nextCursor: null });
+      // Nothing read yet: no text, and the cursor where the reading will start.
+      expect(started.job).toEqual({ jobId: expect.stringMatching(/^job_/), status: "queued", pagesTotal: PAGES, pagesDone: 0, pagesFailed: 0, nextCursor: expect.any(String) });
       jobId = started.job!.jobId;
       expect(first.content).toEqual([
         {
