@@ -166,6 +166,8 @@ interface WaitOptions {
   onPages?: (view: JobView, settledBefore: number) => void;
   /** Stop early (the client went away). */
   signal?: AbortSignal;
+  /** Pages settled that were already reported (a resumed wait): `onPages` starts after them. Default: all but the last. */
+  reportedBefore?: number;
 }
 
 /**
@@ -175,7 +177,7 @@ interface WaitOptions {
 export async function waitForJob(userId: string, jobId: string, options: WaitOptions): Promise<JobView> {
   let view = await getJobView(userId, jobId);
   // Pages settled before the wait began are reported as one step (the latest), not replayed page by page.
-  let settled = Math.max(0, pagesSettled(view) - 1);
+  let settled = options.reportedBefore ?? Math.max(0, pagesSettled(view) - 1);
   for (;;) {
     if (pagesSettled(view) > settled) {
       options.onPages?.(view, settled);

@@ -1,10 +1,11 @@
-import { ApiError } from "@/lib/api/errors";
+import { ApiError, toApiError } from "@/lib/api/errors";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
 import { asksForProgress, buildServer } from "./server";
 import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
+import { pollableTaskResult, resumedTaskResult, serveTaskResult, taskErrorAnswer } from "./task-stream";
 
 /** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
 interface McpRouteOptions extends SseTransportOptions {
@@ -80,8 +81,24 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     });
   });
 
+  // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
+  const resumeTaskResult = withApiKey(
+    async ({ req, account, requestId, receivedAt }) => {
+      const state = resumedTaskResult(req)!;
+      checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
+      const { toolDeadlineMs, jobPollMs } = settings();
+      try {
+        return await serveTaskResult(state, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+      } catch (error) {
+        // The task is gone (expired, unknown): the client stops reconnecting after a few refusals.
+        throw toApiError(error);
+      }
+    },
+    { ...KEY_OPTIONS, limit: "reads", stream: true },
+  );
+
   return {
-    GET: sse.GET,
+    GET: async (req) => (resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req)),
     POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req))),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
@@ -105,6 +122,14 @@ async function postStateless(
   const body = await requestBody.json();
   checkScopes(account, req, body);
   await countBatchCalls(countRequests, body);
+  const polled = pollableTaskResult(req, body);
+  if (polled !== null) {
+    try {
+      return await serveTaskResult(polled, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+    } catch (error) {
+      return taskErrorAnswer(error, polled.i, requestId);
+    }
+  }
   const accepts = (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
   const stream = accepts && !req.headers.has("idempotency-key") && asksForProgress(body);
   const createServer = () =>

@@ -216,7 +216,7 @@ export async function answerWithJob(view: JobView, context: JobCallContext, open
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
-function taskError(error: unknown, requestId: string): ProtocolError {
+export function taskError(error: unknown, requestId: string): ProtocolError {
   if (error instanceof ProtocolError) return error;
   const apiError: ApiError = toApiError(error);
   if (apiError.code === "not_found" || apiError.code === "gone" || apiError.code === "invalid_request") {
