@@ -27,6 +27,7 @@ import {
   getExtractionInputSchema,
   getExtractionOutputSchema,
   readExtractionSlice,
+  waitForJob,
   type ExtractTextOutput,
   type GetExtractionInput,
   type GetExtractionOutput,
@@ -34,6 +35,8 @@ import {
 import { jobSettings } from "@/lib/jobs";
 import type { JobView } from "@/lib/jobs";
 import {
+  ANSWER_MARGIN_MS,
+  JOB_POLL_MS,
   TASKS_CAPABILITY,
   ProgressChannel,
   answerWithJob,
@@ -355,10 +358,26 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     }
   };
 
-  const callGetExtraction = async (input: GetExtractionInput): Promise<CallToolResult> => {
+  const callGetExtraction = async (input: GetExtractionInput, _request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
       slice = await readExtractionSlice(account.userId, input);
+      const { jobId } = slice;
+      if (slice.text === "" && slice.nextCursor !== null && jobId !== null && (slice.status === "queued" || slice.status === "running")) {
+        // Nothing ready at the cursor yet: wait (within the call's budget) for the job to settle another page, then
+        // look again — so an agent polling a running job makes a call per page or so, not one every few seconds.
+        const context = jobContext(requestId);
+        const changed = new AbortController();
+        const settledBefore = slice.pagesDone + slice.pagesFailed;
+        await waitForJob(account.userId, jobId, {
+          until: context.deadline - ANSWER_MARGIN_MS,
+          pollMs: context.pollMs ?? JOB_POLL_MS,
+          reportedBefore: settledBefore,
+          onPages: () => changed.abort(),
+          signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal]),
+        });
+        slice = await readExtractionSlice(account.userId, input);
+      }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);
     }

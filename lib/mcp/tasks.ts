@@ -53,7 +53,7 @@ export function readsJobsOnly(body: unknown): boolean {
 }
 
 /** Time kept at the end of a call's budget to read a finished job's text and answer. */
-const ANSWER_MARGIN_MS = 3_000;
+export const ANSWER_MARGIN_MS = 3_000;
 
 /** Default of `JobCallContext.pollMs`: how often a waiting call looks at its job. */
 export const JOB_POLL_MS = 1_000;
