@@ -40,3 +40,34 @@ export async function readRecord(kind: string, userId: string, name: string): Pr
   }
   return claim.record.state === "done" && claim.record.fingerprint === WRITTEN ? (claim.record.response ?? null) : null;
 }
+
+/**
+ * Hold `value` under (`kind`, `userId`, `name`) while something runs, at most `ttlMs`: a record that `release()`
+ * removes (an in-progress claim whose fingerprint is the value). Null when another holds it (that one stays).
+ */
+export async function holdRecord(kind: string, userId: string, name: string, value: string, ttlMs: number): Promise<{ release(): Promise<void> } | null> {
+  const store = getStore().idempotency;
+  const scope = scopeOf(kind, userId, name);
+  const token = randomBytes(12).toString("base64url");
+  const claim = await store.claimIdempotency(scope, { fingerprint: `held:${value}`, token, createdAt: new Date().toISOString() }, ttlMs);
+  if (!claim.claimed) return null;
+  return {
+    release: async () => {
+      await store.releaseIdempotency(scope, token).catch(() => undefined);
+    },
+  };
+}
+
+/** The value held under (`kind`, `userId`, `name`) by {@link holdRecord}, or null. */
+export async function readHeld(kind: string, userId: string, name: string): Promise<string | null> {
+  const store = getStore().idempotency;
+  const scope = scopeOf(kind, userId, name);
+  const token = randomBytes(12).toString("base64url");
+  const claim = await store.claimIdempotency(scope, { fingerprint: "read", token, createdAt: new Date().toISOString() }, WRITE_LEASE_MS);
+  if (claim.claimed) {
+    await store.releaseIdempotency(scope, token).catch(() => undefined);
+    return null;
+  }
+  const { state, fingerprint } = claim.record;
+  return state === "in-progress" && fingerprint.startsWith("held:") ? fingerprint.slice("held:".length) : null;
+}

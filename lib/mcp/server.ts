@@ -41,7 +41,9 @@ import {
   ProgressChannel,
   answerWithJob,
   createTaskResult,
+  cancelRunningCall,
   findCallJob,
+  holdRunningCall,
   registerTaskHandlers,
   submitToolJob,
   type JobCallContext,
@@ -329,6 +331,27 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
     const { callId, index } = nextCallId();
     const context = jobContext(callId, { index, signal: ctx.mcpReq.signal, maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS });
+    // A call that waits for its job can be cancelled by the client (`notifications/cancelled`, another request).
+    const releases: Promise<() => Promise<void>>[] = [];
+    const onJob = context.onJob;
+    context.onJob = (jobId) => {
+      onJob?.(jobId);
+      if (request.params.task === undefined) releases.push(holdRunningCall(context, ctx.mcpReq.id, jobId));
+    };
+    try {
+      return await runExtractText(input, request, ctx, callId, context);
+    } finally {
+      for (const release of await Promise.all(releases)) await release();
+    }
+  };
+
+  const runExtractText = async (
+    input: ExtractTextInput,
+    request: CallToolRequest,
+    ctx: ServerContext,
+    callId: string,
+    context: JobCallContext,
+  ): Promise<CallToolResult> => {
     // The retry of a call whose answer was lost (same Idempotency-Key): the job the first one started, not another.
     let earlier: JobView | null;
     try {
@@ -427,6 +450,13 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   };
 
   registerTaskHandlers(server, { ...jobContext(requestId), progress: options.progressIntervalMs !== undefined });
+  // The client gave up a request it sent in another POST (stateless: that request runs elsewhere, maybe on another
+  // instance): a call waiting for its job is found through the store, and its job cancelled.
+  server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
+    const rpcId = notification.params.requestId;
+    if (rpcId === undefined) return;
+    await cancelRunningCall(account, rpcId).catch((error: unknown) => console.error(`[${requestId}] cancelling a call failed:`, describeError(error)));
+  });
 
   return server;
 }
