@@ -5,9 +5,19 @@ import { JobRunner, getWorkQueue, jobSettings, listJobViews, resetWorkQueue } fr
 import { createMcpRoute } from "@/lib/mcp";
 import { extractTextOutputSchema, getExtractionOutputSchema } from "@/lib/mcp/jobs";
 import { longScan } from "@/scripts/make-fixtures";
-import { createAccount, expectLedgerConsistent, setEnv, withStore } from "../api/support";
+import { createAccount, expectLedgerConsistent, setEnv, tinyPng, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
-import { eventually, keyCarrier, toolResultSchema, type Handlers } from "./support";
+import {
+  MCP_ENDPOINT,
+  eventually,
+  jsonRpcResultSchema,
+  keyCarrier,
+  messageOf,
+  readEvents,
+  rpcRequest,
+  toolResultSchema,
+  type Handlers,
+} from "./support";
 
 /*
  * Issue 29, point 1: an `extract_text` over the legacy SSE transport whose document became a job, and whose stream
@@ -177,5 +187,44 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
     } finally {
       await client.close().catch(() => undefined);
     }
+  }, 60_000);
+});
+
+describe("an Idempotency-Key on a session POST", () => {
+  it("a delivered answer is replayed onto the retry's new stream, under the retry's JSON-RPC id; charged once", async () => {
+    const account = await createAccount(5);
+    const open = async () => {
+      const response = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }));
+      const events = readEvents(response);
+      const query = new URL((await events.next())!.data!, MCP_ENDPOINT).search;
+      const post = (body: unknown) => route.POST(rpcRequest(body, { key: account.key, query, headers: { "idempotency-key": "sse-replay-1" } }));
+      return { events, post };
+    };
+    const call = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "extract_text", arguments: { image_source: { type: "base64", data: tinyPng("REPLAY 7").toString("base64") } } },
+    });
+    const first = await open();
+    const answered = await first.post(call(1));
+    expect(answered.status).toBe(202);
+    const original = jsonRpcResultSchema.parse(messageOf(await first.events.next()));
+    expect(original.id).toBe(1);
+    expect(await account.balance()).toBe(4);
+    await first.events.cancel();
+
+    // The SDK's retry: a new stream, a new id, the same key and call.
+    const second = await open();
+    const replayed = await second.post(call(7));
+    expect(replayed.status).toBe(202);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    const again = jsonRpcResultSchema.parse(messageOf(await second.events.next()));
+    expect(again).toEqual({ ...original, id: 7 });
+    expect(await account.balance()).toBe(4);
+    // Another call under the same key: refused, nothing run.
+    const other = await second.post({ ...call(8), params: { ...call(8).params, arguments: { image_source: { type: "base64", data: tinyPng("OTHER").toString("base64") } } } });
+    expect(other.status).toBe(422);
+    await second.events.cancel();
   }, 60_000);
 });
