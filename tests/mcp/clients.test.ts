@@ -51,8 +51,8 @@ function expectExtractTextTool(tools: ListedTool[]): void {
 
   const output = tool!.outputSchema as JsonSchema;
   expect(output.type).toBe("object");
-  // The REST 200 body, and `job` when a job read the document (lib/mcp/jobs.ts).
-  expect(Object.keys(output.properties!).sort()).toEqual([...Object.keys(ocrResponseSchema.shape), "job"].sort());
+  // The REST 200 body, `job` when a job read the document, `nextCursor` when the text goes on (lib/mcp/jobs.ts).
+  expect(Object.keys(output.properties!).sort()).toEqual([...Object.keys(ocrResponseSchema.shape), "job", "nextCursor"].sort());
 }
 
 interface JsonSchema {
