@@ -17,6 +17,8 @@ import { JOB_POLL_MS, taskError } from "./tasks";
  * working" at the end of the budget; docs/mcp.md).
  */
 
+/** The protocol version whose tasks this server serves (and whose clients resume a stream). */
+const TASKS_VERSION = "2025-11-25";
 /** How long a client waits before it reconnects (the `retry` of the priming event). */
 const RECONNECT_MS = 500;
 /** Time kept at the end of a stream's budget to read a finished job's text and send it. */
@@ -48,13 +50,14 @@ const requestSchema = z.strictObject({
 
 /**
  * The `tasks/result` of a POST that may be answered by polling: one request (no batch), from a client that accepts an
- * event stream and speaks 2025-11-25 or later (older clients do not expect a data-less priming event), without an
+ * event stream and speaks 2025-11-25 (older clients do not expect a data-less priming event; the 2026-07-28 revision,
+ * served by the SDK's own handler, has tasks as an extension this server does not offer), without an
  * `Idempotency-Key` (such an answer is stored whole). Null for anything else.
  */
 export function pollableTaskResult(req: Request, body: unknown): ResultStream | null {
   const accepts = (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
   const version = req.headers.get("mcp-protocol-version")?.trim() ?? "";
-  if (!accepts || version < "2025-11-25" || req.headers.has("idempotency-key")) return null;
+  if (!accepts || version !== TASKS_VERSION || req.headers.has("idempotency-key")) return null;
   const parsed = requestSchema.safeParse(body);
   if (!parsed.success) return null;
   const { id, params } = parsed.data;

@@ -321,7 +321,9 @@ async function runOnSession(
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
   const answer = response.status !== 200 && response.status !== 202 ? response : accepted(response);
-  return { response: answer, final: final && answer.status === 202, messages };
+  // An internal error (`-32603`) is a failure of the moment, as a REST 5xx: not stored for replays.
+  const failed = messages.some((message) => (message as { error?: { code?: unknown } }).error?.code === -32603);
+  return { response: answer, final: final && !failed && answer.status === 202, messages };
 }
 
 function unknownSession(): ApiError {
