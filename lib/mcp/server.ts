@@ -397,7 +397,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
           pollMs: context.pollMs ?? JOB_POLL_MS,
           reportedBefore: settledBefore,
           onPages: () => changed.abort(),
-          signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal]),
+          // Also when the client went away (the SSE session's stream closed).
+          signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
         });
         slice = await readExtractionSlice(account.userId, input);
       }
