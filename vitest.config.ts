@@ -13,6 +13,7 @@ import { defineConfig } from "vitest/config";
  */
 const UNIT = [
   "tests/async.test.ts",
+  "tests/import-cycles.test.ts",
   "tests/configuration.test.ts",
   "tests/api/client-ip.test.ts",
   "tests/api/error-catalogue.test.ts",
@@ -32,6 +33,7 @@ const UNIT = [
   "tests/limits/in-flight.test.ts",
   "tests/mcp/tool-calls.test.ts",
   "tests/ocr/detect.test.ts",
+  "tests/ocr/entries.test.ts",
   "tests/ocr/image-info.test.ts",
   "tests/ocr/languages.test.ts",
   "tests/ocr/markdown.test.ts",

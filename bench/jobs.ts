@@ -167,7 +167,7 @@ export async function jobsMain(): Promise<void> {
     MAX_INLINE_BYTES: String(64 * 1024 * 1024),
   });
   const { longScan } = await import("../scripts/make-fixtures");
-  const { extractDocument, OcrPool } = await import("../lib/ocr");
+  const [{ extractDocument }, { OcrPool }] = await Promise.all([import("../lib/ocr"), import("../lib/ocr/pool/pool")]);
   const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, submitJob, getJobView } = await import("../lib/jobs");
   const { grantCredits } = await import("../lib/credits");
   const { getStore, resetStore } = await import("../lib/store");
@@ -301,7 +301,7 @@ export async function jobsMain(): Promise<void> {
 async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { bigScan } = await import("./big-scan");
   const { JobRunner, getJobView, getWorkQueue, jobSettings, submitJob } = await import("../lib/jobs");
-  const { OcrPool } = await import("../lib/ocr");
+  const { OcrPool } = await import("../lib/ocr/pool/pool");
   const { grantCredits } = await import("../lib/credits");
   const { getEnv } = await import("../lib/env");
   console.log(`generating a ${megabytes} MB scanned PDF…`);

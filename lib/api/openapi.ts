@@ -16,7 +16,7 @@ import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/api/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
-import { MAX_SYNC_PDF_BYTES, ocrDocumentSchema } from "@/lib/ocr";
+import { MAX_SYNC_PDF_BYTES, ocrDocumentSchema } from "@/lib/ocr/model";
 import { SERVICE_VERSION } from "@/lib/version";
 
 type Json = { [key: string]: unknown };

@@ -7,7 +7,8 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, isOcrError, render, type TesseractInUse } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
 import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";

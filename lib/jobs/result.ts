@@ -1,11 +1,13 @@
 import type { JobResultBody } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
-import { documentConfidence, pagedFormats, parsePageSelection, formatPageRanges, isOcrError, renderSearchablePdf, type ExtractedPage, type OutputFormat } from "@/lib/ocr";
+import { documentConfidence, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
+import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
 import type { JobRecord } from "@/lib/store";
 import { getStore } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findJob } from "./service";
+import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
 
 /**
  * The most bytes of `extractedText` (as escaped in the JSON answer) one result response carries: the answer stays
@@ -165,4 +167,13 @@ function failureCode(raw: string): string {
     // fall through
   }
   return "internal_error";
+}
+
+/**
+ * What a text format puts before a job's first page, between two pages and after the last: the settings page's
+ * download joins a result's parts with it (each part carries its own head and tail).
+ */
+export function jobResultFrame(format: TextFormat): { head: string; separator: string; tail: string } {
+  const { head, separator, tail } = pagedFormats[format];
+  return { head, separator, tail };
 }

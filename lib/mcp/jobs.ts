@@ -6,7 +6,7 @@ import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/l
 import { ApiError } from "@/lib/api/errors";
 import { retryAfterFor } from "@/lib/http/jobs";
 import { findJob, getJobView, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
-import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr";
+import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
 import { keepRecord, readRecord } from "./kept";
 

@@ -13,7 +13,7 @@ import { getEnv } from "@/lib/env";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
-import { isOcrError } from "@/lib/ocr";
+import { isOcrError } from "@/lib/ocr/model";
 import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";

@@ -1,5 +1,5 @@
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
-import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr";
+import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
 
 /** What of the request the wording of an engine failure depends on (it names request fields; the engine does not). */
 export interface EngineRequestOptions {

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
-import { OcrPool, getOcrPool } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
+import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/process";
 import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
 

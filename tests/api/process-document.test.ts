@@ -7,7 +7,7 @@ import type { OpenedDocument } from "@/lib/ocr";
 import { processDocument, type ProcessDocumentInput } from "@/lib/process";
 import { createCanvas } from "@napi-rs/canvas";
 import { PDFDocument } from "pdf-lib";
-import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr";
+import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";

@@ -2,7 +2,7 @@ import { delay, http, HttpResponse } from "msw";
 import { describe, expect, it, vi } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { claimIdempotencyKey, fingerprintRequest } from "@/lib/credits";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { revokeApiKey } from "@/lib/keys";
 import { getStore } from "@/lib/store";
 import { waitForWindowRoom } from "../support/redis";

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { FIXTURE_DIR, createAccount, expectLedgerConsistent, groundTruth, withStore } from "../api/support";
 import { runCli, unusedPort, withBuiltCli, withTempDirs, withTestServer } from "./support";
 

@@ -7,7 +7,7 @@ import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { jobListSchema, jobResultSchema, jobViewSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { longScan } from "@/scripts/make-fixtures";
 import { FIXTURE_DIR, createAccount, expectLedgerConsistent, groundTruth, withStore, type TestAccount } from "../api/support";
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";

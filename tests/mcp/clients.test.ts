@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { ocrResponseSchema } from "@/lib/api/schemas";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import {
   base64Of,
   callOcr,

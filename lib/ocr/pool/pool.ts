@@ -10,13 +10,13 @@ import {
   type TesseractInUse,
 } from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
-import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer } from "./engine-process";
+import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer, type Lane, type QueuedJob } from "./engine-process";
 import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
 import { HeavyTurn } from "./heavy-turn";
-import { FairQueue, type Lane, type QueuedJob } from "./queue";
+import { FairQueue } from "./queue";
 
 export type { Admission, JobAdmission } from "./admission";
-export type { Lane } from "./queue";
+export type { Lane } from "./engine-process";
 
 /**
  * The engine's processes, seen from the server: the queue and the dispatch of jobs to them. Every byte of a document

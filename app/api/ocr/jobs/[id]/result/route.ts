@@ -1,7 +1,7 @@
 import { jobResultQuerySchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { jobIdFromPath } from "@/lib/http/jobs";
-import { formatPageRanges } from "@/lib/ocr";
+import { formatPageRanges } from "@/lib/ocr/model";
 import { jobResultFormat, readJobPdf, readJobResult } from "@/lib/jobs";
 
 export const runtime = "nodejs";
