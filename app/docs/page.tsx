@@ -141,12 +141,13 @@ export default async function DocsPage() {
       <h2 id="mcp">MCP clients</h2>
       <p>
         <code>{origin}/api/mcp</code> is an MCP server with the tool <code>extract_text</code>{" "}
-        (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>output_format</code>): the
-        same engine, credits and keys. <code>POST</code> speaks Streamable HTTP with JSON replies; <code>GET</code> with{" "}
-        <code>Accept: text/event-stream</code> opens the 2024-11-05 SSE transport for older clients. A tool call has
-        28 s: a document longer than one call reads becomes a job, whose text the second tool,{" "}
-        <code>get_extraction</code> (<code>job_id</code>, <code>max_chars</code>, <code>cursor</code>), hands out in
-        slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
+        (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>pages</code>,{" "}
+        <code>max_chars</code>, <code>output_format</code>): the same engine, credits and keys. <code>POST</code> speaks
+        Streamable HTTP with JSON replies; <code>GET</code> with <code>Accept: text/event-stream</code> opens the
+        2024-11-05 SSE transport for older clients. An answer holds at most <code>max_chars</code> characters (20 000 by
+        default) and a cursor for the rest. A tool call has 28 s: a document longer than one call reads becomes a job,
+        whose text the second tool, <code>get_extraction</code> (<code>cursor</code>, or <code>job_id</code>;{" "}
+        <code>max_chars</code>), hands out in slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
         task and use <code>tasks/get</code>, <code>tasks/result</code> and <code>tasks/cancel</code>; the task is the
         job, its unread pages refunded on cancel.
       </p>

@@ -135,7 +135,7 @@ export const errorCatalogue = {
   timeout: {
     status: 504,
     when: "the request deadline `REQUEST_DEADLINE_MS` (55 s) passed; answered by the deadline + 1 s, nothing is charged",
-    hint: "The file took longer than this tool's time limit: send a smaller file or fewer pages (split the PDF), or retry later.",
+    hint: "The file took longer than this tool's time limit: read fewer pages at a time with the pages argument (e.g. \"1-5\"), or retry later.",
   },
 } as const satisfies Record<string, ErrorEntry>;
 
