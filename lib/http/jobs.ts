@@ -1,5 +1,6 @@
 import type { OcrRequest } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
+import { configuredOrigin } from "@/lib/service-origin";
 import { ApiError } from "@/lib/api/errors";
 import { kickJobWorkers, pollAfterSeconds, submitJob, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
@@ -11,7 +12,9 @@ import type { ApiContext } from "./context";
  * the answer.
  */
 export async function acceptJob({ req, account, requestId, receivedAt, report }: ApiContext, body: OcrRequest, extraHeaders: Record<string, string> = {}): Promise<Response> {
-  const origin = new URL(req.url).origin;
+  // The webhook event's links: the configured origin, else the one the job was submitted to (the account's own
+  // events, sent to its own receiver: a Host it forged only misleads itself).
+  const origin = configuredOrigin() ?? new URL(req.url).origin;
   const { view, creditsRemaining } = await submitJob({
     body,
     account,
@@ -21,7 +24,7 @@ export async function acceptJob({ req, account, requestId, receivedAt, report }:
     origin,
   });
   report({ creditsRemaining });
-  afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  afterResponse(() => kickJobWorkers(view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 

@@ -3,5 +3,5 @@ export { jobResultFormat, readJobPdf, readJobResult, RESULT_PART_BYTES, type Job
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
 export { getWorkQueue, jobSettings, requireWorkQueue, resetWorkQueue, workerName, type JobSettings } from "./settings";
 export { JobRunner, type RunnerOptions } from "./runner";
-export { ensureJobRunner, kickJobWorkers, signWorkCall, stopJobRunner, verifyWorkCall, workJobsFor, WORK_PATH } from "./workers";
+export { acceptWorkCall, ensureJobRunner, kickJobWorkers, signWorkCall, stopJobRunner, verifyWorkCall, workJobsFor, WORK_PATH, WORK_SIGNATURE_MAX_AGE_MS } from "./workers";
 export { endJob } from "./lifecycle";

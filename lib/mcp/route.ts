@@ -95,7 +95,6 @@ async function postStateless(
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,
       progressIntervalMs: stream ? progressIntervalMs : undefined,
-      origin: new URL(req.url).origin,
       jobPollMs,
       ...reportCharges(report),
     });

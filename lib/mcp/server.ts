@@ -154,8 +154,6 @@ interface BuildServerOptions {
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
-  /** This deployment's origin (`https://host`): where invoked job workers are started (`JOBS_RUNNER=invoke`). */
-  origin?: string;
   /** How often a call that waits for a job looks at it (default `JOB_POLL_MS`, 1 s; tests shorten it). */
   jobPollMs?: number;
   /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
@@ -188,7 +186,6 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     requestId: callId,
     deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
     serverHost: options.serverHost,
-    origin: options.origin,
     pollMs: options.jobPollMs,
     onSubmitted: options.onJobSubmitted,
   });

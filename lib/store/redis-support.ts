@@ -17,7 +17,7 @@ export interface RedisContext {
  * `apikey:{sha256}` hash (the hot lookup) · `keys:{userId}` / `revokedkeys:{userId}` hash keyId → JSON ·
  * `credits:{userId}` integer · `ledger:{userId}` list of JSON, oldest first · `usage:{userId}` hash day → pages ·
  * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
- * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `mailbox:{id}` list +
+ * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `once:{scope}:{id}` · `mailbox:{id}` list +
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
  * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
@@ -43,6 +43,7 @@ export function keyLayout(prefix: string) {
     rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
     backoff: (subject: string) => `${prefix}backoff:${subject}`,
     slots: (group: string) => `${prefix}slots:${group}`,
+    once: (scope: string, id: string) => `${prefix}once:${scope}:${id}`,
     mailbox: (id: string) => `${prefix}mailbox:${id}`,
     mailboxOpen: (id: string) => `${prefix}mailbox-open:${id}`,
     job: (jobId: string) => `${prefix}job:${jobId}`,

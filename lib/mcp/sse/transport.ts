@@ -218,7 +218,6 @@ async function postToSession(
       },
       onToolError: reportCharges(report).onToolError,
       onJobSubmitted: reportCharges(report).onJobSubmitted,
-      origin: new URL(req.url).origin,
       jobPollMs,
     });
     const sdkReq = withoutProtocolVersion(req);
