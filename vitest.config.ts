@@ -58,6 +58,7 @@ const REDIS = [
   "tests/credits/credits.test.ts",
   "tests/credits/reservations.test.ts",
   "tests/credits/test-credits.test.ts",
+  "tests/jobs/result-reads.test.ts",
   "tests/keys/keys.test.ts",
   "tests/mcp/auth.test.ts",
   "tests/mcp/stream-caps.test.ts",

@@ -1,5 +1,5 @@
 export { cancelJob, findJob, getJobView, listJobViews, submitJob, JOB_ID_PATTERN, type SubmitJobInput } from "./service";
-export { jobResultFormat, readJobPdf, readJobResult, RESULT_PART_BYTES, type JobPdf, type JobResultPart } from "./result";
+export { jobResultFormat, readJobPdf, readJobResult, readJobResultBody, RESULT_PART_BYTES, type JobPdf, type JobResultPart } from "./result";
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
 export { getWorkQueue, jobSettings, requireWorkQueue, resetWorkQueue, workerName, type JobSettings } from "./settings";
 export { JobRunner, type RunnerOptions } from "./runner";

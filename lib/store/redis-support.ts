@@ -19,7 +19,7 @@ export interface RedisContext {
  * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
  * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `once:{scope}:{id}` · `mailbox:{id}` list +
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
- * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
+ * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks + `job:{jobId}:render:{variant}` (a rendered result: its chunks `…:{n}`) · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
  * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first, +
  * `webhook-endpoint:{userId}:{receiver sha256}` hash (a failing receiver) indexed by `webhook-endpoints:{userId}` ·
@@ -50,6 +50,8 @@ export function keyLayout(prefix: string) {
     jobPages: (jobId: string) => `${prefix}job:${jobId}:pages`,
     jobFailed: (jobId: string) => `${prefix}job:${jobId}:failed`,
     jobSource: (jobId: string, chunk: number) => `${prefix}job:${jobId}:src:${chunk}`,
+    jobRendering: (jobId: string, variant: string) => `${prefix}job:${jobId}:render:${variant}`,
+    jobRenderingChunk: (jobId: string, variant: string, chunk: number) => `${prefix}job:${jobId}:render:${variant}:${chunk}`,
     jobs: (userId: string) => `${prefix}jobs:${userId}`,
     jobsQueued: (userId: string) => `${prefix}jobs-queued:${userId}`,
     marker: () => `${prefix}meta:marker`,

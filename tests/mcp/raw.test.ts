@@ -361,7 +361,7 @@ describe("HTTP around the SDK", () => {
       const account = await createAccount(10);
       const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
       const limited = await rpc(batch, { key: account.key });
-      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      await expectApiError(limited, "rate_limited", /this batch has 4 messages/);
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       expect(await account.balance()).toBe(10);
       await expectLedgerConsistent(account);

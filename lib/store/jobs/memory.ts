@@ -19,6 +19,7 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
   const indexes = new Map<string, Array<{ id: string; score: number }>>();
   const queued = new Map<string, number>();
   const sources = new ExpiringMap<Uint8Array>();
+  const renderings = new ExpiringMap<{ chunks: Uint8Array[]; bytes: number; info: string }>();
 
   const live = (jobId: string): MemoryJob | undefined => {
     const job = jobs.get(jobId);
@@ -170,6 +171,21 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
 
     async getSource(jobId) {
       return sources.get(jobId) ?? null;
+    },
+
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+      const chunks: Uint8Array[] = [];
+      for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes) chunks.push(bytes.slice(offset, offset + chunkBytes));
+      renderings.set(`${jobId}:${variant}`, { chunks, bytes: bytes.byteLength, info }, ttlMs);
+    },
+
+    async getRenderingInfo(jobId, variant) {
+      const kept = renderings.get(`${jobId}:${variant}`);
+      return kept ? { chunks: kept.chunks.length, bytes: kept.bytes, info: kept.info } : null;
+    },
+
+    async getRenderingChunk(jobId, variant, chunk) {
+      return renderings.get(`${jobId}:${variant}`)?.chunks[chunk] ?? null;
     },
 
     async deleteSource(jobId) {
