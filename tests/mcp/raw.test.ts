@@ -114,6 +114,21 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
   });
 
   it.each([
+    ["a numeric protocolVersion", { protocolVersion: 20241105, capabilities: {} }],
+    ["no protocolVersion", { capabilities: {} }],
+    ["clientInfo without a name", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { version: 1 } }],
+    ["capabilities that are not an object", { protocolVersion: "2025-11-25", capabilities: "all" }],
+  ])("initialize with %s → -32602 naming the field, not -32603 with a validation dump", async (_label, params) => {
+    const account = await createAccount(0);
+    const response = await rpc({ jsonrpc: "2.0", id: 7, method: "initialize", params }, { key: account.key });
+    expect(response.status).toBe(200);
+    const body = z.object({ jsonrpc: z.literal("2.0"), id: z.literal(7), error: z.object({ code: z.number(), message: z.string() }) }).parse(await response.json());
+    expect(body.error.code).toBe(-32602);
+    expect(body.error.message).toMatch(/^Invalid params: initialize /);
+    expect(body.error.message).not.toMatch(/invalid_type|"path"|\[/);
+  });
+
+  it.each([
     ["Accept: application/json", { accept: "application/json" }],
     ["no Accept", { accept: "" }],
     ["Accept: */*", { accept: "*/*" }],
