@@ -42,7 +42,11 @@ export function jobIdFromPath(req: Request, fromEnd = 1): string {
   const parts = new URL(req.url).pathname.split("/").filter(Boolean);
   const id = parts[parts.length - fromEnd];
   if (!id) throw new ApiError("not_found", "No job id in the path");
-  return decodeURIComponent(id).slice(0, 100);
+  try {
+    return decodeURIComponent(id).slice(0, 100);
+  } catch {
+    throw new ApiError("invalid_request", "The job id in the path is not valid percent-encoding (job ids look like job_…)");
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler 
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
 import { asksForProgress, buildServer } from "./server";
+import { rebindingRefusal } from "./rebinding";
 import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
 
@@ -62,9 +63,14 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     });
   });
 
+  // A loopback-only server answers only loopback names (./rebinding.ts), before any key is looked at.
+  const rebound = withRequest(async ({ req }) => {
+    throw new ApiError("forbidden", rebindingRefusal(req) ?? "Refused");
+  });
+
   return {
-    GET: sse.GET,
-    POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(req) : postRequest(req)),
+    GET: async (req) => (rebindingRefusal(req) ? rebound(req) : sse.GET(req)),
+    POST: async (req) => (rebindingRefusal(req) ? rebound(req) : (await peekReadsJobsOnly(req)) ? postRead(req) : postRequest(req)),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,
