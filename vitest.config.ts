@@ -71,6 +71,7 @@ const REDIS = [
   "tests/store/redis-link.test.ts",
   "tests/store/upstash-bridge.test.ts",
   "tests/webhooks/fairness.test.ts",
+  "tests/webhooks/rotation.test.ts",
 ];
 const BROWSER = ["tests/browser/**/*.test.ts"];
 
