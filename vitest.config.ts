@@ -61,6 +61,7 @@ const REDIS = [
   "tests/credits/reservations.test.ts",
   "tests/credits/test-credits.test.ts",
   "tests/jobs/result-reads.test.ts",
+  "tests/jobs/swept.test.ts",
   "tests/keys/keys.test.ts",
   "tests/mcp/auth.test.ts",
   "tests/mcp/stream-caps.test.ts",

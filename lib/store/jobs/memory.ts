@@ -143,7 +143,9 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       }
       const status = end === "cancel" ? "cancelled" : end === "fail" || record.pagesDone === 0 ? "failed" : "succeeded";
       const expiresAt = now + resultTtlMs;
-      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: refund, ...(error && { error }) });
+      // Nothing left here: the sweeper refunded it at the deadline, or every page was charged (see endJobScript).
+      const shown = refund > 0 ? refund : Math.max(0, record.creditsReserved - record.creditsUsed);
+      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: shown, ...(error && { error }) });
       if (status !== "succeeded") sources.delete(jobId);
       else sources.expire(jobId, expiresAt - Date.now());
       resultsExpire.set(jobId, expiresAt);
