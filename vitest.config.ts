@@ -34,6 +34,7 @@ const UNIT = [
   "tests/mcp/rebinding.test.ts",
   "tests/mcp/tool-calls.test.ts",
   "tests/ocr/detect.test.ts",
+  "tests/ocr/huge-numbers.test.ts",
   "tests/ocr/image-info.test.ts",
   "tests/ocr/languages.test.ts",
   "tests/ocr/markdown.test.ts",
