@@ -14,6 +14,17 @@ export const LISTEN_HOST_KEY = Symbol.for("ocr-service.listen-hostname");
 
 type ListenHolder = { [LISTEN_HOST_KEY]?: string };
 
+/**
+ * The address this server listens on: what scripts/serve.mjs recorded (`npm start`, `npm run dev`), else — the
+ * standalone build's `server.js`, which listens on `HOSTNAME` — that variable. Not on Vercel, whose functions listen
+ * behind the platform whatever `HOSTNAME` says.
+ */
+function listenHostname(): string | undefined {
+  const recorded = (globalThis as ListenHolder)[LISTEN_HOST_KEY];
+  if (recorded !== undefined) return recorded;
+  return process.env.VERCEL ? undefined : process.env.HOSTNAME?.trim() || undefined;
+}
+
 /** Whether a host name (no port; IPv6 with or without brackets) is this machine's loopback. */
 export function isLoopbackHostname(hostname: string): boolean {
   const name = hostname.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
@@ -33,8 +44,8 @@ function hostnameOf(host: string): string | null {
  * Why a request to a loopback-only server is refused (a foreign `Host` or `Origin`), or null when it is not: the
  * server listens elsewhere too (or nobody recorded where), or both name loopback hosts.
  */
-export function rebindingRefusal(req: Request, listenHostname = (globalThis as ListenHolder)[LISTEN_HOST_KEY]): string | null {
-  if (listenHostname === undefined || !isLoopbackHostname(listenHostname)) return null;
+export function rebindingRefusal(req: Request, listening = listenHostname()): string | null {
+  if (listening === undefined || !isLoopbackHostname(listening)) return null;
   const host = hostnameOf(req.headers.get("host") ?? new URL(req.url).host);
   if (host === null || !isLoopbackHostname(host)) {
     return "This server listens on this machine only: /api/mcp answers requests to localhost or 127.0.0.1, not to another host name (DNS-rebinding protection)";

@@ -53,9 +53,29 @@ describe("a server listening on loopback only", () => {
 
   it("bound to every interface or a public name: any Host is served (keys authenticate)", async () => {
     const account = await createAccount(0);
-    for (const bound of [undefined, "0.0.0.0", "::", "ocr.example.com"]) {
+    for (const bound of ["0.0.0.0", "::", "ocr.example.com"]) {
       listenOn(bound);
       expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status, String(bound)).toBe(200);
+    }
+  });
+
+  it("the standalone server.js (no scripts/serve.mjs) listens on HOSTNAME: loopback there is protected too, not on Vercel", async () => {
+    const account = await createAccount(0);
+    const saved = { HOSTNAME: process.env.HOSTNAME, VERCEL: process.env.VERCEL };
+    try {
+      process.env.HOSTNAME = "127.0.0.1";
+      delete process.env.VERCEL;
+      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(403);
+      process.env.VERCEL = "1";
+      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(200);
+      delete process.env.VERCEL;
+      process.env.HOSTNAME = "build-box-7";
+      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(200);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
     }
   });
 
