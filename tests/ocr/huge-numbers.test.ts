@@ -1,7 +1,8 @@
 import { PDFDocument, PDFOperator, StandardFonts, beginText, endText, setFontAndSize, showText } from "pdf-lib";
 import { describe, expect, it } from "vitest";
 import { getPdfPage, openPdf, readTextLayer } from "@/lib/ocr/engine/pdf";
-import { pagedFormats } from "@/lib/ocr";
+import { isOcrError, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
+import { fromEngineError } from "@/lib/process";
 
 /*
  * Issue 29, point 6: a text matrix holding a 400-digit number (pdf.js reads it as Infinity) gave word boxes `null` in
@@ -34,5 +35,54 @@ describe("a PDF text layer with 400-digit numbers in its text matrices", () => {
     const json = pagedFormats.json.page(page);
     expect(json).not.toMatch(/null|NaN|Infinity/);
     for (const format of ["hocr", "tsv", "alto"] as const) expect(pagedFormats[format].page(page), format).not.toMatch(/NaN|Infinity|undefined/);
+  });
+});
+
+/** A one-page PDF written by hand (pdf-lib would not write these numbers), with a correct cross-reference table. */
+function rawPdf(mediaBox: string): Uint8Array {
+  const content = "BT /F1 24 Tf 50 700 Td (HELLO) Tj ET";
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    `<< /Type /Page /Parent 2 0 R /MediaBox ${mediaBox} /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>`,
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  let out = "%PDF-1.7\n";
+  const offsets: number[] = [];
+  objects.forEach((body, i) => {
+    offsets.push(out.length);
+    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
+  });
+  const xref = out.length;
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, "0")} 00000 n \n`).join("")}`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return new Uint8Array(Buffer.from(out, "latin1"));
+}
+
+describe("format=pdf of a page with a huge MediaBox", () => {
+  const digits = "9".repeat(400);
+  const word = { text: "HELLO", confidence: 95, bbox: [0.1, 0.1, 0.3, 0.15] as [number, number, number, number] };
+  const page = { number: 1, width: 612, height: 792, source: "ocr" as const, rotation: 0 as const, skew: 0, confidence: 95, text: "HELLO", blocks: [{ ...word, lines: [{ ...word, words: [word] }] }], lineStyles: [] };
+
+  it.each([`[0 0 ${digits} ${digits}]`, `[-${digits} -${digits} ${digits} ${digits}]`, "[0 0 1e9 1e9]"])(
+    "MediaBox %s → a searchable PDF or a clear 422 (unreadable_document), never a 500",
+    async (box) => {
+      const outcome = await renderSearchablePdf([page], { bytes: rawPdf(box), type: "pdf" }).then(
+        (pdf) => ({ pdf }),
+        (error: unknown) => ({ error }),
+      );
+      if ("pdf" in outcome) {
+        expect(Buffer.from(outcome.pdf.subarray(0, 5)).toString()).toBe("%PDF-");
+      } else {
+        expect(isOcrError(outcome.error) && outcome.error.code, String(outcome.error)).toBe("unreadable");
+        expect(fromEngineError(outcome.error)).toMatchObject({ code: "unreadable_document", status: 422 });
+      }
+    },
+  );
+
+  it("an ordinary MediaBox still makes the PDF", async () => {
+    const pdf = await renderSearchablePdf([page], { bytes: rawPdf("[0 0 612 792]"), type: "pdf" });
+    expect(Buffer.from(pdf.subarray(0, 5)).toString()).toBe("%PDF-");
   });
 });
