@@ -414,15 +414,16 @@ describe("HTTP around the SDK", () => {
     }
   });
 
-  it("a batch without tool calls costs one request, like a single message", async () => {
-    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "2" });
+  it("a batch without tool calls costs one request per message too (issue 29, point 3)", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "7" });
     try {
       await waitForWindowRoom(60_000, 2_000);
       const account = await createAccount(0);
       const pings = [1, 2, 3, 4, 5].map((id) => ({ jsonrpc: "2.0", id, method: "ping" }));
-      expect((await rpc(pings, { key: account.key })).status).toBe(200);
-      expect((await rpc(pings, { key: account.key })).status).toBe(200);
-      await expectApiError(await rpc(pings, { key: account.key }), "rate_limited");
+      const answered = await rpc(pings, { key: account.key });
+      expect(answered.status).toBe(200);
+      expect(answered.headers.get("ratelimit-remaining")).toBe("2");
+      await expectApiError(await rpc(pings, { key: account.key }), "rate_limited", /this batch has 5 messages/);
     } finally {
       restore();
     }
