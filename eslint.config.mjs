@@ -12,13 +12,14 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/http/security-headers.ts: the headers next.config.ts and proxy.ts set; the barrel would pull the request
 //   wrapper (credits, keys, the store) into the config and the proxy.
 // - lib/http/cross-site-actions.ts: proxy.ts's answer to a cross-site server-action POST, for the same reason.
+// - lib/http/malformed-path.ts: proxy.ts's answer to a path with malformed percent-encoding, for the same reason.
 // - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
 //   page that uses lib/http.
 // - lib/ocr/model (a folder with its own index.ts): lib/ocr's light entry, the page model, OcrError, page selections;
 //   `@/lib/ocr` is the reading entry, for the few layers that read documents (readingEntryOutside below).
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
 const BARRELS = ["accounts", "credits", "health", "http", "input", "intake", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
-const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"], ocr: ["model"] };
+const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"], ocr: ["model"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
     group: [

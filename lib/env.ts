@@ -171,6 +171,27 @@ export const envSchema = z.object({
    */
   VERCEL_AUTOMATION_BYPASS_SECRET: optionalString,
 
+  /**
+   * The service's public origin (`https://ocr.example.com`, scheme and host only). Its own calls (the internal work
+   * route), the OAuth issuer and resource, and the absolute links of webhook events use it; none of them is ever
+   * built from a request's `Host`. Unset: on Vercel the platform's URL of the deployment (`VERCEL_URL`, or
+   * `VERCEL_PROJECT_PRODUCTION_URL` in production), elsewhere `http://127.0.0.1:$PORT` for the service's own calls
+   * (lib/service-origin.ts).
+   */
+  SERVICE_URL: optionalString.pipe(
+    z
+      .url({ protocol: /^https?$/, message: "SERVICE_URL is an http(s) origin such as https://ocr.example.com" })
+      .refine((value) => new URL(value).pathname === "/" && !new URL(value).search && !new URL(value).hash, "SERVICE_URL is an origin only (no path, query or fragment)")
+      .transform((value) => new URL(value).origin)
+      .optional(),
+  ),
+  /** The port a self-hosted server listens on (scripts/serve.mjs reads it too). */
+  PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
+  /** Set by Vercel: the deployment's own host name (`ocr-abc123.vercel.app`) and the project's production one. */
+  VERCEL_URL: optionalString,
+  VERCEL_PROJECT_PRODUCTION_URL: optionalString,
+  VERCEL_ENV: optionalString,
+
   // Accounts and credits
   FREE_CREDITS: int(100, 0),
   /** Sign-ups allowed per client address per hour (an IPv6 address counts by its /64). */

@@ -108,10 +108,12 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
   try {
     const account = await authenticate(req, credential, options.protectedResource === true);
     keyId = account.keyId;
-    await limitRate(account.keyId, headers, options.limit ?? "requests");
+    const kind = options.limit ?? "requests";
+    await limitRate(account.keyId, headers, kind);
     const report = (facts: Report) => addReport(outcome, facts);
+    // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
-      const limit = await checkRateLimit(account.keyId, extra);
+      const limit = kind === "reads" ? await checkReadRateLimit(account.keyId, extra) : await checkRateLimit(account.keyId, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };

@@ -3,6 +3,7 @@ import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler 
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
 import { asksForProgress, buildServer } from "./server";
+import { rebindingRefusal } from "./rebinding";
 import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
 import { pollableTaskResult, resumedTaskResult, serveTaskResult, taskErrorAnswer } from "./task-stream";
@@ -97,9 +98,15 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     { ...KEY_OPTIONS, limit: "reads", stream: true },
   );
 
+  // A loopback-only server answers only loopback names (./rebinding.ts), before any key is looked at.
+  const rebound = withRequest(async ({ req }) => {
+    throw new ApiError("forbidden", rebindingRefusal(req) ?? "Refused");
+  });
+
   return {
-    GET: async (req) => (resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req)),
-    POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req))),
+    GET: async (req) => (rebindingRefusal(req) ? rebound(req) : resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req)),
+    POST: async (req) =>
+      rebindingRefusal(req) ? rebound(req) : (await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req)),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,
@@ -138,7 +145,6 @@ async function postStateless(
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,
       progressIntervalMs: stream ? progressIntervalMs : undefined,
-      origin: new URL(req.url).origin,
       jobPollMs,
       ...reportCharges(report),
     });

@@ -15,6 +15,7 @@ import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
 import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { configuredOrigin } from "@/lib/service-origin";
 import { SERVICE_VERSION } from "@/lib/version";
 import { inputSources } from "@/lib/vocabulary";
 import {
@@ -198,8 +199,6 @@ interface BuildServerOptions {
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
-  /** This deployment's origin (`https://host`): where invoked job workers are started (`JOBS_RUNNER=invoke`). */
-  origin?: string;
   /** How often a call that waits for a job looks at it (default `JOB_POLL_MS`, 1 s; tests shorten it). */
   jobPollMs?: number;
   /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
@@ -245,7 +244,6 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
       ...(call?.maxChars !== undefined && { maxChars: call.maxChars }),
       serverHost: options.serverHost,
-      origin: options.origin,
       pollMs: options.jobPollMs,
       onSubmitted: options.onJobSubmitted,
       onJob: options.onJob,
@@ -286,7 +284,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         // stops and its unread pages are refunded.
         ...(context.signal && { cancel: context.signal }),
         serverHost: options.serverHost,
-        origin: options.origin,
+        // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
+        origin: configuredOrigin() ?? undefined,
         deferSettlement: options.deferSettlement,
       });
     } catch (error) {

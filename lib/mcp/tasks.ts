@@ -67,8 +67,6 @@ export interface JobCallContext {
   deadline: number;
   /** The request's `Host` (an `imageUrl` of this deployment's samples is read from disk). */
   serverHost?: string;
-  /** This deployment's origin: where invoked workers are started (`JOBS_RUNNER=invoke`). */
-  origin?: string;
   /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}). */
   pollMs?: number;
   /** Called with the balance after a job's pages were reserved. */
@@ -168,8 +166,7 @@ export async function jobAccepted(view: JobView, creditsRemaining: number, conte
       console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
     );
   }
-  const origin = context.origin;
-  if (origin !== undefined) afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  afterResponse(() => kickJobWorkers(view.pagesTotal));
   return view;
 }
 

@@ -134,7 +134,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       const { events, post } = await openStream(route(), account.key); // the GET counts: 3 left
       const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
       const limited = await post(batch);
-      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      await expectApiError(limited, "rate_limited", /this batch has 4 messages/);
       expect(await account.balance()).toBe(10);
       // The refused batch took none of what was left: its POST counted once, and 2 requests remain.
       expect(limited.headers.get("ratelimit-remaining")).toBe("2");

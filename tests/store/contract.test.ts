@@ -777,6 +777,24 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     });
   });
 
+  describe("single-use ids", () => {
+    it("claims an id once in its scope, concurrently too, until the record expires", async () => {
+      const nonce = id("nonce");
+      const claims = await Promise.all(Array.from({ length: 5 }, () => store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })));
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(false);
+      // Scopes are apart.
+      expect(await store.limits.claimOnce({ scope: "other", id: nonce, ttlMs: 300 })).toBe(true);
+      if (prefix) {
+        const ttl = await readPttl(`${prefix}once:work:${nonce}`);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(300);
+      }
+      await sleep(400);
+      expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(true);
+    });
+  });
+
   describe("back-off", () => {
     const policy = { free: 2, baseMs: 1_000, maxMs: 5_000, ttlMs: 60_000 };
 

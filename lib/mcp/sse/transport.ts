@@ -299,7 +299,6 @@ async function runOnSession(
       },
       idempotencyKey,
       signal: gone.signal,
-      origin: new URL(req.url).origin,
       jobPollMs,
     });
     const sdkReq = withoutProtocolVersion(req);

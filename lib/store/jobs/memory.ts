@@ -37,6 +37,7 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
     }
     return { used, releasedAt };
   };
+  const renderings = new ExpiringMap<{ chunks: Uint8Array[]; bytes: number; info: string }>();
 
   const live = (jobId: string): MemoryJob | undefined => {
     const job = jobs.get(jobId);
@@ -162,7 +163,9 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       }
       const status = end === "cancel" ? "cancelled" : end === "fail" || record.pagesDone === 0 ? "failed" : "succeeded";
       const expiresAt = now + resultTtlMs;
-      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: refund, ...(error && { error }) });
+      // Nothing left here: the sweeper refunded it at the deadline, or every page was charged (see endJobScript).
+      const shown = refund > 0 ? refund : Math.max(0, record.creditsReserved - record.creditsUsed);
+      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: shown, ...(error && { error }) });
       if (status !== "succeeded") sources.delete(jobId);
       else sources.expire(jobId, expiresAt - Date.now());
       resultsExpire.set(jobId, expiresAt);
@@ -193,6 +196,21 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
 
     async getSource(jobId) {
       return sources.get(jobId) ?? null;
+    },
+
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+      const chunks: Uint8Array[] = [];
+      for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes) chunks.push(bytes.slice(offset, offset + chunkBytes));
+      renderings.set(`${jobId}:${variant}`, { chunks, bytes: bytes.byteLength, info }, ttlMs);
+    },
+
+    async getRenderingInfo(jobId, variant) {
+      const kept = renderings.get(`${jobId}:${variant}`);
+      return kept ? { chunks: kept.chunks.length, bytes: kept.bytes, info: kept.info } : null;
+    },
+
+    async getRenderingChunk(jobId, variant, chunk) {
+      return renderings.get(`${jobId}:${variant}`)?.chunks[chunk] ?? null;
     },
 
     async deleteSource(jobId) {

@@ -155,6 +155,16 @@ export interface JobStore {
   getSource(jobId: string, chunks: number): Promise<Uint8Array | null>;
   /** Drop a source stored for a job that was then refused, and its count on the account. */
   deleteSource(jobId: string, chunks: number, owner?: { userId: string; bytes: number }): Promise<void>;
+  /**
+   * Keep a finished job's result as rendered (`variant`: its format and pages) in chunks of at most `chunkBytes`, with
+   * `info` (what the answer needs beside the bytes), for `ttlMs`: it is read again instead of rendered again. The
+   * chunks are written first and the record naming them last, so a reader never sees part of one.
+   */
+  putRendering(jobId: string, variant: string, bytes: Uint8Array, input: { chunkBytes: number; ttlMs: number; info: string }): Promise<void>;
+  /** What `putRendering` kept for `variant`: its chunk count, size and info; null when there is none (or it expired). */
+  getRenderingInfo(jobId: string, variant: string): Promise<{ chunks: number; bytes: number; info: string } | null>;
+  /** One chunk of a kept rendering, or null when it is gone. */
+  getRenderingChunk(jobId: string, variant: string, chunk: number): Promise<Uint8Array | null>;
 }
 
 export interface PutSourceInput {

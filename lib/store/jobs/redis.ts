@@ -12,6 +12,8 @@ const outcomeReply = z.tuple([integer, integer, integer, integer]).transform(
 const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
 
 /** Jobs on Redis: each change of a job's counters and of its credits is one Lua script (./scripts.ts). */
+const renderingInfoSchema = z.object({ chunks: z.number().int().min(1), bytes: z.number().int().min(0), info: z.string() });
+
 export function createRedisJobStore({ redis, binary, key }: RedisContext): JobStore {
   const scripts = {
     createJob: redis.createScript<unknown>(createJobScript),
@@ -253,6 +255,28 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     },
 
     deleteSource,
+
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+      const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const part = Buffer.from(bytes.buffer, bytes.byteOffset + chunk * chunkBytes, Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes));
+        await call("putRendering", () => redis.set(key.jobRenderingChunk(jobId, variant, chunk), part.toString("base64"), { px: ttlMs }));
+      }
+      const record = JSON.stringify({ chunks, bytes: bytes.byteLength, info });
+      await call("putRendering", () => redis.set(key.jobRendering(jobId, variant), record, { px: ttlMs }));
+    },
+
+    async getRenderingInfo(jobId, variant) {
+      const reply = await call("getRenderingInfo", () => redis.get(key.jobRendering(jobId, variant)));
+      if (typeof reply !== "string") return null;
+      return renderingInfoSchema.parse(JSON.parse(reply));
+    },
+
+    async getRenderingChunk(jobId, variant, chunk) {
+      const reply = await call("getRenderingChunk", () => redis.get(key.jobRenderingChunk(jobId, variant, chunk)));
+      return typeof reply === "string" ? new Uint8Array(Buffer.from(reply, "base64")) : null;
+    },
+
   };
 }
 

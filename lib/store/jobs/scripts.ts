@@ -194,7 +194,15 @@ else
 end
 local final = 'succeeded'
 if ARGV[1] == 'cancel' then final = 'cancelled' elseif ARGV[1] == 'fail' or done == 0 then final = 'failed' end
-redis.call('HSET', KEYS[1], 'status', final, 'finishedAt', ARGV[3], 'expiresAt', ARGV[4], 'creditsRefunded', refund)
+-- Nothing left to refund here: the sweeper refunded the reservation at its deadline (the ledger has it as
+-- \`expired\`), or every page was charged. Either way what came back is what was reserved and not used.
+local shown = refund
+if refund == 0 then
+  local reserved = tonumber(redis.call('HGET', KEYS[1], 'creditsReserved') or '0') or 0
+  local used = tonumber(redis.call('HGET', KEYS[1], 'creditsUsed') or '0') or 0
+  shown = math.max(0, reserved - used)
+end
+redis.call('HSET', KEYS[1], 'status', final, 'finishedAt', ARGV[3], 'expiresAt', ARGV[4], 'creditsRefunded', shown)
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[9])
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])

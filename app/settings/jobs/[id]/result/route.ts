@@ -52,10 +52,11 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   let first: JobResultPart;
   try {
     if ((await jobResultFormat(account.id, id, query.data.format)) === "pdf") {
-      const { pdf } = await readJobPdf(account.id, id, {});
-      return new Response(new Uint8Array(pdf), {
+      const { body, bytes } = await readJobPdf(account.id, id, {});
+      return new Response(body, {
         headers: {
           "content-type": TYPES.pdf.type,
+          "content-length": String(bytes),
           "content-disposition": `attachment; filename="${id}.pdf"`,
           "cache-control": "private, no-store",
         },
