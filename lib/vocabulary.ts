@@ -79,6 +79,9 @@ export const framedFormats = {
  */
 export const inputSources = ["base64", "url", "upload"] as const;
 
+/** How an MCP tool call carries its file (`image_source.type`): there is no upload in JSON-RPC. */
+export const toolInputSources = ["base64", "url"] as const;
+
 /**
  * The default of `MAX_INLINE_BYTES` self-hosted: the largest file sent in the request (decoded base64, a multipart
  * `file`, or a raw body). The CLI refuses bigger local files before any request, unless told the server has another

@@ -17,7 +17,7 @@ import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
 import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { configuredOrigin } from "@/lib/service-origin";
 import { SERVICE_VERSION } from "@/lib/version";
-import { inputSources } from "@/lib/vocabulary";
+import { toolInputSources } from "@/lib/vocabulary";
 import {
   DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
@@ -65,7 +65,7 @@ const TOOL_NAME = "extract_text";
 const imageSourceSchema = z
   .strictObject({
     type: z
-      .enum(inputSources)
+      .enum(toolInputSources)
       .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
     data: z
       .string()

@@ -175,7 +175,7 @@ describe("the intake", () => {
       expect(outcome.kind).toBe("read");
       if (outcome.kind !== "read") return;
       expect(outcome.result.response.extractedText).toContain("Read it now 42");
-      expect(outcome.result.response).toMatchObject({ creditsUsed: 1, inputSource: "base64" });
+      expect(outcome.result.response).toMatchObject({ creditsUsed: 1, inputSource: "upload" });
       expect(await account.balance()).toBe(4);
     }, 60_000);
   });

@@ -316,7 +316,7 @@ async function runOnSession(
   }
   if (delivered instanceof Error) throw delivered;
   if (!delivered && messages.length > 0) {
-    throw new ApiError("not_found", undeliveredMessage(charges.length > 0, jobs, idempotencyKey !== undefined));
+    throw new ApiError("not_found", undeliveredMessage(jobs, idempotencyKey !== undefined));
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
   const answer = response.status !== 200 && response.status !== 202 ? response : accepted(response);
@@ -337,8 +337,9 @@ function unknownSession(): ApiError {
  * when the call had an `Idempotency-Key` (its retry gets it, charged once); without one it was cancelled when the
  * stream closed, the pages it had not read refunded (docs/mcp.md, "A lost answer").
  */
-function undeliveredMessage(refunded: boolean, jobs: string[], keyed: boolean): string {
-  const lead = `The session's stream closed before the response could be delivered${refunded ? " (nothing was charged)" : ""}`;
+function undeliveredMessage(jobs: string[], keyed: boolean): string {
+  // Without a job nothing stays charged: a read that finished was refunded, one the closed stream stopped never was.
+  const lead = `The session's stream closed before the response could be delivered${jobs.length === 0 ? " (nothing was charged)" : ""}`;
   if (jobs.length === 0) return `${lead}: open a new stream and send the request again`;
   const named = jobs.map((job) => `job ${job}`).join(", ");
   if (keyed) {
