@@ -38,8 +38,9 @@ export const errorCatalogue = {
   insufficient_credits: {
     status: 402,
     when:
-      "the balance is below the pages the request needs; checked before any OCR. The message says how many are " +
-      "needed and what the balance is; `x-credits-remaining` carries the balance",
+      "the balance is below the pages the request needs; checked before any OCR — and an account without a single " +
+      "credit is refused before an `imageUrl` is fetched. The message says how many are needed (when known) and what " +
+      "the balance is; `x-credits-remaining` carries the balance",
     hint: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
   },
   forbidden: {
