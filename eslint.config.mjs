@@ -12,20 +12,37 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/http/security-headers.ts: the headers next.config.ts and proxy.ts set; the barrel would pull the request
 //   wrapper (credits, keys, the store) into the config and the proxy.
 // - lib/http/cross-site-actions.ts: proxy.ts's answer to a cross-site server-action POST, for the same reason.
+// - lib/http/malformed-path.ts: proxy.ts's answer to a path with malformed percent-encoding, for the same reason.
 // - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
 //   page that uses lib/http.
+// - lib/ocr/model (a folder with its own index.ts): lib/ocr's light entry, the page model, OcrError, page selections;
+//   `@/lib/ocr` is the reading entry, for the few layers that read documents (readingEntryOutside below).
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "health", "http", "input", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
-const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "jobs"] };
+const BARRELS = ["accounts", "credits", "health", "http", "input", "intake", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
+const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"], ocr: ["model"] };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
     group: [
       `@/lib/${folder}/*`,
       `**/lib/${folder}/*`,
       ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [`!@/lib/${folder}/${file}`, `!**/lib/${folder}/${file}`]),
+      // A second entry that is a folder (lib/ocr/model) is entered through its own index.ts.
+      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [`@/lib/${folder}/${file}/*`, `**/lib/${folder}/${file}/*`]),
     ],
-    message: `Import lib/${folder} through its index.ts ("@/lib/${folder}"), or add the export there.`,
+    message: `Import lib/${folder} through its index.ts ("@/lib/${folder}"${(SECOND_ENTRY_POINTS[folder] ?? []).map((file) => ` or "@/lib/${folder}/${file}"`).join("")}), or add the export there.`,
   }));
+
+// lib/ocr has two doors (docs/architecture.md): `@/lib/ocr/model` describes documents (types, zod schemas, constants,
+// OcrError; no engine process reachable from it) and anyone may import it; `@/lib/ocr` reads documents through the
+// engine pool, and only the layers that read import it: lib/intake (a document taken in), lib/process (a request), lib/jobs (a job's pages),
+// lib/health (the self-test), lib/startup.ts (the pool warmed), scripts/ and bench/. Not the API's contract
+// (lib/api), MCP, HTTP, routes or pages.
+const READING_ENTRY_USERS = ["intake", "process", "jobs", "health"];
+const readingEntryOutside = {
+  // A pattern would also match every path under lib/ocr (gitignore's rules): the entry itself, by regex.
+  regex: "^(@/lib/ocr|(.*/)?lib/ocr|(\\.\\./)+ocr)$",
+  message: 'Import what describes pages, formats and errors from "@/lib/ocr/model"; reading a document ("@/lib/ocr") is lib/process\'s or lib/jobs\' work.',
+};
 
 // The engine reads bytes and returns text: no HTTP, storage, accounts, keys, credits or limits in it. Each folder is
 // forbidden by alias and by relative path (`../store`).
@@ -68,8 +85,8 @@ const ocrEngineOutside = {
   message: "lib/ocr/engine runs only inside an engine process: import it only from lib/ocr/engine (the pool talks to it through model/protocol.ts).",
 };
 const ocrModelForbidden = {
-  group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*", "@/lib/ocr/render", "@/lib/ocr/render/*", "**/render", "**/render/*"],
-  message: "lib/ocr/model is what the other parts share: it imports none of them.",
+  group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*", "@/lib/ocr/render", "@/lib/ocr/render/*", "**/render", "**/render/*", "node:child_process", "child_process"],
+  message: "lib/ocr/model is what the other parts share: it imports none of them (nor starts processes).",
 };
 const ocrRenderForbidden = {
   group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*"],
@@ -115,7 +132,10 @@ export default defineConfig([
     files: ["scripts/**", "bench/**", "cli/**"],
     rules: { "no-console": "off" },
   },
-  { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering(deepImports()) },
+  { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering([...deepImports(), readingEntryOutside]) },
+  { files: ["lib/startup.ts", "scripts/**"], rules: layering(deepImports()) },
+  // The bench measures the engine's parts (the stages, table detection), as tests do.
+  { files: ["bench/**"], rules: layering(deepImports(["ocr"])) },
   { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ocrEngineOutside, ...deepImports(["ocr"])]) },
   {
     files: ["lib/ocr/engine/**"],
@@ -123,11 +143,11 @@ export default defineConfig([
   },
   { files: ["lib/ocr/model/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrModelForbidden, ...deepImports(["ocr"])]) },
   { files: ["lib/ocr/render/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrRenderForbidden, ...deepImports(["ocr"])]) },
-  { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports()]) },
+  { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports(), readingEntryOutside]) },
   // Barrels are used by their own folder with relative imports; tests may import internals.
   ...BARRELS.filter((folder) => folder !== "ocr").map((folder) => ({
     files: [`lib/${folder}/**`],
-    rules: layering(deepImports([folder])),
+    rules: layering([...deepImports([folder]), ...(READING_ENTRY_USERS.includes(folder) ? [] : [readingEntryOutside])]),
   })),
   { files: LEAVES, rules: layering(leafForbidden) },
   { files: ["tests/**"], rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] } },

@@ -1,5 +1,6 @@
 import { NextResponse, type NextRequest } from "next/server";
 import { refuseCrossSiteAction } from "@/lib/http/cross-site-actions";
+import { refuseMalformedPath } from "@/lib/http/malformed-path";
 import { isHttps, newNonce, pageCsp } from "@/lib/http/security-headers";
 
 /**
@@ -12,6 +13,11 @@ import { isHttps, newNonce, pageCsp } from "@/lib/http/security-headers";
  * refuses it with a `500`.
  */
 export function proxy(request: NextRequest): Response {
+  // Next.js decodes a dynamic segment before the route runs and answers a malformed one (`%ZZ`) with a bare `500`.
+  const malformed = refuseMalformedPath(request);
+  if (malformed) return malformed;
+  // The job routes are matched only for that check: their answers pass untouched.
+  if (request.nextUrl.pathname.startsWith("/api/")) return NextResponse.next();
   const refused = refuseCrossSiteAction(request);
   if (refused) return refused;
   const nonce = newNonce();
@@ -27,6 +33,7 @@ export function proxy(request: NextRequest): Response {
 }
 
 export const config = {
-  // Pages only: API routes (their bodies and streams pass untouched), build assets and the favicon are left out.
-  matcher: ["/((?!api/|_next/static|_next/image|favicon.ico).*)"],
+  // Pages, and the job routes with an id (GET and DELETE, no body) for the path check: other API routes (their bodies
+  // and streams pass untouched), build assets and the favicon are left out.
+  matcher: ["/((?!api/|_next/static|_next/image|favicon.ico).*)", "/api/ocr/jobs/:id/:rest*"],
 };

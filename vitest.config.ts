@@ -13,10 +13,12 @@ import { defineConfig } from "vitest/config";
  */
 const UNIT = [
   "tests/async.test.ts",
+  "tests/import-cycles.test.ts",
   "tests/configuration.test.ts",
   "tests/api/client-ip.test.ts",
   "tests/api/error-catalogue.test.ts",
   "tests/api/examples-node.test.ts",
+  "tests/api/malformed-paths.test.ts",
   "tests/api/process-errors.test.ts",
   "tests/cli/units.test.ts",
   "tests/credits/ledger-csv.test.ts",
@@ -30,8 +32,11 @@ const UNIT = [
   "tests/keys/base58.test.ts",
   "tests/keys/snippets.test.ts",
   "tests/limits/in-flight.test.ts",
+  "tests/mcp/rebinding.test.ts",
   "tests/mcp/tool-calls.test.ts",
   "tests/ocr/detect.test.ts",
+  "tests/ocr/entries.test.ts",
+  "tests/ocr/huge-numbers.test.ts",
   "tests/ocr/image-info.test.ts",
   "tests/ocr/languages.test.ts",
   "tests/ocr/markdown.test.ts",
@@ -58,6 +63,8 @@ const REDIS = [
   "tests/credits/credits.test.ts",
   "tests/credits/reservations.test.ts",
   "tests/credits/test-credits.test.ts",
+  "tests/jobs/result-reads.test.ts",
+  "tests/jobs/swept.test.ts",
   "tests/keys/keys.test.ts",
   "tests/mcp/auth.test.ts",
   "tests/mcp/stream-caps.test.ts",
@@ -68,6 +75,7 @@ const REDIS = [
   "tests/store/redis-link.test.ts",
   "tests/store/upstash-bridge.test.ts",
   "tests/webhooks/fairness.test.ts",
+  "tests/webhooks/rotation.test.ts",
 ];
 const BROWSER = ["tests/browser/**/*.test.ts"];
 

@@ -167,8 +167,9 @@ export async function jobsMain(): Promise<void> {
     MAX_INLINE_BYTES: String(64 * 1024 * 1024),
   });
   const { longScan } = await import("../scripts/make-fixtures");
-  const { extractDocument, OcrPool } = await import("../lib/ocr");
-  const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, submitJob, getJobView } = await import("../lib/jobs");
+  const [{ extractDocument }, { OcrPool }] = await Promise.all([import("../lib/ocr"), import("../lib/ocr/pool/pool")]);
+  const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, getJobView } = await import("../lib/jobs");
+  const { submitJob } = await import("../lib/intake");
   const { grantCredits } = await import("../lib/credits");
   const { getStore, resetStore } = await import("../lib/store");
   const { getEnv } = await import("../lib/env");
@@ -300,8 +301,9 @@ export async function jobsMain(): Promise<void> {
 /** A large scanned PDF by URL: what its submission and its source cost. */
 async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { bigScan } = await import("./big-scan");
-  const { JobRunner, getJobView, getWorkQueue, jobSettings, submitJob } = await import("../lib/jobs");
-  const { OcrPool } = await import("../lib/ocr");
+  const { JobRunner, getJobView, getWorkQueue, jobSettings } = await import("../lib/jobs");
+  const { submitJob } = await import("../lib/intake");
+  const { OcrPool } = await import("../lib/ocr/pool/pool");
   const { grantCredits } = await import("../lib/credits");
   const { getEnv } = await import("../lib/env");
   console.log(`generating a ${megabytes} MB scanned PDF…`);

@@ -3,7 +3,11 @@
  * processes measure their own stages (lib/ocr/model/profile.ts) and send them back with each page; table detection and the
  * markdown rendering are measured here, where a document is rendered (the server's thread in the service).
  */
-import { detectTables, pageAsRead, profileStages, render, type ExtractedDocument, type ProfileStage, type StageProfile } from "../lib/ocr";
+import { detectTables } from "../lib/ocr/render/tables";
+import { pageAsRead } from "../lib/ocr/model/page-turn";
+import { profileStages, type ProfileStage, type StageProfile } from "../lib/ocr/model/profile";
+import { render } from "../lib/ocr";
+import type { ExtractedDocument } from "../lib/ocr/model";
 
 export interface PageProfile {
   file: string;

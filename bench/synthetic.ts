@@ -11,7 +11,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { characterErrorRate, wordF1 } from "./metrics";
-import { extractDocument, OcrPool, render } from "../lib/ocr";
+import { extractDocument, render } from "../lib/ocr";
+import { OcrPool } from "../lib/ocr/pool/pool";
 
 const { values: args } = parseArgs({ options: { seed: { type: "string", default: "7" } } });
 

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { getEnv } from "@/lib/env";
+import { formatIPv6, parseIPv6 } from "@/lib/input";
 
 /**
  * The variable through which the server tells the app which request header carries the socket's address.
@@ -80,24 +81,17 @@ export function normalizeAddress(value: string | null | undefined): string | und
   return version === 6 ? address.toLowerCase() : address;
 }
 
+/** The upper 64 bits of an IPv6 address: its network. */
+const IPV6_NETWORK_MASK = ((1n << 64n) - 1n) << 64n;
+
 /**
- * The key a per-address limit counts under: an IPv4 address itself, an IPv6 address's /64 network (one subscriber
- * usually holds a whole /64, so counting single IPv6 addresses would let one machine rotate through billions).
+ * The key a per-address limit counts under: an IPv4 address itself, an IPv6 address's /64 network in RFC 5952 form
+ * (`2001:db8:1:2::/64`; one subscriber usually holds a whole /64, so counting single IPv6 addresses would let one
+ * machine rotate through billions). The IPv6 text is read by lib/input's parser, the one the SSRF guard uses.
  */
 export function addressLimitKey(address: string | undefined): string {
   if (!address) return "unknown";
-  if (isIP(address) !== 6) return address;
-  return `${expandIpv6(address).slice(0, 4).join(":")}::/64`;
-}
-
-function expandIpv6(address: string): string[] {
-  const [head = "", tail] = address.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  // An embedded IPv4 tail (::ffff:1.2.3.4 is handled earlier; others are rare) counts as two groups.
-  const groups = (parts: string[]) => parts.flatMap((part) => (part.includes(".") ? ["0", "0"] : [part]));
-  const l = groups(left);
-  const r = groups(right);
-  const missing = tail === undefined ? 0 : 8 - l.length - r.length;
-  return [...l, ...Array.from({ length: Math.max(0, missing) }, () => "0"), ...r].map((group) => group.replace(/^0+(?=.)/, ""));
+  const value = isIP(address) === 6 ? parseIPv6(address) : undefined;
+  if (value === undefined) return address;
+  return `${formatIPv6(value & IPV6_NETWORK_MASK)}/64`;
 }

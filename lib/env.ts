@@ -1,6 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
-import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
+import { DEFAULT_MAX_INLINE_BYTES, VERCEL_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 
 const MiB = 1024 * 1024;
 
@@ -87,7 +87,11 @@ export const envSchema = z.object({
   OCR_TESSERACT_LIBRARY: optionalString,
 
   // Limits (docs/api.md#limits)
-  MAX_INLINE_BYTES: int(DEFAULT_MAX_INLINE_BYTES, 1),
+  /**
+   * Largest file sent in the request: base64 (decoded), a multipart `file` or a raw body. Default 20 MiB, 4 MiB on
+   * Vercel (`VERCEL=1`: its request bodies stop at 4.5 MB).
+   */
+  MAX_INLINE_BYTES: int(process.env.VERCEL === "1" ? VERCEL_MAX_INLINE_BYTES : DEFAULT_MAX_INLINE_BYTES, 1),
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**
    * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses
@@ -130,6 +134,12 @@ export const envSchema = z.object({
   JOB_MAX_DURATION: int(24 * 60 * 60, 60),
   /** Pages one account may have waiting in its unfinished jobs; a job past it is refused (`429`). */
   MAX_QUEUED_PAGES_PER_ACCOUNT: int(10_000, 1),
+  /**
+   * Bytes of job files one account may have stored at once: files of jobs queued or running, and of succeeded jobs
+   * kept with their results (`JOB_RESULT_TTL`). A job past it is refused (`429`, with when the first file goes).
+   * Default 400 MiB: two files of the largest size a job fetches (`MAX_JOB_URL_BYTES`).
+   */
+  MAX_JOB_BYTES_PER_ACCOUNT: int(400 * MiB, 1),
   /** Most time one page of a job may take in an engine process; past it the page fails alone (`timeout`). */
   JOB_PAGE_DEADLINE_MS: int(120_000, 1_000),
   /**
@@ -160,6 +170,27 @@ export const envSchema = z.object({
    * route carry it (`x-vercel-protection-bypass`), so Deployment Protection does not refuse them.
    */
   VERCEL_AUTOMATION_BYPASS_SECRET: optionalString,
+
+  /**
+   * The service's public origin (`https://ocr.example.com`, scheme and host only). Its own calls (the internal work
+   * route), the OAuth issuer and resource, and the absolute links of webhook events use it; none of them is ever
+   * built from a request's `Host`. Unset: on Vercel the platform's URL of the deployment (`VERCEL_URL`, or
+   * `VERCEL_PROJECT_PRODUCTION_URL` in production), elsewhere `http://127.0.0.1:$PORT` for the service's own calls
+   * (lib/service-origin.ts).
+   */
+  SERVICE_URL: optionalString.pipe(
+    z
+      .url({ protocol: /^https?$/, message: "SERVICE_URL is an http(s) origin such as https://ocr.example.com" })
+      .refine((value) => new URL(value).pathname === "/" && !new URL(value).search && !new URL(value).hash, "SERVICE_URL is an origin only (no path, query or fragment)")
+      .transform((value) => new URL(value).origin)
+      .optional(),
+  ),
+  /** The port a self-hosted server listens on (scripts/serve.mjs reads it too). */
+  PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
+  /** Set by Vercel: the deployment's own host name (`ocr-abc123.vercel.app`) and the project's production one. */
+  VERCEL_URL: optionalString,
+  VERCEL_PROJECT_PRODUCTION_URL: optionalString,
+  VERCEL_ENV: optionalString,
 
   // Accounts and credits
   FREE_CREDITS: int(100, 0),

@@ -1,7 +1,8 @@
 import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
-import { getOcrPool, type TesseractInUse } from "@/lib/ocr";
+import { getOcrPool } from "@/lib/ocr";
+import type { TesseractInUse } from "@/lib/ocr/model";
 import { deprecationNotices } from "@/lib/env";
 import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 

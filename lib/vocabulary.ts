@@ -73,11 +73,24 @@ export const framedFormats = {
   tsv: { head: TSV_HEAD, tail: "" },
 } as const;
 
-/** How the file came: `image` (base64 or a data URL) or `imageUrl`; the 200 answer's `inputSource`. */
-export const inputSources = ["base64", "url"] as const;
+/**
+ * How the file came: `image` (base64 or a data URL), `imageUrl`, or `upload` (the file itself in the request: a
+ * multipart `file` field or a raw body); the 200 answer's `inputSource`.
+ */
+export const inputSources = ["base64", "url", "upload"] as const;
+
+/** How an MCP tool call carries its file (`image_source.type`): there is no upload in JSON-RPC. */
+export const toolInputSources = ["base64", "url"] as const;
 
 /**
- * The default of `MAX_INLINE_BYTES`: the largest file sent inline (decoded). The CLI refuses bigger local files
- * before any request, unless told the server has another limit (`OCR_MAX_INLINE_BYTES`).
+ * The default of `MAX_INLINE_BYTES` self-hosted: the largest file sent in the request (decoded base64, a multipart
+ * `file`, or a raw body). The CLI refuses bigger local files before any request, unless told the server has another
+ * limit (`OCR_MAX_INLINE_BYTES`).
  */
-export const DEFAULT_MAX_INLINE_BYTES = 3 * 1024 * 1024;
+export const DEFAULT_MAX_INLINE_BYTES = 20 * 1024 * 1024;
+
+/**
+ * The default of `MAX_INLINE_BYTES` on Vercel, whose platform refuses request bodies over 4.5 MB before the function
+ * runs: a 4 MiB file fits a raw or multipart body under it (as base64, a JSON body stops at about 3.3 MB of file).
+ */
+export const VERCEL_MAX_INLINE_BYTES = 4 * 1024 * 1024;

@@ -32,6 +32,9 @@ const root = path.resolve(import.meta.dirname, "..");
 const dev = values.dev;
 const port = Number(values.port ?? process.env.PORT ?? 3000);
 const hostname = values.hostname ?? process.env.HOSTNAME ?? (dev ? "localhost" : "0.0.0.0");
+// Read by /api/mcp (lib/mcp/rebinding.ts, same process): bound to a loopback address only, it refuses foreign Host and
+// Origin headers (DNS-rebinding protection).
+globalThis[Symbol.for("ocr-service.listen-hostname")] = hostname;
 
 /**
  * A whole number of milliseconds from the environment, or the default; exits on a bad value. The variables and their

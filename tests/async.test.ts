@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { inLanes, TimeoutError, withTimeout } from "@/lib/async";
-import { apiCode, checkDeadline, deadlineError } from "@/lib/api/errors";
+import { apiCode, deadlineError } from "@/lib/api/errors";
+import { isScopeEnded, requestScope, throwIfEnded, withinScope } from "@/lib/request-scope";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { describeError, errorLabel } from "@/lib/error-log";
 
@@ -20,17 +21,23 @@ describe("withTimeout", () => {
   });
 });
 
-describe("checkDeadline", () => {
-  it("throws 504 timeout only once the deadline has passed", () => {
-    expect(() => checkDeadline(Date.now() + 60_000)).not.toThrow();
-    const error = (() => {
-      try {
-        checkDeadline(Date.now() - 1);
-      } catch (thrown) {
-        return thrown;
-      }
-    })();
-    expect(isApiError(error) && error.code).toBe("timeout");
+describe("the request's one scope (lib/request-scope.ts)", () => {
+  it("aborts its signal at the deadline, or when the client cancels; nested scopes only narrow", async () => {
+    const scope = requestScope({ deadline: Date.now() + 20 });
+    expect(scope.signal.aborted).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(isScopeEnded(scope.signal.reason) && scope.signal.reason.why).toBe("deadline");
+    expect(() => throwIfEnded(scope.signal)).toThrow("deadline");
+
+    const client = new AbortController();
+    await withinScope({ deadline: Date.now() + 60_000, cancel: client.signal }, async (outer) => {
+      const inner = requestScope({ deadline: Date.now() + 120_000 });
+      expect(inner.deadline).toBe(outer.deadline);
+      client.abort();
+      expect(isScopeEnded(inner.signal.reason) && inner.signal.reason.why).toBe("cancelled");
+    });
+    const past = requestScope({ deadline: Date.now() - 1 });
+    expect(past.signal.aborted).toBe(true);
   });
 });
 

@@ -23,6 +23,8 @@ const storeSchema = z.strictObject({
   overdueReservations: z.number().int().min(0).optional(),
   error: z.string().optional(),
   dataLoss: z.strictObject({ detectedAt: z.iso.datetime(), message: z.string() }).optional(),
+  memory: z.strictObject({ usedMb: z.number().min(0), maxMb: z.number().min(0).nullable(), policy: z.string().nullable() }).optional(),
+  writeError: z.string().optional(),
 });
 
 const sampleSchema = z.strictObject({
@@ -181,7 +183,7 @@ describe("GET /api/health", () => {
     expect(body.status).toBe("ok");
     expect(body.store).toMatchObject({ kind: "redis-tcp", ok: true });
     await resetStore();
-    expect(await deleteKeysWithPrefix(prefix)).toBe(1); // the store marker, nothing else
+    expect(await deleteKeysWithPrefix(prefix)).toBe(2); // the write probe (issue 30 point 3) and the store marker, nothing else
   });
 
   it("is 503 degraded, promptly, when Redis does not answer", { timeout: 60_000 }, async () => {

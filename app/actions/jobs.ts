@@ -4,11 +4,10 @@
 // cancelled (cancelJob answers 404 for another account's).
 
 import { revalidatePath } from "next/cache";
-import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { isApiError } from "@/lib/api/errors";
-import { afterResponse, requestOrigin } from "@/lib/http";
+import { afterResponse } from "@/lib/http";
 import { cancelJob, kickJobWorkers } from "@/lib/jobs";
 
 /** Cancel one of the account's jobs: the pages not read yet are refunded (`DELETE /api/ocr/jobs/{id}` does the same). */
@@ -17,9 +16,9 @@ export async function cancelJobAction(formData: FormData): Promise<void> {
   if (!account) redirect("/signin");
   try {
     const view = await cancelJob(account.id, String(formData.get("jobId") ?? "").slice(0, 100));
-    // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
-    const origin = requestOrigin(await headers());
-    if (view.webhook && origin) afterResponse(() => kickJobWorkers(origin, 1));
+    // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it (at the
+    // configured origin: never one from the request's Host, lib/service-origin.ts).
+    if (view.webhook) afterResponse(() => kickJobWorkers(1));
   } catch (error) {
     // A job that is gone (expired, or never this account's) has nothing to cancel: the page shows what there is.
     if (!(isApiError(error) && (error.code === "not_found" || error.code === "gone"))) throw error;

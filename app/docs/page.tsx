@@ -41,6 +41,7 @@ export default async function DocsPage() {
   // A Host that is not a plain host name never reaches the examples (they are pasted into shells).
   const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
+  const inlineLimit = formatMegabytes(getEnv().MAX_INLINE_BYTES);
   return (
     <article className="prose docs">
       <h1>Documentation</h1>
@@ -78,8 +79,13 @@ export default async function DocsPage() {
   "options": { "format": "markdown", "language": "eng+fra", "pages": "1-3,5" } }`}</code>
       </pre>
       <p>
-        Exactly one of <code>image</code> (at most 3 MB decoded) and <code>imageUrl</code> (public http(s), at most
-        25 MB). The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
+        The file comes itself — <code>multipart/form-data</code> with a <code>file</code> field and the options as
+        fields (<code>-F format=markdown</code>), or the raw bytes with their type (<code>application/pdf</code>,{" "}
+        <code>image/jpeg</code>, <code>image/png</code>, <code>image/webp</code>, <code>image/tiff</code>) and the options
+        in the query (<code>?format=markdown&amp;pages=1-3</code>) — or as JSON with exactly one of <code>image</code>{" "}
+        (base64) and <code>imageUrl</code> (public http(s), at most 25 MB; 200 MB as a job). A file in the request may
+        be {inlineLimit}; larger, send its URL. On Vercel the platform refuses request bodies over 4.5 MB, so there send
+        files over 4 MB (3.3 MB as base64) by <code>imageUrl</code>. The type is read from the bytes. <code>format</code> is <code>text</code> (default; pages separated by
         a form feed), <code>markdown</code>, <code>json</code> (pages, blocks, lines and words with confidences
         0–100 and bounding boxes normalized to 0–1), <code>hocr</code> (hOCR 1.2), <code>alto</code> (ALTO 4 XML),{" "}
         <code>tsv</code> (Tesseract&apos;s table of words) or <code>pdf</code> (a searchable PDF: each scanned page with
@@ -135,12 +141,13 @@ export default async function DocsPage() {
       <h2 id="mcp">MCP clients</h2>
       <p>
         <code>{origin}/api/mcp</code> is an MCP server with the tool <code>extract_text</code>{" "}
-        (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>output_format</code>): the
-        same engine, credits and keys. <code>POST</code> speaks Streamable HTTP with JSON replies; <code>GET</code> with{" "}
-        <code>Accept: text/event-stream</code> opens the 2024-11-05 SSE transport for older clients. A tool call has
-        28 s: a document longer than one call reads becomes a job, whose text the second tool,{" "}
-        <code>get_extraction</code> (<code>job_id</code>, <code>max_chars</code>, <code>cursor</code>), hands out in
-        slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
+        (<code>{`image_source: { type: "base64" | "url", data, filename? }`}</code>, <code>pages</code>,{" "}
+        <code>max_chars</code>, <code>output_format</code>): the same engine, credits and keys. <code>POST</code> speaks
+        Streamable HTTP with JSON replies; <code>GET</code> with <code>Accept: text/event-stream</code> opens the
+        2024-11-05 SSE transport for older clients. An answer holds at most <code>max_chars</code> characters (20 000 by
+        default) and a cursor for the rest. A tool call has 28 s: a document longer than one call reads becomes a job,
+        whose text the second tool, <code>get_extraction</code> (<code>cursor</code>, or <code>job_id</code>;{" "}
+        <code>max_chars</code>), hands out in slices as its pages are read. Clients that support MCP tasks (2025-11-25) may call <code>extract_text</code> as a
         task and use <code>tasks/get</code>, <code>tasks/result</code> and <code>tasks/cancel</code>; the task is the
         job, its unread pages refunded on cancel.
       </p>

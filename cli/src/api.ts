@@ -55,8 +55,14 @@ function parseCreditsHeader(value: string | null): number | null {
   return Number(value);
 }
 
-/** `POST /api/ocr/process` body (docs/api.md). */
+/**
+ * `POST /api/ocr/process` and `POST /api/ocr/jobs` request (docs/api.md#request-forms): a local file goes as the raw
+ * body (`file`, its options in the query: a third less than base64, and the service's whole inline limit), a URL as
+ * JSON `imageUrl`.
+ */
 export interface OcrRequestBody {
+  /** The file itself: sent as the body (`application/octet-stream`, the service reads the type from the bytes). */
+  file?: Uint8Array;
   image?: string;
   imageUrl?: string;
   options?: { format?: OutputFormat; language?: string; pages?: string };
@@ -115,19 +121,12 @@ export async function extractDocument(
   } = {},
 ): Promise<ExtractAnswer> {
   const key = requireKey(config);
-  const url = `${config.baseUrl}/api/ocr/process`;
-  const response = await send(url, config, {
-    method: "POST",
-    headers: { ...headersFor(config, key), "content-type": "application/json" },
-    body: JSON.stringify(body),
-  }, {
+  const { url, response, json } = await postDocument(config, key, "/api/ocr/process", body, {
     signal: options.signal,
     onRetry: options.onRetry,
     idempotencyKey: options.idempotencyKey ?? randomUUID(),
     retryStatuses: options.retryTimeouts === false ? NOT_TIMEOUTS : undefined,
   });
-  const json = await readJson(response);
-  if (!response.ok) throw toServiceError(response, json, url);
   const parsed = ocrResultSchema.safeParse(json);
   if (!parsed.success) throw unexpectedAnswer(response, url, "a 200 without the OCR response fields");
   return {
@@ -185,17 +184,48 @@ export async function submitJob(
   options: JobCall & { idempotencyKey?: string } = {},
 ): Promise<{ job: JobAnswer; creditsRemaining: number | null }> {
   const key = requireKey(config);
-  const url = `${config.baseUrl}/api/ocr/jobs`;
-  const response = await send(url, config, {
-    method: "POST",
-    headers: { ...headersFor(config, key), "content-type": "application/json" },
-    body: JSON.stringify(body),
-  }, { ...options, idempotencyKey: options.idempotencyKey ?? randomUUID() });
-  const json = await readJson(response);
-  if (!response.ok) throw toServiceError(response, json, url);
+  const { url, response, json } = await postDocument(config, key, "/api/ocr/jobs", body, {
+    ...options,
+    idempotencyKey: options.idempotencyKey ?? randomUUID(),
+  });
   const job = jobAnswerSchema.safeParse(json);
   if (!job.success) throw unexpectedAnswer(response, url, "an answer without the job's fields");
   return { job: job.data, creditsRemaining: parseCreditsHeader(response.headers.get("x-credits-remaining")) };
+}
+
+/**
+ * POST a document to `path`: a local file as the raw body with its options (and webhook) in the query, otherwise
+ * JSON. A service from before raw bodies answers them `415` asking for JSON: the file then goes again as base64
+ * (within its 3 MiB inline limit of that time). Throws the service's error for any other failure.
+ */
+async function postDocument(
+  config: Config,
+  key: string,
+  path: string,
+  body: OcrRequestBody,
+  options: Parameters<typeof send>[3],
+): Promise<{ url: string; response: Response; json: unknown }> {
+  const headers = headersFor(config, key);
+  const { file, ...rest } = body;
+  if (file !== undefined) {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(rest.options ?? {})) if (value !== undefined) query.set(name, value);
+    if (rest.webhook) query.set("webhook", rest.webhook.url);
+    const url = `${config.baseUrl}${path}${query.size > 0 ? `?${query}` : ""}`;
+    const response = await send(url, config, { method: "POST", headers: { ...headers, "content-type": "application/octet-stream" }, body: file as BodyInit }, options);
+    const json = await readJson(response);
+    if (response.ok) return { url, response, json };
+    const error = toServiceError(response, json, url);
+    if (!(error instanceof ServiceError && error.status === 415 && error.message.includes("Send the request body as JSON"))) throw error;
+    // Nothing was done; the 415 is stored under the first Idempotency-Key, so the JSON attempt takes a key of its own.
+    const json64 = { ...rest, image: Buffer.from(file).toString("base64") };
+    return postDocument(config, key, path, json64, { ...options, idempotencyKey: randomUUID() });
+  }
+  const url = `${config.baseUrl}${path}`;
+  const response = await send(url, config, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) }, options);
+  const json = await readJson(response);
+  if (!response.ok) throw toServiceError(response, json, url);
+  return { url, response, json };
 }
 
 /** `GET /api/ocr/jobs/{id}`: the job, and how long the service asks a poller to wait (`Retry-After`) while it runs. */

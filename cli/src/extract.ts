@@ -279,7 +279,7 @@ async function requestBody(source: Source, options: ExtractOptions, config: Conf
   const webhook = options.webhook !== undefined ? { webhook: { url: options.webhook } } : {};
   if (source.kind === "url") return { imageUrl: source.url, options: requestOptions, ...webhook };
   const bytes = source.kind === "file" ? await readLocalFile(source.path, config.maxInlineBytes) : await readStdin(io.stdin, config.maxInlineBytes);
-  return { image: bytes.toString("base64"), options: requestOptions, ...webhook };
+  return { file: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), options: requestOptions, ...webhook };
 }
 
 async function readLocalFile(file: string, limit: number): Promise<Buffer> {

@@ -24,10 +24,10 @@ Exit codes: 0 ok, 1 other failure, 2 usage, 3 authentication (401/403, no key), 
 
 export const EXTRACT_HELP = `Usage: ocr extract <file-or-url>... [options]
 
-Reads the text of PDF, JPEG, PNG, WebP and TIFF files. A local file is sent inline (base64) if it is at most 3 MiB;
-a larger one is refused with exit code 5 — put it at a public http(s) URL and pass the URL, which the service
-downloads (up to 25 MB per request, 200 MB as a job). ocr never uploads a file anywhere by itself. \`-\` reads
-a file from stdin.
+Reads the text of PDF, JPEG, PNG, WebP and TIFF files. A local file is sent to the service as the request's body
+if it is at most 20 MiB (OCR_MAX_INLINE_BYTES; a server on Vercel takes 4 MiB); a larger one is refused with exit
+code 5 — put it at a public http(s) URL and pass the URL, which the service downloads (up to 25 MB per request,
+200 MB as a job). ocr never uploads a file anywhere else by itself. \`-\` reads a file from stdin.
 
 A document past the synchronous limits (more than 50 pages that need OCR, a URL file over 25 MB, or not read
 within the request's deadline) is sent again as an asynchronous job: its pages' progress is shown on stderr

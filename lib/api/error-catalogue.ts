@@ -38,8 +38,9 @@ export const errorCatalogue = {
   insufficient_credits: {
     status: 402,
     when:
-      "the balance is below the pages the request needs; checked before any OCR. The message says how many are " +
-      "needed and what the balance is; `x-credits-remaining` carries the balance",
+      "the balance is below the pages the request needs; checked before any OCR — and an account without a single " +
+      "credit is refused before an `imageUrl` is fetched. The message says how many are needed (when known) and what " +
+      "the balance is; `x-credits-remaining` carries the balance",
     hint: "The account is out of credits for this file: add credits on the account's settings page, or send fewer pages.",
   },
   forbidden: {
@@ -135,7 +136,7 @@ export const errorCatalogue = {
   timeout: {
     status: 504,
     when: "the request deadline `REQUEST_DEADLINE_MS` (55 s) passed; answered by the deadline + 1 s, nothing is charged",
-    hint: "The file took longer than this tool's time limit: send a smaller file or fewer pages (split the PDF), or retry later.",
+    hint: "The file took longer than this tool's time limit: read fewer pages at a time with the pages argument (e.g. \"1-5\"), or retry later.",
   },
 } as const satisfies Record<string, ErrorEntry>;
 

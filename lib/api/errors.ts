@@ -122,11 +122,6 @@ export function deadlineError(): ApiError {
   return new ApiError("timeout", "The request deadline passed before the document was read");
 }
 
-/** Throw `deadlineError()` once `deadline` (epoch ms) has passed: between steps, so none starts too late. */
-export function checkDeadline(deadline: number): void {
-  if (Date.now() >= deadline) throw deadlineError();
-}
-
 /** An ApiError's code, or undefined: for `errorLabel` (lib/error-log.ts) where only our own codes may be logged. */
 export function apiCode(error: unknown): string | undefined {
   return isApiError(error) ? error.code : undefined;

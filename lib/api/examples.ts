@@ -37,15 +37,36 @@ function keyIn(target: ExampleTarget) {
   };
 }
 
-/** REST: curl with a base64 file and with a URL, JavaScript, Python. */
+/** REST: curl with a local file (multipart, raw body, base64) and with a URL, JavaScript, Python. */
 export function restExamples(target: ExampleTarget): Example[] {
   const { origin } = target;
   const key = keyIn(target);
   const endpoint = `${origin}/api/ocr/process`;
   return [
     {
+      id: "curl-file",
+      title: "curl, a local file (multipart)",
+      language: "sh",
+      note:
+        "The file in the \"file\" field, each option its own field (format, language, pages). Files up to MAX_INLINE_BYTES " +
+        "(20 MB self-hosted, 4 MB on Vercel); larger ones by URL. Run from the repository's root, or point -F at your own file.",
+      code: `${key.shExport}curl -sS --fail-with-body ${endpoint} \\
+  -H "x-api-key: $OCR_API_KEY" \\
+  -H "Idempotency-Key: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')" \\
+  -F file=@public/samples/scan.png -F format=text`,
+    },
+    {
+      id: "curl-raw",
+      title: "curl, a local file as the body",
+      language: "sh",
+      note: "The file's bytes as the body with its type (application/pdf, image/jpeg, image/png, image/webp, image/tiff), the options in the query.",
+      code: `${key.shExport}curl -sS --fail-with-body "${endpoint}?format=markdown" \\
+  -H "x-api-key: $OCR_API_KEY" -H "content-type: application/pdf" \\
+  --data-binary @public/samples/scan.pdf`,
+    },
+    {
       id: "curl-base64",
-      title: "curl, a local file (base64)",
+      title: "curl, a local file as base64 JSON",
       language: "sh",
       note: "Run from the repository's root (the sample is public/samples/scan.png), or point base64 at your own file.",
       code: `${key.shExport}printf '{"image":"%s","options":{"format":"text"}}' "$(base64 < public/samples/scan.png | tr -d '\\n')" |
@@ -272,12 +293,12 @@ export function jobExamples(target: ExampleTarget): Example[] {
       code: `${key.shExport}( set -e
   api=${origin}
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-  # 1. Submit: 202 Accepted, the job's URL in Location. Over 3 MB, send {"imageUrl":"https://…"} instead (up to 200 MB).
-  printf '{"image":"%s","options":{"format":"text"}}' "$(base64 < public/samples/scan.pdf | tr -d '\\n')" > "$tmp/request.json"
+  # 1. Submit the file (multipart: the file in "file", each option a field): 202 Accepted, the job's URL in Location.
+  #    Over the inline limit (20 MB; 4 MB on Vercel), send JSON {"imageUrl":"https://…"} instead (up to 200 MB).
   curl -sS --fail-with-body "$api/api/ocr/jobs" -D "$tmp/headers" \\
-    -H "x-api-key: $OCR_API_KEY" -H "content-type: application/json" \\
+    -H "x-api-key: $OCR_API_KEY" \\
     -H "Idempotency-Key: $(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')" \\
-    --data-binary @"$tmp/request.json"
+    -F file=@public/samples/scan.pdf -F format=text
   echo
   job=$(grep -i '^location:' "$tmp/headers" | tr -d '\\r' | sed 's/^[^:]*: *//')
   # 2. Poll: while the job is queued or running, Retry-After says how many seconds to wait
@@ -316,12 +337,13 @@ async function call(path, init = {}) {
   return { body, retryAfter: Number(response.headers.get("retry-after") ?? 1) };
 }
 
-// 1. Submit: 202 Accepted with the job. Over 3 MB, send { imageUrl: "https://…" } instead (up to 200 MB).
+// 1. Submit the file as the body, its options in the query: 202 Accepted with the job. Over the inline limit (20 MB;
+//    4 MB on Vercel), send JSON { imageUrl: "https://…" } instead (up to 200 MB).
 const file = await readFile("public/samples/scan.pdf");
-let { body: job } = await call("/api/ocr/jobs", {
+let { body: job } = await call("/api/ocr/jobs?format=text", {
   method: "POST",
-  headers: { "content-type": "application/json", "idempotency-key": crypto.randomUUID() },
-  body: JSON.stringify({ image: file.toString("base64"), options: { format: "text" } }),
+  headers: { "content-type": "application/pdf", "idempotency-key": crypto.randomUUID() },
+  body: file,
 });
 
 // 2. Poll while it is queued or running, as often as Retry-After says
@@ -346,17 +368,13 @@ for (let next = job.links.result; next; ) {
       title: "Python (standard library only): a job",
       language: "python",
       note: "Python 3.8+, no packages. Prints the text part after part; exits 1 with the error's code and message on an error answer or a job that did not succeed.",
-      code: `import base64, json, os, sys, time, urllib.error, urllib.request, uuid
+      code: `import json, os, sys, time, urllib.error, urllib.request, uuid
 
 API = "${origin}"
 KEY = ${key.python}
 
-def call(path, body=None, headers={}):
-    request = urllib.request.Request(
-        API + path,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"x-api-key": KEY, **({} if body is None else {"content-type": "application/json"}), **headers},
-    )
+def call(path, data=None, headers={}):
+    request = urllib.request.Request(API + path, data=data, headers={"x-api-key": KEY, **headers})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.load(response), int(response.headers.get("retry-after", "1"))
@@ -367,10 +385,11 @@ def call(path, body=None, headers={}):
             sys.exit(f"HTTP {error.code}")
         sys.exit(f'{detail["code"]}: {detail["message"]}')
 
-# 1. Submit: 202 Accepted with the job. Over 3 MB, send {"imageUrl": "https://…"} instead (up to 200 MB).
+# 1. Submit the file as the body, its options in the query: 202 Accepted with the job. Over the inline limit
+#    (20 MB; 4 MB on Vercel), send JSON {"imageUrl": "https://…"} instead (up to 200 MB).
 with open("public/samples/scan.pdf", "rb") as f:
-    body = {"image": base64.b64encode(f.read()).decode("ascii"), "options": {"format": "text"}}
-job, _ = call("/api/ocr/jobs", body, {"Idempotency-Key": str(uuid.uuid4())})
+    headers = {"content-type": "application/pdf", "Idempotency-Key": str(uuid.uuid4())}
+    job, _ = call("/api/ocr/jobs?format=text", f.read(), headers)
 
 # 2. Poll while it is queued or running, as often as Retry-After says
 wait = 1

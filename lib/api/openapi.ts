@@ -16,8 +16,9 @@ import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/api/errors";
 import { CORS_ALLOW_HEADERS } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
-import { MAX_SYNC_PDF_BYTES, ocrDocumentSchema } from "@/lib/ocr";
+import { MAX_SYNC_PDF_BYTES, ocrDocumentSchema } from "@/lib/ocr/model";
 import { SERVICE_VERSION } from "@/lib/version";
+import { outputFormats } from "@/lib/vocabulary";
 
 type Json = { [key: string]: unknown };
 
@@ -222,7 +223,8 @@ function buildOpenApiDocument(): Json {
   /** The errors of reading one job (status, cancel, result). */
   const jobErrors: ErrorCode[] = ["unauthorized", "not_found", "method_not_allowed", "gone", "rate_limited", "internal_error", "unavailable"];
   const limits = [
-    `inline (base64) file ${formatMegabytes(env.MAX_INLINE_BYTES)} decoded`,
+    `a file in the request (multipart, raw body, or base64 decoded) ${formatMegabytes(env.MAX_INLINE_BYTES)} ` +
+      "(20 MB self-hosted, 4 MB on Vercel, whose request bodies stop at 4.5 MB: larger files by `imageUrl`)",
     `URL file ${formatMegabytes(env.MAX_URL_BYTES)} (jobs: ${formatMegabytes(env.MAX_JOB_URL_BYTES)})`,
     `URL fetch ${env.URL_FETCH_TIMEOUT_MS / 1000} s and ${env.URL_MAX_REDIRECTS} redirects, public http(s) addresses only`,
     `PDF pages ${env.MAX_PDF_PAGES} needing OCR per request (a page read from its text layer counts a tenth), ` +
@@ -233,9 +235,41 @@ function buildOpenApiDocument(): Json {
       "about jobs (status, result, list)",
     `job results kept ${Math.round(env.JOB_RESULT_TTL / 3600)} h after the job ends`,
   ];
+  const inline = formatMegabytes(env.MAX_INLINE_BYTES);
+  const fileDescription =
+    `The file itself, at most ${inline} (\`MAX_INLINE_BYTES\`; on Vercel 4 MB: its request bodies stop at 4.5 MB, so ` +
+    "send larger files by `imageUrl`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes whatever the declared type " +
+    "(`415` for anything else).";
+  const rawFile = { schema: { type: "string", contentMediaType: "application/octet-stream", description: `${fileDescription} Options as query parameters.` } };
   const requestBody = {
     required: true,
+    description:
+      "One of four forms: `multipart/form-data` with the file in `file` and the options as fields; the file's bytes as " +
+      "the body with its type, the options as query parameters (`format`, `language`, `pages`, `webhook`); JSON with " +
+      "`image` (base64) or `imageUrl`. A body over its limit is `413` before it is read (declared `Content-Length`) or " +
+      "as soon as it passes it (chunked), nothing charged.",
     content: {
+      "multipart/form-data": {
+        schema: {
+          type: "object",
+          required: ["file"],
+          additionalProperties: false,
+          properties: {
+            file: { type: "string", contentMediaType: "application/octet-stream", description: fileDescription },
+            format: { type: "string", enum: [...outputFormats], description: "As `options.format`." },
+            language: { type: "string", maxLength: 100, description: "As `options.language`." },
+            pages: { type: "string", maxLength: 256, description: "As `options.pages`." },
+            webhook: { type: "string", format: "uri", description: "Jobs only: as `webhook.url`." },
+          },
+        },
+        encoding: { file: { contentType: "application/pdf, image/jpeg, image/png, image/webp, image/tiff, application/octet-stream" } },
+      },
+      "application/pdf": rawFile,
+      "image/jpeg": rawFile,
+      "image/png": rawFile,
+      "image/webp": rawFile,
+      "image/tiff": rawFile,
+      "application/octet-stream": rawFile,
       "application/json": {
         schema: { $ref: "#/components/schemas/OcrRequest" },
         examples: {
@@ -248,6 +282,12 @@ function buildOpenApiDocument(): Json {
       },
     },
   };
+  /** The options of a raw file body (lib/http/upload.ts); refused with any other form's. */
+  const rawBodyParameters: Json[] = [
+    { name: "format", in: "query", required: false, description: "With the file as the raw body only: as `options.format`.", schema: { type: "string", enum: [...outputFormats] } },
+    { name: "language", in: "query", required: false, description: "With the file as the raw body only: as `options.language`.", schema: { type: "string", maxLength: 100 } },
+    { name: "pages", in: "query", required: false, description: "With the file as the raw body only: as `options.pages`.", schema: { type: "string", maxLength: 256 } },
+  ];
   const readHeaders = { ...requestIdHeader, ...rateLimitHeaders };
   /** `202 Accepted` with the job: `POST /api/ocr/jobs`, and `POST /api/ocr/process` with `Prefer: respond-async`. */
   const accepted = (extraHeaders: Json = {}): Json => ({
@@ -315,6 +355,7 @@ function buildOpenApiDocument(): Json {
               schema: { type: "string" },
               example: "respond-async",
             },
+            ...rawBodyParameters,
           ],
           requestBody,
           responses: {
@@ -372,6 +413,8 @@ function buildOpenApiDocument(): Json {
               "As on `POST /api/ocr/process`: the same key with the same body within 24 h answers the same job " +
                 "(`Idempotent-Replayed: true`), so a retried submission never makes a second job.",
             ),
+            ...rawBodyParameters,
+            { name: "webhook", in: "query", required: false, description: "With the file as the raw body only: as `webhook.url`.", schema: { type: "string", format: "uri" } },
           ],
           requestBody,
           responses: {

@@ -94,7 +94,9 @@ export const ocrRequestSchema = z
         .optional()
         .describe(
           "The file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
-            "(`data:application/pdf;base64,…`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes. At most 3 MB decoded.",
+            "(`data:application/pdf;base64,…`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes. At most `MAX_INLINE_BYTES` " +
+            "decoded (20 MB self-hosted, 4 MB on Vercel, where a JSON body stops at 4.5 MB: about 3.3 MB of file as base64). " +
+            "Larger files: send the file itself (multipart/form-data or a raw body), or imageUrl.",
         ),
       imageUrl: z
         .string()
@@ -125,6 +127,20 @@ export const ocrRequestSchema = z
 export type OcrRequest = z.infer<typeof ocrRequestSchema>;
 export type OcrRequestInput = z.input<typeof ocrRequestSchema>;
 
+/**
+ * What comes with a file sent itself (a multipart `file` field or a raw body, lib/http/upload.ts): the options (form
+ * fields or query parameters `format`, `language`, `pages`) and, for jobs, `webhook`.
+ */
+export const ocrUploadSchema = z.strictObject(
+  { options: ocrOptionsSchema.optional(), webhook: webhookRequestSchema.optional() },
+  { error: unknownKeys(["options", "webhook"]) },
+);
+
+/** The request, from a JSON body (`file` unset) or from a file sent itself with its options. */
+export function parseOcrRequest(body: unknown, file?: Uint8Array): OcrRequest {
+  return file === undefined ? ocrRequestSchema.parse(body) : ocrUploadSchema.parse(body);
+}
+
 const inputSourceSchema = z.enum(inputSources);
 export type InputSource = z.infer<typeof inputSourceSchema>;
 
@@ -135,7 +151,7 @@ export type InputSource = z.infer<typeof inputSourceSchema>;
 export const ocrResponseSchema = z.object({
   success: z.literal(true),
   userId: z.string().describe("The account that owns the key (`usr_…`)."),
-  inputSource: inputSourceSchema.describe("`base64` for `image`, `url` for `imageUrl`."),
+  inputSource: inputSourceSchema.describe("`base64` for `image`, `url` for `imageUrl`, `upload` for a file sent itself (multipart `file` or a raw body)."),
   extractedText: z
     .string()
     .describe("The text in the requested format. For `json`, `JSON.parse(extractedText)` gives an OcrDocument."),

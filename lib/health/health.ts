@@ -7,7 +7,8 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, isOcrError, render, type TesseractInUse } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
 import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
@@ -47,7 +48,18 @@ export interface StoreHealth {
    * at first start was gone): accounts, keys and credits from before are lost. The store works; `status` is `degraded`.
    */
   dataLoss?: { detectedAt: string; message: string };
+  /**
+   * Redis's memory (`INFO memory`), where the store can say: used, its `maxmemory` (null: none set) and policy. At
+   * {@link MEMORY_WARN_RATIO} of `maxmemory` or more, `status` is `degraded`: past it Redis refuses writes (credits,
+   * keys, jobs) under `noeviction`, or evicts keys under another policy.
+   */
+  memory?: { usedMb: number; maxMb: number | null; policy: string | null };
+  /** Set when Redis refused the health check's write: why. `status` is `degraded` (nothing that writes can work). */
+  writeError?: string;
 }
+
+/** The share of `maxmemory` from which the store is reported near full (`degraded`). */
+export const MEMORY_WARN_RATIO = 0.9;
 
 export interface SampleReading {
   type: "png" | "pdf";
@@ -105,12 +117,12 @@ export interface HealthBody {
 
 /**
  * The health report: `status` is `degraded` when the store is down, when Redis lost its data (within the last 24 h),
- * or (deep) the engine misread a sample. `healthStatusCode` says which of those make it a `503`.
+ * when Redis refuses writes or is at 90 % of its `maxmemory`, or (deep) the engine misread a sample. `healthStatusCode` says which of those make it a `503`.
  */
 export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBody> {
   const [store, check] = await Promise.all([checkStore(), deep ? checkEngine() : undefined]);
   const pool = getOcrPool().stats();
-  const healthy = store.ok && !store.dataLoss && (check?.ok ?? true);
+  const healthy = store.ok && !store.dataLoss && !store.writeError && !nearlyFull(store) && (check?.ok ?? true);
   return {
     status: healthy ? "ok" : "degraded",
     version: SERVICE_VERSION,
@@ -145,6 +157,13 @@ export function healthStatusCode(body: HealthBody): 200 | 503 {
   return body.store.ok && (body.engine.check?.ok ?? true) ? 200 : 503;
 }
 
+const toMb = (bytes: number) => Math.round(bytes / 104857.6) / 10;
+
+/** At {@link MEMORY_WARN_RATIO} of `maxmemory` or past it. */
+function nearlyFull({ memory }: StoreHealth): boolean {
+  return memory !== undefined && memory.maxMb !== null && memory.usedMb >= memory.maxMb * MEMORY_WARN_RATIO;
+}
+
 async function checkStore(): Promise<StoreHealth> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -154,12 +173,14 @@ async function checkStore(): Promise<StoreHealth> {
     kind = store.kind;
     await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
     const latencyMs = elapsed();
-    const [overdueReservations, marker] = await Promise.all([
+    const [overdueReservations, marker, memory, writeError] = await Promise.all([
       withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
       withTimeout(checkStoreMarker(), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
         console.error("[health] the store marker could not be checked:", error instanceof Error ? error.message : error);
         return undefined;
       }),
+      withTimeout(store.meta.memory(), PING_TIMEOUT_MS, "no answer").catch(() => null),
+      withTimeout(store.meta.probeWrite(), PING_TIMEOUT_MS, "no answer").catch(() => "no answer to a write" as const),
     ]);
     const dataLoss = marker && dataLossReport(marker);
     return {
@@ -168,6 +189,10 @@ async function checkStore(): Promise<StoreHealth> {
       latencyMs,
       ...(overdueReservations !== undefined && { overdueReservations }),
       ...(dataLoss && { dataLoss }),
+      ...(memory && {
+        memory: { usedMb: toMb(memory.usedBytes), maxMb: memory.maxBytes === null ? null : toMb(memory.maxBytes), policy: memory.policy },
+      }),
+      ...(writeError && { writeError: `Redis refuses writes: ${writeError}` }),
     };
   } catch (error) {
     // Fixed wording, never the raw error: it could carry a connection string.

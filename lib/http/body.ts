@@ -6,20 +6,55 @@ import { formatMegabytes } from "@/lib/input";
 export const MAX_JSON_DEPTH = 32;
 
 /**
- * The largest request body read: the base64 of a `MAX_INLINE_BYTES` file (4/3 of it) plus 64 KiB for the JSON
- * around it. Checked while reading, before anything is parsed.
+ * How a request body is sent: `json` (`application/json`, `…+json`, or no Content-Type), `multipart`
+ * (`multipart/form-data`, the file in its `file` field), `file` (the file itself: `application/pdf`, `image/jpeg`,
+ * `image/png`, `image/webp`, `image/tiff`, `application/octet-stream`), or `other` (refused where a body is parsed).
  */
-export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES): number {
-  return Math.ceil((maxInlineBytes * 4) / 3) + 64 * 1024;
+export type BodyKind = "json" | "multipart" | "file" | "other";
+
+/** The Content-Types a raw file body may declare; the bytes still decide the type (magic numbers). */
+export const FILE_CONTENT_TYPES = ["application/pdf", "image/jpeg", "image/jpg", "image/png", "image/webp", "image/tiff", "application/octet-stream"] as const;
+
+/** The media type of a Content-Type header, lowercased, without its parameters (`""` for none). */
+export function mediaTypeOf(header: string | null): string {
+  return (header ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+export function bodyKind(contentType: string | null): BodyKind {
+  if (isJsonContentType(contentType)) return "json";
+  const type = mediaTypeOf(contentType);
+  if (type === "multipart/form-data") return "multipart";
+  return (FILE_CONTENT_TYPES as readonly string[]).includes(type) ? "file" : "other";
+}
+
+/** Room for a multipart body's boundaries, part headers and option fields around the file. */
+export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+/**
+ * The largest request body read: for JSON the base64 of a `MAX_INLINE_BYTES` file (4/3 of it) plus 64 KiB for the JSON
+ * around it; for multipart the file plus {@link MULTIPART_OVERHEAD_BYTES}; for a raw file body the file. Checked while
+ * reading, before anything is parsed (a declared `Content-Length` over it before reading at all).
+ */
+export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES, kind: BodyKind = "json"): number {
+  switch (kind) {
+    case "multipart":
+      return maxInlineBytes + MULTIPART_OVERHEAD_BYTES;
+    case "file":
+      return maxInlineBytes;
+    default:
+      return Math.ceil((maxInlineBytes * 4) / 3) + 64 * 1024;
+  }
 }
 
 interface ReadBodyOptions {
-  /** Default: {@link maxBodyBytes}. */
+  /** Default: {@link maxBodyBytes} for the body's kind (from its Content-Type). */
   maxBytes?: number;
 }
 
 /** A request's body, read on first use and at most once, cut off past its size limit. */
 export interface RequestBody {
+  /** What the Content-Type says the body is. */
+  kind: BodyKind;
   /**
    * The raw bytes (`413 payload_too_large` past the limit, without buffering the rest; a declared `Content-Length`
    * over it is refused before reading). The same promise on every call.
@@ -34,22 +69,44 @@ export interface RequestBody {
  * the same bytes. `withApiKey` makes one per request and hands it to the handler as `ApiContext.body`.
  */
 export function requestBody(req: Request, options: ReadBodyOptions = {}): RequestBody {
+  const contentType = req.headers.get("content-type");
+  const kind = bodyKind(contentType);
   let pending: Promise<Uint8Array> | undefined;
-  const bytes = () => (pending ??= readLimited(req, options.maxBytes ?? maxBodyBytes()));
-  return { bytes, json: () => parseJsonBody(req.headers.get("content-type"), bytes) };
+  const bytes = () => (pending ??= readLimited(req, options.maxBytes ?? maxBodyBytes(undefined, kind), kind));
+  return { kind, bytes, json: () => parseJsonBody(contentType, bytes) };
 }
 
-function bodyTooLarge(maxBytes: number): ApiError {
-  return new ApiError(
-    "payload_too_large",
-    `The request body is larger than ${formatMegabytes(maxBytes)}, the limit for JSON bodies ` +
-      `(about ${formatMegabytes(Math.floor(((maxBytes - 64 * 1024) * 3) / 4))} of file as base64). Send larger files with imageUrl.`,
+/** Running on Vercel, whose platform refuses request bodies over 4.5 MB before the function runs. */
+export function onVercel(): boolean {
+  return process.env.VERCEL === "1";
+}
+
+/** What to do instead of a body too large: by URL, synchronously or as a job; and Vercel's own limit where it applies. */
+export function largeFileAdvice(): string {
+  const env = getEnv();
+  const platform = onVercel()
+    ? "This deployment runs on Vercel, whose request bodies stop at 4.5 MB, so larger files cannot be sent in the request at all. "
+    : "";
+  return (
+    `${platform}Put the file where the service can fetch it and send its URL instead: {"imageUrl": "https://…"} to ` +
+    `POST /api/ocr/process (up to ${formatMegabytes(env.MAX_URL_BYTES)}), or to POST /api/ocr/jobs (up to ` +
+    `${formatMegabytes(env.MAX_JOB_URL_BYTES)}, read in the background). Nothing was charged.`
   );
 }
 
-async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
+function bodyTooLarge(maxBytes: number, kind: BodyKind): ApiError {
+  const file = kind === "json" ? Math.floor(((maxBytes - 64 * 1024) * 3) / 4) : kind === "multipart" ? maxBytes - MULTIPART_OVERHEAD_BYTES : maxBytes;
+  const what =
+    kind === "json"
+      ? `The request body is larger than ${formatMegabytes(maxBytes)}, the limit for JSON bodies (about ${formatMegabytes(file)} of file as base64). ` +
+        "Send the file itself instead of base64 (curl --data-binary @scan.pdf, or multipart -F file=@scan.pdf): that carries a third more. "
+      : `The file is larger than ${formatMegabytes(file)}, the limit for a file sent in the request (MAX_INLINE_BYTES). `;
+  return new ApiError("payload_too_large", what + largeFileAdvice());
+}
+
+async function readLimited(req: Request, maxBytes: number, kind: BodyKind): Promise<Uint8Array> {
   const declared = req.headers.get("content-length")?.trim();
-  if (declared && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw bodyTooLarge(maxBytes);
+  if (declared && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw bodyTooLarge(maxBytes, kind);
   if (!req.body) return new Uint8Array(0);
 
   const reader = req.body.getReader();
@@ -62,7 +119,7 @@ async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> 
       total += value.byteLength;
       if (total > maxBytes) {
         void reader.cancel().catch(() => undefined);
-        throw bodyTooLarge(maxBytes);
+        throw bodyTooLarge(maxBytes, kind);
       }
       chunks.push(value);
     }
@@ -149,4 +206,28 @@ export function assertJsonDepth(text: string, maxDepth: number): void {
       depth--;
     }
   }
+}
+
+/**
+ * What an `Idempotency-Key` fingerprints of the body: its bytes, but a multipart body by its fields (names, file names
+ * and contents: a client's random boundary differs between tries of the same request), and a raw file body with its
+ * query string (the options).
+ */
+export async function fingerprintParts(req: Request, body: RequestBody): Promise<Array<string | Uint8Array>> {
+  const bytes = await body.bytes();
+  if (body.kind === "file") return [new URL(req.url).search, bytes];
+  if (body.kind !== "multipart") return [bytes];
+  let form: FormData;
+  try {
+    form = await new Response(bytes as BodyInit, { headers: { "content-type": req.headers.get("content-type")! } }).formData();
+  } catch {
+    return [bytes]; // unparseable: the handler answers 400, as often as it is sent
+  }
+  const parts: Array<string | Uint8Array> = ["multipart"];
+  for (const [name, value] of form) {
+    parts.push(name);
+    if (typeof value === "string") parts.push("text", value);
+    else parts.push("file", value.name, new Uint8Array(await value.arrayBuffer()));
+  }
+  return parts;
 }

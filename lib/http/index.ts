@@ -9,3 +9,4 @@ export { methodNotAllowed, preflight, withRequest, type RouteHandler } from "./r
 export { isCredentialActive, isFinalOutcome, withApiKey } from "./with-api-key";
 export { afterResponse } from "./after";
 export { authorizeCron } from "./cron";
+export { readOcrBody, type OcrBody } from "./upload";

@@ -1,7 +1,8 @@
 import type { OcrRequest } from "@/lib/api/schemas";
-import { getEnv } from "@/lib/env";
+import { configuredOrigin } from "@/lib/service-origin";
 import { ApiError } from "@/lib/api/errors";
-import { kickJobWorkers, pollAfterSeconds, submitJob, type JobView } from "@/lib/jobs";
+import { submitJob } from "@/lib/intake";
+import { kickJobWorkers, pollAfterSeconds, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
 import type { ApiContext } from "./context";
 
@@ -10,18 +11,25 @@ import type { ApiContext } from "./context";
  * `POST /api/ocr/process` with `Prefer: respond-async`). Workers that are function invocations are started after
  * the answer.
  */
-export async function acceptJob({ req, account, requestId, receivedAt, report }: ApiContext, body: OcrRequest, extraHeaders: Record<string, string> = {}): Promise<Response> {
-  const origin = new URL(req.url).origin;
+export async function acceptJob(
+  { req, account, requestId, receivedAt, report }: ApiContext,
+  { body, file }: { body: OcrRequest; file?: Uint8Array },
+  extraHeaders: Record<string, string> = {},
+): Promise<Response> {
+  // The webhook event's links: the configured origin, else the one the job was submitted to (the account's own
+  // events, sent to its own receiver: a Host it forged only misleads itself).
+  const origin = configuredOrigin() ?? new URL(req.url).origin;
   const { view, creditsRemaining } = await submitJob({
     body,
+    file,
     account,
     requestId,
-    deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS,
+    receivedAt,
     serverHost: req.headers.get("host") ?? undefined,
     origin,
   });
   report({ creditsRemaining });
-  afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  afterResponse(() => kickJobWorkers(view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 
@@ -39,7 +47,11 @@ export function jobIdFromPath(req: Request, fromEnd = 1): string {
   const parts = new URL(req.url).pathname.split("/").filter(Boolean);
   const id = parts[parts.length - fromEnd];
   if (!id) throw new ApiError("not_found", "No job id in the path");
-  return decodeURIComponent(id).slice(0, 100);
+  try {
+    return decodeURIComponent(id).slice(0, 100);
+  } catch {
+    throw new ApiError("invalid_request", "The job id in the path is not valid percent-encoding (job ids look like job_…)");
+  }
 }
 
 /**

@@ -11,10 +11,10 @@ import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
 import { checkRateLimit, checkReadRateLimit, isApiKeyActive, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
 import { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive, oauthUrls, serviceOrigin } from "@/lib/oauth";
-import { runWithDeadline } from "@/lib/request-scope";
+import { runInScope, requestScope } from "@/lib/request-scope";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
-import { requestBody } from "./body";
+import { fingerprintParts, requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
 import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
@@ -74,12 +74,15 @@ export function isFinalOutcome(status: number): boolean {
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
-    // Every store command of the request ends by its deadline (plus the answer grace): see lib/request-scope.ts.
-    // A stream (MCP's SSE GET) outlives any request deadline and keeps the default command timeout.
+    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
+    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
+    // SSE GET) outlives any request deadline and keeps the default command timeout.
     const response =
       options.stream === true
         ? await serve(handler, options, req, receivedAt)
-        : await runWithDeadline(receivedAt + getEnv().REQUEST_DEADLINE_MS, () => serve(handler, options, req, receivedAt));
+        : await runInScope(requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
+            serve(handler, options, req, receivedAt),
+          );
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(afterResponse);
     return response;
@@ -105,10 +108,12 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
   try {
     const account = await authenticate(req, credential, options.protectedResource === true);
     keyId = account.keyId;
-    await limitRate(account.keyId, headers, options.limit ?? "requests");
+    const kind = options.limit ?? "requests";
+    await limitRate(account.keyId, headers, kind);
     const report = (facts: Report) => addReport(outcome, facts);
+    // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
-      const limit = await checkRateLimit(account.keyId, extra);
+      const limit = kind === "reads" ? await checkReadRateLimit(account.keyId, extra) : await checkRateLimit(account.keyId, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };
@@ -226,7 +231,7 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
   const key = req.headers.get("idempotency-key");
   if (key === null) return run();
 
-  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, await context.body.bytes()]);
+  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, ...(await fingerprintParts(req, context.body))]);
   const { userId } = account;
   const claim = await claimIdempotencyKey({ userId, key, fingerprint });
   switch (claim.status) {

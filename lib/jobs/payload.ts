@@ -1,6 +1,6 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { z } from "zod";
-import type { ExtractedPage, LanguageChoice } from "@/lib/ocr";
+import type { ExtractedPage, LanguageChoice } from "@/lib/ocr/model";
 
 /**
  * A page's result as the job store keeps it: the page model (what every format is rendered from), the languages it

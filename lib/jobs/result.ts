@@ -1,11 +1,14 @@
+import { createHash } from "node:crypto";
 import type { JobResultBody } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
-import { documentConfidence, pagedFormats, parsePageSelection, formatPageRanges, isOcrError, renderSearchablePdf, type ExtractedPage, type OutputFormat } from "@/lib/ocr";
+import { documentConfidence, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
+import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
 import type { JobRecord } from "@/lib/store";
 import { getStore } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findJob } from "./service";
+import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
 
 /**
  * The most bytes of `extractedText` (as escaped in the JSON answer) one result response carries: the answer stays
@@ -29,14 +32,65 @@ export async function readJobResult(
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<JobResultPart> {
   const record = await findJob(userId, jobId);
+  const wanted = checkTextRequest(record, options);
+  if (!isJobEnded(record)) return renderResultPart(record, wanted, options);
+  // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:
+  // a batch of 30 `tasks/result` parses it once).
+  const variant = textVariant(record, wanted, options);
+  return singleFlight(`part:${jobId}:${variant}`, async () => {
+    const kept = await keepRendering(record, variant, async () => {
+      const part = await renderResultPart(record, wanted, options);
+      return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
+    });
+    return JSON.parse(Buffer.from(await renderingBytes(jobId, variant, kept)).toString("utf8")) as JobResultPart;
+  });
+}
+
+/**
+ * `readJobResult` as the REST answer's body: the part's JSON, streamed from the store for an ended job (rendered once,
+ * at its first read, and kept beside its pages until they expire), and its `next` link.
+ */
+export async function readJobResultBody(
+  userId: string,
+  jobId: string,
+  options: { format?: OutputFormat; pages?: string; limitBytes?: number },
+): Promise<{ body: ReadableStream<Uint8Array>; bytes: number; next: string | null }> {
+  const record = await findJob(userId, jobId);
+  const wanted = checkTextRequest(record, options);
+  if (!isJobEnded(record)) {
+    const part = await renderResultPart(record, wanted, options);
+    const bytes = Buffer.from(JSON.stringify(part));
+    return { body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""), bytes: bytes.byteLength, next: part.next };
+  }
+  const variant = textVariant(record, wanted, options);
+  const kept = await singleFlight(`kept:${jobId}:${variant}`, () =>
+    keepRendering(record, variant, async () => {
+      const part = await renderResultPart(record, wanted, options);
+      return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
+    }),
+  );
+  return { body: streamOf(kept, jobId, variant), bytes: kept.size, next: kept.info || null };
+}
+
+function checkTextRequest(record: JobRecord, options: { format?: OutputFormat; pages?: string }): number[] {
   const format = options.format ?? record.format;
   if (format === "pdf") {
     throw new ApiError(
       "invalid_request",
-      `format: pdf is a file, not text: GET /api/ocr/jobs/${jobId}/result?format=pdf answers it as application/pdf`,
+      `format: pdf is a file, not text: GET /api/ocr/jobs/${record.id}/result?format=pdf answers it as application/pdf`,
     );
   }
-  const wanted = wantedPages(record, options.pages);
+  return wantedPages(record, options.pages);
+}
+
+function textVariant(record: JobRecord, wanted: number[], options: { format?: OutputFormat; limitBytes?: number }): string {
+  return variantOf(`${options.format ?? record.format}|${formatPageRanges(wanted)}|${options.limitBytes ?? RESULT_PART_BYTES}`);
+}
+
+/** A part rendered from the stored page models (what `readJobResult` answers). */
+async function renderResultPart(record: JobRecord, wanted: number[], options: { format?: OutputFormat; limitBytes?: number }): Promise<JobResultPart> {
+  const jobId = record.id;
+  const format = (options.format ?? record.format) as Exclude<OutputFormat, "pdf">;
 
   const store = getStore().jobs;
   const failed = record.pagesFailed > 0 ? await store.getFailedPages(jobId) : new Map<number, string>();
@@ -110,7 +164,10 @@ export async function jobResultFormat(userId: string, jobId: string, format: Out
 }
 
 export interface JobPdf {
-  pdf: Uint8Array;
+  /** The file, streamed (from the store once it is kept). */
+  body: ReadableStream<Uint8Array>;
+  /** Its size in bytes. */
+  bytes: number;
   /** Pages in it, as a page list. */
   pages: string;
   /** Pages asked for but not in it: not read yet, or failed. */
@@ -144,17 +201,107 @@ export async function readJobPdf(userId: string, jobId: string, options: { pages
         : `Job ${jobId} read none of the pages asked for: there is no PDF to make`,
     );
   }
-  const bytes = await store.getSource(jobId, record.sourceChunks);
-  if (!bytes) {
-    throw new ApiError("gone", `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`);
+  const render = async () => {
+    const bytes = await store.getSource(jobId, record.sourceChunks);
+    if (!bytes) {
+      throw new ApiError("gone", `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`);
+    }
+    try {
+      return { bytes: await renderSearchablePdf(pages, { bytes, type: record.fileType }), info: "" };
+    } catch (error) {
+      throw fromEngineError(error);
+    }
+  };
+  const done = { pages: formatPageRanges(pages.map((page) => page.number)), missingPages };
+  if (!isJobEnded(record)) {
+    const { bytes } = await render();
+    return { ...done, bytes: bytes.byteLength, body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, "") };
   }
-  let pdf: Uint8Array;
-  try {
-    pdf = await renderSearchablePdf(pages, { bytes, type: record.fileType });
-  } catch (error) {
-    throw fromEngineError(error);
+  // An ended job's PDF is the same at every read: made once (one making for the reads in flight here) and kept in the
+  // store beside its pages; every read streams it from there.
+  const variant = variantOf(`pdf|${done.pages}`);
+  const kept = await singleFlight(`kept:${jobId}:${variant}`, () => keepRendering(record, variant, render));
+  return { ...done, bytes: kept.size, body: streamOf(kept, jobId, variant) };
+}
+
+/** Whether a job has ended: its results no longer change, so what is rendered from them can be kept. */
+function isJobEnded(record: JobRecord): boolean {
+  return record.status !== "queued" && record.status !== "running";
+}
+
+function variantOf(description: string): string {
+  return createHash("sha256").update(description).digest("base64url").slice(0, 22);
+}
+
+/** A rendering: in memory when it was just made, else in the store's chunks. */
+interface Kept {
+  bytes?: Uint8Array;
+  chunks: number;
+  size: number;
+  info: string;
+}
+
+/** Rendering chunks kept in the store (the size of a job's source chunks: one value per Upstash request). */
+const RENDER_CHUNK_BYTES = 1024 * 1024;
+
+/** The kept rendering of `variant`, made (and kept until the job's results expire) when there is none. */
+async function keepRendering(record: JobRecord, variant: string, render: () => Promise<{ bytes: Uint8Array; info: string }>): Promise<Kept> {
+  const store = getStore().jobs;
+  const info = await store.getRenderingInfo(record.id, variant);
+  if (info) return { chunks: info.chunks, size: info.bytes, info: info.info };
+  const made = await render();
+  const ttlMs = record.expiresAt - Date.now();
+  if (ttlMs > 1_000) {
+    await store
+      .putRendering(record.id, variant, made.bytes, { chunkBytes: RENDER_CHUNK_BYTES, ttlMs, info: made.info })
+      .catch((error: unknown) => console.warn(`[jobs] a rendered result could not be kept (${error instanceof Error ? error.message : "error"})`));
   }
-  return { pdf, pages: formatPageRanges(pages.map((page) => page.number)), missingPages };
+  return { bytes: made.bytes, chunks: Math.max(1, Math.ceil(made.bytes.byteLength / RENDER_CHUNK_BYTES)), size: made.bytes.byteLength, info: made.info };
+}
+
+async function renderingBytes(jobId: string, variant: string, kept: Kept): Promise<Uint8Array> {
+  if (kept.bytes) return kept.bytes;
+  const parts: Uint8Array[] = [];
+  for (let chunk = 0; chunk < kept.chunks; chunk++) parts.push(await readChunk(jobId, variant, chunk));
+  return Buffer.concat(parts);
+}
+
+async function readChunk(jobId: string, variant: string, chunk: number): Promise<Uint8Array> {
+  const part = await getStore().jobs.getRenderingChunk(jobId, variant, chunk);
+  if (!part) throw new ApiError("gone", `The result of job ${jobId} is no longer kept`);
+  return part;
+}
+
+/** A rendering as a body: the bytes in memory a piece at a time, or the store's chunks one after another. */
+function streamOf(kept: Kept, jobId: string, variant: string): ReadableStream<Uint8Array> {
+  let chunk = 0;
+  let offset = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (kept.bytes) {
+        if (offset >= kept.bytes.byteLength) return controller.close();
+        controller.enqueue(kept.bytes.subarray(offset, offset + STREAM_PIECE_BYTES));
+        offset += STREAM_PIECE_BYTES;
+        return;
+      }
+      if (chunk >= kept.chunks) return controller.close();
+      controller.enqueue(await readChunk(jobId, variant, chunk++));
+    },
+  });
+}
+
+/** Pieces a body in memory goes out in (a stream, not one body). */
+const STREAM_PIECE_BYTES = 256 * 1024;
+
+const flights = new Map<string, Promise<unknown>>();
+
+/** One run of `work` per key among the calls in flight in this process; the later ones share its outcome. */
+function singleFlight<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const running = flights.get(key);
+  if (running) return running as Promise<T>;
+  const started = work().finally(() => flights.delete(key));
+  flights.set(key, started);
+  return started;
 }
 
 function failureCode(raw: string): string {
@@ -165,4 +312,13 @@ function failureCode(raw: string): string {
     // fall through
   }
   return "internal_error";
+}
+
+/**
+ * What a text format puts before a job's first page, between two pages and after the last: the settings page's
+ * download joins a result's parts with it (each part carries its own head and tail).
+ */
+export function jobResultFrame(format: TextFormat): { head: string; separator: string; tail: string } {
+  const { head, separator, tail } = pagedFormats[format];
+  return { head, separator, tail };
 }

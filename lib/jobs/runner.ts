@@ -1,15 +1,7 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode, isApiError } from "@/lib/api/errors";
-import {
-  getOcrPool,
-  inspectJobPages,
-  isOcrError,
-  parsePageSelection,
-  readJobPage,
-  type JobDocument,
-  type LanguageChoice,
-  type OcrPool,
-} from "@/lib/ocr";
+import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
+import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
 import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
@@ -175,7 +167,7 @@ export class JobRunner {
     const { jobId } = task.data;
     try {
       if (task.gaveUp) {
-        await this.endAsFailed(jobId, "internal_error", "The job's document step stopped too often (its worker processes died)");
+        await this.endAsFailed(jobId, "internal_error", "The job's document step stopped too often (its engine processes died)");
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -368,7 +360,7 @@ export class JobRunner {
     };
     try {
       if (task.gaveUp) {
-        await store.failPage(jobId, number, pageFailure("internal_error", "The page stopped its worker processes too often"), Date.now());
+        await store.failPage(jobId, number, pageFailure("internal_error", "The page stopped its engine processes too often"), Date.now());
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -420,7 +412,7 @@ export class JobRunner {
     }
   }
 
-  /** Let go of what this process keeps for a job that has ended (its file, its open document in the engine). */
+  /** Let go of what this process keeps for a job that has ended (its file, the document held in the engine processes). */
   private forget(jobId: string): void {
     this.sources.drop(jobId);
     this.pool.release(jobDocId(jobId));
@@ -431,11 +423,9 @@ export function pageTask(jobId: string, page: PageTaskPage, language: LanguageCh
   return { jobId, language, ...page };
 }
 
-/** The job's language choice as its pages read it. */
+/** The job's language choice as its pages read it: checked when the job was accepted, kept as `languageSpec`. */
 function jobLanguage(record: JobRecord): LanguageChoice {
-  const spec = record.language.trim().toLowerCase();
-  if (spec === "" || spec === "auto") return { langs: ["eng"], auto: true };
-  return { langs: spec.split(/[\s+,]+/).filter(Boolean), auto: false };
+  return fromLanguageSpec(record.language);
 }
 
 function isTransient(error: unknown): boolean {

@@ -1,26 +1,29 @@
 import { randomBytes } from "node:crypto";
-import type { OcrRequest } from "@/lib/api/schemas";
-import { getEnv } from "@/lib/env";
+import type { InputSource } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
-import { decodeBase64Input, fetchRemoteFile, readOwnSample, type ResolveHost } from "@/lib/input";
-import { describeDocument, formatPageRanges, type OcrPool } from "@/lib/ocr";
-import { fromEngineError } from "@/lib/process";
+import { languageSpec, type DescribedDocument } from "@/lib/ocr";
+import { formatPageRanges } from "@/lib/ocr/model";
+import { formatMegabytes } from "@/lib/input";
 import { getStore, type JobRecord, type NewJob } from "@/lib/store";
-import { jobWebhookView, resolveJobWebhook } from "@/lib/webhooks";
+import type { OutputFormat } from "@/lib/vocabulary";
+import { jobWebhookView } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
 import { getWorkQueue, jobSettings, requireWorkQueue } from "./settings";
 import { toJobView, type JobView } from "./view";
 
-export interface SubmitJobInput {
-  body: OcrRequest;
+/** A document the intake (lib/intake) loaded, checked and decided to read as a job. */
+export interface QueueJobInput {
+  bytes: Uint8Array;
+  inputSource: InputSource;
+  /** What the intake's inspection found: type, pages, the pages selected, the language choice (parsed once). */
+  document: Pick<DescribedDocument, "type" | "pageCount" | "selectedPages" | "language">;
+  format: OutputFormat;
   account: { userId: string; keyId?: string };
   requestId: string;
-  /** Epoch ms: the submitting request's deadline (the file is fetched and checked within it). */
+  /** Epoch ms: the submitting request's deadline (until the job exists, its file lives this long and a few minutes). */
   deadline: number;
-  pool?: OcrPool;
-  resolveHost?: ResolveHost;
-  /** The `Host` the request was sent to: an `imageUrl` of this deployment's own samples is read, not fetched. */
-  serverHost?: string;
+  /** The webhook the job's events go to (checked by the intake before anything was fetched). */
+  webhookUrl?: string;
   /** The origin the job was submitted to (`https://ocr.example.com`): its webhook event's links are absolute with it. */
   origin?: string;
 }
@@ -31,37 +34,27 @@ export const JOB_ID_PATTERN = /^job_[A-Za-z0-9_-]{22}$/;
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 
 /**
- * Accept an asynchronous job: the file is loaded (inline, or fetched up to `MAX_JOB_URL_BYTES`) and checked as a
- * request's is (type, size, pages, language: the same 4xx), stored once, every selected page reserved (`402` when
- * short, before any work), and the job queued. Its pages are read by whichever processes have a free engine
- * process (lib/jobs/runner.ts).
+ * Accept an asynchronous job for a document the intake has loaded and checked: its file stored once, every selected
+ * page reserved with the job's creation (`402` when short, before any work), and the job queued. Its pages are read
+ * by whichever processes have a free engine process (lib/jobs/runner.ts).
  */
-export async function submitJob(input: SubmitJobInput): Promise<{ view: JobView; creditsRemaining: number }> {
+export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; creditsRemaining: number }> {
   const queue = requireWorkQueue();
   const settings = jobSettings();
-  const { body, account, requestId } = input;
-  // Checked first: a bad webhook URL is a 400 before any file is fetched or credit reserved.
-  const webhookUrl = await resolveJobWebhook(account.userId, body.webhook?.url, { resolveHost: input.resolveHost });
-  const { bytes, inputSource } = await loadJobInput(body, input.deadline, settings.maxUrlBytes, input);
-  let described;
-  try {
-    described = await describeDocument(bytes, {
-      pages: body.options?.pages,
-      language: body.options?.language,
-      maxPages: settings.maxPages,
-      deadline: input.deadline,
-      pool: input.pool,
-      tenant: account.userId,
-    });
-  } catch (error) {
-    throw fromEngineError(error, { pages: body.options?.pages, job: true });
-  }
-
+  const { bytes, inputSource, document: described, account, requestId, webhookUrl } = input;
   const jobs = getStore().jobs;
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
   const deadline = now + settings.maxDurationMs;
-  const sourceChunks = await jobs.putSource(jobId, bytes, { chunkBytes: settings.chunkBytes, ttlMs: settings.maxDurationMs + settings.resultTtlMs });
+  const stored = await jobs.putSource(jobId, bytes, {
+    chunkBytes: settings.chunkBytes,
+    // Until createJob gives the file the job's lifetime: a submission that dies in between leaves it for minutes.
+    pendingTtlMs: Math.max(0, input.deadline - now) + SOURCE_PENDING_GRACE_MS,
+    userId: account.userId,
+    maxAccountBytes: settings.maxAccountBytes,
+  });
+  if (!stored.ok) throw accountFilesFull(bytes.byteLength, stored, settings.maxAccountBytes);
+  const sourceChunks = stored.chunks;
   const pages = described.selectedPages.length;
   const job: NewJob = {
     id: jobId,
@@ -79,8 +72,8 @@ export async function submitJob(input: SubmitJobInput): Promise<{ view: JobView;
     selection: formatPageRanges(described.selectedPages),
     pagesTotal: pages,
     creditsReserved: pages,
-    format: body.options?.format ?? "text",
-    language: body.options?.language ?? "auto",
+    format: input.format,
+    language: languageSpec(described.language),
     ...(webhookUrl && { webhookUrl }),
     ...(webhookUrl && input.origin && { origin: input.origin }),
   };
@@ -99,7 +92,7 @@ export async function submitJob(input: SubmitJobInput): Promise<{ view: JobView;
     ttlMs: settings.resultTtlMs,
   });
   if (!created.ok) {
-    await jobs.deleteSource(jobId, sourceChunks).catch(() => undefined);
+    await jobs.deleteSource(jobId, sourceChunks, { userId: account.userId, bytes: bytes.byteLength }).catch(() => undefined);
     switch (created.reason) {
       case "insufficient_credits":
         throw new ApiError(
@@ -129,31 +122,21 @@ export async function submitJob(input: SubmitJobInput): Promise<{ view: JobView;
   return { view: toJobView(accepted), creditsRemaining: created.balance };
 }
 
-async function loadJobInput(
-  body: OcrRequest,
-  deadline: number,
-  maxUrlBytes: number,
-  { resolveHost, serverHost }: Pick<SubmitJobInput, "resolveHost" | "serverHost">,
-): Promise<{ bytes: Uint8Array; inputSource: "base64" | "url" }> {
-  const env = getEnv();
-  if (body.image !== undefined) return { bytes: decodeBase64Input(body.image, env.MAX_INLINE_BYTES), inputSource: "base64" };
-  const sample = await readOwnSample(body.imageUrl!, serverHost);
-  if (sample) return { bytes: sample, inputSource: "url" };
-  const controller = new AbortController();
-  const remaining = Math.max(0, deadline - Date.now());
-  const timer = setTimeout(() => controller.abort(new ApiError("timeout", "The request deadline passed while fetching imageUrl")), remaining);
-  try {
-    const file = await fetchRemoteFile(body.imageUrl!, {
-      signal: controller.signal,
-      resolveHost,
-      maxBytes: maxUrlBytes,
-      // A large file may need longer than a request's fetch; the submission's deadline still bounds it.
-      timeoutMs: Math.max(env.URL_FETCH_TIMEOUT_MS, remaining - 10_000),
-    });
-    return { bytes: file.bytes, inputSource: "url" };
-  } finally {
-    clearTimeout(timer);
-  }
+/** How much longer than its submission's deadline a job's file, written before the job, lives without it. */
+const SOURCE_PENDING_GRACE_MS = 5 * 60_000;
+
+/** `429`: the account's stored job files and this one would pass `MAX_JOB_BYTES_PER_ACCOUNT`. */
+function accountFilesFull(bytes: number, { used, releasedAt }: { used: number; releasedAt: number | null }, max: number): ApiError {
+  const retryAfterS = releasedAt === null ? 60 : Math.max(1, Math.ceil((releasedAt - Date.now()) / 1000));
+  const when = releasedAt === null ? "" : ` The first of them is released at ${new Date(releasedAt).toISOString()}.`;
+  return new ApiError(
+    "rate_limited",
+    `This account's jobs already hold ${formatMegabytes(used)} of files (queued, running, or kept with their results), and ` +
+      `this one (${formatMegabytes(bytes)}) would pass the ${formatMegabytes(max)} they may hold (MAX_JOB_BYTES_PER_ACCOUNT).${when} ` +
+      "Submit it when earlier jobs have ended (a failed or cancelled job's file goes at once), or read it synchronously " +
+      "(POST /api/ocr/process) if it fits one request. Nothing was charged.",
+    { headers: { "Retry-After": String(retryAfterS) } },
+  );
 }
 
 /** The job `jobId` of `userId`: `404` for another account's or an unknown one, `410` once its results expired. */

@@ -5,12 +5,12 @@ import { ApiError } from "@/lib/api/errors";
 import { getStore } from "@/lib/store";
 import { createBullQueue } from "./queue/bullmq";
 import { createMemoryQueue } from "./queue/memory";
-import type { WorkQueue } from "./queue/port";
+import type { TaskSettings, WorkQueue } from "./queue/port";
 
 const MiB = 1024 * 1024;
 
 /** The jobs' settings: the configuration's (docs/configuration.md#jobs) and the constants beside them. */
-export interface JobSettings {
+export interface JobSettings extends TaskSettings {
   maxPages: number;
   maxUrlBytes: number;
   resultTtlMs: number;
@@ -19,19 +19,14 @@ export interface JobSettings {
   pageDeadlineMs: number;
   runner: "background" | "invoke" | "off";
   fanout: number;
-  /** How long a taken task stays locked without its lock being extended (its process died: stalled after it). */
-  lockMs: number;
-  /** How often stalled tasks are looked for. */
-  stalledIntervalMs: number;
-  /** Stalls a task survives (its process died holding it) before it fails (its page is refunded). */
-  maxStalls: number;
-  /** Attempts of a page whose engine process crashed or could not start, with exponential back-off from `backoffMs`. */
-  pageAttempts: number;
-  backoffMs: number;
-  /** How long a blocking take waits for a task (s). */
-  blockSeconds: number;
-  /** The source file is stored in chunks of this size: under Upstash's 10 MB request limit once base64-encoded. */
+  /**
+   * The source file is stored in chunks of this size: under Upstash's 10 MB request limit once base64-encoded, and a
+   * little under 4 MiB so a chunk stored as bytes (with its one-byte marker and Redis's string header) fills jemalloc's
+   * 4 MiB size class instead of taking the 5 MiB one (docs/decisions.md#job-source).
+   */
   chunkBytes: number;
+  /** Most bytes of job files one account may have stored (queued, running, kept with results): `MAX_JOB_BYTES_PER_ACCOUNT`. */
+  maxAccountBytes: number;
   /** Source files one process keeps in memory for the pages it reads. */
   sourceCacheBytes: number;
   /** Pages one inspect job reads the text layers of: small, so a request's PDF never waits long behind a job's. */
@@ -54,7 +49,8 @@ export function jobSettings(env: Env = getEnv()): JobSettings {
     pageAttempts: 3,
     backoffMs: 2_000,
     blockSeconds: 2,
-    chunkBytes: 4 * MiB,
+    chunkBytes: 4 * MiB - 1024,
+    maxAccountBytes: env.MAX_JOB_BYTES_PER_ACCOUNT,
     sourceCacheBytes: 512 * MiB,
     inspectChunk: 20,
   };

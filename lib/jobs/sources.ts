@@ -9,7 +9,7 @@ interface Cached {
 
 /**
  * Each process reads a job's file from the store once and keeps it while it reads the job's pages (the engine
- * processes keep it open too, by its `docId`): the file is not copied per page. Least recently used files go when
+ * processes hold it too, by its `docId`): the file is not copied per page. Least recently used files go when
  * the cache passes `limitBytes` (docs/decisions.md#job-source).
  */
 export class SourceCache {

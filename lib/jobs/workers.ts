@@ -1,6 +1,8 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
+import { selfOrigin } from "@/lib/service-origin";
+import { getStore } from "@/lib/store";
 import { drainWebhooks, resetDeliveryQueue, startWebhookWorker, webhookSettings } from "@/lib/webhooks";
 import { JobRunner } from "./runner";
 import { getWorkQueue, jobSettings, workerName } from "./settings";
@@ -57,31 +59,46 @@ export async function workJobsFor(budgetMs: number): Promise<{ documents: number
 
 /** The internal work route, relative to the deployment's origin. */
 export const WORK_PATH = "/api/internal/jobs/work";
-/** How old a work call's signature may be. */
-const SIGNATURE_MAX_AGE_MS = 5 * 60_000;
+/** How old a work call's signature may be: the call is made at once, so a minute covers clocks apart. */
+export const WORK_SIGNATURE_MAX_AGE_MS = 60_000;
+/** Store scope of the nonces of work calls already made (each signature is accepted once). */
+const NONCE_SCOPE = "work-call";
 
-/** `t=<ms>,v1=<hex HMAC-SHA256 of "<ms>.<path>">` with `CRON_SECRET`. */
-export function signWorkCall(secret: string, now = Date.now()): string {
-  const mac = createHmac("sha256", secret).update(`${now}.${WORK_PATH}`).digest("hex");
-  return `t=${now},v1=${mac}`;
+/** `t=<ms>,n=<nonce>,v1=<hex HMAC-SHA256 of "<ms>.<nonce>.<path>">` with `CRON_SECRET`; a fresh nonce each call. */
+export function signWorkCall(secret: string, now = Date.now(), nonce = randomBytes(16).toString("base64url")): string {
+  const mac = createHmac("sha256", secret).update(`${now}.${nonce}.${WORK_PATH}`).digest("hex");
+  return `t=${now},n=${nonce},v1=${mac}`;
 }
 
-export function verifyWorkCall(header: string | null, secret: string, now = Date.now()): boolean {
-  const match = /^t=(\d{1,16}),v1=([0-9a-f]{64})$/.exec(header?.trim() ?? "");
-  if (!match) return false;
+/** The signature's nonce when it is well-formed, made with `secret` and at most a minute old; null otherwise. */
+export function verifyWorkCall(header: string | null, secret: string, now = Date.now()): string | null {
+  const match = /^t=(\d{1,16}),n=([A-Za-z0-9_-]{16,64}),v1=([0-9a-f]{64})$/.exec(header?.trim() ?? "");
+  if (!match) return null;
   const at = Number(match[1]);
-  if (Math.abs(now - at) > SIGNATURE_MAX_AGE_MS) return false;
-  const expected = Buffer.from(createHmac("sha256", secret).update(`${at}.${WORK_PATH}`).digest("hex"));
-  const given = Buffer.from(match[2]!);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  const nonce = match[2]!;
+  if (Math.abs(now - at) > WORK_SIGNATURE_MAX_AGE_MS) return null;
+  const expected = Buffer.from(createHmac("sha256", secret).update(`${at}.${nonce}.${WORK_PATH}`).digest("hex"));
+  const given = Buffer.from(match[3]!);
+  return expected.length === given.length && timingSafeEqual(expected, given) ? nonce : null;
+}
+
+/**
+ * Accept a work call once: the signature verifies and its nonce was never seen (recorded in the store with `SET NX`
+ * for as long as the signature could pass, on every instance). A captured signature replayed is refused.
+ */
+export async function acceptWorkCall(header: string | null, secret: string, now = Date.now()): Promise<boolean> {
+  const nonce = verifyWorkCall(header, secret, now);
+  if (!nonce) return false;
+  return getStore().limits.claimOnce({ scope: NONCE_SCOPE, id: nonce, ttlMs: 2 * WORK_SIGNATURE_MAX_AGE_MS + 5_000 });
 }
 
 /**
  * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `JOB_FANOUT` signed calls of the
  * internal work route, each working the queue until it is empty or its budget ends. Only their `202`s are awaited
- * (the route works after answering). A process that works the queue itself (`background`) does nothing.
+ * (the route works after answering). A process that works the queue itself (`background`) does nothing. The calls go
+ * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request.
  */
-export async function kickJobWorkers(origin: string, pages: number): Promise<void> {
+export async function kickJobWorkers(pages: number): Promise<void> {
   const settings = jobSettings();
   if (settings.runner !== "invoke") return;
   const { CRON_SECRET: secret, VERCEL_AUTOMATION_BYPASS_SECRET: bypass } = getEnv();
@@ -89,11 +106,13 @@ export async function kickJobWorkers(origin: string, pages: number): Promise<voi
     console.error("[jobs] CRON_SECRET is not set: no invocation can be started to read the job (docs/deploy.md#jobs)");
     return;
   }
+  const url = new URL(WORK_PATH, selfOrigin());
   const calls = Math.min(settings.fanout, Math.max(1, pages));
   await Promise.allSettled(
     Array.from({ length: calls }, () =>
-      fetch(new URL(WORK_PATH, origin), {
+      fetch(url, {
         method: "POST",
+        redirect: "manual",
         headers: { "x-work-signature": signWorkCall(secret), ...(bypass && { "x-vercel-protection-bypass": bypass }) },
       })
         .then((response) => response.body?.cancel())

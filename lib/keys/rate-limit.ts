@@ -19,8 +19,8 @@ export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLim
  * The limit of reads about jobs (status, result parts, the list): `READ_RATE_LIMIT_PER_MINUTE` per key, apart from
  * `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
  */
-export async function checkReadRateLimit(keyId: string): Promise<RateLimitResult> {
-  return getStore().limits.rateLimit({ bucket: "api-read", identifier: keyId, limit: getEnv().READ_RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight: 1 });
+export async function checkReadRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
+  return getStore().limits.rateLimit({ bucket: "api-read", identifier: keyId, limit: getEnv().READ_RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
 }
 
 /**

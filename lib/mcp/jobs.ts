@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { CallToolResult, Task } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { ocrResponseSchema } from "@/lib/api/schemas";
@@ -5,8 +6,9 @@ import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/l
 import { ApiError } from "@/lib/api/errors";
 import { retryAfterFor } from "@/lib/http/jobs";
 import { findJob, getJobView, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
-import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr";
+import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
+import { keepRecord, readRecord } from "./kept";
 
 /*
  * MCP over the asynchronous jobs (lib/jobs): a long document's `extract_text`, the 2025-11-25 tasks (`tasks/get`,
@@ -22,7 +24,7 @@ export const DEFAULT_SLICE_CHARS = 20_000;
 /** The most characters one `get_extraction` answer carries. */
 export const MAX_SLICE_CHARS = 200_000;
 /** The fewest: a smaller slice would cost more calls than it saves context. */
-const MIN_SLICE_CHARS = 200;
+export const MIN_SLICE_CHARS = 200;
 
 /** How a job is summed up beside a tool's answer (`structuredContent.job` of `extract_text`). */
 export const jobSummarySchema = z
@@ -41,11 +43,22 @@ export const jobSummarySchema = z
 export type JobSummary = z.infer<typeof jobSummarySchema>;
 
 /** `extract_text`'s `structuredContent`: the REST 200 body, plus `job` when a job read it. */
-export const extractTextOutputSchema = ocrResponseSchema.extend({ job: jobSummarySchema.optional() });
+export const extractTextOutputSchema = ocrResponseSchema.extend({
+  job: jobSummarySchema.optional(),
+  nextCursor: z
+    .string()
+    .optional()
+    .describe(`Present when the text read within the call is longer than max_chars: pass it to ${GET_EXTRACTION} as \`cursor\` for the rest.`),
+});
 export type ExtractTextOutput = z.infer<typeof extractTextOutputSchema>;
 
 export const getExtractionInputSchema = z.strictObject({
-  job_id: z.string().min(1).max(100).describe("The job id (`job_…`) that extract_text answered with."),
+  job_id: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe("The job id (`job_…`) that extract_text answered with. Needed without `cursor` (a cursor says where it goes on)."),
   pages: z
     .string()
     .max(256)
@@ -62,12 +75,12 @@ export const getExtractionInputSchema = z.strictObject({
     .string()
     .max(400)
     .optional()
-    .describe("`nextCursor` of the previous answer: where to continue. Opaque; pass it unchanged."),
+    .describe("`nextCursor` of the previous answer (of extract_text or of this tool): where to continue. Opaque; pass it unchanged."),
 });
 export type GetExtractionInput = z.infer<typeof getExtractionInputSchema>;
 
 export const getExtractionOutputSchema = z.object({
-  jobId: z.string(),
+  jobId: z.string().nullable().describe("The job the text comes from; null for the rest of an answer extract_text read within its call."),
   status: z
     .enum(["queued", "running", "succeeded", "failed", "cancelled"])
     .describe("`queued`/`running`: pages are still being read; the others are final."),
@@ -153,6 +166,8 @@ interface WaitOptions {
   onPages?: (view: JobView, settledBefore: number) => void;
   /** Stop early (the client went away). */
   signal?: AbortSignal;
+  /** Pages settled that were already reported (a resumed wait): `onPages` starts after them. Default: all but the last. */
+  reportedBefore?: number;
 }
 
 /**
@@ -162,7 +177,7 @@ interface WaitOptions {
 export async function waitForJob(userId: string, jobId: string, options: WaitOptions): Promise<JobView> {
   let view = await getJobView(userId, jobId);
   // Pages settled before the wait began are reported as one step (the latest), not replayed page by page.
-  let settled = Math.max(0, pagesSettled(view) - 1);
+  let settled = options.reportedBefore ?? Math.max(0, pagesSettled(view) - 1);
   for (;;) {
     if (pagesSettled(view) > settled) {
       options.onPages?.(view, settled);
@@ -175,21 +190,87 @@ export async function waitForJob(userId: string, jobId: string, options: WaitOpt
   }
 }
 
-/** Where `get_extraction` goes on: the pages still to deliver, and how much of the first of them was delivered. */
-const cursorSchema = z.strictObject({ v: z.literal(1), p: z.string().max(256), o: z.number().int().min(0) });
+/**
+ * Where `get_extraction` goes on. A job's: the job, the pages still to deliver, how much of the first of them was
+ * delivered. A kept answer's (the rest of a synchronous `extract_text` answer past `max_chars`): its record and the
+ * characters delivered. Version 1 (a job's, without the job: `job_id` names it) is still read.
+ */
+const cursorSchema = z.union([
+  z.strictObject({ v: z.literal(1), p: z.string().max(256), o: z.number().int().min(0) }),
+  z.strictObject({ v: z.literal(2), j: z.string().max(100), p: z.string().max(256), o: z.number().int().min(0) }),
+  z.strictObject({ v: z.literal(2), t: z.string().max(100), o: z.number().int().min(0) }),
+]);
+type Cursor = { job?: string; pages: string; offset: number } | { text: string; offset: number };
 
-function encodeCursor(pages: readonly number[], offset: number): string | null {
+function encodeCursor(jobId: string, pages: readonly number[], offset: number): string | null {
   if (pages.length === 0) return null;
-  return Buffer.from(JSON.stringify({ v: 1, p: formatPageRanges(pages), o: offset })).toString("base64url");
+  return Buffer.from(JSON.stringify({ v: 2, j: jobId, p: formatPageRanges(pages), o: offset })).toString("base64url");
 }
 
-function decodeCursor(cursor: string): { pages: string; offset: number } {
+function encodeTextCursor(textId: string, offset: number): string {
+  return Buffer.from(JSON.stringify({ v: 2, t: textId, o: offset })).toString("base64url");
+}
+
+function decodeCursor(cursor: string): Cursor {
   try {
     const parsed = cursorSchema.parse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
-    return { pages: parsed.p, offset: parsed.o };
+    if ("t" in parsed) return { text: parsed.t, offset: parsed.o };
+    return { ...("j" in parsed && { job: parsed.j }), pages: parsed.p, offset: parsed.o };
   } catch {
-    throw new ApiError("invalid_request", "cursor: not a nextCursor of get_extraction; pass it exactly as it came, or leave it out to start again");
+    throw badCursor();
   }
+}
+
+function badCursor(): ApiError {
+  return new ApiError("invalid_request", "cursor: not a nextCursor of extract_text or get_extraction; pass it exactly as it came, or leave it out to start again");
+}
+
+/** The kind of kept record (./kept.ts) that holds an `extract_text` answer longer than its `max_chars`. */
+const KEPT_TEXT = "answer-text";
+
+const keptTextSchema = z.strictObject({
+  format: z.enum(outputFormats).exclude(["pdf"]),
+  text: z.string(),
+  pageCount: z.number().int().min(1),
+  creditsUsed: z.number().int().min(0),
+});
+type KeptText = z.infer<typeof keptTextSchema>;
+
+/**
+ * Keep the whole text of a synchronous `extract_text` answer whose text is longer than its `max_chars`, for as long as
+ * a job's results are kept, and return the cursor of what comes after the first `delivered` characters.
+ */
+export async function keepAnswerText(userId: string, kept: KeptText, delivered: number, ttlMs: number): Promise<string> {
+  const textId = `txt_${randomBytes(16).toString("base64url")}`;
+  if (!(await keepRecord(KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
+    throw new ApiError("internal_error", "The rest of the answer could not be kept", { cause: new Error(`duplicate text id ${textId}`) });
+  }
+  return encodeTextCursor(textId, delivered);
+}
+
+/** The next slice of a kept answer's text. Another account's or an expired record is `gone`, as an expired job's results. */
+async function readKeptSlice(userId: string, textId: string, offset: number, maxChars: number): Promise<GetExtractionOutput> {
+  const raw = await readRecord(KEPT_TEXT, userId, textId);
+  if (raw === null) {
+    throw new ApiError("gone", "The rest of this answer is no longer kept (it is kept as long as a job's results): call extract_text again");
+  }
+  const kept = keptTextSchema.parse(JSON.parse(raw));
+  if (offset > kept.text.length) throw badCursor();
+  const end = Math.min(kept.text.length, offset + maxChars);
+  return {
+    jobId: null,
+    status: "succeeded",
+    format: kept.format,
+    pagesTotal: kept.pageCount,
+    pagesDone: kept.pageCount,
+    pagesFailed: 0,
+    pages: "",
+    offset,
+    text: kept.text.slice(offset, end),
+    failedPages: [],
+    nextCursor: end < kept.text.length ? encodeTextCursor(textId, end) : null,
+    creditsUsed: kept.creditsUsed,
+  };
 }
 
 function selectPages(spec: string, pageCount: number, field: string): number[] {
@@ -221,10 +302,17 @@ function readPages(userId: string, view: JobView, pages: readonly number[], limi
  */
 export async function readExtractionSlice(userId: string, input: GetExtractionInput): Promise<GetExtractionOutput> {
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
+  const cursor = input.cursor !== undefined ? decodeCursor(input.cursor) : undefined;
+  if (cursor !== undefined && "text" in cursor) return readKeptSlice(userId, cursor.text, cursor.offset, maxChars);
+  if (cursor?.job !== undefined && input.job_id !== undefined && cursor.job !== input.job_id) {
+    throw new ApiError("invalid_request", `cursor: it continues job ${cursor.job}, not ${input.job_id}; pass the cursor alone`);
+  }
+  const jobId = cursor?.job ?? input.job_id;
+  if (jobId === undefined) throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
-  const record = await findJob(userId, input.job_id);
+  const record = await findJob(userId, jobId);
   const view = toJobView(record);
-  const start = input.cursor !== undefined ? decodeCursor(input.cursor) : { pages: input.pages?.trim() ?? "", offset: 0 };
+  const start = cursor ?? { pages: input.pages?.trim() ?? "", offset: 0 };
   const field = input.cursor !== undefined ? "cursor" : "pages";
   // Default: every page the job reads (`readJobResult` refuses pages it did not read, naming the job's selection).
   const wanted = selectPages(start.pages === "" ? record.selection : start.pages, view.pageCount, field);
@@ -241,7 +329,7 @@ export async function readExtractionSlice(userId: string, input: GetExtractionIn
     text,
     failedPages,
     // A job that ended cannot deliver the pages it did not read: no cursor for those.
-    nextCursor: rest.length > 0 && (isJobActive(view) || view.status === "succeeded") ? encodeCursor(rest, restOffset) : null,
+    nextCursor: rest.length > 0 && (isJobActive(view) || view.status === "succeeded") ? encodeCursor(view.jobId, rest, restOffset) : null,
     creditsUsed: view.creditsUsed,
   });
   return sliceFrom(userId, view, wanted, start.offset, maxChars, failedPages, answer);
@@ -325,15 +413,18 @@ function restOfPart(next: string, pageCount: number): number[] {
 export async function readJobText(userId: string, view: JobView): Promise<{ part: JobResultPart; nextCursor: string | null }> {
   const part = await readJobResult(userId, view.jobId, { format: textFormatOf(view) });
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
-  return { part, nextCursor: encodeCursor(rest, 0) };
+  return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
 }
 
 /**
  * What `extract_text` answers (or `tasks/result` returns) for a job: its text once it has ended, or — still reading —
- * where it stands and the next step. `userId` owns it; `requestId` is the call's.
+ * where it stands and the next step. `userId` owns it. With `maxChars` (an `extract_text` call) the answer holds at
+ * most that many characters of text — the pages read so far, in order, when the job is still reading — and the cursor
+ * `get_extraction` continues from; without it (`tasks/result`), the first result part of a finished job.
  */
-export async function jobToolResult(userId: string, view: JobView, opening: string): Promise<CallToolResult> {
+export async function jobToolResult(userId: string, view: JobView, opening: string, maxChars?: number): Promise<CallToolResult> {
   if (view.status === "failed" || view.status === "cancelled") return jobFailureResult(view);
+  if (maxChars !== undefined) return jobSliceResult(userId, view, opening, maxChars);
   const summary: JobSummary = {
     jobId: view.jobId,
     status: view.status,
@@ -367,10 +458,60 @@ export async function jobToolResult(userId: string, view: JobView, opening: stri
   const notes: string[] = [];
   const failed = part.missingPages.filter((page) => page.status === "failed");
   if (failed.length > 0) notes.push(`${plural(failed.length, "page")} could not be read and were not charged: ${failed.map((page) => `${page.page} (${page.code ?? "internal_error"})`).join(", ")}.`);
-  if (view.format === "pdf") notes.push(`The text above is plain text; the searchable PDF is a file: GET /api/ocr/jobs/${view.jobId}/result?format=pdf (application/pdf, with the same API key).`);
+  if (view.format === "pdf") notes.push(pdfNote(view));
   if (nextCursor !== null) notes.push(`The text goes on: call ${GET_EXTRACTION} with {"job_id": "${view.jobId}", "cursor": "${nextCursor}"} for the rest.`);
   const content: CallToolResult["content"] = [{ type: "text", text: part.extractedText }];
   if (notes.length > 0) content.push({ type: "text", text: `[job ${view.jobId}] ${notes.join(" ")}` });
+  return { content, structuredContent: structured };
+}
+
+function pdfNote(view: JobView): string {
+  return `The text above is plain text; the searchable PDF is a file: GET /api/ocr/jobs/${view.jobId}/result?format=pdf (application/pdf, with the same API key).`;
+}
+
+/**
+ * A job's answer to `extract_text` within `maxChars`: the first slice of its text (as `get_extraction` would give it:
+ * the pages read so far, in order), the job and its progress, and the exact next call.
+ */
+async function jobSliceResult(userId: string, view: JobView, opening: string, maxChars: number): Promise<CallToolResult> {
+  const slice = await readExtractionSlice(userId, { job_id: view.jobId, max_chars: maxChars });
+  const active = slice.status === "queued" || slice.status === "running";
+  const confidence = slice.pages === "" ? 0 : (await readJobResult(userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
+  const structured: ExtractTextOutput = {
+    success: true,
+    userId,
+    inputSource: view.inputSource,
+    extractedText: slice.text,
+    confidence,
+    processingTime: elapsed(view),
+    creditsUsed: slice.creditsUsed,
+    pageCount: view.pageCount,
+    requestId: view.jobId,
+    job: {
+      jobId: view.jobId,
+      status: slice.status,
+      pagesTotal: slice.pagesTotal,
+      pagesDone: slice.pagesDone,
+      pagesFailed: slice.pagesFailed,
+      nextCursor: slice.nextCursor,
+    },
+  };
+  const here = slice.pages === "" ? "" : `The text above is page${slice.pages.includes("-") || slice.pages.includes(",") ? "s" : ""} ${slice.pages}${slice.nextCursor !== null ? (active ? ", read so far" : `, at most ${maxChars} characters`) : ""}. `;
+  const failed = slice.failedPages.length > 0 ? `Passed over (could not be read, not charged): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}. ` : "";
+  const pdf = view.format === "pdf" ? `${pdfNote(view)} ` : "";
+  let next: string;
+  if (slice.nextCursor === null) next = "That is all of its text.";
+  else if (active && slice.pages === "") {
+    next = `Call ${GET_EXTRACTION} with {"job_id": "${view.jobId}"} to read its text: it returns the pages read so far in slices that fit your context, and where to continue; call it again for the pages still being read.`;
+  } else {
+    next = `Call ${GET_EXTRACTION} with {"job_id": "${view.jobId}", "cursor": "${slice.nextCursor}"} for the rest${active ? " (the pages not read yet come as they are read: call again in a few seconds when an answer has none)" : ""}.`;
+  }
+  const lead = opening === "" ? "" : `${opening} `;
+  const status = active ? `${lead}It is being read as job ${view.jobId}: ${describeJob({ ...view, status: slice.status, pagesDone: slice.pagesDone, pagesFailed: slice.pagesFailed })}. ` : `[job ${view.jobId}] `;
+  const line = `${status}${here}${failed}${pdf}${next}`;
+  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
+  if (active || slice.nextCursor !== null || failed !== "" || pdf !== "") content.push({ type: "text", text: line });
+  if (content.length === 0) content.push({ type: "text", text: "" });
   return { content, structuredContent: structured };
 }
 

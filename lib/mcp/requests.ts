@@ -82,23 +82,22 @@ export function reportCharges(report: ApiContext["report"]) {
 }
 
 /**
- * Each `tools/call` of a JSON-RPC batch counts against the key's rate limit, as a request of its own: the HTTP
- * request was counted once by `withApiKey`, so a batch of n calls takes n − 1 more (and its `RateLimit-Remaining`
- * says so). A batch that does not fit in what is left of the minute is refused whole (`429`, nothing run, nothing
- * charged, and none of what was left taken): running part of it would leave the client to sort out which calls
- * happened.
+ * Each message of a JSON-RPC batch counts against the key's rate limit, as a request of its own — against its reads
+ * when the batch only reads about jobs (`tasks/result`, `tasks/get`…: a batch of 30 `tasks/result` is 30 reads, not
+ * one; issue 29, point 3), against its requests otherwise. The HTTP request was counted once by `withApiKey`, so a
+ * batch of n messages takes n − 1 more (and its `RateLimit-Remaining` says so). A batch that does not fit in what is
+ * left of the minute is refused whole (`429`, nothing run, nothing charged, and none of what was left taken): running
+ * part of it would leave the client to sort out which calls happened.
  */
 export async function countBatchCalls(countRequests: ApiContext["countRequests"], body: unknown): Promise<void> {
-  const calls = (Array.isArray(body) ? body : [body]).filter(
-    (message) => typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call",
-  ).length;
-  if (calls <= 1) return;
-  const limit = await countRequests(calls - 1);
+  const messages = Array.isArray(body) ? body.length : 1;
+  if (messages <= 1) return;
+  const limit = await countRequests(messages - 1);
   if (limit.success) return;
   const headers = rateLimitHeaders(limit);
   throw new ApiError(
     "rate_limited",
-    `Rate limit exceeded: this batch has ${calls} tools/call messages and each counts as a request; ${limit.remaining} of ${limit.limit} requests per minute per key are left. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer calls per batch.`,
+    `Rate limit exceeded: this batch has ${messages} messages and each counts as a request; ${limit.remaining} of ${limit.limit} per minute per key are left. Retry in ${headers["Retry-After"] ?? "a few"} s, or send fewer messages per batch.`,
     { headers },
   );
 }

@@ -1,10 +1,12 @@
-import { ApiError } from "@/lib/api/errors";
+import { ApiError, toApiError } from "@/lib/api/errors";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
 import { asksForProgress, buildServer } from "./server";
+import { rebindingRefusal } from "./rebinding";
 import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
+import { pollableTaskResult, resumedTaskResult, serveTaskResult, taskErrorAnswer } from "./task-stream";
 
 /** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
 interface McpRouteOptions extends SseTransportOptions {
@@ -48,13 +50,31 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     jobPollMs: options.jobPollMs,
   });
 
+  // The `Idempotency-Key` of a legacy SSE session POST, which the transport handles itself (see `sessionPost`).
+  const sessionKeys = new WeakMap<Request, string>();
   const handlePost = async (context: ApiContext) => {
     const sessionId = new URL(context.req.url).searchParams.get("sessionId");
-    return sessionId === null ? postStateless(context, settings()) : sse.post(context, sessionId, settings());
+    return sessionId === null
+      ? postStateless(context, settings())
+      : sse.post(context, sessionId, settings(), sessionKeys.get(context.req));
   };
   const postRequest = withApiKey(handlePost, KEY_OPTIONS);
   // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
   const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" });
+  /**
+   * A legacy SSE session POST's `Idempotency-Key` is not `withApiKey`'s to replay: the POST's own answer is an empty
+   * `202`, its messages go to a stream that a retry no longer has, and the SDK's retry of a call carries a new
+   * JSON-RPC id. The transport keeps the key (./sse/transport.ts, `postToSession`).
+   */
+  const sessionPost = (req: Request): Request => {
+    const key = req.headers.get("idempotency-key");
+    if (key === null || !new URL(req.url).searchParams.has("sessionId")) return req;
+    const headers = new Headers(req.headers);
+    headers.delete("idempotency-key");
+    const stripped = new Request(req, { headers });
+    sessionKeys.set(stripped, key);
+    return stripped;
+  };
 
   const notAllowed = withRequest(async ({ req }) => {
     throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`, {
@@ -62,9 +82,31 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
     });
   });
 
+  // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
+  const resumeTaskResult = withApiKey(
+    async ({ req, account, requestId, receivedAt }) => {
+      const state = resumedTaskResult(req)!;
+      checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
+      const { toolDeadlineMs, jobPollMs } = settings();
+      try {
+        return await serveTaskResult(state, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+      } catch (error) {
+        // The task is gone (expired, unknown): the client stops reconnecting after a few refusals.
+        throw toApiError(error);
+      }
+    },
+    { ...KEY_OPTIONS, limit: "reads", stream: true },
+  );
+
+  // A loopback-only server answers only loopback names (./rebinding.ts), before any key is looked at.
+  const rebound = withRequest(async ({ req }) => {
+    throw new ApiError("forbidden", rebindingRefusal(req) ?? "Refused");
+  });
+
   return {
-    GET: sse.GET,
-    POST: async (req) => ((await peekReadsJobsOnly(req)) ? postRead(req) : postRequest(req)),
+    GET: async (req) => (rebindingRefusal(req) ? rebound(req) : resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req)),
+    POST: async (req) =>
+      rebindingRefusal(req) ? rebound(req) : (await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req)),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,
@@ -87,6 +129,14 @@ async function postStateless(
   const body = await requestBody.json();
   checkScopes(account, req, body);
   await countBatchCalls(countRequests, body);
+  const polled = pollableTaskResult(req, body);
+  if (polled !== null) {
+    try {
+      return await serveTaskResult(polled, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+    } catch (error) {
+      return taskErrorAnswer(error, polled.i, requestId);
+    }
+  }
   const accepts = (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
   const stream = accepts && !req.headers.has("idempotency-key") && asksForProgress(body);
   const createServer = () =>
@@ -95,7 +145,6 @@ async function postStateless(
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,
       progressIntervalMs: stream ? progressIntervalMs : undefined,
-      origin: new URL(req.url).origin,
       jobPollMs,
       ...reportCharges(report),
     });

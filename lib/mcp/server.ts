@@ -8,26 +8,48 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { MAX_IMAGE_URL_LENGTH, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
+import { MAX_IMAGE_URL_LENGTH, ocrRequestSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
-import { isOcrError } from "@/lib/ocr";
-import { processDocument, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
+import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { configuredOrigin } from "@/lib/service-origin";
 import { SERVICE_VERSION } from "@/lib/version";
-import { inputSources } from "@/lib/vocabulary";
+import { toolInputSources } from "@/lib/vocabulary";
 import {
+  DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
   MAX_SLICE_CHARS,
+  MIN_SLICE_CHARS,
+  keepAnswerText,
   extractTextOutputSchema,
   getExtractionInputSchema,
   getExtractionOutputSchema,
   readExtractionSlice,
+  waitForJob,
+  type ExtractTextOutput,
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
-import { TASKS_CAPABILITY, ProgressChannel, answerWithJob, createTaskResult, registerTaskHandlers, submitToolJob, type JobCallContext } from "./tasks";
+import { jobSettings } from "@/lib/jobs";
+import type { JobView } from "@/lib/jobs";
+import {
+  ANSWER_MARGIN_MS,
+  JOB_POLL_MS,
+  TASKS_CAPABILITY,
+  ProgressChannel,
+  answerWithJob,
+  createTaskResult,
+  cancelRunningCall,
+  jobAccepted,
+  findCallJob,
+  holdRunningCall,
+  registerTaskHandlers,
+  submitToolJob,
+  type JobCallContext,
+} from "./tasks";
 import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
 
@@ -43,14 +65,14 @@ const TOOL_NAME = "extract_text";
 const imageSourceSchema = z
   .strictObject({
     type: z
-      .enum(inputSources)
+      .enum(toolInputSources)
       .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
     data: z
       .string()
       .min(1)
       .describe(
         "When type is `base64`: the file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
-          "(`data:application/pdf;base64,…`), at most 3 MB decoded. When type is `url`: an http(s) URL of the file on a " +
+          "(`data:application/pdf;base64,…`), at most 20 MB decoded (4 MB on Vercel). When type is `url`: an http(s) URL of the file on a " +
           `public host (at most 25 MB, 3 redirects, 15 s; ${MAX_IMAGE_URL_LENGTH} characters). Prefer base64 under 1 MB and a URL above.`,
       ),
     filename: z
@@ -66,6 +88,24 @@ const imageSourceSchema = z
 
 const extractTextInputSchema = z.strictObject({
   image_source: imageSourceSchema,
+  pages: z
+    .string()
+    .max(256)
+    .optional()
+    .describe(
+      'PDF pages to read, 1-based: "1-5", "3,7-9", "10-" (to the end). Default: every page. Only those are charged. A scanned ' +
+        "page takes about 2–6 s: a few pages per call answer at once; a longer selection is read as a job.",
+    ),
+  max_chars: z
+    .number()
+    .int()
+    .min(MIN_SLICE_CHARS)
+    .max(MAX_SLICE_CHARS)
+    .optional()
+    .describe(
+      `Most characters of text in the answer (default ${DEFAULT_SLICE_CHARS}, at most ${MAX_SLICE_CHARS}). A longer text ` +
+        `comes with a cursor: call ${GET_EXTRACTION} with it for the rest (free: the pages were charged once).`,
+    ),
   output_format: outputFormatSchema
     .optional()
     .describe(
@@ -81,16 +121,20 @@ const TOOL_DESCRIPTION =
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
   "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +
-  "when it fails. " +
+  "when it fails. `pages` reads only some pages of a PDF (e.g. \"1-5\"; only those are charged). " +
+  `An answer holds at most max_chars characters (default ${DEFAULT_SLICE_CHARS}): a longer text comes with a cursor ` +
+  `(structuredContent.nextCursor, and the exact call in the answer's last line); call ${GET_EXTRACTION} with it for the ` +
+  "rest, free. " +
   "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
-  "finish in under 30 s (many MCP clients give up at 30 s), so a scanned PDF of more than about 5 pages can end in " +
-  "a timeout error. A PDF longer than one call reads (about 50 scanned pages, or 500 with a text layer) is read as " +
-  `an asynchronous job instead: the answer names the job (structuredContent.job.jobId) and, if it is not finished ` +
-  `within the call, call ${GET_EXTRACTION} with that job_id to read its text in slices as its pages are read. ` +
-  "Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
+    "finish in under 30 s (many MCP clients give up at 30 s). A document whose reading is not expected to fit the call " +
+    "(by its pages' expected work, e.g. a scanned PDF of more than a few pages) is read as an asynchronous job instead: " +
+    "the answer holds the text read so far, " +
+  `names the job (structuredContent.job.jobId) and gives the exact ${GET_EXTRACTION} call that reads on, in slices, as ` +
+  "its pages are read. Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
 
 const GET_EXTRACTION_DESCRIPTION =
-  "Read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
+  "Continue an extract_text answer: pass its cursor alone to get the next slice of a text longer than its max_chars. " +
+  "Or read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
   `and progress, and the next slice of its text of at most max_chars characters (default 20000, at most ${MAX_SLICE_CHARS}), ` +
   "in page order. Pass the nextCursor of an answer as cursor to continue; it is null once every page asked for was " +
   "delivered. While the job is still reading, an answer holds the pages read so far and a cursor to come back with. " +
@@ -98,7 +142,8 @@ const GET_EXTRACTION_DESCRIPTION =
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
 function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
-  const options = input.output_format ? { options: { format: input.output_format } } : {};
+  const chosen = { ...(input.output_format && { format: input.output_format }), ...(input.pages !== undefined && { pages: input.pages }) };
+  const options = Object.keys(chosen).length > 0 ? { options: chosen } : {};
   return input.image_source.type === "base64"
     ? { image: input.image_source.data, ...options }
     : { imageUrl: input.image_source.data, ...options };
@@ -154,12 +199,20 @@ interface BuildServerOptions {
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
-  /** This deployment's origin (`https://host`): where invoked job workers are started (`JOBS_RUNNER=invoke`). */
-  origin?: string;
   /** How often a call that waits for a job looks at it (default `JOB_POLL_MS`, 1 s; tests shorten it). */
   jobPollMs?: number;
   /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
   onJobSubmitted?: (creditsRemaining: number) => void;
+  /**
+   * The POST's `Idempotency-Key` (the legacy SSE transport, which handles the key itself): each `tools/call` of the
+   * POST keeps the job it starts under the key and its place in the batch, and a retry with the same key reads that
+   * job again instead of starting another (docs/mcp.md, "A lost answer").
+   */
+  idempotencyKey?: string;
+  /** Called with each job a call reads its document in (the SSE relay names them when the answer cannot be delivered). */
+  onJob?: (jobId: string) => void;
+  /** Aborted when the client is gone (the SSE session's stream closed): calls stop waiting, see `JobCallContext.signal`. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -183,15 +236,21 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   });
 
   const receivedAt = options.receivedAt ?? Date.now();
-  const jobContext = (callId: string): JobCallContext => ({
-    account,
-    requestId: callId,
-    deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
-    serverHost: options.serverHost,
-    origin: options.origin,
-    pollMs: options.jobPollMs,
-    onSubmitted: options.onJobSubmitted,
-  });
+  const jobContext = (callId: string, call?: { index: number; signal?: AbortSignal; maxChars?: number }): JobCallContext => {
+    const signals = [options.signal, call?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    return {
+      account,
+      requestId: callId,
+      deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
+      ...(call?.maxChars !== undefined && { maxChars: call.maxChars }),
+      serverHost: options.serverHost,
+      pollMs: options.jobPollMs,
+      onSubmitted: options.onJobSubmitted,
+      onJob: options.onJob,
+      ...(options.idempotencyKey !== undefined && call !== undefined && { callKey: `${options.idempotencyKey}#${call.index}` }),
+      ...(signals.length > 0 && { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }),
+    };
+  };
   /** A failure of a call as the tool answers it: a tool error the model can act on, or `-32603` for a bug. */
   const toolFailure = (error: unknown, callId: string, tool: string): CallToolResult => {
     // The messages of the REST use case name REST's fields: the model is told about its own arguments.
@@ -207,61 +266,149 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   let calls = 0;
   const nextCallId = () => {
     calls += 1;
-    return calls === 1 ? requestId : `${requestId}.${calls}`;
+    return { callId: calls === 1 ? requestId : `${requestId}.${calls}`, index: calls };
   };
-  const extractText = async (input: ExtractTextInput, callId: string, progress?: ProgressChannel): Promise<CallToolResult> => {
-    let result: ProcessDocumentResult;
+  const extractText = async (input: ExtractTextInput, callId: string, context: JobCallContext, progress?: ProgressChannel): Promise<CallToolResult> => {
+    // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
+    // the call, page by page.
+    let outcome: IntakeOutcome;
     try {
-      result = await processDocument({
-        body: toOcrRequest(input),
+      outcome = await intake({
+        ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
+        mode: "fit",
         account,
         requestId: callId,
         receivedAt: options.receivedAt,
-        deadline: options.deadline,
+        deadline: context.deadline,
+        // The SDK's request signal (`notifications/cancelled` on a transport that delivers it to the call): the read
+        // stops and its unread pages are refunded.
+        ...(context.signal && { cancel: context.signal }),
         serverHost: options.serverHost,
+        // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
+        origin: configuredOrigin() ?? undefined,
         deferSettlement: options.deferSettlement,
       });
     } catch (error) {
-      const cause = toApiError(error).cause;
-      if (!isOcrError(cause) || cause.code !== "too_many_pages") return toolFailure(error, callId, TOOL_NAME);
-      // Past what one call reads (checked before any page was read or charged): the same document as a job, waited
-      // for within the call, page by page.
+      return toolFailure(error, callId, TOOL_NAME);
+    }
+    if (outcome.kind === "job") {
       try {
-        const context = jobContext(callId);
-        const view = await submitToolJob(toOcrRequest(input), context);
+        const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
         // From here on the notifications count pages.
         progress?.stopTimer();
-        return await answerWithJob(view, context, `This document is more than one call reads (${cause.message}).`, progress);
-      } catch (jobError) {
-        return toolFailure(jobError, callId, TOOL_NAME);
+        return await answerWithJob(view, context, `This document is more than one call reads (${outcome.reason ?? "its work"}).`, progress);
+      } catch (error) {
+        return toolFailure(error, callId, TOOL_NAME);
       }
     }
+    const result = outcome.result;
     options.onExtracted?.(result);
-    return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+    try {
+      return await answerWithin(result, input);
+    } catch (error) {
+      // The text was read and charged: it is answered whole rather than lost.
+      console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
+      return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+    }
+  };
+
+  /**
+   * A synchronous answer within `max_chars`: a longer text is cut there, the whole of it kept (as long as a job's
+   * results) and the answer carries the cursor `get_extraction` continues from. A searchable PDF (`pdf`, base64 of a
+   * file) is answered whole.
+   */
+  const answerWithin = async (result: ProcessDocumentResult, input: ExtractTextInput): Promise<CallToolResult> => {
+    const { response } = result;
+    const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
+    const format = input.output_format ?? "text";
+    if (format === "pdf" || response.extractedText.length <= maxChars) {
+      return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
+    }
+    const kept = { format, text: response.extractedText, pageCount: response.pageCount, creditsUsed: response.creditsUsed };
+    const nextCursor = await keepAnswerText(account.userId, kept, maxChars, jobSettings().resultTtlMs);
+    const first = response.extractedText.slice(0, maxChars);
+    const note =
+      `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
+      `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
+      "and so on while the answer has a nextCursor.]";
+    const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
+    return { content: [{ type: "text", text: first }, { type: "text", text: note }], structuredContent: structured };
   };
 
   const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
-    const callId = nextCallId();
+    const { callId, index } = nextCallId();
+    const context = jobContext(callId, { index, signal: ctx.mcpReq.signal, maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS });
+    // A call that waits for its job can be cancelled by the client (`notifications/cancelled`, another request).
+    const releases: Promise<() => Promise<void>>[] = [];
+    const onJob = context.onJob;
+    context.onJob = (jobId) => {
+      onJob?.(jobId);
+      if (request.params.task === undefined) releases.push(holdRunningCall(context, ctx.mcpReq.id, jobId));
+    };
+    try {
+      return await runExtractText(input, request, ctx, callId, context);
+    } finally {
+      for (const release of await Promise.all(releases)) await release();
+    }
+  };
+
+  const runExtractText = async (
+    input: ExtractTextInput,
+    request: CallToolRequest,
+    ctx: ServerContext,
+    callId: string,
+    context: JobCallContext,
+  ): Promise<CallToolResult> => {
+    // The retry of a call whose answer was lost (same Idempotency-Key): the job the first one started, not another.
+    let earlier: JobView | null;
+    try {
+      earlier = await findCallJob(context);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
+    }
     if (request.params.task !== undefined) {
       // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
       try {
-        return createTaskResult(await submitToolJob(toOcrRequest(input), jobContext(callId)));
+        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)));
       } catch (error) {
         return toolFailure(error, callId, TOOL_NAME);
       }
     }
     const progress = progressFor(ctx, request.params._meta?.progressToken);
     try {
-      return await extractText(input, callId, progress);
+      if (earlier !== null) {
+        progress?.stopTimer();
+        return await answerWithJob(earlier, context, "This call was made before with the same Idempotency-Key.", progress);
+      }
+      return await extractText(input, callId, context, progress);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
     } finally {
       await progress?.flush();
     }
   };
 
-  const callGetExtraction = async (input: GetExtractionInput): Promise<CallToolResult> => {
+  const callGetExtraction = async (input: GetExtractionInput, _request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
       slice = await readExtractionSlice(account.userId, input);
+      const { jobId } = slice;
+      if (slice.text === "" && slice.nextCursor !== null && jobId !== null && (slice.status === "queued" || slice.status === "running")) {
+        // Nothing ready at the cursor yet: wait (within the call's budget) for the job to settle another page, then
+        // look again — so an agent polling a running job makes a call per page or so, not one every few seconds.
+        const context = jobContext(requestId);
+        const changed = new AbortController();
+        const settledBefore = slice.pagesDone + slice.pagesFailed;
+        await waitForJob(account.userId, jobId, {
+          until: context.deadline - ANSWER_MARGIN_MS,
+          pollMs: context.pollMs ?? JOB_POLL_MS,
+          reportedBefore: settledBefore,
+          onPages: () => changed.abort(),
+          // Also when the client went away (the SSE session's stream closed).
+          signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
+        });
+        slice = await readExtractionSlice(account.userId, input);
+      }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);
     }
@@ -311,12 +458,25 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   };
 
   registerTaskHandlers(server, { ...jobContext(requestId), progress: options.progressIntervalMs !== undefined });
+  // The client gave up a request it sent in another POST (stateless: that request runs elsewhere, maybe on another
+  // instance): a call waiting for its job is found through the store, and its job cancelled.
+  server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
+    const rpcId = notification.params.requestId;
+    if (rpcId === undefined) return;
+    await cancelRunningCall(account, rpcId).catch((error: unknown) => console.error(`[${requestId}] cancelling a call failed:`, describeError(error)));
+  });
 
   return server;
 }
 
-/** A `get_extraction` answer: the slice's text, then a line on where the job stands and how to go on. */
+/** A `get_extraction` answer: the slice's text, then a line on where the job (or the kept answer) stands and how to go on. */
 function extractionResult(slice: GetExtractionOutput): CallToolResult {
+  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
+  if (slice.jobId === null) {
+    const next = slice.nextCursor !== null ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.` : " That is the end of the text.";
+    content.push({ type: "text", text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]` });
+    return { content, structuredContent: slice };
+  }
   const where = slice.pages === "" ? "no page of this selection is ready yet" : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
   const failed = slice.failedPages.length > 0 ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.` : "";
   const next =
@@ -324,7 +484,6 @@ function extractionResult(slice: GetExtractionOutput): CallToolResult {
       ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`
       : " Nothing more to read for this selection.";
   const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
-  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
   content.push({ type: "text", text: status });
   return { content, structuredContent: slice };
 }

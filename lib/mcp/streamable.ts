@@ -4,6 +4,7 @@ import {
   isLegacyRequest,
   type McpServer,
 } from "@modelcontextprotocol/server";
+import { z } from "zod";
 
 interface StreamablePostOptions {
   /**
@@ -32,6 +33,8 @@ export async function serveStreamablePost(
   createServer: () => McpServer,
   { stream = false }: StreamablePostOptions = {},
 ): Promise<Response> {
+  const refused = refuseMalformedInitialize(body);
+  if (refused) return refused;
   const forward = sdkRequest(req);
   if (await isLegacyRequest(forward, body)) {
     return stream ? serveStreamedExchange(req, body, createServer()) : serveJsonExchange(req, body, createServer());
@@ -45,6 +48,9 @@ export async function serveStreamablePost(
  * ready (a `tools/call` runs to its end here), so nothing is left running after the HTTP response.
  */
 export async function serveJsonExchange(req: Request, body: unknown, server: McpServer): Promise<Response> {
+  // The legacy SSE transport comes here directly.
+  const refused = refuseMalformedInitialize(body);
+  if (refused) return refused;
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   transport.onerror = reportSdkError;
   await server.connect(transport);
@@ -113,6 +119,28 @@ function onStreamEnd(body: ReadableStream<Uint8Array>, done: () => void): Readab
       await reader.cancel(reason).catch(() => undefined);
     },
   });
+}
+
+const initializeParamsSchema = z.object({
+  protocolVersion: z.string({ error: "protocolVersion must be a string such as \"2025-11-25\"" }).max(100),
+  capabilities: z.record(z.string(), z.unknown(), { error: "capabilities must be an object" }).optional(),
+  clientInfo: z
+    .looseObject({ name: z.string({ error: "clientInfo.name must be a string" }), version: z.string({ error: "clientInfo.version must be a string" }) }, { error: "clientInfo must be an object" })
+    .optional(),
+});
+
+/**
+ * An `initialize` whose params are malformed (a numeric `protocolVersion`, a `clientInfo` without a name) is a
+ * JSON-RPC `-32602` naming the field: the SDK would answer `-32603` with its validation dump, which reads as our bug.
+ * Null for anything else (a batch is the SDK's to judge: `initialize` may not be in one).
+ */
+function refuseMalformedInitialize(body: unknown): Response | null {
+  if (!isRecord(body) || body.method !== "initialize" || !("id" in body)) return null;
+  const parsed = initializeParamsSchema.safeParse(body.params ?? {});
+  if (parsed.success) return null;
+  const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null;
+  const reason = parsed.error.issues[0]?.message ?? "malformed params";
+  return Response.json({ jsonrpc: "2.0", id, error: { code: -32602, message: `Invalid params: initialize ${reason}` } });
 }
 
 /** What `initialize` reports as the client when it names none. */

@@ -13,7 +13,9 @@ import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { afterResponse } from "@/lib/http";
-import { cancelJob, getJobView, kickJobWorkers, listJobViews, submitJob, type JobView } from "@/lib/jobs";
+import { submitJob } from "@/lib/intake";
+import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
+import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
 
 /*
@@ -52,7 +54,7 @@ export function readsJobsOnly(body: unknown): boolean {
 }
 
 /** Time kept at the end of a call's budget to read a finished job's text and answer. */
-const ANSWER_MARGIN_MS = 3_000;
+export const ANSWER_MARGIN_MS = 3_000;
 
 /** Default of `JobCallContext.pollMs`: how often a waiting call looks at its job. */
 export const JOB_POLL_MS = 1_000;
@@ -65,12 +67,24 @@ export interface JobCallContext {
   deadline: number;
   /** The request's `Host` (an `imageUrl` of this deployment's samples is read from disk). */
   serverHost?: string;
-  /** This deployment's origin: where invoked workers are started (`JOBS_RUNNER=invoke`). */
-  origin?: string;
   /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}). */
   pollMs?: number;
   /** Called with the balance after a job's pages were reserved. */
   onSubmitted?: (creditsRemaining: number) => void;
+  /**
+   * The call's own key (the POST's `Idempotency-Key` and the call's place in its batch): the job it starts is kept
+   * under it, so a retry with the same key finds that job instead of starting (and charging) another one.
+   */
+  callKey?: string;
+  /** The most characters of text an answer holds (`extract_text`'s `max_chars`); unset: a whole result part. */
+  maxChars?: number;
+  /** Called with each job the call reads its document in (started, or found again by `callKey`). */
+  onJob?: (jobId: string) => void;
+  /**
+   * Aborted when the caller is gone (MCP `notifications/cancelled`, the SSE session's stream closed): a call waiting
+   * for its job stops, and the job is cancelled (its unread pages refunded) unless `callKey` lets a retry find it.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -124,7 +138,7 @@ export class ProgressChannel {
   }
 }
 
-/** Submit the tool's document as a job (lib/jobs: stored once, every page reserved, queued) and start its readers. */
+/** Submit the tool's document as a job (the intake, lib/intake: stored once, every page reserved, queued) and start its readers. */
 export async function submitToolJob(body: OcrRequestInput, context: JobCallContext): Promise<JobView> {
   const parsed = ocrRequestSchema.safeParse(body);
   if (!parsed.success) throw toApiError(parsed.error);
@@ -135,10 +149,76 @@ export async function submitToolJob(body: OcrRequestInput, context: JobCallConte
     deadline: context.deadline,
     serverHost: context.serverHost,
   });
+  return jobAccepted(view, creditsRemaining, context);
+}
+
+/**
+ * A job the intake accepted for a call: the route hears of the balance, the call of its job, a keyed call's job is
+ * kept for its retry, and readers are started after the answer.
+ */
+export async function jobAccepted(view: JobView, creditsRemaining: number, context: JobCallContext): Promise<JobView> {
   context.onSubmitted?.(creditsRemaining);
-  const origin = context.origin;
-  if (origin !== undefined) afterResponse(() => kickJobWorkers(origin, view.pagesTotal));
+  context.onJob?.(view.jobId);
+  if (context.callKey !== undefined) {
+    // Kept as long as the job's results: a retry with the same key within that time gets this job.
+    const ttlMs = Math.max(60_000, Date.parse(view.expiresAt) - Date.now());
+    await keepRecord(CALL_JOB, context.account.userId, context.callKey, view.jobId, ttlMs).catch((error: unknown) =>
+      console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
+    );
+  }
+  afterResponse(() => kickJobWorkers(view.pagesTotal));
   return view;
+}
+
+/** The kind of kept record (./kept.ts) that names the job of a keyed call. */
+const CALL_JOB = "call-job";
+/** The kind of held record (./kept.ts) that names the job a running call waits for, by its key and JSON-RPC id. */
+const RUNNING_CALL = "running-call";
+
+/** The name of a running call's record: the API key (or OAuth grant) that sent it and its JSON-RPC id. */
+function runningCallName(keyId: string | undefined, rpcId: string | number): string {
+  return `${keyId ?? "-"}:${JSON.stringify(rpcId)}`;
+}
+
+/**
+ * While a call waits for its job, the job is named under the call's key and JSON-RPC id, so that the client's
+ * `notifications/cancelled` — which comes in another HTTP request, maybe to another instance — finds it. Returns
+ * what ends the hold (when the call answers). A second call with the same key and id meanwhile is not named (the
+ * first one stays: a cancel never reaches a job its sender did not start).
+ */
+export async function holdRunningCall(context: JobCallContext, rpcId: string | number, jobId: string): Promise<() => Promise<void>> {
+  const ttlMs = Math.max(10_000, context.deadline - Date.now() + 60_000);
+  const held = await holdRecord(RUNNING_CALL, context.account.userId, runningCallName(context.account.keyId, rpcId), jobId, ttlMs).catch(() => null);
+  return held ? () => held.release() : async () => undefined;
+}
+
+/**
+ * `notifications/cancelled` (MCP): the client gave up the request `rpcId`. If that request is a call waiting for
+ * its job, the job is cancelled — its engine work stops, its unread pages are refunded — and the call, which watches
+ * the job, answers at once (the client ignores that answer). Anything else is ignored, as the spec allows.
+ */
+export async function cancelRunningCall(account: JobCallContext["account"], rpcId: string | number): Promise<void> {
+  const jobId = await readHeld(RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
+  if (jobId === null) return;
+  const view = await getJobView(account.userId, jobId);
+  if (isJobActive(view)) await cancelJob(account.userId, jobId);
+}
+
+/**
+ * The job an earlier call with the same `callKey` started, if it is still there (the retry of a call whose answer
+ * was lost): its view, or null. A job whose results expired (or that another account owns) is not found.
+ */
+export async function findCallJob(context: JobCallContext): Promise<JobView | null> {
+  if (context.callKey === undefined) return null;
+  const jobId = await readRecord(CALL_JOB, context.account.userId, context.callKey);
+  if (jobId === null) return null;
+  try {
+    const view = await getJobView(context.account.userId, jobId);
+    context.onJob?.(view.jobId);
+    return view;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -159,16 +239,21 @@ export function createTaskResult(view: JobView): CreateTaskResult & CallToolResu
  * ended in time, otherwise where it stands and the next step (`get_extraction`).
  */
 export async function answerWithJob(view: JobView, context: JobCallContext, opening: string, progress?: ProgressChannel): Promise<CallToolResult> {
-  const current = await waitForJob(context.account.userId, view.jobId, {
+  let current = await waitForJob(context.account.userId, view.jobId, {
     until: context.deadline - ANSWER_MARGIN_MS,
     pollMs: context.pollMs ?? JOB_POLL_MS,
     onPages: (seen, before) => progress?.pages(seen, before),
+    signal: context.signal,
   });
-  return jobToolResult(context.account.userId, current, opening);
+  if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
+    // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
+    current = await cancelJob(context.account.userId, current.jobId);
+  }
+  return jobToolResult(context.account.userId, current, opening, context.maxChars);
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
-function taskError(error: unknown, requestId: string): ProtocolError {
+export function taskError(error: unknown, requestId: string): ProtocolError {
   if (error instanceof ProtocolError) return error;
   const apiError: ApiError = toApiError(error);
   if (apiError.code === "not_found" || apiError.code === "gone" || apiError.code === "invalid_request") {

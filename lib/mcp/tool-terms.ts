@@ -13,20 +13,21 @@ const TOOL_FIELDS: Readonly<Record<string, string>> = {
   image: "image_source.data",
   imageUrl: "image_source.data",
   "options.format": "output_format",
+  "options.pages": "pages",
 };
 
 /** Advice that points to a REST field the tool has no counterpart for, as the tool would give it. */
 const TOOL_ADVICE: ReadonlyArray<readonly [RegExp, string]> = [
   // lib/input/base64.ts: an inline file over MAX_INLINE_BYTES.
   [/Send larger files with imageUrl instead\./, 'Send larger files as a URL instead (image_source.type "url").'],
-  // lib/process/errors.ts: a PDF over MAX_PDF_PAGES. The tool reads whole files; REST reads page ranges and jobs.
+  // lib/process/errors.ts: a PDF over MAX_PDF_PAGES. The tool has `pages` as REST has `options.pages`.
   [
     /choose fewer pages with options\.pages, or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,
-    "this tool reads whole files: send fewer pages (split the PDF), or read it as a job with POST /api/ocr/jobs",
+    'choose fewer pages with the pages argument (e.g. "1-5"), or read it as a job with POST /api/ocr/jobs',
   ],
   [
     /choose pages with options\.pages \(e\.g\. "([^"]+)"\)/,
-    'this tool reads whole files: send fewer pages (split the PDF), or read pages $1 with POST /api/ocr/process and its options.pages',
+    'choose pages with the pages argument (e.g. "$1")',
   ],
   [
     /,? or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,

@@ -1,4 +1,5 @@
 import { isSecureRequest } from "@/lib/accounts";
+import { configuredOrigin } from "@/lib/service-origin";
 
 /*
  * The authorization server's lifetimes, scopes and addresses (docs/mcp.md#sign-in-with-oauth, docs/security.md).
@@ -50,13 +51,21 @@ export function oauthUrls(origin: string) {
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
- * This service's origin for a request (a route's `Request`, or a page's headers): the `Host` it was sent to (else the
- * URL's), and https unless the request is plain http to a loopback host — the session cookie's rule
- * (lib/accounts/sessions.ts): off this machine the site works only over https. The issuer, the resource and the
- * metadata documents are built from it, so a deployment answers for its own name; a token is bound to the resource
- * it was issued for and refused under any other name.
+ * This service's origin for a request (a route's `Request`, or a page's headers): `SERVICE_URL` when the operator set
+ * it (lib/service-origin.ts). Otherwise the `Host` it was sent to (else the URL's), and https unless the request is
+ * plain http to a loopback host — the session cookie's rule (lib/accounts/sessions.ts): off this machine the site
+ * works only over https. The issuer, the resource and the metadata documents are built from it, so a deployment
+ * answers for its own name (previews, custom domains); a token is bound to the resource it was issued for and refused
+ * under any other name.
+ *
+ * The request-derived fallback is safe because it only names things back to the client that sent the `Host`: it goes
+ * into metadata documents, challenges and the audience a token is checked against (a token issued under a forged
+ * name is refused under the real one), never into a call the server makes nor anything it signs (lib/jobs/workers.ts
+ * takes `selfOrigin()` from configuration only).
  */
 export function serviceOrigin(source: Request | Headers): string {
+  const configured = configuredOrigin();
+  if (configured) return configured;
   const headers = source instanceof Headers ? source : source.headers;
   const url = source instanceof Headers ? null : new URL(source.url);
   const header = headers.get("host")?.trim() ?? "";

@@ -1,5 +1,6 @@
-import { ApiError, type ErrorCode } from "@/lib/api/errors";
-import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr";
+import { ApiError, deadlineError, type ErrorCode } from "@/lib/api/errors";
+import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
+import { isScopeEnded } from "@/lib/request-scope";
 
 /** What of the request the wording of an engine failure depends on (it names request fields; the engine does not). */
 export interface EngineRequestOptions {
@@ -57,10 +58,16 @@ function userMessage(error: OcrError, options: EngineRequestOptions): { message:
 }
 
 /**
- * An engine failure (`OcrError`, lib/ocr/model/ocr-error.ts) as the API answers it: catalogued code, user-facing message and, for
+ * An engine failure (`OcrError`, lib/ocr/model/ocr-error.ts) — or the end of the request's scope (its deadline, or
+ * its client cancelling: lib/request-scope.ts) — as the API answers it: catalogued code, user-facing message and, for
  * `overloaded`, the `Retry-After` the engine computed. Anything else is returned as it is.
  */
 export function fromEngineError(error: unknown, options: EngineRequestOptions = {}): unknown {
+  if (isScopeEnded(error)) {
+    return error.why === "deadline"
+      ? deadlineError()
+      : new ApiError("timeout", "The request was cancelled by its client before the document was read; nothing was charged", { cause: error });
+  }
   if (!isOcrError(error)) return error;
   const headers: Record<string, string> = {};
   if (error.code === "overloaded" && error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);

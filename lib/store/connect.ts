@@ -1,7 +1,7 @@
 import "server-only"; // connects with the store's credentials: never in a client bundle (Next fails the build)
 import { Redis, type Requester } from "@upstash/redis";
 import { callBudgetMs } from "@/lib/request-scope";
-import { createNodeRedisRequester, type NodeRedisRequesterOptions } from "./node-redis-requester";
+import { createNodeRedisRequester, type BinaryRedis, type NodeRedisRequesterOptions } from "./node-redis-requester";
 
 /**
  * `new Redis(requester)` has no options argument and would JSON-parse every string it reads (a key named "123"
@@ -36,8 +36,11 @@ export function createRestRedis({ url, token, timeoutMs = 5_000 }: RestRedisOpti
   });
 }
 
-/** A self-hosted Redis (`redis://` or `rediss://`) over TCP, through the node-redis requester. */
-export function createTcpRedis(url: string, options?: NodeRedisRequesterOptions): { redis: Redis; close: () => Promise<void> } {
+/**
+ * A self-hosted Redis (`redis://` or `rediss://`) over TCP, through the node-redis requester; `binary` stores bytes
+ * as they are (job files), which the REST API cannot.
+ */
+export function createTcpRedis(url: string, options?: NodeRedisRequesterOptions): { redis: Redis; binary: BinaryRedis; close: () => Promise<void> } {
   const requester = createNodeRedisRequester(url, options);
-  return { redis: new RawRedis(requester), close: () => requester.close() };
+  return { redis: new RawRedis(requester), binary: requester.binary, close: () => requester.close() };
 }

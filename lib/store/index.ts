@@ -15,7 +15,7 @@ export type { MailboxStore } from "./mailbox/port";
 export type { CreateJobResult, JobPageList, JobRecord, JobStatus, JobStore, NewJob, PageOutcome } from "./jobs/port";
 export { jobCounts } from "./jobs/port";
 export { activeJobStatuses, jobStatuses } from "./jobs/port";
-export type { MetaStore, StoreMarker } from "./meta/port";
+export type { MetaStore, StoreMarker, StoreMemory, WriteRefusal } from "./meta/port";
 export type { BreakerPolicy, DeliveryAttempt, EndpointState, WebhookAccount, WebhookStore } from "./webhooks/port";
 export { DELIVERY_LOG_SIZE, deliveryAttemptSchema } from "./webhooks/port";
 export type {
@@ -77,8 +77,8 @@ function createStore(config: StoreConfig): Store {
     case "redis-rest":
       return createRedisStore({ redis: createRestRedis(config), prefix: config.prefix, kind: "redis-rest" });
     case "redis-tcp": {
-      const { redis, close } = createTcpRedis(config.url);
-      return createRedisStore({ redis, prefix: config.prefix, kind: "redis-tcp", onClose: close });
+      const { redis, binary, close } = createTcpRedis(config.url);
+      return createRedisStore({ redis, binary, prefix: config.prefix, kind: "redis-tcp", onClose: close });
     }
     case "memory":
       return createMemoryStore();

@@ -1,7 +1,7 @@
 import "server-only"; // holds the Redis URL and its password: never in a client bundle (Next fails the build)
 import { createHash } from "node:crypto";
 import type { Requester, UpstashRequest, UpstashResponse } from "@upstash/redis";
-import { createClient, ErrorReply, MultiErrorReply } from "redis";
+import { createClient, ErrorReply, MultiErrorReply, RESP_TYPES } from "redis";
 import { setAwakeTimeout } from "@/lib/async";
 import { callBudgetMs } from "@/lib/request-scope";
 import { REDIS_SOCKET_OPTIONS, RedisUnreachableError, watchRedisClient } from "./redis-link";
@@ -20,7 +20,19 @@ export interface NodeRedisRequesterOptions {
   commandTimeoutMs?: number;
 }
 
+/**
+ * Binary-safe string commands beside the Requester (whose commands are JSON strings, as Upstash's REST API takes
+ * them): a job's file is stored as its bytes over TCP, a third smaller than base64 (docs/decisions.md#job-source).
+ */
+export interface BinaryRedis {
+  /** `SET key value PX ttlMs`. Throws the server's refusal (e.g. `OOM command not allowed`) as an Error. */
+  set(key: string, value: Uint8Array, ttlMs: number): Promise<void>;
+  /** `GET key` as bytes, or null. */
+  get(key: string): Promise<Buffer | null>;
+}
+
 interface NodeRedisRequester extends Requester {
+  binary: BinaryRedis;
   close(): Promise<void>;
 }
 
@@ -136,20 +148,39 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
     return single(toCommand(req.body));
   }
 
+  /** `work` within the command budget (never past the current request's deadline). */
+  async function bounded<T>(work: () => Promise<T>): Promise<T> {
+    let cancel: (() => void) | undefined;
+    const budget = callBudgetMs(commandTimeoutMs);
+    // Awake time: a reply that came while this process's loop was held is not late.
+    const deadline = new Promise<never>((_, reject) => {
+      cancel = setAwakeTimeout(() => reject(new Error(`Redis request timed out after ${budget} ms`)), budget);
+    });
+    try {
+      return await Promise.race([work(), deadline]);
+    } finally {
+      cancel?.();
+    }
+  }
+
+  const asBuffers = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } };
+
   return {
     async request<TResult>(req: UpstashRequest): Promise<UpstashResponse<TResult>> {
-      let cancel: (() => void) | undefined;
-      const budget = callBudgetMs(commandTimeoutMs);
-      // Awake time: a reply that came while this process's loop was held is not late.
-      const deadline = new Promise<never>((_, reject) => {
-        cancel = setAwakeTimeout(() => reject(new Error(`Redis request timed out after ${budget} ms`)), budget);
-      });
-      try {
-        // The Requester contract answers a pipeline with an array of responses; its generic type cannot say so.
-        return (await Promise.race([dispatch(req), deadline])) as UpstashResponse<TResult>;
-      } finally {
-        cancel?.();
-      }
+      // The Requester contract answers a pipeline with an array of responses; its generic type cannot say so.
+      return (await bounded(() => dispatch(req))) as UpstashResponse<TResult>;
+    },
+    binary: {
+      async set(key, value, ttlMs) {
+        const buffer = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+        await bounded(async () => (await readyClient()).sendCommand(["SET", key, buffer, "PX", String(Math.max(1, Math.round(ttlMs)))]));
+      },
+      async get(key) {
+        const reply = await bounded(async () => (await readyClient()).sendCommand(["GET", key], asBuffers));
+        if (reply === null || reply === undefined) return null;
+        if (!Buffer.isBuffer(reply)) throw new Error("GET answered something other than a string");
+        return reply;
+      },
     },
     async close() {
       const current = client;

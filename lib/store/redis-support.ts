@@ -1,4 +1,5 @@
 import type { Redis } from "@upstash/redis";
+import type { BinaryRedis } from "./node-redis-requester";
 import { z } from "zod";
 import { storeUnavailable } from "./errors";
 
@@ -9,6 +10,8 @@ import { storeUnavailable } from "./errors";
 export interface RedisContext {
   /** An @upstash/redis client created with `automaticDeserialization: false` (see lib/store/connect.ts). */
   redis: Redis;
+  /** Binary-safe SET/GET over TCP (lib/store/node-redis-requester.ts); absent on Upstash REST. */
+  binary?: BinaryRedis;
   key: KeyLayout;
 }
 
@@ -17,9 +20,11 @@ export interface RedisContext {
  * `apikey:{sha256}` hash (the hot lookup) · `keys:{userId}` / `revokedkeys:{userId}` hash keyId → JSON ·
  * `credits:{userId}` integer · `ledger:{userId}` list of JSON, oldest first · `usage:{userId}` hash day → pages ·
  * `reservation:{userId}:{requestId}` · `reservations:open` sorted set · `idem:{scope}` hash ·
- * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `mailbox:{id}` list +
+ * `ratelimit:{bucket}:…` · `backoff:{subject}` hash · `slots:{group}` sorted set · `once:{scope}:{id}` · `mailbox:{id}` list +
  * `mailbox-open:{id}` · `meta:marker` hash (initializedAt, dataLostAt: lib/store/meta/) · `job:{jobId}` hash +
- * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks · `jobs:{userId}` sorted set ·
+ * `job:{jobId}:pages` / `:failed` hashes + `job:{jobId}:src:{n}` chunks (bytes over TCP, base64 over REST) +
+ * `job:{jobId}:render:{variant}` (a rendered result: its chunks `…:{n}`) +
+ * `job-files:{userId}` sorted set (the account's stored job files and their sizes) · `jobs:{userId}` sorted set ·
  * `jobs-queued:{userId}` integer · `webhook:{userId}` hash (signing secrets, default URL: lib/store/webhooks/) +
  * `webhook-log:{userId}` and `job:{jobId}:webhook` lists of delivery attempts, newest first, +
  * `webhook-endpoint:{userId}:{receiver sha256}` hash (a failing receiver) indexed by `webhook-endpoints:{userId}` ·
@@ -43,15 +48,22 @@ export function keyLayout(prefix: string) {
     rateLimit: (bucket: string) => `${prefix}ratelimit:${bucket}`,
     backoff: (subject: string) => `${prefix}backoff:${subject}`,
     slots: (group: string) => `${prefix}slots:${group}`,
+    once: (scope: string, id: string) => `${prefix}once:${scope}:${id}`,
     mailbox: (id: string) => `${prefix}mailbox:${id}`,
     mailboxOpen: (id: string) => `${prefix}mailbox-open:${id}`,
     job: (jobId: string) => `${prefix}job:${jobId}`,
     jobPages: (jobId: string) => `${prefix}job:${jobId}:pages`,
     jobFailed: (jobId: string) => `${prefix}job:${jobId}:failed`,
     jobSource: (jobId: string, chunk: number) => `${prefix}job:${jobId}:src:${chunk}`,
+    /** An account's job files: a sorted set of `{jobId}:{bytes}` by when each file goes (lib/store/jobs/redis.ts). */
+    jobSourceBytes: (userId: string) => `${prefix}job-files:${userId}`,
+    jobRendering: (jobId: string, variant: string) => `${prefix}job:${jobId}:render:${variant}`,
+    jobRenderingChunk: (jobId: string, variant: string, chunk: number) => `${prefix}job:${jobId}:render:${variant}:${chunk}`,
     jobs: (userId: string) => `${prefix}jobs:${userId}`,
     jobsQueued: (userId: string) => `${prefix}jobs-queued:${userId}`,
     marker: () => `${prefix}meta:marker`,
+    /** A short-lived key `/api/health` writes to learn whether Redis takes writes (lib/store/meta/redis.ts). */
+    probe: () => `${prefix}meta:write-probe`,
     webhook: (userId: string) => `${prefix}webhook:${userId}`,
     webhookLog: (userId: string) => `${prefix}webhook-log:${userId}`,
     jobWebhookLog: (jobId: string) => `${prefix}job:${jobId}:webhook`,

@@ -1,4 +1,5 @@
 import type { Redis } from "@upstash/redis";
+import type { BinaryRedis } from "./node-redis-requester";
 import { createMemoryAccountStore } from "./accounts/memory";
 import type { AccountStore } from "./accounts/port";
 import { createRedisAccountStore } from "./accounts/redis";
@@ -66,6 +67,8 @@ interface RedisStoreOptions {
   /** Prefix of every key, e.g. `ocr:`. */
   prefix: string;
   kind: Extract<StoreKind, "redis-tcp" | "redis-rest">;
+  /** Binary-safe commands (TCP): job files stored as bytes. Without: as base64 (Upstash REST carries JSON strings). */
+  binary?: BinaryRedis;
   /** Called by `close()` (TCP connections). */
   onClose?: () => Promise<void>;
 }
@@ -74,8 +77,8 @@ interface RedisStoreOptions {
  * The redis adapters over one client, for Upstash REST and TCP alike (the @upstash/redis API). Multi-key changes
  * are Lua scripts (each concern's scripts.ts); the key layout is in lib/store/redis-support.ts.
  */
-export function createRedisStore({ redis, prefix, kind, onClose }: RedisStoreOptions): Store {
-  const context: RedisContext = { redis, key: keyLayout(prefix) };
+export function createRedisStore({ redis, binary, prefix, kind, onClose }: RedisStoreOptions): Store {
+  const context: RedisContext = { redis, binary, key: keyLayout(prefix) };
   return {
     kind,
     async ping() {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { z } from "zod";
 import { getStore, type WebhookAccount } from "@/lib/store";
 import { webhookSettings } from "./settings";
 import { checkWebhookUrl } from "./url";
@@ -23,11 +24,30 @@ export function secretHint(secret: string): string {
   return `${secret.slice(0, 12)}…`;
 }
 
-/** The secrets a delivery is signed with now: the current one, and the previous one during its 24 h of grace. */
+/** Most replaced secrets that keep signing at once (each for its 24 h): rotating more often drops the oldest. */
+export const MAX_REPLACED_SECRETS = 4;
+
+const replacedSchema = z.array(z.object({ secret: z.string().startsWith("whsec_"), until: z.number().int() }));
+
+/** The secrets replaced by rotations that are still in their 24 h of grace, newest first. */
+function replacedSecrets(account: WebhookAccount, now: number): Array<{ secret: string; until: number }> {
+  const previous = account.previousSecret && account.previousUntil !== undefined ? [{ secret: account.previousSecret, until: account.previousUntil }] : [];
+  let older: Array<{ secret: string; until: number }> = [];
+  try {
+    older = replacedSchema.parse(JSON.parse(account.olderSecrets ?? "[]"));
+  } catch {
+    older = [];
+  }
+  return [...previous, ...older].filter((entry) => entry.until > now).slice(0, MAX_REPLACED_SECRETS);
+}
+
+/**
+ * The secrets a delivery is signed with now: the current one, and each one a rotation replaced during its 24 h of
+ * grace — also when it was rotated again within the day (each replaced secret keeps its own 24 h).
+ */
 export function signingSecrets(account: WebhookAccount, now = Date.now()): string[] {
   if (!account.secret) return [];
-  const previous = account.previousSecret && (account.previousUntil ?? 0) > now ? [account.previousSecret] : [];
-  return [account.secret, ...previous];
+  return [account.secret, ...replacedSecrets(account, now).map((entry) => entry.secret)];
 }
 
 function toView(account: WebhookAccount, now = Date.now()): WebhookAccountView {
@@ -54,7 +74,11 @@ export async function rotateWebhookSecret(userId: string, now = Date.now()): Pro
   const store = getStore().webhooks;
   const account = await store.getAccount(userId);
   const secret = newSigningSecret();
-  const previous = account.secret ? { previousSecret: account.secret, previousUntil: now + webhookSettings().previousSecretMs } : {};
+  // The replaced one signs for 24 h from now; the ones replaced before it keep the rest of their own 24 h.
+  const older = replacedSecrets(account, now).slice(0, MAX_REPLACED_SECRETS - 1);
+  const previous = account.secret
+    ? { previousSecret: account.secret, previousUntil: now + webhookSettings().previousSecretMs, ...(older.length > 0 && { olderSecrets: JSON.stringify(older) }) }
+    : {};
   await store.setSecrets(userId, { secret, secretCreatedAt: now, ...previous });
   return { secret, view: toView({ ...account, secret, secretCreatedAt: now, ...previous }, now) };
 }

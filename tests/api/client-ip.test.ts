@@ -53,8 +53,12 @@ describe("the trusted client address", () => {
     expect(addressLimitKey("198.51.100.1")).toBe("198.51.100.1");
     expect(addressLimitKey("2001:db8:1:2:aaaa:bbbb:cccc:dddd")).toBe("2001:db8:1:2::/64");
     expect(addressLimitKey("2001:db8:1:2::9")).toBe("2001:db8:1:2::/64");
-    expect(addressLimitKey("2001:db8::9")).toBe("2001:db8:0:0::/64");
-    expect(addressLimitKey("::1")).toBe("0:0:0:0::/64");
+    expect(addressLimitKey("2001:db8::9")).toBe("2001:db8::/64");
+    expect(addressLimitKey("::1")).toBe("::/64");
+    // Every spelling of one /64 counts as one: leading zeros, a dotted tail, a zone.
+    expect(addressLimitKey("2001:0db8:0001:0002:0000:0000:0000:0001")).toBe("2001:db8:1:2::/64");
+    expect(addressLimitKey("2001:db8:1:2::192.0.2.1")).toBe("2001:db8:1:2::/64");
+    expect(addressLimitKey("fe80::1%eth0")).toBe("fe80::/64");
     expect(addressLimitKey(undefined)).toBe("unknown");
   });
 });

@@ -92,9 +92,11 @@ describe("CORS and methods", () => {
 });
 
 describe("readJson and readBody", () => {
-  it("sizes the body for a MAX_INLINE_BYTES file as base64, plus 64 KiB", () => {
+  it("sizes the body for a MAX_INLINE_BYTES file (20 MiB self-hosted): as base64 plus 64 KiB, multipart plus 64 KiB, raw as is (issue 29 point 8)", () => {
     expect(maxBodyBytes(3 * MiB)).toBe(4 * MiB + 64 * 1024);
-    expect(maxBodyBytes()).toBe(4 * MiB + 64 * 1024);
+    expect(maxBodyBytes()).toBe(Math.ceil((20 * MiB * 4) / 3) + 64 * 1024);
+    expect(maxBodyBytes(undefined, "multipart")).toBe(20 * MiB + 64 * 1024);
+    expect(maxBodyBytes(undefined, "file")).toBe(20 * MiB);
   });
 
   it.each([

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
-import { OcrPool, getOcrPool } from "@/lib/ocr";
-import { processDocument } from "@/lib/process";
+import { OcrPool } from "@/lib/ocr/pool/pool";
+import { getOcrPool } from "@/lib/ocr";
+import { processDocument } from "@/lib/intake";
 import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
 
 /*

@@ -2,7 +2,7 @@ import { delay, http, HttpResponse } from "msw";
 import { describe, expect, it, vi } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { claimIdempotencyKey, fingerprintRequest } from "@/lib/credits";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { revokeApiKey } from "@/lib/keys";
 import { getStore } from "@/lib/store";
 import { waitForWindowRoom } from "../support/redis";
@@ -230,8 +230,13 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("413 payload_too_large: a body over the limit", async () => {
       const account = await createAccount(10);
-      const response = await callOcr({ image: "A".repeat(5 * 1024 * 1024) }, { key: account.key });
-      await expectApiError(response, "payload_too_large", /imageUrl/);
+      const restore = setEnv({ MAX_INLINE_BYTES: String(3 * 1024 * 1024) });
+      try {
+        const response = await callOcr({ image: "A".repeat(5 * 1024 * 1024) }, { key: account.key });
+        await expectApiError(response, "payload_too_large", /imageUrl/);
+      } finally {
+        restore();
+      }
       expect(await account.balance()).toBe(10);
     });
 

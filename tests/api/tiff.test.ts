@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { getBalance } from "@/lib/credits";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { writeTiff } from "@/scripts/tiff-writer";
 import { callOcr, createAccount, expectApiError, expectOcrOk, fixture, groundTruth, withStore } from "./support";
 

@@ -573,8 +573,8 @@ describe("the site in headless Chromium", () => {
       const jobIds = ["job-curl", "job-javascript", "job-python"]; // run by tests/jobs/examples.test.ts
       // Signing in with OAuth needs only the URL (lib/api/examples.ts mcpSignInExamples); then the API-key configurations.
       const signIn = ["oauth-claude-chatgpt", "oauth-claude-code", "oauth-cursor", "oauth-vscode", "oauth-mcp-remote"];
-      expect(ids).toEqual(["curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
-      for (const id of ["curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
+      expect(ids).toEqual(["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
+      for (const id of ["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
         expect(await page.locator(`[data-example="${id}"] code`).textContent(), id).toContain(baseUrl);
       }
       expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(ids.length);
@@ -627,6 +627,9 @@ describe("the site in headless Chromium", () => {
     const account = await newApiAccount();
     const code = await docsExamples();
     const runs = [
+      // Issue 29 point 8: the file itself, multipart (-F) and as the raw body (--data-binary).
+      { id: "curl-file", text: /ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/ },
+      { id: "curl-raw", text: /ACME OFFICE SUPPLIES/ },
       { id: "curl-base64", text: /ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/ },
       { id: "curl-url", text: /ACME OFFICE SUPPLIES/ },
     ];
@@ -645,7 +648,7 @@ describe("the site in headless Chromium", () => {
     const ai = runExample("ai-sdk", code("ai-sdk"), account.key);
     expect(ai.status, ai.stderr).toBe(0);
     expect(ai.stdout).toMatch(/ACME OFFICE SUPPLIES/);
-    expect(await account.balance()).toBe(100 - 6); // scan.png, scan.pdf, scan.png, report.pdf (2 pages), scan.png
+    expect(await account.balance()).toBe(100 - 8); // scan.png, scan.pdf, scan.png, scan.pdf, scan.png, report.pdf (2 pages), scan.png
   });
 
   it.skipIf(!pythonRequests)("the /docs Python example, copied from the page and run, reads the scan and the report's URL", async () => {
@@ -659,7 +662,7 @@ describe("the site in headless Chromium", () => {
   it("every runnable /docs example exits non-zero on an error answer (a key without credits: 402, or an isError tool result)", async () => {
     const account = await newApiAccount(0);
     const code = await docsExamples();
-    const ids = ["curl-base64", "curl-url", "javascript", ...(pythonRequests ? ["python"] : []), "ai-sdk"];
+    const ids = ["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", ...(pythonRequests ? ["python"] : []), "ai-sdk"];
     for (const id of ids) {
       const result = runExample(id, code(id), account.key);
       // curl --fail-with-body: 22 with the error body on stdout; a thrown error in Node or Python: 1, on stderr.

@@ -3,8 +3,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { FIXTURE_DIR, createAccount, expectLedgerConsistent, groundTruth, withStore } from "../api/support";
+import { phonePhoto } from "../support/phone-photo";
 import { runCli, unusedPort, withBuiltCli, withTempDirs, withTestServer } from "./support";
 
 /*
@@ -48,7 +49,10 @@ describe("ocr extract: one file to stdout, in each format", () => {
     expect(characterErrorRate(run.stdout, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
     expect(await account.balance()).toBe(9);
     const [request] = ocrRequests();
-    expect(JSON.parse(request!.body)).toMatchObject({ options: { format: "text" } });
+    // Issue 29 point 8: the file itself as the body (not base64 JSON), the options in the query.
+    expect(request!.headers.get("content-type")).toBe("application/octet-stream");
+    expect(request!.search).toBe("?format=text");
+    expect(request!.raw.equals(fs.readFileSync(PNG))).toBe(true);
     expect(request!.headers.get("x-api-key")).toBe(account.key);
     expect(request!.headers.get("idempotency-key")).toMatch(/^[0-9a-f-]{36}$/);
     expect(request!.headers.get("user-agent")).toMatch(/^ocr-cli\/\S+ node\//);
@@ -104,7 +108,7 @@ describe("ocr extract: one file to stdout, in each format", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("The second page describes the methods.");
     expect(run.stdout).not.toContain("Introduction");
-    expect(JSON.parse(ocrRequests()[0]!.body)).toMatchObject({ options: { format: "text", pages: "2", language: "eng" } });
+    expect(Object.fromEntries(new URLSearchParams(ocrRequests()[0]!.search))).toEqual({ format: "text", pages: "2", language: "eng" });
     expect(await account.balance()).toBe(9);
     // --verbose: what was charged and what is left, on stderr.
     expect(run.stderr).toMatch(/born-digital\.pdf: 1 credit used, 9 remaining, confidence 100\.0, \d+ ms/);
@@ -189,16 +193,50 @@ describe("ocr extract: several files", () => {
   });
 });
 
+describe("ocr extract: files as they are (issue 29 point 8)", () => {
+  it("a 3.7 MB phone photo (over the old 3 MiB inline limit) goes as the raw body and is read: one credit", async () => {
+    const account = await createAccount(5);
+    const photo = path.join(tempDir("photo"), "photo.jpg");
+    fs.writeFileSync(photo, await phonePhoto());
+    const run = await ocr(["extract", photo], account.key);
+    expect(run.code, run.stderr).toBe(0);
+    expect(characterErrorRate(run.stdout, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
+    const [request] = ocrRequests();
+    expect(request!.raw.byteLength).toBeGreaterThan(3.5e6);
+    expect(request!.headers.get("content-type")).toBe("application/octet-stream");
+    expect(await account.balance()).toBe(4);
+  });
+
+  it("a service from before raw bodies (415 asking for JSON): the file goes again as base64, under a new Idempotency-Key", async () => {
+    const account = await createAccount(5);
+    server.current.intercept = (request) =>
+      request.path === "/api/ocr/process" && request.headers.get("content-type") === "application/octet-stream"
+        ? Response.json(
+            { success: false, error: { code: "unsupported_media_type", message: "Send the request body as JSON with Content-Type: application/json (got application/octet-stream)" }, requestId: "req_old" },
+            { status: 415 },
+          )
+        : undefined;
+    const run = await ocr(["extract", PNG], account.key);
+    expect(run.code, run.stderr).toBe(0);
+    expect(characterErrorRate(run.stdout, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
+    const [raw, json] = ocrRequests();
+    expect(ocrRequests()).toHaveLength(2);
+    expect(JSON.parse(json!.body)).toEqual({ image: fs.readFileSync(PNG).toString("base64"), options: { format: "text" } });
+    expect(json!.headers.get("idempotency-key")).not.toBe(raw!.headers.get("idempotency-key"));
+    expect(await account.balance()).toBe(4);
+  });
+});
+
 describe("ocr extract: refusals and errors", () => {
   it("a local file over the inline limit is refused with exit code 5, a hint to pass a URL, and no request", async () => {
     const account = await createAccount(10);
     const dir = tempDir("big");
     const big = path.join(dir, "big-scan.pdf");
-    fs.writeFileSync(big, Buffer.alloc(3 * 1024 * 1024 + 1, 0x20));
+    fs.writeFileSync(big, Buffer.alloc(20 * 1024 * 1024 + 1, 0x20));
     const run = await ocr(["extract", big], account.key);
     expect(run.code).toBe(5);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toContain("too large to send inline (the limit is 3.0 MiB)");
+    expect(run.stderr).toContain("too large to send inline (the limit is 20.0 MiB)");
     expect(run.stderr).toContain("public http(s) URL");
     expect(run.stderr).toContain("ocr extract https://example.com/big-scan.pdf");
     expect(run.stderr).toContain("never uploads");
@@ -319,7 +357,7 @@ describe("ocr extract: retries", () => {
       dropped = true;
       // Do the work (and the charge) with the real route, then lose the answer.
       void import("@/app/api/ocr/process/route").then((route) =>
-        route.POST(new Request(`${server.current.baseUrl}/api/ocr/process`, { method: "POST", headers: request.headers, body: request.body })),
+        route.POST(new Request(`${server.current.baseUrl}/api/ocr/process${request.search}`, { method: "POST", headers: request.headers, body: new Uint8Array(request.raw) })),
       );
       return "drop";
     };

@@ -25,6 +25,8 @@ export interface LoggedRequest {
   search: string;
   headers: Headers;
   body: string;
+  /** The body's bytes (`body` is them as UTF-8). */
+  raw: Buffer;
   /** The status answered (0 while streaming). */
   status: number;
 }
@@ -67,7 +69,7 @@ export async function startServer(): Promise<TestServer> {
     const headers = new Headers();
     for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
     const method = (req.method ?? "GET").toUpperCase();
-    const logged: LoggedRequest = { method, path: url.pathname, search: url.search, headers, body: body.toString("utf8"), status: 0 };
+    const logged: LoggedRequest = { method, path: url.pathname, search: url.search, headers, body: body.toString("utf8"), raw: body, status: 0 };
     state.requests.push(logged);
 
     const injected = await state.intercept?.(logged);

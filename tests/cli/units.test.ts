@@ -15,12 +15,12 @@ describe("configuration", () => {
     expect(resolveConfig({}, {}, "1").apiKey).toBeUndefined();
   });
 
-  it("defaults: localhost:3000, 30 000 ms per attempt, 3 retries, 3 MiB inline", () => {
+  it("defaults: localhost:3000, 30 000 ms per attempt, 3 retries, 20 MiB inline", () => {
     expect(resolveConfig({}, {}, "1")).toMatchObject({
       baseUrl: "http://localhost:3000",
       timeoutMs: 30_000,
       retries: 3,
-      maxInlineBytes: 3 * 1024 * 1024,
+      maxInlineBytes: 20 * 1024 * 1024,
     });
     expect(resolveConfig({ "base-url": "https://ocr.example.com/prefix/" }, { OCR_BASE_URL: "http://x" }, "1").baseUrl).toBe(
       "https://ocr.example.com/prefix",

@@ -12,7 +12,7 @@ import {
 } from "@/lib/credits";
 import { ApiError } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
-import { processDocument } from "@/lib/process";
+import { processDocument } from "@/lib/intake";
 import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";

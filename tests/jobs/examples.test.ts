@@ -150,7 +150,7 @@ describe("the jobs examples, run against a server", () => {
 
   it.each(ids)("%s follows next through a result in parts (30 pages of JSON: over one response)", async (id) => {
     const user = await account(30);
-    const json = (code: string) => code.replace('"format":"text"', '"format":"json"').replace('format: "text"', 'format: "json"').replace('"format": "text"', '"format": "json"');
+    const json = (code: string) => code.replace("format=text", "format=json").replace('"format":"text"', '"format":"json"').replace('format: "text"', 'format: "json"').replace('"format": "text"', '"format": "json"');
     const run = await runExample(server, id, user.key, bigDir, json);
     expect(run.code, `${id}: ${run.stderr.slice(0, 2000)}`).toBe(0);
     const parts = printedParts(id, run.stdout, { lines: true }).map((part) => JSON.parse(part) as { pages: Array<{ number: number }> });

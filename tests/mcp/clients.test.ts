@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { ocrResponseSchema } from "@/lib/api/schemas";
-import { ocrDocumentSchema } from "@/lib/ocr";
+import { ocrDocumentSchema } from "@/lib/ocr/model";
 import {
   base64Of,
   callOcr,
@@ -39,7 +39,7 @@ function expectExtractTextTool(tools: ListedTool[]): void {
   const input = tool!.inputSchema as JsonSchema;
   expect(input.type).toBe("object");
   expect(input.required).toEqual(["image_source"]);
-  expect(Object.keys(input.properties!)).toEqual(["image_source", "output_format"]);
+  expect(Object.keys(input.properties!)).toEqual(["image_source", "pages", "max_chars", "output_format"]);
   const source = input.properties!.image_source!;
   expect(source.required).toEqual(["type", "data"]);
   expect(Object.keys(source.properties!)).toEqual(["type", "data", "filename"]);
@@ -51,8 +51,8 @@ function expectExtractTextTool(tools: ListedTool[]): void {
 
   const output = tool!.outputSchema as JsonSchema;
   expect(output.type).toBe("object");
-  // The REST 200 body, and `job` when a job read the document (lib/mcp/jobs.ts).
-  expect(Object.keys(output.properties!).sort()).toEqual([...Object.keys(ocrResponseSchema.shape), "job"].sort());
+  // The REST 200 body, `job` when a job read the document, `nextCursor` when the text goes on (lib/mcp/jobs.ts).
+  expect(Object.keys(output.properties!).sort()).toEqual([...Object.keys(ocrResponseSchema.shape), "job", "nextCursor"].sort());
 }
 
 interface JsonSchema {

@@ -114,6 +114,21 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
   });
 
   it.each([
+    ["a numeric protocolVersion", { protocolVersion: 20241105, capabilities: {} }],
+    ["no protocolVersion", { capabilities: {} }],
+    ["clientInfo without a name", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { version: 1 } }],
+    ["capabilities that are not an object", { protocolVersion: "2025-11-25", capabilities: "all" }],
+  ])("initialize with %s → -32602 naming the field, not -32603 with a validation dump", async (_label, params) => {
+    const account = await createAccount(0);
+    const response = await rpc({ jsonrpc: "2.0", id: 7, method: "initialize", params }, { key: account.key });
+    expect(response.status).toBe(200);
+    const body = z.object({ jsonrpc: z.literal("2.0"), id: z.literal(7), error: z.object({ code: z.number(), message: z.string() }) }).parse(await response.json());
+    expect(body.error.code).toBe(-32602);
+    expect(body.error.message).toMatch(/^Invalid params: initialize /);
+    expect(body.error.message).not.toMatch(/invalid_type|"path"|\[/);
+  });
+
+  it.each([
     ["Accept: application/json", { accept: "application/json" }],
     ["no Accept", { accept: "" }],
     ["Accept: */*", { accept: "*/*" }],
@@ -361,7 +376,7 @@ describe("HTTP around the SDK", () => {
       const account = await createAccount(10);
       const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
       const limited = await rpc(batch, { key: account.key });
-      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      await expectApiError(limited, "rate_limited", /this batch has 4 messages/);
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       expect(await account.balance()).toBe(10);
       await expectLedgerConsistent(account);
@@ -399,15 +414,16 @@ describe("HTTP around the SDK", () => {
     }
   });
 
-  it("a batch without tool calls costs one request, like a single message", async () => {
-    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "2" });
+  it("a batch without tool calls costs one request per message too (issue 29, point 3)", async () => {
+    const restore = setEnv({ RATE_LIMIT_PER_MINUTE: "7" });
     try {
       await waitForWindowRoom(60_000, 2_000);
       const account = await createAccount(0);
       const pings = [1, 2, 3, 4, 5].map((id) => ({ jsonrpc: "2.0", id, method: "ping" }));
-      expect((await rpc(pings, { key: account.key })).status).toBe(200);
-      expect((await rpc(pings, { key: account.key })).status).toBe(200);
-      await expectApiError(await rpc(pings, { key: account.key }), "rate_limited");
+      const answered = await rpc(pings, { key: account.key });
+      expect(answered.status).toBe(200);
+      expect(answered.headers.get("ratelimit-remaining")).toBe("2");
+      await expectApiError(await rpc(pings, { key: account.key }), "rate_limited", /this batch has 5 messages/);
     } finally {
       restore();
     }

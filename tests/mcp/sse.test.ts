@@ -134,7 +134,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       const { events, post } = await openStream(route(), account.key); // the GET counts: 3 left
       const batch = [1, 2, 3, 4].map((id) => callTool({ image_source: { type: "base64", data: png } }, id));
       const limited = await post(batch);
-      await expectApiError(limited, "rate_limited", /this batch has 4 tools\/call messages/);
+      await expectApiError(limited, "rate_limited", /this batch has 4 messages/);
       expect(await account.balance()).toBe(10);
       // The refused batch took none of what was left: its POST counted once, and 2 requests remain.
       expect(limited.headers.get("ratelimit-remaining")).toBe("2");
@@ -173,7 +173,8 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       await eventually(async () => (await first.post({ jsonrpc: "2.0", id: 2, method: "ping" })).status === 404);
       serve();
 
-      // The call was read and charged, but its answer has no stream to go to: 404, and the charge is given back.
+      // The call was charged, but its answer has no stream to go to: 404, and the charge is given back — whether the read
+      // finished first (its open charge refunded) or the closed stream stopped it (the call's signal: unread pages refunded).
       const lost = await answer;
       await expectApiError(lost, "not_found", /stream closed before the response could be delivered \(nothing was charged\)/);
       const requestId = lost.headers.get("x-request-id")!;
@@ -185,9 +186,9 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
         ["ocr", -2, 2],
       ]);
       await expectLedgerConsistent(account);
-      // The log line says so: nothing charged, 2 pages refunded.
+      // The log line says so: nothing charged (and the refund, when the read had finished before the stream closed).
       const line = logs.mock.calls.map((args) => String(args[0])).find((text) => text.includes(`request_id=${requestId}`));
-      expect(line).toMatch(/ status=404 pages=0 ms=\d+ refunded=2 code=not_found$/);
+      expect(line).toMatch(/ status=404 pages=0 ms=\d+( refunded=2)? code=not_found$/);
 
       // The retry with the same Idempotency-Key, to a new stream: not a replay of the 404; read again, charged, delivered.
       const second = await openStream(handlers, account.key);

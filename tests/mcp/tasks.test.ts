@@ -219,22 +219,61 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
     expect((await rpcErrorOf(client.experimental.tasks.cancelTask(task.taskId))).code).toBe(-32602);
   }, 120_000);
 
-  it("tasks/result on a task still working at the end of the call's budget: -32603, keep polling", async () => {
-    await runner.stop();
-    const account = await createAccount(100);
-    try {
-      const client = await taskClient(account, transport, createMcpRoute({ toolDeadlineMs: 4_000, jobPollMs: 100, sse: { pingMs: 60_000 } }));
-      const task = await createTask(client);
-      const error = await rpcErrorOf(client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
-      expect(error.code).toBe(-32603);
-      expect(error.message).toMatch(/is still working \(Queued: 80 pages to read\) at the end of this call's time: poll tasks\/get/);
-      await client.experimental.tasks.cancelTask(task.taskId);
-      expect(await account.balance()).toBe(100);
-    } finally {
-      runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `mcp-tasks-${transport}`, pool });
-      runner.start();
-    }
-  }, 60_000);
+  it(
+    transport === "sse"
+      ? "tasks/result on a task still working at the end of the call's budget: -32603, keep polling"
+      : "tasks/result outlasts the call's budget: the stream ends, the SDK reconnects (Last-Event-ID), and getTaskResult gets the result",
+    async () => {
+      await runner.stop();
+      const account = await createAccount(100);
+      const short = createMcpRoute({ toolDeadlineMs: 4_000, jobPollMs: 100, sse: { pingMs: 60_000 } });
+      let resumes = 0;
+      const handlers: Handlers = {
+        POST: short.POST,
+        GET: (req) => {
+          if (req.headers.has("last-event-id")) resumes += 1;
+          return short.GET(req);
+        },
+      };
+      let restarted = false;
+      const restart = () => {
+        if (restarted) return;
+        restarted = true;
+        runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `mcp-tasks-${transport}`, pool });
+        runner.start();
+      };
+      try {
+        const client = await taskClient(account, transport, handlers);
+        const task = await createTask(client);
+        if (transport === "sse") {
+          const error = await rpcErrorOf(client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
+          expect(error.code).toBe(-32603);
+          expect(error.message).toMatch(/is still working \(Queued: 80 pages to read\) at the end of this call's time: poll tasks\/get/);
+          await client.experimental.tasks.cancelTask(task.taskId);
+          expect(await account.balance()).toBe(100);
+          return;
+        }
+        const reports: ProgressReport[] = [];
+        const pending = client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+          timeout: 150_000,
+          onprogress: (report) => reports.push(report),
+        });
+        // No page is read before the first stream's budget (4 s) has ended: the answer needs a reconnect.
+        await new Promise((resolve) => setTimeout(resolve, 5_000));
+        expect(resumes).toBeGreaterThanOrEqual(1);
+        restart();
+        const result = await pending;
+        expect(result._meta).toEqual({ "io.modelcontextprotocol/related-task": { taskId: task.taskId } });
+        expectPagesRead(extractTextOutputSchema.parse(result.structuredContent).extractedText, document);
+        // The pages reported across the streams: each once, in order, up to the last.
+        expectPageProgress(reports);
+        expect(await account.balance()).toBe(100 - PAGES);
+      } finally {
+        restart();
+      }
+    },
+    180_000,
+  );
 
   it("tasks/result waits for the task and reports each page read, in order", async () => {
     const account = await createAccount(100);
@@ -363,11 +402,25 @@ describe("clients without tasks", () => {
     // Each page read while the call waited was reported, in order, up to where the job stood at the answer.
     expectPageProgress(reports, job.pagesDone + job.pagesFailed);
     if (job.status === "succeeded") {
-      expectPagesRead(body.extractedText, document);
+      // At most max_chars (20 000) in the answer; its cursor reads on (free), and the pieces make the whole text.
+      expect(body.extractedText.length).toBeLessThanOrEqual(20_000);
+      const pieces = [body.extractedText];
+      let cursor = job.nextCursor;
+      const offsets = [0];
+      while (cursor !== null) {
+        const slice = getExtractionOutputSchema.parse(
+          toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } })).structuredContent,
+        );
+        pieces.push(slice.text);
+        offsets.push(slice.offset);
+        cursor = slice.nextCursor;
+      }
+      expectPagesRead(pieces.map((piece, index) => (index > 0 && offsets[index] === 0 ? "\f" : "") + piece).join(""), document);
       expect(await account.balance()).toBe(100 - PAGES);
     } else {
       // A machine too busy to read 80 pages within the call's 28 s: the answer names the job and the next step.
-      expect(result.content[0]!.text).toMatch(/Call get_extraction with/);
+      // The answer holds the pages read so far (if any); its last line gives the exact next call.
+      expect(result.content.at(-1)!.text).toMatch(/Call get_extraction with/);
     }
   }, 180_000);
 
@@ -384,7 +437,8 @@ describe("clients without tasks", () => {
       expect(first.isError ?? false, JSON.stringify(first.content).slice(0, 300)).toBe(false);
       const started = extractTextOutputSchema.strict().parse(first.structuredContent);
       expect(started).toMatchObject({ extractedText: "", creditsUsed: 0, pageCount: PAGES });
-      expect(started.job).toEqual({ jobId: expect.stringMatching(/^job_/), status: "queued", pagesTotal: PAGES, pagesDone: 0, pagesFailed: 0, nextCursor: null });
+      // Nothing read yet: no text, and the cursor where the reading will start.
+      expect(started.job).toEqual({ jobId: expect.stringMatching(/^job_/), status: "queued", pagesTotal: PAGES, pagesDone: 0, pagesFailed: 0, nextCursor: expect.any(String) });
       jobId = started.job!.jobId;
       expect(first.content).toEqual([
         {

@@ -117,10 +117,10 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
     try {
       // A short call budget: no runner reads the job here, so the call stops waiting for it soon.
       const result = toolResultSchema.parse(await callWith(kind, url("https://files.example/three.pdf"), createMcpRoute({ toolDeadlineMs: 4_000 })));
-      expect(result.isError ?? false).toBe(false);
+      expect(result.isError ?? false, JSON.stringify(result.content)).toBe(false);
       const text = result.content[0]!.text!;
       expect(text).toMatch(
-        /^This document is more than one call reads \(This PDF has more than 2 pages of work for one request: .*\)\. It is being read as job job_\S+: (Queued|Reading).*\. Call get_extraction with \{"job_id": "job_\S+"\}/,
+        /^This document is more than one call reads \(it has more than 2 pages of OCR work, the most one call reads\)\. It is being read as job job_\S+: (Queued|Reading).*\. Call get_extraction with \{"job_id": "job_\S+"\}/,
       );
       expect(text).not.toMatch(REST_FIELDS);
     } finally {

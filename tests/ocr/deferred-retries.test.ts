@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, OcrPool, render } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
 import { decodeImage, releaseSource } from "@/lib/ocr/engine/raster";
 import { prepareRaster, recognizeRaster, retryReading, type PageReading, type RecognizeContext } from "@/lib/ocr/engine/recognize";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectFileType, sniffFileType, type FileType } from "@/lib/ocr";
+import { detectFileType, sniffFileType, type FileType } from "@/lib/ocr/model/detect";
 import { expectOcrError } from "../support/ocr";
 
 const bytes = (...parts: Array<string | number[]>): Uint8Array =>

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { PDFDocument, StandardFonts } from "pdf-lib";
-import { extractDocument, OcrPool, render } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, degradedPrint, fixture } from "@/tests/support/ocr";
 

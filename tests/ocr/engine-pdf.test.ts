@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { documentConfidence, extractDocument, openDocument, render, type ExtractedDocument } from "@/lib/ocr";
+import { documentConfidence, extractDocument, openDocument, render } from "@/lib/ocr";
+import type { ExtractedDocument } from "@/lib/ocr/model";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, expectOcrError, fixture, parsedJson } from "../support/ocr";
 

@@ -2,7 +2,8 @@ import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, OcrPool, render } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
 
 // The second recognizer through the real engine processes: a page goes to PaddleOCR when Tesseract's confidence is
 // under the threshold (raised here so that a clean test page qualifies), the JSON names the engine, and two

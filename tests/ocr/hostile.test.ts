@@ -1,7 +1,8 @@
 import { PDFDocument } from "pdf-lib";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, isOcrError, openDocument, render, type OcrError, type OcrErrorCode } from "@/lib/ocr";
+import { extractDocument, openDocument, render } from "@/lib/ocr";
+import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
 import { handWrittenPdf, TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, expectOcrError, fixture, ocrErrorOf, parsedJson, seededRandom } from "../support/ocr";
 

@@ -2,7 +2,9 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, isOcrError, OcrPool, openDocument, render, type OcrError, type PoolOptions } from "@/lib/ocr";
+import { extractDocument, openDocument, render } from "@/lib/ocr";
+import { isOcrError, type OcrError } from "@/lib/ocr/model";
+import { OcrPool, type PoolOptions } from "@/lib/ocr/pool/pool";
 import { FIXTURE_DIR, handWrittenPdf, nestedFormsPdf, TEXTS } from "@/scripts/make-fixtures";
 import { expectOcrError, fixture } from "../support/ocr";
 

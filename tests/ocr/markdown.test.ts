@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { render, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr";
+import { render } from "@/lib/ocr";
+import type { ExtractedDocument, ExtractedPage } from "@/lib/ocr/model";
 import type { LineStyle, OcrBlock } from "@/lib/ocr/model/document";
 import { renderMarkdown } from "@/lib/ocr/render/markdown";
 

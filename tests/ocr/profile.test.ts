@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, OcrPool, profileStages, render, type StageProfile } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
+import { profileStages, type StageProfile } from "@/lib/ocr/model/profile";
 import { profiled, profiledAsync, startProfile, takeProfile } from "@/lib/ocr/model/profile";
 import { degradedPrint, fixture } from "@/tests/support/ocr";
 

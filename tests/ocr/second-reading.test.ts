@@ -60,6 +60,11 @@ describe("wantsSecondReading", () => {
     expect(short.page.blocks[0]!.lines.flatMap((l) => l.words).length).toBeLessThan(SECOND_READING_MIN_WORDS);
     expect(wantsSecondReading(short, ["eng"])).toBe(false);
   });
+
+  it("does not send a page Tesseract read as side-by-side columns (chooseReading would keep Tesseract's reading)", () => {
+    const columns = reading([block(longReceipt, [0.05, 0.1, 0.45, 0.9]), block(longReceipt, [0.55, 0.1, 0.95, 0.9])], 70);
+    expect(wantsSecondReading(columns, ["eng"])).toBe(false);
+  });
 });
 
 describe("chooseReading", () => {

@@ -1,7 +1,8 @@
 import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, describe, expect, it } from "vitest";
-import { extractDocument, render, type ExtractedPage } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import type { ExtractedPage } from "@/lib/ocr/model";
 import type { BBox, LineStyle, OcrBlock, OcrLine, OcrWord } from "@/lib/ocr/model/document";
 import { renderMarkdown } from "@/lib/ocr/render/markdown";
 import { detectTables, renderTable } from "@/lib/ocr/render/tables";

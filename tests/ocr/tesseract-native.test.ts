@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { extractDocument, OcrPool, render, type ExtractedDocument } from "@/lib/ocr";
+import { extractDocument, render } from "@/lib/ocr";
+import { OcrPool } from "@/lib/ocr/pool/pool";
+import type { ExtractedDocument } from "@/lib/ocr/model";
 import { decodeImage, releaseSource } from "@/lib/ocr/engine/raster";
 import { prepareRaster } from "@/lib/ocr/engine/recognize";
 import { DEFAULT_TESSERACT_LIBRARY, loadLibtesseract, NativeTesseract } from "@/lib/ocr/engine/tesseract-native";

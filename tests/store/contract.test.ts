@@ -37,8 +37,8 @@ const adapters: Adapter[] = [
     async open() {
       await assertRedisReachable();
       const prefix = createTestPrefix("store-tcp");
-      const { redis, close } = createTcpRedis(TEST_REDIS_URL);
-      return { store: createRedisStore({ redis, prefix, kind: "redis-tcp", onClose: close }), prefix };
+      const { redis, binary, close } = createTcpRedis(TEST_REDIS_URL);
+      return { store: createRedisStore({ redis, binary, prefix, kind: "redis-tcp", onClose: close }), prefix };
     },
   },
   {
@@ -777,6 +777,24 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     });
   });
 
+  describe("single-use ids", () => {
+    it("claims an id once in its scope, concurrently too, until the record expires", async () => {
+      const nonce = id("nonce");
+      const claims = await Promise.all(Array.from({ length: 5 }, () => store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })));
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(false);
+      // Scopes are apart.
+      expect(await store.limits.claimOnce({ scope: "other", id: nonce, ttlMs: 300 })).toBe(true);
+      if (prefix) {
+        const ttl = await readPttl(`${prefix}once:work:${nonce}`);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(300);
+      }
+      await sleep(400);
+      expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(true);
+    });
+  });
+
   describe("back-off", () => {
     const policy = { free: 2, baseMs: 1_000, maxMs: 5_000, ttlMs: 60_000 };
 
@@ -1079,14 +1097,61 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.credits.getBalance(userId)).toBe(5);
     });
 
+    const put = (jobId: string, bytes: Uint8Array, userId: string, extra: { pendingTtlMs?: number; maxAccountBytes?: number } = {}) =>
+      store.jobs.putSource(jobId, bytes, { chunkBytes: 4_096, pendingTtlMs: 60_000, userId, maxAccountBytes: 1e9, ...extra });
+
     it("sources: bytes back exactly, in chunks; gone once dropped", async () => {
       const job = newJob(id("usr"), 1);
       const bytes = new Uint8Array(randomBytes(10_000));
-      const chunks = await store.jobs.putSource(job.id, bytes, { chunkBytes: 4_096, ttlMs: 60_000 });
-      expect(chunks).toBe(3);
-      expect(Buffer.from((await store.jobs.getSource(job.id, chunks))!).equals(Buffer.from(bytes))).toBe(true);
-      await store.jobs.deleteSource(job.id, chunks);
-      expect(await store.jobs.getSource(job.id, chunks)).toBeNull();
+      // Every byte value, a 0x00 first (the raw marker) included.
+      bytes[0] = 0;
+      const stored = await put(job.id, bytes, job.userId);
+      expect(stored).toEqual({ ok: true, chunks: 3 });
+      expect(Buffer.from((await store.jobs.getSource(job.id, 3))!).equals(Buffer.from(bytes))).toBe(true);
+      await store.jobs.deleteSource(job.id, 3, { userId: job.userId, bytes: bytes.byteLength });
+      expect(await store.jobs.getSource(job.id, 3)).toBeNull();
+    });
+
+    it("sources: an account's stored files are capped; a refused, failed or cancelled job's file frees its share, a succeeded one's is kept (issue 30 point 3)", async () => {
+      const userId = await funded(10);
+      const cap = { maxAccountBytes: 25_000 };
+      const files = [newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 }), newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 })];
+      for (const job of files) expect(await put(job.id, new Uint8Array(10_000), userId, cap)).toEqual({ ok: true, chunks: 3 });
+      const third = newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 });
+      const refused = await put(third.id, new Uint8Array(10_000), userId, cap);
+      expect(refused).toMatchObject({ ok: false, used: 20_000 });
+      expect(refused.ok === false && refused.releasedAt).toBeGreaterThan(Date.now());
+      expect(await store.jobs.getSource(third.id, 3)).toBeNull();
+      // Another account is not counted.
+      expect(await put(newJob(id("usr"), 1).id, new Uint8Array(20_000), id("usr"), cap)).toMatchObject({ ok: true });
+      // The first job succeeds: its file is kept with its results, still counted.
+      await create(files[0]!);
+      await store.jobs.storePages(files[0]!.id, [{ page: 1, payload: "a" }], Date.now());
+      expect(await end(files[0]!.id, "finish")).toMatchObject({ status: "succeeded" });
+      expect(await put(third.id, new Uint8Array(10_000), userId, cap)).toMatchObject({ ok: false, used: 20_000 });
+      // The second is cancelled: its file goes, and so does its share.
+      await create(files[1]!);
+      expect(await end(files[1]!.id, "cancel")).toMatchObject({ status: "cancelled" });
+      expect(await store.jobs.getSource(files[1]!.id, 3)).toBeNull();
+      expect(await put(third.id, new Uint8Array(10_000), userId, cap)).toEqual({ ok: true, chunks: 3 });
+      // A job refused after its file was stored gives its share back.
+      await store.jobs.deleteSource(third.id, 3, { userId, bytes: 10_000 });
+      expect(await put(newJob(userId, 1).id, new Uint8Array(15_000), userId, cap)).toMatchObject({ ok: true });
+    });
+
+    it("sources: a file lives its short pending lifetime until createJob gives it the job's", async () => {
+      const userId = await funded(5);
+      const kept = newJob(userId, 1, { bytes: 5_000, sourceChunks: 2 });
+      const orphan = newJob(userId, 1, { bytes: 5_000, sourceChunks: 2 });
+      // Long enough for the REST round trips before createJob; the wait after is longer still.
+      expect(await put(kept.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500 })).toEqual({ ok: true, chunks: 2 });
+      expect(await put(orphan.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500, maxAccountBytes: 10_000 })).toEqual({ ok: true, chunks: 2 });
+      expect(await create(kept)).toMatchObject({ ok: true });
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(await store.jobs.getSource(kept.id, 2)).not.toBeNull();
+      expect(await store.jobs.getSource(orphan.id, 2)).toBeNull();
+      // The orphan's share went with it: 5 000 of 10 000 are used.
+      expect(await put(newJob(userId, 1).id, new Uint8Array(5_000), userId, { maxAccountBytes: 10_000 })).toMatchObject({ ok: true });
     });
 
     it("an account's jobs, newest first, in pages; another account's are not listed", async () => {

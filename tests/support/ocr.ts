@@ -2,7 +2,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createCanvas, GlobalFonts, type Canvas } from "@napi-rs/canvas";
 import { expect } from "vitest";
-import { isOcrError, ocrDocumentSchema, OcrPool, render, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr";
+import { isOcrError, ocrDocumentSchema, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
+import { OcrPool } from "@/lib/ocr/pool/pool";
+import { render } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
 
 /** Bytes of a generated fixture (tests/.generated/, written by the global setup), e.g. `"hostile/bomb.png"`. */

@@ -15,6 +15,8 @@ export class OwnRedis {
   constructor(
     readonly port: number,
     private readonly dir: string,
+    /** More redis-server options, e.g. `["--maxmemory", "8mb"]`. */
+    private readonly extraArgs: string[] = [],
   ) {}
 
   get running(): boolean {
@@ -28,7 +30,7 @@ export class OwnRedis {
   async start(): Promise<void> {
     const child = spawn(
       REDIS_SERVER,
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--dbfilename", "dump.rdb"],
+      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--dbfilename", "dump.rdb", ...this.extraArgs],
       { stdio: "ignore" },
     );
     this.child = child;

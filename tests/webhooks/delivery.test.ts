@@ -404,7 +404,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
     workCalls.length = 0;
     await cancelAfterAPage(account, view.jobId);
     await waitFor(() => (workCalls.length === 1 ? true : undefined), 30_000, "the work call after the cancel");
-    expect(workCalls[0]!.headers.get("x-work-signature")).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(workCalls[0]!.headers.get("x-work-signature")).toMatch(/^t=\d+,n=[\w-]{22},v1=[0-9a-f]{64}$/);
     expect(receiver.received).toHaveLength(0);
 
     const response = await workRoute.POST(workCalls[0]!);

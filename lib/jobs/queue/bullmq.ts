@@ -3,11 +3,10 @@ import { Job, Queue, UnrecoverableError, Worker, createNodeRedisClient } from "b
 import { createClient } from "redis";
 import { errorLabel } from "@/lib/error-log";
 import { logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
-import type { JobSettings } from "../settings";
-import type { DocumentTask, LeasedTask, PageTask, QueueCounts, TaskData, TaskKind, WorkQueue } from "./port";
+import type { DocumentTask, LeasedTask, PageTask, QueueCounts, TaskData, TaskKind, TaskSettings, WorkQueue } from "./port";
 
-/** The queue's settings: its connection, and the task settings of `JobSettings` (lib/jobs/settings.ts). */
-export type BullQueueOptions = Pick<JobSettings, "lockMs" | "stalledIntervalMs" | "maxStalls" | "pageAttempts" | "backoffMs" | "blockSeconds"> & {
+/** The queue's settings: its connection, and the task settings (part of lib/jobs/settings.ts's `JobSettings`). */
+export type BullQueueOptions = TaskSettings & {
   /** `redis://` or `rediss://`: BullMQ needs a TCP connection. */
   url: string;
   /** Key prefix of the queues, e.g. `ocr:bull`. */

@@ -1,4 +1,4 @@
-import type { ExtractedPage, LanguageChoice } from "@/lib/ocr";
+import type { ExtractedPage, LanguageChoice } from "@/lib/ocr/model";
 
 /**
  * The work of asynchronous jobs, as tasks on a queue: one document task per job, which fans out one page task per
@@ -9,6 +9,21 @@ import type { ExtractedPage, LanguageChoice } from "@/lib/ocr";
  * Two adapters: BullMQ on Redis (every instance and `npm run worker` share it) and one in memory for the embedded
  * development default, with the same contract for one process.
  */
+
+/** How the queue holds and retries tasks: part of the jobs' settings (lib/jobs/settings.ts `JobSettings`). */
+export interface TaskSettings {
+  /** How long a taken task stays locked without its lock being extended (its process died: stalled after it). */
+  lockMs: number;
+  /** How often stalled tasks are looked for. */
+  stalledIntervalMs: number;
+  /** Stalls a task survives (its process died holding it) before it fails (its page is refunded). */
+  maxStalls: number;
+  /** Attempts of a page whose engine process crashed or could not start, with exponential back-off from `backoffMs`. */
+  pageAttempts: number;
+  backoffMs: number;
+  /** How long a blocking take waits for a task (s). */
+  blockSeconds: number;
+}
 
 /** A document task's step: `open` (text layers, fan-out), `rest` (fan out the pages after the first), `finish`. */
 export type DocumentStep = "open" | "rest" | "finish";

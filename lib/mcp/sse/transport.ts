@@ -1,5 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
-import { isCredentialActive, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import { claimIdempotencyKey, completeIdempotencyKey, fingerprintRequest, releaseIdempotencyKey } from "@/lib/credits";
+import { isCredentialActive, isFinalOutcome, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import type { OpenCharge } from "@/lib/process";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
@@ -40,7 +41,7 @@ export interface SseTransport {
   /** `GET /api/mcp`: a session's event stream, or `405` for a GET that is not for this transport (see `refuseGet`). */
   GET: RouteHandler;
   /** `POST /api/mcp?sessionId=…`, after `withApiKey`: a message for that session (see `postToSession`). */
-  post(context: ApiContext, sessionId: string, settings: ToolCallSettings): Promise<Response>;
+  post(context: ApiContext, sessionId: string, settings: ToolCallSettings, idempotencyKey?: string): Promise<Response>;
 }
 
 /**
@@ -103,7 +104,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
       }
       return openStream(withoutIdempotencyKey(req));
     },
-    post: (context, sessionId, settings) => postToSession(context, sessionId, wakeups, settings),
+    post: (context, sessionId, settings, idempotencyKey) => postToSession(context, sessionId, wakeups, settings, idempotencyKey),
   };
 }
 
@@ -171,23 +172,81 @@ function sessionEndpoint(req: Request, sessionId: string): string {
  * as it comes, ahead of the result.
  */
 async function postToSession(
-  { req, body: requestBody, account, requestId, receivedAt, report, countRequests }: ApiContext,
+  context: ApiContext,
   sessionId: string,
   wakeups: StreamWakeups,
-  { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
+  settings: ToolCallSettings,
+  idempotencyKey?: string,
 ): Promise<Response> {
+  const { req, body: requestBody, account, requestId, countRequests } = context;
   const body = await requestBody.json();
   checkScopes(account, req, body);
   await countBatchCalls(countRequests, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
-  const token = streamEnd !== null && Date.now() < streamEnd ? await acceptSessionPost(mailboxId) : null;
-  if (streamEnd === null || token === null) {
-    throw new ApiError(
-      "not_found",
-      "Unknown or expired MCP session: open a new stream with GET /api/mcp (Accept: text/event-stream) and post to the endpoint it names",
-    );
+  if (streamEnd === null || Date.now() >= streamEnd) throw unknownSession();
+  if (idempotencyKey === undefined) return (await runOnSession(context, body, mailboxId, streamEnd, wakeups, settings)).response;
+
+  // The key names the messages whatever JSON-RPC ids they carry: an SDK client's retry of a call has a new id.
+  const fingerprint = fingerprintRequest(["POST", "/api/mcp (SSE session)", JSON.stringify(withoutIds(body))]);
+  const claim = await claimIdempotencyKey({ userId: account.userId, key: idempotencyKey, fingerprint });
+  switch (claim.status) {
+    case "replay": {
+      // The answer delivered before goes to this session's stream again, under this POST's ids; nothing runs.
+      const token = await acceptSessionPost(mailboxId);
+      if (token === null) throw unknownSession();
+      const delivered = await completeSessionPost(mailboxId, token, withIds(storedMessages(claim.response.body), body));
+      wakeups.wake(mailboxId);
+      if (!delivered) throw unknownSession();
+      return new Response(null, { status: 202, headers: { "Idempotent-Replayed": "true" } });
+    }
+    case "in-progress":
+      throw new ApiError("conflict", "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response");
+    case "mismatch":
+      throw new ApiError("idempotency_mismatch", "This Idempotency-Key was already used with a different request body; use a new key for a new request");
+    case "claimed":
+      break;
   }
+  let outcome: SessionOutcome | undefined;
+  try {
+    outcome = await runOnSession(context, body, mailboxId, streamEnd, wakeups, settings, idempotencyKey);
+    return outcome.response;
+  } finally {
+    const key = { userId: account.userId, key: idempotencyKey, token: claim.token };
+    const logFailure = (operation: string) => (error: unknown) =>
+      console.error(`[${requestId}] idempotency ${operation} failed (${error instanceof Error ? error.name : "error"})`);
+    if (outcome?.final === true) {
+      const stored = { status: 202, headers: {}, body: JSON.stringify(withIndexIds(outcome.messages, body)) };
+      await completeIdempotencyKey({ ...key, response: stored }).catch(logFailure("complete"));
+    } else {
+      // Not delivered, failed, or a job still reading: a retry runs again (and finds the job, see `findCallJob`).
+      await releaseIdempotencyKey(key).catch(logFailure("release"));
+    }
+  }
+}
+
+interface SessionOutcome {
+  response: Response;
+  /** Delivered, and an answer a retry should get again as it is (no failure of the moment, no job still reading). */
+  final: boolean;
+  /** The JSON-RPC responses delivered. */
+  messages: RelayedMessage[];
+}
+
+/** How often a session POST makes sure its stream is still there while its calls run. */
+const STREAM_CHECK_MS = 1_000;
+
+async function runOnSession(
+  { req, account, requestId, receivedAt, report }: ApiContext,
+  body: unknown,
+  mailboxId: string,
+  streamEnd: number,
+  wakeups: StreamWakeups,
+  { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
+  idempotencyKey?: string,
+): Promise<SessionOutcome> {
+  const token = await acceptSessionPost(mailboxId);
+  if (token === null) throw unknownSession();
   wakeups.wake(mailboxId);
 
   const streamed = asksForProgress(body);
@@ -199,11 +258,24 @@ async function postToSession(
       .then(() => wakeups.wake(mailboxId))
       .catch(() => undefined); // a lost progress notification does not fail the call
   };
+  // The stream may close while the calls run (the client went away): checked every second with an empty note (which
+  // the stream drops), and then the calls stop waiting for their jobs (see `JobCallContext.signal`).
+  const gone = new AbortController();
+  const watch = setInterval(() => {
+    notes = notes
+      .then(async () => {
+        if (!gone.signal.aborted && !(await queueSessionNotes(mailboxId, token, []))) gone.abort();
+      })
+      .catch(() => undefined);
+  }, Math.min(STREAM_CHECK_MS, jobPollMs ?? STREAM_CHECK_MS));
   let messages: RelayedMessage[] = [];
   let response: Response;
   let delivered: boolean | Error = false;
+  let final = true;
+  const jobs: string[] = [];
   // Each call's charge stays open until its answer is known to be on the stream (see `closeCharges`).
   const charges: OpenCharge[] = [];
+  const reported = reportCharges(report);
   try {
     const server = buildServer(account, requestId, {
       receivedAt,
@@ -216,9 +288,17 @@ async function postToSession(
       onExtracted: (result) => {
         if (result.charge) charges.push(result.charge);
       },
-      onToolError: reportCharges(report).onToolError,
-      onJobSubmitted: reportCharges(report).onJobSubmitted,
-      origin: new URL(req.url).origin,
+      onToolError: (error) => {
+        if (!isFinalOutcome(error.status)) final = false;
+        reported.onToolError(error);
+      },
+      onJobSubmitted: reported.onJobSubmitted,
+      onJob: (jobId) => {
+        jobs.push(jobId);
+        final = false;
+      },
+      idempotencyKey,
+      signal: gone.signal,
       jobPollMs,
     });
     const sdkReq = withoutProtocolVersion(req);
@@ -227,23 +307,86 @@ async function postToSession(
       messages = streamed ? await readStreamedExchange(response, relayNote) : parseResponses(await response.text());
     }
   } finally {
+    clearInterval(watch);
     await notes;
     // Also after a failure: the stream must learn that this POST is over.
-    delivered = await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
+    delivered = gone.signal.aborted ? false : await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
     await closeCharges(charges, delivered === true && messages.length > 0, report);
   }
   if (delivered instanceof Error) throw delivered;
   if (!delivered && messages.length > 0) {
-    // Not stored for an `Idempotency-Key` (a 404 is a failure of the moment): the retry runs again, on the new stream.
-    throw new ApiError(
-      "not_found",
-      `The session's stream closed before the response could be delivered${charges.length > 0 ? " (nothing was charged)" : ""}: open a new stream and send the request again`,
-    );
+    throw new ApiError("not_found", undeliveredMessage(jobs, idempotencyKey !== undefined));
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
-  if (response.status !== 200 && response.status !== 202) return response;
-  return accepted(response);
+  const answer = response.status !== 200 && response.status !== 202 ? response : accepted(response);
+  // An internal error (`-32603`) is a failure of the moment, as a REST 5xx: not stored for replays.
+  const failed = messages.some((message) => (message as { error?: { code?: unknown } }).error?.code === -32603);
+  return { response: answer, final: final && !failed && answer.status === 202, messages };
+}
+
+function unknownSession(): ApiError {
+  return new ApiError(
+    "not_found",
+    "Unknown or expired MCP session: open a new stream with GET /api/mcp (Accept: text/event-stream) and post to the endpoint it names",
+  );
+}
+
+/**
+ * The `404` of a POST whose answer its stream can no longer carry. Synchronous reads were refunded. A job goes on
+ * when the call had an `Idempotency-Key` (its retry gets it, charged once); without one it was cancelled when the
+ * stream closed, the pages it had not read refunded (docs/mcp.md, "A lost answer").
+ */
+function undeliveredMessage(jobs: string[], keyed: boolean): string {
+  // Without a job nothing stays charged: a read that finished was refunded, one the closed stream stopped never was.
+  const lead = `The session's stream closed before the response could be delivered${jobs.length === 0 ? " (nothing was charged)" : ""}`;
+  if (jobs.length === 0) return `${lead}: open a new stream and send the request again`;
+  const named = jobs.map((job) => `job ${job}`).join(", ");
+  if (keyed) {
+    return (
+      `${lead}. The document is being read as ${named} (each page charged once, as it is read): send the request again ` +
+      `with the same Idempotency-Key on a new stream to get it, or call get_extraction with {"job_id": "${jobs[0]}"}`
+    );
+  }
+  return (
+    `${lead}. Its document was being read as ${named}, cancelled when the stream closed (the pages not read were refunded; ` +
+    `those read can be read with get_extraction {"job_id": "${jobs[0]}"}): open a new stream and send the request again, ` +
+    "with an Idempotency-Key so that a retry finds the job instead of starting another"
+  );
+}
+
+/** The messages of a JSON-RPC body without their `id`s (what an `Idempotency-Key` names: the same calls). */
+function withoutIds(body: unknown): unknown {
+  const strip = (message: unknown) => {
+    if (typeof message !== "object" || message === null || Array.isArray(message)) return message;
+    const { id: _id, ...rest } = message as Record<string, unknown>;
+    return rest;
+  };
+  return Array.isArray(body) ? body.map(strip) : strip(body);
+}
+
+/** The `id`s of the requests of a JSON-RPC body, in order. */
+function requestIds(body: unknown): unknown[] {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  return messages.flatMap((message) =>
+    typeof message === "object" && message !== null && "method" in message && "id" in message ? [(message as { id: unknown }).id] : [],
+  );
+}
+
+/** Responses with each `id` replaced by the place of its request in `body` (stored for a replay under other ids). */
+function withIndexIds(messages: RelayedMessage[], body: unknown): RelayedMessage[] {
+  const ids = requestIds(body);
+  return messages.map((message) => ({ ...message, id: ids.findIndex((id) => id === message.id) }));
+}
+
+/** Stored responses with their places turned back into the `id`s of this POST's requests. */
+function withIds(messages: RelayedMessage[], body: unknown): RelayedMessage[] {
+  const ids = requestIds(body);
+  return messages.map((message) => ({ ...message, id: typeof message.id === "number" ? (ids[message.id] ?? null) : null }));
+}
+
+function storedMessages(text: string): RelayedMessage[] {
+  return parseResponses(text);
 }
 
 /**

@@ -173,10 +173,19 @@ export class Engine {
       if (!job.pageFailures || !isOcrError(error)) throw error;
       failed.push({ number, error: { code: error.code, message: error.message } });
     };
+    // Past the bound, a request is refused; a document that may become a job (`past: "report"`) says so and stops.
+    const report = job.maxWork?.past === "report";
+    let overBound = false;
+    const passed = (): boolean => {
+      const over = overWork();
+      if (over && !report) throw over;
+      overBound ||= Boolean(over);
+      return overBound;
+    };
+    const overResult = (): InspectPdfResult => ({ pageCount: handle.pageCount, selected, done, ocr, overWork: true });
     await inLanes(selected, TEXT_LAYER_CONCURRENCY, async (number) => {
       // Stop as soon as the request cannot fit (a long scan is refused before all its pages are looked at).
-      const over = overWork();
-      if (over) throw over;
+      if (passed()) return;
       let page: PDFPageProxy;
       let layer: Awaited<ReturnType<typeof readTextLayer>>;
       try {
@@ -200,6 +209,10 @@ export class Engine {
     // One page at a time, so a removed oversized image is attributed to its page.
     inkChecks.sort((a, b) => a.number - b.number);
     for (const { number, page, layer } of inkChecks) {
+      if (passed()) {
+        page.cleanup();
+        continue;
+      }
       takePdfWarnings();
       const ink = await pageHasInk(page, pageWork(job.limits));
       page.cleanup();
@@ -212,8 +225,7 @@ export class Engine {
       if (ink) ocr.push({ number });
       else done.push(layer); // nothing to read and nothing drawn: blank
     }
-    const over = overWork();
-    if (over) throw over;
+    if (passed()) return overResult();
     ocr.sort((a, b) => a.number - b.number);
     done.sort((a, b) => a.number - b.number);
     return { pageCount: handle.pageCount, selected, done, ocr, ...(job.pageFailures && { failed }) };

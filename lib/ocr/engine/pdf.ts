@@ -342,8 +342,10 @@ function layoutTextLayer(raw: RawTextPage, number: number): TextLayer {
     const nonSpace = text.replace(/\s+/g, "");
     chars += nonSpace.length;
     garbage += nonSpace.match(GARBAGE)?.length ?? 0;
-    const tx = multiply(raw.viewTransform, item.transform as number[]);
-    const size = Math.hypot(tx[2]!, tx[3]!) || Math.abs(item.height) || 1;
+    // A text matrix may hold any number (a 400-digit one is Infinity to pdf.js): positions are kept finite, so a box
+    // is clamped to the page instead of becoming NaN (null in JSON).
+    const tx = multiply(raw.viewTransform, (item.transform as number[]).map(finiteCoordinate));
+    const size = Math.hypot(tx[2]!, tx[3]!) || Math.abs(finiteCoordinate(item.height)) || 1;
     const style = raw.styles[item.fontName];
     const ascent = style?.ascent && style.ascent > 0 ? style.ascent : 0.8;
     const descent = style?.descent && style.descent < 0 ? style.descent : -0.2;
@@ -352,7 +354,7 @@ function layoutTextLayer(raw: RawTextPage, number: number): TextLayer {
     fragments.push({
       text,
       x0,
-      x1: x0 + Math.max(0, item.width),
+      x1: x0 + Math.max(0, finiteCoordinate(item.width)),
       top: baseline - ascent * size,
       bottom: baseline - descent * size,
       baseline,
@@ -492,8 +494,14 @@ function groupBlocks(lines: LineDraft[], page: PageBox): { blocks: OcrBlock[]; l
 }
 
 /** A box in unrotated page units → normalized to 0–1 of the displayed (rotated) page. */
+/** Coordinates past a million points (350 m) are off any page; NaN is nowhere. Keeps every sum and product finite. */
+function finiteCoordinate(value: number): number {
+  if (Number.isNaN(value)) return 0;
+  return Math.min(1e6, Math.max(-1e6, value));
+}
+
 function normBox([x0, y0, x1, y1]: BBox, page: PageBox): BBox {
-  const clamp = (v: number) => round4(Math.min(1, Math.max(0, v)));
+  const clamp = (v: number) => round4(Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0);
   const a = x0 / page.width;
   const b = y0 / page.height;
   const c = x1 / page.width;

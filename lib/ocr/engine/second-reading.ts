@@ -31,7 +31,8 @@ export const SECOND_READING_MIN_WORDS = 20;
 /**
  * Whether a page's Tesseract reading should be checked against PaddleOCR's. Only English readings: the
  * recognizer's character set has no accented Latin letters (a French page lost its accents: CER 0.025 → 0.160).
- * Blank pages, pages where Tesseract found nothing and pages of a few words are not second-guessed.
+ * Blank pages, pages where Tesseract found nothing and pages of a few words are not second-guessed, nor pages
+ * Tesseract read as side-by-side columns, whose reading `chooseReading` keeps whatever PaddleOCR reads.
  */
 export function wantsSecondReading(
   reading: PageReading,
@@ -41,7 +42,7 @@ export function wantsSecondReading(
   if (langs.length !== 1 || langs[0] !== "eng") return false;
   const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
   if (words < SECOND_READING_MIN_WORDS) return false;
-  return reading.page.confidence < below;
+  return reading.page.confidence < below && !hasColumns(reading.page);
 }
 
 /**

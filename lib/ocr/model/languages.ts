@@ -14,6 +14,20 @@ export interface LanguageChoice {
   auto: boolean;
 }
 
+/**
+ * A checked choice as a job record keeps it (`auto`, or the languages joined by `+`), and back. Written from a
+ * `LanguageChoice` that `chooseLanguages` made, so reading it back checks nothing again.
+ */
+export function languageSpec(choice: LanguageChoice): string {
+  return choice.auto ? "auto" : choice.langs.join("+");
+}
+
+export function fromLanguageSpec(spec: string): LanguageChoice {
+  // Records written before the spec was canonical held the request's own spelling (`ENG, deu`): read the same.
+  const langs = spec.trim().toLowerCase().split(/[\s+,]+/).filter(Boolean);
+  return langs.length === 0 || langs[0] === "auto" ? { langs: ["eng"], auto: true } : { langs, auto: false };
+}
+
 const DATA_VARIANT = "4.0.0_best_int"; // LSTM-only integer models: small and fast
 
 // Resolve from the app's root, not from this (possibly bundled) module's location.

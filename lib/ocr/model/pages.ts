@@ -46,3 +46,16 @@ export function parsePageSelection(spec: string | undefined, pageCount: number, 
   }
   return [...pages].sort((a, b) => a - b);
 }
+
+/** Page numbers as a compact selection: `[1,2,3,5]` → `"1-3,5"` (what `parsePageSelection` reads back). */
+export function formatPageRanges(pages: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < pages.length; ) {
+    let j = i;
+    while (j + 1 < pages.length && pages[j + 1] === pages[j]! + 1) j++;
+    parts.push(i === j ? String(pages[i]) : `${pages[i]}-${pages[j]}`);
+    i = j + 1;
+  }
+  return parts.join(",");
+}
+

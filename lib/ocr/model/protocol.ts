@@ -45,7 +45,15 @@ export interface InspectPdfJob {
    * A synchronous request's bound on work: at most `ocrPages` pages that need OCR, a page read from its text layer
    * (or blank) counting `textPageWeight` of one. Past it, `too_many_pages` (without `limit`: the message says why).
    */
-  maxWork?: { ocrPages: number; textPageWeight: number };
+  maxWork?: {
+    ocrPages: number;
+    textPageWeight: number;
+    /**
+     * `report`: past the bound, stop looking at pages and answer with `overWork: true` (the intake then makes the
+     * document a job) instead of failing. Default `refuse`.
+     */
+    past?: "refuse" | "report";
+  };
   /**
    * A page that cannot be read (an image past the pixel limit, a broken page) is reported in `failed` instead of
    * failing the document: an asynchronous job's pages fail alone.
@@ -107,6 +115,8 @@ export interface InspectPdfResult {
   ocr: Array<{ number: number; textLayer?: ExtractedPage }>;
   /** With `pageFailures`: pages that could not be read, with their engine error. */
   failed?: Array<{ number: number; error: OcrErrorData }>;
+  /** With `maxWork.past: "report"`: the bound was passed, and the pages were not all looked at. */
+  overWork?: boolean;
 }
 
 export interface PageResult {

@@ -5,13 +5,45 @@ import { OcrError } from "../model/ocr-error";
 import {
   ENGINE_CONFIG_VARIABLE,
   fromEngineSchema,
+  type EngineJob,
   type EngineProcessConfig,
   type FromEngine,
   type TesseractInUse,
   type ToEngine,
 } from "../model/protocol";
 import type { TurnTaker } from "./heavy-turn";
-import type { Lane, QueuedJob } from "./queue";
+
+/** The engine processes' two lanes: `ocr` (Tesseract, PaddleOCR) and `inspect` (PDF structure and text layers). */
+export type Lane = "ocr" | "inspect";
+
+/** A job from `run()` until it is answered (it and the process running it point at each other, so both live here). */
+export interface QueuedJob {
+  id: number;
+  lane: Lane;
+  background: boolean;
+  job: EngineJob;
+  deadline: number;
+  session: string;
+  tenant: string;
+  cpuBudgetMs?: number;
+  overBudget?: string;
+  /** The process's processor time (ms) when the job started on it. */
+  cpuAtStart?: number;
+  estimateMs: number;
+  /** The job's size in the duration model (estimates.ts `sizeOf`). */
+  size: number;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+  /** Stops listening to the request's signal (`RunOptions.signal`) once the job is answered. */
+  unlisten?: () => void;
+  /** Why the request's signal aborted while the job ran: its answer once its process has exited. */
+  abortedWith?: Error;
+  settled: boolean;
+  startedAt?: number;
+  /** The process running it. */
+  process?: EngineProcess;
+}
 
 /**
  * One engine process, seen from the server: a child started from the engine bundle (lib/ocr/engine/main.ts), its
@@ -63,7 +95,7 @@ export class EngineProcess implements TurnTaker {
   retired = false;
   /** Jobs it has answered. */
   jobs = 0;
-  /** Documents open in the process, oldest first. */
+  /** Documents held in the process (parsed, between pages), oldest first. */
   docs: string[] = [];
   /** Bytes of each open document (a large one raises the memory the process may keep between jobs). */
   docBytes = new Map<string, number>();

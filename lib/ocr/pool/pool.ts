@@ -10,13 +10,13 @@ import {
   type TesseractInUse,
 } from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
-import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer } from "./engine-process";
+import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer, type Lane, type QueuedJob } from "./engine-process";
 import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
 import { HeavyTurn } from "./heavy-turn";
-import { FairQueue, type Lane, type QueuedJob } from "./queue";
+import { FairQueue } from "./queue";
 
 export type { Admission, JobAdmission } from "./admission";
-export type { Lane } from "./queue";
+export type { Lane } from "./engine-process";
 
 /**
  * The engine's processes, seen from the server: the queue and the dispatch of jobs to them. Every byte of a document
@@ -70,6 +70,11 @@ export interface PoolOptions {
 export interface RunOptions {
   /** Epoch ms: a job still waiting then is dropped, a running one is stopped; both answer `deadline`. */
   deadline: number;
+  /**
+   * The request's signal (lib/request-scope.ts): when it aborts (its deadline, or the client went away) a waiting job
+   * is dropped and a running one's process stopped, and the job answers at once with the signal's reason.
+   */
+  signal?: AbortSignal;
   /** Jobs of one request share a key: waiting jobs are served round-robin by key, and `cancel(key)` drops them. */
   session?: string;
   /** Whose request it is (an account): waiting jobs are served round-robin by tenant first. Default: the session. */
@@ -112,6 +117,11 @@ export interface PoolStats {
   processes: Array<{ pid: number; lane: Lane; busy: boolean; jobs: number; rssMb: number }>;
   /** The Tesseract the last OCR process to start reads with (native or tesseract.js); null before one started. */
   tesseract: TesseractInUse | null;
+}
+
+/** Why a request's signal aborted: its reason when it is an error (the API's own), else the engine's `deadline`. */
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error && signal.reason.name !== "AbortError" && signal.reason.name !== "TimeoutError" ? signal.reason : deadlineError();
 }
 
 /** Documents the server keeps open in one process (the process itself allows a few more). */
@@ -175,6 +185,7 @@ export class OcrPool {
     if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
     const now = Date.now();
     if (options.deadline <= now) return Promise.reject(deadlineError());
+    if (options.signal?.aborted) return Promise.reject(abortReason(options.signal));
     const estimateMs = options.estimateMs ?? this.estimate(job.kind, options.pixels);
     try {
       // A background job is judged by the job runner, which asks only when a process is free (`capacity`).
@@ -201,6 +212,12 @@ export class OcrPool {
         settled: false,
         timer: setTimeout(() => this.expire(entry), options.deadline - now),
       };
+      const signal = options.signal;
+      if (signal) {
+        const onAbort = () => this.abort(entry, abortReason(signal));
+        signal.addEventListener("abort", onAbort, { once: true });
+        entry.unlisten = () => signal.removeEventListener("abort", onAbort);
+      }
       this.queueOf(entry).push(entry);
       this.pump(lane);
     });
@@ -267,6 +284,19 @@ export class OcrPool {
   /** Expected duration of a job (ms), from the jobs run so far (estimates.ts `DurationModel`). */
   estimate(kind: JobKind, pixels?: number): number {
     return this.durations.estimate(kind, pixels);
+  }
+
+  /**
+   * Expected time (ms) until `pages` jobs of `kind` of one request are all read, from now: the wait before the first
+   * starts, then the pages spread over the OCR processes (the first alone when it decides the language of the rest).
+   * What the intake weighs against a caller's budget (read now, or a job).
+   */
+  estimateRead(kind: JobKind, pages: number, { pixels, firstAlone = false }: { pixels?: number; firstAlone?: boolean } = {}): number {
+    if (pages <= 0) return 0;
+    const pageMs = this.estimate(kind, pixels);
+    const lanes = this.laneSize("ocr");
+    const rounds = firstAlone ? 1 + Math.ceil((pages - 1) / lanes) : Math.ceil(pages / lanes);
+    return this.expectedWaitMs("ocr") + rounds * pageMs;
   }
 
   /** Expected wait before a new job of `lane` starts (estimates.ts `expectedWaitMs`). */
@@ -535,16 +565,24 @@ export class OcrPool {
 
   /** The deadline passed: drop a waiting job, or stop the process running it. */
   private expire(entry: QueuedJob): void {
-    if (entry.settled) return;
-    const error = deadlineError();
+    this.abort(entry, deadlineError());
+  }
+
+  /**
+   * The deadline passed, or the request's signal aborted: a waiting job answers at once with `reason`; a running one's
+   * process is stopped, and the job answers with `reason` once the process has exited (its lane is free again then).
+   */
+  private abort(entry: QueuedJob, reason: Error): void {
+    if (entry.settled || entry.abortedWith) return;
     const process = entry.process;
     if (process) {
       this.stopped.timeout++;
-      void process.stop(error);
+      entry.abortedWith = reason;
+      void process.stop(deadlineError());
       return;
     }
     this.queueOf(entry).remove(entry);
-    this.settle(entry, error);
+    this.settle(entry, reason);
   }
 
   private onExit(process: EngineProcess, code: number | null, signal: NodeJS.Signals | null): void {
@@ -562,7 +600,7 @@ export class OcrPool {
         this.stopped.crashed++;
         console.error(`[engine] an engine process died during ${entry.job.kind} (${signal ?? `exit ${code}`})`);
       }
-      this.settle(entry, error);
+      this.settle(entry, entry.abortedWith ?? error);
     }
     this.pump(process.lane);
   }
@@ -621,6 +659,7 @@ export class OcrPool {
     if (entry.settled) return;
     entry.settled = true;
     clearTimeout(entry.timer);
+    entry.unlisten?.();
     if (error) entry.reject(error);
     else entry.resolve(value);
   }

@@ -1,34 +1,3 @@
-import type { EngineJob } from "../model/protocol";
-import type { EngineProcess } from "./engine-process";
-
-/** The engine processes' two lanes: `ocr` (Tesseract, PaddleOCR) and `inspect` (PDF structure and text layers). */
-export type Lane = "ocr" | "inspect";
-
-/** A job from `run()` until it is answered. */
-export interface QueuedJob {
-  id: number;
-  lane: Lane;
-  background: boolean;
-  job: EngineJob;
-  deadline: number;
-  session: string;
-  tenant: string;
-  cpuBudgetMs?: number;
-  overBudget?: string;
-  /** The process's processor time (ms) when the job started on it. */
-  cpuAtStart?: number;
-  estimateMs: number;
-  /** The job's size in the duration model (estimates.ts `sizeOf`). */
-  size: number;
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
-  timer: NodeJS.Timeout;
-  settled: boolean;
-  startedAt?: number;
-  /** The process running it. */
-  process?: EngineProcess;
-}
-
 /**
  * Waiting jobs per tenant, per session, each in the order first seen: served round-robin at both levels, so one
  * account's long or many documents do not hold up everyone behind them.

@@ -1,3 +1,8 @@
+/*
+ * What the two job adapters (redis.ts, memory.ts) share about a job's record as stored: how long it outlives its
+ * results, its score in the account's job index, its fields as the create script writes them, and the parse back
+ * from stored strings. The record's shape itself is port.ts's.
+ */
 import { createHash } from "node:crypto";
 import { jobRecordSchema, type JobRecord, type NewJob } from "./port";
 

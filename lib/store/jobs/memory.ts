@@ -19,6 +19,25 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
   const indexes = new Map<string, Array<{ id: string; score: number }>>();
   const queued = new Map<string, number>();
   const sources = new ExpiringMap<Uint8Array>();
+  /** Whose each stored file is, for the account's cap (entries go with their file). */
+  const sourceOwners = new Map<string, { userId: string; bytes: number }>();
+  const storedBytes = (userId: string): { used: number; releasedAt: number | null } => {
+    let used = 0;
+    let releasedAt: number | null = null;
+    for (const [jobId, owner] of sourceOwners) {
+      const left = sources.remainingMs(jobId);
+      if (left === undefined) {
+        sourceOwners.delete(jobId);
+        continue;
+      }
+      if (owner.userId !== userId) continue;
+      used += owner.bytes;
+      const at = Date.now() + left;
+      if (releasedAt === null || at < releasedAt) releasedAt = at;
+    }
+    return { used, releasedAt };
+  };
+  const renderings = new ExpiringMap<{ chunks: Uint8Array[]; bytes: number; info: string }>();
 
   const live = (jobId: string): MemoryJob | undefined => {
     const job = jobs.get(jobId);
@@ -57,6 +76,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       const record: JobRecord = { ...job, status: "queued", pagesDone: 0, pagesFailed: 0, creditsUsed: 0, creditsRefunded: 0 };
       const score = indexScore(job.createdAt, job.id);
       jobs.set(job.id, { record, pages: new Map(), failed: new Map(), score }, job.deadline + ttlMs + JOB_RECORD_KEEP_MS - Date.now());
+      // The file takes the job's lifetime (it was stored with a short one).
+      sources.expire(job.id, job.expiresAt - Date.now());
       const index = indexes.get(job.userId) ?? [];
       index.push({ id: job.id, score });
       index.sort((a, b) => b.score - a.score);
@@ -142,7 +163,9 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       }
       const status = end === "cancel" ? "cancelled" : end === "fail" || record.pagesDone === 0 ? "failed" : "succeeded";
       const expiresAt = now + resultTtlMs;
-      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: refund, ...(error && { error }) });
+      // Nothing left here: the sweeper refunded it at the deadline, or every page was charged (see endJobScript).
+      const shown = refund > 0 ? refund : Math.max(0, record.creditsReserved - record.creditsUsed);
+      Object.assign(record, { status, finishedAt: now, expiresAt, creditsRefunded: shown, ...(error && { error }) });
       if (status !== "succeeded") sources.delete(jobId);
       else sources.expire(jobId, expiresAt - Date.now());
       resultsExpire.set(jobId, expiresAt);
@@ -163,17 +186,36 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       return [...(live(jobId)?.pages.keys() ?? [])].sort((a, b) => a - b);
     },
 
-    async putSource(jobId, bytes, { chunkBytes, ttlMs }) {
-      sources.set(jobId, bytes, ttlMs);
-      return Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
+    async putSource(jobId, bytes, { chunkBytes, pendingTtlMs, userId, maxAccountBytes }) {
+      const { used, releasedAt } = storedBytes(userId);
+      if (used + bytes.byteLength > maxAccountBytes) return { ok: false, used, releasedAt };
+      sources.set(jobId, bytes, pendingTtlMs);
+      sourceOwners.set(jobId, { userId, bytes: bytes.byteLength });
+      return { ok: true, chunks: Math.max(1, Math.ceil(bytes.byteLength / chunkBytes)) };
     },
 
     async getSource(jobId) {
       return sources.get(jobId) ?? null;
     },
 
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+      const chunks: Uint8Array[] = [];
+      for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes) chunks.push(bytes.slice(offset, offset + chunkBytes));
+      renderings.set(`${jobId}:${variant}`, { chunks, bytes: bytes.byteLength, info }, ttlMs);
+    },
+
+    async getRenderingInfo(jobId, variant) {
+      const kept = renderings.get(`${jobId}:${variant}`);
+      return kept ? { chunks: kept.chunks.length, bytes: kept.bytes, info: kept.info } : null;
+    },
+
+    async getRenderingChunk(jobId, variant, chunk) {
+      return renderings.get(`${jobId}:${variant}`)?.chunks[chunk] ?? null;
+    },
+
     async deleteSource(jobId) {
       sources.delete(jobId);
+      sourceOwners.delete(jobId);
     },
   };
 }

@@ -35,7 +35,7 @@ export const jobRecordSchema = z.object({
   /** Epoch ms after which its results are gone (set when it ends; before, the deadline plus the result TTL). */
   expiresAt: ms,
   fileType: z.enum(["pdf", "jpeg", "png", "webp", "tiff"]),
-  inputSource: z.enum(["base64", "url"]),
+  inputSource: z.enum(["base64", "url", "upload"]),
   /** Bytes of the source file. */
   bytes: count,
   /** Chunks the source file is stored in. */
@@ -143,10 +143,40 @@ export interface JobStore {
   getFailedPages(jobId: string): Promise<Map<number, string>>;
   /** Numbers of the pages that have a result. */
   listDonePages(jobId: string): Promise<number[]>;
-  /** Store the source file in chunks of at most `chunkBytes` (expiring with the job's keys). */
-  putSource(jobId: string, bytes: Uint8Array, input: { chunkBytes: number; ttlMs: number }): Promise<number>;
+  /**
+   * Store a job's file in chunks of at most `chunkBytes`, as bytes where the store can (Redis over TCP; base64 over
+   * Upstash REST), counted against the account's stored files first: refused (`ok: false`, nothing written) when the
+   * account's files (of jobs queued, running, or kept for their results) and this one would pass `maxAccountBytes`.
+   * The chunks live `pendingTtlMs` until `createJob` gives them the job's lifetime, so a submission that dies between
+   * the two leaves nothing for long. A write that fails part-way deletes what it wrote (and the count) before it throws.
+   */
+  putSource(jobId: string, bytes: Uint8Array, input: PutSourceInput): Promise<PutSourceResult>;
   /** The source file, or null when it is gone. */
   getSource(jobId: string, chunks: number): Promise<Uint8Array | null>;
-  /** Drop a source stored for a job that was then refused. */
-  deleteSource(jobId: string, chunks: number): Promise<void>;
+  /** Drop a source stored for a job that was then refused, and its count on the account. */
+  deleteSource(jobId: string, chunks: number, owner?: { userId: string; bytes: number }): Promise<void>;
+  /**
+   * Keep a finished job's result as rendered (`variant`: its format and pages) in chunks of at most `chunkBytes`, with
+   * `info` (what the answer needs beside the bytes), for `ttlMs`: it is read again instead of rendered again. The
+   * chunks are written first and the record naming them last, so a reader never sees part of one.
+   */
+  putRendering(jobId: string, variant: string, bytes: Uint8Array, input: { chunkBytes: number; ttlMs: number; info: string }): Promise<void>;
+  /** What `putRendering` kept for `variant`: its chunk count, size and info; null when there is none (or it expired). */
+  getRenderingInfo(jobId: string, variant: string): Promise<{ chunks: number; bytes: number; info: string } | null>;
+  /** One chunk of a kept rendering, or null when it is gone. */
+  getRenderingChunk(jobId: string, variant: string, chunk: number): Promise<Uint8Array | null>;
 }
+
+export interface PutSourceInput {
+  chunkBytes: number;
+  /** How long the chunks (and their count on the account) live unless `createJob` takes them. */
+  pendingTtlMs: number;
+  userId: string;
+  /** Most bytes of job files the account may have stored at once (`MAX_JOB_BYTES_PER_ACCOUNT`). */
+  maxAccountBytes: number;
+}
+
+export type PutSourceResult =
+  | { ok: true; chunks: number }
+  /** Over the account's cap: `used` bytes are stored, the first of them released at `releasedAt` (epoch ms), if known. */
+  | { ok: false; used: number; releasedAt: number | null };

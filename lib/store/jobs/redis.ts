@@ -4,7 +4,7 @@ import { fixedFields } from "../credits/redis";
 import { call, flatHash, integer, integerPair, type RedisContext } from "../redis-support";
 import { JOB_RECORD_KEEP_MS, indexScore, jobFields, parseJobRecord } from "./common";
 import type { JobStore, PageOutcome } from "./port";
-import { createJobScript, endJobScript, failPageScript, startJobScript, storePagesScript } from "./scripts";
+import { createJobScript, endJobScript, failPageScript, reserveSourceScript, startJobScript, storePagesScript } from "./scripts";
 
 const outcomeReply = z.tuple([integer, integer, integer, integer]).transform(
   ([stored, duplicates, inactive, last]): PageOutcome => ({ stored, duplicates, inactive: inactive === 1, last: last === 1 }),
@@ -12,13 +12,22 @@ const outcomeReply = z.tuple([integer, integer, integer, integer]).transform(
 const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
 
 /** Jobs on Redis: each change of a job's counters and of its credits is one Lua script (./scripts.ts). */
-export function createRedisJobStore({ redis, key }: RedisContext): JobStore {
+const renderingInfoSchema = z.object({ chunks: z.number().int().min(1), bytes: z.number().int().min(0), info: z.string() });
+
+export function createRedisJobStore({ redis, binary, key }: RedisContext): JobStore {
   const scripts = {
     createJob: redis.createScript<unknown>(createJobScript),
     startJob: redis.createScript<unknown>(startJobScript),
     storePages: redis.createScript<unknown>(storePagesScript),
     failPage: redis.createScript<unknown>(failPageScript),
     endJob: redis.createScript<unknown>(endJobScript),
+    reserveSource: redis.createScript<unknown>(reserveSourceScript),
+  };
+  const chunkKeys = (jobId: string, chunks: number) => Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk));
+  const deleteSource: JobStore["deleteSource"] = async (jobId, chunks, owner) => {
+    const keys = chunkKeys(jobId, chunks);
+    if (keys.length > 0) await call("deleteSource", () => redis.del(...keys));
+    if (owner) await call("deleteSource", () => redis.zrem(key.jobSourceBytes(owner.userId), sourceMember(jobId, owner.bytes)));
   };
   const pageKeys = (jobId: string, userId: string) => [
     key.job(jobId),
@@ -58,6 +67,8 @@ export function createRedisJobStore({ redis, key }: RedisContext): JobStore {
             key.usage(job.userId),
             key.reservation(job.userId, job.id),
             key.openReservations(),
+            key.jobSourceBytes(job.userId),
+            ...chunkKeys(job.id, job.sourceChunks),
           ],
           [
             String(job.pagesTotal),
@@ -148,6 +159,7 @@ export function createRedisJobStore({ redis, key }: RedisContext): JobStore {
             key.reservation(record.userId, jobId),
             key.openReservations(),
             key.jobsQueued(record.userId),
+            key.jobSourceBytes(record.userId),
             ...sources,
           ],
           [
@@ -190,28 +202,102 @@ export function createRedisJobStore({ redis, key }: RedisContext): JobStore {
         .sort((a, b) => a - b);
     },
 
-    async putSource(jobId, bytes, { chunkBytes, ttlMs }) {
+    async putSource(jobId, bytes, { chunkBytes, pendingTtlMs, userId, maxAccountBytes }) {
+      const now = Date.now();
+      const member = sourceMember(jobId, bytes.byteLength);
+      const reply = await call("putSource", () =>
+        scripts.reserveSource.exec(
+          [key.jobSourceBytes(userId)],
+          [String(now), member, String(bytes.byteLength), String(maxAccountBytes), String(now + pendingTtlMs)],
+        ),
+      );
+      const [stored, used, first] = z.tuple([integer, integer, integer]).parse(reply);
+      if (stored !== 1) return { ok: false, used, releasedAt: first >= 0 ? first : null };
+
       const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
-      for (let chunk = 0; chunk < chunks; chunk++) {
-        const part = Buffer.from(bytes.buffer, bytes.byteOffset + chunk * chunkBytes, Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes));
-        await call("putSource", () => redis.set(key.jobSource(jobId, chunk), part.toString("base64"), { px: ttlMs }));
+      let written = 0;
+      try {
+        for (let chunk = 0; chunk < chunks; chunk++) {
+          const part = bytes.subarray(chunk * chunkBytes, Math.min(bytes.byteLength, (chunk + 1) * chunkBytes));
+          const target = key.jobSource(jobId, chunk);
+          // Counted before the write: a write that timed out may still have landed.
+          written = chunk + 1;
+          if (binary) {
+            await call("putSource", () => binary.set(target, withRawMarker(part), pendingTtlMs));
+          } else {
+            await call("putSource", () => redis.set(target, Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString("base64"), { px: pendingTtlMs }));
+          }
+        }
+      } catch (error) {
+        // What was written goes now (DEL is allowed when Redis is out of memory); if even that fails, the chunks and
+        // the count expire with their short pending lifetime.
+        await deleteSource(jobId, written, { userId, bytes: bytes.byteLength }).catch(() => undefined);
+        throw error;
       }
-      return chunks;
+      return { ok: true, chunks };
     },
 
     async getSource(jobId, chunks) {
       const parts: Buffer[] = [];
       for (let chunk = 0; chunk < chunks; chunk++) {
-        const reply = await call("getSource", () => redis.get(key.jobSource(jobId, chunk)));
-        if (typeof reply !== "string") return null;
-        parts.push(Buffer.from(reply, "base64"));
+        const target = key.jobSource(jobId, chunk);
+        if (binary) {
+          const reply = await call("getSource", () => binary.get(target));
+          if (reply === null) return null;
+          parts.push(fromStoredChunk(reply));
+        } else {
+          const reply = await call("getSource", () => redis.get(target));
+          if (typeof reply !== "string") return null;
+          parts.push(Buffer.from(reply, "base64"));
+        }
       }
       return new Uint8Array(Buffer.concat(parts));
     },
 
-    async deleteSource(jobId, chunks) {
-      if (chunks < 1) return;
-      await call("deleteSource", () => redis.del(...Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk))));
+    deleteSource,
+
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+      const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
+      for (let chunk = 0; chunk < chunks; chunk++) {
+        const part = Buffer.from(bytes.buffer, bytes.byteOffset + chunk * chunkBytes, Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes));
+        await call("putRendering", () => redis.set(key.jobRenderingChunk(jobId, variant, chunk), part.toString("base64"), { px: ttlMs }));
+      }
+      const record = JSON.stringify({ chunks, bytes: bytes.byteLength, info });
+      await call("putRendering", () => redis.set(key.jobRendering(jobId, variant), record, { px: ttlMs }));
     },
+
+    async getRenderingInfo(jobId, variant) {
+      const reply = await call("getRenderingInfo", () => redis.get(key.jobRendering(jobId, variant)));
+      if (typeof reply !== "string") return null;
+      return renderingInfoSchema.parse(JSON.parse(reply));
+    },
+
+    async getRenderingChunk(jobId, variant, chunk) {
+      const reply = await call("getRenderingChunk", () => redis.get(key.jobRenderingChunk(jobId, variant, chunk)));
+      return typeof reply === "string" ? new Uint8Array(Buffer.from(reply, "base64")) : null;
+    },
+
   };
+}
+
+/** A job file's member in its account's job-files set: the id and the size, which the scripts add up. */
+function sourceMember(jobId: string, bytes: number): string {
+  return `${jobId}:${bytes}`;
+}
+
+/**
+ * A chunk stored as bytes starts with 0x00, which base64 text (what the REST store and earlier versions wrote) never
+ * does: a reader tells the two apart without a field on the job.
+ */
+const RAW_MARKER = 0x00;
+
+function withRawMarker(part: Uint8Array): Uint8Array {
+  const out = new Uint8Array(part.byteLength + 1);
+  out[0] = RAW_MARKER;
+  out.set(part, 1);
+  return out;
+}
+
+function fromStoredChunk(stored: Buffer): Buffer {
+  return stored[0] === RAW_MARKER ? stored.subarray(1) : Buffer.from(stored.toString("latin1"), "base64");
 }

@@ -10,13 +10,40 @@ import { ledgerEntryHelper } from "../credits/scripts";
 /**
  * createJob — reserve and create in one step.
  * KEYS: [1] job hash, [2] account's job index (sorted set), [3] account's queued pages, [4] balance, [5] ledger,
- *       [6] usage hash, [7] reservation, [8] open-reservation index
+ *       [6] usage hash, [7] reservation, [8] open-reservation index; optionally [9] the account's job-files set and
+ *       [10…] the file's chunks, which then take the job's lifetime (they were stored with a short one)
  * ARGV: [1] pages (> 0), [2] most queued pages, [3] ledger fixed fields JSON, [4] day, [5] reservation TTL (ms),
  *       [6] deadline (epoch ms), [7] reservation member, [8] index score, [9] job id, [10] job keys expire at
  *       (epoch ms), [11…] the record's field, value pairs
  * Returns: {1, balance after} | {0, balance} short (nothing written) | {-1, queued pages} over the queue cap |
  *          {-2, 0} the job or its reservation exists
  */
+/** The account's job-files set lives as long as its longest-lived file (KEYS[n] is the set). */
+const extendFiles = (set: string) => `local longest = redis.call('ZRANGE', ${set}, -1, -1, 'WITHSCORES')
+  if longest[2] then redis.call('PEXPIREAT', ${set}, longest[2]) end`;
+const extendFilesSet = extendFiles("KEYS[9]");
+
+/**
+ * reserveSource — count a job's file against its account's stored files, or refuse it.
+ * KEYS: [1] the account's job-files sorted set (member `{jobId}:{bytes}`, score: when the file goes)
+ * ARGV: [1] now (epoch ms), [2] member, [3] bytes, [4] the account's cap, [5] when the pending file goes (epoch ms)
+ * Returns: {1, used after, -1} | {0, used, when the first file goes (or -1)}
+ */
+export const reserveSourceScript = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local used = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  used = used + (tonumber(string.match(member, ':(%d+)$')) or 0)
+end
+if used + tonumber(ARGV[3]) > tonumber(ARGV[4]) then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, used, tonumber(first[2]) or -1}
+end
+redis.call('ZADD', KEYS[1], ARGV[5], ARGV[2])
+${extendFiles("KEYS[1]")}
+return {1, used + tonumber(ARGV[3]), -1}
+`;
+
 export const createJobScript = `${ledgerEntryHelper}
 local pages = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[7]) == 1 then return {-2, 0} end
@@ -32,6 +59,12 @@ redis.call('ZADD', KEYS[8], ARGV[6], ARGV[7])
 redis.call('HSET', KEYS[1], 'status', 'queued', 'pagesDone', 0, 'pagesFailed', 0, 'creditsUsed', 0, 'creditsRefunded', 0)
 for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[10])
+if #KEYS >= 9 then
+  local expires = redis.call('HGET', KEYS[1], 'expiresAt')
+  redis.call('ZADD', KEYS[9], 'XX', expires, ARGV[9] .. ':' .. (redis.call('HGET', KEYS[1], 'bytes') or '0'))
+  ${extendFilesSet}
+  for i = 10, #KEYS do redis.call('PEXPIREAT', KEYS[i], expires) end
+end
 redis.call('ZADD', KEYS[2], ARGV[8], ARGV[9])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1001)
 redis.call('INCRBY', KEYS[3], pages)
@@ -131,7 +164,8 @@ return {1, 0, 0, last}
 /**
  * endJob — refund what is still reserved, close the reservation, set the final status, and let the results expire.
  * KEYS: [1] job hash, [2] pages hash, [3] failed pages hash, [4] balance, [5] ledger, [6] usage hash, [7] reservation,
- *       [8] open-reservation index, [9] account's queued pages, [10…] source chunks
+ *       [8] open-reservation index, [9] account's queued pages, [10] account's job-files set, [11…] source chunks
+ *       (a succeeded job's file is kept with its results, another's deleted, and the account's count follows)
  * ARGV: [1] `finish` | `cancel` | `fail`, [2] error JSON or '', [3] now, [4] results expire at (epoch ms),
  *       [5] ledger fixed fields JSON, [6] day, [7] tombstone TTL (ms), [8] reservation member,
  *       [9] the record expires at (epoch ms)
@@ -160,12 +194,27 @@ else
 end
 local final = 'succeeded'
 if ARGV[1] == 'cancel' then final = 'cancelled' elseif ARGV[1] == 'fail' or done == 0 then final = 'failed' end
-redis.call('HSET', KEYS[1], 'status', final, 'finishedAt', ARGV[3], 'expiresAt', ARGV[4], 'creditsRefunded', refund)
+-- Nothing left to refund here: the sweeper refunded the reservation at its deadline (the ledger has it as
+-- \`expired\`), or every page was charged. Either way what came back is what was reserved and not used.
+local shown = refund
+if refund == 0 then
+  local reserved = tonumber(redis.call('HGET', KEYS[1], 'creditsReserved') or '0') or 0
+  local used = tonumber(redis.call('HGET', KEYS[1], 'creditsUsed') or '0') or 0
+  shown = math.max(0, reserved - used)
+end
+redis.call('HSET', KEYS[1], 'status', final, 'finishedAt', ARGV[3], 'expiresAt', ARGV[4], 'creditsRefunded', shown)
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[9])
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])
 redis.call('PEXPIREAT', KEYS[3], ARGV[4])
-for i = 10, #KEYS do
+local file = (redis.call('HGET', KEYS[1], 'id') or '') .. ':' .. (redis.call('HGET', KEYS[1], 'bytes') or '0')
+if final == 'succeeded' then
+  redis.call('ZADD', KEYS[10], 'XX', ARGV[4], file)
+  ${extendFiles("KEYS[10]")}
+else
+  redis.call('ZREM', KEYS[10], file)
+end
+for i = 11, #KEYS do
   if final == 'succeeded' then redis.call('PEXPIREAT', KEYS[i], ARGV[4]) else redis.call('DEL', KEYS[i]) end
 end
 return {1, refund, final}

@@ -5,6 +5,7 @@ import type { BackoffState, LimitStore } from "./port";
 export function createMemoryLimitStore(): LimitStore {
   const rateWindows = new ExpiringMap<number>();
   const backoffs = new ExpiringMap<BackoffState>();
+  const claimed = new ExpiringMap<true>();
   /** group → holder → expiry (epoch ms), as the `slots:{group}` sorted sets. */
   const slots = new Map<string, Map<string, number>>();
   /** The group's live holders, soonest to expire first (expired ones dropped, as the script does). */
@@ -67,6 +68,13 @@ export function createMemoryLimitStore(): LimitStore {
       const holders = slots.get(group);
       holders?.delete(holder);
       if (holders?.size === 0) slots.delete(group);
+    },
+
+    async claimOnce({ scope, id, ttlMs }) {
+      const name = `${scope}:${id}`;
+      if (claimed.get(name)) return false;
+      claimed.set(name, true, ttlMs);
+      return true;
     },
   };
 }

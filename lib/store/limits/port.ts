@@ -57,4 +57,10 @@ export interface LimitStore {
   renewSlot(input: { group: string; holder: string; ttlMs: number }): Promise<void>;
   /** Give `holder`'s slot back (nothing if it has none). */
   releaseSlot(group: string, holder: string): Promise<void>;
+  /**
+   * Record `id` as used in `scope` for `ttlMs` (Redis `SET NX PX`): true the first time, false for every later call
+   * while the record lasts, on any instance (a single-use signature's nonce, lib/jobs/workers.ts). Unlike the rate
+   * limits this fails closed: `unavailable` when the store cannot be reached.
+   */
+  claimOnce(input: { scope: string; id: string; ttlMs: number }): Promise<boolean>;
 }

@@ -88,6 +88,11 @@ export function createRedisLimitStore({ redis, key }: RedisContext): LimitStore 
     async releaseSlot(group, holder) {
       await call("releaseSlot", () => redis.zrem(key.slots(group), holder));
     },
+
+    async claimOnce({ scope, id, ttlMs }) {
+      const reply = await call("claimOnce", () => redis.set(key.once(scope, id), "1", { nx: true, px: ttlMs }));
+      return reply !== null;
+    },
   };
 }
 

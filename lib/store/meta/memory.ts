@@ -4,6 +4,12 @@ import type { MetaStore, StoreMarker } from "./port";
 export function createMemoryMetaStore(): MetaStore {
   let stored: StoreMarker | null = null;
   return {
+    async memory() {
+      return null;
+    },
+    async probeWrite() {
+      return null;
+    },
     async readMarker() {
       return stored && { ...stored };
     },

@@ -16,12 +16,13 @@ export function createMemoryWebhookStore(): WebhookStore {
       return { ...accounts.get(userId) };
     },
 
-    async setSecrets(userId, { secret, secretCreatedAt, previousSecret, previousUntil }) {
+    async setSecrets(userId, { secret, secretCreatedAt, previousSecret, previousUntil, olderSecrets }) {
       const { defaultUrl } = accounts.get(userId) ?? {};
       accounts.set(userId, {
         secret,
         secretCreatedAt,
         ...(previousSecret && previousUntil !== undefined && { previousSecret, previousUntil }),
+        ...(olderSecrets && { olderSecrets }),
         ...(defaultUrl && { defaultUrl }),
       });
     },

@@ -15,6 +15,11 @@ export const webhookAccountSchema = z.object({
   /** The secret before the last rotation: it keeps signing until `previousUntil` (epoch ms). */
   previousSecret: z.string().startsWith("whsec_").optional(),
   previousUntil: z.coerce.number().int().optional(),
+  /**
+   * Secrets replaced before the previous one and still in their 24 h of grace (a second rotation within a day): JSON,
+   * `[{"secret","until"}]`, newest first (lib/webhooks/secrets.ts reads it).
+   */
+  olderSecrets: z.string().optional(),
   /** Where job events go when a job names no `webhook.url`. */
   defaultUrl: z.string().optional(),
 });
@@ -88,7 +93,10 @@ export const JOB_LOG_KEEP_MS = 9 * 24 * 60 * 60 * 1000;
 export interface WebhookStore {
   getAccount(userId: string): Promise<WebhookAccount>;
   /** Replace the account's secrets (a creation or a rotation). */
-  setSecrets(userId: string, secrets: Required<Pick<WebhookAccount, "secret" | "secretCreatedAt">> & Pick<WebhookAccount, "previousSecret" | "previousUntil">): Promise<void>;
+  setSecrets(
+    userId: string,
+    secrets: Required<Pick<WebhookAccount, "secret" | "secretCreatedAt">> & Pick<WebhookAccount, "previousSecret" | "previousUntil" | "olderSecrets">,
+  ): Promise<void>;
   /** Set (or, with null, clear) the account's default URL. */
   setDefaultUrl(userId: string, url: string | null): Promise<void>;
   /** Record an attempt in the account's log and, for a job's event, the job's; each keeps the last `DELIVERY_LOG_SIZE`. */

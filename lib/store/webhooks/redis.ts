@@ -44,8 +44,9 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
       if (secrets.previousSecret && secrets.previousUntil !== undefined) {
         Object.assign(fields, { previousSecret: secrets.previousSecret, previousUntil: String(secrets.previousUntil) });
       }
+      if (secrets.olderSecrets) fields.olderSecrets = secrets.olderSecrets;
       const pipeline = redis.multi();
-      pipeline.hdel(key.webhook(userId), "previousSecret", "previousUntil");
+      pipeline.hdel(key.webhook(userId), "previousSecret", "previousUntil", "olderSecrets");
       pipeline.hset(key.webhook(userId), fields);
       await call("setWebhookSecrets", () => pipeline.exec());
     },

@@ -1,5 +1,5 @@
-import { jobsListQuerySchema, ocrRequestSchema } from "@/lib/api/schemas";
-import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { jobsListQuerySchema, parseOcrRequest } from "@/lib/api/schemas";
+import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob } from "@/lib/http/jobs";
 import { listJobViews } from "@/lib/jobs";
 
@@ -8,10 +8,11 @@ export const maxDuration = 60;
 
 const methods = ["GET", "POST"];
 
-// POST /api/ocr/jobs – read a document asynchronously: 202 with the job; GET /api/ocr/jobs/{id} for its progress
+// POST /api/ocr/jobs – read a document asynchronously (JSON, multipart or the file itself, as /api/ocr/process takes
+// it): 202 with the job; GET /api/ocr/jobs/{id} for its progress
 export const POST = withApiKey(async (context) => {
-  const body = ocrRequestSchema.parse(await context.body.json());
-  return acceptJob(context, body);
+  const { body, file } = await readOcrBody(context.req, context.body);
+  return acceptJob(context, { body: parseOcrRequest(body, file), file });
 });
 
 // GET /api/ocr/jobs – the account's jobs, newest first (?limit=20&cursor=…)

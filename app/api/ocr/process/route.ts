@@ -1,23 +1,24 @@
-import { ocrRequestSchema } from "@/lib/api/schemas";
-import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
+import { parseOcrRequest } from "@/lib/api/schemas";
+import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob, prefersAsync } from "@/lib/http/jobs";
-import { processDocument } from "@/lib/process";
+import { processDocument } from "@/lib/intake";
 
 export const runtime = "nodejs";
 export const maxDuration = 60;
 
 const methods = ["POST"];
 
-// POST /api/ocr/process – extract text from a base64 or URL document; with `Prefer: respond-async`, a job (202)
+// POST /api/ocr/process – extract text from a document sent as JSON (base64 or URL), multipart (`file`) or the file
+// itself (lib/http/upload.ts); with `Prefer: respond-async`, a job (202)
 export const POST = withApiKey(async (context) => {
-  const { req, body, account, requestId, receivedAt, report } = context;
-  const json: unknown = await body.json();
+  const { req, body: requestBody, account, requestId, receivedAt, report } = context;
+  const { body, file } = await readOcrBody(req, requestBody);
   if (prefersAsync(req)) {
-    return acceptJob(context, ocrRequestSchema.parse(json), { "Preference-Applied": "respond-async", Vary: "Prefer" });
+    return acceptJob(context, { body: parseOcrRequest(body, file), file }, { "Preference-Applied": "respond-async", Vary: "Prefer" });
   }
-  // processDocument validates the body (and refuses `webhook`, which is for jobs).
+  // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
   const serverHost = req.headers.get("host") ?? undefined;
-  const { response, creditsRemaining } = await processDocument({ body: json, account, requestId, receivedAt, serverHost });
+  const { response, creditsRemaining } = await processDocument({ body, file, account, requestId, receivedAt, serverHost });
   report({ pages: response.creditsUsed, creditsRemaining });
   return Response.json(response);
 });

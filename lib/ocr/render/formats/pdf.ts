@@ -49,13 +49,6 @@ import { readTiffPages } from "../../model/tiff";
  * (npm `dejavu-fonts-ttf`, its free license) holding the characters used.
  */
 
-/**
- * The largest searchable PDF a synchronous answer carries: as base64 (4/3 larger) it is 4,000,000 characters of
- * `extractedText`, so the whole JSON answer stays under Vercel's 4.5 MB response limit. Larger ones come from a job
- * (`GET /api/ocr/jobs/{id}/result?format=pdf` streams the file, in one piece).
- */
-export const MAX_SYNC_PDF_BYTES = 3_000_000;
-
 export interface PdfSource {
   bytes: Uint8Array;
   type: FileType;
@@ -77,12 +70,20 @@ export async function renderSearchablePdf(pages: readonly ExtractedPage[], sourc
 
   if (source.type === "pdf") {
     const input = await loadSourcePdf(source.bytes);
-    const copied = await output.copyPages(input, pages.map((page) => page.number - 1));
-    copied.forEach((pdfPage, i) => {
-      output.addPage(pdfPage);
-      const page = pages[i]!;
-      if (page.source === "ocr") drawInvisibleWords(pdfPage, page, font, displayedToUser(pdfPage));
-    });
+    // pdf-lib parses less than pdf.js: a page object it cannot read (a MediaBox of 400-digit or `1e9` numbers) is
+    // missing from its tree, and copying it fails deep inside — a 422 that says so, not a 500.
+    try {
+      const copied = await output.copyPages(input, pages.map((page) => page.number - 1));
+      copied.forEach((pdfPage, i) => {
+        output.addPage(pdfPage);
+        const page = pages[i]!;
+        if (page.source === "ocr") drawInvisibleWords(pdfPage, page, font, displayedToUser(pdfPage));
+      });
+    } catch (error) {
+      throw new OcrError("unreadable", "This PDF could be read but its pages could not be rebuilt as a searchable PDF (a page's structure, such as its MediaBox, is beyond what the PDF writer reads); ask for another format", {
+        cause: error,
+      });
+    }
   } else if (source.type === "tiff") {
     const tiffPages = readTiffPages(source.bytes);
     for (const page of pages) {

@@ -1,7 +1,7 @@
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { afterResponse, methodNotAllowed, withRequest } from "@/lib/http";
-import { verifyWorkCall, workJobsFor } from "@/lib/jobs";
+import { acceptWorkCall, workJobsFor } from "@/lib/jobs";
 
 export const runtime = "nodejs";
 export const maxDuration = 300;
@@ -11,11 +11,12 @@ const BUDGET_MARGIN_MS = 30_000;
 
 const methods = ["POST"];
 
-// POST /api/internal/jobs/work – signed by the deployment itself (CRON_SECRET): work the job queue for this
+// POST /api/internal/jobs/work – signed by the deployment itself (CRON_SECRET, single-use): work the job queue for this
 // invocation's budget. Answered 202 at once; the work goes on after the answer (on Vercel, `after`).
 export const POST = withRequest(async ({ req }) => {
   const secret = getEnv().CRON_SECRET;
-  if (!secret || !verifyWorkCall(req.headers.get("x-work-signature"), secret)) {
+  // Each signature is accepted once, within a minute of its making: a captured one cannot be replayed.
+  if (!secret || !(await acceptWorkCall(req.headers.get("x-work-signature"), secret))) {
     throw new ApiError("unauthorized", "This route is called by the service itself");
   }
   afterResponse(async () => {

@@ -21,7 +21,7 @@ export const DELETE = withApiKey(async ({ req, account, report }) => {
   const view = await cancelJob(account.userId, jobIdFromPath(req));
   report({ replayable: true });
   // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
-  if (view.webhook) afterResponse(() => kickJobWorkers(new URL(req.url).origin, 1));
+  if (view.webhook) afterResponse(() => kickJobWorkers(1));
   return Response.json(view);
 });
 

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { isApiError } from "@/lib/api/errors";
-import { jobResultFormat, readJobPdf, readJobResult, type JobResultPart } from "@/lib/jobs";
-import { pagedFormats } from "@/lib/ocr";
+import { jobResultFormat, jobResultFrame, readJobPdf, readJobResult, type JobResultPart } from "@/lib/jobs";
 import { outputFormats, type OutputFormat } from "@/lib/vocabulary";
 
 /*
@@ -28,7 +27,7 @@ const TYPES: Record<OutputFormat, { type: string; ext: string }> = {
   pdf: { type: "application/pdf", ext: "pdf" },
 };
 
-/** A part's pages without the head and tail its format puts around them (lib/ocr `pagedFormats`). */
+/** A part's pages without the head and tail its format puts around them (`jobResultFrame`). */
 function inner(text: string, head: string, tail: string): string {
   const start = text.startsWith(head) ? head.length : 0;
   const end = tail !== "" && text.endsWith(tail) ? text.length - tail.length : text.length;
@@ -53,10 +52,11 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   let first: JobResultPart;
   try {
     if ((await jobResultFormat(account.id, id, query.data.format)) === "pdf") {
-      const { pdf } = await readJobPdf(account.id, id, {});
-      return new Response(new Uint8Array(pdf), {
+      const { body, bytes } = await readJobPdf(account.id, id, {});
+      return new Response(body, {
         headers: {
           "content-type": TYPES.pdf.type,
+          "content-length": String(bytes),
           "content-disposition": `attachment; filename="${id}.pdf"`,
           "cache-control": "private, no-store",
         },
@@ -71,7 +71,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   }
   const format = first.format;
   if (format === "pdf") throw new Error("a pdf result is not text");
-  const { head, separator, tail } = pagedFormats[format];
+  const { head, separator, tail } = jobResultFrame(format);
   const jobId = first.jobId;
   const encoder = new TextEncoder();
   let part: JobResultPart | null = first;

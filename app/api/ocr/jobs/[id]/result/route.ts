@@ -1,8 +1,8 @@
 import { jobResultQuerySchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, withApiKey } from "@/lib/http";
 import { jobIdFromPath } from "@/lib/http/jobs";
-import { formatPageRanges } from "@/lib/ocr";
-import { jobResultFormat, readJobPdf, readJobResult } from "@/lib/jobs";
+import { formatPageRanges } from "@/lib/ocr/model";
+import { jobResultFormat, readJobPdf, readJobResultBody } from "@/lib/jobs";
 
 export const runtime = "nodejs";
 
@@ -12,31 +12,17 @@ export const maxDuration = 60;
 
 const methods = ["GET"];
 
-/** The searchable PDF goes out in pieces of this size (a stream, not one body: Vercel's 4.5 MB limit is on bodies). */
-const PDF_CHUNK_BYTES = 256 * 1024;
-
 // GET /api/ocr/jobs/{id}/result?format=text|json|markdown|hocr|alto|tsv&pages=… – the text, in parts that fit a response
 // GET /api/ocr/jobs/{id}/result?format=pdf&pages=… – the searchable PDF, streamed whole as application/pdf
 export const GET = withApiKey(async ({ req, account }) => {
   const query = jobResultQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
   const jobId = jobIdFromPath(req, 2);
   if ((await jobResultFormat(account.userId, jobId, query.format)) === "pdf") {
-    const { pdf, pages, missingPages } = await readJobPdf(account.userId, jobId, query);
-    let offset = 0;
-    const body = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (offset >= pdf.byteLength) {
-          controller.close();
-          return;
-        }
-        controller.enqueue(pdf.subarray(offset, offset + PDF_CHUNK_BYTES));
-        offset += PDF_CHUNK_BYTES;
-      },
-    });
+    const { body, bytes, pages, missingPages } = await readJobPdf(account.userId, jobId, query);
     return new Response(body, {
       headers: {
         "content-type": "application/pdf",
-        "content-length": String(pdf.byteLength),
+        "content-length": String(bytes),
         "content-disposition": `attachment; filename="${jobId}.pdf"`,
         "cache-control": "private, no-store",
         "x-pages": pages,
@@ -44,8 +30,11 @@ export const GET = withApiKey(async ({ req, account }) => {
       },
     });
   }
-  const part = await readJobResult(account.userId, jobId, query);
-  return Response.json(part, part.next ? { headers: { Link: `<${part.next}>; rel="next"` } } : undefined);
+  // Rendered once for an ended job, kept in the store and streamed from there at every read (docs/decisions.md#result-reads).
+  const { body, bytes, next } = await readJobResultBody(account.userId, jobId, query);
+  return new Response(body, {
+    headers: { "content-type": "application/json", "content-length": String(bytes), ...(next && { Link: `<${next}>; rel="next"` }) },
+  });
 }, READS);
 
 export const OPTIONS = preflight(methods);

@@ -1,0 +1,209 @@
+import { ApiError, toApiError } from "@/lib/api/errors";
+import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
+import { getBalance } from "@/lib/credits";
+import { getEnv } from "@/lib/env";
+import type { ResolveHost } from "@/lib/input";
+import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
+import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
+import { acquireInFlight, fromEngineError, readNow, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
+import type { OutputFormat } from "@/lib/vocabulary";
+import { resolveJobWebhook } from "@/lib/webhooks";
+import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type DocumentSource } from "./source";
+
+/**
+ * How the caller wants the document read:
+ * - `read`: now, for the answer (REST `POST /api/ocr/process`): past the synchronous work limit, `413` naming the jobs;
+ * - `job`: as an asynchronous job (REST `POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task);
+ * - `fit`: now if it fits the caller's budget, else as a job (MCP `extract_text`): decided by the estimated work.
+ */
+export type IntakeMode = "read" | "job" | "fit";
+
+export interface IntakeInput {
+  source: DocumentSource;
+  options?: { format?: OutputFormat; pages?: string; language?: string };
+  /** `webhook.url` of the request (jobs only; the account's default otherwise). */
+  webhookUrl?: string;
+  account: ProcessAccount;
+  /** Unique per request: it keys the credit reservation and the ledger entries. */
+  requestId: string;
+  mode: IntakeMode;
+  /** Epoch ms when the request arrived: the start of `processingTime` and of the default deadline. Default: now. */
+  receivedAt?: number;
+  /**
+   * Epoch ms the answer is owed by (an MCP call's budget). Narrows the request's scope (lib/request-scope.ts) when
+   * there is one. Default: `receivedAt + REQUEST_DEADLINE_MS`.
+   */
+  deadline?: number;
+  /** Aborts the work too (MCP: the SDK's request signal, `notifications/cancelled`): unread pages are refunded. */
+  cancel?: AbortSignal;
+  /** OCR worker pool. Default: the process-wide pool (tests inject a small one). */
+  pool?: OcrPool;
+  /** DNS for a URL. Default: the system resolver (tests stand in for it). */
+  resolveHost?: ResolveHost;
+  /** The host the request came to (its `Host`): a URL of its own `/samples/<file>` is read from disk. */
+  serverHost?: string;
+  /** The origin the request came to (`https://host`): a job's webhook links are absolute with it. */
+  origin?: string;
+  /** Leave a read's charge open for the caller (`ProcessDocumentResult.charge`): the MCP SSE relay. */
+  deferSettlement?: boolean;
+}
+
+/** What became of the document: read now (the answer), or a job (its view). */
+export type IntakeOutcome =
+  | { kind: "read"; result: ProcessDocumentResult }
+  | {
+      kind: "job";
+      view: JobView;
+      /** Balance after the job's pages were reserved (`x-credits-remaining`). */
+      creditsRemaining: number;
+      /** Why a `fit` document became a job, in a sentence (e.g. its expected time against the call's budget). */
+      reason?: string;
+    };
+
+/** Time kept at the end of a `fit` caller's budget (the answer written, the charge settled): 3 s, a tenth of a short one. */
+const FIT_MARGIN_MS = 3_000;
+const FIT_MARGIN_SHARE = 0.1;
+
+/**
+ * The one way a document is taken in, by every surface: authenticate (the caller did) → cheap checks (declared size,
+ * the job's webhook, a slot of the account's requests in flight, the type from the magic bytes, a balance of at least
+ * one credit: `402` before any byte of a URL is fetched and before any inspection) → fetch or decode once (a URL streamed with the request's signal, cut at its byte cap) → inspect
+ * once (type, pages, text layers, the expected work from the duration model) → reserve → read now, or a job. Every
+ * step ends with the request's one signal (its deadline, or its client gone). Throws `ApiError`s with catalogued codes.
+ */
+export async function intake(input: IntakeInput): Promise<IntakeOutcome> {
+  const receivedAt = input.receivedAt ?? Date.now();
+  const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
+  try {
+    return await withinScope({ deadline, cancel: input.cancel }, (scope) => takeIn(input, scope, receivedAt));
+  } catch (error) {
+    throw fromEngineError(error, { pages: input.options?.pages, job: input.mode === "job" });
+  }
+}
+
+async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: number): Promise<IntakeOutcome> {
+  const { account, source } = input;
+  const env = getEnv();
+  // `fit` needs somewhere to put what does not fit; without a job queue it reads what it can, as REST does.
+  const mode: IntakeMode = input.mode === "fit" && getWorkQueue() === null ? "read" : input.mode;
+  const settings = jobSettings();
+  const { format = "text", pages, language } = input.options ?? {};
+
+  // Cheap checks, before any byte is fetched or decoded.
+  if (mode === "job") requireWorkQueue();
+  const webhookUrl = mode === "job" ? await resolveJobWebhook(account.userId, input.webhookUrl, { resolveHost: input.resolveHost }) : undefined;
+  checkDeclaredSize(source);
+  const pool = input.pool ?? getOcrPool();
+  // One account cannot fill an instance: its requests read now are limited (429 past it).
+  using _inFlight = mode === "job" ? undefined : onDispose(acquireInFlight(account.userId, { retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)) }));
+  // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
+  if (source.kind === "url") await requireCredit(account.userId);
+
+  // Fetched or decoded once. A job takes a larger file by URL than a call that may read it now (REST's, MCP's).
+  const bytes = await loadDocument(source, {
+    signal: scope.signal,
+    maxUrlBytes: mode === "job" ? settings.maxUrlBytes : env.MAX_URL_BYTES,
+    // A large file may need longer than a request's fetch; the request's deadline still bounds it.
+    ...(mode === "job" && { fetchTimeoutMs: Math.max(env.URL_FETCH_TIMEOUT_MS, scope.deadline - Date.now() - 10_000) }),
+    resolveHost: input.resolveHost,
+    serverHost: input.serverHost,
+  });
+  throwIfEnded(scope.signal);
+  if (source.kind !== "url") {
+    detectFileType(bytes); // `415` from the magic bytes, before the balance
+    await requireCredit(account.userId);
+  }
+  const inputSource = inputSourceOf(source);
+  const tenant = account.userId;
+  const toJob = async (document: Parameters<typeof queueJob>[0]["document"], reason?: string): Promise<IntakeOutcome> => {
+    const queued = await queueJob({ bytes, inputSource, document, format, account, requestId: input.requestId, deadline: scope.deadline, webhookUrl, origin: input.origin });
+    return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
+  };
+
+  // Inspected once: a job's structure only (its pages are looked at when they are read); a read's text layers too.
+  if (mode === "job") {
+    const signal = scope.signal;
+    return toJob(await describeDocument(bytes, { pages, language, maxPages: settings.maxPages, deadline: scope.deadline, signal, pool, tenant }));
+  }
+  const by = scope.deadline - Math.min(FIT_MARGIN_MS, FIT_MARGIN_SHARE * (scope.deadline - receivedAt));
+  const document = await openDocument(bytes, {
+    pages,
+    language,
+    deadline: scope.deadline,
+    signal: scope.signal,
+    pool,
+    tenant,
+    ...(mode === "fit" && { fit: { by }, maxPages: settings.maxPages }),
+  });
+  await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
+  if (document.overWork) return toJob(document, fitReason(document.overWork, document.estimateMs, by));
+  const result = await readNow({ document, bytes, inputSource, format, account, requestId: input.requestId, receivedAt, scope, deferSettlement: input.deferSettlement });
+  return { kind: "read", result };
+}
+
+/** `402` before anything is fetched: not even one credit is left (the exact need is known once the file is inspected). */
+async function requireCredit(userId: string): Promise<void> {
+  const balance = await getBalance(userId);
+  if (balance >= 1) return;
+  throw new ApiError("insufficient_credits", `Insufficient credits: this request needs 1 credit or more (1 per page) and the balance is ${balance}`, {
+    headers: { "x-credits-remaining": String(balance) },
+  });
+}
+
+/** Why a `fit` document became a job, in the words of what the caller can see. */
+function fitReason(why: "work" | "time", estimateMs: number, by: number): string {
+  if (why === "work") return `it has more than ${getEnv().MAX_PDF_PAGES} pages of OCR work, the most one call reads`;
+  const seconds = Math.max(1, Math.round(estimateMs / 1000));
+  const budget = Math.max(0, Math.round((by - Date.now()) / 1000));
+  return `reading it is expected to take about ${seconds} s, and this call has ${budget} s for it`;
+}
+
+/**
+ * A request's body (`ocrRequestSchema`, validated by the intake) and the rest of the intake's input. With `file` (a
+ * multipart `file` field or a raw body, lib/http/upload.ts), `body` holds only its options and webhook
+ * (`ocrUploadSchema`).
+ */
+export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mode" | "webhookUrl"> & { body: unknown; file?: Uint8Array };
+
+/** REST's synchronous read (`POST /api/ocr/process`) of a JSON body, validated here so every caller gets the same 400s. */
+export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
+  const body = validBody(input.body, input.file !== undefined);
+  if (body.webhook) throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
+  const outcome = await intake({ ...input, ...requestOf(body, input.file), mode: "read" });
+  if (outcome.kind !== "read") throw new Error("intake: a read became a job");
+  return outcome.result;
+}
+
+/** An asynchronous job of a JSON body (`POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task). */
+export async function submitJob(input: ProcessDocumentInput): Promise<{ view: JobView; creditsRemaining: number }> {
+  const outcome = await intake({ ...input, ...requestOf(validBody(input.body, input.file !== undefined), input.file), mode: "job" });
+  if (outcome.kind !== "job") throw new Error("intake: a job was read now");
+  return outcome;
+}
+
+/** The intake's view of a request: its document (the body's, or the file sent itself), options and webhook. */
+export function requestOf(body: OcrRequest, file?: Uint8Array): Pick<IntakeInput, "source" | "options" | "webhookUrl"> {
+  const source: DocumentSource = file !== undefined ? { kind: "bytes", bytes: file, field: "file" } : sourceOfBody(body);
+  return { source, options: body.options ?? {}, ...(body.webhook && { webhookUrl: body.webhook.url }) };
+}
+
+function validBody(raw: unknown, upload = false): OcrRequest {
+  const parsed = (upload ? ocrUploadSchema : ocrRequestSchema).safeParse(raw);
+  if (!parsed.success) throw toApiError(parsed.error);
+  return parsed.data;
+}
+
+/** A `using` declaration that calls `release` when its block ends. */
+function onDispose(release: () => void): Disposable {
+  return { [Symbol.dispose]: release };
+}
+
+/** An `await using` declaration that awaits `close` when its block ends. */
+function onAsyncDispose(close: () => Promise<unknown>): AsyncDisposable {
+  return {
+    [Symbol.asyncDispose]: async () => {
+      await close();
+    },
+  };
+}
