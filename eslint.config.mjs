@@ -18,16 +18,41 @@ import nextTs from "eslint-config-next/typescript";
 // - lib/ocr/model (a folder with its own index.ts): lib/ocr's light entry, the page model, OcrError, page selections;
 //   `@/lib/ocr` is the reading entry, for the few layers that read documents (readingEntryOutside below).
 // Single imports that go around a barrel for a reason say why with an eslint-disable comment at the import.
-const BARRELS = ["accounts", "credits", "health", "http", "input", "intake", "jobs", "keys", "mcp", "oauth", "ocr", "process", "store", "webhooks"];
-const SECOND_ENTRY_POINTS = { accounts: ["current"], http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"], ocr: ["model"] };
+const BARRELS = [
+  "accounts",
+  "credits",
+  "health",
+  "http",
+  "input",
+  "intake",
+  "jobs",
+  "keys",
+  "mcp",
+  "oauth",
+  "ocr",
+  "process",
+  "store",
+  "webhooks",
+];
+const SECOND_ENTRY_POINTS = {
+  accounts: ["current"],
+  http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"],
+  ocr: ["model"],
+};
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({
     group: [
       `@/lib/${folder}/*`,
       `**/lib/${folder}/*`,
-      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [`!@/lib/${folder}/${file}`, `!**/lib/${folder}/${file}`]),
+      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [
+        `!@/lib/${folder}/${file}`,
+        `!**/lib/${folder}/${file}`,
+      ]),
       // A second entry that is a folder (lib/ocr/model) is entered through its own index.ts.
-      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [`@/lib/${folder}/${file}/*`, `**/lib/${folder}/${file}/*`]),
+      ...(SECOND_ENTRY_POINTS[folder] ?? []).flatMap((file) => [
+        `@/lib/${folder}/${file}/*`,
+        `**/lib/${folder}/${file}/*`,
+      ]),
     ],
     message: `Import lib/${folder} through its index.ts ("@/lib/${folder}"${(SECOND_ENTRY_POINTS[folder] ?? []).map((file) => ` or "@/lib/${folder}/${file}"`).join("")}), or add the export there.`,
   }));
@@ -41,12 +66,14 @@ const READING_ENTRY_USERS = ["intake", "process", "jobs", "health"];
 const readingEntryOutside = {
   // A pattern would also match every path under lib/ocr (gitignore's rules): the entry itself, by regex.
   regex: "^(@/lib/ocr|(.*/)?lib/ocr|(\\.\\./)+ocr)$",
-  message: 'Import what describes pages, formats and errors from "@/lib/ocr/model"; reading a document ("@/lib/ocr") is lib/process\'s or lib/jobs\' work.',
+  message:
+    'Import what describes pages, formats and errors from "@/lib/ocr/model"; reading a document ("@/lib/ocr") is lib/process\'s or lib/jobs\' work.',
 };
 
 // The engine reads bytes and returns text: no HTTP, storage, accounts, keys, credits or limits in it. Each folder is
 // forbidden by alias and by relative path (`../store`).
-const aliasAndRelative = (...names) => names.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`, `**/../${name}`, `**/../${name}/*`]);
+const aliasAndRelative = (...names) =>
+  names.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`, `**/../${name}`, `**/../${name}/*`]);
 const engineForbidden = [
   {
     group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "process")],
@@ -54,7 +81,8 @@ const engineForbidden = [
   },
   {
     group: aliasAndRelative("api"),
-    message: "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
+    message:
+      "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
   },
   {
     group: aliasAndRelative("store", "accounts", "keys"),
@@ -82,15 +110,28 @@ const routeForbidden = [
 // the folder's name.
 const ocrEngineOutside = {
   group: ["@/lib/ocr/engine", "@/lib/ocr/engine/*", "**/engine", "**/engine/*"],
-  message: "lib/ocr/engine runs only inside an engine process: import it only from lib/ocr/engine (the pool talks to it through model/protocol.ts).",
+  message:
+    "lib/ocr/engine runs only inside an engine process: import it only from lib/ocr/engine (the pool talks to it through model/protocol.ts).",
 };
 const ocrModelForbidden = {
-  group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*", "@/lib/ocr/render", "@/lib/ocr/render/*", "**/render", "**/render/*", "node:child_process", "child_process"],
+  group: [
+    "@/lib/ocr/pool",
+    "@/lib/ocr/pool/*",
+    "**/pool",
+    "**/pool/*",
+    "@/lib/ocr/render",
+    "@/lib/ocr/render/*",
+    "**/render",
+    "**/render/*",
+    "node:child_process",
+    "child_process",
+  ],
   message: "lib/ocr/model is what the other parts share: it imports none of them (nor starts processes).",
 };
 const ocrRenderForbidden = {
   group: ["@/lib/ocr/pool", "@/lib/ocr/pool/*", "**/pool", "**/pool/*"],
-  message: "lib/ocr/render renders the page model: it needs neither the engine processes (pool/) nor what runs in them (engine/).",
+  message:
+    "lib/ocr/render renders the page model: it needs neither the engine processes (pool/) nor what runs in them (engine/).",
 };
 
 // Errors cross bundles (routes, instrumentation, the engine): recognise them with isApiError, never instanceof.
@@ -139,10 +180,19 @@ export default defineConfig([
   { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ocrEngineOutside, ...deepImports(["ocr"])]) },
   {
     files: ["lib/ocr/engine/**"],
-    rules: { ...layering([...engineForbidden, ...deepImports(["ocr"])]), "no-restricted-syntax": ["error", noApiErrorInstanceof] },
+    rules: {
+      ...layering([...engineForbidden, ...deepImports(["ocr"])]),
+      "no-restricted-syntax": ["error", noApiErrorInstanceof],
+    },
   },
-  { files: ["lib/ocr/model/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrModelForbidden, ...deepImports(["ocr"])]) },
-  { files: ["lib/ocr/render/**"], rules: layering([...engineForbidden, ocrEngineOutside, ocrRenderForbidden, ...deepImports(["ocr"])]) },
+  {
+    files: ["lib/ocr/model/**"],
+    rules: layering([...engineForbidden, ocrEngineOutside, ocrModelForbidden, ...deepImports(["ocr"])]),
+  },
+  {
+    files: ["lib/ocr/render/**"],
+    rules: layering([...engineForbidden, ocrEngineOutside, ocrRenderForbidden, ...deepImports(["ocr"])]),
+  },
   { files: ["app/**"], rules: layering([...routeForbidden, ...deepImports(), readingEntryOutside]) },
   // Barrels are used by their own folder with relative imports; tests may import internals.
   ...BARRELS.filter((folder) => folder !== "ocr").map((folder) => ({
@@ -150,6 +200,22 @@ export default defineConfig([
     rules: layering([...deepImports([folder]), ...(READING_ENTRY_USERS.includes(folder) ? [] : [readingEntryOutside])]),
   })),
   { files: LEAVES, rules: layering(leafForbidden) },
-  { files: ["tests/**"], rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] } },
-  globalIgnores([".next/**", ".next-test/**", ".next-test-restart/**", ".next-test-jobs/**", ".next-test-webhooks/**", ".next-test-oauth/**", "out/**", "build/**", "next-env.d.ts", "tests/.generated/**", "tests/artifacts/**", "cli/dist/**"]),
+  {
+    files: ["tests/**"],
+    rules: { "no-restricted-imports": "off", "no-restricted-syntax": ["error", noApiErrorInstanceof] },
+  },
+  globalIgnores([
+    ".next/**",
+    ".next-test/**",
+    ".next-test-restart/**",
+    ".next-test-jobs/**",
+    ".next-test-webhooks/**",
+    ".next-test-oauth/**",
+    "out/**",
+    "build/**",
+    "next-env.d.ts",
+    "tests/.generated/**",
+    "tests/artifacts/**",
+    "cli/dist/**",
+  ]),
 ]);

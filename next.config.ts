@@ -73,7 +73,14 @@ const nextConfig: NextConfig = {
   // .next-test-restart, so `npm test` runs while `npm run dev` holds .next/dev. (tsconfig.json lists their types, or
   // Next would add them at every run.)
   ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
-  serverExternalPackages: ["tesseract.js", "tesseract.js-core", "pdfjs-dist", "@napi-rs/canvas", "onnxruntime-node", "koffi"],
+  serverExternalPackages: [
+    "tesseract.js",
+    "tesseract.js-core",
+    "pdfjs-dist",
+    "@napi-rs/canvas",
+    "onnxruntime-node",
+    "koffi",
+  ],
   outputFileTracingIncludes: {
     "/api/ocr/process": [...engineFiles, ...sampleFiles, ...pdfFiles],
     "/api/mcp": [...engineFiles, ...sampleFiles, ...pdfFiles],

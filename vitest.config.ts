@@ -100,9 +100,23 @@ export default defineConfig({
     // OCR tests are CPU-bound and each file warms its own Tesseract workers: two files at a time fit 2 cores.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: "unit", include: UNIT, env: { TEST_TIER: "unit" }, setupFiles: ["tests/support/tier-guard.ts"] } },
-      { extends: true, test: { name: "redis", include: REDIS, env: { TEST_TIER: "redis" }, setupFiles: ["tests/support/tier-guard.ts"] } },
-      { extends: true, test: { name: "engine", include: ["tests/**/*.test.ts"], exclude: [...UNIT, ...REDIS, ...BROWSER] } },
+      {
+        extends: true,
+        test: { name: "unit", include: UNIT, env: { TEST_TIER: "unit" }, setupFiles: ["tests/support/tier-guard.ts"] },
+      },
+      {
+        extends: true,
+        test: {
+          name: "redis",
+          include: REDIS,
+          env: { TEST_TIER: "redis" },
+          setupFiles: ["tests/support/tier-guard.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: { name: "engine", include: ["tests/**/*.test.ts"], exclude: [...UNIT, ...REDIS, ...BROWSER] },
+      },
       { extends: true, test: { name: "browser", include: BROWSER } },
     ],
   },

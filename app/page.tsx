@@ -7,16 +7,14 @@ export default function HomePage() {
       <p>
         Send a PDF, JPEG, PNG, WebP or TIFF — as base64 or as a URL — and get its text back in the same response, as
         plain text, Markdown or a JSON document with pages, blocks, lines, words, confidences and bounding boxes.
-        Born-digital PDFs are read from their text layer; scans and photos are read by Tesseract with layout
-        analysis.
+        Born-digital PDFs are read from their text layer; scans and photos are read by Tesseract with layout analysis.
       </p>
       <ul>
         <li>
           <strong>REST:</strong> <code>POST /api/ocr/process</code>
         </li>
         <li>
-          <strong>MCP:</strong> <code>/api/mcp</code> with the tool <code>extract_text</code> (Streamable HTTP and
-          SSE)
+          <strong>MCP:</strong> <code>/api/mcp</code> with the tool <code>extract_text</code> (Streamable HTTP and SSE)
         </li>
         <li>One credit per page read; failed requests cost nothing.</li>
       </ul>

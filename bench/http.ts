@@ -43,7 +43,9 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
       response = await send()(item);
     } catch (error) {
       // A keep-alive connection the server had already closed (EPIPE / ECONNRESET): once more on a new one.
-      console.error(`${item.name}: ${error instanceof Error ? `${error.message} (${String((error.cause as Error | undefined)?.message ?? "")})` : String(error)}; retrying once`);
+      console.error(
+        `${item.name}: ${error instanceof Error ? `${error.message} (${String((error.cause as Error | undefined)?.message ?? "")})` : String(error)}; retrying once`,
+      );
       response = await send()(item);
     }
     const body = responseSchema.parse(await response.json());
@@ -60,7 +62,13 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
     latencies.push(r.ms);
     const text = r.body.extractedText ?? "";
     if (r.status !== 200) failures++;
-    single.push({ name: item.name, ms: r.ms, status: r.status, cerFolded: scoreText(text, item.truth).cerFolded, pages: r.body.creditsUsed ?? 0 });
+    single.push({
+      name: item.name,
+      ms: r.ms,
+      status: r.status,
+      cerFolded: scoreText(text, item.truth).cerFolded,
+      pages: r.body.creditsUsed ?? 0,
+    });
   }
   const pages = single.reduce((a, r) => a + r.pages, 0);
   const started = performance.now();
@@ -71,7 +79,10 @@ export async function runHttpBench(items: HttpItem[], options: HttpOptions): Pro
   const seconds = (performance.now() - started) / 1000;
   const latencyMedianMs = median(latencies);
   const p90 = percentile(latencies, 90);
-  for (const r of single) console.log(`${r.name.padEnd(50)} ${String(r.status).padStart(3)} ${r.cerFolded.toFixed(3)} ${r.ms.toFixed(0).padStart(6)} ms`);
+  for (const r of single)
+    console.log(
+      `${r.name.padEnd(50)} ${String(r.status).padStart(3)} ${r.cerFolded.toFixed(3)} ${r.ms.toFixed(0).padStart(6)} ms`,
+    );
   const summary = {
     endpoint,
     documents: items.length,

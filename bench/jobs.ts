@@ -39,13 +39,25 @@ const { values: args } = parseArgs({
   },
 });
 
-
 async function startRedis(): Promise<{ url: string; stop(): void }> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "ocr-bench-redis-"));
   const child: ChildProcess = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--maxmemory-policy", "noeviction"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir,
+      "--maxmemory-policy",
+      "noeviction",
+    ],
     { stdio: "ignore" },
   );
   const url = `redis://127.0.0.1:${port}`;
@@ -95,7 +107,10 @@ async function redisCounters(url: string): Promise<RedisCounters> {
  * Commands clients send to Redis while `run` runs, counted with MONITOR: what Upstash bills (a script is one command),
  * apart from the commands scripts run inside Redis (`lua` in MONITOR's lines).
  */
-async function countCommands<T>(url: string, run: () => Promise<T>): Promise<{ result: T; sent: number; loads: number; inScripts: number }> {
+async function countCommands<T>(
+  url: string,
+  run: () => Promise<T>,
+): Promise<{ result: T; sent: number; loads: number; inScripts: number }> {
   const client = createClient({ url });
   await client.connect();
   let sent = 0;
@@ -133,7 +148,8 @@ function samplePerProcess(): { stop(): { self: number; engines: number[] } } {
     }
   };
   const sample = () => {
-    for (const pid of [process.pid, ...descendants(process.pid).map((p) => p.pid)]) peaks.set(pid, Math.max(peaks.get(pid) ?? 0, rssMiB(pid)));
+    for (const pid of [process.pid, ...descendants(process.pid).map((p) => p.pid)])
+      peaks.set(pid, Math.max(peaks.get(pid) ?? 0, rssMiB(pid)));
   };
   const timer = setInterval(sample, 100);
   sample();
@@ -168,7 +184,8 @@ export async function jobsMain(): Promise<void> {
   });
   const { longScan } = await import("../scripts/make-fixtures");
   const [{ extractDocument }, { OcrPool }] = await Promise.all([import("../lib/ocr"), import("../lib/ocr/pool/pool")]);
-  const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, getJobView } = await import("../lib/jobs");
+  const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, getJobView } =
+    await import("../lib/jobs");
   const { submitJob } = await import("../lib/intake");
   const { grantCredits } = await import("../lib/credits");
   const { getStore, resetStore } = await import("../lib/store");
@@ -183,7 +200,13 @@ export async function jobsMain(): Promise<void> {
 
   for (const processes of pageCount > 0 ? processCounts : []) {
     // Synchronous: the engine reads every page with `processes` processes, as a request would (no job, no Redis).
-    const syncPool = new OcrPool({ size: processes, queueLimit: 10_000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines });
+    const syncPool = new OcrPool({
+      size: processes,
+      queueLimit: 10_000,
+      maxJobsPerWorker: 200,
+      createTimeoutMs: 60_000,
+      engines,
+    });
     await syncPool.warm({ ocr: processes });
     let memory = samplePerProcess();
     let busy = machineBusySeconds();
@@ -201,7 +224,13 @@ export async function jobsMain(): Promise<void> {
     const syncCer = characterErrorRate(doc.pages.map((page) => page.text).join("\n"), truth);
 
     // The job path: submit, one runner with `processes` engine processes, wait, read the whole result.
-    const pool = new OcrPool({ size: processes, queueLimit: 10_000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines });
+    const pool = new OcrPool({
+      size: processes,
+      queueLimit: 10_000,
+      maxJobsPerWorker: 200,
+      createTimeoutMs: 60_000,
+      engines,
+    });
     await pool.warm({ ocr: processes });
     const userId = `usr_bench${randomBytes(6).toString("hex")}`;
     await grantCredits({ userId, credits: pageCount * 2 });
@@ -244,7 +273,7 @@ export async function jobsMain(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       let text = "";
-      for (let part: string | null = ""; part !== null; ) {
+      for (let part: string | null = ""; part !== null;) {
         const pages = part ? (new URL(part, "http://x").searchParams.get("pages") ?? undefined) : undefined;
         const result = await readJobResult(userId, view.jobId, { format: "text", pages });
         text += (text ? "\f" : "") + result.extractedText;
@@ -273,8 +302,14 @@ export async function jobsMain(): Promise<void> {
       "script loads": counted.loads,
       "in scripts/page": f1(counted.inScripts / pageCount),
       "redis KB/page": f1((after.bytesIn + after.bytesOut - before.bytesIn - before.bytesOut) / 1024 / pageCount),
-      "peak MiB sync (bench / engines)": `${f1(syncMemory.self)} / ${syncMemory.engines.slice(0, processes + 1).map(f1).join(", ")}`,
-      "peak MiB job (bench / engines)": `${f1(jobMemory.self)} / ${jobMemory.engines.slice(0, processes + 1).map(f1).join(", ")}`,
+      "peak MiB sync (bench / engines)": `${f1(syncMemory.self)} / ${syncMemory.engines
+        .slice(0, processes + 1)
+        .map(f1)
+        .join(", ")}`,
+      "peak MiB job (bench / engines)": `${f1(jobMemory.self)} / ${jobMemory.engines
+        .slice(0, processes + 1)
+        .map(f1)
+        .join(", ")}`,
       "CER sync / job": `${f2(syncCer)} / ${f2(characterErrorRate(text.split("\f").join("\n"), truth))}`,
       status: `${final.status} ${final.pagesDone}/${final.pagesTotal}`,
       // A request's one page: median ms idle / median and max while the job ran.
@@ -284,7 +319,8 @@ export async function jobsMain(): Promise<void> {
   }
   const first = rows[0];
   for (const row of first ? rows.slice(1) : []) {
-    const scaling = Number(row["job pages/s"]) / Number(first!["job pages/s"]) / (Number(row.processes) / Number(first!.processes));
+    const scaling =
+      Number(row["job pages/s"]) / Number(first!["job pages/s"]) / (Number(row.processes) / Number(first!.processes));
     console.log(`scaling ${first!.processes} → ${row.processes} processes: ${f2(scaling)}× linear`);
   }
 
@@ -331,7 +367,13 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   server.close();
 
   // Then read it: a runner with two engine processes, as a server instance would.
-  const pool = new OcrPool({ size: 2, queueLimit: 10_000, maxJobsPerWorker: 200, createTimeoutMs: 60_000, engines: getEnv().OCR_ENGINES });
+  const pool = new OcrPool({
+    size: 2,
+    queueLimit: 10_000,
+    maxJobsPerWorker: 200,
+    createTimeoutMs: 60_000,
+    engines: getEnv().OCR_ENGINES,
+  });
   await pool.warm({ ocr: 2 });
   const reading = samplePerProcess();
   const readStarted = performance.now();

@@ -41,5 +41,7 @@ const flood = [ocr(attacker, nested), ocr(attacker, nested)];
 await new Promise((resolve) => setTimeout(resolve, 1_000));
 const beside = await ocr(victim, bornDigital);
 const hostile = await Promise.all(flood);
-console.info(JSON.stringify({ victimAloneMs: alone.ms, victimBesideMs: beside.ms, victimStatus: beside.status, hostile }));
+console.info(
+  JSON.stringify({ victimAloneMs: alone.ms, victimBesideMs: beside.ms, victimStatus: beside.status, hostile }),
+);
 await getStore().close();

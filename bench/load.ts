@@ -114,7 +114,8 @@ interface RssSample {
 // small helpers
 
 const round = (v: number, digits = 3) => (Number.isFinite(v) ? Number(v.toFixed(digits)) : null);
-const fmt = (v: number | null | undefined, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(digits));
+const fmt = (v: number | null | undefined, digits = 0) =>
+  v === null || v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(digits);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function statusCounts(outcomes: Outcome[]): Record<string, number> {
@@ -248,7 +249,16 @@ class Client {
     } catch (error) {
       const endedAt = performance.now();
       const cause = (error as Error & { cause?: Error }).cause;
-      return { name: item.name, status: 0, code: `${(error as Error).name}: ${cause?.message ?? (error as Error).message}`, ms: endedAt - startedAt, pages: 0, startedAt, endedAt, retried };
+      return {
+        name: item.name,
+        status: 0,
+        code: `${(error as Error).name}: ${cause?.message ?? (error as Error).message}`,
+        ms: endedAt - startedAt,
+        pages: 0,
+        startedAt,
+        endedAt,
+        retried,
+      };
     }
     const raw = await response.text();
     const endedAt = performance.now();
@@ -273,7 +283,11 @@ class Client {
   }
 
   /** Every item once (or `count` requests cycling through them), `concurrency` in flight. */
-  async run(items: Item[], concurrency: number, options: { count?: number; keepText?: boolean; onDone?: (o: Outcome, done: number) => void } = {}) {
+  async run(
+    items: Item[],
+    concurrency: number,
+    options: { count?: number; keepText?: boolean; onDone?: (o: Outcome, done: number) => void } = {},
+  ) {
     const count = options.count ?? items.length;
     const requests = Array.from({ length: count }, (_, i) => items[i % items.length]!);
     let done = 0;
@@ -368,7 +382,9 @@ async function prepareTessdata(serverDir: string): Promise<string | null> {
     console.error("native: tesseract CLI not found (apt-get install tesseract-ocr); skipped");
     return null;
   }
-  const candidates = [serverDir, ROOT].map((dir) => path.join(dir, "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz"));
+  const candidates = [serverDir, ROOT].map((dir) =>
+    path.join(dir, "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz"),
+  );
   const gz = candidates.find((file) => existsSync(file));
   if (!gz) {
     console.error("native: eng.traineddata.gz not found under node_modules/@tesseract.js-data; skipped");
@@ -385,10 +401,14 @@ async function nativeRound(items: Item[], processes: number, tessdata: string) {
   const started = performance.now();
   await inLanes(items, processes, async (item) => {
     try {
-      const { stdout } = await execFileAsync("tesseract", [item.file, "stdout", "--tessdata-dir", tessdata, "-l", "eng"], {
-        env: { ...process.env, OMP_THREAD_LIMIT: "1" },
-        maxBuffer: 64 * 1024 * 1024,
-      });
+      const { stdout } = await execFileAsync(
+        "tesseract",
+        [item.file, "stdout", "--tessdata-dir", tessdata, "-l", "eng"],
+        {
+          env: { ...process.env, OMP_THREAD_LIMIT: "1" },
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
       texts.set(item.name, stdout);
     } catch (error) {
       failures.push(`${item.name}: ${(error as Error).message.split("\n")[0]}`);
@@ -403,13 +423,24 @@ async function nativeRound(items: Item[], processes: number, tessdata: string) {
 
 function latencySummary(outcomes: Outcome[]) {
   const ms = outcomes.filter((o) => o.status === 200).map((o) => o.ms);
-  return { p50Ms: round(percentile(ms, 50), 0), p90Ms: round(percentile(ms, 90), 0), p99Ms: round(percentile(ms, 99), 0), maxMs: round(Math.max(...ms), 0) };
+  return {
+    p50Ms: round(percentile(ms, 50), 0),
+    p90Ms: round(percentile(ms, 90), 0),
+    p99Ms: round(percentile(ms, 99), 0),
+    maxMs: round(Math.max(...ms), 0),
+  };
 }
 
 function errorsOf(outcomes: Outcome[]) {
   return outcomes
     .filter((o) => o.status !== 200)
-    .map((o) => ({ name: o.name, status: o.status, code: o.code, ms: Math.round(o.ms), retryAfter: o.retryAfter ?? null }));
+    .map((o) => ({
+      name: o.name,
+      status: o.status,
+      code: o.code,
+      ms: Math.round(o.ms),
+      retryAfter: o.retryAfter ?? null,
+    }));
 }
 
 /** The options of `npm run bench -- --load`, checked (see the usage at the top of this file). */
@@ -447,14 +478,16 @@ function parseLoadOptions(argv: string[]) {
   const workers = int(args.workers, 2, "workers", 1);
   const soakCount = int(args.soak, 300, "soak");
   const format = args.format!;
-  if (!["text", "json", "markdown"].includes(format)) throw new BenchSetupError("--format must be text, json or markdown");
+  if (!["text", "json", "markdown"].includes(format))
+    throw new BenchSetupError("--format must be text, json or markdown");
   const serverEnv: Record<string, string> = {};
   for (const pair of args["server-env"] ?? []) {
     const at = pair.indexOf("=");
     if (at < 1) throw new BenchSetupError(`--server-env takes NAME=value, not ${pair}`);
     serverEnv[pair.slice(0, at)] = pair.slice(at + 1);
   }
-  if (args.url && !(args.key ?? process.env.OCR_API_KEY)) throw new BenchSetupError("--url needs --key (or OCR_API_KEY)");
+  if (args.url && !(args.key ?? process.env.OCR_API_KEY))
+    throw new BenchSetupError("--url needs --key (or OCR_API_KEY)");
   return {
     workers,
     concurrency: int(args.concurrency, 2 * workers, "concurrency", 1),
@@ -495,11 +528,18 @@ interface LoadRun {
 }
 
 /** The server under load: the one at --url, or a copy of the checkout's standalone build started for the run. */
-async function openServer(options: LoadOptions): Promise<{ server?: StandaloneServer; url: string; key: string; pid: number | undefined }> {
+async function openServer(
+  options: LoadOptions,
+): Promise<{ server?: StandaloneServer; url: string; key: string; pid: number | undefined }> {
   if (options.url) return { url: options.url, key: options.key!, pid: options.pid };
   const started = performance.now();
   const redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379";
-  const server = await startStandalone({ serverDir: options.serverDir, redisUrl, workers: options.workers, env: options.serverEnv });
+  const server = await startStandalone({
+    serverDir: options.serverDir,
+    redisUrl,
+    workers: options.workers,
+    env: options.serverEnv,
+  });
   console.log(
     `load: started ${options.serverDir}/.next/standalone at ${server.url} (pid ${server.pid}, ${((performance.now() - started) / 1000).toFixed(1)} s), log ${server.logFile}`,
   );
@@ -509,8 +549,12 @@ async function openServer(options: LoadOptions): Promise<{ server?: StandaloneSe
 /** The checkout's last commit (and whether it has uncommitted changes), for the report. */
 async function describeCommit(serverDir: string): Promise<string> {
   try {
-    let commit = (await execFileAsync("git", ["-C", serverDir, "log", "-1", "--format=%h %s"])).stdout.trim().slice(0, 100);
-    const dirty = (await execFileAsync("git", ["-C", serverDir, "status", "--porcelain", "--untracked-files=no"])).stdout.trim();
+    let commit = (await execFileAsync("git", ["-C", serverDir, "log", "-1", "--format=%h %s"])).stdout
+      .trim()
+      .slice(0, 100);
+    const dirty = (
+      await execFileAsync("git", ["-C", serverDir, "status", "--porcelain", "--untracked-files=no"])
+    ).stdout.trim();
     if (dirty) commit += ` (+ uncommitted changes in ${dirty.split("\n").length} files)`;
     return commit;
   } catch {
@@ -523,7 +567,8 @@ async function runLoad(argv: string[]): Promise<void> {
   const { items: all, skipped } = await findItems(options.targets, options.filter, options.pdfs, options.format);
   const images = all.filter((i) => !i.pdf);
   const pdfs = all.filter((i) => i.pdf);
-  if (images.length === 0) throw new BenchSetupError(`no images with a .gt.txt beside them in ${options.targets.join(", ")}`);
+  if (images.length === 0)
+    throw new BenchSetupError(`no images with a .gt.txt beside them in ${options.targets.join(", ")}`);
 
   const loadAtStart = loadAverage();
   const { server, url, key, pid } = await openServer(options);
@@ -538,7 +583,17 @@ async function runLoad(argv: string[]): Promise<void> {
   process.once("SIGTERM", onSignal);
   const commit = await describeCommit(options.serverDir);
 
-  const run: LoadRun = { options, client: new Client(url, key), url, pid, images, pdfs, results: {}, summaryRows: [], failures: [] };
+  const run: LoadRun = {
+    options,
+    client: new Client(url, key),
+    url,
+    pid,
+    images,
+    pdfs,
+    results: {},
+    summaryRows: [],
+    failures: [],
+  };
   let tessdata: string | null = null;
   try {
     const { workers, concurrency, rounds, soakCount, format } = options;
@@ -556,7 +611,8 @@ async function runLoad(argv: string[]): Promise<void> {
     if (tessdata) reportNative(run, measuredRounds, imageFiles);
     reportEventLoop(run, measuredRounds.health.readings);
     if (measuredRounds.cpuSplits.length) reportCpu(run, measuredRounds.cpuSplits, measuredRounds.pages);
-    if (measuredRounds.rss) run.results.throughputRss = { peakMiB: round(Math.max(...measuredRounds.rss.samples.map((s) => s.mib)), 0) };
+    if (measuredRounds.rss)
+      run.results.throughputRss = { peakMiB: round(Math.max(...measuredRounds.rss.samples.map((s) => s.mib)), 0) };
     if (soakCount > 0) await soak(run);
     if (options.overload) await overload(run);
     await checkFinalHealth(run);
@@ -567,14 +623,19 @@ async function runLoad(argv: string[]): Promise<void> {
     console.log(
       `\nload average: ${loadAtStart.join(" ")} at start, ${loadAtEnd.join(" ")} at end; other work during throughput: ${fmt(measuredRounds.machine.otherBusyCores ?? NaN, 2)} cores`,
     );
-    const errorLines = [...(throughput.errors.length ? [`throughput: ${throughput.errors.length} non-200`] : []), ...run.failures];
+    const errorLines = [
+      ...(throughput.errors.length ? [`throughput: ${throughput.errors.length} non-200`] : []),
+      ...run.failures,
+    ];
     if (errorLines.length) console.log(`problems: ${errorLines.join("; ")}`);
     if (server) printServerLog(server);
 
     if (options.json) {
       const meta = {
         date: new Date().toISOString(),
-        server: options.url ? { url } : { dir: options.serverDir, commit, logFile: server?.logFile, env: options.serverEnv },
+        server: options.url
+          ? { url }
+          : { dir: options.serverDir, commit, logFile: server?.logFile, env: options.serverEnv },
         pid,
         workers,
         concurrency,
@@ -608,7 +669,9 @@ async function warmUp({ client, images, options }: LoadRun): Promise<void> {
   if (warmBad.length === warm.outcomes.length) {
     throw new BenchSetupError(`warm-up failed: ${countsText(statusCounts(warm.outcomes))}`);
   }
-  console.log(`load: warm-up ${warm.outcomes.length} requests in ${warm.seconds.toFixed(1)} s (${countsText(statusCounts(warm.outcomes))})`);
+  console.log(
+    `load: warm-up ${warm.outcomes.length} requests in ${warm.seconds.toFixed(1)} s (${countsText(statusCounts(warm.outcomes))})`,
+  );
 }
 
 /**
@@ -673,7 +736,14 @@ async function measureThroughput(run: LoadRun, tessdata: string | null) {
         pagesPerSecond: round(pagesPerSecond),
         ...lat,
         statuses: statusCounts(outcomes),
-        pdf: pdfPass ? { pages: pdfPages, seconds: round(pdfPass.seconds, 2), pagesPerSecond: round(pdfPages / pdfPass.seconds), ...latencySummary(pdfPass.outcomes) } : undefined,
+        pdf: pdfPass
+          ? {
+              pages: pdfPages,
+              seconds: round(pdfPass.seconds, 2),
+              pagesPerSecond: round(pdfPages / pdfPass.seconds),
+              ...latencySummary(pdfPass.outcomes),
+            }
+          : undefined,
         cpuSecondsPerPage: split ? round(split.totalSeconds / (imagePages + pdfPages)) : undefined,
       };
       serviceRounds.push(serviceRound);
@@ -690,7 +760,15 @@ async function measureThroughput(run: LoadRun, tessdata: string | null) {
         }
         const ratio = pagesPerSecond / native.pagesPerSecond;
         ratios.push(ratio);
-        nativeRounds.push({ round: r, pages: native.pages, seconds: round(native.seconds, 2), pagesPerSecond: round(native.pagesPerSecond), ratio: round(ratio), failures: native.failures, machine: nat.load });
+        nativeRounds.push({
+          round: r,
+          pages: native.pages,
+          seconds: round(native.seconds, 2),
+          pagesPerSecond: round(native.pagesPerSecond),
+          ratio: round(ratio),
+          failures: native.failures,
+          machine: nat.load,
+        });
         nativeRow = [fmt(native.pagesPerSecond, 3), fmt(ratio, 2)];
         if (native.failures.length) failures.push(...native.failures.map((f) => `native: ${f}`));
       }
@@ -707,7 +785,9 @@ async function measureThroughput(run: LoadRun, tessdata: string | null) {
         `${fmt(svc.load.otherBusyCores ?? NaN, 2)}/${fmt(nativeOther ?? NaN, 2)}`,
         countsText(statusCounts(outcomes)),
       ]);
-      console.log(`load: round ${r}/${rounds}: service ${fmt(pagesPerSecond, 3)} pages/s${tessdata ? `, native ${nativeRow[0]} pages/s, ratio ${nativeRow[1]}` : ""}`);
+      console.log(
+        `load: round ${r}/${rounds}: service ${fmt(pagesPerSecond, 3)} pages/s${tessdata ? `, native ${nativeRow[0]} pages/s, ratio ${nativeRow[1]}` : ""}`,
+      );
     }
   });
   rss?.stop();
@@ -715,11 +795,36 @@ async function measureThroughput(run: LoadRun, tessdata: string | null) {
   console.log("");
   console.log(
     table(
-      ["round", "service p/s", "native p/s", "ratio", "p50 ms", "p90 ms", "p99 ms", "pdf p/s", "cpu s/page", "loadavg at start", "others' cores svc/nat", "statuses"],
+      [
+        "round",
+        "service p/s",
+        "native p/s",
+        "ratio",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "pdf p/s",
+        "cpu s/page",
+        "loadavg at start",
+        "others' cores svc/nat",
+        "statuses",
+      ],
       roundRows,
     ),
   );
-  return { health, rss, serviceRounds, nativeRounds, cpuSplits, serviceTexts, nativeTexts, allOutcomes, ratios, pages: throughputPages, machine: tp.load };
+  return {
+    health,
+    rss,
+    serviceRounds,
+    nativeRounds,
+    cpuSplits,
+    serviceTexts,
+    nativeTexts,
+    allOutcomes,
+    ratios,
+    pages: throughputPages,
+    machine: tp.load,
+  };
 }
 type MeasuredRounds = Awaited<ReturnType<typeof measureThroughput>>;
 
@@ -747,7 +852,14 @@ function reportThroughput(run: LoadRun, measuredRounds: MeasuredRounds) {
   console.log(
     table(
       ["file", "KiB", "ok", "median ms", "CER cf", "native CER cf"],
-      perFile.map((f) => [f.name, fmt(f.bytes / 1024), String(f.ok), fmt(f.medianMs ?? NaN), fmt(f.serviceCERFolded ?? NaN, 3), fmt(f.nativeCERFolded ?? NaN, 3)]),
+      perFile.map((f) => [
+        f.name,
+        fmt(f.bytes / 1024),
+        String(f.ok),
+        fmt(f.medianMs ?? NaN),
+        fmt(f.serviceCERFolded ?? NaN, 3),
+        fmt(f.nativeCERFolded ?? NaN, 3),
+      ]),
     ),
   );
   const imageFiles = perFile.filter((f) => !f.name.endsWith(".pdf"));
@@ -759,7 +871,16 @@ function reportThroughput(run: LoadRun, measuredRounds: MeasuredRounds) {
     errors: errorsOf(allOutcomes),
     retriedConnections: allOutcomes.filter((o) => o.retried).length,
     meanCERFoldedImages: round(mean(imageFiles.map((f) => f.serviceCERFolded ?? NaN).filter(Number.isFinite))),
-    meanCERFoldedPdfs: pdfs.length ? round(mean(perFile.filter((f) => f.name.endsWith(".pdf")).map((f) => f.serviceCERFolded ?? NaN).filter(Number.isFinite))) : undefined,
+    meanCERFoldedPdfs: pdfs.length
+      ? round(
+          mean(
+            perFile
+              .filter((f) => f.name.endsWith(".pdf"))
+              .map((f) => f.serviceCERFolded ?? NaN)
+              .filter(Number.isFinite),
+          ),
+        )
+      : undefined,
     rounds: serviceRounds,
     machine: measuredRounds.machine,
   };
@@ -804,12 +925,34 @@ function reportEventLoop(run: LoadRun, readings: HealthReading[]): void {
     field: withLoop.length > 0,
     maxP99Ms: withLoop.length ? round(Math.max(...withLoop.map((r) => r.eventLoop!.p99Ms!)), 1) : null,
     medianP99Ms: withLoop.length ? round(median(withLoop.map((r) => r.eventLoop!.p99Ms!)), 1) : null,
-    maxMaxMs: withLoop.length ? round(Math.max(...withLoop.map((r) => r.eventLoop!.maxMs ?? NaN).filter(Number.isFinite)), 1) : null,
+    maxMaxMs: withLoop.length
+      ? round(Math.max(...withLoop.map((r) => r.eventLoop!.maxMs ?? NaN).filter(Number.isFinite)), 1)
+      : null,
     healthLatency: {
-      p50Ms: round(percentile(ok.map((r) => r.ms), 50), 1),
-      p99Ms: round(percentile(ok.map((r) => r.ms), 99), 1),
+      p50Ms: round(
+        percentile(
+          ok.map((r) => r.ms),
+          50,
+        ),
+        1,
+      ),
+      p99Ms: round(
+        percentile(
+          ok.map((r) => r.ms),
+          99,
+        ),
+        1,
+      ),
       maxMs: round(Math.max(...ok.map((r) => r.ms)), 1),
-      allBusyP50Ms: allBusy.length ? round(percentile(allBusy.map((r) => r.ms), 50), 1) : null,
+      allBusyP50Ms: allBusy.length
+        ? round(
+            percentile(
+              allBusy.map((r) => r.ms),
+              50,
+            ),
+            1,
+          )
+        : null,
       allBusyMaxMs: allBusy.length ? round(Math.max(...allBusy.map((r) => r.ms)), 1) : null,
     },
     failed: readings.filter((r) => r.status !== 200).map((r) => ({ status: r.status, error: r.error })),
@@ -825,7 +968,9 @@ function reportEventLoop(run: LoadRun, readings: HealthReading[]): void {
   run.results.eventLoop = eventLoop;
   run.summaryRows.push([
     "event loop",
-    eventLoop.field ? `p99 max ${fmt(eventLoop.maxP99Ms, 1)} ms (median ${fmt(eventLoop.medianP99Ms, 1)})` : "no eventLoop field (older build)",
+    eventLoop.field
+      ? `p99 max ${fmt(eventLoop.maxP99Ms, 1)} ms (median ${fmt(eventLoop.medianP99Ms, 1)})`
+      : "no eventLoop field (older build)",
     `health latency p50/p99/max ${fmt(eventLoop.healthLatency.p50Ms, 1)}/${fmt(eventLoop.healthLatency.p99Ms, 1)}/${fmt(eventLoop.healthLatency.maxMs, 1)} ms over ${readings.length} polls` +
       ` (${allBusy.length} with all workers busy${allBusy.length ? `: p50 ${fmt(eventLoop.healthLatency.allBusyP50Ms, 1)}, max ${fmt(eventLoop.healthLatency.allBusyMaxMs, 1)}` : ""})` +
       (eventLoop.failed.length ? `; ${eventLoop.failed.length} non-200` : ""),
@@ -898,8 +1043,12 @@ async function soak(run: LoadRun): Promise<void> {
   const r = soak.rss as Record<string, number | boolean> | undefined;
   run.summaryRows.push([
     "soak",
-    r ? `peak ${fmt(r.peakMiB as number)} MiB; ${r.flat ? "flat" : "NOT flat"} after warm-up (windows within ±${fmt((r.maxWindowDeviation as number) * 100, 0)}%, drift ${(r.drift as number) >= 0 ? "+" : ""}${fmt((r.drift as number) * 100, 0)}%)` : `${soakCount} requests`,
-    (r ? `RSS start ${fmt(r.beforeMiB as number)}, after ${soakWarmup} req ${fmt(r.afterWarmupMiB as number)}, end ${fmt(r.endMiB as number)}, idle ${fmt(r.idleAfterMiB as number)} MiB; ` : "") +
+    r
+      ? `peak ${fmt(r.peakMiB as number)} MiB; ${r.flat ? "flat" : "NOT flat"} after warm-up (windows within ±${fmt((r.maxWindowDeviation as number) * 100, 0)}%, drift ${(r.drift as number) >= 0 ? "+" : ""}${fmt((r.drift as number) * 100, 0)}%)`
+      : `${soakCount} requests`,
+    (r
+      ? `RSS start ${fmt(r.beforeMiB as number)}, after ${soakWarmup} req ${fmt(r.afterWarmupMiB as number)}, end ${fmt(r.endMiB as number)}, idle ${fmt(r.idleAfterMiB as number)} MiB; `
+      : "") +
       `${soakCount} req in ${fmt(seconds, 0)} s, ${fmt(soak.pagesPerSecond as number, 3)} pages/s, p99 ${fmt(soak.p99Ms as number)} ms; ${countsText(soak.statuses as Record<string, number>)}`,
   ]);
 }
@@ -913,7 +1062,9 @@ function rssAfterWarmup(sampler: RssSampler, warmAt: number, endAt: number) {
   // RSS moves with the images in flight: compare medians of windows, not single samples.
   const windows = 10;
   const span = (endAt - warmAt) / windows;
-  const windowMedians = Array.from({ length: windows }, (_, i) => median(sampler.between(warmAt + i * span, warmAt + (i + 1) * span).map((s) => s.mib))).filter(Number.isFinite);
+  const windowMedians = Array.from({ length: windows }, (_, i) =>
+    median(sampler.between(warmAt + i * span, warmAt + (i + 1) * span).map((s) => s.mib)),
+  ).filter(Number.isFinite);
   const warmMiB = windowMedians[0] ?? NaN;
   const endMiB = windowMedians.at(-1) ?? NaN;
   const spread = windowMedians.length ? Math.max(...windowMedians.map((m) => Math.abs(m - warmMiB) / warmMiB)) : NaN;
@@ -974,7 +1125,8 @@ async function checkFinalHealth(run: LoadRun): Promise<void> {
     const body = (await response.json()) as { engine?: { stopped?: Record<string, number> } };
     run.results.finalHealth = body;
     const stopped = body.engine?.stopped;
-    if (stopped && Object.values(stopped).some((n) => n > 0)) run.failures.push(`engine processes stopped: ${JSON.stringify(stopped)}`);
+    if (stopped && Object.values(stopped).some((n) => n > 0))
+      run.failures.push(`engine processes stopped: ${JSON.stringify(stopped)}`);
   } catch (error) {
     run.failures.push(`final health check failed: ${String(error)}`);
   }
@@ -985,9 +1137,13 @@ function printServerLog(server: StandaloneServer): void {
   const interesting = server
     .log()
     .split("\n")
-    .filter((l) => (/^api /.test(l) ? !/ status=200 /.test(l) : /error|warn|exited|overloaded|timeout|ECONN|heap|killed/i.test(l)));
+    .filter((l) =>
+      /^api /.test(l) ? !/ status=200 /.test(l) : /error|warn|exited|overloaded|timeout|ECONN|heap|killed/i.test(l),
+    );
   if (interesting.length) {
-    console.log(`server log: ${interesting.length} lines of interest (non-200 requests, errors, warnings; ${server.logFile}), first ones:`);
+    console.log(
+      `server log: ${interesting.length} lines of interest (non-200 requests, errors, warnings; ${server.logFile}), first ones:`,
+    );
     for (const l of interesting.slice(0, 8)) console.log(`  ${l.slice(0, 240)}`);
   }
   if (!server.alive()) console.log("server: EXITED during the run");

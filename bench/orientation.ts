@@ -107,7 +107,9 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
   });
   const corpus = path.resolve(root, "../shared/corpus-dev");
   const files = positionals.length
-    ? (await findCorpusFiles(positionals, args.filter)).filter((f) => f.ext !== ".pdf").map((f) => ({ file: f.file, truthFile: f.truthFile }))
+    ? (await findCorpusFiles(positionals, args.filter))
+        .filter((f) => f.ext !== ".pdf")
+        .map((f) => ({ file: f.file, truthFile: f.truthFile }))
     : ORIENTATION_SAMPLE.filter((name) => !args.filter || name.includes(args.filter)).map((name) => {
         const file = path.join(corpus, name);
         return { file, truthFile: file.replace(/\.[a-z]+$/, ".gt.txt") };
@@ -115,10 +117,20 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
   const variants: Variant[] = args.variants
     .split(",")
     .map(Number)
-    .map((degrees) => ({ name: Number.isInteger(degrees / 90) ? `${degrees}°` : `skew ${degrees > 0 ? "+" : ""}${degrees}°`, degrees }));
+    .map((degrees) => ({
+      name: Number.isInteger(degrees / 90) ? `${degrees}°` : `skew ${degrees > 0 ? "+" : ""}${degrees}°`,
+      degrees,
+    }));
 
   const makePool = (engineScript?: string) =>
-    new OcrPool({ size: 1, queueLimit: 100, maxJobsPerWorker: 1000, createTimeoutMs: 60_000, engines: ENGINES, engineScript });
+    new OcrPool({
+      size: 1,
+      queueLimit: 100,
+      maxJobsPerWorker: 1000,
+      createTimeoutMs: 60_000,
+      engines: ENGINES,
+      engineScript,
+    });
   const pool = makePool();
   let before: OcrPool | null = null;
   if (args.before) {
@@ -184,21 +196,31 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
     row.reference = characterErrorRate((await read(pool, turnedPng(image, 0))).text, truth);
     for (const variant of variants) {
       const { text, page } = await read(pool, turnedPng(image, variant.degrees));
-      row.variants[variant.name] = { cer: characterErrorRate(text, truth), rotation: page?.rotation ?? 0, skew: page?.skew ?? 0 };
+      row.variants[variant.name] = {
+        cer: characterErrorRate(text, truth),
+        rotation: page?.rotation ?? 0,
+        skew: page?.skew ?? 0,
+      };
     }
     rows.push(row);
     const cells = Object.entries(row.variants).map(([v, r]) => `${v} ${r.cer.toFixed(3)} (${r.rotation}/${r.skew})`);
     const cpu = before
       ? ` (before ${row.uprightBefore!.toFixed(3)}) cpu ${row.cpuBefore!.toFixed(2)} → ${row.cpuAfter.toFixed(2)} s`
       : ` cpu ${row.cpuAfter.toFixed(2)} s`;
-    console.log(`${name}: upright ${row.upright.toFixed(3)} as PNG ${row.reference.toFixed(3)} (${upright!.page?.rotation ?? 0}/${upright!.page?.skew ?? 0})${cpu} conf ${row.confidence} | ${cells.join(" | ")}\n  ${row.trace}`);
+    console.log(
+      `${name}: upright ${row.upright.toFixed(3)} as PNG ${row.reference.toFixed(3)} (${upright!.page?.rotation ?? 0}/${upright!.page?.skew ?? 0})${cpu} conf ${row.confidence} | ${cells.join(" | ")}\n  ${row.trace}`,
+    );
   }
   await pool.terminate();
   await before?.terminate();
 
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
-  console.log("\nvariant      mean CER  mean Δ vs upright  worst Δ  pages within 0.01   (Δ against the upright page re-encoded as PNG)");
-  console.log(`upright      ${mean(rows.map((r) => r.upright)).toFixed(3)}${before ? ` (before: ${mean(rows.map((r) => r.uprightBefore ?? 0)).toFixed(3)})` : ""}`);
+  console.log(
+    "\nvariant      mean CER  mean Δ vs upright  worst Δ  pages within 0.01   (Δ against the upright page re-encoded as PNG)",
+  );
+  console.log(
+    `upright      ${mean(rows.map((r) => r.upright)).toFixed(3)}${before ? ` (before: ${mean(rows.map((r) => r.uprightBefore ?? 0)).toFixed(3)})` : ""}`,
+  );
   console.log(`as PNG       ${mean(rows.map((r) => r.reference ?? r.upright)).toFixed(3)}`);
   for (const variant of variants) {
     const deltas = rows.map((r) => r.variants[variant.name]!.cer - (r.reference ?? r.upright));
@@ -212,6 +234,9 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
     console.log(
       `\nupright engine CPU (user+sys, mean of ${rounds}): before ${totalBefore.toFixed(2)} s, after ${totalAfter.toFixed(2)} s (${(((totalAfter - totalBefore) / totalBefore) * 100).toFixed(1)}%)`,
     );
-  } else console.log(`\nupright engine CPU (user+sys, mean of ${rounds}): ${totalAfter.toFixed(2)} s (no --before DIR to compare with)`);
+  } else
+    console.log(
+      `\nupright engine CPU (user+sys, mean of ${rounds}): ${totalAfter.toFixed(2)} s (no --before DIR to compare with)`,
+    );
   if (args.json) await fs.writeFile(args.json, JSON.stringify({ rows, variants }, null, 2));
 }

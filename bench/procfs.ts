@@ -140,14 +140,19 @@ export function cpuDelta(start: CpuSnapshot, end: CpuSnapshot): CpuSplit {
     otherThreadsSeconds: s(mainProcess - mainThread),
     descendantSeconds: s(descendantTicks),
     totalSeconds: s(mainProcess + descendantTicks),
-    threadsByName: Object.fromEntries(Object.entries(byName).sort((a, b) => b[1] - a[1]).filter(([, v]) => v > 0)),
+    threadsByName: Object.fromEntries(
+      Object.entries(byName)
+        .sort((a, b) => b[1] - a[1])
+        .filter(([, v]) => v > 0),
+    ),
     maxDescendants: Math.max(start.descendantCount, end.descendantCount),
   };
 }
 
 export function sumCpu(splits: CpuSplit[]): CpuSplit {
   const byName: Record<string, number> = {};
-  for (const split of splits) for (const [name, v] of Object.entries(split.threadsByName)) byName[name] = (byName[name] ?? 0) + v;
+  for (const split of splits)
+    for (const [name, v] of Object.entries(split.threadsByName)) byName[name] = (byName[name] ?? 0) + v;
   const sum = (pick: (split: CpuSplit) => number) => splits.reduce((a, split) => a + pick(split), 0);
   return {
     wallSeconds: sum((x) => x.wallSeconds),

@@ -44,7 +44,13 @@ export function profileDocument(file: string, source: string, doc: ExtractedDocu
     const profile: StageProfile = { ...engineProfile, tables: round1(tables), render: round1(rendering) };
     profile.total = round1((engineProfile.total ?? 0) + tables + rendering);
     const second = page.trace?.second;
-    rows.push({ file, source, page: page.number, engine: `${page.engine ?? "tesseract"}${second ? "/2" : ""}`, profile });
+    rows.push({
+      file,
+      source,
+      page: page.number,
+      engine: `${page.engine ?? "tesseract"}${second ? "/2" : ""}`,
+      profile,
+    });
   }
   return rows;
 }
@@ -77,7 +83,8 @@ const COLUMN: Record<ProfileStage | "total", string> = {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(header), ...rows.map(line)].join("\n");
 }
 
@@ -100,7 +107,10 @@ export function formatProfiles(pages: PageProfile[]): string {
   ];
   const bySource = table(
     ["source (mean CPU ms/page)", "pages", ...used.map((k) => COLUMN[k]), "sum s"],
-    [...[...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, list]) => meanRow(name, list)), meanRow("all", pages)],
+    [
+      ...[...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, list]) => meanRow(name, list)),
+      meanRow("all", pages),
+    ],
   );
   const total = pages.reduce((s, p) => s + (p.profile.total ?? 0), 0);
   const share = used

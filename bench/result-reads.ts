@@ -14,7 +14,12 @@ import { PDFDocument } from "pdf-lib";
 import { createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "@/tests/support/redis";
 
 const prefix = createTestPrefix("result-reads");
-Object.assign(process.env, { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_REQUESTS: "false", JOBS_RUNNER: "off" });
+Object.assign(process.env, {
+  REDIS_URL: TEST_REDIS_URL,
+  REDIS_PREFIX: prefix,
+  LOG_REQUESTS: "false",
+  JOBS_RUNNER: "off",
+});
 const { getStore } = await import("@/lib/store");
 const { grantCredits } = await import("@/lib/credits");
 const { createApiKey } = await import("@/lib/keys");
@@ -36,9 +41,18 @@ function words(pageNumber: number) {
     for (let w = 0; w < 50; w++) {
       const x = w / 50;
       const y = l / 60;
-      ws.push({ text: `w${pageNumber}x${l}y${w}`, confidence: 91.5, bbox: [x, y, x + 0.018, y + 0.012] as [number, number, number, number] });
+      ws.push({
+        text: `w${pageNumber}x${l}y${w}`,
+        confidence: 91.5,
+        bbox: [x, y, x + 0.018, y + 0.012] as [number, number, number, number],
+      });
     }
-    lines.push({ text: ws.map((word) => word.text).join(" "), confidence: 91.5, bbox: [0, l / 60, 1, l / 60 + 0.012] as [number, number, number, number], words: ws });
+    lines.push({
+      text: ws.map((word) => word.text).join(" "),
+      confidence: 91.5,
+      bbox: [0, l / 60, 1, l / 60 + 0.012] as [number, number, number, number],
+      words: ws,
+    });
   }
   return lines;
 }
@@ -46,16 +60,44 @@ function words(pageNumber: number) {
 async function makeJob(pages: number, source: { bytes: Uint8Array; type: "pdf" | "png" }): Promise<string> {
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
-  const stored = await jobs.putSource(jobId, source.bytes, { chunkBytes: 4 * 1024 * 1024, pendingTtlMs: 3_600_000, userId, maxAccountBytes: Number.MAX_SAFE_INTEGER });
+  const stored = await jobs.putSource(jobId, source.bytes, {
+    chunkBytes: 4 * 1024 * 1024,
+    pendingTtlMs: 3_600_000,
+    userId,
+    maxAccountBytes: Number.MAX_SAFE_INTEGER,
+  });
   if (!stored.ok) throw new Error("the account's job files are full");
   const sourceChunks = stored.chunks;
   const created = await jobs.createJob(
     {
-      id: jobId, userId, requestId: jobId, createdAt: now, deadline: now + 3_600_000, expiresAt: now + 7_200_000, fileType: source.type,
-      inputSource: "base64", bytes: source.bytes.byteLength, sourceChunks, pageCount: pages, selection: `1-${pages}`, pagesTotal: pages,
-      creditsReserved: pages, format: "text", language: "eng",
+      id: jobId,
+      userId,
+      requestId: jobId,
+      createdAt: now,
+      deadline: now + 3_600_000,
+      expiresAt: now + 7_200_000,
+      fileType: source.type,
+      inputSource: "base64",
+      bytes: source.bytes.byteLength,
+      sourceChunks,
+      pageCount: pages,
+      selection: `1-${pages}`,
+      pagesTotal: pages,
+      creditsReserved: pages,
+      format: "text",
+      language: "eng",
     },
-    { entry: { id: `led_${randomBytes(8).toString("hex")}`, at: new Date(now).toISOString(), reason: "ocr", requestId: jobId }, day: new Date(now).toISOString().slice(0, 10), maxQueuedPages: 100_000, ttlMs: 3_600_000 },
+    {
+      entry: {
+        id: `led_${randomBytes(8).toString("hex")}`,
+        at: new Date(now).toISOString(),
+        reason: "ocr",
+        requestId: jobId,
+      },
+      day: new Date(now).toISOString().slice(0, 10),
+      maxQueuedPages: 100_000,
+      ttlMs: 3_600_000,
+    },
   );
   if (!created.ok) throw new Error(`createJob: ${created.reason}`);
   await jobs.startJob(jobId, now);
@@ -64,12 +106,38 @@ async function makeJob(pages: number, source: { bytes: Uint8Array; type: "pdf" |
     for (let n = start; n < Math.min(pages + 1, start + 20); n++) {
       const lines = words(n);
       const text = lines.map((line) => line.text).join("\n");
-      const page = { number: n, width: 2480, height: 3508, source: "ocr" as const, engine: "tesseract" as const, rotation: 0 as const, skew: 0, confidence: 91.5, text, blocks: [{ text, confidence: 91.5, bbox: [0, 0, 1, 1] as [number, number, number, number], lines }], lineStyles: [] };
-      batch.push({ page: n, payload: encodePage({ page, language: { langs: ["eng"], auto: false }, readBy: "bench", ms: 1 }) });
+      const page = {
+        number: n,
+        width: 2480,
+        height: 3508,
+        source: "ocr" as const,
+        engine: "tesseract" as const,
+        rotation: 0 as const,
+        skew: 0,
+        confidence: 91.5,
+        text,
+        blocks: [{ text, confidence: 91.5, bbox: [0, 0, 1, 1] as [number, number, number, number], lines }],
+        lineStyles: [],
+      };
+      batch.push({
+        page: n,
+        payload: encodePage({ page, language: { langs: ["eng"], auto: false }, readBy: "bench", ms: 1 }),
+      });
     }
     await jobs.storePages(jobId, batch, Date.now());
   }
-  await jobs.endJob(jobId, { end: "finish", now: Date.now(), resultTtlMs: 3_600_000, entry: { id: `led_${randomBytes(8).toString("hex")}`, at: new Date().toISOString(), reason: "refund", requestId: jobId }, day: new Date().toISOString().slice(0, 10) });
+  await jobs.endJob(jobId, {
+    end: "finish",
+    now: Date.now(),
+    resultTtlMs: 3_600_000,
+    entry: {
+      id: `led_${randomBytes(8).toString("hex")}`,
+      at: new Date().toISOString(),
+      reason: "refund",
+      requestId: jobId,
+    },
+    day: new Date().toISOString().slice(0, 10),
+  });
   return jobId;
 }
 
@@ -103,23 +171,41 @@ try {
       const answer = await resultRoute.GET(get(`/api/ocr/jobs/${textJob}/result`));
       return { status: answer.status, bytes: (await answer.arrayBuffer()).byteLength };
     });
-    console.log(`REST text read ${i + 1}: ${response.status}, ${(response.bytes / 1e6).toFixed(1)} MB, ${ms} ms (main thread busy ${busy} ms)`);
+    console.log(
+      `REST text read ${i + 1}: ${response.status}, ${(response.bytes / 1e6).toFixed(1)} MB, ${ms} ms (main thread busy ${busy} ms)`,
+    );
   }
 
-  const batch = Array.from({ length: 30 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tasks/result", params: { taskId: textJob } }));
+  const batch = Array.from({ length: 30 }, (_, i) => ({
+    jsonrpc: "2.0",
+    id: i + 1,
+    method: "tasks/result",
+    params: { taskId: textJob },
+  }));
   const rss = peakRss();
   const before = Math.round(process.memoryUsage.rss() / 1024 / 1024);
   const [answer, ms, busy] = await timed(async () => {
     const response = await mcpRoute.POST(
       new Request(`${BASE}/api/mcp`, {
         method: "POST",
-        headers: { "x-api-key": key, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          "x-api-key": key,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: JSON.stringify(batch),
       }),
     );
-    return { status: response.status, remaining: response.headers.get("ratelimit-remaining"), bytes: (await response.arrayBuffer()).byteLength };
+    return {
+      status: response.status,
+      remaining: response.headers.get("ratelimit-remaining"),
+      bytes: (await response.arrayBuffer()).byteLength,
+    };
   });
-  console.log(`MCP batch of 30 tasks/result: ${answer.status}, RateLimit-Remaining ${answer.remaining}, ${(answer.bytes / 1e6).toFixed(1)} MB, ${ms} ms (main thread busy ${busy} ms), RSS ${before} → peak ${rss.stop()} MB`);
+  console.log(
+    `MCP batch of 30 tasks/result: ${answer.status}, RateLimit-Remaining ${answer.remaining}, ${(answer.bytes / 1e6).toFixed(1)} MB, ${ms} ms (main thread busy ${busy} ms), RSS ${before} → peak ${rss.stop()} MB`,
+  );
 
   // A one-page job whose source is a big PDF: one page of text, then a large embedded stream as padding.
   const doc = await PDFDocument.create();
@@ -134,7 +220,9 @@ try {
       const answer = await resultRoute.GET(get(`/api/ocr/jobs/${pdfJob}/result?format=pdf`));
       return { status: answer.status, bytes: (await answer.arrayBuffer()).byteLength };
     });
-    console.log(`REST pdf read ${i + 1}: ${response.status}, ${(response.bytes / 1e6).toFixed(2)} MB, ${ms} ms (main thread busy ${busy} ms)`);
+    console.log(
+      `REST pdf read ${i + 1}: ${response.status}, ${(response.bytes / 1e6).toFixed(2)} MB, ${ms} ms (main thread busy ${busy} ms)`,
+    );
   }
   const parallel = peakRss();
   const [times, all] = await timed(() =>

@@ -128,7 +128,6 @@ async function findItems(targets: string[]): Promise<Item[]> {
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
 const f3 = (v: number) => v.toFixed(3);
 
-
 /** Run every item through a pool of `size` workers with `size` documents in flight. */
 async function enginePass(
   items: Item[],
@@ -214,7 +213,9 @@ async function baselinePass(items: Item[], size: number, scores: Map<string, Acc
   const langPath = path.join(ROOT, "node_modules/@tesseract.js-data/eng/4.0.0_best_int");
   const scheduler = createScheduler();
   for (let i = 0; i < size; i++) {
-    scheduler.addWorker(await createWorker("eng", 1, { langPath, gzip: true, cacheMethod: "none", errorHandler: () => {} }));
+    scheduler.addWorker(
+      await createWorker("eng", 1, { langPath, gzip: true, cacheMethod: "none", errorHandler: () => {} }),
+    );
   }
   // PDF pages are rendered (300 DPI PNG) up front: tesseract.js cannot read PDFs, and rendering is not its cost.
   const inputs = new Map<string, Buffer[]>();
@@ -223,7 +224,8 @@ async function baselinePass(items: Item[], size: number, scores: Map<string, Acc
     if (item.file.toLowerCase().endsWith(".pdf")) {
       const handle = await openPdf(new Uint8Array(bytes));
       const pngs: Buffer[] = [];
-      for (let n = 1; n <= handle.pageCount; n++) pngs.push((await renderPdfPage(await getPdfPage(handle, n))).toBuffer("image/png"));
+      for (let n = 1; n <= handle.pageCount; n++)
+        pngs.push((await renderPdfPage(await getPdfPage(handle, n))).toBuffer("image/png"));
       await handle.close();
       inputs.set(item.file, pngs);
     } else inputs.set(item.file, [bytes]);
@@ -232,7 +234,9 @@ async function baselinePass(items: Item[], size: number, scores: Map<string, Acc
   let pages = 0;
   await Promise.all(
     items.map(async (item) => {
-      const texts = await Promise.all(inputs.get(item.file)!.map(async (image) => (await scheduler.addJob("recognize", image)).data.text));
+      const texts = await Promise.all(
+        inputs.get(item.file)!.map(async (image) => (await scheduler.addJob("recognize", image)).data.text),
+      );
       pages += texts.length;
       scores.set(item.name, scoreText(texts.join("\f"), item.truth));
     }),
@@ -243,7 +247,11 @@ async function baselinePass(items: Item[], size: number, scores: Map<string, Acc
 }
 
 /** The tesseract CLI on the image files with `size` processes, same LSTM data as ours. */
-async function nativePass(items: Item[], size: number, scores: Map<string, AccuracyScores>): Promise<PassResult | null> {
+async function nativePass(
+  items: Item[],
+  size: number,
+  scores: Map<string, AccuracyScores>,
+): Promise<PassResult | null> {
   try {
     await execFileAsync("tesseract", ["--version"]);
   } catch {
@@ -253,7 +261,8 @@ async function nativePass(items: Item[], size: number, scores: Map<string, Accur
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-tessdata-"));
   for (const lang of ["eng", "fra"]) {
     const gz = path.join(ROOT, `node_modules/@tesseract.js-data/${lang}/4.0.0_best_int/${lang}.traineddata.gz`);
-    if (existsSync(gz)) await fs.writeFile(path.join(dataDir, `${lang}.traineddata`), gunzipSync(await fs.readFile(gz)));
+    if (existsSync(gz))
+      await fs.writeFile(path.join(dataDir, `${lang}.traineddata`), gunzipSync(await fs.readFile(gz)));
   }
   const images = items.filter((i) => !i.file.toLowerCase().endsWith(".pdf"));
   const started = performance.now();
@@ -311,7 +320,12 @@ async function longPdfPass(pages: number): Promise<Record<string, number | strin
 
 async function httpPass(items: Item[]): Promise<void> {
   const { runHttpBench } = await import("./http");
-  await runHttpBench(items, { url: args.http!, key: args.key ?? process.env.OCR_API_KEY ?? "", concurrency: Number(args.concurrency ?? workers), json: args.json });
+  await runHttpBench(items, {
+    url: args.http!,
+    key: args.key ?? process.env.OCR_API_KEY ?? "",
+    concurrency: Number(args.concurrency ?? workers),
+    json: args.json,
+  });
 }
 
 async function main(): Promise<void> {
@@ -328,7 +342,9 @@ async function main(): Promise<void> {
   }
   if (args.http) return httpPass(items);
 
-  console.log(`bench: ${items.length} documents, ${workers} workers, node ${process.version}, ${os.cpus().length} cpus`);
+  console.log(
+    `bench: ${items.length} documents, ${workers} workers, node ${process.version}, ${os.cpus().length} cpus`,
+  );
   // Cold start on the smallest image: the time to a first result that is not OCR itself.
   const sizes = await Promise.all(items.map(async (item) => ({ item, bytes: (await fs.stat(item.file)).size })));
   const images = sizes.filter(({ item }) => !item.file.toLowerCase().endsWith(".pdf"));
@@ -341,27 +357,32 @@ async function main(): Promise<void> {
   const textDir = args["text-dir"];
   if (textDir) await fs.mkdir(textDir, { recursive: true });
   const profiles: PageProfile[] = [];
-  const single = await enginePass(items, 1, async (item, doc, ms) => {
-    if (args.profile) profiles.push(...profileDocument(item.name, item.source, doc));
-    const text = render(doc, "text");
-    if (textDir) await fs.writeFile(path.join(textDir, `${path.basename(item.file)}.txt`), text);
-    results.push({
-      name: item.name,
-      pages: doc.pages.length,
-      sources: [...new Set(doc.pages.map((p) => p.source))].join("+"),
-      ms,
-      confidence: documentConfidence(doc),
-      trace: doc.pages
-        .filter((p) => p.trace)
-        .map(
-          (p) =>
-            `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes}` +
-            `${p.trace!.second ? ` 2nd:${p.trace!.second}` : ""} c1:${p.trace!.firstConfidence ?? "-"} [${p.trace!.crop}]`,
-        )
-        .join("; "),
-      ...scoreText(text, item.truth),
-    });
-  }, args.profile);
+  const single = await enginePass(
+    items,
+    1,
+    async (item, doc, ms) => {
+      if (args.profile) profiles.push(...profileDocument(item.name, item.source, doc));
+      const text = render(doc, "text");
+      if (textDir) await fs.writeFile(path.join(textDir, `${path.basename(item.file)}.txt`), text);
+      results.push({
+        name: item.name,
+        pages: doc.pages.length,
+        sources: [...new Set(doc.pages.map((p) => p.source))].join("+"),
+        ms,
+        confidence: documentConfidence(doc),
+        trace: doc.pages
+          .filter((p) => p.trace)
+          .map(
+            (p) =>
+              `p${p.number} s${p.trace!.scale} psm${p.trace!.psm} cov${p.trace!.coverage} ${p.trace!.langs} x${p.trace!.passes}` +
+              `${p.trace!.second ? ` 2nd:${p.trace!.second}` : ""} c1:${p.trace!.firstConfidence ?? "-"} [${p.trace!.crop}]`,
+          )
+          .join("; "),
+        ...scoreText(text, item.truth),
+      });
+    },
+    args.profile,
+  );
   const multi = workers > 1 ? await enginePass(items, workers) : single;
   const peakRssMiB = memory.stop();
 
@@ -378,13 +399,25 @@ async function main(): Promise<void> {
   const rows = results
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((r) => {
-      const row = [r.name, String(r.pages), r.sources, f3(r.cer), f3(r.cerFolded), f3(r.wer), f3(r.werFolded), f3(r.wordF1), r.confidence.toFixed(1), r.ms.toFixed(0)];
+      const row = [
+        r.name,
+        String(r.pages),
+        r.sources,
+        f3(r.cer),
+        f3(r.cerFolded),
+        f3(r.wer),
+        f3(r.werFolded),
+        f3(r.wordF1),
+        r.confidence.toFixed(1),
+        r.ms.toFixed(0),
+      ];
       if (baseline) row.push(baselineScores.has(r.name) ? f3(baselineScores.get(r.name)!.cerFolded) : "-");
       if (native) row.push(nativeScores.has(r.name) ? f3(nativeScores.get(r.name)!.cerFolded) : "-");
       return row;
     });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   console.log(line(header));
   for (const row of rows) console.log(line(row));
   if (process.env.BENCH_TRACE) for (const r of results) console.log(`  ${r.name}: ${r.trace}`);
@@ -431,13 +464,17 @@ async function main(): Promise<void> {
       ? {
           pages: profiles.length,
           cpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) / 1000)),
-          engineCpuSecondsPerPage: mean(profiles.map((p) => (p.profile.total ?? 0) - (p.profile.tables ?? 0) - (p.profile.render ?? 0))) / 1000,
+          engineCpuSecondsPerPage:
+            mean(profiles.map((p) => (p.profile.total ?? 0) - (p.profile.tables ?? 0) - (p.profile.render ?? 0))) /
+            1000,
         }
       : undefined,
   };
 
   console.log("");
-  console.log(`accuracy   mean CER ${f3(summary.meanCER)}  case-folded ${f3(summary.meanCERFolded)}  WER ${f3(summary.meanWER)} (cf ${f3(summary.meanWERFolded)})  word F1 ${f3(summary.meanWordF1)}`);
+  console.log(
+    `accuracy   mean CER ${f3(summary.meanCER)}  case-folded ${f3(summary.meanCERFolded)}  WER ${f3(summary.meanWER)} (cf ${f3(summary.meanWERFolded)})  word F1 ${f3(summary.meanWordF1)}`,
+  );
   const bySource = new Map<string, FileResult[]>();
   for (const r of results) {
     const source = path.basename(path.dirname(r.name));
@@ -448,8 +485,12 @@ async function main(): Promise<void> {
       .map(([source, rs]) => `${source} ${f3(mean(rs.map((r) => r.cerFolded)))} / ${f3(mean(rs.map((r) => r.wordF1)))}`)
       .join(", ")} (case-folded CER / word F1)`,
   );
-  console.log(`latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`);
-  console.log(`throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`);
+  console.log(
+    `latency    median ${summary.latencyMedianMs.toFixed(0)} ms  p90 ${summary.latencyP90Ms.toFixed(0)} ms (1 worker, per document)`,
+  );
+  console.log(
+    `throughput ${summary.pagesPerSecond1.toFixed(3)} pages/s with 1 worker, ${summary.pagesPerSecondN.toFixed(3)} pages/s with ${workers}`,
+  );
   console.log(
     `engine cpu ${summary.engineCpuSecondsPerPage1.toFixed(3)} s per page with 1 worker, ${summary.engineCpuSecondsPerPageN.toFixed(3)} with ${workers} (all pages; engine processes from /proc)`,
   );
@@ -459,7 +500,9 @@ async function main(): Promise<void> {
   console.log(`memory     peak RSS ${summary.peakRssMiB.toFixed(0)} MiB`);
   if (summary.profile) {
     const p = summary.profile;
-    console.log(`cpu        ${p.cpuSecondsPerPage.toFixed(3)} s per OCR page (${p.pages} pages; engine ${p.engineCpuSecondsPerPage.toFixed(3)} s)`);
+    console.log(
+      `cpu        ${p.cpuSecondsPerPage.toFixed(3)} s per OCR page (${p.pages} pages; engine ${p.engineCpuSecondsPerPage.toFixed(3)} s)`,
+    );
   }
   if (summary.baseline && baseline) {
     const b = summary.baseline;
@@ -471,7 +514,10 @@ async function main(): Promise<void> {
   if (summary.native) {
     const n = summary.native;
     // Native reads images only: compare throughput on the same files.
-    const ours = await enginePass(items.filter((i) => !i.file.toLowerCase().endsWith(".pdf")), workers);
+    const ours = await enginePass(
+      items.filter((i) => !i.file.toLowerCase().endsWith(".pdf")),
+      workers,
+    );
     const oursImagesPps = ours.pagesPerSecond;
     const oursCpu = (ours.engineCpuSeconds ?? NaN) / ours.pages;
     console.log(
@@ -484,7 +530,17 @@ async function main(): Promise<void> {
   if (args.json) {
     await fs.writeFile(
       args.json,
-      JSON.stringify({ summary, files: results, profiles, baseline: Object.fromEntries(baselineScores), native: Object.fromEntries(nativeScores) }, null, 2),
+      JSON.stringify(
+        {
+          summary,
+          files: results,
+          profiles,
+          baseline: Object.fromEntries(baselineScores),
+          native: Object.fromEntries(nativeScores),
+        },
+        null,
+        2,
+      ),
     );
     console.log(`wrote ${args.json}`);
   }

@@ -8,7 +8,13 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { REST_STORE_VARIABLES, StandaloneSetupError, deletePrefix, startStandalone as startServer, type StandaloneServer as Server } from "../tooling";
+import {
+  REST_STORE_VARIABLES,
+  StandaloneSetupError,
+  deletePrefix,
+  startStandalone as startServer,
+  type StandaloneServer as Server,
+} from "../tooling";
 
 /** A failure to set the bench up (bad options, no build, no Redis), reported without a stack. */
 export const BenchSetupError = StandaloneSetupError;
@@ -30,7 +36,9 @@ export interface StandaloneServer extends Server {
 
 async function runAdmin(serverDir: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
   const tsx = path.join(serverDir, "node_modules/.bin/tsx");
-  const [command, commandArgs] = existsSync(tsx) ? [tsx, ["--conditions=react-server", "scripts/admin.ts", ...args]] : ["npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args]];
+  const [command, commandArgs] = existsSync(tsx)
+    ? [tsx, ["--conditions=react-server", "scripts/admin.ts", ...args]]
+    : ["npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args]];
   const child = spawn(command, commandArgs, { cwd: serverDir, env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
@@ -54,18 +62,37 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
     FREE_CREDITS: "100000000",
     ...options.env,
   };
-  const server = await startServer({ serverDir: options.serverDir, redisUrl: options.redisUrl, prefix, label: "ocr-load-", env, logFile });
+  const server = await startServer({
+    serverDir: options.serverDir,
+    redisUrl: options.redisUrl,
+    prefix,
+    label: "ocr-load-",
+    env,
+    logFile,
+  });
   const stop = async () => {
     await server.stop();
     await deletePrefix(options.redisUrl, prefix).catch(() => 0);
   };
   try {
-    const adminEnv: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: options.redisUrl, REDIS_PREFIX: prefix, FREE_CREDITS: env.FREE_CREDITS };
+    const adminEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      REDIS_URL: options.redisUrl,
+      REDIS_PREFIX: prefix,
+      FREE_CREDITS: env.FREE_CREDITS,
+    };
     for (const name of REST_STORE_VARIABLES) delete adminEnv[name];
     const email = `load-${randomBytes(4).toString("hex")}@example.com`;
-    await runAdmin(options.serverDir, adminEnv, ["create-user", "--email", email, "--password", randomBytes(18).toString("base64url")]);
+    await runAdmin(options.serverDir, adminEnv, [
+      "create-user",
+      "--email",
+      email,
+      "--password",
+      randomBytes(18).toString("base64url"),
+    ]);
     const key = await runAdmin(options.serverDir, adminEnv, ["create-key", "--email", email, "--name", "load-bench"]);
-    if (!/^ocr_\S{20,}$/.test(key)) throw new BenchSetupError(`create-key printed something that is not a key: ${key.slice(0, 12)}…`);
+    if (!/^ocr_\S{20,}$/.test(key))
+      throw new BenchSetupError(`create-key printed something that is not a key: ${key.slice(0, 12)}…`);
     return { ...server, key, prefix, logFile, stop };
   } catch (error) {
     await stop();

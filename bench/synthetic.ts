@@ -17,8 +17,13 @@ import { OcrPool } from "../lib/ocr/pool/pool";
 const { values: args } = parseArgs({ options: { seed: { type: "string", default: "7" } } });
 
 const FONTS_DIR = path.resolve(import.meta.dirname, "../tests/fixtures/fonts");
-const FONTS = { sans: "LiberationSans-Regular.ttf", mono: "LiberationMono-Regular.ttf", bold: "LiberationSans-Bold.ttf" };
-for (const [family, file] of Object.entries(FONTS)) GlobalFonts.registerFromPath(path.join(FONTS_DIR, file), `Synthetic ${family}`);
+const FONTS = {
+  sans: "LiberationSans-Regular.ttf",
+  mono: "LiberationMono-Regular.ttf",
+  bold: "LiberationSans-Bold.ttf",
+};
+for (const [family, file] of Object.entries(FONTS))
+  GlobalFonts.registerFromPath(path.join(FONTS_DIR, file), `Synthetic ${family}`);
 
 const WORDS = (
   "total amount due paid by card cash change items sold quantity member points earned please keep this receipt " +
@@ -38,7 +43,10 @@ interface Page {
 function page(family: keyof typeof FONTS, px: number, shrink: number): Page {
   const lines: string[] = [];
   for (let i = 0; i < 14; i++) {
-    const words = Array.from({ length: 2 + Math.floor(random() * 4) }, () => WORDS[Math.floor(random() * WORDS.length)]!);
+    const words = Array.from(
+      { length: 2 + Math.floor(random() * 4) },
+      () => WORDS[Math.floor(random() * WORDS.length)]!,
+    );
     if (random() < 0.5) words.push((random() * 100).toFixed(2));
     if (random() < 0.5) words[0] = words[0]!.toUpperCase();
     lines.push(words.join(" "));
@@ -76,12 +84,22 @@ for (const family of Object.keys(FONTS) as Array<keyof typeof FONTS>) {
       const { bytes, truth } = page(family, px, shrink);
       const [a, b] = await Promise.all([both, alone].map((pool) => extractDocument(bytes, { pool, language: "eng" })));
       const [textA, textB] = [render(a!, "text"), render(b!, "text")];
-      const row = [characterErrorRate(textA, truth, true), characterErrorRate(textB, truth, true), wordF1(textA, truth), wordF1(textB, truth)];
+      const row = [
+        characterErrorRate(textA, truth, true),
+        characterErrorRate(textB, truth, true),
+        wordF1(textA, truth),
+        wordF1(textB, truth),
+      ];
       scores.push(row);
-      console.log(`${family} ${px} ${shrink} | ${a!.pages[0]!.engine ?? "-"} | ${f3(row[0]!)} / ${f3(row[1]!)} | ${f3(row[2]!)} / ${f3(row[3]!)}`);
+      console.log(
+        `${family} ${px} ${shrink} | ${a!.pages[0]!.engine ?? "-"} | ${f3(row[0]!)} / ${f3(row[1]!)} | ${f3(row[2]!)} / ${f3(row[3]!)}`,
+      );
     }
   }
 }
 await Promise.all([both.terminate(), alone.terminate()]);
-const mean = (i: number, cap = Infinity) => scores.reduce((sum, row) => sum + Math.min(cap, row[i]!), 0) / scores.length;
-console.log(`mean: both CER ${f3(mean(0, 1))} word F1 ${f3(mean(2))} | Tesseract alone CER ${f3(mean(1, 1))} word F1 ${f3(mean(3))}`);
+const mean = (i: number, cap = Infinity) =>
+  scores.reduce((sum, row) => sum + Math.min(cap, row[i]!), 0) / scores.length;
+console.log(
+  `mean: both CER ${f3(mean(0, 1))} word F1 ${f3(mean(2))} | Tesseract alone CER ${f3(mean(1, 1))} word F1 ${f3(mean(3))}`,
+);

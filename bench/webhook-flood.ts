@@ -23,7 +23,13 @@ if (worker) {
   const events = Number(process.argv[2] ?? 240);
   const processes = Number(process.argv[3] ?? 3);
   const prefix = createTestPrefix("webhook-flood");
-  const env = { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, URL_ALLOW_HOSTS: "127.0.0.1", LOG_REQUESTS: "false" };
+  const env = {
+    ...process.env,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: prefix,
+    URL_ALLOW_HOSTS: "127.0.0.1",
+    LOG_REQUESTS: "false",
+  };
   Object.assign(process.env, env);
   const { getDeliveryQueue, resetDeliveryQueue, rotateWebhookSecret } = await import("@/lib/webhooks");
   const { getStore } = await import("@/lib/store");
@@ -38,12 +44,21 @@ if (worker) {
   const delivery = (userId: string, url: string, n: number) => {
     const type = "job.cancelled";
     const payload = JSON.stringify({ type, timestamp: new Date().toISOString(), data: { id: `job_${n}` } });
-    return { eventId: `msg_${randomBytes(12).toString("base64url")}`, userId, jobId: `job_flood${n}`, type, url, payload };
+    return {
+      eventId: `msg_${randomBytes(12).toString("base64url")}`,
+      userId,
+      jobId: `job_flood${n}`,
+      type,
+      url,
+      payload,
+    };
   };
 
   const children: ChildProcess[] = [];
   for (let i = 0; i < processes; i++) {
-    children.push(spawn(process.execPath, [...process.execArgv, import.meta.filename, "--worker"], { env, stdio: "inherit" }));
+    children.push(
+      spawn(process.execPath, [...process.execArgv, import.meta.filename, "--worker"], { env, stdio: "inherit" }),
+    );
   }
   let mostOpen = 0;
   const sampler = setInterval(() => (mostOpen = Math.max(mostOpen, sink.openConnections())), 20);

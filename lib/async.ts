@@ -18,13 +18,16 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, error: string | 
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-
 /**
  * Run `task` over `items` with at most `lanes` running at once, each lane taking the next item when it is done,
  * so items start in order. Resolves when every item is done; rejects with the first failure, like `Promise.all`
  * (the other lanes still finish what they run and take the items left).
  */
-export async function inLanes<T>(items: readonly T[], lanes: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function inLanes<T>(
+  items: readonly T[],
+  lanes: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(lanes, items.length) }, async () => {
@@ -49,7 +52,11 @@ const AWAKE_STALL_MS = 100;
  * plus a little, and after a held loop at least one more step is waited, so pending I/O (and the round trips it starts)
  * get their turn first. For waits on another party (Redis connects and commands), not for deadlines owed to a client.
  */
-export function setAwakeTimeout(onTimeout: () => void, ms: number, { unref = false }: { unref?: boolean } = {}): () => void {
+export function setAwakeTimeout(
+  onTimeout: () => void,
+  ms: number,
+  { unref = false }: { unref?: boolean } = {},
+): () => void {
   let remaining = ms;
   let last = performance.now();
   let timer: NodeJS.Timeout | undefined;

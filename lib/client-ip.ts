@@ -37,7 +37,10 @@ export interface ClientAddressOptions {
  *
  * Returns a normalized IP address (IPv4-mapped IPv6 as IPv4), or undefined when none is known.
  */
-export function clientAddress(headers: Headers, options: ClientAddressOptions = clientAddressOptions()): string | undefined {
+export function clientAddress(
+  headers: Headers,
+  options: ClientAddressOptions = clientAddressOptions(),
+): string | undefined {
   if (options.onVercel) {
     return (
       normalizeAddress(headers.get("x-real-ip")) ??
@@ -45,7 +48,10 @@ export function clientAddress(headers: Headers, options: ClientAddressOptions = 
       normalizeAddress(headers.get("x-forwarded-for")?.split(",")[0])
     );
   }
-  const chain = (headers.get("x-forwarded-for") ?? "").split(",").map((entry) => entry.trim()).filter(Boolean);
+  const chain = (headers.get("x-forwarded-for") ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   const peer = options.peerHeader ? headers.get(options.peerHeader) : null;
   if (peer) chain.push(peer);
   if (chain.length === 0) return undefined;

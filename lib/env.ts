@@ -181,7 +181,10 @@ export const envSchema = z.object({
   SERVICE_URL: optionalString.pipe(
     z
       .url({ protocol: /^https?$/, message: "SERVICE_URL is an http(s) origin such as https://ocr.example.com" })
-      .refine((value) => new URL(value).pathname === "/" && !new URL(value).search && !new URL(value).hash, "SERVICE_URL is an origin only (no path, query or fragment)")
+      .refine(
+        (value) => new URL(value).pathname === "/" && !new URL(value).search && !new URL(value).hash,
+        "SERVICE_URL is an origin only (no path, query or fragment)",
+      )
       .transform((value) => new URL(value).origin)
       .optional(),
   ),
@@ -260,7 +263,9 @@ export function deprecationNotices(source: Record<string, string | undefined> = 
   return Object.entries(RENAMED_VARIABLES)
     .filter(([old]) => source[old] !== undefined)
     .map(([old, name]) =>
-      source[name] === undefined ? `${old} is deprecated: rename it ${name}` : `${old} is deprecated and ignored: ${name} is set`,
+      source[name] === undefined
+        ? `${old} is deprecated: rename it ${name}`
+        : `${old} is deprecated and ignored: ${name} is set`,
     );
 }
 
@@ -277,7 +282,10 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   if (!parsed.success) {
     throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
   }
-  return { ...parsed.data, OCR_ENGINE_PROCESSES: parsed.data.OCR_ENGINE_PROCESSES ?? Math.max(1, os.availableParallelism()) };
+  return {
+    ...parsed.data,
+    OCR_ENGINE_PROCESSES: parsed.data.OCR_ENGINE_PROCESSES ?? Math.max(1, os.availableParallelism()),
+  };
 }
 
 /** The configuration of this process, parsed from `process.env` on first use and kept. */

@@ -21,5 +21,7 @@ export function errorLabel(error: unknown, codeOf: (error: unknown) => string | 
 }
 
 function stringCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined;
 }

@@ -40,7 +40,10 @@ export function startNodeServer(): void {
   // Redis not reachable at start is said once by the store (lib/store/redis-link.ts); health checks read the marker again.
   checkStoreMarker().catch((error: unknown) => {
     if (!isRedisConnectionError(error)) {
-      console.error("[startup] the store marker could not be checked (health checks retry):", error instanceof Error ? error.message : error);
+      console.error(
+        "[startup] the store marker could not be checked (health checks retry):",
+        error instanceof Error ? error.message : error,
+      );
     }
   });
 
@@ -49,16 +52,17 @@ export function startNodeServer(): void {
 
   const started = performance.now();
   const pool = getOcrPool();
-  pool
-    .warm()
-    .then(
-      () =>
-        console.info(
-          `[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms; ${describeTesseract(pool.stats().tesseract)}`,
-        ),
-      (error: unknown) =>
-        console.error("[startup] warming the OCR engine failed (requests will retry):", error instanceof Error ? error.message : error),
-    );
+  pool.warm().then(
+    () =>
+      console.info(
+        `[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms; ${describeTesseract(pool.stats().tesseract)}`,
+      ),
+    (error: unknown) =>
+      console.error(
+        "[startup] warming the OCR engine failed (requests will retry):",
+        error instanceof Error ? error.message : error,
+      ),
+  );
 }
 
 /** The start log's words for the Tesseract the OCR processes loaded (OCR_TESSERACT). */

@@ -146,7 +146,10 @@ async function main(): Promise<number> {
     process.stdout.write(`${await run(argv)}\n`);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError || (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))) {
+    if (
+      error instanceof UsageError ||
+      (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))
+    ) {
       console.error(`error: ${error.message}\n\n${USAGE}`);
       return 2;
     }

@@ -12,8 +12,13 @@ var tooOld = parts[0] < REQUIRED[0] || (parts[0] === REQUIRED[0] && parts[1] < R
 if (tooOld) {
   process.stderr.write(
     "\n" +
-      "This project needs Node.js " + REQUIRED.join(".") + " or newer (Node 24 recommended); this is Node.js " + version +
-      " (" + process.execPath + ").\n" +
+      "This project needs Node.js " +
+      REQUIRED.join(".") +
+      " or newer (Node 24 recommended); this is Node.js " +
+      version +
+      " (" +
+      process.execPath +
+      ").\n" +
       "Node 24 installs from the npm registry, with nothing else:\n\n" +
       '    npm install -g --prefix "$HOME/.local/node24" node@24 && export PATH="$HOME/.local/node24/bin:$PATH"\n\n' +
       "Then run the command again (and `npm install` first if it ran on the old Node).\n\n",

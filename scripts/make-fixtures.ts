@@ -73,8 +73,14 @@ export const TEXTS = {
     "Ils sont très contents de cette leçon sur les verbes.",
   ],
   pdfPages: [
-    { heading: "Introduction", body: ["This document was generated for the test suite.", "It has three pages of plain text."] },
-    { heading: "Methods", body: ["The second page describes the methods.", "Every line is drawn with a standard font."] },
+    {
+      heading: "Introduction",
+      body: ["This document was generated for the test suite.", "It has three pages of plain text."],
+    },
+    {
+      heading: "Methods",
+      body: ["The second page describes the methods.", "Every line is drawn with a standard font."],
+    },
     { heading: "Results", body: ["The third page holds the results.", "Nothing here was scanned."] },
   ],
 } as const;
@@ -158,8 +164,32 @@ function exifJpeg(upright: Canvas, orientation: 3 | 6 | 8): Uint8Array {
   const jpeg = stored.toBuffer("image/jpeg", 92);
   // APP1 "Exif\0\0", big-endian TIFF header, one IFD entry: Orientation (0x0112), SHORT, 1 value.
   const tiff = Buffer.from([
-    0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, 0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01,
-    0x00, orientation, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x4d,
+    0x4d,
+    0x00,
+    0x2a,
+    0x00,
+    0x00,
+    0x00,
+    0x08,
+    0x00,
+    0x01,
+    0x01,
+    0x12,
+    0x00,
+    0x03,
+    0x00,
+    0x00,
+    0x00,
+    0x01,
+    0x00,
+    orientation,
+    0x00,
+    0x00,
+    0x00,
+    0x00,
+    0x00,
+    0x00,
   ]);
   const payload = Buffer.concat([Buffer.from("Exif\0\0", "binary"), tiff]);
   const app1 = Buffer.alloc(4);
@@ -298,19 +328,29 @@ function deflateRepeated(byte: number, total: number): Promise<Buffer> {
 
 /** A one-page PDF written by hand whose last object is a binary stream (`streamDict` without /Length). */
 function pdfWithStream(page: string, streamDict: string, data: Buffer, extra: string[] = []): Uint8Array {
-  const head = handWrittenPdf(["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, ...extra]);
+  const head = handWrittenPdf([
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    page,
+    ...extra,
+  ]);
   // handWrittenPdf writes text objects; the binary stream is appended as object 4 with an xref of its own.
   const text = Buffer.from(head).toString("latin1");
   const body = text.slice(0, text.indexOf("xref\n"));
   const offsets = [...body.matchAll(/^(\d+) 0 obj$/gm)].map((m) => m.index!);
   const streamOffset = Buffer.byteLength(body, "latin1");
-  const objectHead = Buffer.from(`${offsets.length + 1} 0 obj\n<< ${streamDict} /Length ${data.length} >>\nstream\n`, "latin1");
+  const objectHead = Buffer.from(
+    `${offsets.length + 1} 0 obj\n<< ${streamDict} /Length ${data.length} >>\nstream\n`,
+    "latin1",
+  );
   const objectTail = Buffer.from("\nendstream\nendobj\n", "latin1");
   const xrefOffset = streamOffset + objectHead.length + data.length + objectTail.length;
   let xref = `xref\n0 ${offsets.length + 2}\n0000000000 65535 f \n`;
   for (const offset of [...offsets, streamOffset]) xref += `${String(offset).padStart(10, "0")} 00000 n \n`;
   xref += `trailer\n<< /Size ${offsets.length + 2} /Root 1 0 R >>\nstartxref\n${xrefOffset}\n%%EOF\n`;
-  return new Uint8Array(Buffer.concat([Buffer.from(body, "latin1"), objectHead, data, objectTail, Buffer.from(xref, "latin1")]));
+  return new Uint8Array(
+    Buffer.concat([Buffer.from(body, "latin1"), objectHead, data, objectTail, Buffer.from(xref, "latin1")]),
+  );
 }
 
 /**
@@ -381,7 +421,12 @@ async function hostilePdfs(): Promise<Record<string, Uint8Array>> {
  * text extraction explodes too); `pageText`, when given, is drawn by the page itself (a sparse text layer sends the
  * page to OCR).
  */
-export function nestedFormsPdf({ levels = 32, fanOut = 2, leaf = "BT /F1 1 Tf 1 1 Td (a) Tj ET", pageText = "" } = {}): Uint8Array {
+export function nestedFormsPdf({
+  levels = 32,
+  fanOut = 2,
+  leaf = "BT /F1 1 Tf 1 1 Td (a) Tj ET",
+  pageText = "",
+} = {}): Uint8Array {
   const form = (i: number) => 6 + i;
   const stream = (dict: string, body: string) => `<< ${dict} /Length ${body.length} >>\nstream\n${body}\nendstream`;
   const pageContent = `${pageText ? `BT /F1 12 Tf 72 720 Td (${pageText}) Tj ET ` : ""}/X Do`;
@@ -394,8 +439,15 @@ export function nestedFormsPdf({ levels = 32, fanOut = 2, leaf = "BT /F1 1 Tf 1 
   ];
   for (let i = 0; i < levels; i++) {
     const last = i === levels - 1;
-    const resources = last ? "/Resources << /Font << /F1 4 0 R >> >>" : `/Resources << /XObject << /X ${form(i + 1)} 0 R >> >>`;
-    objects.push(stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] ${resources}`, last ? leaf : Array(fanOut).fill("/X Do").join(" ")));
+    const resources = last
+      ? "/Resources << /Font << /F1 4 0 R >> >>"
+      : `/Resources << /XObject << /X ${form(i + 1)} 0 R >> >>`;
+    objects.push(
+      stream(
+        `/Type /XObject /Subtype /Form /BBox [0 0 612 792] ${resources}`,
+        last ? leaf : Array(fanOut).fill("/X Do").join(" "),
+      ),
+    );
   }
   return handWrittenPdf(objects);
 }
@@ -440,9 +492,14 @@ function jpegImagePdf(jpeg: Uint8Array): Uint8Array {
  * marked as an image, the filter name with a `#xx` escape, the filter in another object, and behind ASCIIHex.
  */
 function inflateBombSpellings(content: Buffer): Record<string, Uint8Array> {
-  const page = (contents: number) => `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R >>`;
+  const page = (contents: number) =>
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R >>`;
   return {
-    "hostile/inflate-bomb-image-subtype.pdf": pdfWithStream(page(4), "/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode", content),
+    "hostile/inflate-bomb-image-subtype.pdf": pdfWithStream(
+      page(4),
+      "/Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+      content,
+    ),
     "hostile/inflate-bomb-escaped-name.pdf": pdfWithStream(page(4), "/Filter /F#6cateDecode", content),
     "hostile/inflate-bomb-indirect-filter.pdf": pdfWithStream(page(5), "/Filter 4 0 R", content, ["/FlateDecode"]),
     "hostile/inflate-bomb-hex-chain.pdf": pdfWithStream(
@@ -468,7 +525,10 @@ export const SAMPLES = {
     "Payment within 30 days. Thank you for your order.",
   ],
   report: [
-    { heading: "Annual Summary", body: ["This report was generated as a sample document.", "Its text is a real text layer, read without OCR."] },
+    {
+      heading: "Annual Summary",
+      body: ["This report was generated as a sample document.", "Its text is a real text layer, read without OCR."],
+    },
     { heading: "Highlights", body: ["Revenue grew by twelve percent.", "Two new offices opened this year."] },
   ],
 } as const;
@@ -493,7 +553,10 @@ async function generateSamples(dir: string = SAMPLES.dir): Promise<void> {
   await fs.writeFile(path.join(dir, "scan.txt"), scanTruth);
   await fs.writeFile(path.join(dir, "scan.pdf"), await imagePdf(png));
   await fs.writeFile(path.join(dir, "report.pdf"), await textPdf(SAMPLES.report));
-  await fs.writeFile(path.join(dir, "report.txt"), `${SAMPLES.report.flatMap((page) => [page.heading, ...page.body]).join("\n")}\n`);
+  await fs.writeFile(
+    path.join(dir, "report.txt"),
+    `${SAMPLES.report.flatMap((page) => [page.heading, ...page.body]).join("\n")}\n`,
+  );
 }
 
 /** A canvas as TIFF pages: 8-bit grey uncompressed, LZW (with strips) and Deflate; 1-bit PackBits; JPEG. */
@@ -501,7 +564,8 @@ function tiffPages(canvas: Canvas): Record<"none" | "lzw" | "deflate" | "packbit
   const { width, height } = canvas;
   const rgba = canvas.getContext("2d").getImageData(0, 0, width, height).data;
   const grey = new Uint8Array(width * height);
-  for (let i = 0; i < grey.length; i++) grey[i] = (rgba[i * 4]! * 77 + rgba[i * 4 + 1]! * 150 + rgba[i * 4 + 2]! * 29) >> 8;
+  for (let i = 0; i < grey.length; i++)
+    grey[i] = (rgba[i * 4]! * 77 + rgba[i * 4 + 1]! * 150 + rgba[i * 4 + 2]! * 29) >> 8;
   const stride = Math.ceil(width / 8);
   const bits = new Uint8Array(stride * height);
   for (let y = 0; y < height; y++) {
@@ -542,16 +606,34 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
 
   // TIFF: the paragraph in each compression the engine reads that the writer here can make (CCITT Group 3 and 4 are
   // committed, made once with ImageMagick: tests/fixtures/tiff/README.md), and a multi-page file of the PDF's pages.
-  for (const [name, page] of Object.entries(tiffPages(paragraph))) await withTruth(`tiff/paragraph-${name}.tif`, writeTiff([page]), paragraphTruth);
-  const tiffDocument = TEXTS.pdfPages.map((page) => tiffPages(renderLines(1500, 300, stack([page.heading, ...page.body], 40, 30, 36))).lzw);
-  await withTruth("tiff/three-pages.tif", writeTiff(tiffDocument), TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n"));
+  for (const [name, page] of Object.entries(tiffPages(paragraph)))
+    await withTruth(`tiff/paragraph-${name}.tif`, writeTiff([page]), paragraphTruth);
+  const tiffDocument = TEXTS.pdfPages.map(
+    (page) => tiffPages(renderLines(1500, 300, stack([page.heading, ...page.body], 40, 30, 36))).lzw,
+  );
+  await withTruth(
+    "tiff/three-pages.tif",
+    writeTiff(tiffDocument),
+    TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n"),
+  );
 
   // The same text as a 75-DPI-like scan: small glyphs that need upscaling.
-  await withTruth("small-text.png", renderLines(480, 80, stack(TEXTS.paragraph, 10, 6, 11)).toBuffer("image/png"), paragraphTruth);
+  await withTruth(
+    "small-text.png",
+    renderLines(480, 80, stack(TEXTS.paragraph, 10, 6, 11)).toBuffer("image/png"),
+    paragraphTruth,
+  );
 
   // Two columns: a reader must finish the left one before the right one.
-  const columns = renderLines(1400, 760, [...stack(TEXTS.columnLeft, 40, 30, 30), ...stack(TEXTS.columnRight, 720, 30, 30)]);
-  await withTruth("two-column.png", columns.toBuffer("image/png"), [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"));
+  const columns = renderLines(1400, 760, [
+    ...stack(TEXTS.columnLeft, 40, 30, 30),
+    ...stack(TEXTS.columnRight, 720, 30, 30),
+  ]);
+  await withTruth(
+    "two-column.png",
+    columns.toBuffer("image/png"),
+    [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"),
+  );
 
   // A dense page (4–6 s of recognition): for tests that need a job still running when its deadline passes.
   const denseLines = Array.from({ length: 64 }, (_, i) => TEXTS.paragraph[i % TEXTS.paragraph.length]!);
@@ -572,17 +654,33 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
       30,
     ),
   ]);
-  await withTruth("structured.png", structured.toBuffer("image/png"), [TEXTS.heading, ...TEXTS.body, ...TEXTS.bullets].join("\n"));
+  await withTruth(
+    "structured.png",
+    structured.toBuffer("image/png"),
+    [TEXTS.heading, ...TEXTS.body, ...TEXTS.bullets].join("\n"),
+  );
 
   // French, for automatic language selection.
-  await withTruth("french.png", renderLines(1700, 300, stack(TEXTS.french, 40, 30, 34)).toBuffer("image/png"), TEXTS.french.join("\n"));
+  await withTruth(
+    "french.png",
+    renderLines(1700, 300, stack(TEXTS.french, 40, 30, 34)).toBuffer("image/png"),
+    TEXTS.french.join("\n"),
+  );
 
   // PDFs: born-digital, image-only (scanned), mixed, and an empty one.
   const pdfTruth = TEXTS.pdfPages.map((p) => [p.heading, ...p.body].join("\n")).join("\n\n");
   await withTruth("born-digital.pdf", await textPdf(TEXTS.pdfPages), pdfTruth);
   await withTruth("scanned.pdf", await imagePdf(paragraphPng), paragraphTruth);
-  await withTruth("scanned-3.pdf", await imagePdf(paragraphPng, 3), [paragraphTruth, paragraphTruth, paragraphTruth].join("\n\n"));
-  await withTruth("mixed.pdf", await mixedPdf(paragraphPng), `${[TEXTS.pdfPages[0].heading, ...TEXTS.pdfPages[0].body].join("\n")}\n\n${paragraphTruth}`);
+  await withTruth(
+    "scanned-3.pdf",
+    await imagePdf(paragraphPng, 3),
+    [paragraphTruth, paragraphTruth, paragraphTruth].join("\n\n"),
+  );
+  await withTruth(
+    "mixed.pdf",
+    await mixedPdf(paragraphPng),
+    `${[TEXTS.pdfPages[0].heading, ...TEXTS.pdfPages[0].body].join("\n")}\n\n${paragraphTruth}`,
+  );
   // pdf-lib adds a blank page on save unless told not to.
   await write("hostile/zero-pages.pdf", await (await PDFDocument.create()).save({ addDefaultPage: false }));
   await write("hostile/encrypted.pdf", encryptedPdf());
@@ -608,7 +706,15 @@ export async function generateFixtures(dir = FIXTURE_DIR): Promise<void> {
   await write("hostile/not-really.pdf", "%PDF-1.7\n this is not a PDF at all");
   await write("hostile/smuggled.jpg", smuggledJpeg());
   // A TIFF that declares 100 000 × 100 000 pixels over a strip of a few bytes, and one cut in the middle of its data.
-  const tinyStrip = { width: 8, height: 1, data: new Uint8Array(8), bitsPerSample: 8, samplesPerPixel: 1, photometric: 1, compression: 8 } as const;
+  const tinyStrip = {
+    width: 8,
+    height: 1,
+    data: new Uint8Array(8),
+    bitsPerSample: 8,
+    samplesPerPixel: 1,
+    photometric: 1,
+    compression: 8,
+  } as const;
   await write("hostile/huge-header.tif", writeTiff([{ ...tinyStrip, declared: { width: 100_000, height: 100_000 } }]));
   const lzwTiff = writeTiff([tiffPages(paragraph).lzw]);
   await write("hostile/truncated.tif", lzwTiff.subarray(0, Math.floor(lzwTiff.length / 2)));

@@ -45,7 +45,9 @@ function milliseconds(name, fallback) {
   if (raw === undefined || raw.trim() === "") return fallback;
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 1000) {
-    console.error(`Invalid configuration: ${name} must be a whole number of milliseconds ≥ 1000 (got ${JSON.stringify(raw)})`);
+    console.error(
+      `Invalid configuration: ${name} must be a whole number of milliseconds ≥ 1000 (got ${JSON.stringify(raw)})`,
+    );
     process.exit(1);
   }
   return value;
@@ -101,7 +103,7 @@ const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
     "mcp-session-id, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, x-credits-remaining, " +
-      "location, link, preference-applied",
+    "location, link, preference-applied",
 };
 
 /**
@@ -114,10 +116,17 @@ function notImplemented(method, url, headers) {
   const shown = method.slice(0, 20);
   const body = JSON.stringify({
     success: false,
-    error: { code: "not_implemented", message: `${shown} is not implemented by this server: it serves ${SERVED_METHODS.slice(0, -1).join(", ")} and OPTIONS` },
+    error: {
+      code: "not_implemented",
+      message: `${shown} is not implemented by this server: it serves ${SERVED_METHODS.slice(0, -1).join(", ")} and OPTIONS`,
+    },
     requestId,
   });
-  const https = String(headers["x-forwarded-proto"] ?? "").split(",")[0].trim().toLowerCase() === "https";
+  const https =
+    String(headers["x-forwarded-proto"] ?? "")
+      .split(",")[0]
+      .trim()
+      .toLowerCase() === "https";
   return {
     body,
     headers: {
@@ -152,7 +161,9 @@ const server = http.createServer(
       if (!res.headersSent) {
         res.statusCode = 500;
         res.setHeader("content-type", "application/json");
-        res.end(JSON.stringify({ success: false, error: { code: "internal_error", message: "Internal server error" } }));
+        res.end(
+          JSON.stringify({ success: false, error: { code: "internal_error", message: "Internal server error" } }),
+        );
       } else res.destroy();
     });
   },
@@ -165,7 +176,9 @@ if (dev) app.setupWebSocketHandler?.(server);
 // Without a listener Node closes a CONNECT's connection unanswered; say why, then close it (it is no tunnel).
 server.on("connect", (req, socket) => {
   const answer = notImplemented(req.method ?? "CONNECT", req.url, req.headers);
-  const head = Object.entries({ ...answer.headers, Connection: "close" }).map(([name, value]) => `${name}: ${value}\r\n`).join("");
+  const head = Object.entries({ ...answer.headers, Connection: "close" })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("");
   socket.on("error", () => undefined);
   socket.end(`HTTP/1.1 501 Not Implemented\r\n${head}\r\n${answer.body}`);
 });

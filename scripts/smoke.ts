@@ -20,7 +20,14 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { makeTextPdf } from "../bench/long-pdf";
 import { OWN_SAMPLES } from "../lib/input";
 import { characterErrorRate } from "../bench/metrics";
-import { REST_STORE_VARIABLES, assertRedisAnswers, deletePrefix, freePort, startStandalone, type StandaloneServer } from "../tooling";
+import {
+  REST_STORE_VARIABLES,
+  assertRedisAnswers,
+  deletePrefix,
+  freePort,
+  startStandalone,
+  type StandaloneServer,
+} from "../tooling";
 import { FIXTURE_DIR, generateFixtures, longScan, TEXTS } from "./make-fixtures";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -46,7 +53,11 @@ class SmokeFailure extends Error {}
  */
 function alarmingLines(log: string): string[] {
   // Request log lines (`api request_id=…`) are the access log, not alarms.
-  return log.split("\n").filter((line) => !line.startsWith("api ") && /error|fail|not reachable|timed? ?out|unavailable|^\s+at |⨯/i.test(line));
+  return log
+    .split("\n")
+    .filter(
+      (line) => !line.startsWith("api ") && /error|fail|not reachable|timed? ?out|unavailable|^\s+at |⨯/i.test(line),
+    );
 }
 
 let server: StandaloneServer | undefined;
@@ -92,7 +103,10 @@ async function checkSamplesTraced(): Promise<void> {
     `${path.relative(ROOT, STANDALONE)}/server.js is missing: run \`npm run build\` first (next.config.ts must keep output: "standalone")`,
   );
   for (const name of OWN_SAMPLES) {
-    check(existsSync(path.join(STANDALONE, "public/samples", name)), `public/samples/${name} is not traced into ${path.relative(ROOT, STANDALONE)}`);
+    check(
+      existsSync(path.join(STANDALONE, "public/samples", name)),
+      `public/samples/${name} is not traced into ${path.relative(ROOT, STANDALONE)}`,
+    );
   }
 }
 
@@ -100,7 +114,11 @@ async function runAdmin(args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, REDIS_PREFIX: PREFIX };
   for (const name of REST_STORE_VARIABLES) delete env[name];
   // As `npm run admin` runs it (the condition lets lib's "server-only" modules load).
-  const child = spawn("npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("npx", ["tsx", "--conditions=react-server", "scripts/admin.ts", ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -145,7 +163,10 @@ async function checkOcr(key: string, item: OcrCase): Promise<string> {
     text = document.pages.map((page) => page.text).join("\n");
   }
   const cer = characterErrorRate(text, truth);
-  check(cer < MAX_CER, `${label}: character error rate ${cer.toFixed(3)} ≥ ${MAX_CER}; read: ${JSON.stringify(text.slice(0, 300))}`);
+  check(
+    cer < MAX_CER,
+    `${label}: character error rate ${cer.toFixed(3)} ≥ ${MAX_CER}; read: ${JSON.stringify(text.slice(0, 300))}`,
+  );
   return `CER ${cer.toFixed(3)}, ${item.pages} credit${item.pages > 1 ? "s" : ""}, ${String(body.processingTime)} ms server time`;
 }
 
@@ -162,7 +183,10 @@ async function postFile(key: string, file: string): Promise<{ status: number; bo
 async function balanceOf(key: string): Promise<number> {
   const response = await request("/api/credits", { headers: { "x-api-key": key } });
   const body = await json(response);
-  check(response.status === 200 && typeof body.balance === "number", `GET /api/credits: ${response.status} ${JSON.stringify(body)}`);
+  check(
+    response.status === 200 && typeof body.balance === "number",
+    `GET /api/credits: ${response.status} ${JSON.stringify(body)}`,
+  );
   return body.balance;
 }
 
@@ -173,7 +197,10 @@ async function signUpIn(page: Page, origin: string, email: string): Promise<void
   await page.getByLabel("Password").fill(`smoke ${randomBytes(9).toString("base64url")}`);
   await page.getByRole("button", { name: "Create account" }).click();
   // Either the account page or the form again with its error (with or without JavaScript).
-  await Promise.race([page.waitForURL("**/settings", { timeout: 20_000 }), page.locator("#auth-error").waitFor({ timeout: 20_000 })]);
+  await Promise.race([
+    page.waitForURL("**/settings", { timeout: 20_000 }),
+    page.locator("#auth-error").waitFor({ timeout: 20_000 }),
+  ]);
 }
 
 /**
@@ -190,9 +217,18 @@ async function checkPagesInBrowser(browser: Browser): Promise<void> {
     const response = await page.goto(`${baseUrl}${pathname}`);
     check(response?.status() === 200, `${pathname} is ${response?.status()}`);
     const headers = response.headers();
-    check(/script-src 'self' 'nonce-[^']+' 'strict-dynamic'/.test(headers["content-security-policy"] ?? ""), `${pathname}: CSP ${headers["content-security-policy"]}`);
-    check(/style-src 'self' 'nonce-/.test(headers["content-security-policy"] ?? ""), `${pathname}: production styles are not nonce-only`);
-    check(headers["x-frame-options"] === "DENY" && headers["x-content-type-options"] === "nosniff", `${pathname}: headers ${JSON.stringify(headers)}`);
+    check(
+      /script-src 'self' 'nonce-[^']+' 'strict-dynamic'/.test(headers["content-security-policy"] ?? ""),
+      `${pathname}: CSP ${headers["content-security-policy"]}`,
+    );
+    check(
+      /style-src 'self' 'nonce-/.test(headers["content-security-policy"] ?? ""),
+      `${pathname}: production styles are not nonce-only`,
+    );
+    check(
+      headers["x-frame-options"] === "DENY" && headers["x-content-type-options"] === "nosniff",
+      `${pathname}: headers ${JSON.stringify(headers)}`,
+    );
     await page.waitForFunction(() => "next" in window, undefined, { timeout: 10_000 });
   }
   await signUpIn(page, baseUrl, `smoke-browser-${randomBytes(4).toString("hex")}@example.com`);
@@ -203,7 +239,10 @@ async function checkPagesInBrowser(browser: Browser): Promise<void> {
   check(/^ocr_\S{32,}$/.test(key), "no key shown after Create key");
   check(violations.length === 0, `CSP violations: ${violations.slice(0, 3).join(" | ")}`);
   await new Promise((resolve) => setTimeout(resolve, 500)); // let the request log lines arrive
-  check(!serverLog().includes(key) && !serverLog().includes(key.slice(4)), "the new API key appears in the server's log");
+  check(
+    !serverLog().includes(key) && !serverLog().includes(key.slice(4)),
+    "the new API key appears in the server's log",
+  );
   await page.context().close();
 }
 
@@ -225,7 +264,12 @@ async function checkNpmStart(browser: Browser): Promise<void> {
     SERVER_HEADERS_TIMEOUT_MS: String(START_HEADERS_TIMEOUT_MS),
     NEXT_TELEMETRY_DISABLED: "1",
   });
-  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let log = "";
   child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
@@ -238,23 +282,35 @@ async function checkNpmStart(browser: Browser): Promise<void> {
         () => false,
       );
       if (ok) break;
-      check(Date.now() < deadline, `npm start did not answer within ${STARTUP_TIMEOUT_MS / 1000} s: ${log.slice(-500)}`);
+      check(
+        Date.now() < deadline,
+        `npm start did not answer within ${STARTUP_TIMEOUT_MS / 1000} s: ${log.slice(-500)}`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     check(!/does not work with|⚠/.test(log), `npm start printed a warning: ${log.slice(0, 500)}`);
-    check(alarmingLines(log).length === 0, `npm start's start on a healthy Redis logged:\n${alarmingLines(log).join("\n")}`);
+    check(
+      alarmingLines(log).length === 0,
+      `npm start's start on a healthy Redis logged:\n${alarmingLines(log).join("\n")}`,
+    );
 
     const outcomes: string[] = [];
     for (let i = 0; i < START_SIGNUPS_PER_ADDRESS + 2; i++) {
-      const context = await browser.newContext({ javaScriptEnabled: false, extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
+      const context = await browser.newContext({
+        javaScriptEnabled: false,
+        extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` },
+      });
       const page = await context.newPage();
       await signUpIn(page, origin, `smoke-start-${i}-${randomBytes(3).toString("hex")}@example.com`);
-      outcomes.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
+      outcomes.push(
+        page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"),
+      );
       await context.close();
     }
     const created = outcomes.filter((outcome) => outcome === "created").length;
     check(
-      created === START_SIGNUPS_PER_ADDRESS && outcomes.slice(created).every((outcome) => /^Too many sign-ups from your network/.test(outcome)),
+      created === START_SIGNUPS_PER_ADDRESS &&
+        outcomes.slice(created).every((outcome) => /^Too many sign-ups from your network/.test(outcome)),
       `sign-ups with rotating X-Forwarded-For: ${JSON.stringify(outcomes)}`,
     );
 
@@ -264,7 +320,10 @@ async function checkNpmStart(browser: Browser): Promise<void> {
       socket.on("error", () => undefined);
       socket.on("connect", () => socket.write("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
       const drip = setInterval(() => socket.write(`X-Drip: ${Date.now()}\r\n`), 400);
-      const giveUp = setTimeout(() => reject(new SmokeFailure("a slow-loris connection is still open after 15 s")), 15_000);
+      const giveUp = setTimeout(
+        () => reject(new SmokeFailure("a slow-loris connection is still open after 15 s")),
+        15_000,
+      );
       socket.on("close", () => {
         clearInterval(drip);
         clearTimeout(giveUp);
@@ -274,25 +333,30 @@ async function checkNpmStart(browser: Browser): Promise<void> {
     check(closedAfter < START_HEADERS_TIMEOUT_MS + 2_500, `a slow-loris connection was closed after ${closedAfter} ms`);
 
     // TRACE (and every method no path serves) is answered by serve.mjs before Next.js, which would answer 500.
-    const trace = await new Promise<{ status: number; type: string; requestId: string; body: string }>((resolve, reject) => {
-      const traceRequest = httpRequest(`${origin}/api/health`, { method: "TRACE" }, (response) => {
-        let body = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (body += chunk));
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            type: String(response.headers["content-type"]),
-            requestId: String(response.headers["x-request-id"]),
-            body,
-          }),
-        );
-      });
-      traceRequest.on("error", reject);
-      traceRequest.end();
-    });
+    const trace = await new Promise<{ status: number; type: string; requestId: string; body: string }>(
+      (resolve, reject) => {
+        const traceRequest = httpRequest(`${origin}/api/health`, { method: "TRACE" }, (response) => {
+          let body = "";
+          response.setEncoding("utf8");
+          response.on("data", (chunk: string) => (body += chunk));
+          response.on("end", () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              type: String(response.headers["content-type"]),
+              requestId: String(response.headers["x-request-id"]),
+              body,
+            }),
+          );
+        });
+        traceRequest.on("error", reject);
+        traceRequest.end();
+      },
+    );
     check(
-      trace.status === 501 && trace.type.startsWith("application/json") && trace.body.includes('"code":"not_implemented"') && trace.body.includes(trace.requestId),
+      trace.status === 501 &&
+        trace.type.startsWith("application/json") &&
+        trace.body.includes('"code":"not_implemented"') &&
+        trace.body.includes(trace.requestId),
       `TRACE /api/health on npm start: ${trace.status} ${trace.type} ${trace.body.slice(0, 200)}`,
     );
   } finally {
@@ -302,9 +366,19 @@ async function checkNpmStart(browser: Browser): Promise<void> {
 
 /** `npm start` with no Redis configured: exits 1 at start, saying what to set, instead of answering 500 everywhere. */
 async function checkStartWithoutRedis(): Promise<void> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(await freePort()), HOSTNAME: "127.0.0.1", NEXT_TELEMETRY_DISABLED: "1" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(await freePort()),
+    HOSTNAME: "127.0.0.1",
+    NEXT_TELEMETRY_DISABLED: "1",
+  };
   for (const name of ["REDIS_URL", ...REST_STORE_VARIABLES]) delete env[name];
-  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let log = "";
   child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
@@ -312,7 +386,10 @@ async function checkStartWithoutRedis(): Promise<void> {
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   clearTimeout(timer);
   check(code === 1, `npm start without Redis exited with ${code} (expected 1): ${log.slice(-400)}`);
-  check(/refusing to start: No Redis is configured.*REDIS_URL/s.test(log), `npm start without Redis did not say what to set: ${log.slice(-400)}`);
+  check(
+    /refusing to start: No Redis is configured.*REDIS_URL/s.test(log),
+    `npm start without Redis did not say what to set: ${log.slice(-400)}`,
+  );
 }
 
 /**
@@ -331,7 +408,12 @@ async function checkStartWithRedisDown(): Promise<void> {
     REDIS_PREFIX: `${PREFIX}down:`,
     NEXT_TELEMETRY_DISABLED: "1",
   });
-  const child = spawn("npm", ["start", "--silent"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let log = "";
   child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString()));
@@ -344,7 +426,10 @@ async function checkStartWithRedisDown(): Promise<void> {
     const deadline = Date.now() + STARTUP_TIMEOUT_MS;
     while (!(await done())) {
       check(child.exitCode === null, `npm start exited (${child.exitCode}): ${log.slice(-500)}`);
-      check(Date.now() < deadline, `npm start with Redis down: ${what} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${log.slice(-800)}`);
+      check(
+        Date.now() < deadline,
+        `npm start with Redis down: ${what} within ${STARTUP_TIMEOUT_MS / 1000} s:\n${log.slice(-800)}`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   };
@@ -354,10 +439,19 @@ async function checkStartWithRedisDown(): Promise<void> {
     await waitFor("no 503 from /api/health", async () => (await health()) === 503);
     await waitFor("no line saying Redis is not reachable", async () => log.includes(down));
     await new Promise((resolve) => setTimeout(resolve, 3_000)); // what else it would say meanwhile
-    check(alarmingLines(log).length === 1 && alarmingLines(log)[0]!.startsWith(down), `npm start with Redis down logged:\n${alarmingLines(log).join("\n")}`);
-    redis = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    check(
+      alarmingLines(log).length === 1 && alarmingLines(log)[0]!.startsWith(down),
+      `npm start with Redis down logged:\n${alarmingLines(log).join("\n")}`,
+    );
+    redis = spawn(
+      "redis-server",
+      ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+      { stdio: "ignore" },
+    );
     await waitFor("no 200 from /api/health after Redis came", async () => (await health()) === 200);
-    await waitFor("no line saying Redis answers again", async () => log.includes(`[store] Redis at 127.0.0.1:${redisPort} answers again`));
+    await waitFor("no line saying Redis answers again", async () =>
+      log.includes(`[store] Redis at 127.0.0.1:${redisPort} answers again`),
+    );
     check(alarmingLines(log).length === 1, `npm start logged more once Redis came:\n${alarmingLines(log).join("\n")}`);
   } finally {
     if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
@@ -370,17 +464,30 @@ async function main(): Promise<void> {
   const parts: string[] = [];
   console.log(`smoke: standalone server, Redis ${REDIS_URL}, prefix ${PREFIX}`);
 
-  await step("Redis answers", () => assertRedisAnswers(REDIS_URL).catch((error: unknown) => fail(String(error instanceof Error ? error.message : error))));
+  await step("Redis answers", () =>
+    assertRedisAnswers(REDIS_URL).catch((error: unknown) =>
+      fail(String(error instanceof Error ? error.message : error)),
+    ),
+  );
   await step("fixtures generated", () => generateFixtures());
   await step("the sample documents traced into the build", checkSamplesTraced);
   server = await step("standalone copied out of the repo (with .next/static, public), answering /api/health", () =>
-    startStandalone({ serverDir: ROOT, redisUrl: REDIS_URL, prefix: PREFIX, label: "ocr-smoke-", env: { REQUEST_DEADLINE_MS: String(DEADLINE_MS) } }),
+    startStandalone({
+      serverDir: ROOT,
+      redisUrl: REDIS_URL,
+      prefix: PREFIX,
+      label: "ocr-smoke-",
+      env: { REQUEST_DEADLINE_MS: String(DEADLINE_MS) },
+    }),
   );
   baseUrl = server.url;
   console.log(`    at ${baseUrl}`);
   const bootLog = server.log();
   await step("the standalone server's start logged nothing alarming", async () => {
-    check(alarmingLines(bootLog).length === 0, `the standalone server's start logged:\n${alarmingLines(bootLog).join("\n")}`);
+    check(
+      alarmingLines(bootLog).length === 0,
+      `the standalone server's start logged:\n${alarmingLines(bootLog).join("\n")}`,
+    );
   });
 
   await step("GET /api/health: 200 ok, Redis store reachable", async () => {
@@ -388,7 +495,10 @@ async function main(): Promise<void> {
     const body = await json(response);
     check(response.status === 200, `health is ${response.status}: ${JSON.stringify(body)}`);
     const store = body.store as { kind?: string; ok?: boolean } | undefined;
-    check(body.status === "ok" && store?.kind === "redis-tcp" && store.ok, `unexpected health: ${JSON.stringify(body)}`);
+    check(
+      body.status === "ok" && store?.kind === "redis-tcp" && store.ok,
+      `unexpected health: ${JSON.stringify(body)}`,
+    );
     check(response.headers.get("access-control-allow-origin") === "*", "health has no CORS header");
   });
   await step("GET /api/health?deep=1: engine reads the built-in PNG and PDF", async () => {
@@ -420,32 +530,47 @@ async function main(): Promise<void> {
     check(response.status === 200, `${asset} is ${response.status} (was .next/static copied?)`);
     const icon = await request("/favicon.ico");
     await icon.body?.cancel();
-    check(icon.status === 200 && /image/.test(icon.headers.get("content-type") ?? ""), `/favicon.ico is ${icon.status}`);
+    check(
+      icon.status === 200 && /image/.test(icon.headers.get("content-type") ?? ""),
+      `/favicon.ico is ${icon.status}`,
+    );
     const sample = await request("/samples/scan.png");
     await sample.body?.cancel();
     check(sample.status === 200, `/samples/scan.png (the docs' URL example) is ${sample.status}`);
   });
-  await step("a cross-site server-action POST: 403 forbidden with the error body (proxy.ts), not Next's 500", async () => {
-    const response = await request("/signin", {
-      method: "POST",
-      headers: { "next-action": "7f".padEnd(42, "0"), origin: "https://attacker.example", "content-type": "text/plain;charset=UTF-8" },
-      body: "[]",
-    });
-    const body = await json(response);
-    const error = body.error as { code?: string } | undefined;
-    check(response.status === 403 && error?.code === "forbidden", `cross-site action answered ${response.status}: ${JSON.stringify(body)}`);
-    check(response.headers.get("x-request-id") === body.requestId, "the 403 has no matching x-request-id");
-  });
+  await step(
+    "a cross-site server-action POST: 403 forbidden with the error body (proxy.ts), not Next's 500",
+    async () => {
+      const response = await request("/signin", {
+        method: "POST",
+        headers: {
+          "next-action": "7f".padEnd(42, "0"),
+          origin: "https://attacker.example",
+          "content-type": "text/plain;charset=UTF-8",
+        },
+        body: "[]",
+      });
+      const body = await json(response);
+      const error = body.error as { code?: string } | undefined;
+      check(
+        response.status === 403 && error?.code === "forbidden",
+        `cross-site action answered ${response.status}: ${JSON.stringify(body)}`,
+      );
+      check(response.headers.get("x-request-id") === body.requestId, "the 403 has no matching x-request-id");
+    },
+  );
   parts.push("pages");
 
   if (existsSync(CHROMIUM)) {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     try {
-      await step("pages in Chromium: security headers, nonce CSP with no violation; sign-up and a new key, never in the log", () =>
-        checkPagesInBrowser(browser),
+      await step(
+        "pages in Chromium: security headers, nonce CSP with no violation; sign-up and a new key, never in the log",
+        () => checkPagesInBrowser(browser),
       );
-      await step("npm start (scripts/serve.mjs): no warning; sign-ups limited per socket whatever X-Forwarded-For says; slow loris cut; TRACE 501", () =>
-        checkNpmStart(browser),
+      await step(
+        "npm start (scripts/serve.mjs): no warning; sign-ups limited per socket whatever X-Forwarded-For says; slow loris cut; TRACE 501",
+        () => checkNpmStart(browser),
       );
     } finally {
       await browser.close();
@@ -455,7 +580,10 @@ async function main(): Promise<void> {
     console.log(`  - ${CHROMIUM} is missing: browser and npm start checks skipped (CI installs Debian's chromium)`);
   }
   await step("npm start without Redis: exits 1 at start, naming the variables to set", checkStartWithoutRedis);
-  await step("npm start with Redis down at start: one plain line, then 200 and one line once Redis answers", checkStartWithRedisDown);
+  await step(
+    "npm start with Redis down at start: one plain line, then 200 and one line once Redis answers",
+    checkStartWithRedisDown,
+  );
 
   const hasRest = existsSync(path.join(ROOT, "app/api/ocr/process/route.ts"));
   const hasMcp = existsSync(path.join(ROOT, "app/api/mcp/route.ts"));
@@ -484,59 +612,91 @@ async function main(): Promise<void> {
       });
       console.log(`      ${detail}`);
     }
-    await step("POST /api/ocr/process with imageUrl of this server's own /samples/report.pdf (loopback: read from the build, not fetched)", async () => {
-      const response = await request("/api/ocr/process", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": apiKey },
-        body: JSON.stringify({ imageUrl: `${baseUrl}/samples/report.pdf` }),
-      });
-      const body = await json(response);
-      check(response.status === 200 && body.inputSource === "url", `own sample URL: ${response.status} ${JSON.stringify(body).slice(0, 300)}`);
-      check(String(body.extractedText).includes("Annual Summary"), `own sample URL read: ${String(body.extractedText).slice(0, 200)}`);
-      const other = await request("/api/ocr/process", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": apiKey },
-        body: JSON.stringify({ imageUrl: `${baseUrl}/api/health` }),
-      });
-      await other.body?.cancel();
-      check(other.status === 400, `another path of this server as imageUrl: ${other.status}, expected 400 (SSRF guard)`);
-    });
+    await step(
+      "POST /api/ocr/process with imageUrl of this server's own /samples/report.pdf (loopback: read from the build, not fetched)",
+      async () => {
+        const response = await request("/api/ocr/process", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": apiKey },
+          body: JSON.stringify({ imageUrl: `${baseUrl}/samples/report.pdf` }),
+        });
+        const body = await json(response);
+        check(
+          response.status === 200 && body.inputSource === "url",
+          `own sample URL: ${response.status} ${JSON.stringify(body).slice(0, 300)}`,
+        );
+        check(
+          String(body.extractedText).includes("Annual Summary"),
+          `own sample URL read: ${String(body.extractedText).slice(0, 200)}`,
+        );
+        const other = await request("/api/ocr/process", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": apiKey },
+          body: JSON.stringify({ imageUrl: `${baseUrl}/api/health` }),
+        });
+        await other.body?.cancel();
+        check(
+          other.status === 400,
+          `another path of this server as imageUrl: ${other.status}, expected 400 (SSRF guard)`,
+        );
+      },
+    );
     await step("POST /api/ocr/process a 30-page born-digital PDF (text layer)", async () => {
       const pages = 30;
       const response = await request("/api/ocr/process", {
         method: "POST",
         headers: { "content-type": "application/json", "x-api-key": apiKey },
-        body: JSON.stringify({ image: Buffer.from(await makeTextPdf(pages)).toString("base64"), options: { format: "json" } }),
+        body: JSON.stringify({
+          image: Buffer.from(await makeTextPdf(pages)).toString("base64"),
+          options: { format: "json" },
+        }),
       });
       const body = await json(response);
       check(response.status === 200, `status ${response.status}: ${JSON.stringify(body).slice(0, 400)}`);
       check(body.creditsUsed === pages, `creditsUsed ${String(body.creditsUsed)}, expected ${pages}`);
-      const document = JSON.parse(String(body.extractedText)) as { pages: Array<{ number: number; text: string; source: string }> };
-      check(document.pages.length === pages && document.pages.every((p) => p.source === "text-layer"), "not 30 text-layer pages");
-      check(document.pages[pages - 1]!.text.includes(`Chapter ${pages}: Reading documents`), "the last page's heading is missing");
+      const document = JSON.parse(String(body.extractedText)) as {
+        pages: Array<{ number: number; text: string; source: string }>;
+      };
+      check(
+        document.pages.length === pages && document.pages.every((p) => p.source === "text-layer"),
+        "not 30 text-layer pages",
+      );
+      check(
+        document.pages[pages - 1]!.text.includes(`Chapter ${pages}: Reading documents`),
+        "the last page's heading is missing",
+      );
     });
-    await step("POST /api/ocr/jobs: a 6-page scan read by the built server's job runner, its result by parts", async () => {
-      const { pdf } = await longScan(6);
-      const submitted = await request("/api/ocr/jobs", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": apiKey },
-        body: JSON.stringify({ image: Buffer.from(pdf).toString("base64") }),
-      });
-      const job = await json(submitted);
-      check(submitted.status === 202, `status ${submitted.status}: ${JSON.stringify(job).slice(0, 400)}`);
-      const links = job.links as { self: string; result: string };
-      check(submitted.headers.get("location") === links.self, "no Location naming the job");
-      let status: Record<string, unknown> = job;
-      for (const started = Date.now(); status.status === "queued" || status.status === "running"; ) {
-        check(Date.now() - started < 120_000, `the job did not end within 2 min: ${JSON.stringify(status)}`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        status = await json(await request(links.self, { headers: { "x-api-key": apiKey } }));
-      }
-      check(status.status === "succeeded" && status.pagesDone === 6, `job ended ${JSON.stringify(status).slice(0, 400)}`);
-      const result = await json(await request(`${links.result}?pages=1-6`, { headers: { "x-api-key": apiKey } }));
-      const text = String(result.extractedText).split("\f");
-      check(text.length === 6 && text.every((page, i) => page.includes(`Page ${i + 1} of 6`)), `result: ${String(result.extractedText).slice(0, 300)}`);
-    });
+    await step(
+      "POST /api/ocr/jobs: a 6-page scan read by the built server's job runner, its result by parts",
+      async () => {
+        const { pdf } = await longScan(6);
+        const submitted = await request("/api/ocr/jobs", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": apiKey },
+          body: JSON.stringify({ image: Buffer.from(pdf).toString("base64") }),
+        });
+        const job = await json(submitted);
+        check(submitted.status === 202, `status ${submitted.status}: ${JSON.stringify(job).slice(0, 400)}`);
+        const links = job.links as { self: string; result: string };
+        check(submitted.headers.get("location") === links.self, "no Location naming the job");
+        let status: Record<string, unknown> = job;
+        for (const started = Date.now(); status.status === "queued" || status.status === "running";) {
+          check(Date.now() - started < 120_000, `the job did not end within 2 min: ${JSON.stringify(status)}`);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          status = await json(await request(links.self, { headers: { "x-api-key": apiKey } }));
+        }
+        check(
+          status.status === "succeeded" && status.pagesDone === 6,
+          `job ended ${JSON.stringify(status).slice(0, 400)}`,
+        );
+        const result = await json(await request(`${links.result}?pages=1-6`, { headers: { "x-api-key": apiKey } }));
+        const text = String(result.extractedText).split("\f");
+        check(
+          text.length === 6 && text.every((page, i) => page.includes(`Page ${i + 1} of 6`)),
+          `result: ${String(result.extractedText).slice(0, 300)}`,
+        );
+      },
+    );
     await step("POST /api/ocr/process without a key: 401 with the documented error body", async () => {
       const response = await request("/api/ocr/process", {
         method: "POST",
@@ -547,7 +707,10 @@ async function main(): Promise<void> {
       const error = body.error as { code?: unknown; message?: unknown } | undefined;
       check(response.status === 401, `expected 401, got ${response.status}: ${JSON.stringify(body)}`);
       check(
-        body.success === false && error?.code === "unauthorized" && typeof error.message === "string" && typeof body.requestId === "string",
+        body.success === false &&
+          error?.code === "unauthorized" &&
+          typeof error.message === "string" &&
+          typeof body.requestId === "string",
         `not the documented error body: ${JSON.stringify(body)}`,
       );
       check(response.headers.get("x-request-id") === body.requestId, "x-request-id differs from the body's requestId");
@@ -560,28 +723,37 @@ async function main(): Promise<void> {
       ] as const) {
         const { status, body } = await postFile(apiKey, file);
         const error = body.error as { code?: string; message?: string } | undefined;
-        check(status === 413 && error?.code === "payload_too_large", `${file}: ${status} ${JSON.stringify(body).slice(0, 300)}`);
+        check(
+          status === 413 && error?.code === "payload_too_large",
+          `${file}: ${status} ${JSON.stringify(body).slice(0, 300)}`,
+        );
         check(pattern.test(error.message ?? ""), `${file}: the message does not name the limit: ${error.message}`);
       }
       check((await balanceOf(apiKey)) === before, "credits were charged for refused documents");
     });
-    await step(`engine timeout on the built server: 504 within the ${DEADLINE_MS / 1000} s deadline + 1 s, health answers meanwhile`, async () => {
-      const before = await balanceOf(apiKey);
-      const started = Date.now();
-      const slow = postFile(apiKey, "hostile/huge-pages.pdf");
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
-      const healthStarted = Date.now();
-      const health = await request("/api/health");
-      await health.body?.cancel();
-      const healthMs = Date.now() - healthStarted;
-      const { status, body } = await slow;
-      const elapsed = Date.now() - started;
-      const error = body.error as { code?: string } | undefined;
-      check(status === 504 && error?.code === "timeout", `expected 504 timeout, got ${status}: ${JSON.stringify(body).slice(0, 300)}`);
-      check(elapsed <= DEADLINE_MS + 1_500, `answered after ${elapsed} ms (deadline ${DEADLINE_MS} ms)`);
-      check(health.status === 200 && healthMs < 1_500, `health during the work: ${health.status} in ${healthMs} ms`);
-      check((await balanceOf(apiKey)) === before, "credits were charged for a timed-out request");
-    });
+    await step(
+      `engine timeout on the built server: 504 within the ${DEADLINE_MS / 1000} s deadline + 1 s, health answers meanwhile`,
+      async () => {
+        const before = await balanceOf(apiKey);
+        const started = Date.now();
+        const slow = postFile(apiKey, "hostile/huge-pages.pdf");
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        const healthStarted = Date.now();
+        const health = await request("/api/health");
+        await health.body?.cancel();
+        const healthMs = Date.now() - healthStarted;
+        const { status, body } = await slow;
+        const elapsed = Date.now() - started;
+        const error = body.error as { code?: string } | undefined;
+        check(
+          status === 504 && error?.code === "timeout",
+          `expected 504 timeout, got ${status}: ${JSON.stringify(body).slice(0, 300)}`,
+        );
+        check(elapsed <= DEADLINE_MS + 1_500, `answered after ${elapsed} ms (deadline ${DEADLINE_MS} ms)`);
+        check(health.status === 200 && healthMs < 1_500, `health during the work: ${health.status} in ${healthMs} ms`);
+        check((await balanceOf(apiKey)) === before, "credits were charged for a timed-out request");
+      },
+    );
     parts.push("REST");
   } else {
     console.log("  - app/api/ocr/process/route.ts does not exist yet: REST checks skipped");
@@ -592,7 +764,11 @@ async function main(): Promise<void> {
     await step("POST /api/mcp initialize (2024-11-05): 200 JSON echoing the version", async () => {
       const response = await request("/api/mcp", {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": apiKey },
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "x-api-key": apiKey,
+        },
         body: JSON.stringify({
           jsonrpc: "2.0",
           id: 1,
@@ -602,31 +778,44 @@ async function main(): Promise<void> {
       });
       const text = await response.text();
       check(response.status === 200, `expected 200, got ${response.status}: ${text.slice(0, 300)}`);
-      check(response.headers.get("content-type")?.includes("application/json"), `content-type ${response.headers.get("content-type")}`);
+      check(
+        response.headers.get("content-type")?.includes("application/json"),
+        `content-type ${response.headers.get("content-type")}`,
+      );
       const body = JSON.parse(text) as Record<string, unknown>;
       const result = body.result as { protocolVersion?: string } | undefined;
       check(result?.protocolVersion === "2024-11-05", `initialize answered ${JSON.stringify(body).slice(0, 300)}`);
     });
-    await step("MCP as an OAuth protected resource: 401 with the challenge, both metadata documents served", async () => {
-      const refused = await request("/api/mcp", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
-      });
-      await refused.body?.cancel();
-      check(refused.status === 401, `no credentials: expected 401, got ${refused.status}`);
-      const challenge = refused.headers.get("www-authenticate") ?? "";
-      const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
-      check(metadataUrl === `${baseUrl}/.well-known/oauth-protected-resource/api/mcp`, `challenge: ${challenge}`);
-      const resource = await json(await request("/.well-known/oauth-protected-resource/api/mcp"));
-      check(resource.resource === `${baseUrl}/api/mcp`, `protected-resource metadata: ${JSON.stringify(resource)}`);
-      const server = await json(await request("/.well-known/oauth-authorization-server"));
-      check(server.issuer === baseUrl && server.token_endpoint === `${baseUrl}/oauth/token`, `authorization-server metadata: ${JSON.stringify(server)}`);
-      const page = await request("/oauth/authorize?client_id=ocl_unknown");
-      check(page.status === 200 && (await page.text()).includes("Unknown app"), `/oauth/authorize answered ${page.status}`);
-    });
-    await step("MCP conformance suite (@modelcontextprotocol/conformance, server scenarios) within conformance/expected-failures.yml", () =>
-      runConformance(`${baseUrl}/api/mcp?api_key=${encodeURIComponent(apiKey)}`),
+    await step(
+      "MCP as an OAuth protected resource: 401 with the challenge, both metadata documents served",
+      async () => {
+        const refused = await request("/api/mcp", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+        });
+        await refused.body?.cancel();
+        check(refused.status === 401, `no credentials: expected 401, got ${refused.status}`);
+        const challenge = refused.headers.get("www-authenticate") ?? "";
+        const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
+        check(metadataUrl === `${baseUrl}/.well-known/oauth-protected-resource/api/mcp`, `challenge: ${challenge}`);
+        const resource = await json(await request("/.well-known/oauth-protected-resource/api/mcp"));
+        check(resource.resource === `${baseUrl}/api/mcp`, `protected-resource metadata: ${JSON.stringify(resource)}`);
+        const server = await json(await request("/.well-known/oauth-authorization-server"));
+        check(
+          server.issuer === baseUrl && server.token_endpoint === `${baseUrl}/oauth/token`,
+          `authorization-server metadata: ${JSON.stringify(server)}`,
+        );
+        const page = await request("/oauth/authorize?client_id=ocl_unknown");
+        check(
+          page.status === 200 && (await page.text()).includes("Unknown app"),
+          `/oauth/authorize answered ${page.status}`,
+        );
+      },
+    );
+    await step(
+      "MCP conformance suite (@modelcontextprotocol/conformance, server scenarios) within conformance/expected-failures.yml",
+      () => runConformance(`${baseUrl}/api/mcp?api_key=${encodeURIComponent(apiKey)}`),
     );
     parts.push("MCP");
   } else {
@@ -637,7 +826,10 @@ async function main(): Promise<void> {
   check(serverLog().includes("[startup] OCR engine warm"), "instrumentation.ts did not warm the engine at startup");
   // The second recognizer loads in every OCR process at start (onnxruntime's native addon, the model files): only
   // the built server shows whether they were traced into it.
-  check(!serverLog().includes("PaddleOCR could not load"), "the engine processes could not load PaddleOCR (see the log)");
+  check(
+    !serverLog().includes("PaddleOCR could not load"),
+    "the engine processes could not load PaddleOCR (see the log)",
+  );
   console.log(`smoke: passed (${parts.join(", ")}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -649,15 +841,30 @@ async function main(): Promise<void> {
  */
 async function runConformance(url: string): Promise<void> {
   const bin = path.join(ROOT, "node_modules/@modelcontextprotocol/conformance/dist/index.js");
-  const args = [bin, "server", "--url", url, "--expected-failures", path.join(ROOT, "conformance/expected-failures.yml")];
+  const args = [
+    bin,
+    "server",
+    "--url",
+    url,
+    "--expected-failures",
+    path.join(ROOT, "conformance/expected-failures.yml"),
+  ];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   // Its summary, without the key in the URL.
-  const summary = output.replaceAll(url, "<server>/api/mcp?api_key=…").split("\n").filter((line) => /pass|fail|expected|scenario/i.test(line));
-  console.log(summary.slice(-40).map((line) => `      ${line}`).join("\n"));
+  const summary = output
+    .replaceAll(url, "<server>/api/mcp?api_key=…")
+    .split("\n")
+    .filter((line) => /pass|fail|expected|scenario/i.test(line));
+  console.log(
+    summary
+      .slice(-40)
+      .map((line) => `      ${line}`)
+      .join("\n"),
+  );
   check(code === 0, `the conformance suite exited ${code}:\n${output.replaceAll(url, "<server>").slice(-4000)}`);
 }
 
@@ -679,8 +886,11 @@ try {
   await main();
 } catch (error) {
   failed = true;
-  console.error(`\nsmoke: FAILED: ${error instanceof SmokeFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  if (serverLog()) console.error(`\n--- server log (last 60 lines) ---\n${serverLog().trim().split("\n").slice(-60).join("\n")}`);
+  console.error(
+    `\nsmoke: FAILED: ${error instanceof SmokeFailure ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
+  if (serverLog())
+    console.error(`\n--- server log (last 60 lines) ---\n${serverLog().trim().split("\n").slice(-60).join("\n")}`);
 } finally {
   await cleanUp();
 }

@@ -103,7 +103,8 @@ function compress(page: TiffPageInput, strip: Uint8Array, stride: number): Uint8
       return new Uint8Array(deflateSync(strip));
     case 32773: {
       const out: number[] = [];
-      for (let y = 0; y < strip.length / stride; y++) out.push(...packBits(strip.subarray(y * stride, (y + 1) * stride)));
+      for (let y = 0; y < strip.length / stride; y++)
+        out.push(...packBits(strip.subarray(y * stride, (y + 1) * stride)));
       return Uint8Array.from(out);
     }
   }
@@ -134,7 +135,10 @@ export function writeTiff(pages: readonly TiffPageInput[]): Uint8Array {
     const declaredRowsPerStrip = page.declared?.height ?? rowsPerStrip;
     const strips: Array<{ offset: number; length: number }> = [];
     for (let top = 0; top < page.height; top += rowsPerStrip) {
-      const raw = page.compression === 7 ? page.data : page.data.subarray(top * stride, Math.min(page.height, top + rowsPerStrip) * stride);
+      const raw =
+        page.compression === 7
+          ? page.data
+          : page.data.subarray(top * stride, Math.min(page.height, top + rowsPerStrip) * stride);
       const data = compress(page, raw, stride);
       strips.push({ offset: add(data), length: data.length });
     }
@@ -148,7 +152,13 @@ export function writeTiff(pages: readonly TiffPageInput[]): Uint8Array {
       [277, 3, [page.samplesPerPixel]],
       [278, 4, [declaredRowsPerStrip]],
       [279, 4, strips.map((s) => s.length)],
-      ...(page.dpi ? ([[282, 5, [page.dpi, 1]], [283, 5, [page.dpi, 1]], [296, 3, [2]]] as Array<[number, number, number[]]>) : []),
+      ...(page.dpi
+        ? ([
+            [282, 5, [page.dpi, 1]],
+            [283, 5, [page.dpi, 1]],
+            [296, 3, [2]],
+          ] as Array<[number, number, number[]]>)
+        : []),
       ...(page.colorMap ? ([[320, 3, page.colorMap]] as Array<[number, number, number[]]>) : []),
     ];
     entries.sort((a, b) => a[0] - b[0]);
@@ -165,7 +175,9 @@ export function writeTiff(pages: readonly TiffPageInput[]): Uint8Array {
       view.setUint32(at + 4, type === 5 ? values.length / 2 : values.length, true);
       const bytes = new Uint8Array(values.length * size[type as 3 | 4 | 5]);
       const valueView = new DataView(bytes.buffer);
-      values.forEach((value, j) => (type === 3 ? valueView.setUint16(j * 2, value, true) : valueView.setUint32(j * 4, value, true)));
+      values.forEach((value, j) =>
+        type === 3 ? valueView.setUint16(j * 2, value, true) : valueView.setUint32(j * 4, value, true),
+      );
       if (bytes.length <= 4) ifd.set(bytes, at + 8);
       else extra.push({ field: at + 8, values: bytes });
     });

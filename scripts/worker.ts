@@ -11,18 +11,24 @@ import { getStore } from "@/lib/store";
 const env = getEnv();
 for (const notice of deprecationNotices()) console.warn(`[worker] ${notice}`);
 if (!env.REDIS_URL) {
-  console.error("[worker] REDIS_URL is not set: a worker reads the jobs of a server that shares its Redis (redis:// or rediss://).");
+  console.error(
+    "[worker] REDIS_URL is not set: a worker reads the jobs of a server that shares its Redis (redis:// or rediss://).",
+  );
   process.exit(1);
 }
 if (getStore().kind === "memory") {
-  console.error("[worker] no Redis store is configured; set REDIS_URL (and the same UPSTASH_* variables as the server, if it uses them).");
+  console.error(
+    "[worker] no Redis store is configured; set REDIS_URL (and the same UPSTASH_* variables as the server, if it uses them).",
+  );
   process.exit(1);
 }
 
 const runner = ensureJobRunner({ always: true });
 const pool = getOcrPool();
 await pool.warm({ ocr: env.OCR_ENGINE_PROCESSES });
-console.info(`[worker] ${workerName()} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`);
+console.info(
+  `[worker] ${workerName()} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,
+);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

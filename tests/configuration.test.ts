@@ -61,7 +61,11 @@ describe("vercel.json", () => {
 describe("renamed variables", () => {
   it("OCR_WORKERS, OCR_INSPECT_WORKERS and OCR_WORKER_MEMORY_MB still work, each with a deprecation line", () => {
     const old = { OCR_WORKERS: "3", OCR_INSPECT_WORKERS: "1", OCR_WORKER_MEMORY_MB: "512" };
-    expect(parseEnv(old)).toMatchObject({ OCR_ENGINE_PROCESSES: 3, OCR_INSPECT_PROCESSES: 1, OCR_ENGINE_MEMORY_MB: 512 });
+    expect(parseEnv(old)).toMatchObject({
+      OCR_ENGINE_PROCESSES: 3,
+      OCR_INSPECT_PROCESSES: 1,
+      OCR_ENGINE_MEMORY_MB: 512,
+    });
     expect(deprecationNotices(old)).toEqual([
       "OCR_WORKERS is deprecated: rename it OCR_ENGINE_PROCESSES",
       "OCR_INSPECT_WORKERS is deprecated: rename it OCR_INSPECT_PROCESSES",
@@ -76,6 +80,8 @@ describe("renamed variables", () => {
   });
 
   it("says nothing when only the new names are used", () => {
-    expect(deprecationNotices({ OCR_ENGINE_PROCESSES: "2", OCR_INSPECT_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" })).toEqual([]);
+    expect(
+      deprecationNotices({ OCR_ENGINE_PROCESSES: "2", OCR_INSPECT_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" }),
+    ).toEqual([]);
   });
 });

@@ -23,7 +23,9 @@ const storeSchema = z.strictObject({
   overdueReservations: z.number().int().min(0).optional(),
   error: z.string().optional(),
   dataLoss: z.strictObject({ detectedAt: z.iso.datetime(), message: z.string() }).optional(),
-  memory: z.strictObject({ usedMb: z.number().min(0), maxMb: z.number().min(0).nullable(), policy: z.string().nullable() }).optional(),
+  memory: z
+    .strictObject({ usedMb: z.number().min(0), maxMb: z.number().min(0).nullable(), policy: z.string().nullable() })
+    .optional(),
   writeError: z.string().optional(),
 });
 
@@ -56,7 +58,11 @@ const healthSchema = z.strictObject({
     busy: z.number().int().min(0),
     queued: z.number().int().min(0),
     expectedWaitS: z.number().min(0),
-    inspect: z.strictObject({ workers: z.number().int().min(0), busy: z.number().int().min(0), queued: z.number().int().min(0) }),
+    inspect: z.strictObject({
+      workers: z.number().int().min(0),
+      busy: z.number().int().min(0),
+      queued: z.number().int().min(0),
+    }),
     stopped: z.strictObject({
       timeout: z.number().int().min(0),
       work: z.number().int().min(0),
@@ -171,7 +177,9 @@ describe("GET /api/health", () => {
     // libtesseract5, which OCR_TESSERACT=auto loads).
     const shallow = (await getHealth()).body;
     expect(shallow.engine.ready).toBe(true);
-    expect(shallow.engine.tesseract?.kind).toEqual(process.env.CI ? "native" : expect.stringMatching(/^(native|wasm)$/));
+    expect(shallow.engine.tesseract?.kind).toEqual(
+      process.env.CI ? "native" : expect.stringMatching(/^(native|wasm)$/),
+    );
   });
 
   it("is ok on a real Redis (REDIS_URL)", async () => {
@@ -241,51 +249,61 @@ describe("a Redis that comes back empty", () => {
     }
   }
 
-  it("is degraded, saying why, on this instance and on new ones, for 24 h; the store still answers (200)", { timeout: 30_000 }, async () => {
-    // A Redis the service has not used: a new deployment, ok; the marker is written.
-    const fresh = await getHealth();
-    expect(fresh.response.status).toBe(200);
-    expect(fresh.body.status).toBe("ok");
-    expect(fresh.body.store.dataLoss).toBeUndefined();
-    const marker = await readMarker();
-    expect(marker.initializedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
-    expect(marker.dataLostAt).toBeUndefined();
-    await signUp({ email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" });
-    expect((await getHealth()).body.status).toBe("ok");
+  it(
+    "is degraded, saying why, on this instance and on new ones, for 24 h; the store still answers (200)",
+    { timeout: 30_000 },
+    async () => {
+      // A Redis the service has not used: a new deployment, ok; the marker is written.
+      const fresh = await getHealth();
+      expect(fresh.response.status).toBe(200);
+      expect(fresh.body.status).toBe("ok");
+      expect(fresh.body.store.dataLoss).toBeUndefined();
+      const marker = await readMarker();
+      expect(marker.initializedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(marker.dataLostAt).toBeUndefined();
+      await signUp({ email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" });
+      expect((await getHealth()).body.status).toBe("ok");
 
-    // Restarted without persistence: everything is gone, the marker with it.
-    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    await redis.kill();
-    await redis.start();
-    await waitForStore();
-    expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();
+      // Restarted without persistence: everything is gone, the marker with it.
+      const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+      await redis.kill();
+      await redis.start();
+      await waitForStore();
+      expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();
 
-    const lost = await getHealth();
-    expect(lost.response.status).toBe(200);
-    expect(lost.body.status).toBe("degraded");
-    expect(lost.body.store).toMatchObject({ kind: "redis-tcp", ok: true });
-    expect(lost.body.store.dataLoss?.message).toMatch(/^Redis lost its data \(no persistence, flushed, or evicting keys\?\): accounts, API keys and credits written before .* are gone/);
-    const detectedAt = lost.body.store.dataLoss!.detectedAt;
-    expect(logged.mock.calls.some(([line]) => /Redis lost its data/.test(String(line)))).toBe(true);
-    logged.mockRestore();
+      const lost = await getHealth();
+      expect(lost.response.status).toBe(200);
+      expect(lost.body.status).toBe("degraded");
+      expect(lost.body.store).toMatchObject({ kind: "redis-tcp", ok: true });
+      expect(lost.body.store.dataLoss?.message).toMatch(
+        /^Redis lost its data \(no persistence, flushed, or evicting keys\?\): accounts, API keys and credits written before .* are gone/,
+      );
+      const detectedAt = lost.body.store.dataLoss!.detectedAt;
+      expect(logged.mock.calls.some(([line]) => /Redis lost its data/.test(String(line)))).toBe(true);
+      logged.mockRestore();
 
-    // The marker is written again at once, yet the next check still says so, and so does a new instance.
-    expect(await readMarker()).toMatchObject({ dataLostAt: detectedAt });
-    expect((await getHealth()).body.store.dataLoss?.detectedAt).toBe(detectedAt);
-    await resetStore(); // a new instance: it never saw the old marker
-    const elsewhere = await getHealth();
-    expect(elsewhere.body.status).toBe("degraded");
-    expect(elsewhere.body.store.dataLoss?.detectedAt).toBe(detectedAt);
+      // The marker is written again at once, yet the next check still says so, and so does a new instance.
+      expect(await readMarker()).toMatchObject({ dataLostAt: detectedAt });
+      expect((await getHealth()).body.store.dataLoss?.detectedAt).toBe(detectedAt);
+      await resetStore(); // a new instance: it never saw the old marker
+      const elsewhere = await getHealth();
+      expect(elsewhere.body.status).toBe("degraded");
+      expect(elsewhere.body.store.dataLoss?.detectedAt).toBe(detectedAt);
 
-    // 24 h later it is history.
-    const client = createClient({ url: redis.url, RESP: 2 });
-    await client.connect();
-    await client.hSet(`${prefix}meta:marker`, "dataLostAt", new Date(Date.now() - 24 * 3_600_000 - 60_000).toISOString());
-    client.destroy();
-    const later = await getHealth();
-    expect(later.body.status).toBe("ok");
-    expect(later.body.store.dataLoss).toBeUndefined();
-  });
+      // 24 h later it is history.
+      const client = createClient({ url: redis.url, RESP: 2 });
+      await client.connect();
+      await client.hSet(
+        `${prefix}meta:marker`,
+        "dataLostAt",
+        new Date(Date.now() - 24 * 3_600_000 - 60_000).toISOString(),
+      );
+      client.destroy();
+      const later = await getHealth();
+      expect(later.body.status).toBe("ok");
+      expect(later.body.store.dataLoss).toBeUndefined();
+    },
+  );
 
   it("stays ok when Redis comes back with its data (persistence)", { timeout: 30_000 }, async () => {
     expect((await getHealth()).body.status).toBe("ok");

@@ -7,7 +7,11 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 
 /** lib/'s import graph, type-only imports included (TypeScript's own resolver, with tsconfig's paths). */
 function importGraph(): Map<string, string[]> {
-  const config = ts.parseJsonConfigFileContent(ts.readConfigFile(path.join(ROOT, "tsconfig.json"), ts.sys.readFile).config, ts.sys, ROOT);
+  const config = ts.parseJsonConfigFileContent(
+    ts.readConfigFile(path.join(ROOT, "tsconfig.json"), ts.sys.readFile).config,
+    ts.sys,
+    ROOT,
+  );
   const lib = path.join(ROOT, "lib");
   const files = readdirSync(lib, { recursive: true, encoding: "utf8" })
     .filter((file) => /\.tsx?$/.test(file))
@@ -53,7 +57,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
       group.push(member);
     } while (member !== file);
     if (group.length > 1) found.push(group.sort());
-  }
+  };
   for (const file of graph.keys()) if (!index.has(file)) visit(file);
   return found;
 }

@@ -21,7 +21,13 @@ const SECRET_MODULES = [
 
 /** Project files of a bundle's graph that import "server-only" (which throws outside Next's server layers). */
 async function serverOnlyImporters(options: esbuild.BuildOptions): Promise<string[]> {
-  const { metafile } = await esbuild.build({ ...options, write: false, metafile: true, sourcemap: false, logLevel: "silent" });
+  const { metafile } = await esbuild.build({
+    ...options,
+    write: false,
+    metafile: true,
+    sourcemap: false,
+    logLevel: "silent",
+  });
   return Object.entries(metafile.inputs)
     .filter(([, input]) => input.imports.some((imported) => /(^|\/)server-only(\/|$)/.test(imported.path)))
     .map(([file]) => file);
@@ -35,14 +41,27 @@ describe('"server-only"', () => {
 
   it("stays out of the engine and CLI bundles, which run in plain Node", async () => {
     expect(await serverOnlyImporters(engineBuildOptions("/dev/null"))).toEqual([]);
-    const cli: esbuild.BuildOptions = { entryPoints: [path.join(ROOT, "cli/src/ocr.ts")], bundle: true, platform: "node", format: "esm" };
-    expect(await serverOnlyImporters({ ...cli, alias: { "@": ROOT }, define: { OCR_CLI_VERSION: '"test"' } })).toEqual([]);
+    const cli: esbuild.BuildOptions = {
+      entryPoints: [path.join(ROOT, "cli/src/ocr.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+    };
+    expect(await serverOnlyImporters({ ...cli, alias: { "@": ROOT }, define: { OCR_CLI_VERSION: '"test"' } })).toEqual(
+      [],
+    );
   });
 });
 
 describe("the engine bundle", () => {
   it("carries the engine's own errors, not the API's (lib/api: errors, the error catalogue; lib/process)", async () => {
-    const { metafile } = await esbuild.build({ ...engineBuildOptions("/dev/null"), write: false, metafile: true, sourcemap: false, logLevel: "silent" });
+    const { metafile } = await esbuild.build({
+      ...engineBuildOptions("/dev/null"),
+      write: false,
+      metafile: true,
+      sourcemap: false,
+      logLevel: "silent",
+    });
     if (!metafile) throw new Error("esbuild gave no metafile");
     const files = Object.keys(metafile.inputs);
     expect(files.some((file) => file.endsWith("lib/ocr/model/ocr-error.ts"))).toBe(true);

@@ -19,7 +19,12 @@ const STARTUP_TIMEOUT_MS = 90_000;
 /** The server's log kept in memory (the end of it); the whole log goes to `logFile` when one is given. */
 const LOG_KEPT_CHARS = 2_000_000;
 /** The store variables a server started here never inherits: only the TCP Redis under the caller's prefix. */
-export const REST_STORE_VARIABLES = ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"];
+export const REST_STORE_VARIABLES = [
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "KV_REST_API_URL",
+  "KV_REST_API_TOKEN",
+];
 
 /** A failure to set the server up (no build, no Redis, no answer), as opposed to a failure of what it is used for. */
 export class StandaloneSetupError extends Error {}
@@ -52,12 +57,15 @@ export interface StandaloneServer {
 export async function copyStandalone(serverDir: string, label: string): Promise<string> {
   const standalone = path.join(serverDir, ".next/standalone");
   if (!existsSync(path.join(standalone, "server.js"))) {
-    throw new StandaloneSetupError(`${standalone}/server.js is missing: run \`npm run build\` in ${serverDir} first (next.config.ts must keep output: "standalone")`);
+    throw new StandaloneSetupError(
+      `${standalone}/server.js is missing: run \`npm run build\` in ${serverDir} first (next.config.ts must keep output: "standalone")`,
+    );
   }
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), label));
   await fs.cp(standalone, dir, { recursive: true, verbatimSymlinks: true });
   await fs.cp(path.join(serverDir, ".next/static"), path.join(dir, ".next/static"), { recursive: true });
-  if (existsSync(path.join(serverDir, "public"))) await fs.cp(path.join(serverDir, "public"), path.join(dir, "public"), { recursive: true });
+  if (existsSync(path.join(serverDir, "public")))
+    await fs.cp(path.join(serverDir, "public"), path.join(dir, "public"), { recursive: true });
   return dir;
 }
 
@@ -81,7 +89,12 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
   });
   const logStream: WriteStream | undefined = options.logFile ? createWriteStream(options.logFile) : undefined;
   let log = "";
-  const child: ChildProcess = spawn(process.execPath, ["server.js"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child: ChildProcess = spawn(process.execPath, ["server.js"], {
+    cwd: dir,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   const collect = (chunk: Buffer) => {
     const text = chunk.toString();
     log = (log + text).slice(-LOG_KEPT_CHARS);
@@ -116,7 +129,10 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
   try {
     const deadline = Date.now() + STARTUP_TIMEOUT_MS;
     for (;;) {
-      if (exited) throw new StandaloneSetupError(`the server exited during startup:\n${log.trim().split("\n").slice(-30).join("\n")}`);
+      if (exited)
+        throw new StandaloneSetupError(
+          `the server exited during startup:\n${log.trim().split("\n").slice(-30).join("\n")}`,
+        );
       try {
         const response = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(5_000) });
         await response.body?.cancel();
@@ -124,7 +140,8 @@ export async function startStandalone(options: StandaloneOptions): Promise<Stand
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new StandaloneSetupError(`the server did not answer /api/health within ${STARTUP_TIMEOUT_MS / 1000} s`);
+      if (Date.now() > deadline)
+        throw new StandaloneSetupError(`the server did not answer /api/health within ${STARTUP_TIMEOUT_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   } catch (error) {
@@ -154,7 +171,9 @@ export async function assertRedisAnswers(redisUrl: string): Promise<void> {
     await client.connect();
     await client.ping();
   } catch (error) {
-    throw new StandaloneSetupError(`Redis at ${redisUrl} does not answer (start redis-server or set REDIS_URL): ${String(error)}`);
+    throw new StandaloneSetupError(
+      `Redis at ${redisUrl} does not answer (start redis-server or set REDIS_URL): ${String(error)}`,
+    );
   } finally {
     if (client.isOpen) client.destroy();
   }

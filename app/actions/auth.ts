@@ -21,7 +21,8 @@ async function authenticate(mode: "signin" | "signup", formData: FormData): Prom
   let account: Account;
   try {
     const address = await getClientAddress();
-    account = mode === "signup" ? await signUp({ email, password, address }) : await signIn({ email, password, address });
+    account =
+      mode === "signup" ? await signUp({ email, password, address }) : await signIn({ email, password, address });
     await startSession(account.id);
   } catch (error) {
     return { error: formErrorMessage(error, mode), email };

@@ -10,7 +10,16 @@ import { getCurrentAccount } from "@/lib/accounts/current";
 import { answerAuthorization, revokeConnectedApp, serviceOrigin } from "@/lib/oauth";
 
 /** The authorization request's parameters the consent form carries back. */
-const REQUEST_FIELDS = ["client_id", "redirect_uri", "response_type", "state", "scope", "code_challenge", "code_challenge_method", "resource"];
+const REQUEST_FIELDS = [
+  "client_id",
+  "redirect_uri",
+  "response_type",
+  "state",
+  "scope",
+  "code_challenge",
+  "code_challenge_method",
+  "resource",
+];
 
 /** The consent page's answer: back to the app with a code (Allow) or `access_denied` (Deny). */
 export async function consentAction(formData: FormData): Promise<void> {

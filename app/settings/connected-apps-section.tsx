@@ -40,11 +40,22 @@ export function ConnectedAppsSection({ apps }: { apps: ConnectedApp[] }) {
                 <time dateTime={app.createdAt}>{formatDateTime(app.createdAt)}</time>
               </td>
               <td>
-                {app.lastUsedAt ? <time dateTime={app.lastUsedAt}>{formatDateTime(app.lastUsedAt)}</time> : <span className="muted">Never</span>}
+                {app.lastUsedAt ? (
+                  <time dateTime={app.lastUsedAt}>{formatDateTime(app.lastUsedAt)}</time>
+                ) : (
+                  <span className="muted">Never</span>
+                )}
               </td>
               <td>
-                <ConfirmAction summary="Revoke" button="Revoke access" action={revokeAppAction} name="grantId" value={app.id}>
-                  Revoke “{app.name}”? Its requests fail at once and its open connections close; it has to sign in again.
+                <ConfirmAction
+                  summary="Revoke"
+                  button="Revoke access"
+                  action={revokeAppAction}
+                  name="grantId"
+                  value={app.id}
+                >
+                  Revoke “{app.name}”? Its requests fail at once and its open connections close; it has to sign in
+                  again.
                 </ConfirmAction>
               </td>
             </tr>

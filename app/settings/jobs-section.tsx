@@ -85,7 +85,9 @@ function JobRow({ job }: { job: JobView }) {
       <td data-testid="job-credits" data-label="Credits" className="job-credits">
         <span data-credits="used">{job.creditsUsed} used</span>
         <span data-credits="reserved">{job.creditsReserved} reserved</span>
-        {(job.creditsRefunded > 0 || job.finishedAt !== null) && <span data-credits="refunded">{job.creditsRefunded} refunded</span>}
+        {(job.creditsRefunded > 0 || job.finishedAt !== null) && (
+          <span data-credits="refunded">{job.creditsRefunded} refunded</span>
+        )}
       </td>
       <td data-label="Created (UTC)">
         <time dateTime={job.createdAt}>{formatDateTime(job.createdAt)}</time>
@@ -98,19 +100,36 @@ function JobRow({ job }: { job: JobView }) {
                 {isActive(job) ? "Result so far" : "Result"}
               </a>{" "}
               <span className="muted">
-                (<a href={`/settings/jobs/${job.jobId}/result?format=markdown`} download aria-label={`Result of ${job.jobId} as Markdown`}>
+                (
+                <a
+                  href={`/settings/jobs/${job.jobId}/result?format=markdown`}
+                  download
+                  aria-label={`Result of ${job.jobId} as Markdown`}
+                >
                   md
                 </a>
                 ,{" "}
-                <a href={`/settings/jobs/${job.jobId}/result?format=json`} download aria-label={`Result of ${job.jobId} as JSON`}>
+                <a
+                  href={`/settings/jobs/${job.jobId}/result?format=json`}
+                  download
+                  aria-label={`Result of ${job.jobId} as JSON`}
+                >
                   json
                 </a>
                 ,{" "}
-                <a href={`/settings/jobs/${job.jobId}/result?format=pdf`} download aria-label={`Result of ${job.jobId} as a searchable PDF`}>
+                <a
+                  href={`/settings/jobs/${job.jobId}/result?format=pdf`}
+                  download
+                  aria-label={`Result of ${job.jobId} as a searchable PDF`}
+                >
                   pdf
                 </a>
                 ,{" "}
-                <a href={`/settings/jobs/${job.jobId}/result?format=hocr`} download aria-label={`Result of ${job.jobId} as hOCR`}>
+                <a
+                  href={`/settings/jobs/${job.jobId}/result?format=hocr`}
+                  download
+                  aria-label={`Result of ${job.jobId} as hOCR`}
+                >
                   hocr
                 </a>
                 )
@@ -126,8 +145,8 @@ function JobRow({ job }: { job: JobView }) {
         )}
         {isActive(job) && (
           <ConfirmAction summary="Cancel" button="Cancel job" action={cancelJobAction} name="jobId" value={job.jobId}>
-            Cancel <code>{job.jobId}</code>? Pages not read yet are refunded; the {plural(job.pagesDone, "page")} read so far
-            stay charged and readable.
+            Cancel <code>{job.jobId}</code>? Pages not read yet are refunded; the {plural(job.pagesDone, "page")} read
+            so far stay charged and readable.
           </ConfirmAction>
         )}
       </td>

@@ -16,20 +16,32 @@ const COLUMNS: Column[] = [
  * The account's API keys: the form that creates one, and the listed keys (active ones first, then the most recently
  * revoked); `unlisted` older revoked keys are only counted.
  */
-export function KeysSection({ listed, activeCount, unlisted }: { listed: ApiKeyInfo[]; activeCount: number; unlisted: number }) {
+export function KeysSection({
+  listed,
+  activeCount,
+  unlisted,
+}: {
+  listed: ApiKeyInfo[];
+  activeCount: number;
+  unlisted: number;
+}) {
   return (
     <section aria-labelledby="keys-heading" className="card stack">
       <h2 id="keys-heading">API keys</h2>
       <p className="muted">
-        Send a key in the <code>x-api-key</code> header. Each key has full access to this account; revoke any
-        you no longer use. Up to {MAX_ACTIVE_KEYS} active keys ({activeCount} now). Revoked keys stay listed, so
-        the activity below can still name them.
+        Send a key in the <code>x-api-key</code> header. Each key has full access to this account; revoke any you no
+        longer use. Up to {MAX_ACTIVE_KEYS} active keys ({activeCount} now). Revoked keys stay listed, so the activity
+        below can still name them.
       </p>
       <CreateKeyForm />
       {listed.length === 0 ? (
         <p className="muted">No API keys yet.</p>
       ) : (
-        <DataTable className="keys-table" caption="Your API keys: active ones first, then revoked ones" columns={COLUMNS}>
+        <DataTable
+          className="keys-table"
+          caption="Your API keys: active ones first, then revoked ones"
+          columns={COLUMNS}
+        >
           {listed.map((key) => (
             <KeyRow key={key.id} apiKey={key} />
           ))}
@@ -48,7 +60,11 @@ export function KeysSection({ listed, activeCount, unlisted }: { listed: ApiKeyI
 /** One key: active ones can be revoked; revoked ones stay, greyed, with when they were revoked. */
 function KeyRow({ apiKey: key }: { apiKey: ApiKeyInfo }) {
   return (
-    <tr data-key-start={key.start} data-revoked={key.revokedAt ? "true" : undefined} className={key.revokedAt ? "revoked" : undefined}>
+    <tr
+      data-key-start={key.start}
+      data-revoked={key.revokedAt ? "true" : undefined}
+      className={key.revokedAt ? "revoked" : undefined}
+    >
       <td>{key.name}</td>
       <td>
         <code>{key.start}…</code>

@@ -34,7 +34,10 @@ export function csvRow(fields: ReadonlyArray<string | number | null | undefined>
 }
 
 /** The fields of one entry, in {@link LEDGER_CSV_HEADER}'s order; `keyNames` maps key ids to names. */
-export function ledgerCsvFields(entry: LedgerEntry, keyNames: ReadonlyMap<string, string>): Array<string | number | null> {
+export function ledgerCsvFields(
+  entry: LedgerEntry,
+  keyNames: ReadonlyMap<string, string>,
+): Array<string | number | null> {
   return [
     entry.at,
     entry.delta,

@@ -64,7 +64,11 @@ export function LedgerSection({
             </button>
           </form>
         )}
-        <a className="button secondary" href={`/settings/ledger.csv${keyFilter ? `?key=${keyFilter.id}` : ""}`} download>
+        <a
+          className="button secondary"
+          href={`/settings/ledger.csv${keyFilter ? `?key=${keyFilter.id}` : ""}`}
+          download
+        >
           Download CSV{keyFilter ? " of this key" : ""}
         </a>
       </div>
@@ -96,14 +100,24 @@ export function LedgerSection({
       {(cursor || ledger.nextCursor) && (
         <nav aria-label="Ledger pages" className="pager">
           {cursor && <Link href={ledgerHref({ key: keyFilter?.id })}>Newest</Link>}
-          {ledger.nextCursor && <Link href={ledgerHref({ key: keyFilter?.id, before: ledger.nextCursor })}>Older entries</Link>}
+          {ledger.nextCursor && (
+            <Link href={ledgerHref({ key: keyFilter?.id, before: ledger.nextCursor })}>Older entries</Link>
+          )}
         </nav>
       )}
     </section>
   );
 }
 
-function LedgerRow({ entry, apiKey: key, appName }: { entry: LedgerEntry; apiKey: ApiKeyInfo | undefined; appName?: string }) {
+function LedgerRow({
+  entry,
+  apiKey: key,
+  appName,
+}: {
+  entry: LedgerEntry;
+  apiKey: ApiKeyInfo | undefined;
+  appName?: string;
+}) {
   return (
     <tr data-request-id={entry.requestId}>
       <td>

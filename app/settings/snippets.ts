@@ -23,7 +23,9 @@ const SHOWN: ReadonlyArray<readonly [id: string, copyLabel: string]> = [
 
 export function trySnippets({ key, origin }: { key: string; origin: string }): Snippet[] {
   const target = { origin, key };
-  const examples = new Map([...restExamples(target), cliExample(target), ...mcpExamples(target)].map((example) => [example.id, example]));
+  const examples = new Map(
+    [...restExamples(target), cliExample(target), ...mcpExamples(target)].map((example) => [example.id, example]),
+  );
   return SHOWN.flatMap(([id, copyLabel]) => {
     const example = examples.get(id);
     return example ? [{ ...example, copyLabel }] : [];

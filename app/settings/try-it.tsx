@@ -7,8 +7,8 @@ export function TryIt({ apiKey, origin }: { apiKey: string; origin: string }) {
     <section className="try-it stack" aria-labelledby="try-it-heading">
       <h3 id="try-it-heading">Try it</h3>
       <p className="hint">
-        Filled in with your new key and this server, <code>{origin}</code>. They hold the key, so like the key they
-        are shown only now. More clients and languages are in the <a href="/docs">API reference</a>.
+        Filled in with your new key and this server, <code>{origin}</code>. They hold the key, so like the key they are
+        shown only now. More clients and languages are in the <a href="/docs">API reference</a>.
       </p>
       {trySnippets({ key: apiKey, origin }).map((snippet) => (
         <div key={snippet.id} className="snippet" data-snippet={snippet.id}>

@@ -18,8 +18,8 @@ export function UsageChart({ usage }: { usage: DailyUsage[] }) {
     return (
       <div className="chart-empty" data-testid="usage-empty">
         <p>
-          <strong>No pages read in the last 30 days.</strong> Create a key below and run one of the snippets it
-          shows: your pages per day will appear here.
+          <strong>No pages read in the last 30 days.</strong> Create a key below and run one of the snippets it shows:
+          your pages per day will appear here.
         </p>
       </div>
     );

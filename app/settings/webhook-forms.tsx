@@ -33,7 +33,8 @@ export function SecretForm({ hasSecret }: { hasSecret: boolean }) {
           </div>
           <p className="notice">
             Copy it into your receiver now. <strong>You won’t see it again.</strong>
-            {state.rotated && " The previous secret keeps signing beside it for 24 hours, so your receiver can switch without missing an event."}
+            {state.rotated &&
+              " The previous secret keeps signing beside it for 24 hours, so your receiver can switch without missing an event."}
           </p>
         </div>
       )}
@@ -81,7 +82,9 @@ export function WebhookUrlForm({ defaultUrl }: { defaultUrl: string | null }) {
       )}
       {state.saved && !state.error && (
         <p role="status" className="hint">
-          {state.saved === "set" ? "Saved: jobs submitted from now on without a webhook.url announce their end there." : "Cleared."}
+          {state.saved === "set"
+            ? "Saved: jobs submitted from now on without a webhook.url announce their end there."
+            : "Cleared."}
         </p>
       )}
     </div>

@@ -30,11 +30,11 @@ export function WebhooksSection({
     <section id="webhooks" aria-labelledby="webhooks-heading" className="card stack">
       <h2 id="webhooks-heading">Webhooks</h2>
       <p className="muted">
-        A job with a <code>webhook</code> (<code>{`"webhook": {"url": "https://…"}`}</code> on <code>POST /api/ocr/jobs</code>,
-        or the default URL below) announces its end with a <code>job.succeeded</code>, <code>job.failed</code> or{" "}
-        <code>job.cancelled</code> event (none for a job cancelled before any page was read), signed per Standard
-        Webhooks with this account’s secret. Failed deliveries are retried for about a day, with the same{" "}
-        <code>webhook-id</code>. A receiver that fails 5 deliveries in a row is paused: its events wait (1 minute,
+        A job with a <code>webhook</code> (<code>{`"webhook": {"url": "https://…"}`}</code> on{" "}
+        <code>POST /api/ocr/jobs</code>, or the default URL below) announces its end with a <code>job.succeeded</code>,{" "}
+        <code>job.failed</code> or <code>job.cancelled</code> event (none for a job cancelled before any page was read),
+        signed per Standard Webhooks with this account’s secret. Failed deliveries are retried for about a day, with the
+        same <code>webhook-id</code>. A receiver that fails 5 deliveries in a row is paused: its events wait (1 minute,
         doubling up to 6 hours) and one is tried after each pause. One that fails every delivery for 5 days is{" "}
         <strong>disabled</strong>: its events are dropped until you re-enable it below (or a test event to it gets
         through).
@@ -50,7 +50,8 @@ export function WebhooksSection({
             )}
             {account.previousUntil && (
               <>
-                ; the previous one signs too until <time dateTime={account.previousUntil}>{formatDateTime(account.previousUntil)}</time> UTC
+                ; the previous one signs too until{" "}
+                <time dateTime={account.previousUntil}>{formatDateTime(account.previousUntil)}</time> UTC
               </>
             )}
             .
@@ -76,7 +77,12 @@ export function WebhooksSection({
           labelledBy="deliveries-heading"
         >
           {attempts.map((attempt) => (
-            <tr key={`${attempt.eventId}.${attempt.attempt}.${attempt.at}`} data-event-id={attempt.eventId} data-event-type={attempt.type} data-ok={String(attempt.ok)}>
+            <tr
+              key={`${attempt.eventId}.${attempt.attempt}.${attempt.at}`}
+              data-event-id={attempt.eventId}
+              data-event-type={attempt.type}
+              data-ok={String(attempt.ok)}
+            >
               <td>
                 <time dateTime={attempt.at}>{formatDateTime(attempt.at)}</time>
               </td>
@@ -89,7 +95,9 @@ export function WebhooksSection({
                 )}
               </td>
               <td data-testid="delivery-result">
-                <span className={attempt.ok ? "positive" : "negative"}>{attempt.status === null ? "no answer" : `HTTP ${attempt.status}`}</span>
+                <span className={attempt.ok ? "positive" : "negative"}>
+                  {attempt.status === null ? "no answer" : `HTTP ${attempt.status}`}
+                </span>
                 {attempt.error && attempt.status === null && <div className="hint delivery-error">{attempt.error}</div>}
                 {attempt.retrying && <div className="hint">will be retried</div>}
               </td>
@@ -110,13 +118,17 @@ function FailingReceivers({ receivers }: { receivers: WebhookReceiverView[] }) {
       <h3 id="receivers-heading">Failing receivers</h3>
       <ul className="receivers">
         {receivers.map((receiver) => (
-          <li key={receiver.receiver} data-receiver={receiver.receiver} data-state={receiver.disabledAt ? "disabled" : receiver.pausedUntil ? "paused" : "failing"}>
+          <li
+            key={receiver.receiver}
+            data-receiver={receiver.receiver}
+            data-state={receiver.disabledAt ? "disabled" : receiver.pausedUntil ? "paused" : "failing"}
+          >
             <p>
               <code>{receiver.receiver}</code>{" "}
               {receiver.disabledAt ? (
                 <span className="negative">
-                  disabled on <time dateTime={receiver.disabledAt}>{formatDateTime(receiver.disabledAt)}</time> UTC: its events are
-                  not sent
+                  disabled on <time dateTime={receiver.disabledAt}>{formatDateTime(receiver.disabledAt)}</time> UTC: its
+                  events are not sent
                 </span>
               ) : (
                 <span>
@@ -124,13 +136,14 @@ function FailingReceivers({ receivers }: { receivers: WebhookReceiverView[] }) {
                   <time dateTime={receiver.failingSince}>{formatDateTime(receiver.failingSince)}</time> UTC
                   {receiver.pausedUntil && (
                     <>
-                      ; paused until <time dateTime={receiver.pausedUntil}>{formatDateTime(receiver.pausedUntil)}</time> UTC
+                      ; paused until <time dateTime={receiver.pausedUntil}>{formatDateTime(receiver.pausedUntil)}</time>{" "}
+                      UTC
                     </>
                   )}
                   {receiver.disablesAt && (
                     <>
-                      ; disabled on <time dateTime={receiver.disablesAt}>{formatDateTime(receiver.disablesAt)}</time> UTC unless
-                      a delivery gets through
+                      ; disabled on <time dateTime={receiver.disablesAt}>{formatDateTime(receiver.disablesAt)}</time>{" "}
+                      UTC unless a delivery gets through
                     </>
                   )}
                 </span>

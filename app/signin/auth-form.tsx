@@ -6,7 +6,15 @@ import { signInAction, signUpAction, type AuthFormState } from "@/app/actions/au
 const initialState: AuthFormState = {};
 
 /** Sign-in or sign-up form; works without JavaScript (the server action answers with the re-rendered page). */
-export function AuthForm({ mode, minPasswordLength, next }: { mode: "signin" | "signup"; minPasswordLength: number; next?: string | null }) {
+export function AuthForm({
+  mode,
+  minPasswordLength,
+  next,
+}: {
+  mode: "signin" | "signup";
+  minPasswordLength: number;
+  next?: string | null;
+}) {
   const [state, formAction, pending] = useActionState(mode === "signup" ? signUpAction : signInAction, initialState);
   const signup = mode === "signup";
   return (
@@ -35,7 +43,9 @@ export function AuthForm({ mode, minPasswordLength, next }: { mode: "signin" | "
           required
           minLength={signup ? minPasswordLength : undefined}
           aria-invalid={state.error ? true : undefined}
-          aria-describedby={[signup ? "password-hint" : "", state.error ? "auth-error" : ""].join(" ").trim() || undefined}
+          aria-describedby={
+            [signup ? "password-hint" : "", state.error ? "auth-error" : ""].join(" ").trim() || undefined
+          }
         />
         {signup && (
           <p id="password-hint" className="hint">

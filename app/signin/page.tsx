@@ -18,7 +18,8 @@ export default async function SignInPage({ searchParams }: { searchParams: Searc
   // A store outage should still show the form (whose submission then explains the outage).
   if (await getCurrentAccount().catch(() => null)) redirect(next ?? "/settings");
   const mode = params.mode === "signup" ? "signup" : "signin";
-  const other = (target: string) => (next ? `${target}${target.includes("?") ? "&" : "?"}next=${encodeURIComponent(next)}` : target);
+  const other = (target: string) =>
+    next ? `${target}${target.includes("?") ? "&" : "?"}next=${encodeURIComponent(next)}` : target;
 
   return (
     <section className="auth">

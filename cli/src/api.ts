@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { creditsResponseSchema, jobListSchema, jobResultSchema, jobViewSchema, ocrResponseSchema } from "@/lib/api/schemas";
+import {
+  creditsResponseSchema,
+  jobListSchema,
+  jobResultSchema,
+  jobViewSchema,
+  ocrResponseSchema,
+} from "@/lib/api/schemas";
 import { errorBodySchema } from "@/lib/api/errors";
 import type { OutputFormat } from "@/lib/vocabulary";
 import type { Config } from "./config";
@@ -150,7 +156,8 @@ export async function fetchBalance(config: Config): Promise<number> {
     );
   }
   if (!response.ok) throw toServiceError(response, json, url);
-  const balance = balanceSchema.safeParse(json).data?.balance ?? parseCreditsHeader(response.headers.get("x-credits-remaining"));
+  const balance =
+    balanceSchema.safeParse(json).data?.balance ?? parseCreditsHeader(response.headers.get("x-credits-remaining"));
   if (balance === null) throw unexpectedAnswer(response, url, "a 200 without a balance");
   return balance;
 }
@@ -164,7 +171,10 @@ export const JOB_ID = /^job_[A-Za-z0-9_-]{22}$/;
  */
 export function jobRouteUrl(config: Config, link: string): string {
   if (!/^\/api\/ocr\/jobs\/job_[A-Za-z0-9_-]{22}(\/result)?(\?[^#\s]*)?$/.test(link)) {
-    throw new CliError(EXIT.other, `the service named ${JSON.stringify(link.slice(0, 120))} as a job link, which is not one of its job routes`);
+    throw new CliError(
+      EXIT.other,
+      `the service named ${JSON.stringify(link.slice(0, 120))} as a job link, which is not one of its job routes`,
+    );
   }
   return `${config.baseUrl}${link}`;
 }
@@ -212,24 +222,43 @@ async function postDocument(
     for (const [name, value] of Object.entries(rest.options ?? {})) if (value !== undefined) query.set(name, value);
     if (rest.webhook) query.set("webhook", rest.webhook.url);
     const url = `${config.baseUrl}${path}${query.size > 0 ? `?${query}` : ""}`;
-    const response = await send(url, config, { method: "POST", headers: { ...headers, "content-type": "application/octet-stream" }, body: file as BodyInit }, options);
+    const response = await send(
+      url,
+      config,
+      { method: "POST", headers: { ...headers, "content-type": "application/octet-stream" }, body: file as BodyInit },
+      options,
+    );
     const json = await readJson(response);
     if (response.ok) return { url, response, json };
     const error = toServiceError(response, json, url);
-    if (!(error instanceof ServiceError && error.status === 415 && error.message.includes("Send the request body as JSON"))) throw error;
+    if (!(
+      error instanceof ServiceError &&
+      error.status === 415 &&
+      error.message.includes("Send the request body as JSON")
+    ))
+      throw error;
     // Nothing was done; the 415 is stored under the first Idempotency-Key, so the JSON attempt takes a key of its own.
     const json64 = { ...rest, image: Buffer.from(file).toString("base64") };
     return postDocument(config, key, path, json64, { ...options, idempotencyKey: randomUUID() });
   }
   const url = `${config.baseUrl}${path}`;
-  const response = await send(url, config, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) }, options);
+  const response = await send(
+    url,
+    config,
+    { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) },
+    options,
+  );
   const json = await readJson(response);
   if (!response.ok) throw toServiceError(response, json, url);
   return { url, response, json };
 }
 
 /** `GET /api/ocr/jobs/{id}`: the job, and how long the service asks a poller to wait (`Retry-After`) while it runs. */
-export async function getJob(config: Config, jobId: string, options: JobCall = {}): Promise<{ job: JobAnswer; retryAfterMs: number | null }> {
+export async function getJob(
+  config: Config,
+  jobId: string,
+  options: JobCall = {},
+): Promise<{ job: JobAnswer; retryAfterMs: number | null }> {
   const response = await jobRequest(config, `/api/ocr/jobs/${jobId}`, "GET", options);
   const job = jobAnswerSchema.safeParse(response.json);
   if (!job.success) throw unexpectedAnswer(response.response, response.url, "an answer without the job's fields");
@@ -238,14 +267,21 @@ export async function getJob(config: Config, jobId: string, options: JobCall = {
 
 /** `DELETE /api/ocr/jobs/{id}`: the job as it is after the cancel (one that had ended is answered unchanged). */
 export async function cancelJob(config: Config, jobId: string, options: JobCall = {}): Promise<JobAnswer> {
-  const response = await jobRequest(config, `/api/ocr/jobs/${jobId}`, "DELETE", { ...options, idempotencyKey: randomUUID() });
+  const response = await jobRequest(config, `/api/ocr/jobs/${jobId}`, "DELETE", {
+    ...options,
+    idempotencyKey: randomUUID(),
+  });
   const job = jobAnswerSchema.safeParse(response.json);
   if (!job.success) throw unexpectedAnswer(response.response, response.url, "an answer without the job's fields");
   return job.data;
 }
 
 /** `GET /api/ocr/jobs?limit=…&cursor=…`: the account's jobs, newest first. */
-export async function listJobs(config: Config, query: { limit?: number; cursor?: string }, options: JobCall = {}): Promise<JobListAnswer> {
+export async function listJobs(
+  config: Config,
+  query: { limit?: number; cursor?: string },
+  options: JobCall = {},
+): Promise<JobListAnswer> {
   const search = new URLSearchParams();
   if (query.limit !== undefined) search.set("limit", String(query.limit));
   if (query.cursor !== undefined) search.set("cursor", query.cursor);
@@ -282,7 +318,8 @@ export async function getJobPdf(
     throw unexpectedAnswer(response, url, "an answer that is not application/pdf");
   }
   const pdf = new Uint8Array(await response.arrayBuffer());
-  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-") throw unexpectedAnswer(response, url, "a file that is not a PDF");
+  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-")
+    throw unexpectedAnswer(response, url, "a file that is not a PDF");
   return { pdf, missingPages: response.headers.get("x-missing-pages") };
 }
 
@@ -304,15 +341,24 @@ async function send(
   url: string,
   config: Config,
   init: RequestInit,
-  options: { signal?: AbortSignal; onRetry?: (info: RetryInfo) => void; idempotencyKey?: string; retryStatuses?: ReadonlySet<number> },
+  options: {
+    signal?: AbortSignal;
+    onRetry?: (info: RetryInfo) => void;
+    idempotencyKey?: string;
+    retryStatuses?: ReadonlySet<number>;
+  },
 ): Promise<Response> {
   try {
     return await sendWithRetry(url, init, { timeoutMs: config.timeoutMs, retries: config.retries, ...options });
   } catch (error) {
     if (error instanceof NetworkError) {
-      throw new CliError(EXIT.other, `${error.message} — is the service running at ${config.baseUrl}? (--base-url / OCR_BASE_URL)`, {
-        cause: error,
-      });
+      throw new CliError(
+        EXIT.other,
+        `${error.message} — is the service running at ${config.baseUrl}? (--base-url / OCR_BASE_URL)`,
+        {
+          cause: error,
+        },
+      );
     }
     throw error;
   }
@@ -331,13 +377,15 @@ function toServiceError(response: Response, json: unknown, url: string): CliErro
   const parsed = errorAnswerSchema.safeParse(json);
   if (!parsed.success) return unexpectedAnswer(response, url, "an answer that is not the OCR service's");
   const { code, message } = parsed.data.error;
-  return new ServiceError(response.status, code.slice(0, 60), message.slice(0, 1000), parsed.data.requestId ?? response.headers.get("x-request-id") ?? undefined);
+  return new ServiceError(
+    response.status,
+    code.slice(0, 60),
+    message.slice(0, 1000),
+    parsed.data.requestId ?? response.headers.get("x-request-id") ?? undefined,
+  );
 }
 
 /** Not the service's answer (a proxy's error page, a wrong --base-url): exit 1, whatever the status. */
 function unexpectedAnswer(response: Response, url: string, what: string): CliError {
-  return new CliError(
-    EXIT.other,
-    `HTTP ${response.status} from ${url}: ${what} — check --base-url / OCR_BASE_URL`,
-  );
+  return new CliError(EXIT.other, `HTTP ${response.status} from ${url}: ${what} — check --base-url / OCR_BASE_URL`);
 }

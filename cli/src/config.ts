@@ -29,7 +29,11 @@ export interface ConfigFlags {
   retries?: string;
 }
 
-export function resolveConfig(flags: ConfigFlags, env: Readonly<Record<string, string | undefined>>, version: string): Config {
+export function resolveConfig(
+  flags: ConfigFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  version: string,
+): Config {
   return {
     baseUrl: parseBaseUrl(flags["base-url"] ?? nonEmpty(env.OCR_BASE_URL) ?? DEFAULT_BASE_URL),
     apiKey: nonEmpty(flags["api-key"]) ?? KEY_VARIABLES.map((name) => nonEmpty(env[name])).find(Boolean),
@@ -59,7 +63,9 @@ export function parseBaseUrl(value: string): string {
     throw new UsageError(`--base-url / OCR_BASE_URL must be http(s), not ${url.protocol}`);
   }
   if (url.username || url.password || url.search || url.hash) {
-    throw new UsageError("--base-url / OCR_BASE_URL takes no credentials, query or fragment (the key goes in FETCH_MCP_SERVER_API_KEY)");
+    throw new UsageError(
+      "--base-url / OCR_BASE_URL takes no credentials, query or fragment (the key goes in FETCH_MCP_SERVER_API_KEY)",
+    );
   }
   return url.href.replace(/\/+$/, "");
 }
@@ -69,7 +75,9 @@ export function parseDuration(value: string, name: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value);
   const ms = match ? Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000 }[match[2] ?? "ms"] ?? 1) : NaN;
   if (!Number.isFinite(ms) || ms < 100 || ms > 3_600_000) {
-    throw new UsageError(`${name} must be a duration between 100 ms and 1 h, e.g. 30000, 30s or 2m (got ${JSON.stringify(value)})`);
+    throw new UsageError(
+      `${name} must be a duration between 100 ms and 1 h, e.g. 30000, 30s or 2m (got ${JSON.stringify(value)})`,
+    );
   }
   return Math.round(ms);
 }
@@ -85,5 +93,7 @@ export function parseInteger(value: string, name: string, min: number, max: numb
 /** `http://` to anything but this machine sends the key in clear text. */
 export function isInsecureRemote(baseUrl: string): boolean {
   const { protocol, hostname } = new URL(baseUrl);
-  return protocol === "http:" && !["localhost", "127.0.0.1", "[::1]"].includes(hostname) && !hostname.endsWith(".localhost");
+  return (
+    protocol === "http:" && !["localhost", "127.0.0.1", "[::1]"].includes(hostname) && !hostname.endsWith(".localhost")
+  );
 }

@@ -6,7 +6,15 @@ import { extractDocument, getJobPdf, ServiceError, submitJob, type JobAnswer, ty
 import type { Config } from "./config";
 import { CliError, EXIT, Interrupted, type ExitCode } from "./errors";
 import type { RetryInfo } from "./http";
-import { describeFailedPages, failedJobError, interruptedJobMessage, isActive, plural, readWholeResult, waitForJob } from "./jobs";
+import {
+  describeFailedPages,
+  failedJobError,
+  interruptedJobMessage,
+  isActive,
+  plural,
+  readWholeResult,
+  waitForJob,
+} from "./jobs";
 import { ProgressBar, ProgressLines } from "./progress";
 
 /**
@@ -37,16 +45,32 @@ interface ExtractIo {
   signal?: AbortSignal;
 }
 
-const EXTENSIONS: Record<OutputFormat, string> = { text: "txt", json: "json", markdown: "md", hocr: "hocr", alto: "xml", tsv: "tsv", pdf: "pdf" };
+const EXTENSIONS: Record<OutputFormat, string> = {
+  text: "txt",
+  json: "json",
+  markdown: "md",
+  hocr: "hocr",
+  alto: "xml",
+  tsv: "tsv",
+  pdf: "pdf",
+};
 
 /**
  * `--out` names the output file itself (not a directory) when there is one input and it ends with the format's
  * extension, as in `ocr extract scan.png --format pdf -o out.pdf`, and is not an existing directory.
  */
-async function outputFileTarget(out: string | undefined, inputs: number, format: OutputFormat, cwd: string): Promise<string | undefined> {
+async function outputFileTarget(
+  out: string | undefined,
+  inputs: number,
+  format: OutputFormat,
+  cwd: string,
+): Promise<string | undefined> {
   if (out === undefined || inputs !== 1 || !out.toLowerCase().endsWith(`.${EXTENSIONS[format]}`)) return undefined;
   const target = path.resolve(cwd, out);
-  const isDirectory = await fs.stat(target).then((stat) => stat.isDirectory(), () => false);
+  const isDirectory = await fs.stat(target).then(
+    (stat) => stat.isDirectory(),
+    () => false,
+  );
   return isDirectory ? undefined : target;
 }
 
@@ -73,7 +97,12 @@ interface Job {
  * A 401 or 402 stops the run: every later request would get the same answer. A document past the synchronous limits
  * becomes an asynchronous job (see {@link ExtractMode}), waited for with its pages' progress on stderr.
  */
-export async function runExtract(inputs: string[], options: ExtractOptions, config: Config, io: ExtractIo): Promise<ExitCode> {
+export async function runExtract(
+  inputs: string[],
+  options: ExtractOptions,
+  config: Config,
+  io: ExtractIo,
+): Promise<ExitCode> {
   const sources = inputs.map(toSource);
   const outFile = await outputFileTarget(options.out, sources.length, options.format, io.cwd);
   const toFiles = options.out !== undefined || sources.length > 1;
@@ -139,7 +168,8 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
       const failure = asCliError(error);
       job.outcome = { ok: false, exitCode: failure.exitCode, message: failure.message };
       note(`${job.source.label}: ${failure.message}`);
-      if (failure instanceof ServiceError && (failure.exitCode === EXIT.auth || failure.exitCode === EXIT.credits)) stopped ??= failure;
+      if (failure instanceof ServiceError && (failure.exitCode === EXIT.auth || failure.exitCode === EXIT.credits))
+        stopped ??= failure;
     } finally {
       progress.tick();
     }
@@ -150,7 +180,11 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
    * result read (every part). A job that ends without text is an error; failed pages of one that succeeded are a
    * warning (they were refunded).
    */
-  const readAsJob = async (job: Job, body: OcrRequestBody, why: string | undefined): Promise<{ text: string | Uint8Array; detail: string }> => {
+  const readAsJob = async (
+    job: Job,
+    body: OcrRequestBody,
+    why: string | undefined,
+  ): Promise<{ text: string | Uint8Array; detail: string }> => {
     const label = job.source.label;
     const started = Date.now();
     job.submitting = true;
@@ -175,7 +209,9 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
       }
     };
     show(submitted.job);
-    const ended = isActive(submitted.job) ? await waitForJob(config, submitted.job, { signal: io.signal, onUpdate: show }) : submitted.job;
+    const ended = isActive(submitted.job)
+      ? await waitForJob(config, submitted.job, { signal: io.signal, onUpdate: show })
+      : submitted.job;
     job.job = ended;
     if (ended.status === "failed") throw failedJobError(ended);
     if (ended.status !== "succeeded") {
@@ -187,13 +223,21 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
     }
     if (options.format === "pdf") {
       const { pdf, missingPages } = await getJobPdf(config, ended, { signal: io.signal });
-      if (missingPages) note(`${label}: job ${ended.jobId}: pages ${missingPages} could not be read (refunded) and are not in the PDF`);
-      const detail = [`job ${ended.jobId}`, `${ended.pagesDone}/${ended.pagesTotal} pages`, `${plural(ended.creditsUsed, "credit")} used`, `${((Date.now() - started) / 1000).toFixed(1)} s`];
+      if (missingPages)
+        note(`${label}: job ${ended.jobId}: pages ${missingPages} could not be read (refunded) and are not in the PDF`);
+      const detail = [
+        `job ${ended.jobId}`,
+        `${ended.pagesDone}/${ended.pagesTotal} pages`,
+        `${plural(ended.creditsUsed, "credit")} used`,
+        `${((Date.now() - started) / 1000).toFixed(1)} s`,
+      ];
       return { text: pdf, detail: detail.join(", ") };
     }
     const result = await readWholeResult(config, ended, { signal: io.signal });
     if (ended.pagesFailed > 0) {
-      note(`${label}: job ${ended.jobId}: ${plural(ended.pagesFailed, "page")} could not be read (refunded): ${describeFailedPages(result.missing)}`);
+      note(
+        `${label}: job ${ended.jobId}: ${plural(ended.pagesFailed, "page")} could not be read (refunded): ${describeFailedPages(result.missing)}`,
+      );
     }
     const detail = [
       `job ${ended.jobId}`,
@@ -224,11 +268,15 @@ export async function runExtract(inputs: string[], options: ExtractOptions, conf
   const skipped = jobs.filter((job) => job.outcome && "skipped" in job.outcome);
   if (interrupted) return EXIT.interrupted;
   if (stopped && skipped.length > 0) {
-    note(`stopped after ${stopped.code}: ${skipped.length} input${skipped.length === 1 ? "" : "s"} not sent (${skipped.map((job) => job.source.label).join(", ")})`);
+    note(
+      `stopped after ${stopped.code}: ${skipped.length} input${skipped.length === 1 ? "" : "s"} not sent (${skipped.map((job) => job.source.label).join(", ")})`,
+    );
   }
   if (toFiles && (options.verbose || failed.length > 0 || skipped.length > 0) && jobs.length > 1) {
     const written = jobs.length - failed.length - skipped.length;
-    note(`${written} of ${jobs.length} written to ${outDir}${failed.length ? `, ${failed.length} failed` : ""}${skipped.length ? `, ${skipped.length} skipped` : ""}`);
+    note(
+      `${written} of ${jobs.length} written to ${outDir}${failed.length ? `, ${failed.length} failed` : ""}${skipped.length ? `, ${skipped.length} skipped` : ""}`,
+    );
   }
   for (const job of jobs) {
     if (job.outcome && "ok" in job.outcome && !job.outcome.ok) return job.outcome.exitCode;
@@ -240,7 +288,10 @@ function toSource(input: string): Source {
   if (input === "-") return { kind: "stdin", label: "stdin" };
   if (/^https?:\/\//i.test(input)) return { kind: "url", label: input, url: input };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(input)) {
-    throw new CliError(EXIT.input, `${input.slice(0, 200)}: only http(s) URLs can be read (the service downloads them); pass a local file by its path`);
+    throw new CliError(
+      EXIT.input,
+      `${input.slice(0, 200)}: only http(s) URLs can be read (the service downloads them); pass a local file by its path`,
+    );
   }
   return { kind: "file", label: input, path: input };
 }
@@ -268,18 +319,34 @@ function outputStem(source: Source): string {
       base = segment;
     }
   }
-  const stem = base.replace(/\.[A-Za-z0-9]{1,5}$/, "").replace(/[^\p{L}\p{N}._-]+/gu, "_").replace(/^[._]+/, "").slice(0, 120);
+  const stem = base
+    .replace(/\.[A-Za-z0-9]{1,5}$/, "")
+    .replace(/[^\p{L}\p{N}._-]+/gu, "_")
+    .replace(/^[._]+/, "")
+    .slice(0, 120);
   return stem || "document";
 }
 
-async function requestBody(source: Source, options: ExtractOptions, config: Config, io: ExtractIo): Promise<OcrRequestBody> {
+async function requestBody(
+  source: Source,
+  options: ExtractOptions,
+  config: Config,
+  io: ExtractIo,
+): Promise<OcrRequestBody> {
   const requestOptions: OcrRequestBody["options"] = { format: options.format };
   if (options.pages !== undefined) requestOptions.pages = options.pages;
   if (options.language !== undefined) requestOptions.language = options.language;
   const webhook = options.webhook !== undefined ? { webhook: { url: options.webhook } } : {};
   if (source.kind === "url") return { imageUrl: source.url, options: requestOptions, ...webhook };
-  const bytes = source.kind === "file" ? await readLocalFile(source.path, config.maxInlineBytes) : await readStdin(io.stdin, config.maxInlineBytes);
-  return { file: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), options: requestOptions, ...webhook };
+  const bytes =
+    source.kind === "file"
+      ? await readLocalFile(source.path, config.maxInlineBytes)
+      : await readStdin(io.stdin, config.maxInlineBytes);
+  return {
+    file: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    options: requestOptions,
+    ...webhook,
+  };
 }
 
 async function readLocalFile(file: string, limit: number): Promise<Buffer> {
@@ -348,7 +415,10 @@ async function ensureDirectory(dir: string): Promise<void> {
   try {
     await fs.mkdir(dir, { recursive: true });
   } catch (error) {
-    throw new CliError(EXIT.other, `cannot create the output directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new CliError(
+      EXIT.other,
+      `cannot create the output directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? "error"}`,
+    );
   }
 }
 
@@ -361,7 +431,8 @@ function asCliError(error: unknown): CliError {
 
 function decodePdf(base64: string): Uint8Array {
   const pdf = new Uint8Array(Buffer.from(base64, "base64"));
-  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-") throw new CliError(EXIT.other, "the service's pdf answer is not a PDF");
+  if (new TextDecoder().decode(pdf.subarray(0, 5)) !== "%PDF-")
+    throw new CliError(EXIT.other, "the service's pdf answer is not a PDF");
   return pdf;
 }
 
@@ -377,7 +448,11 @@ function describeRetry(info: RetryInfo): string {
   return `${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s (attempt ${info.attempt + 1})`;
 }
 
-function describeSuccess(result: { creditsUsed: number; confidence: number; processingTime: number; requestId?: string }, remaining: number | null, replayed: boolean): string {
+function describeSuccess(
+  result: { creditsUsed: number; confidence: number; processingTime: number; requestId?: string },
+  remaining: number | null,
+  replayed: boolean,
+): string {
   const parts = [
     `${result.creditsUsed} credit${result.creditsUsed === 1 ? "" : "s"} used`,
     remaining === null ? undefined : `${remaining} remaining`,

@@ -101,7 +101,11 @@ async function attemptOnce(url: string | URL, init: RequestInit, options: SendOp
     if (isEventStream(response)) return response;
     const body = await response.arrayBuffer();
     const empty = [101, 204, 205, 304].includes(response.status);
-    return new Response(empty ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(empty ? null : body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   } catch (error) {
     throw controller.signal.aborted ? controller.signal.reason : error;
   } finally {

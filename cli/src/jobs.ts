@@ -3,7 +3,16 @@ import path from "node:path";
 import { z } from "zod";
 import { errorCatalogue } from "@/lib/api/error-catalogue";
 import { framedFormats, type OutputFormat } from "@/lib/vocabulary";
-import { cancelJob, getJob, getJobPdf, getJobResultPart, JOB_ID, listJobs, type JobAnswer, type JobResultAnswer } from "./api";
+import {
+  cancelJob,
+  getJob,
+  getJobPdf,
+  getJobResultPart,
+  JOB_ID,
+  listJobs,
+  type JobAnswer,
+  type JobResultAnswer,
+} from "./api";
 import type { Config } from "./config";
 import { CliError, EXIT, exitCodeForStatus, Interrupted, UsageError, type ExitCode } from "./errors";
 import { sleep } from "./http";
@@ -102,7 +111,8 @@ function joinParts(format: string, texts: string[]): string {
     case "tsv": {
       const { head, tail } = framedFormats[format];
       const inner = texts.map((text) => {
-        if (!text.startsWith(head) || !text.endsWith(tail)) throw new CliError(EXIT.other, `a part of the ${format} result is not a whole ${format} document`);
+        if (!text.startsWith(head) || !text.endsWith(tail))
+          throw new CliError(EXIT.other, `a part of the ${format} result is not a whole ${format} document`);
         return text.slice(head.length, text.length - tail.length);
       });
       return head + inner.join("") + tail;
@@ -133,7 +143,8 @@ export function describeFailedPages(missing: WholeResult["missing"]): string {
 /** The exit code of a job that ended without text: its error code's status, as for a request that failed so. */
 export function exitCodeForJob(job: JobAnswer): ExitCode {
   const code = job.error?.code;
-  const entry = code && Object.hasOwn(errorCatalogue, code) ? errorCatalogue[code as keyof typeof errorCatalogue] : undefined;
+  const entry =
+    code && Object.hasOwn(errorCatalogue, code) ? errorCatalogue[code as keyof typeof errorCatalogue] : undefined;
   return entry ? exitCodeForStatus(entry.status) : EXIT.other;
 }
 
@@ -164,8 +175,15 @@ export interface JobsOptions {
   noWait: boolean;
 }
 
-const EXTENSIONS: Record<string, string> = { text: "txt", json: "json", markdown: "md", hocr: "hocr", alto: "xml", tsv: "tsv", pdf: "pdf" };
-
+const EXTENSIONS: Record<string, string> = {
+  text: "txt",
+  json: "json",
+  markdown: "md",
+  hocr: "hocr",
+  alto: "xml",
+  tsv: "tsv",
+  pdf: "pdf",
+};
 
 /** `ocr jobs list | get ID | result ID | cancel ID`. Resolves with the exit code. */
 export async function runJobs(args: string[], options: JobsOptions, config: Config, io: JobsIo): Promise<ExitCode> {
@@ -175,13 +193,19 @@ export async function runJobs(args: string[], options: JobsOptions, config: Conf
   const jobId = () => {
     if (rest.length !== 1) throw new UsageError(`\`ocr jobs ${action}\` takes one job id`);
     const id = rest[0]!;
-    if (!JOB_ID.test(id)) throw new UsageError(`${JSON.stringify(id.slice(0, 40))} is not a job id: they look like job_ and 22 letters, digits, - or _`);
+    if (!JOB_ID.test(id))
+      throw new UsageError(
+        `${JSON.stringify(id.slice(0, 40))} is not a job id: they look like job_ and 22 letters, digits, - or _`,
+      );
     return id;
   };
   const only = (names: Array<keyof JobsOptions>) => {
-    const given = (Object.keys(options) as Array<keyof JobsOptions>).filter((name) => options[name] !== undefined && options[name] !== false);
+    const given = (Object.keys(options) as Array<keyof JobsOptions>).filter(
+      (name) => options[name] !== undefined && options[name] !== false,
+    );
     const stray = given.find((name) => !names.includes(name));
-    if (stray) throw new UsageError(`--${stray === "noWait" ? "no-wait" : stray} is not an option of \`ocr jobs ${action}\``);
+    if (stray)
+      throw new UsageError(`--${stray === "noWait" ? "no-wait" : stray} is not an option of \`ocr jobs ${action}\``);
   };
 
   switch (action) {
@@ -225,7 +249,9 @@ export async function runJobs(args: string[], options: JobsOptions, config: Conf
     case undefined:
       throw new UsageError("`ocr jobs` needs list, get ID, result ID or cancel ID");
     default:
-      throw new UsageError(`unknown jobs command ${JSON.stringify(action.slice(0, 40))}: use list, get, result or cancel`);
+      throw new UsageError(
+        `unknown jobs command ${JSON.stringify(action.slice(0, 40))}: use list, get, result or cancel`,
+      );
   }
 }
 
@@ -240,7 +266,9 @@ async function writeJobResult(jobId: string, options: JobsOptions, config: Confi
   let job = found.job;
   if (!options.noWait && isActive(job)) {
     const lines = new ProgressLines();
-    say(`${jobId}: ${job.status}, ${job.pagesDone + job.pagesFailed}/${job.pagesTotal} pages read; waiting for it to end (Ctrl-C stops waiting, not the job)`);
+    say(
+      `${jobId}: ${job.status}, ${job.pagesDone + job.pagesFailed}/${job.pagesTotal} pages read; waiting for it to end (Ctrl-C stops waiting, not the job)`,
+    );
     lines.mark(job);
     const show = (current: JobAnswer) => {
       if (io.stderr.isTTY) progress.pages(jobId, current.pagesDone + current.pagesFailed, current.pagesTotal);
@@ -277,10 +305,15 @@ async function writeJobResult(jobId: string, options: JobsOptions, config: Confi
     } else {
       await write(io.stdout, pdf);
     }
-    if (missingPages) say(`${jobId}: ${job.status}: pages ${missingPages} are not in the PDF (not read yet, or could not be read)`);
+    if (missingPages)
+      say(`${jobId}: ${job.status}: pages ${missingPages} are not in the PDF (not read yet, or could not be read)`);
     return EXIT.ok;
   }
-  const result = await readWholeResult(config, job, { format: options.format, pages: options.pages, signal: io.signal });
+  const result = await readWholeResult(config, job, {
+    format: options.format,
+    pages: options.pages,
+    signal: io.signal,
+  });
   const text = result.text.endsWith("\n") ? result.text : `${result.text}\n`;
   if (options.out !== undefined) {
     const file = await outputFile(path.resolve(io.cwd, options.out), `${jobId}.${EXTENSIONS[result.format] ?? "txt"}`);
@@ -291,13 +324,17 @@ async function writeJobResult(jobId: string, options: JobsOptions, config: Confi
   }
   const pending = result.missing.filter((page) => page.status === "pending").length;
   if (pending > 0) say(`${jobId}: ${job.status}: ${plural(pending, "page")} not read yet (this is the text so far)`);
-  if (result.missing.some((page) => page.status === "failed")) say(`${jobId}: pages that could not be read (refunded): ${describeFailedPages(result.missing)}`);
+  if (result.missing.some((page) => page.status === "failed"))
+    say(`${jobId}: pages that could not be read (refunded): ${describeFailedPages(result.missing)}`);
   return EXIT.ok;
 }
 
 /** `--out`: an existing directory (or a path ending in `/`) gets `<name>`; anything else is the file itself. */
 async function outputFile(target: string, name: string): Promise<string> {
-  const isDirectory = await fs.stat(target).then((stat) => stat.isDirectory(), () => false);
+  const isDirectory = await fs.stat(target).then(
+    (stat) => stat.isDirectory(),
+    () => false,
+  );
   if (isDirectory) return path.join(target, name);
   if (/[/\\]$/.test(target)) {
     await fs.mkdir(target, { recursive: true });
@@ -322,7 +359,11 @@ export function formatJobTable(jobs: JobAnswer[]): string {
     ]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")).join("\n");
+  return rows
+    .map((row) =>
+      row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  "),
+    )
+    .join("\n");
 }
 
 /** `ocr jobs get`: the job as `name: value` lines. */

@@ -22,7 +22,13 @@ const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   jobs: ["format", "pages", "out", "limit", "cursor", "json", "no-wait"],
   webhooks: ["secret", "file", "headers", "body"],
 };
-const HELP: Record<string, string> = { extract: EXTRACT_HELP, balance: BALANCE_HELP, mcp: MCP_HELP, jobs: JOBS_HELP, webhooks: WEBHOOKS_HELP };
+const HELP: Record<string, string> = {
+  extract: EXTRACT_HELP,
+  balance: BALANCE_HELP,
+  mcp: MCP_HELP,
+  jobs: JOBS_HELP,
+  webhooks: WEBHOOKS_HELP,
+};
 
 const OPTIONS = {
   "base-url": { type: "string" },
@@ -58,14 +64,19 @@ function parse(args: string[]) {
 }
 
 /** Runs one command line; resolves with the exit code. Results go to stdout, everything else to stderr. */
-export async function main(args: string[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<ExitCode> {
+export async function main(
+  args: string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<ExitCode> {
   const say = (line: string) => process.stderr.write(`${line}\n`);
   try {
     let parsed: ReturnType<typeof parse>;
     try {
       parsed = parse(args);
     } catch (error) {
-      throw new UsageError(error instanceof Error ? error.message.replace(/\. To specify a positional argument.*$/s, "") : String(error));
+      throw new UsageError(
+        error instanceof Error ? error.message.replace(/\. To specify a positional argument.*$/s, "") : String(error),
+      );
     }
     const { values, positionals } = parsed;
     const [command, ...rest] = positionals;
@@ -84,7 +95,10 @@ export async function main(args: string[], env: Readonly<Record<string, string |
       return EXIT.ok;
     }
     const allowed = COMMAND_OPTIONS[command];
-    if (!allowed) throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}: use extract, jobs, balance, mcp or webhooks`);
+    if (!allowed)
+      throw new UsageError(
+        `unknown command ${JSON.stringify(command.slice(0, 40))}: use extract, jobs, balance, mcp or webhooks`,
+      );
     if (values.help) {
       process.stdout.write(`${HELP[command]}\n`);
       return EXIT.ok;
@@ -97,12 +111,17 @@ export async function main(args: string[], env: Readonly<Record<string, string |
 
     // Verifying a saved delivery is local: no service, no key.
     if (command === "webhooks") {
-      return await runWebhooks(rest, { secret: values.secret, file: values.file, headers: values.headers, body: values.body }, { stdout: process.stdout, stderr: process.stderr, env });
+      return await runWebhooks(
+        rest,
+        { secret: values.secret, file: values.file, headers: values.headers, body: values.body },
+        { stdout: process.stdout, stderr: process.stderr, env },
+      );
     }
 
     const config = resolveConfig(values satisfies ConfigFlags, env, VERSION);
     const prefix = command === "mcp" ? "ocr mcp" : "ocr";
-    if (isInsecureRemote(config.baseUrl)) say(`${prefix}: warning: ${config.baseUrl} is plain http; the API key travels unencrypted`);
+    if (isInsecureRemote(config.baseUrl))
+      say(`${prefix}: warning: ${config.baseUrl} is plain http; the API key travels unencrypted`);
 
     switch (command) {
       case "extract":
@@ -115,7 +134,10 @@ export async function main(args: string[], env: Readonly<Record<string, string |
         return EXIT.ok;
       case "mcp":
         if (rest.length > 0) throw new UsageError("`ocr mcp` takes no arguments");
-        await runMcpBridge(config, { transport: transportChoice(values.transport), log: (line) => say(`ocr mcp: ${line}`) });
+        await runMcpBridge(config, {
+          transport: transportChoice(values.transport),
+          log: (line) => say(`ocr mcp: ${line}`),
+        });
         return EXIT.ok;
     }
     throw new UsageError(`unknown command ${command}`);
@@ -175,14 +197,18 @@ async function jobs(args: string[], values: Values, config: Config, signal: Abor
 
 function outputFormat(format: string): OutputFormat {
   if (!(outputFormats as readonly string[]).includes(format)) {
-    throw new UsageError(`--format must be one of ${outputFormats.join(", ")} (got ${JSON.stringify(format.slice(0, 40))})`);
+    throw new UsageError(
+      `--format must be one of ${outputFormats.join(", ")} (got ${JSON.stringify(format.slice(0, 40))})`,
+    );
   }
   return format as OutputFormat;
 }
 
 function checkPages(pages: string): void {
   if (!/^\s*\d+\s*(-\s*\d*\s*)?(,\s*\d+\s*(-\s*\d*\s*)?)*$/.test(pages)) {
-    throw new UsageError(`--pages takes 1-based pages and ranges such as 1-3,5 or 7- (got ${JSON.stringify(pages.slice(0, 40))})`);
+    throw new UsageError(
+      `--pages takes 1-based pages and ranges such as 1-3,5 or 7- (got ${JSON.stringify(pages.slice(0, 40))})`,
+    );
   }
 }
 
@@ -203,7 +229,9 @@ async function extract(inputs: string[], values: Values, config: Config, signal:
   // A webhook announces a job's end: with one, every document goes as a job.
   const mode: ExtractMode = values.async || values.webhook !== undefined ? "async" : values.sync ? "sync" : "auto";
   if (values.lang !== undefined && !/^[A-Za-z_]+(\+[A-Za-z_]+)*$/.test(values.lang)) {
-    throw new UsageError(`--lang takes Tesseract codes joined by +, e.g. eng or eng+deu (got ${JSON.stringify(values.lang.slice(0, 40))})`);
+    throw new UsageError(
+      `--lang takes Tesseract codes joined by +, e.g. eng or eng+deu (got ${JSON.stringify(values.lang.slice(0, 40))})`,
+    );
   }
   return runExtract(
     inputs,

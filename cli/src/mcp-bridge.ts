@@ -62,7 +62,10 @@ const jsonRpcErrorSchema = z.looseObject({
 export async function runMcpBridge(config: Config, options: BridgeOptions): Promise<void> {
   const key = config.apiKey;
   if (!key) {
-    throw new CliError(EXIT.auth, "no API key: set FETCH_MCP_SERVER_API_KEY (or OCR_API_KEY) in the MCP host's env for this server");
+    throw new CliError(
+      EXIT.auth,
+      "no API key: set FETCH_MCP_SERVER_API_KEY (or OCR_API_KEY) in the MCP host's env for this server",
+    );
   }
   const upstream = new Upstream(config, key, options);
   const first = await upstream.connect();
@@ -76,7 +79,9 @@ export async function runMcpBridge(config: Config, options: BridgeOptions): Prom
   server.fallbackRequestHandler = (request, extra) => forward(request, extra.signal);
   // Answered upstream too, so a host's ping tells whether the service is reachable, not only this process.
   server.removeRequestHandler("ping");
-  server.setRequestHandler(PingRequestSchema, (request, extra) => forward({ jsonrpc: "2.0", id: 0, ...request }, extra.signal));
+  server.setRequestHandler(PingRequestSchema, (request, extra) =>
+    forward({ jsonrpc: "2.0", id: 0, ...request }, extra.signal),
+  );
   server.onerror = (error) => options.log(`stdio: ${error.message}`);
 
   // The SDK's stdio transport does not notice the host closing stdin; without this the process would linger.
@@ -156,11 +161,18 @@ class Upstream {
     await connection?.client.close().catch(() => undefined);
   }
 
-  private async send(connection: Connection, message: { method: string; params?: unknown }, signal: AbortSignal): Promise<ServerResult> {
+  private async send(
+    connection: Connection,
+    message: { method: string; params?: unknown },
+    signal: AbortSignal,
+  ): Promise<ServerResult> {
     // The SDK's own timeout only backs up the per-attempt timeouts of the HTTP requests (and covers an answer that
     // never arrives on an SSE stream).
     const timeout = (this.config.retries + 2) * this.config.timeoutMs;
-    const result = await connection.client.request(message as Parameters<Client["request"]>[0], ResultSchema, { signal, timeout });
+    const result = await connection.client.request(message as Parameters<Client["request"]>[0], ResultSchema, {
+      signal,
+      timeout,
+    });
     return result as ServerResult;
   }
 
@@ -182,7 +194,8 @@ class Upstream {
         failures.push(`${kind === "http" ? "Streamable HTTP" : "SSE"}: ${this.describe(error)}`);
         // A refused key is refused on every transport.
         if (isAuthFailure(error)) break;
-        if (kind === "http" && order.length > 1) this.options.log(`Streamable HTTP failed (${this.describe(error)}); trying SSE`);
+        if (kind === "http" && order.length > 1)
+          this.options.log(`Streamable HTTP failed (${this.describe(error)}); trying SSE`);
       }
     }
     throw new CliError(
@@ -209,11 +222,20 @@ class Upstream {
     // The SDK reports stream hiccups (an SSE stream that ends and reconnects) here; they are not failures.
     client.onerror = () => undefined;
     const info = client.getServerVersion() ?? { name: "ocr-service", version: "0.0.0" };
-    const connection: Connection = { kind, client, info, capabilities: client.getServerCapabilities() ?? { tools: {} }, instructions: client.getInstructions() };
+    const connection: Connection = {
+      kind,
+      client,
+      info,
+      capabilities: client.getServerCapabilities() ?? { tools: {} },
+      instructions: client.getInstructions(),
+    };
     client.onclose = () => {
-      void this.current?.then((current) => {
-        if (current === connection) this.current = undefined;
-      }, () => undefined);
+      void this.current?.then(
+        (current) => {
+          if (current === connection) this.current = undefined;
+        },
+        () => undefined,
+      );
     };
     return connection;
   }
@@ -230,13 +252,20 @@ class Upstream {
       headers.set("x-api-key", this.key);
       headers.set("user-agent", this.config.userAgent);
       const url = String(input);
-      const response = await sendWithRetry(url, { ...init, headers }, {
-        timeoutMs: this.config.timeoutMs,
-        retries: this.config.retries,
-        idempotencyKey: method === "POST" ? randomUUID() : undefined,
-        signal: init?.signal ?? undefined,
-        onRetry: (info) => this.options.log(`${method} ${new URL(url).pathname}: ${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s`),
-      });
+      const response = await sendWithRetry(
+        url,
+        { ...init, headers },
+        {
+          timeoutMs: this.config.timeoutMs,
+          retries: this.config.retries,
+          idempotencyKey: method === "POST" ? randomUUID() : undefined,
+          signal: init?.signal ?? undefined,
+          onRetry: (info) =>
+            this.options.log(
+              `${method} ${new URL(url).pathname}: ${info.reason}; retrying in ${(info.delayMs / 1000).toFixed(1)} s`,
+            ),
+        },
+      );
       if (!response.ok && (method === "POST" || response.status !== 405)) {
         const error = await toUpstreamError(response);
         if (method === "POST") throw error;
@@ -247,7 +276,8 @@ class Upstream {
   }
 
   private describe(error: unknown): string {
-    if (error instanceof UpstreamHttpError || error instanceof NetworkError || error instanceof CliError) return error.message;
+    if (error instanceof UpstreamHttpError || error instanceof NetworkError || error instanceof CliError)
+      return error.message;
     const status = (error as { code?: unknown } | null)?.code;
     if (typeof status === "number" && this.lastStreamFailure) return this.lastStreamFailure;
     return error instanceof Error ? error.message : String(error);
@@ -255,7 +285,10 @@ class Upstream {
 }
 
 async function toUpstreamError(response: Response): Promise<UpstreamHttpError> {
-  const text = await response.clone().text().catch(() => "");
+  const text = await response
+    .clone()
+    .text()
+    .catch(() => "");
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -270,9 +303,16 @@ async function toUpstreamError(response: Response): Promise<UpstreamHttpError> {
   const rpc = jsonRpcErrorSchema.safeParse(json);
   if (rpc.success) {
     const { code, message, data } = rpc.data.error;
-    return new UpstreamHttpError(response.status, `HTTP ${response.status}: ${message}`, undefined, { code, message, data });
+    return new UpstreamHttpError(response.status, `HTTP ${response.status}: ${message}`, undefined, {
+      code,
+      message,
+      data,
+    });
   }
-  return new UpstreamHttpError(response.status, `HTTP ${response.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 200)}` : ""}`);
+  return new UpstreamHttpError(
+    response.status,
+    `HTTP ${response.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 200)}` : ""}`,
+  );
 }
 
 function isAuthFailure(error: unknown): boolean {
@@ -304,7 +344,8 @@ function withoutPrefix(error: McpError): ForwardedError {
 
 /** What the host receives when the request could not be forwarded: a JSON-RPC error with the reason. */
 function toRpcError(error: unknown): ForwardedError {
-  if (error instanceof UpstreamHttpError && error.rpc) return new ForwardedError(error.rpc.code, error.rpc.message, error.rpc.data);
+  if (error instanceof UpstreamHttpError && error.rpc)
+    return new ForwardedError(error.rpc.code, error.rpc.message, error.rpc.data);
   if (error instanceof McpError) return withoutPrefix(error);
   const message = error instanceof Error ? error.message : String(error);
   return new ForwardedError(ErrorCode.InternalError, `The OCR service could not be reached: ${message}`);

@@ -70,7 +70,9 @@ export class ProgressBar {
   }
 
   render(): string {
-    const [done, total, unit] = this.pageCount ? [this.pageCount.done, this.pageCount.total, " pages"] : [this.done, this.total, ""];
+    const [done, total, unit] = this.pageCount
+      ? [this.pageCount.done, this.pageCount.total, " pages"]
+      : [this.done, this.total, ""];
     // A pseudo-terminal may report 0 columns.
     const columns = this.stream.columns || 80;
     const width = Math.max(10, Math.min(30, columns - 40));

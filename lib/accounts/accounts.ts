@@ -63,7 +63,10 @@ function parseCredentials(input: Credentials): { email: string; password: string
 }
 
 /** Count one attempt against a fixed-window limit; past it `429` saying `what` and the real wait. */
-async function limit(check: { bucket: string; identifier: string; limit: number; windowMs: number }, what: string): Promise<void> {
+async function limit(
+  check: { bucket: string; identifier: string; limit: number; windowMs: number },
+  what: string,
+): Promise<void> {
   const result = await getStore().limits.rateLimit(check);
   if (!result.success) throw tooMany(what, result.reset);
 }
@@ -117,10 +120,18 @@ export async function signUp(input: Credentials, options: { operator?: boolean }
 async function limitSignUp(address: string | undefined): Promise<void> {
   const env = getEnv();
   await limit(
-    { bucket: "signup-address", identifier: addressLimitKey(address), limit: env.SIGNUP_PER_ADDRESS_PER_HOUR, windowMs: HOUR_MS },
+    {
+      bucket: "signup-address",
+      identifier: addressLimitKey(address),
+      limit: env.SIGNUP_PER_ADDRESS_PER_HOUR,
+      windowMs: HOUR_MS,
+    },
     "Too many sign-ups from your network.",
   );
-  await limit({ bucket: "signup-all", identifier: "all", limit: env.SIGNUP_PER_HOUR, windowMs: HOUR_MS }, "Too many new accounts this hour.");
+  await limit(
+    { bucket: "signup-all", identifier: "all", limit: env.SIGNUP_PER_HOUR, windowMs: HOUR_MS },
+    "Too many new accounts this hour.",
+  );
 }
 
 /**
@@ -137,7 +148,12 @@ export async function signIn(input: Credentials): Promise<Account> {
   const backoff = await limits.getBackoff(subject);
   if (backoff && backoff.until > Date.now()) throw tooMany("Too many wrong passwords for this e-mail.", backoff.until);
   await limit(
-    { bucket: "signin-address", identifier: addressKey, limit: getEnv().SIGNIN_PER_ADDRESS, windowMs: SIGNIN_WINDOW_MS },
+    {
+      bucket: "signin-address",
+      identifier: addressKey,
+      limit: getEnv().SIGNIN_PER_ADDRESS,
+      windowMs: SIGNIN_WINDOW_MS,
+    },
     "Too many sign-in attempts from your network.",
   );
   const user = await findUserByEmail(email);
@@ -146,7 +162,10 @@ export async function signIn(input: Credentials): Promise<Account> {
     : await verifyPassword(input.password, await decoyPasswordHash()).then(() => false);
   if (!ok || !user) {
     const state = await limits.recordBackoffFailure(subject, Date.now(), SIGNIN_BACKOFF);
-    const wait = state.until > Date.now() ? ` Wait ${formatWait(Math.ceil((state.until - Date.now()) / 1000))} before the next try.` : "";
+    const wait =
+      state.until > Date.now()
+        ? ` Wait ${formatWait(Math.ceil((state.until - Date.now()) / 1000))} before the next try.`
+        : "";
     throw new ApiError("unauthorized", `Wrong e-mail or password.${wait}`);
   }
   if (backoff) await limits.clearBackoff(subject);

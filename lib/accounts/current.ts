@@ -2,7 +2,14 @@ import "server-only"; // reads and sets the session cookie: never in a client bu
 import { cookies, headers } from "next/headers";
 import { clientAddress } from "@/lib/client-ip";
 import type { Account } from "./accounts";
-import { SESSION_COOKIE, createSession, deleteSession, getSessionAccount, isSecureRequest, sessionCookieOptions } from "./sessions";
+import {
+  SESSION_COOKIE,
+  createSession,
+  deleteSession,
+  getSessionAccount,
+  isSecureRequest,
+  sessionCookieOptions,
+} from "./sessions";
 
 /** The signed-in account of the current request (server components and server actions), or null. */
 export async function getCurrentAccount(): Promise<Account | null> {

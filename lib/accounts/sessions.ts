@@ -54,6 +54,7 @@ export function sessionCookieOptions({ expiresAt, secure }: { expiresAt: Date; s
 export function isSecureRequest({ protocol, host }: { protocol: string | null; host: string | null }): boolean {
   if (protocol === "https") return true;
   const hostname = (host ?? "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
-  const loopback = hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.") || hostname.endsWith(".localhost");
+  const loopback =
+    hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.") || hostname.endsWith(".localhost");
   return !loopback;
 }

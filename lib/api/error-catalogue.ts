@@ -76,7 +76,7 @@ export const errorCatalogue = {
       "pixel limit; a PDF stream that inflates past `MAX_PDF_STREAM_BYTES`; a PDF that needs more work than " +
       "`MAX_PDF_WORK_MS` of processing to open or to draw a page, or a page drawing more than 1,000,000 operations or " +
       "nesting forms more than 16 deep; a page whose reading needs more memory than an engine process may use; a " +
-      "searchable PDF (`format: \"pdf\"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the " +
+      'searchable PDF (`format: "pdf"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the ' +
       "PDF made): the message names the job route",
     hint: 'Inline (base64) files are limited to 3 MB decoded: pass a URL with type "url" instead, or send a smaller file or fewer pages.',
   },
@@ -87,7 +87,7 @@ export const errorCatalogue = {
   },
   unreadable_document: {
     status: 422,
-    when: "corrupt or truncated file, PDF encrypted with a password, zero pages; a PDF that cannot be rebuilt as a searchable PDF (`format: \"pdf\"`: encrypted, or broken past repair)",
+    when: 'corrupt or truncated file, PDF encrypted with a password, zero pages; a PDF that cannot be rebuilt as a searchable PDF (`format: "pdf"`: encrypted, or broken past repair)',
     hint: "The file is corrupt, truncated, encrypted or has no pages; check that it opens, or export it again.",
   },
   idempotency_mismatch: {
@@ -136,7 +136,7 @@ export const errorCatalogue = {
   timeout: {
     status: 504,
     when: "the request deadline `REQUEST_DEADLINE_MS` (55 s) passed; answered by the deadline + 1 s, nothing is charged",
-    hint: "The file took longer than this tool's time limit: read fewer pages at a time with the pages argument (e.g. \"1-5\"), or retry later.",
+    hint: 'The file took longer than this tool\'s time limit: read fewer pages at a time with the pages argument (e.g. "1-5"), or retry later.',
   },
 } as const satisfies Record<string, ErrorEntry>;
 

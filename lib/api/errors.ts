@@ -61,7 +61,11 @@ export class ApiError extends Error {
 export function isApiError(error: unknown): error is ApiError {
   if (typeof error !== "object" || error === null) return false;
   const candidate = error as { [API_ERROR_BRAND]?: unknown; code?: unknown };
-  return candidate[API_ERROR_BRAND] === true && typeof candidate.code === "string" && Object.hasOwn(errorStatus, candidate.code);
+  return (
+    candidate[API_ERROR_BRAND] === true &&
+    typeof candidate.code === "string" &&
+    Object.hasOwn(errorStatus, candidate.code)
+  );
 }
 
 /** Seconds a client should wait after a `503` that names no better figure. */
@@ -109,7 +113,8 @@ export function toErrorResponse(error: unknown, requestId: string, headers: Head
   const responseHeaders = new Headers(headers);
   for (const [name, value] of Object.entries(apiError.headers)) responseHeaders.set(name, value);
   // Every 503 (`overloaded`, `unavailable`) says when to come back.
-  if (apiError.status === 503 && !responseHeaders.has("retry-after")) responseHeaders.set("retry-after", String(DEFAULT_RETRY_AFTER_S));
+  if (apiError.status === 503 && !responseHeaders.has("retry-after"))
+    responseHeaders.set("retry-after", String(DEFAULT_RETRY_AFTER_S));
   responseHeaders.set("x-request-id", requestId);
   if (apiError.code === "unauthorized" && !responseHeaders.has("www-authenticate")) {
     responseHeaders.set("www-authenticate", 'Bearer realm="ocr"');

@@ -48,7 +48,7 @@ export function restExamples(target: ExampleTarget): Example[] {
       title: "curl, a local file (multipart)",
       language: "sh",
       note:
-        "The file in the \"file\" field, each option its own field (format, language, pages). Files up to MAX_INLINE_BYTES " +
+        'The file in the "file" field, each option its own field (format, language, pages). Files up to MAX_INLINE_BYTES ' +
         "(20 MB self-hosted, 4 MB on Vercel); larger ones by URL. Run from the repository's root, or point -F at your own file.",
       code: `${key.shExport}curl -sS --fail-with-body ${endpoint} \\
   -H "x-api-key: $OCR_API_KEY" \\

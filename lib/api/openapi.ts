@@ -63,7 +63,8 @@ function errorHeaders(codes: ErrorCode[]): Json {
   if (codes.some((code) => errorStatus[code] === 429 || errorStatus[code] === 503)) {
     result["Retry-After"] = { $ref: "#/components/headers/RetryAfter" };
   }
-  if (codes.includes("insufficient_credits")) result["x-credits-remaining"] = { $ref: "#/components/headers/CreditsRemaining" };
+  if (codes.includes("insufficient_credits"))
+    result["x-credits-remaining"] = { $ref: "#/components/headers/CreditsRemaining" };
   return result;
 }
 
@@ -78,7 +79,10 @@ function errorResponses(codes: ErrorCode[], notes: Partial<Record<ErrorCode, str
   for (const [status, statusCodes] of [...byStatus].sort(([a], [b]) => a - b)) {
     responses[String(status)] = {
       description: statusCodes
-        .map((code) => `\`${code}\`: ${errorCatalogue[code].when}${notes[code] ? `; on this operation also ${notes[code]}` : ""}`)
+        .map(
+          (code) =>
+            `\`${code}\`: ${errorCatalogue[code].when}${notes[code] ? `; on this operation also ${notes[code]}` : ""}`,
+        )
         .join(". "),
       headers: errorHeaders(statusCodes),
       content: {
@@ -145,7 +149,10 @@ function componentSchemas(): Record<string, Json> {
 
 /** A zod query schema (strict object of optional fields) as OpenAPI query parameters. */
 function queryParameters(schema: z.ZodType): Json[] {
-  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io: "input" }) as { properties?: Record<string, Json>; required?: string[] };
+  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io: "input" }) as {
+    properties?: Record<string, Json>;
+    required?: string[];
+  };
   return Object.entries(json.properties ?? {}).map(([name, property]) => {
     const { description, ...rest } = property;
     return { name, in: "query", required: json.required?.includes(name) ?? false, description, schema: rest };
@@ -170,7 +177,8 @@ const jobIdParameter: Json = {
   name: "id",
   in: "path",
   required: true,
-  description: "The job's id (`jobId`), as `Location` and `links` give it. A malformed, unknown or another account's id is `404`.",
+  description:
+    "The job's id (`jobId`), as `Location` and `links` give it. A malformed, unknown or another account's id is `404`.",
   schema: { type: "string", pattern: JOB_ID_PATTERN },
 };
 
@@ -210,7 +218,8 @@ function exampleJob(status: "queued" | "running" | "succeeded", single = true): 
     startedAt: status === "queued" ? null : "2026-11-24T09:00:01.250Z",
     finishedAt: ended ? "2026-11-24T09:03:12.480Z" : null,
     expiresAt: ended ? "2026-11-25T09:03:12.480Z" : "2026-11-26T09:00:00.000Z",
-    ...(single && status !== "queued" && { failedPages: ended ? [{ page: 37, code: "payload_too_large", message: "…" }] : [] }),
+    ...(single &&
+      status !== "queued" && { failedPages: ended ? [{ page: 37, code: "payload_too_large", message: "…" }] : [] }),
     links: { self: `/api/ocr/jobs/${EXAMPLE_JOB_ID}`, result: `/api/ocr/jobs/${EXAMPLE_JOB_ID}/result` },
   };
 }
@@ -219,9 +228,19 @@ function buildOpenApiDocument(): Json {
   const env = getEnv();
   // Not answers of this operation: 404 is MCP's and the jobs', 410 the jobs', 403 refuses forged page forms, 501 is a
   // method no path serves.
-  const processErrors = errorCodes.filter((code) => !["not_found", "gone", "forbidden", "not_implemented"].includes(code));
+  const processErrors = errorCodes.filter(
+    (code) => !["not_found", "gone", "forbidden", "not_implemented"].includes(code),
+  );
   /** The errors of reading one job (status, cancel, result). */
-  const jobErrors: ErrorCode[] = ["unauthorized", "not_found", "method_not_allowed", "gone", "rate_limited", "internal_error", "unavailable"];
+  const jobErrors: ErrorCode[] = [
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "gone",
+    "rate_limited",
+    "internal_error",
+    "unavailable",
+  ];
   const limits = [
     `a file in the request (multipart, raw body, or base64 decoded) ${formatMegabytes(env.MAX_INLINE_BYTES)} ` +
       "(20 MB self-hosted, 4 MB on Vercel, whose request bodies stop at 4.5 MB: larger files by `imageUrl`)",
@@ -240,7 +259,13 @@ function buildOpenApiDocument(): Json {
     `The file itself, at most ${inline} (\`MAX_INLINE_BYTES\`; on Vercel 4 MB: its request bodies stop at 4.5 MB, so ` +
     "send larger files by `imageUrl`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes whatever the declared type " +
     "(`415` for anything else).";
-  const rawFile = { schema: { type: "string", contentMediaType: "application/octet-stream", description: `${fileDescription} Options as query parameters.` } };
+  const rawFile = {
+    schema: {
+      type: "string",
+      contentMediaType: "application/octet-stream",
+      description: `${fileDescription} Options as query parameters.`,
+    },
+  };
   const requestBody = {
     required: true,
     description:
@@ -262,7 +287,11 @@ function buildOpenApiDocument(): Json {
             webhook: { type: "string", format: "uri", description: "Jobs only: as `webhook.url`." },
           },
         },
-        encoding: { file: { contentType: "application/pdf, image/jpeg, image/png, image/webp, image/tiff, application/octet-stream" } },
+        encoding: {
+          file: {
+            contentType: "application/pdf, image/jpeg, image/png, image/webp, image/tiff, application/octet-stream",
+          },
+        },
       },
       "application/pdf": rawFile,
       "image/jpeg": rawFile,
@@ -273,7 +302,10 @@ function buildOpenApiDocument(): Json {
       "application/json": {
         schema: { $ref: "#/components/schemas/OcrRequest" },
         examples: {
-          base64: { summary: "base64 input", value: { image: "iVBORw0KGgoAAAANSUhEUgAA…", options: { format: "text" } } },
+          base64: {
+            summary: "base64 input",
+            value: { image: "iVBORw0KGgoAAAANSUhEUgAA…", options: { format: "text" } },
+          },
           url: {
             summary: "URL input",
             value: { imageUrl: "https://example.com/scan.pdf", options: { format: "markdown", pages: "1-3" } },
@@ -284,9 +316,27 @@ function buildOpenApiDocument(): Json {
   };
   /** The options of a raw file body (lib/http/upload.ts); refused with any other form's. */
   const rawBodyParameters: Json[] = [
-    { name: "format", in: "query", required: false, description: "With the file as the raw body only: as `options.format`.", schema: { type: "string", enum: [...outputFormats] } },
-    { name: "language", in: "query", required: false, description: "With the file as the raw body only: as `options.language`.", schema: { type: "string", maxLength: 100 } },
-    { name: "pages", in: "query", required: false, description: "With the file as the raw body only: as `options.pages`.", schema: { type: "string", maxLength: 256 } },
+    {
+      name: "format",
+      in: "query",
+      required: false,
+      description: "With the file as the raw body only: as `options.format`.",
+      schema: { type: "string", enum: [...outputFormats] },
+    },
+    {
+      name: "language",
+      in: "query",
+      required: false,
+      description: "With the file as the raw body only: as `options.language`.",
+      schema: { type: "string", maxLength: 100 },
+    },
+    {
+      name: "pages",
+      in: "query",
+      required: false,
+      description: "With the file as the raw body only: as `options.pages`.",
+      schema: { type: "string", maxLength: 256 },
+    },
   ];
   const readHeaders = { ...requestIdHeader, ...rateLimitHeaders };
   /** `202 Accepted` with the job: `POST /api/ocr/jobs`, and `POST /api/ocr/process` with `Prefer: respond-async`. */
@@ -302,13 +352,16 @@ function buildOpenApiDocument(): Json {
       "Idempotent-Replayed": { $ref: "#/components/headers/Replayed" },
       ...extraHeaders,
     },
-    content: { "application/json": { schema: { $ref: "#/components/schemas/JobView" }, example: exampleJob("queued") } },
+    content: {
+      "application/json": { schema: { $ref: "#/components/schemas/JobView" }, example: exampleJob("queued") },
+    },
   });
   /** What submitting a job may also be refused for, beyond the synchronous route's reasons. */
   const submitNotes: Partial<Record<ErrorCode, string>> = {
     payload_too_large: `a job of more than \`MAX_JOB_PAGES\` (${env.MAX_JOB_PAGES}) pages, or a URL file over \`MAX_JOB_URL_BYTES\` (${formatMegabytes(env.MAX_JOB_URL_BYTES)})`,
     rate_limited: `the account already has \`MAX_QUEUED_PAGES_PER_ACCOUNT\` (${env.MAX_QUEUED_PAGES_PER_ACCOUNT}) pages waiting in its unfinished jobs (\`Retry-After\`)`,
-    unavailable: "a deployment without a TCP connection to its Redis (`REDIS_URL`), which the job queue needs: jobs are not available there, the message says so",
+    unavailable:
+      "a deployment without a TCP connection to its Redis (`REDIS_URL`), which the job queue needs: jobs are not available there, the message says so",
   };
 
   return {
@@ -414,7 +467,13 @@ function buildOpenApiDocument(): Json {
                 "(`Idempotent-Replayed: true`), so a retried submission never makes a second job.",
             ),
             ...rawBodyParameters,
-            { name: "webhook", in: "query", required: false, description: "With the file as the raw body only: as `webhook.url`.", schema: { type: "string", format: "uri" } },
+            {
+              name: "webhook",
+              in: "query",
+              required: false,
+              description: "With the file as the raw body only: as `webhook.url`.",
+              schema: { type: "string", format: "uri" },
+            },
           ],
           requestBody,
           responses: {
@@ -440,7 +499,14 @@ function buildOpenApiDocument(): Json {
                 },
               },
             },
-            ...errorResponses(["invalid_request", "unauthorized", "method_not_allowed", "rate_limited", "internal_error", "unavailable"]),
+            ...errorResponses([
+              "invalid_request",
+              "unauthorized",
+              "method_not_allowed",
+              "rate_limited",
+              "internal_error",
+              "unavailable",
+            ]),
           },
         },
         options: preflightOperation("jobsPreflight"),
@@ -501,7 +567,7 @@ function buildOpenApiDocument(): Json {
             "`x-missing-pages` those not read yet or failed; `409` while no page is read). Otherwise: " +
             "rendered from the stored pages in `format` (default: the job's `options.format`), as many of the pages " +
             "asked for (default: all of the job's) as fit one response of about 4 MB, from the first. When some did " +
-            "not fit, `next` (and `Link: <…>; rel=\"next\"`) is the URL of the part with the rest: follow it until it " +
+            'not fit, `next` (and `Link: <…>; rel="next"`) is the URL of the part with the rest: follow it until it ' +
             "is null. Works while the job runs too: pages not read yet are listed in `missingPages` as `pending`, " +
             "failed ones as `failed` with their code. Counts against the read limit (`READ_RATE_LIMIT_PER_MINUTE`).",
           parameters: queryParameters(jobResultQuerySchema),
@@ -533,7 +599,8 @@ function buildOpenApiDocument(): Json {
             ...errorResponses(["invalid_request", "conflict", "unreadable_document", ...jobErrors], {
               invalid_request: "a `pages` list that is malformed or names a page the job did not read",
               conflict: "`format=pdf` while no page of the job is read yet",
-              unreadable_document: "`format=pdf` of a PDF that pdf-lib cannot rebuild (encrypted, or broken past repair)",
+              unreadable_document:
+                "`format=pdf` of a PDF that pdf-lib cannot rebuild (encrypted, or broken past repair)",
               gone: "`format=pdf` when the job's file is no longer kept",
             }),
           },
@@ -544,11 +611,16 @@ function buildOpenApiDocument(): Json {
         get: {
           operationId: "getCredits",
           summary: "Credit balance",
-          description: "The credits left on the account behind the key, also in `x-credits-remaining`. Free: nothing is charged.",
+          description:
+            "The credits left on the account behind the key, also in `x-credits-remaining`. Free: nothing is charged.",
           responses: {
             "200": {
               description: "The balance.",
-              headers: { ...requestIdHeader, ...rateLimitHeaders, "x-credits-remaining": { $ref: "#/components/headers/CreditsRemaining" } },
+              headers: {
+                ...requestIdHeader,
+                ...rateLimitHeaders,
+                "x-credits-remaining": { $ref: "#/components/headers/CreditsRemaining" },
+              },
               content: {
                 "application/json": {
                   schema: { $ref: "#/components/schemas/CreditsResponse" },
@@ -566,7 +638,11 @@ function buildOpenApiDocument(): Json {
           summary: "This document",
           security: [],
           responses: {
-            "200": { description: "OpenAPI 3.1 document.", headers: requestIdHeader, content: { "application/json": {} } },
+            "200": {
+              description: "OpenAPI 3.1 document.",
+              headers: requestIdHeader,
+              content: { "application/json": {} },
+            },
             ...errorResponses(["method_not_allowed", "internal_error"]),
           },
         },
@@ -587,17 +663,33 @@ function buildOpenApiDocument(): Json {
             "page re-enables it.",
           security: [],
           parameters: [
-            { name: "webhook-id", in: "header", required: true, description: "The event's id, the same on every attempt: deduplicate on it.", schema: { type: "string" } },
-            { name: "webhook-timestamp", in: "header", required: true, description: "This attempt's time, Unix seconds.", schema: { type: "string" } },
+            {
+              name: "webhook-id",
+              in: "header",
+              required: true,
+              description: "The event's id, the same on every attempt: deduplicate on it.",
+              schema: { type: "string" },
+            },
+            {
+              name: "webhook-timestamp",
+              in: "header",
+              required: true,
+              description: "This attempt's time, Unix seconds.",
+              schema: { type: "string" },
+            },
             {
               name: "webhook-signature",
               in: "header",
               required: true,
-              description: "`v1,<base64 HMAC-SHA256>` of `{id}.{timestamp}.{body}`; two, space-separated, for 24 h after a rotation.",
+              description:
+                "`v1,<base64 HMAC-SHA256>` of `{id}.{timestamp}.{body}`; two, space-separated, for 24 h after a rotation.",
               schema: { type: "string" },
             },
           ],
-          requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEvent" } } } },
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEvent" } } },
+          },
           responses: { "2XX": { description: "Delivered." } },
         },
       },
@@ -605,7 +697,12 @@ function buildOpenApiDocument(): Json {
     components: {
       schemas: componentSchemas(),
       securitySchemes: {
-        ApiKeyHeader: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key from the settings page." },
+        ApiKeyHeader: {
+          type: "apiKey",
+          in: "header",
+          name: "x-api-key",
+          description: "An API key from the settings page.",
+        },
         BearerAuth: { type: "http", scheme: "bearer", description: "The same key as `Authorization: Bearer <key>`." },
       },
       headers: {

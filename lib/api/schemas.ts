@@ -53,7 +53,9 @@ export const ocrOptionsSchema = z.strictObject(
       .string()
       .max(256)
       .optional()
-      .describe('PDF pages to read, 1-based: `"1-3,5"`, `"7-"` (to the end). Default: every page. Only those are charged.'),
+      .describe(
+        'PDF pages to read, 1-based: `"1-3,5"`, `"7-"` (to the end). Default: every page. Only those are charged.',
+      ),
   },
   { error: unknownKeys(OPTION_KEYS) },
 );
@@ -80,7 +82,9 @@ export const webhookRequestSchema = z
     },
     { error: unknownKeys(WEBHOOK_KEYS) },
   )
-  .describe("Jobs only (`POST /api/ocr/jobs`, or `Prefer: respond-async`). Default: the account's default webhook URL, if set.");
+  .describe(
+    "Jobs only (`POST /api/ocr/jobs`, or `Prefer: respond-async`). Default: the account's default webhook URL, if set.",
+  );
 export type WebhookRequest = z.infer<typeof webhookRequestSchema>;
 
 const REQUEST_KEYS = ["image", "imageUrl", "options", "webhook"] as const;
@@ -98,15 +102,11 @@ export const ocrRequestSchema = z
             "decoded (20 MB self-hosted, 4 MB on Vercel, where a JSON body stops at 4.5 MB: about 3.3 MB of file as base64). " +
             "Larger files: send the file itself (multipart/form-data or a raw body), or imageUrl.",
         ),
-      imageUrl: z
-        .string()
-        .max(MAX_IMAGE_URL_LENGTH)
-        .optional()
-        .meta({
-          format: "uri",
-          description:
-            "An http(s) URL of the file; fetched by the service (public addresses only, at most 3 redirects, 15 s, 25 MB).",
-        }),
+      imageUrl: z.string().max(MAX_IMAGE_URL_LENGTH).optional().meta({
+        format: "uri",
+        description:
+          "An http(s) URL of the file; fetched by the service (public addresses only, at most 3 redirects, 15 s, 25 MB).",
+      }),
       options: ocrOptionsSchema.optional(),
       webhook: webhookRequestSchema.optional(),
     },
@@ -151,7 +151,9 @@ export type InputSource = z.infer<typeof inputSourceSchema>;
 export const ocrResponseSchema = z.object({
   success: z.literal(true),
   userId: z.string().describe("The account that owns the key (`usr_…`)."),
-  inputSource: inputSourceSchema.describe("`base64` for `image`, `url` for `imageUrl`, `upload` for a file sent itself (multipart `file` or a raw body)."),
+  inputSource: inputSourceSchema.describe(
+    "`base64` for `image`, `url` for `imageUrl`, `upload` for a file sent itself (multipart `file` or a raw body).",
+  ),
   extractedText: z
     .string()
     .describe("The text in the requested format. For `json`, `JSON.parse(extractedText)` gives an OcrDocument."),
@@ -159,10 +161,20 @@ export const ocrResponseSchema = z.object({
     .number()
     .min(0)
     .max(100)
-    .describe("0–100: the character-weighted mean of word confidences; a PDF page read from its text layer counts as 100."),
+    .describe(
+      "0–100: the character-weighted mean of word confidences; a PDF page read from its text layer counts as 100.",
+    ),
   processingTime: z.number().int().min(0).describe("Milliseconds from request received to response ready."),
-  creditsUsed: z.number().int().min(0).describe("One credit per page read: 1 for an image, the pages processed for a PDF."),
-  pageCount: z.number().int().min(1).describe("Pages in the file (a PDF may have more than were read, see `options.pages`)."),
+  creditsUsed: z
+    .number()
+    .int()
+    .min(0)
+    .describe("One credit per page read: 1 for an image, the pages processed for a PDF."),
+  pageCount: z
+    .number()
+    .int()
+    .min(1)
+    .describe("Pages in the file (a PDF may have more than were read, see `options.pages`)."),
   requestId: z.string().describe("Also in the `x-request-id` header; quote it when asking for help."),
 });
 export type OcrResponse = z.infer<typeof ocrResponseSchema>;
@@ -192,7 +204,9 @@ export const jobResultQuerySchema = z.strictObject({
     .string()
     .max(256)
     .optional()
-    .describe('Pages of the job to return, e.g. `"51-100"` (default: all). A part that does not hold them all names the next in `next`.'),
+    .describe(
+      'Pages of the job to return, e.g. `"51-100"` (default: all). A part that does not hold them all names the next in `next`.',
+    ),
 });
 
 const jobStatusSchema = z
@@ -212,7 +226,11 @@ export const webhookAttemptSchema = z.object({
   jobId: z.string().optional(),
   url: z.string(),
   attempt: z.number().int().min(1).describe("1 for the first."),
-  status: z.number().int().nullable().describe("The receiver's HTTP status; null when none came (refused, unreachable, timed out)."),
+  status: z
+    .number()
+    .int()
+    .nullable()
+    .describe("The receiver's HTTP status; null when none came (refused, unreachable, timed out)."),
   latencyMs: z.number().int().min(0),
   ok: z.boolean().describe("A 2xx answer: delivered."),
   error: z.string().optional(),
@@ -226,7 +244,11 @@ export const jobViewSchema = z.object({
   jobId: z.string().describe("`job_` and 22 characters."),
   status: jobStatusSchema,
   pageCount: z.number().int().min(1).describe("Pages in the file."),
-  pagesTotal: z.number().int().min(1).describe("Pages the job reads (`options.pages`, default all): what was reserved."),
+  pagesTotal: z
+    .number()
+    .int()
+    .min(1)
+    .describe("Pages the job reads (`options.pages`, default all): what was reserved."),
   pagesDone: z.number().int().min(0).describe("Pages read and delivered (each one credit)."),
   pagesFailed: z.number().int().min(0).describe("Pages that could not be read (refunded when the job ends)."),
   failedPages: z
@@ -235,7 +257,11 @@ export const jobViewSchema = z.object({
     .describe("Each failed page with its error code (the status of a single job only)."),
   creditsReserved: z.number().int().min(0).describe("Credits taken when the job was accepted: one per page."),
   creditsUsed: z.number().int().min(0).describe("Credits spent: the pages delivered."),
-  creditsRefunded: z.number().int().min(0).describe("Credits given back when the job ended (failed, cancelled and unread pages)."),
+  creditsRefunded: z
+    .number()
+    .int()
+    .min(0)
+    .describe("Credits given back when the job ended (failed, cancelled and unread pages)."),
   format: outputFormatSchema.describe("The result's default format (`options.format`)."),
   inputSource: inputSourceSchema,
   createdAt: z.iso.datetime(),
@@ -253,7 +279,6 @@ export const jobViewSchema = z.object({
     .describe("A job with a webhook (the status of a single job only)."),
 });
 export type JobViewBody = z.infer<typeof jobViewSchema>;
-
 
 export const webhookEventTypes = ["job.succeeded", "job.failed", "job.cancelled", "webhook.test"] as const;
 
@@ -280,7 +305,9 @@ export const webhookJobDataSchema = z.object({
 /** The body of a webhook delivery (Standard Webhooks' `{type, timestamp, data}`). */
 export const webhookEventSchema = z.object({
   type: z.enum(webhookEventTypes),
-  timestamp: z.iso.datetime().describe("When the event happened (the `webhook-timestamp` header is the attempt's time)."),
+  timestamp: z.iso
+    .datetime()
+    .describe("When the event happened (the `webhook-timestamp` header is the attempt's time)."),
   data: z.union([webhookJobDataSchema, z.object({ message: z.string() })]),
 });
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
@@ -299,12 +326,17 @@ export const jobResultSchema = z.object({
   status: jobStatusSchema,
   format: outputFormatSchema,
   pages: z.string().describe("The pages this part holds, as ranges (`1-50`); empty when none is ready."),
-  extractedText: z.string().describe("As `extractedText` of `/api/ocr/process`, for these pages; `json` pages carry `readBy`."),
+  extractedText: z
+    .string()
+    .describe("As `extractedText` of `/api/ocr/process`, for these pages; `json` pages carry `readBy`."),
   confidence: z.number().min(0).max(100).describe("0–100 over this part's pages."),
   pageCount: z.number().int().min(1),
   missingPages: z
     .array(z.object({ page: z.number().int(), status: z.enum(["pending", "failed"]), code: z.string().optional() }))
     .describe("Pages asked for that have no result: still to be read (`pending`), or `failed` with its code."),
-  next: z.string().nullable().describe("The next part's URL when the pages asked for did not fit (also `Link: rel=\"next\"`)."),
+  next: z
+    .string()
+    .nullable()
+    .describe('The next part\'s URL when the pages asked for did not fit (also `Link: rel="next"`).'),
 });
 export type JobResultBody = z.infer<typeof jobResultSchema>;

@@ -2,7 +2,14 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { getStore, type LedgerDraft, type LedgerEntry, type LedgerFormat, type LedgerPage, type LedgerReason } from "@/lib/store";
+import {
+  getStore,
+  type LedgerDraft,
+  type LedgerEntry,
+  type LedgerFormat,
+  type LedgerPage,
+  type LedgerReason,
+} from "@/lib/store";
 
 export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";
 
@@ -74,18 +81,30 @@ export async function reserveCredits({
     });
   } catch (error) {
     await store
-      .releaseCredits({ userId, requestId, pages: count, entry: draft("refund", { requestId, keyId, format }), day: dayOf(new Date()) })
+      .releaseCredits({
+        userId,
+        requestId,
+        pages: count,
+        entry: draft("refund", { requestId, keyId, format }),
+        day: dayOf(new Date()),
+      })
       .then(
         ({ refunded }) => {
-          if (refunded > 0) console.error(`[${requestId}] a reserve's reply was lost after it ran: ${refunded} credits refunded`);
+          if (refunded > 0)
+            console.error(`[${requestId}] a reserve's reply was lost after it ran: ${refunded} credits refunded`);
         },
-        () => console.error(`[${requestId}] reserve failed and could not be reconciled now; the reservation sweep will refund it`),
+        () =>
+          console.error(
+            `[${requestId}] reserve failed and could not be reconciled now; the reservation sweep will refund it`,
+          ),
       );
     throw error;
   }
   if (result.duplicate) {
     // Request ids are unique per request: this is a bug, not a client error. Nothing was charged.
-    throw new ApiError("internal_error", "This request was already charged", { cause: new Error(`duplicate reservation ${requestId}`) });
+    throw new ApiError("internal_error", "This request was already charged", {
+      cause: new Error(`duplicate reservation ${requestId}`),
+    });
   }
   return result.ok ? { ok: true, balance: result.balance } : { ok: false, balance: result.balance };
 }
@@ -205,15 +224,24 @@ export function maybeSweepReservations(schedule: (task: () => Promise<void>) => 
   schedule(async () => {
     try {
       const result = await sweepExpiredReservations({ now });
-      if (result.refunded > 0) console.info(`[credits] sweep refunded ${result.credits} credits of ${result.refunded} expired reservations`);
+      if (result.refunded > 0)
+        console.info(`[credits] sweep refunded ${result.credits} credits of ${result.refunded} expired reservations`);
     } catch (error) {
-      console.warn(`[credits] reservation sweep failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`);
+      console.warn(
+        `[credits] reservation sweep failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`,
+      );
     }
   });
 }
 
 /** Add credits (operators, the admin CLI) with a `grant` ledger entry. */
-export async function grantCredits({ userId, credits }: { userId: string; credits: number }): Promise<{ balance: number }> {
+export async function grantCredits({
+  userId,
+  credits,
+}: {
+  userId: string;
+  credits: number;
+}): Promise<{ balance: number }> {
   return getStore().credits.grantCredits({ userId, credits: grantSchema.parse(credits), entry: draft("grant") });
 }
 
@@ -266,7 +294,10 @@ export async function listLedger(
 }
 
 /** Every ledger entry of `userId`, newest first (only `keyId`'s when given), read from the store 100 at a time. */
-export async function* iterateLedger(userId: string, { keyId }: { keyId?: string | null } = {}): AsyncGenerator<LedgerEntry> {
+export async function* iterateLedger(
+  userId: string,
+  { keyId }: { keyId?: string | null } = {},
+): AsyncGenerator<LedgerEntry> {
   const store = getStore().credits;
   let cursor: string | null = null;
   do {
@@ -284,8 +315,13 @@ export interface DailyUsage {
 }
 
 /** Pages used per day for the last `days` days (UTC), oldest first, today last. */
-export async function getDailyUsage(userId: string, { days = 30, now = new Date() }: { days?: number; now?: Date } = {}): Promise<DailyUsage[]> {
-  const dates = Array.from({ length: days }, (_, index) => dayOf(new Date(now.getTime() - (days - 1 - index) * DAY_MS)));
+export async function getDailyUsage(
+  userId: string,
+  { days = 30, now = new Date() }: { days?: number; now?: Date } = {},
+): Promise<DailyUsage[]> {
+  const dates = Array.from({ length: days }, (_, index) =>
+    dayOf(new Date(now.getTime() - (days - 1 - index) * DAY_MS)),
+  );
   const pages = await getStore().credits.getDailyUsage(userId, dates);
   return dates.map((day, index) => ({ day, pages: pages[index] ?? 0 }));
 }

@@ -12,7 +12,9 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const IDEMPOTENCY_LEASE_MS = 5 * 60 * 1000;
 
 /** `Idempotency-Key` header values: 1–255 visible ASCII characters. */
-const idempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1–255 visible ASCII characters");
+const idempotencyKeySchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key must be 1–255 visible ASCII characters");
 
 const storedResponseSchema = z.object({
   status: z.number().int(),
@@ -59,7 +61,8 @@ export async function claimIdempotencyKey({
   fingerprint: string;
 }): Promise<IdempotencyClaim> {
   const parsedKey = idempotencyKeySchema.safeParse(key);
-  if (!parsedKey.success) throw new ApiError("invalid_request", parsedKey.error.issues[0]?.message ?? "Invalid Idempotency-Key");
+  if (!parsedKey.success)
+    throw new ApiError("invalid_request", parsedKey.error.issues[0]?.message ?? "Invalid Idempotency-Key");
   const token = randomBytes(16).toString("base64url");
   const result = await getStore().idempotency.claimIdempotency(
     scopeOf(userId, parsedKey.data),
@@ -85,10 +88,23 @@ export async function completeIdempotencyKey({
   token: string;
   response: StoredResponse;
 }): Promise<boolean> {
-  return getStore().idempotency.completeIdempotency(scopeOf(userId, key), token, JSON.stringify(storedResponseSchema.parse(response)), IDEMPOTENCY_TTL_MS);
+  return getStore().idempotency.completeIdempotency(
+    scopeOf(userId, key),
+    token,
+    JSON.stringify(storedResponseSchema.parse(response)),
+    IDEMPOTENCY_TTL_MS,
+  );
 }
 
 /** Give up a claim (the request failed in a way worth retrying) so the next retry runs again. */
-export async function releaseIdempotencyKey({ userId, key, token }: { userId: string; key: string; token: string }): Promise<boolean> {
+export async function releaseIdempotencyKey({
+  userId,
+  key,
+  token,
+}: {
+  userId: string;
+  key: string;
+  token: string;
+}): Promise<boolean> {
   return getStore().idempotency.releaseIdempotency(scopeOf(userId, key), token);
 }

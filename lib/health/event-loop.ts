@@ -62,5 +62,10 @@ function snapshot(histogram: ELDHistogram, windowMs: number): EventLoopDelay {
   // The histogram is in nanoseconds and includes the sampling interval itself; report the delay beyond it.
   const ms = (ns: number) => Math.max(0, Math.round((ns / 1e6 - RESOLUTION_MS) * 10) / 10);
   if (histogram.count === 0) return { p50Ms: 0, p99Ms: 0, maxMs: 0, windowMs };
-  return { p50Ms: ms(histogram.percentile(50)), p99Ms: ms(histogram.percentile(99)), maxMs: ms(histogram.max), windowMs };
+  return {
+    p50Ms: ms(histogram.percentile(50)),
+    p99Ms: ms(histogram.percentile(99)),
+    maxMs: ms(histogram.max),
+    windowMs,
+  };
 }

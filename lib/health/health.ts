@@ -176,7 +176,10 @@ async function checkStore(): Promise<StoreHealth> {
     const [overdueReservations, marker, memory, writeError] = await Promise.all([
       withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
       withTimeout(checkStoreMarker(), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
-        console.error("[health] the store marker could not be checked:", error instanceof Error ? error.message : error);
+        console.error(
+          "[health] the store marker could not be checked:",
+          error instanceof Error ? error.message : error,
+        );
         return undefined;
       }),
       withTimeout(store.meta.memory(), PING_TIMEOUT_MS, "no answer").catch(() => null),
@@ -190,7 +193,11 @@ async function checkStore(): Promise<StoreHealth> {
       ...(overdueReservations !== undefined && { overdueReservations }),
       ...(dataLoss && { dataLoss }),
       ...(memory && {
-        memory: { usedMb: toMb(memory.usedBytes), maxMb: memory.maxBytes === null ? null : toMb(memory.maxBytes), policy: memory.policy },
+        memory: {
+          usedMb: toMb(memory.usedBytes),
+          maxMb: memory.maxBytes === null ? null : toMb(memory.maxBytes),
+          policy: memory.policy,
+        },
       }),
       ...(writeError && { writeError: `Redis refuses writes: ${writeError}` }),
     };
@@ -228,7 +235,9 @@ export async function checkStoreMarker(store: Store = getStore()): Promise<Store
   if (previous !== undefined && marker.initializedAt !== previous && !marker.dataLostAt) {
     marker = { ...marker, dataLostAt: now };
     await store.meta.writeMarker(marker);
-    console.error(`[health] Redis lost its data: the marker written at ${previous} is gone (now ${marker.initializedAt})`);
+    console.error(
+      `[health] Redis lost its data: the marker written at ${previous} is gone (now ${marker.initializedAt})`,
+    );
   }
   seen.set(store, marker.initializedAt);
   return marker;
@@ -293,7 +302,10 @@ async function readSample(type: SampleReading["type"], base64: string, expected:
       ...(!ok && { error: "the engine misread the sample" }),
     };
   } catch (error) {
-    console.error(`[health] engine check (${type}) failed:`, error instanceof Error ? (error.stack ?? error.message) : error);
+    console.error(
+      `[health] engine check (${type}) failed:`,
+      error instanceof Error ? (error.stack ?? error.message) : error,
+    );
     const message = isOcrError(error) || isApiError(error) ? `${error.code}: ${error.message}` : "the engine failed";
     return { type, ok: false, latencyMs: elapsed(), error: message };
   }

@@ -25,7 +25,8 @@ export const HEALTH_SAMPLE_PNG_BASE64 = [
   "bZatJlfXRLCUFihLzjoRCVVklDUHN0Uk09U1qytJ3QBZecoqRt8x2i5i8LO6RqW6xuTDRAC+1x1cpbwZsRJJou+2cE0kLStcDH1d",
   "MxJJn9JHjK4kmSlE6LWu2UvfySnsNWHrGKm1Y7RTs99V++bWQklRFKbVU+GfiYQSoG+IrLXvTKQFfO5va9+0+GwBaHnrKrrTPmsK",
   "OO4b+iN9vyJowYTa62vFhW19Vp/6HOGeyEl/ZCKy90dYbYfk/ghb+yPNnp50npNMLNDvNfQLFhEhIkSEiBARIkJEiAgRISJEhIgQ",
-  "ESJCCIgIESEiROSbxz8JBysLmKfx9wAAAABJRU5ErkJggg==",].join("");
+  "ESJCCIgIESEiROSbxz8JBysLmKfx9wAAAABJRU5ErkJggg==",
+].join("");
 
 export const HEALTH_SAMPLE_PDF_TEXT = "Health check OK: this page is read from its text layer.";
 
@@ -41,4 +42,5 @@ export const HEALTH_SAMPLE_PDF_BASE64 = [
   "5XH7YcpAZXdx8Hcbz7/qAcaWpqr11B2o/0h7oBDSmIdgYq3zPBZhIKynx7CnjkNCuT+eTpslCmVuZHN0cmVhbQplbmRvYmoKCjgg",
   "MCBvYmoKPDwKL1NpemUgOQovUm9vdCAyIDAgUgovSW5mbyAzIDAgUgovRmlsdGVyIC9GbGF0ZURlY29kZQovVHlwZSAvWFJlZgov",
   "TGVuZ3RoIDQxCi9XIFsgMSAyIDIgXQovSW5kZXggWyAwIDkgXQo+PgpzdHJlYW0KeJwVxLERACAMA7G3wx0t+3fMxxAJViGg22xI",
-  "Sk6Vljgg3s8XBmLdA9cKZW5kc3RyZWFtCmVuZG9iagoKc3RhcnR4cmVmCjY3MwolJUVPRg==",].join("");
+  "Sk6Vljgg3s8XBmLdA9cKZW5kc3RyZWFtCmVuZG9iagoKc3RhcnR4cmVmCjY3MwolJUVPRg==",
+].join("");

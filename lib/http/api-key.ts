@@ -15,7 +15,10 @@ export type CredentialCarrier = "x-api-key" | "bearer" | "query";
  * `readApiKey` with the carrier it was found in. An `Authorization` header that is present but not `Bearer <value>`
  * yields null (the first carrier present is the one used).
  */
-export function readCredential(headers: Headers, queryUrl?: string): { value: string; carrier: CredentialCarrier } | null {
+export function readCredential(
+  headers: Headers,
+  queryUrl?: string,
+): { value: string; carrier: CredentialCarrier } | null {
   const header = headers.get("x-api-key")?.trim();
   if (header) return { value: header, carrier: "x-api-key" };
   const authorization = headers.get("authorization")?.trim();
@@ -44,8 +47,9 @@ export function missingKeyMessage(headers: Headers, signIn = false): string {
     if (!/^Bearer$/i.test(scheme)) {
       return `Unsupported Authorization scheme "${scheme.slice(0, 20)}": send Authorization: Bearer <key> or x-api-key: <key>`;
     }
-    if (rest.length === 0) return "Malformed Authorization header: the key is missing after \"Bearer\" (send Authorization: Bearer <key>)";
-    return "Malformed Authorization header: expected exactly \"Bearer <key>\", with one key and nothing after it";
+    if (rest.length === 0)
+      return 'Malformed Authorization header: the key is missing after "Bearer" (send Authorization: Bearer <key>)';
+    return 'Malformed Authorization header: expected exactly "Bearer <key>", with one key and nothing after it';
   }
   if (signIn) {
     return "Missing credentials: sign in (MCP clients that support OAuth start it from this 401), or send an API key as x-api-key: <key> or Authorization: Bearer <key>";

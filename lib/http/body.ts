@@ -13,7 +13,15 @@ export const MAX_JSON_DEPTH = 32;
 export type BodyKind = "json" | "multipart" | "file" | "other";
 
 /** The Content-Types a raw file body may declare; the bytes still decide the type (magic numbers). */
-export const FILE_CONTENT_TYPES = ["application/pdf", "image/jpeg", "image/jpg", "image/png", "image/webp", "image/tiff", "application/octet-stream"] as const;
+export const FILE_CONTENT_TYPES = [
+  "application/pdf",
+  "image/jpeg",
+  "image/jpg",
+  "image/png",
+  "image/webp",
+  "image/tiff",
+  "application/octet-stream",
+] as const;
 
 /** The media type of a Content-Type header, lowercased, without its parameters (`""` for none). */
 export function mediaTypeOf(header: string | null): string {
@@ -95,7 +103,12 @@ export function largeFileAdvice(): string {
 }
 
 function bodyTooLarge(maxBytes: number, kind: BodyKind): ApiError {
-  const file = kind === "json" ? Math.floor(((maxBytes - 64 * 1024) * 3) / 4) : kind === "multipart" ? maxBytes - MULTIPART_OVERHEAD_BYTES : maxBytes;
+  const file =
+    kind === "json"
+      ? Math.floor(((maxBytes - 64 * 1024) * 3) / 4)
+      : kind === "multipart"
+        ? maxBytes - MULTIPART_OVERHEAD_BYTES
+        : maxBytes;
   const what =
     kind === "json"
       ? `The request body is larger than ${formatMegabytes(maxBytes)}, the limit for JSON bodies (about ${formatMegabytes(file)} of file as base64). ` +
@@ -172,7 +185,9 @@ async function parseJsonBody(contentType: string | null, read: () => Promise<Uin
     return JSON.parse(text) as unknown;
   } catch (error) {
     const detail = error instanceof Error ? error.message.slice(0, 120) : "";
-    throw new ApiError("invalid_request", `The request body is not valid JSON${detail ? ` (${detail})` : ""}`, { cause: error });
+    throw new ApiError("invalid_request", `The request body is not valid JSON${detail ? ` (${detail})` : ""}`, {
+      cause: error,
+    });
   }
 }
 
@@ -219,7 +234,9 @@ export async function fingerprintParts(req: Request, body: RequestBody): Promise
   if (body.kind !== "multipart") return [bytes];
   let form: FormData;
   try {
-    form = await new Response(bytes as BodyInit, { headers: { "content-type": req.headers.get("content-type")! } }).formData();
+    form = await new Response(bytes as BodyInit, {
+      headers: { "content-type": req.headers.get("content-type")! },
+    }).formData();
   } catch {
     return [bytes]; // unparseable: the handler answers 400, as often as it is sent
   }

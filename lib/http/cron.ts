@@ -18,5 +18,6 @@ export function authorizeCron(req: Request): void {
   const sent = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1] ?? "";
   const a = Buffer.from(sent);
   const b = Buffer.from(secret);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) throw new ApiError("unauthorized", "Missing or wrong cron secret");
+  if (a.length !== b.length || !timingSafeEqual(a, b))
+    throw new ApiError("unauthorized", "Missing or wrong cron secret");
 }

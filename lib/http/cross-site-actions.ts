@@ -18,7 +18,8 @@ export function refuseCrossSiteAction(request: Request): Response | null {
   const contentType = request.headers.get("content-type");
   // Next never runs a URL-encoded post as an action (nor checks its origin).
   if (contentType === "application/x-www-form-urlencoded") return null;
-  const possibleAction = request.headers.has("next-action") || (contentType?.startsWith("multipart/form-data") ?? false);
+  const possibleAction =
+    request.headers.has("next-action") || (contentType?.startsWith("multipart/form-data") ?? false);
   const origin = request.headers.get("origin");
   if (!possibleAction || origin === null) return null;
   const host = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim() || request.headers.get("host");
@@ -31,7 +32,14 @@ export function refuseCrossSiteAction(request: Request): Response | null {
     "This form was posted from another site: the service accepts its forms only from its own pages. Open the page on this site and submit it there.",
   );
   const response = toErrorResponse(error, requestId, { "Cache-Control": "no-store" });
-  logRequest({ requestId, method: request.method, path: new URL(request.url).pathname.slice(0, 200), status: response.status, ms: Date.now() - receivedAt, code: error.code });
+  logRequest({
+    requestId,
+    method: request.method,
+    path: new URL(request.url).pathname.slice(0, 200),
+    status: response.status,
+    ms: Date.now() - receivedAt,
+    code: error.code,
+  });
   return response;
 }
 

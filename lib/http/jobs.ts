@@ -50,7 +50,10 @@ export function jobIdFromPath(req: Request, fromEnd = 1): string {
   try {
     return decodeURIComponent(id).slice(0, 100);
   } catch {
-    throw new ApiError("invalid_request", "The job id in the path is not valid percent-encoding (job ids look like job_…)");
+    throw new ApiError(
+      "invalid_request",
+      "The job id in the path is not valid percent-encoding (job ids look like job_…)",
+    );
   }
 }
 

@@ -19,7 +19,10 @@ export function refuseMalformedPath(request: Request): Response | null {
   }
   const receivedAt = Date.now();
   const requestId = newRequestId();
-  const error = new ApiError("invalid_request", "The path is not valid percent-encoding (a % must be followed by two hex digits)");
+  const error = new ApiError(
+    "invalid_request",
+    "The path is not valid percent-encoding (a % must be followed by two hex digits)",
+  );
   const response = toErrorResponse(error, requestId, {
     ...COMMON_SECURITY_HEADERS,
     "Content-Security-Policy": API_CSP,
@@ -29,6 +32,13 @@ export function refuseMalformedPath(request: Request): Response | null {
     "Access-Control-Allow-Origin": "*",
     "Access-Control-Expose-Headers": "x-request-id",
   });
-  logRequest({ requestId, method: request.method, path: pathname.slice(0, 200), status: response.status, ms: Date.now() - receivedAt, code: error.code });
+  logRequest({
+    requestId,
+    method: request.method,
+    path: pathname.slice(0, 200),
+    status: response.status,
+    ms: Date.now() - receivedAt,
+    code: error.code,
+  });
   return response;
 }

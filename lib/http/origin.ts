@@ -1,7 +1,8 @@
 import { isSecureRequest } from "@/lib/accounts";
 
 /** `host` or `host:port`: a DNS name, an IPv4 address or a bracketed IPv6 address — nothing a shell would read. */
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
  * This server's origin as the browser reached it (the /docs and settings examples, lib/api/examples.ts), from the request's `Host` and `X-Forwarded-Proto` headers (not

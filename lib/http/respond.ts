@@ -21,7 +21,11 @@ export function errorAnswer(error: unknown, requestId: string): { response: Resp
 }
 
 /** A copy of `response` with `headers` set on it (they win). `body` replaces a consumed body. */
-export function withHeaders(response: Response, headers: Record<string, string>, body: BodyInit | null = response.body): Response {
+export function withHeaders(
+  response: Response,
+  headers: Record<string, string>,
+  body: BodyInit | null = response.body,
+): Response {
   const merged = setHeaders(new Headers(response.headers), headers);
   return new Response(body, { status: response.status, statusText: response.statusText, headers: merged });
 }

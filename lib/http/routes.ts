@@ -24,15 +24,21 @@ export function withRequest(handler: (context: RequestContext) => Promise<Respon
 /** `OPTIONS`: the CORS preflight answer, `204` with `Allow`; no key needed. */
 export function preflight(methods: readonly string[]): RouteHandler {
   const allow = [...new Set([...methods, "OPTIONS"])];
-  return withRequest(async () => new Response(null, { status: 204, headers: { ...preflightHeaders(allow), Allow: allow.join(", ") } }));
+  return withRequest(
+    async () => new Response(null, { status: 204, headers: { ...preflightHeaders(allow), Allow: allow.join(", ") } }),
+  );
 }
 
 /** Every other method: `405 method_not_allowed` with `Allow`. */
 export function methodNotAllowed(methods: readonly string[]): RouteHandler {
   const allow = [...new Set([...methods, "OPTIONS"])];
   return withRequest(async ({ req }) => {
-    throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed here; use ${allow.join(" or ")}`, {
-      headers: { Allow: allow.join(", ") },
-    });
+    throw new ApiError(
+      "method_not_allowed",
+      `${req.method.slice(0, 20)} is not allowed here; use ${allow.join(" or ")}`,
+      {
+        headers: { Allow: allow.join(", ") },
+      },
+    );
   });
 }

@@ -26,7 +26,7 @@ type OptionField = (typeof OPTION_FIELDS)[number];
 const FORM_FIELDS = ["file", ...OPTION_FIELDS];
 
 const FORMS_HINT =
-  "Send JSON ({\"image\": \"<base64>\"} or {\"imageUrl\": \"…\"}), multipart/form-data with the file in a \"file\" field " +
+  'Send JSON ({"image": "<base64>"} or {"imageUrl": "…"}), multipart/form-data with the file in a "file" field ' +
   "(curl -F file=@scan.pdf), or the file itself with its type (curl --data-binary @scan.pdf -H 'Content-Type: application/pdf')";
 
 export async function readOcrBody(req: Request, body: RequestBody): Promise<OcrBody> {
@@ -51,9 +51,15 @@ async function readMultipart(req: Request, bytes: Uint8Array): Promise<OcrBody> 
   let form: FormData;
   try {
     // undici's parser (the same as `Request.formData()`), over bytes already counted against the limit.
-    form = await new Response(bytes as BodyInit, { headers: { "content-type": req.headers.get("content-type")! } }).formData();
+    form = await new Response(bytes as BodyInit, {
+      headers: { "content-type": req.headers.get("content-type")! },
+    }).formData();
   } catch (error) {
-    throw new ApiError("invalid_request", "The multipart/form-data body could not be parsed (a missing boundary, or a truncated part)", { cause: error });
+    throw new ApiError(
+      "invalid_request",
+      "The multipart/form-data body could not be parsed (a missing boundary, or a truncated part)",
+      { cause: error },
+    );
   }
   const names = [...new Set(form.keys())];
   const unknown = names.filter((name) => !FORM_FIELDS.includes(name));
@@ -63,15 +69,23 @@ async function readMultipart(req: Request, bytes: Uint8Array): Promise<OcrBody> 
       : "";
     throw new ApiError(
       "invalid_request",
-      `Unknown form field${unknown.length === 1 ? "" : "s"} ${unknown.slice(0, 5).map((name) => `"${name.slice(0, 40)}"`).join(", ")}${hint}; allowed: ${FORM_FIELDS.join(", ")}`,
+      `Unknown form field${unknown.length === 1 ? "" : "s"} ${unknown
+        .slice(0, 5)
+        .map((name) => `"${name.slice(0, 40)}"`)
+        .join(", ")}${hint}; allowed: ${FORM_FIELDS.join(", ")}`,
     );
   }
   for (const name of names) {
-    if (form.getAll(name).length > 1) throw new ApiError("invalid_request", `The form field "${name}" is sent more than once; send it once`);
+    if (form.getAll(name).length > 1)
+      throw new ApiError("invalid_request", `The form field "${name}" is sent more than once; send it once`);
   }
 
   const part = form.get("file");
-  if (part === null) throw new ApiError("invalid_request", `The multipart body has no "file" field: send the file in it (curl -F file=@scan.pdf)`);
+  if (part === null)
+    throw new ApiError(
+      "invalid_request",
+      `The multipart body has no "file" field: send the file in it (curl -F file=@scan.pdf)`,
+    );
   if (typeof part === "string") {
     throw new ApiError(
       "invalid_request",
@@ -85,7 +99,8 @@ async function readMultipart(req: Request, bytes: Uint8Array): Promise<OcrBody> 
   for (const name of OPTION_FIELDS) {
     const value = form.get(name);
     if (value === null) continue;
-    if (typeof value !== "string") throw new ApiError("invalid_request", `The form field "${name}" must be text, not a file`);
+    if (typeof value !== "string")
+      throw new ApiError("invalid_request", `The form field "${name}" must be text, not a file`);
     fields[name] = value;
   }
   return { body: uploadBody(fields), file };
@@ -103,7 +118,8 @@ function readRawFile(req: Request, bytes: Uint8Array): OcrBody {
       );
     }
     const values = query.getAll(name);
-    if (values.length > 1) throw new ApiError("invalid_request", `The query parameter "${name}" is sent more than once; send it once`);
+    if (values.length > 1)
+      throw new ApiError("invalid_request", `The query parameter "${name}" is sent more than once; send it once`);
     fields[name as OptionField] = values[0]!;
   }
   checkFile(bytes, "the request body", mediaTypeOf(req.headers.get("content-type")));
@@ -114,7 +130,8 @@ function readRawFile(req: Request, bytes: Uint8Array): OcrBody {
 function checkFile(bytes: Uint8Array, where: string, declared: string): void {
   if (bytes.byteLength === 0) throw new ApiError("invalid_request", `The file in ${where} is empty`);
   if (sniffFileType(bytes) === null) {
-    const said = declared && declared !== "application/octet-stream" ? ` (it was declared ${declared.slice(0, 60)})` : "";
+    const said =
+      declared && declared !== "application/octet-stream" ? ` (it was declared ${declared.slice(0, 60)})` : "";
     throw new ApiError(
       "unsupported_media_type",
       `Unsupported file type: the bytes of ${where} are not a PDF, JPEG, PNG, WebP or TIFF file${said}. The type is decided from the bytes.`,

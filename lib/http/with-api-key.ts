@@ -9,8 +9,22 @@ import {
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
-import { checkRateLimit, checkReadRateLimit, isApiKeyActive, rateLimitHeaders, resolveApiKeyFrom, type ApiKeyIdentity } from "@/lib/keys";
-import { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive, oauthUrls, serviceOrigin } from "@/lib/oauth";
+import {
+  checkRateLimit,
+  checkReadRateLimit,
+  isApiKeyActive,
+  rateLimitHeaders,
+  resolveApiKeyFrom,
+  type ApiKeyIdentity,
+} from "@/lib/keys";
+import {
+  authenticateAccessToken,
+  bearerChallenge,
+  isAccessToken,
+  isGrantActive,
+  oauthUrls,
+  serviceOrigin,
+} from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
@@ -80,15 +94,15 @@ export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {})
     const response =
       options.stream === true
         ? await serve(handler, options, req, receivedAt)
-        : await runInScope(requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
-            serve(handler, options, req, receivedAt),
+        : await runInScope(
+            requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }),
+            () => serve(handler, options, req, receivedAt),
           );
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(afterResponse);
     return response;
   };
 }
-
 
 /** What the wrapper learns while serving one request: for its headers, the replay decision and the log line. */
 interface Outcome extends AnswerFacts {
@@ -98,7 +112,12 @@ interface Outcome extends AnswerFacts {
   replayable: boolean;
 }
 
-async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Request, receivedAt: number): Promise<Response> {
+async function serve(
+  handler: ApiHandler,
+  options: WithApiKeyOptions,
+  req: Request,
+  receivedAt: number,
+): Promise<Response> {
   const requestId = newRequestId();
   const headers: Record<string, string> = {};
   const outcome: Outcome = { pages: 0, refunded: 0, creditsRemaining: undefined, replayable: true };
@@ -113,7 +132,8 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
     const report = (facts: Report) => addReport(outcome, facts);
     // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
-      const limit = kind === "reads" ? await checkReadRateLimit(account.keyId, extra) : await checkRateLimit(account.keyId, extra);
+      const limit =
+        kind === "reads" ? await checkReadRateLimit(account.keyId, extra) : await checkRateLimit(account.keyId, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };
@@ -121,7 +141,8 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
     response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   } catch (error) {
     response = fail(error, requestId, outcome);
-    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier)) response = forbidden(response);
+    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier))
+      response = forbidden(response);
   }
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
@@ -130,7 +151,10 @@ async function serve(handler: ApiHandler, options: WithApiKeyOptions, req: Reque
  * `ApiContext.report`: pages (and refunds) add up, the latest balance wins, one `replayable: false` is enough, the
  * first error code stays.
  */
-function addReport(outcome: Outcome, { pages = 0, refunded = 0, creditsRemaining, replayable = true, code }: Report): void {
+function addReport(
+  outcome: Outcome,
+  { pages = 0, refunded = 0, creditsRemaining, replayable = true, code }: Report,
+): void {
   outcome.pages += pages;
   outcome.refunded += refunded;
   if (creditsRemaining !== undefined) outcome.creditsRemaining = creditsRemaining;
@@ -180,22 +204,41 @@ async function authenticate(
   const origin = protectedResource ? serviceOrigin(req) : "";
   const challenge = (problem?: { description: string }) =>
     protectedResource
-      ? { "WWW-Authenticate": bearerChallenge(origin, problem && { error: "invalid_token", description: problem.description }) }
+      ? {
+          "WWW-Authenticate": bearerChallenge(
+            origin,
+            problem && { error: "invalid_token", description: problem.description },
+          ),
+        }
       : undefined;
-  if (!credential) throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
+  if (!credential)
+    throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
   if (protectedResource && credential.carrier === "bearer" && isAccessToken(credential.value)) {
     const token = await authenticateAccessToken(credential.value, oauthUrls(origin).resource);
-    if ("refused" in token) throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
-    return { userId: token.userId, keyId: token.grantId, name: token.clientId, start: "oat_", lastUsedAt: null, scopes: token.scopes };
+    if ("refused" in token)
+      throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
+    return {
+      userId: token.userId,
+      keyId: token.grantId,
+      name: token.clientId,
+      start: "oat_",
+      lastUsedAt: null,
+      scopes: token.scopes,
+    };
   }
   if (!protectedResource && isAccessToken(credential.value)) {
-    throw new ApiError("unauthorized", "OAuth access tokens work only on /api/mcp; REST takes an API key (x-api-key: <key>)");
+    throw new ApiError(
+      "unauthorized",
+      "OAuth access tokens work only on /api/mcp; REST takes an API key (x-api-key: <key>)",
+    );
   }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
   const account = await resolveApiKeyFrom(credential.value, addressLimitKey(clientAddress(req.headers)));
   if (!account) {
     const message = "Invalid or revoked API key";
-    throw new ApiError("unauthorized", message, { headers: credential.carrier === "bearer" ? challenge({ description: message }) : undefined });
+    throw new ApiError("unauthorized", message, {
+      headers: credential.carrier === "bearer" ? challenge({ description: message }) : undefined,
+    });
   }
   return account;
 }
@@ -217,7 +260,9 @@ async function runHandler(handler: ApiHandler, context: ApiContext, outcome: Out
     return fail(error, context.requestId, outcome);
   }
   const { creditsRemaining } = outcome;
-  return creditsRemaining === undefined ? response : withHeaders(response, { "x-credits-remaining": String(creditsRemaining) });
+  return creditsRemaining === undefined
+    ? response
+    : withHeaders(response, { "x-credits-remaining": String(creditsRemaining) });
 }
 
 /**
@@ -231,7 +276,11 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
   const key = req.headers.get("idempotency-key");
   if (key === null) return run();
 
-  const fingerprint = fingerprintRequest([req.method, new URL(req.url).pathname, ...(await fingerprintParts(req, context.body))]);
+  const fingerprint = fingerprintRequest([
+    req.method,
+    new URL(req.url).pathname,
+    ...(await fingerprintParts(req, context.body)),
+  ]);
   const { userId } = account;
   const claim = await claimIdempotencyKey({ userId, key, fingerprint });
   switch (claim.status) {
@@ -255,7 +304,9 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
   const { token } = claim;
   const response = await run();
   if (!isFinalOutcome(response.status) || !outcome.replayable) {
-    await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) => logStoreFailure(requestId, "release", error));
+    await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) =>
+      logStoreFailure(requestId, "release", error),
+    );
     return response;
   }
   const text = await response.text();

@@ -93,7 +93,7 @@ export function formatIPv6(value: bigint): string {
   const groups = Array.from({ length: 8 }, (_, i) => Number((value >> BigInt(112 - 16 * i)) & 0xffffn));
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;
@@ -163,7 +163,7 @@ export function parseHostLiteral(host: string): IpAddress | undefined {
 }
 
 function isPublicIPv4(value: number): boolean {
-  return !deniedV4.some(({ base, mask }) => ((value & mask) >>> 0) === base);
+  return !deniedV4.some(({ base, mask }) => (value & mask) >>> 0 === base);
 }
 
 function isPublicIPv6(value: bigint): boolean {

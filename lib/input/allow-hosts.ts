@@ -34,7 +34,10 @@ export function configuredAllowList(): AllowList {
 /** Parse the variable; throws an Error naming the first entry that is none of the three forms. */
 export function parseAllowList(value: string | undefined): AllowList {
   const list: AllowList = { names: [], addresses: [], ranges: [] };
-  for (const raw of (value ?? "").split(",").map((entry) => entry.trim()).filter(Boolean)) {
+  for (const raw of (value ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean)) {
     const entry = raw.toLowerCase();
     const cidr = /^([^/]+)\/(\d{1,3})$/.exec(entry);
     if (cidr) {
@@ -68,7 +71,12 @@ export function allowsName(list: AllowList, hostname: string, port: number): boo
 
 /** Whether the list lets a connection to `address` (canonical form, as `parseHostLiteral` gives) on `port` through. */
 export function allowsAddress(list: AllowList, address: { address: string; family: 4 | 6 }, port: number): boolean {
-  if (list.addresses.some((entry) => entry.address === address.address && (entry.port === undefined || entry.port === port))) return true;
+  if (
+    list.addresses.some(
+      (entry) => entry.address === address.address && (entry.port === undefined || entry.port === port),
+    )
+  )
+    return true;
   const value = toBigInt(address.address, address.family);
   return list.ranges.some((range) => range.family === address.family && (value & range.mask) === range.base);
 }
@@ -80,7 +88,8 @@ export function portOf(url: URL): number {
 
 function splitPort(entry: string, raw: string): { host: string; port?: number } {
   const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
-  if (bracketed) return { host: bracketed[1]!, ...(bracketed[2] !== undefined && { port: checkPort(bracketed[2], raw) }) };
+  if (bracketed)
+    return { host: bracketed[1]!, ...(bracketed[2] !== undefined && { port: checkPort(bracketed[2], raw) }) };
   const withPort = /^([^:]+):(\d+)$/.exec(entry);
   if (withPort) return { host: withPort[1]!, port: checkPort(withPort[2]!, raw) };
   return { host: entry };
@@ -88,7 +97,8 @@ function splitPort(entry: string, raw: string): { host: string; port?: number } 
 
 function checkPort(text: string, raw: string): number {
   const port = Number(text);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`URL_ALLOW_HOSTS: "${raw}" has an invalid port`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`URL_ALLOW_HOSTS: "${raw}" has an invalid port`);
   return port;
 }
 

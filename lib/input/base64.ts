@@ -4,7 +4,8 @@ const MiB = 1024 * 1024;
 
 /** Character classes by char code: 1 = base64 data (either alphabet), 2 = whitespace, 3 = padding. */
 const CHAR_CLASS = new Uint8Array(128);
-for (const char of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_") CHAR_CLASS[char.charCodeAt(0)] = 1;
+for (const char of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+  CHAR_CLASS[char.charCodeAt(0)] = 1;
 for (const char of " \t\n\v\f\r") CHAR_CLASS[char.charCodeAt(0)] = 2;
 CHAR_CLASS["=".charCodeAt(0)] = 3;
 

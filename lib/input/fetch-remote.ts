@@ -79,7 +79,10 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions =
       if (REDIRECT_STATUSES.has(status)) {
         response.destroy();
         if (redirects >= maxRedirects) {
-          throw new ApiError("fetch_failed", `Could not fetch imageUrl: too many redirects (more than ${maxRedirects})`);
+          throw new ApiError(
+            "fetch_failed",
+            `Could not fetch imageUrl: too many redirects (more than ${maxRedirects})`,
+          );
         }
         target = redirectTarget(target, response.headers.location);
         continue;
@@ -130,7 +133,8 @@ function parseTarget(raw: string, afterRedirect: boolean, label = "imageUrl"): U
 }
 
 function redirectTarget(from: URL, location: string | undefined): URL {
-  if (!location) throw new ApiError("fetch_failed", `Could not fetch imageUrl: ${from.hostname} redirected without a Location`);
+  if (!location)
+    throw new ApiError("fetch_failed", `Could not fetch imageUrl: ${from.hostname} redirected without a Location`);
   let next: URL;
   try {
     next = new URL(location, from);
@@ -187,7 +191,8 @@ async function resolveAllowed(
   return checked;
 }
 
-const failurePrefix = (label: string) => (label === "imageUrl" ? "Could not fetch imageUrl" : `Could not reach the ${label}`);
+const failurePrefix = (label: string) =>
+  label === "imageUrl" ? "Could not fetch imageUrl" : `Could not reach the ${label}`;
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted();
@@ -218,7 +223,11 @@ export function pinnedLookup(addresses: readonly IpAddress[]): LookupFunction {
     const wanted = options.family === 4 || options.family === 6 ? options.family : undefined;
     const usable = wanted ? addresses.filter((address) => address.family === wanted) : addresses;
     const answer = usable.length > 0 ? usable : addresses;
-    if (options.all) callback(null, answer.map(({ address, family }) => ({ address, family })));
+    if (options.all)
+      callback(
+        null,
+        answer.map(({ address, family }) => ({ address, family })),
+      );
     else callback(null, answer[0]!.address, answer[0]!.family);
   };
 }
@@ -243,7 +252,9 @@ function sendRequest(
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
       method: send?.method ?? "GET",
-      headers: send ? { "user-agent": USER_AGENT, ...send.headers } : { "user-agent": USER_AGENT, accept: ACCEPT, "accept-encoding": "identity" },
+      headers: send
+        ? { "user-agent": USER_AGENT, ...send.headers }
+        : { "user-agent": USER_AGENT, accept: ACCEPT, "accept-encoding": "identity" },
       agent: false,
       lookup: pinnedLookup(addresses),
       signal,
@@ -290,7 +301,10 @@ async function readBody(response: http.IncomingMessage, maxBytes: number): Promi
     const decoder = createDecoder(encoding);
     if (!decoder) {
       response.destroy();
-      throw new ApiError("fetch_failed", `Could not fetch imageUrl: unsupported content-encoding ${encoding.slice(0, 20)}`);
+      throw new ApiError(
+        "fetch_failed",
+        `Could not fetch imageUrl: unsupported content-encoding ${encoding.slice(0, 20)}`,
+      );
     }
     // The compressed stream is capped too: endless input that inflates to nothing must not run forever.
     let raw = 0;
@@ -320,7 +334,8 @@ async function readBody(response: http.IncomingMessage, maxBytes: number): Promi
     source.destroy();
   }
 
-  if (preallocated && chunks.length === 0) return total === preallocated.length ? preallocated : preallocated.slice(0, total);
+  if (preallocated && chunks.length === 0)
+    return total === preallocated.length ? preallocated : preallocated.slice(0, total);
   // No length, or more than it said: the chunks (and whatever was written before them) joined.
   const bytes = new Uint8Array(total);
   let offset = 0;
@@ -387,7 +402,14 @@ export interface GuardOptions {
 export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
   const target = parseTarget(url, false, options.label);
   const allow = options.allowHosts ?? configuredAllowList();
-  await resolveAllowed(target, options.resolveHost ?? systemResolveHost, options.signal ?? new AbortController().signal, false, allow, options.label);
+  await resolveAllowed(
+    target,
+    options.resolveHost ?? systemResolveHost,
+    options.signal ?? new AbortController().signal,
+    false,
+    allow,
+    options.label,
+  );
   return target;
 }
 
@@ -408,7 +430,12 @@ export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
  */
 export async function postRemote(
   url: string,
-  { headers, body, timeoutMs, ...guard }: GuardOptions & { headers: Record<string, string>; body: string; timeoutMs: number },
+  {
+    headers,
+    body,
+    timeoutMs,
+    ...guard
+  }: GuardOptions & { headers: Record<string, string>; body: string; timeoutMs: number },
 ): Promise<{ status: number; retryAfter?: string }> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -416,7 +443,14 @@ export async function postRemote(
   try {
     const target = parseTarget(url, false, guard.label);
     const allow = guard.allowHosts ?? configuredAllowList();
-    const addresses = await resolveAllowed(target, guard.resolveHost ?? systemResolveHost, signal, false, allow, guard.label);
+    const addresses = await resolveAllowed(
+      target,
+      guard.resolveHost ?? systemResolveHost,
+      signal,
+      false,
+      allow,
+      guard.label,
+    );
     const response = await sendRequest(target, addresses, signal, {
       method: "POST",
       headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...headers },
@@ -436,10 +470,14 @@ export async function postRemote(
     return { status, ...(retryAfter && { retryAfter }) };
   } catch (error) {
     if (deadline.signal.aborted) {
-      throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: no answer within ${timeoutMs / 1000} s`, { cause: error });
+      throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: no answer within ${timeoutMs / 1000} s`, {
+        cause: error,
+      });
     }
     if (isApiError(error)) throw error;
-    throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: ${describeNetworkError(error)}`, { cause: error });
+    throw new ApiError("fetch_failed", `${failurePrefix(guard.label)}: ${describeNetworkError(error)}`, {
+      cause: error,
+    });
   } finally {
     clearTimeout(timer);
   }

@@ -30,14 +30,19 @@ export async function readOwnSample(imageUrl: string, serverHost: string | undef
     if (!warnedMissing) {
       warnedMissing = true;
       const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "error";
-      console.warn(`[samples] public/samples/${name} is not in this build (${code}): the URL is fetched instead (next.config.ts traces it)`);
+      console.warn(
+        `[samples] public/samples/${name} is not in this build (${code}): the URL is fetched instead (next.config.ts traces it)`,
+      );
     }
     return undefined;
   }
 }
 
 /** The sample `imageUrl` names on `serverHost`, if it names one (see {@link readOwnSample}). */
-export function ownSampleName(imageUrl: string, serverHost: string | undefined): (typeof OWN_SAMPLES)[number] | undefined {
+export function ownSampleName(
+  imageUrl: string,
+  serverHost: string | undefined,
+): (typeof OWN_SAMPLES)[number] | undefined {
   if (!serverHost) return undefined;
   let url: URL;
   let server: URL;

@@ -5,7 +5,13 @@ import { getEnv } from "@/lib/env";
 import type { ResolveHost } from "@/lib/input";
 import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
-import { acquireInFlight, fromEngineError, readNow, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import {
+  acquireInFlight,
+  fromEngineError,
+  readNow,
+  type ProcessAccount,
+  type ProcessDocumentResult,
+} from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { resolveJobWebhook } from "@/lib/webhooks";
@@ -92,11 +98,19 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 
   // Cheap checks, before any byte is fetched or decoded.
   if (mode === "job") requireWorkQueue();
-  const webhookUrl = mode === "job" ? await resolveJobWebhook(account.userId, input.webhookUrl, { resolveHost: input.resolveHost }) : undefined;
+  const webhookUrl =
+    mode === "job"
+      ? await resolveJobWebhook(account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
+      : undefined;
   checkDeclaredSize(source);
   const pool = input.pool ?? getOcrPool();
   // One account cannot fill an instance: its requests read now are limited (429 past it).
-  using _inFlight = mode === "job" ? undefined : onDispose(acquireInFlight(account.userId, { retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)) }));
+  using _inFlight =
+    mode === "job"
+      ? undefined
+      : onDispose(
+          acquireInFlight(account.userId, { retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)) }),
+        );
   // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
   if (source.kind === "url") await requireCredit(account.userId);
 
@@ -116,15 +130,38 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   }
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
-  const toJob = async (document: Parameters<typeof queueJob>[0]["document"], reason?: string): Promise<IntakeOutcome> => {
-    const queued = await queueJob({ bytes, inputSource, document, format, account, requestId: input.requestId, deadline: scope.deadline, webhookUrl, origin: input.origin });
+  const toJob = async (
+    document: Parameters<typeof queueJob>[0]["document"],
+    reason?: string,
+  ): Promise<IntakeOutcome> => {
+    const queued = await queueJob({
+      bytes,
+      inputSource,
+      document,
+      format,
+      account,
+      requestId: input.requestId,
+      deadline: scope.deadline,
+      webhookUrl,
+      origin: input.origin,
+    });
     return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
   };
 
   // Inspected once: a job's structure only (its pages are looked at when they are read); a read's text layers too.
   if (mode === "job") {
     const signal = scope.signal;
-    return toJob(await describeDocument(bytes, { pages, language, maxPages: settings.maxPages, deadline: scope.deadline, signal, pool, tenant }));
+    return toJob(
+      await describeDocument(bytes, {
+        pages,
+        language,
+        maxPages: settings.maxPages,
+        deadline: scope.deadline,
+        signal,
+        pool,
+        tenant,
+      }),
+    );
   }
   const by = scope.deadline - Math.min(FIT_MARGIN_MS, FIT_MARGIN_SHARE * (scope.deadline - receivedAt));
   const document = await openDocument(bytes, {
@@ -138,7 +175,17 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   });
   await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
   if (document.overWork) return toJob(document, fitReason(document.overWork, document.estimateMs, by));
-  const result = await readNow({ document, bytes, inputSource, format, account, requestId: input.requestId, receivedAt, scope, deferSettlement: input.deferSettlement });
+  const result = await readNow({
+    document,
+    bytes,
+    inputSource,
+    format,
+    account,
+    requestId: input.requestId,
+    receivedAt,
+    scope,
+    deferSettlement: input.deferSettlement,
+  });
   return { kind: "read", result };
 }
 
@@ -146,9 +193,13 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 async function requireCredit(userId: string): Promise<void> {
   const balance = await getBalance(userId);
   if (balance >= 1) return;
-  throw new ApiError("insufficient_credits", `Insufficient credits: this request needs 1 credit or more (1 per page) and the balance is ${balance}`, {
-    headers: { "x-credits-remaining": String(balance) },
-  });
+  throw new ApiError(
+    "insufficient_credits",
+    `Insufficient credits: this request needs 1 credit or more (1 per page) and the balance is ${balance}`,
+    {
+      headers: { "x-credits-remaining": String(balance) },
+    },
+  );
 }
 
 /** Why a `fit` document became a job, in the words of what the caller can see. */
@@ -164,12 +215,16 @@ function fitReason(why: "work" | "time", estimateMs: number, by: number): string
  * multipart `file` field or a raw body, lib/http/upload.ts), `body` holds only its options and webhook
  * (`ocrUploadSchema`).
  */
-export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mode" | "webhookUrl"> & { body: unknown; file?: Uint8Array };
+export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mode" | "webhookUrl"> & {
+  body: unknown;
+  file?: Uint8Array;
+};
 
 /** REST's synchronous read (`POST /api/ocr/process`) of a JSON body, validated here so every caller gets the same 400s. */
 export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const body = validBody(input.body, input.file !== undefined);
-  if (body.webhook) throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
+  if (body.webhook)
+    throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
   const outcome = await intake({ ...input, ...requestOf(body, input.file), mode: "read" });
   if (outcome.kind !== "read") throw new Error("intake: a read became a job");
   return outcome.result;
@@ -177,14 +232,19 @@ export async function processDocument(input: ProcessDocumentInput): Promise<Proc
 
 /** An asynchronous job of a JSON body (`POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task). */
 export async function submitJob(input: ProcessDocumentInput): Promise<{ view: JobView; creditsRemaining: number }> {
-  const outcome = await intake({ ...input, ...requestOf(validBody(input.body, input.file !== undefined), input.file), mode: "job" });
+  const outcome = await intake({
+    ...input,
+    ...requestOf(validBody(input.body, input.file !== undefined), input.file),
+    mode: "job",
+  });
   if (outcome.kind !== "job") throw new Error("intake: a job was read now");
   return outcome;
 }
 
 /** The intake's view of a request: its document (the body's, or the file sent itself), options and webhook. */
 export function requestOf(body: OcrRequest, file?: Uint8Array): Pick<IntakeInput, "source" | "options" | "webhookUrl"> {
-  const source: DocumentSource = file !== undefined ? { kind: "bytes", bytes: file, field: "file" } : sourceOfBody(body);
+  const source: DocumentSource =
+    file !== undefined ? { kind: "bytes", bytes: file, field: "file" } : sourceOfBody(body);
   return { source, options: body.options ?? {}, ...(body.webhook && { webhookUrl: body.webhook.url }) };
 }
 

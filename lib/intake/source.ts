@@ -54,7 +54,8 @@ export function checkDeclaredSize(source: DocumentSource): void {
       { field: source.field ?? "file" },
     );
   }
-  if (size === 0) throw new ApiError("invalid_request", `${source.field ?? "file"} is empty`, { field: source.field ?? "file" });
+  if (size === 0)
+    throw new ApiError("invalid_request", `${source.field ?? "file"} is empty`, { field: source.field ?? "file" });
 }
 
 /**

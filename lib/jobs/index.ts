@@ -1,7 +1,26 @@
 export { cancelJob, findJob, getJobView, listJobViews, queueJob, JOB_ID_PATTERN, type QueueJobInput } from "./service";
-export { jobResultFormat, jobResultFrame, readJobPdf, readJobResult, readJobResultBody, RESULT_PART_BYTES, type JobPdf, type JobResultPart } from "./result";
+export {
+  jobResultFormat,
+  jobResultFrame,
+  readJobPdf,
+  readJobResult,
+  readJobResultBody,
+  RESULT_PART_BYTES,
+  type JobPdf,
+  type JobResultPart,
+} from "./result";
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
 export { getWorkQueue, jobSettings, requireWorkQueue, resetWorkQueue, workerName, type JobSettings } from "./settings";
 export { JobRunner, type RunnerOptions } from "./runner";
-export { acceptWorkCall, ensureJobRunner, kickJobWorkers, signWorkCall, stopJobRunner, verifyWorkCall, workJobsFor, WORK_PATH, WORK_SIGNATURE_MAX_AGE_MS } from "./workers";
+export {
+  acceptWorkCall,
+  ensureJobRunner,
+  kickJobWorkers,
+  signWorkCall,
+  stopJobRunner,
+  verifyWorkCall,
+  workJobsFor,
+  WORK_PATH,
+  WORK_SIGNATURE_MAX_AGE_MS,
+} from "./workers";
 export { endJob } from "./lifecycle";

@@ -14,7 +14,12 @@ export async function endJob(
   error?: { code: string; message: string },
 ): Promise<{ status: JobStatus; refunded: number } | null> {
   const now = new Date();
-  const entry: LedgerDraft = { id: `led_${randomBytes(12).toString("base64url")}`, at: now.toISOString(), reason: "refund", requestId: jobId };
+  const entry: LedgerDraft = {
+    id: `led_${randomBytes(12).toString("base64url")}`,
+    at: now.toISOString(),
+    reason: "refund",
+    requestId: jobId,
+  };
   const ended = await getStore().jobs.endJob(jobId, {
     end,
     ...(error && { error: JSON.stringify(error) }),

@@ -60,7 +60,11 @@ export async function readJobResultBody(
   if (!isJobEnded(record)) {
     const part = await renderResultPart(record, wanted, options);
     const bytes = Buffer.from(JSON.stringify(part));
-    return { body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""), bytes: bytes.byteLength, next: part.next };
+    return {
+      body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
+      bytes: bytes.byteLength,
+      next: part.next,
+    };
   }
   const variant = textVariant(record, wanted, options);
   const kept = await singleFlight(`kept:${jobId}:${variant}`, () =>
@@ -83,12 +87,22 @@ function checkTextRequest(record: JobRecord, options: { format?: OutputFormat; p
   return wantedPages(record, options.pages);
 }
 
-function textVariant(record: JobRecord, wanted: number[], options: { format?: OutputFormat; limitBytes?: number }): string {
-  return variantOf(`${options.format ?? record.format}|${formatPageRanges(wanted)}|${options.limitBytes ?? RESULT_PART_BYTES}`);
+function textVariant(
+  record: JobRecord,
+  wanted: number[],
+  options: { format?: OutputFormat; limitBytes?: number },
+): string {
+  return variantOf(
+    `${options.format ?? record.format}|${formatPageRanges(wanted)}|${options.limitBytes ?? RESULT_PART_BYTES}`,
+  );
 }
 
 /** A part rendered from the stored page models (what `readJobResult` answers). */
-async function renderResultPart(record: JobRecord, wanted: number[], options: { format?: OutputFormat; limitBytes?: number }): Promise<JobResultPart> {
+async function renderResultPart(
+  record: JobRecord,
+  wanted: number[],
+  options: { format?: OutputFormat; limitBytes?: number },
+): Promise<JobResultPart> {
   const jobId = record.id;
   const format = (options.format ?? record.format) as Exclude<OutputFormat, "pdf">;
 
@@ -108,7 +122,11 @@ async function renderResultPart(record: JobRecord, wanted: number[], options: { 
       const number = batch[offset]!;
       if (payload === null) {
         const failure = failed.get(number);
-        missing.push(failure ? { page: number, status: "failed", code: failureCode(failure) } : { page: number, status: "pending" });
+        missing.push(
+          failure
+            ? { page: number, status: "failed", code: failureCode(failure) }
+            : { page: number, status: "pending" },
+        );
         continue;
       }
       const stored = decodePage(payload);
@@ -125,7 +143,10 @@ async function renderResultPart(record: JobRecord, wanted: number[], options: { 
     }
   }
   const rest = wanted.slice(stoppedAt);
-  const next = rest.length > 0 ? `/api/ocr/jobs/${jobId}/result?${new URLSearchParams({ format, pages: formatPageRanges(rest) })}` : null;
+  const next =
+    rest.length > 0
+      ? `/api/ocr/jobs/${jobId}/result?${new URLSearchParams({ format, pages: formatPageRanges(rest) })}`
+      : null;
   return {
     success: true,
     jobId,
@@ -153,13 +174,20 @@ function wantedPages(record: JobRecord, pages: string | undefined): number[] {
   const inJob = new Set(selected);
   const outside = wanted.filter((page) => !inJob.has(page));
   if (outside.length > 0) {
-    throw new ApiError("invalid_request", `pages: page ${outside[0]} was not read by this job (it read ${record.selection})`);
+    throw new ApiError(
+      "invalid_request",
+      `pages: page ${outside[0]} was not read by this job (it read ${record.selection})`,
+    );
   }
   return wanted;
 }
 
 /** The format a result request gets: the one asked for, or the job's. */
-export async function jobResultFormat(userId: string, jobId: string, format: OutputFormat | undefined): Promise<OutputFormat> {
+export async function jobResultFormat(
+  userId: string,
+  jobId: string,
+  format: OutputFormat | undefined,
+): Promise<OutputFormat> {
   return format ?? (await findJob(userId, jobId)).format;
 }
 
@@ -204,7 +232,10 @@ export async function readJobPdf(userId: string, jobId: string, options: { pages
   const render = async () => {
     const bytes = await store.getSource(jobId, record.sourceChunks);
     if (!bytes) {
-      throw new ApiError("gone", `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`);
+      throw new ApiError(
+        "gone",
+        `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`,
+      );
     }
     try {
       return { bytes: await renderSearchablePdf(pages, { bytes, type: record.fileType }), info: "" };
@@ -215,7 +246,11 @@ export async function readJobPdf(userId: string, jobId: string, options: { pages
   const done = { pages: formatPageRanges(pages.map((page) => page.number)), missingPages };
   if (!isJobEnded(record)) {
     const { bytes } = await render();
-    return { ...done, bytes: bytes.byteLength, body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, "") };
+    return {
+      ...done,
+      bytes: bytes.byteLength,
+      body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
+    };
   }
   // An ended job's PDF is the same at every read: made once (one making for the reads in flight here) and kept in the
   // store beside its pages; every read streams it from there.
@@ -245,7 +280,11 @@ interface Kept {
 const RENDER_CHUNK_BYTES = 1024 * 1024;
 
 /** The kept rendering of `variant`, made (and kept until the job's results expire) when there is none. */
-async function keepRendering(record: JobRecord, variant: string, render: () => Promise<{ bytes: Uint8Array; info: string }>): Promise<Kept> {
+async function keepRendering(
+  record: JobRecord,
+  variant: string,
+  render: () => Promise<{ bytes: Uint8Array; info: string }>,
+): Promise<Kept> {
   const store = getStore().jobs;
   const info = await store.getRenderingInfo(record.id, variant);
   if (info) return { chunks: info.chunks, size: info.bytes, info: info.info };
@@ -254,9 +293,18 @@ async function keepRendering(record: JobRecord, variant: string, render: () => P
   if (ttlMs > 1_000) {
     await store
       .putRendering(record.id, variant, made.bytes, { chunkBytes: RENDER_CHUNK_BYTES, ttlMs, info: made.info })
-      .catch((error: unknown) => console.warn(`[jobs] a rendered result could not be kept (${error instanceof Error ? error.message : "error"})`));
+      .catch((error: unknown) =>
+        console.warn(
+          `[jobs] a rendered result could not be kept (${error instanceof Error ? error.message : "error"})`,
+        ),
+      );
   }
-  return { bytes: made.bytes, chunks: Math.max(1, Math.ceil(made.bytes.byteLength / RENDER_CHUNK_BYTES)), size: made.bytes.byteLength, info: made.info };
+  return {
+    bytes: made.bytes,
+    chunks: Math.max(1, Math.ceil(made.bytes.byteLength / RENDER_CHUNK_BYTES)),
+    size: made.bytes.byteLength,
+    info: made.info,
+  };
 }
 
 async function renderingBytes(jobId: string, variant: string, kept: Kept): Promise<Uint8Array> {
@@ -307,7 +355,8 @@ function singleFlight<T>(key: string, work: () => Promise<T>): Promise<T> {
 function failureCode(raw: string): string {
   try {
     const parsed: unknown = JSON.parse(raw);
-    if (typeof parsed === "object" && parsed !== null && "code" in parsed && typeof parsed.code === "string") return parsed.code;
+    if (typeof parsed === "object" && parsed !== null && "code" in parsed && typeof parsed.code === "string")
+      return parsed.code;
   } catch {
     // fall through
   }

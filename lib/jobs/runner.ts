@@ -58,7 +58,9 @@ export class JobRunner {
   start(): void {
     if (this.loops.length > 0) return;
     this.unsubscribe = this.pool.onCapacity(() => this.wake?.());
-    void this.options.queue.watchStalled().catch((error: unknown) => console.warn(`[jobs] stalled check failed to start (${errorLabel(error)})`));
+    void this.options.queue
+      .watchStalled()
+      .catch((error: unknown) => console.warn(`[jobs] stalled check failed to start (${errorLabel(error)})`));
     this.loops = [this.pageLoop(), this.documentLoop()];
   }
 
@@ -123,14 +125,22 @@ export class JobRunner {
 
   /** Take document tasks one at a time (the inspect lane is small). */
   private documentLoop(): Promise<void> {
-    return this.takeLoop("document", async () => true, (task) => this.runDocument(task));
+    return this.takeLoop(
+      "document",
+      async () => true,
+      (task) => this.runDocument(task),
+    );
   }
 
   /**
    * Until `stop()`: when `ready` says so, wait a little for a task of `kind` and hand it over. A queue that cannot be
    * reached (Redis paused or restarting) is tried again with back-off, said once in the log.
    */
-  private async takeLoop<K extends TaskKind>(kind: K, ready: () => Promise<boolean>, run: (task: LeasedTask<K>) => unknown): Promise<void> {
+  private async takeLoop<K extends TaskKind>(
+    kind: K,
+    ready: () => Promise<boolean>,
+    run: (task: LeasedTask<K>) => unknown,
+  ): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
       if (!(await ready())) continue;
@@ -141,7 +151,8 @@ export class JobRunner {
       } catch (error) {
         failures++;
         // A lost connection is said once by the store's link (lib/store/redis-link.ts).
-        if (failures === 1 && !isRedisConnectionError(error)) console.warn(`[jobs] taking a ${kind} task failed (${errorLabel(error)}); retrying`);
+        if (failures === 1 && !isRedisConnectionError(error))
+          console.warn(`[jobs] taking a ${kind} task failed (${errorLabel(error)}); retrying`);
         await sleep(Math.min(10_000, 250 * 2 ** failures));
         continue;
       }
@@ -167,7 +178,11 @@ export class JobRunner {
     const { jobId } = task.data;
     try {
       if (task.gaveUp) {
-        await this.endAsFailed(jobId, "internal_error", "The job's document step stopped too often (its engine processes died)");
+        await this.endAsFailed(
+          jobId,
+          "internal_error",
+          "The job's document step stopped too often (its engine processes died)",
+        );
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -201,7 +216,11 @@ export class JobRunner {
     const selected = parsePageSelection(record.selection, record.pageCount);
     if (record.fileType !== "pdf") {
       // An image is one page; a TIFF's selected pages have no text layer: all of them are read by OCR.
-      await this.fanOut(task, record, selected.map((number) => ({ number })));
+      await this.fanOut(
+        task,
+        record,
+        selected.map((number) => ({ number })),
+      );
       return;
     }
     const document = await this.sources.get(record);
@@ -212,7 +231,10 @@ export class JobRunner {
       const { done, ocr, failed } = await this.inspectChunk(document, record, chunk);
       const outcome = await this.store().storePages(
         record.id,
-        done.map((page) => ({ page: page.number, payload: encodePage({ page, language: { langs: [], auto: false }, readBy: this.options.name, ms: 0 }) })),
+        done.map((page) => ({
+          page: page.number,
+          payload: encodePage({ page, language: { langs: [], auto: false }, readBy: this.options.name, ms: 0 }),
+        })),
         Date.now(),
       );
       if (outcome.inactive) {
@@ -241,7 +263,11 @@ export class JobRunner {
    * Text layers of some pages. A chunk whose reading is stopped for its work or memory (one of its pages draws without
    * end) is read again page by page, so that only that page fails (with its code) and the others go on.
    */
-  private async inspectChunk(document: JobDocument, record: JobRecord, pages: number[]): Promise<Awaited<ReturnType<typeof inspectJobPages>>> {
+  private async inspectChunk(
+    document: JobDocument,
+    record: JobRecord,
+    pages: number[],
+  ): Promise<Awaited<ReturnType<typeof inspectJobPages>>> {
     const inspect = (chunk: number[]) =>
       inspectJobPages(document, {
         pages: chunk,
@@ -284,11 +310,19 @@ export class JobRunner {
     }
     const [first, ...rest] = pages;
     if (language.auto && rest.length > 0) {
-      const parked = await task.waitForPages([pageTask(record.id, first!, language)], { jobId: record.id, step: "rest", rest, first: first!.number }, { priority });
+      const parked = await task.waitForPages(
+        [pageTask(record.id, first!, language)],
+        { jobId: record.id, step: "rest", rest, first: first!.number },
+        { priority },
+      );
       if (!parked) await this.fanOutRest(task, record);
       return;
     }
-    const parked = await task.waitForPages(pages.map((page) => pageTask(record.id, page, language)), { jobId: record.id, step: "finish" }, { priority });
+    const parked = await task.waitForPages(
+      pages.map((page) => pageTask(record.id, page, language)),
+      { jobId: record.id, step: "finish" },
+      { priority },
+    );
     if (!parked) await this.finishDocument(task, record);
   }
 
@@ -316,7 +350,12 @@ export class JobRunner {
     const doneSet = new Set(done);
     for (const page of selected) {
       if (doneSet.has(page) || failed.has(page)) continue;
-      await store.failPage(record.id, page, pageFailure("internal_error", "The page's task ended without a reading"), Date.now());
+      await store.failPage(
+        record.id,
+        page,
+        pageFailure("internal_error", "The page's task ended without a reading"),
+        Date.now(),
+      );
     }
     await endJob(record.id, "finish");
     this.forget(record.id);
@@ -336,7 +375,9 @@ export class JobRunner {
     const failure = describe(error);
     console.warn(`[jobs] ${jobId}: the job failed (${failure.code})`);
     await this.endAsFailed(jobId, failure.code, failure.message).catch((endError: unknown) =>
-      console.error(`[jobs] ${jobId}: ending the failed job failed (${errorLabel(endError, apiCode)}); its reservation is swept at its deadline`),
+      console.error(
+        `[jobs] ${jobId}: ending the failed job failed (${errorLabel(endError, apiCode)}); its reservation is swept at its deadline`,
+      ),
     );
     this.forget(jobId);
     await task.fail(asError(error), false).catch(() => undefined);
@@ -360,7 +401,12 @@ export class JobRunner {
     };
     try {
       if (task.gaveUp) {
-        await store.failPage(jobId, number, pageFailure("internal_error", "The page stopped its engine processes too often"), Date.now());
+        await store.failPage(
+          jobId,
+          number,
+          pageFailure("internal_error", "The page stopped its engine processes too often"),
+          Date.now(),
+        );
         await task.fail(new Error(task.gaveUp), false);
         return;
       }
@@ -383,7 +429,12 @@ export class JobRunner {
       });
       handOver(); // queued in the engine's background lane now: `pool.capacity()` counts it
       const result = await reading;
-      const payload = encodePage({ page: result.page, language: result.language, readBy: this.options.name, ms: Date.now() - started });
+      const payload = encodePage({
+        page: result.page,
+        language: result.language,
+        readBy: this.options.name,
+        ms: Date.now() - started,
+      });
       const outcome = await store.storePages(jobId, [{ page: number, payload }], Date.now());
       if (outcome.inactive) this.forget(jobId);
       await task.complete();
@@ -437,10 +488,14 @@ function isTransient(error: unknown): boolean {
 
 /** A failure as the API names it (catalogued code and message). */
 function describe(error: unknown): { code: string; message: string } {
-  if (error instanceof SourceGoneError) return { code: "internal_error", message: "The job's file is no longer stored" };
+  if (error instanceof SourceGoneError)
+    return { code: "internal_error", message: "The job's file is no longer stored" };
   const translated = fromEngineError(error);
   if (isApiError(translated)) {
-    return { code: translated.code, message: translated.code === "internal_error" ? "The page could not be read" : translated.message };
+    return {
+      code: translated.code,
+      message: translated.code === "internal_error" ? "The page could not be read" : translated.message,
+    };
   }
   return { code: "internal_error", message: "The page could not be read" };
 }

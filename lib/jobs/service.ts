@@ -92,7 +92,9 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
     ttlMs: settings.resultTtlMs,
   });
   if (!created.ok) {
-    await jobs.deleteSource(jobId, sourceChunks, { userId: account.userId, bytes: bytes.byteLength }).catch(() => undefined);
+    await jobs
+      .deleteSource(jobId, sourceChunks, { userId: account.userId, bytes: bytes.byteLength })
+      .catch(() => undefined);
     switch (created.reason) {
       case "insufficient_credits":
         throw new ApiError(
@@ -107,7 +109,9 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
           { headers: { "Retry-After": "60" } },
         );
       case "duplicate":
-        throw new ApiError("internal_error", "A job with this id exists", { cause: new Error(`duplicate job id ${jobId}`) });
+        throw new ApiError("internal_error", "A job with this id exists", {
+          cause: new Error(`duplicate job id ${jobId}`),
+        });
     }
   }
   try {
@@ -115,10 +119,19 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
     await endJob(jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(() => undefined);
-    throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", { cause: error });
+    throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", {
+      cause: error,
+    });
   }
   // As accepted (a worker may have started it meanwhile: the status route says so).
-  const accepted: JobRecord = { ...job, status: "queued", pagesDone: 0, pagesFailed: 0, creditsUsed: 0, creditsRefunded: 0 };
+  const accepted: JobRecord = {
+    ...job,
+    status: "queued",
+    pagesDone: 0,
+    pagesFailed: 0,
+    creditsUsed: 0,
+    creditsRefunded: 0,
+  };
   return { view: toJobView(accepted), creditsRemaining: created.balance };
 }
 
@@ -126,7 +139,11 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
 const SOURCE_PENDING_GRACE_MS = 5 * 60_000;
 
 /** `429`: the account's stored job files and this one would pass `MAX_JOB_BYTES_PER_ACCOUNT`. */
-function accountFilesFull(bytes: number, { used, releasedAt }: { used: number; releasedAt: number | null }, max: number): ApiError {
+function accountFilesFull(
+  bytes: number,
+  { used, releasedAt }: { used: number; releasedAt: number | null },
+  max: number,
+): ApiError {
   const retryAfterS = releasedAt === null ? 60 : Math.max(1, Math.ceil((releasedAt - Date.now()) / 1000));
   const when = releasedAt === null ? "" : ` The first of them is released at ${new Date(releasedAt).toISOString()}.`;
   return new ApiError(
@@ -182,12 +199,21 @@ export async function getJobView(userId: string, jobId: string): Promise<JobView
 export async function cancelJob(userId: string, jobId: string): Promise<JobView> {
   await findJob(userId, jobId);
   const ended = await endJob(jobId, "cancel", { code: "cancelled", message: "Cancelled by the account" });
-  if (ended) await getWorkQueue()?.dropPages(jobId).catch(() => undefined);
+  if (ended)
+    await getWorkQueue()
+      ?.dropPages(jobId)
+      .catch(() => undefined);
   return getJobView(userId, jobId);
 }
 
 /** `GET /api/ocr/jobs`: the account's jobs, newest first. */
-export async function listJobViews(userId: string, { limit = 20, cursor }: { limit?: number; cursor?: string | null }): Promise<{ jobs: JobView[]; nextCursor: string | null }> {
-  const page = await getStore().jobs.listJobs(userId, { limit: Math.min(100, Math.max(1, Math.trunc(limit) || 20)), cursor: cursor ?? null });
+export async function listJobViews(
+  userId: string,
+  { limit = 20, cursor }: { limit?: number; cursor?: string | null },
+): Promise<{ jobs: JobView[]; nextCursor: string | null }> {
+  const page = await getStore().jobs.listJobs(userId, {
+    limit: Math.min(100, Math.max(1, Math.trunc(limit) || 20)),
+    cursor: cursor ?? null,
+  });
   return { jobs: page.jobs.map((record) => toJobView(record)), nextCursor: page.nextCursor };
 }

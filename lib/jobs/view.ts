@@ -27,9 +27,7 @@ export function toJobView(record: JobRecord, failed?: ReadonlyMap<number, string
     links: jobLinks(record.id),
   };
   if (failed) {
-    view.failedPages = [...failed]
-      .sort((a, b) => a[0] - b[0])
-      .map(([page, raw]) => ({ page, ...parseFailure(raw) }));
+    view.failedPages = [...failed].sort((a, b) => a[0] - b[0]).map(([page, raw]) => ({ page, ...parseFailure(raw) }));
   }
   if (record.error) view.error = parseFailure(record.error);
   return view;

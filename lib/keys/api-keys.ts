@@ -61,7 +61,13 @@ export function hashApiKey(key: string): string {
  * Create a key named `name` for `userId`. The full key is in the result and nowhere else: show it once.
  * Throws `invalid_request` (bad name), `conflict` (already {@link MAX_ACTIVE_KEYS} active keys) or `unavailable`.
  */
-export async function createApiKey({ userId, name }: { userId: string; name: string }): Promise<{ key: string; info: ApiKeyInfo }> {
+export async function createApiKey({
+  userId,
+  name,
+}: {
+  userId: string;
+  name: string;
+}): Promise<{ key: string; info: ApiKeyInfo }> {
   const parsedName = apiKeyNameSchema.safeParse(name);
   if (!parsedName.success) throw new ApiError("invalid_request", parsedName.error.issues[0]?.message ?? "Invalid name");
   const key = generateApiKey();
@@ -146,7 +152,9 @@ export async function revokeApiKeyByStart({ userId, start }: { userId: string; s
   const matches = (await listActiveApiKeys(userId)).filter((key) => key.start === start || key.start.startsWith(start));
   const [match, ...more] = matches;
   if (!match) throw new ApiError("not_found", `No active key starting with ${start}.`);
-  if (more.length > 0) throw new ApiError("conflict", `${matches.length} keys start with ${start}; give more characters.`);
-  if (!(await revokeApiKey({ userId, keyId: match.id }))) throw new ApiError("not_found", `No active key starting with ${start}.`);
+  if (more.length > 0)
+    throw new ApiError("conflict", `${matches.length} keys start with ${start}; give more characters.`);
+  if (!(await revokeApiKey({ userId, keyId: match.id })))
+    throw new ApiError("not_found", `No active key starting with ${start}.`);
   return match;
 }

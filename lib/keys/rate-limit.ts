@@ -12,7 +12,13 @@ const MINUTE_MS = 60_000;
  * (logged), unlike credits.
  */
 export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
-  return getStore().limits.rateLimit({ bucket: "api", identifier: keyId, limit: getEnv().RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
+  return getStore().limits.rateLimit({
+    bucket: "api",
+    identifier: keyId,
+    limit: getEnv().RATE_LIMIT_PER_MINUTE,
+    windowMs: MINUTE_MS,
+    weight,
+  });
 }
 
 /**
@@ -20,7 +26,13 @@ export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLim
  * `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
  */
 export async function checkReadRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
-  return getStore().limits.rateLimit({ bucket: "api-read", identifier: keyId, limit: getEnv().READ_RATE_LIMIT_PER_MINUTE, windowMs: MINUTE_MS, weight });
+  return getStore().limits.rateLimit({
+    bucket: "api-read",
+    identifier: keyId,
+    limit: getEnv().READ_RATE_LIMIT_PER_MINUTE,
+    windowMs: MINUTE_MS,
+    weight,
+  });
 }
 
 /**

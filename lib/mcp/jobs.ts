@@ -37,7 +37,9 @@ export const jobSummarySchema = z
     nextCursor: z
       .string()
       .nullable()
-      .describe(`Pass to ${GET_EXTRACTION} as \`cursor\` for the text not in this answer; null when this answer holds it all.`),
+      .describe(
+        `Pass to ${GET_EXTRACTION} as \`cursor\` for the text not in this answer; null when this answer holds it all.`,
+      ),
   })
   .describe("Present when the document was read as an asynchronous job (too long for one call, or a task).");
 export type JobSummary = z.infer<typeof jobSummarySchema>;
@@ -48,7 +50,9 @@ export const extractTextOutputSchema = ocrResponseSchema.extend({
   nextCursor: z
     .string()
     .optional()
-    .describe(`Present when the text read within the call is longer than max_chars: pass it to ${GET_EXTRACTION} as \`cursor\` for the rest.`),
+    .describe(
+      `Present when the text read within the call is longer than max_chars: pass it to ${GET_EXTRACTION} as \`cursor\` for the rest.`,
+    ),
 });
 export type ExtractTextOutput = z.infer<typeof extractTextOutputSchema>;
 
@@ -58,12 +62,16 @@ export const getExtractionInputSchema = z.strictObject({
     .min(1)
     .max(100)
     .optional()
-    .describe("The job id (`job_…`) that extract_text answered with. Needed without `cursor` (a cursor says where it goes on)."),
+    .describe(
+      "The job id (`job_…`) that extract_text answered with. Needed without `cursor` (a cursor says where it goes on).",
+    ),
   pages: z
     .string()
     .max(256)
     .optional()
-    .describe('Pages of the document to read, e.g. "1-10" or "3,7-9" (default: every page the job reads). Ignored with `cursor`.'),
+    .describe(
+      'Pages of the document to read, e.g. "1-10" or "3,7-9" (default: every page the job reads). Ignored with `cursor`.',
+    ),
   max_chars: z
     .number()
     .int()
@@ -75,30 +83,47 @@ export const getExtractionInputSchema = z.strictObject({
     .string()
     .max(400)
     .optional()
-    .describe("`nextCursor` of the previous answer (of extract_text or of this tool): where to continue. Opaque; pass it unchanged."),
+    .describe(
+      "`nextCursor` of the previous answer (of extract_text or of this tool): where to continue. Opaque; pass it unchanged.",
+    ),
 });
 export type GetExtractionInput = z.infer<typeof getExtractionInputSchema>;
 
 export const getExtractionOutputSchema = z.object({
-  jobId: z.string().nullable().describe("The job the text comes from; null for the rest of an answer extract_text read within its call."),
+  jobId: z
+    .string()
+    .nullable()
+    .describe("The job the text comes from; null for the rest of an answer extract_text read within its call."),
   status: z
     .enum(["queued", "running", "succeeded", "failed", "cancelled"])
     .describe("`queued`/`running`: pages are still being read; the others are final."),
   format: z
     .enum(outputFormats)
     .exclude(["pdf"])
-    .describe("The format the text is in: the job's output_format, or `text` for a `pdf` job (its PDF itself: GET /api/ocr/jobs/{job_id}/result?format=pdf)."),
+    .describe(
+      "The format the text is in: the job's output_format, or `text` for a `pdf` job (its PDF itself: GET /api/ocr/jobs/{job_id}/result?format=pdf).",
+    ),
   pagesTotal: z.number().int().min(1),
   pagesDone: z.number().int().min(0),
   pagesFailed: z.number().int().min(0),
-  pages: z.string().describe('The pages this answer\'s text comes from, as ranges ("1-12"); empty when none is ready yet.'),
-  offset: z.number().int().min(0).describe("Characters of the first of those pages that came in earlier answers (a page cut by max_chars)."),
+  pages: z
+    .string()
+    .describe('The pages this answer\'s text comes from, as ranges ("1-12"); empty when none is ready yet.'),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .describe("Characters of the first of those pages that came in earlier answers (a page cut by max_chars)."),
   text: z.string().describe("The text of those pages. A page cut by max_chars goes on in the next answer."),
-  failedPages: z.array(z.object({ page: z.number().int(), code: z.string() })).describe("Pages passed over because they could not be read."),
+  failedPages: z
+    .array(z.object({ page: z.number().int(), code: z.string() }))
+    .describe("Pages passed over because they could not be read."),
   nextCursor: z
     .string()
     .nullable()
-    .describe(`Pass to ${GET_EXTRACTION} as \`cursor\` to go on; null once every page asked for was delivered (or can no longer be).`),
+    .describe(
+      `Pass to ${GET_EXTRACTION} as \`cursor\` to go on; null once every page asked for was delivered (or can no longer be).`,
+    ),
   creditsUsed: z.number().int().min(0),
 });
 export type GetExtractionOutput = z.infer<typeof getExtractionOutputSchema>;
@@ -222,7 +247,10 @@ function decodeCursor(cursor: string): Cursor {
 }
 
 function badCursor(): ApiError {
-  return new ApiError("invalid_request", "cursor: not a nextCursor of extract_text or get_extraction; pass it exactly as it came, or leave it out to start again");
+  return new ApiError(
+    "invalid_request",
+    "cursor: not a nextCursor of extract_text or get_extraction; pass it exactly as it came, or leave it out to start again",
+  );
 }
 
 /** The kind of kept record (./kept.ts) that holds an `extract_text` answer longer than its `max_chars`. */
@@ -240,19 +268,34 @@ type KeptText = z.infer<typeof keptTextSchema>;
  * Keep the whole text of a synchronous `extract_text` answer whose text is longer than its `max_chars`, for as long as
  * a job's results are kept, and return the cursor of what comes after the first `delivered` characters.
  */
-export async function keepAnswerText(userId: string, kept: KeptText, delivered: number, ttlMs: number): Promise<string> {
+export async function keepAnswerText(
+  userId: string,
+  kept: KeptText,
+  delivered: number,
+  ttlMs: number,
+): Promise<string> {
   const textId = `txt_${randomBytes(16).toString("base64url")}`;
   if (!(await keepRecord(KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
-    throw new ApiError("internal_error", "The rest of the answer could not be kept", { cause: new Error(`duplicate text id ${textId}`) });
+    throw new ApiError("internal_error", "The rest of the answer could not be kept", {
+      cause: new Error(`duplicate text id ${textId}`),
+    });
   }
   return encodeTextCursor(textId, delivered);
 }
 
 /** The next slice of a kept answer's text. Another account's or an expired record is `gone`, as an expired job's results. */
-async function readKeptSlice(userId: string, textId: string, offset: number, maxChars: number): Promise<GetExtractionOutput> {
+async function readKeptSlice(
+  userId: string,
+  textId: string,
+  offset: number,
+  maxChars: number,
+): Promise<GetExtractionOutput> {
   const raw = await readRecord(KEPT_TEXT, userId, textId);
   if (raw === null) {
-    throw new ApiError("gone", "The rest of this answer is no longer kept (it is kept as long as a job's results): call extract_text again");
+    throw new ApiError(
+      "gone",
+      "The rest of this answer is no longer kept (it is kept as long as a job's results): call extract_text again",
+    );
   }
   const kept = keptTextSchema.parse(JSON.parse(raw));
   if (offset > kept.text.length) throw badCursor();
@@ -277,7 +320,10 @@ function selectPages(spec: string, pageCount: number, field: string): number[] {
   try {
     return parsePageSelection(spec, pageCount);
   } catch (error) {
-    throw new ApiError("invalid_request", `${field}: ${isOcrError(error) ? error.message : "not a page list like 1-3,5"}`);
+    throw new ApiError(
+      "invalid_request",
+      `${field}: ${isOcrError(error) ? error.message : "not a page list like 1-3,5"}`,
+    );
   }
 }
 
@@ -290,8 +336,17 @@ export function textFormatOf(view: JobView): TextFormat {
 }
 
 /** `readJobResult` for a list of pages, in the job's text format. */
-function readPages(userId: string, view: JobView, pages: readonly number[], limitBytes?: number): Promise<JobResultPart> {
-  return readJobResult(userId, view.jobId, { format: textFormatOf(view), pages: formatPageRanges(pages), ...(limitBytes !== undefined && { limitBytes }) });
+function readPages(
+  userId: string,
+  view: JobView,
+  pages: readonly number[],
+  limitBytes?: number,
+): Promise<JobResultPart> {
+  return readJobResult(userId, view.jobId, {
+    format: textFormatOf(view),
+    pages: formatPageRanges(pages),
+    ...(limitBytes !== undefined && { limitBytes }),
+  });
 }
 
 /**
@@ -305,10 +360,14 @@ export async function readExtractionSlice(userId: string, input: GetExtractionIn
   const cursor = input.cursor !== undefined ? decodeCursor(input.cursor) : undefined;
   if (cursor !== undefined && "text" in cursor) return readKeptSlice(userId, cursor.text, cursor.offset, maxChars);
   if (cursor?.job !== undefined && input.job_id !== undefined && cursor.job !== input.job_id) {
-    throw new ApiError("invalid_request", `cursor: it continues job ${cursor.job}, not ${input.job_id}; pass the cursor alone`);
+    throw new ApiError(
+      "invalid_request",
+      `cursor: it continues job ${cursor.job}, not ${input.job_id}; pass the cursor alone`,
+    );
   }
   const jobId = cursor?.job ?? input.job_id;
-  if (jobId === undefined) throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
+  if (jobId === undefined)
+    throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
   const record = await findJob(userId, jobId);
   const view = toJobView(record);
@@ -329,13 +388,22 @@ export async function readExtractionSlice(userId: string, input: GetExtractionIn
     text,
     failedPages,
     // A job that ended cannot deliver the pages it did not read: no cursor for those.
-    nextCursor: rest.length > 0 && (isJobActive(view) || view.status === "succeeded") ? encodeCursor(view.jobId, rest, restOffset) : null,
+    nextCursor:
+      rest.length > 0 && (isJobActive(view) || view.status === "succeeded")
+        ? encodeCursor(view.jobId, rest, restOffset)
+        : null,
     creditsUsed: view.creditsUsed,
   });
   return sliceFrom(userId, view, wanted, start.offset, maxChars, failedPages, answer);
 }
 
-type Answer = (pages: number[], offset: number, text: string, rest: number[], restOffset: number) => GetExtractionOutput;
+type Answer = (
+  pages: number[],
+  offset: number,
+  text: string,
+  rest: number[],
+  restOffset: number,
+) => GetExtractionOutput;
 
 async function sliceFrom(
   userId: string,
@@ -361,7 +429,8 @@ async function sliceFrom(
         continue;
       }
       const end = offset + maxChars;
-      if (end < part.extractedText.length) return answer(pages.slice(0, 1), offset, part.extractedText.slice(offset, end), pages, end);
+      if (end < part.extractedText.length)
+        return answer(pages.slice(0, 1), offset, part.extractedText.slice(offset, end), pages, end);
       return answer(pages.slice(0, 1), offset, part.extractedText.slice(offset), pages.slice(1), 0);
     }
     // A part's size is counted in bytes of escaped JSON, never fewer than the characters, so whole pages within
@@ -410,7 +479,10 @@ function restOfPart(next: string, pageCount: number): number[] {
 }
 
 /** The first part of a finished job's text (the whole of it when it fits one part, about 4 MB), and where the rest is. */
-export async function readJobText(userId: string, view: JobView): Promise<{ part: JobResultPart; nextCursor: string | null }> {
+export async function readJobText(
+  userId: string,
+  view: JobView,
+): Promise<{ part: JobResultPart; nextCursor: string | null }> {
   const part = await readJobResult(userId, view.jobId, { format: textFormatOf(view) });
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
   return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
@@ -422,7 +494,12 @@ export async function readJobText(userId: string, view: JobView): Promise<{ part
  * most that many characters of text — the pages read so far, in order, when the job is still reading — and the cursor
  * `get_extraction` continues from; without it (`tasks/result`), the first result part of a finished job.
  */
-export async function jobToolResult(userId: string, view: JobView, opening: string, maxChars?: number): Promise<CallToolResult> {
+export async function jobToolResult(
+  userId: string,
+  view: JobView,
+  opening: string,
+  maxChars?: number,
+): Promise<CallToolResult> {
   if (view.status === "failed" || view.status === "cancelled") return jobFailureResult(view);
   if (maxChars !== undefined) return jobSliceResult(userId, view, opening, maxChars);
   const summary: JobSummary = {
@@ -444,7 +521,13 @@ export async function jobToolResult(userId: string, view: JobView, opening: stri
   if (isJobActive(view)) {
     const next = `Call ${GET_EXTRACTION} with {"job_id": "${view.jobId}"} to read its text: it returns the pages read so far in slices that fit your context, and where to continue; call it again for the pages still being read.`;
     const text = `${opening} It is being read as job ${view.jobId}: ${describeJob(view)}. ${next}`;
-    const structured: ExtractTextOutput = { ...base, extractedText: "", confidence: 0, processingTime: elapsed(view), job: summary };
+    const structured: ExtractTextOutput = {
+      ...base,
+      extractedText: "",
+      confidence: 0,
+      processingTime: elapsed(view),
+      job: summary,
+    };
     return { content: [{ type: "text", text }], structuredContent: structured };
   }
   const { part, nextCursor } = await readJobText(userId, view);
@@ -457,9 +540,15 @@ export async function jobToolResult(userId: string, view: JobView, opening: stri
   };
   const notes: string[] = [];
   const failed = part.missingPages.filter((page) => page.status === "failed");
-  if (failed.length > 0) notes.push(`${plural(failed.length, "page")} could not be read and were not charged: ${failed.map((page) => `${page.page} (${page.code ?? "internal_error"})`).join(", ")}.`);
+  if (failed.length > 0)
+    notes.push(
+      `${plural(failed.length, "page")} could not be read and were not charged: ${failed.map((page) => `${page.page} (${page.code ?? "internal_error"})`).join(", ")}.`,
+    );
   if (view.format === "pdf") notes.push(pdfNote(view));
-  if (nextCursor !== null) notes.push(`The text goes on: call ${GET_EXTRACTION} with {"job_id": "${view.jobId}", "cursor": "${nextCursor}"} for the rest.`);
+  if (nextCursor !== null)
+    notes.push(
+      `The text goes on: call ${GET_EXTRACTION} with {"job_id": "${view.jobId}", "cursor": "${nextCursor}"} for the rest.`,
+    );
   const content: CallToolResult["content"] = [{ type: "text", text: part.extractedText }];
   if (notes.length > 0) content.push({ type: "text", text: `[job ${view.jobId}] ${notes.join(" ")}` });
   return { content, structuredContent: structured };
@@ -473,10 +562,18 @@ function pdfNote(view: JobView): string {
  * A job's answer to `extract_text` within `maxChars`: the first slice of its text (as `get_extraction` would give it:
  * the pages read so far, in order), the job and its progress, and the exact next call.
  */
-async function jobSliceResult(userId: string, view: JobView, opening: string, maxChars: number): Promise<CallToolResult> {
+async function jobSliceResult(
+  userId: string,
+  view: JobView,
+  opening: string,
+  maxChars: number,
+): Promise<CallToolResult> {
   const slice = await readExtractionSlice(userId, { job_id: view.jobId, max_chars: maxChars });
   const active = slice.status === "queued" || slice.status === "running";
-  const confidence = slice.pages === "" ? 0 : (await readJobResult(userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
+  const confidence =
+    slice.pages === ""
+      ? 0
+      : (await readJobResult(userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
   const structured: ExtractTextOutput = {
     success: true,
     userId,
@@ -496,8 +593,14 @@ async function jobSliceResult(userId: string, view: JobView, opening: string, ma
       nextCursor: slice.nextCursor,
     },
   };
-  const here = slice.pages === "" ? "" : `The text above is page${slice.pages.includes("-") || slice.pages.includes(",") ? "s" : ""} ${slice.pages}${slice.nextCursor !== null ? (active ? ", read so far" : `, at most ${maxChars} characters`) : ""}. `;
-  const failed = slice.failedPages.length > 0 ? `Passed over (could not be read, not charged): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}. ` : "";
+  const here =
+    slice.pages === ""
+      ? ""
+      : `The text above is page${slice.pages.includes("-") || slice.pages.includes(",") ? "s" : ""} ${slice.pages}${slice.nextCursor !== null ? (active ? ", read so far" : `, at most ${maxChars} characters`) : ""}. `;
+  const failed =
+    slice.failedPages.length > 0
+      ? `Passed over (could not be read, not charged): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}. `
+      : "";
   const pdf = view.format === "pdf" ? `${pdfNote(view)} ` : "";
   let next: string;
   if (slice.nextCursor === null) next = "That is all of its text.";
@@ -507,7 +610,9 @@ async function jobSliceResult(userId: string, view: JobView, opening: string, ma
     next = `Call ${GET_EXTRACTION} with {"job_id": "${view.jobId}", "cursor": "${slice.nextCursor}"} for the rest${active ? " (the pages not read yet come as they are read: call again in a few seconds when an answer has none)" : ""}.`;
   }
   const lead = opening === "" ? "" : `${opening} `;
-  const status = active ? `${lead}It is being read as job ${view.jobId}: ${describeJob({ ...view, status: slice.status, pagesDone: slice.pagesDone, pagesFailed: slice.pagesFailed })}. ` : `[job ${view.jobId}] `;
+  const status = active
+    ? `${lead}It is being read as job ${view.jobId}: ${describeJob({ ...view, status: slice.status, pagesDone: slice.pagesDone, pagesFailed: slice.pagesFailed })}. `
+    : `[job ${view.jobId}] `;
   const line = `${status}${here}${failed}${pdf}${next}`;
   const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
   if (active || slice.nextCursor !== null || failed !== "" || pdf !== "") content.push({ type: "text", text: line });
@@ -518,7 +623,9 @@ async function jobSliceResult(userId: string, view: JobView, opening: string, ma
 /** A job that failed or was cancelled, as the tool error the model can act on (the code first, as every tool error). */
 export function jobFailureResult(view: JobView): CallToolResult {
   const code = view.status === "cancelled" ? "cancelled" : (view.error?.code ?? "internal_error");
-  const entry: ErrorEntry | undefined = (errorCodes as readonly string[]).includes(code) ? errorCatalogue[code as ErrorCode] : undefined;
+  const entry: ErrorEntry | undefined = (errorCodes as readonly string[]).includes(code)
+    ? errorCatalogue[code as ErrorCode]
+    : undefined;
   const hint = entry?.hint;
   const message =
     view.status === "cancelled"

@@ -18,11 +18,21 @@ function scopeOf(kind: string, userId: string, name: string): string {
 }
 
 /** Keep `value` under (`kind`, `userId`, `name`) for `ttlMs`. False when a record is already there (it is kept). */
-export async function keepRecord(kind: string, userId: string, name: string, value: string, ttlMs: number): Promise<boolean> {
+export async function keepRecord(
+  kind: string,
+  userId: string,
+  name: string,
+  value: string,
+  ttlMs: number,
+): Promise<boolean> {
   const store = getStore().idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(scope, { fingerprint: WRITTEN, token, createdAt: new Date().toISOString() }, WRITE_LEASE_MS);
+  const claim = await store.claimIdempotency(
+    scope,
+    { fingerprint: WRITTEN, token, createdAt: new Date().toISOString() },
+    WRITE_LEASE_MS,
+  );
   if (!claim.claimed) return false;
   return store.completeIdempotency(scope, token, value, ttlMs);
 }
@@ -33,7 +43,11 @@ export async function readRecord(kind: string, userId: string, name: string): Pr
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
   // A read is a claim that finds the record; one that finds nothing is given back at once.
-  const claim = await store.claimIdempotency(scope, { fingerprint: "read", token, createdAt: new Date().toISOString() }, WRITE_LEASE_MS);
+  const claim = await store.claimIdempotency(
+    scope,
+    { fingerprint: "read", token, createdAt: new Date().toISOString() },
+    WRITE_LEASE_MS,
+  );
   if (claim.claimed) {
     await store.releaseIdempotency(scope, token).catch(() => undefined);
     return null;
@@ -45,11 +59,21 @@ export async function readRecord(kind: string, userId: string, name: string): Pr
  * Hold `value` under (`kind`, `userId`, `name`) while something runs, at most `ttlMs`: a record that `release()`
  * removes (an in-progress claim whose fingerprint is the value). Null when another holds it (that one stays).
  */
-export async function holdRecord(kind: string, userId: string, name: string, value: string, ttlMs: number): Promise<{ release(): Promise<void> } | null> {
+export async function holdRecord(
+  kind: string,
+  userId: string,
+  name: string,
+  value: string,
+  ttlMs: number,
+): Promise<{ release(): Promise<void> } | null> {
   const store = getStore().idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(scope, { fingerprint: `held:${value}`, token, createdAt: new Date().toISOString() }, ttlMs);
+  const claim = await store.claimIdempotency(
+    scope,
+    { fingerprint: `held:${value}`, token, createdAt: new Date().toISOString() },
+    ttlMs,
+  );
   if (!claim.claimed) return null;
   return {
     release: async () => {
@@ -63,7 +87,11 @@ export async function readHeld(kind: string, userId: string, name: string): Prom
   const store = getStore().idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(scope, { fingerprint: "read", token, createdAt: new Date().toISOString() }, WRITE_LEASE_MS);
+  const claim = await store.claimIdempotency(
+    scope,
+    { fingerprint: "read", token, createdAt: new Date().toISOString() },
+    WRITE_LEASE_MS,
+  );
   if (claim.claimed) {
     await store.releaseIdempotency(scope, token).catch(() => undefined);
     return null;

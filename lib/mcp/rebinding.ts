@@ -27,7 +27,11 @@ function listenHostname(): string | undefined {
 
 /** Whether a host name (no port; IPv6 with or without brackets) is this machine's loopback. */
 export function isLoopbackHostname(hostname: string): boolean {
-  const name = hostname.trim().toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
+  const name = hostname
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
   return name === "localhost" || name.endsWith(".localhost") || name === "::1" || /^127(?:\.\d{1,3}){3}$/.test(name);
 }
 

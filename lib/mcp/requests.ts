@@ -122,9 +122,9 @@ export function checkScopes(account: ApiContext["account"], req: Request, body: 
   const methods = (Array.isArray(body) ? body : [body]).map((message) =>
     typeof message === "object" && message !== null ? (message as { method?: unknown }).method : undefined,
   );
-  const missing = [...new Set(methods.map((method) => (typeof method === "string" ? METHOD_SCOPES[method] : undefined)))].filter(
-    (scope): scope is Scope => scope !== undefined && !granted.includes(scope),
-  );
+  const missing = [
+    ...new Set(methods.map((method) => (typeof method === "string" ? METHOD_SCOPES[method] : undefined))),
+  ].filter((scope): scope is Scope => scope !== undefined && !granted.includes(scope));
   if (missing.length === 0) return;
   const description = `This app was not allowed to ${missing.map((scope) => SCOPES[scope].toLowerCase()).join(", nor to ")}: sign in again and allow ${missing.join(" and ")}`;
   throw new ApiError("forbidden", description, {

@@ -1,7 +1,15 @@
 import { ApiError, toApiError } from "@/lib/api/errors";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
-import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, peekReadsJobsOnly, reportCharges, type ToolCallSettings } from "./requests";
+import {
+  ALLOW,
+  KEY_OPTIONS,
+  checkScopes,
+  countBatchCalls,
+  peekReadsJobsOnly,
+  reportCharges,
+  type ToolCallSettings,
+} from "./requests";
 import { asksForProgress, buildServer } from "./server";
 import { rebindingRefusal } from "./rebinding";
 import { createSseTransport, type SseTransportOptions } from "./sse";
@@ -77,9 +85,13 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   };
 
   const notAllowed = withRequest(async ({ req }) => {
-    throw new ApiError("method_not_allowed", `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`, {
-      headers: { Allow: ALLOW },
-    });
+    throw new ApiError(
+      "method_not_allowed",
+      `${req.method.slice(0, 20)} is not allowed on /api/mcp; use POST (JSON-RPC) or GET (SSE)`,
+      {
+        headers: { Allow: ALLOW },
+      },
+    );
   });
 
   // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
@@ -89,7 +101,13 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
       const { toolDeadlineMs, jobPollMs } = settings();
       try {
-        return await serveTaskResult(state, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+        return await serveTaskResult(state, {
+          userId: account.userId,
+          requestId,
+          deadline: receivedAt + toolDeadlineMs,
+          pollMs: jobPollMs,
+          signal: req.signal,
+        });
       } catch (error) {
         // The task is gone (expired, unknown): the client stops reconnecting after a few refusals.
         throw toApiError(error);
@@ -104,9 +122,14 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   });
 
   return {
-    GET: async (req) => (rebindingRefusal(req) ? rebound(req) : resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req)),
+    GET: async (req) =>
+      rebindingRefusal(req) ? rebound(req) : resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req),
     POST: async (req) =>
-      rebindingRefusal(req) ? rebound(req) : (await peekReadsJobsOnly(req)) ? postRead(sessionPost(req)) : postRequest(sessionPost(req)),
+      rebindingRefusal(req)
+        ? rebound(req)
+        : (await peekReadsJobsOnly(req))
+          ? postRead(sessionPost(req))
+          : postRequest(sessionPost(req)),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,
@@ -132,7 +155,13 @@ async function postStateless(
   const polled = pollableTaskResult(req, body);
   if (polled !== null) {
     try {
-      return await serveTaskResult(polled, { userId: account.userId, requestId, deadline: receivedAt + toolDeadlineMs, pollMs: jobPollMs, signal: req.signal });
+      return await serveTaskResult(polled, {
+        userId: account.userId,
+        requestId,
+        deadline: receivedAt + toolDeadlineMs,
+        pollMs: jobPollMs,
+        signal: req.signal,
+      });
     } catch (error) {
       return taskErrorAnswer(error, polled.i, requestId);
     }

@@ -66,7 +66,9 @@ const imageSourceSchema = z
   .strictObject({
     type: z
       .enum(toolInputSources)
-      .describe("How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads."),
+      .describe(
+        "How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads.",
+      ),
     data: z
       .string()
       .min(1)
@@ -121,14 +123,14 @@ const TOOL_DESCRIPTION =
   "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
   "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
   "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +
-  "when it fails. `pages` reads only some pages of a PDF (e.g. \"1-5\"; only those are charged). " +
+  'when it fails. `pages` reads only some pages of a PDF (e.g. "1-5"; only those are charged). ' +
   `An answer holds at most max_chars characters (default ${DEFAULT_SLICE_CHARS}): a longer text comes with a cursor ` +
   `(structuredContent.nextCursor, and the exact call in the answer's last line); call ${GET_EXTRACTION} with it for the ` +
   "rest, free. " +
   "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
-    "finish in under 30 s (many MCP clients give up at 30 s). A document whose reading is not expected to fit the call " +
-    "(by its pages' expected work, e.g. a scanned PDF of more than a few pages) is read as an asynchronous job instead: " +
-    "the answer holds the text read so far, " +
+  "finish in under 30 s (many MCP clients give up at 30 s). A document whose reading is not expected to fit the call " +
+  "(by its pages' expected work, e.g. a scanned PDF of more than a few pages) is read as an asynchronous job instead: " +
+  "the answer holds the text read so far, " +
   `names the job (structuredContent.job.jobId) and gives the exact ${GET_EXTRACTION} call that reads on, in slices, as ` +
   "its pages are read. Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
 
@@ -142,7 +144,10 @@ const GET_EXTRACTION_DESCRIPTION =
 
 /** Map the tool's arguments onto the REST request body that `processDocument` takes. */
 function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
-  const chosen = { ...(input.output_format && { format: input.output_format }), ...(input.pages !== undefined && { pages: input.pages }) };
+  const chosen = {
+    ...(input.output_format && { format: input.output_format }),
+    ...(input.pages !== undefined && { pages: input.pages }),
+  };
   const options = Object.keys(chosen).length > 0 ? { options: chosen } : {};
   return input.image_source.type === "base64"
     ? { image: input.image_source.data, ...options }
@@ -166,7 +171,10 @@ function toolErrorResult(error: ApiError): CallToolResult {
   // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has one.
   const { hint }: ErrorEntry = errorCatalogue[error.code];
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
-  return { content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }], isError: true };
+  return {
+    content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }],
+    isError: true,
+  };
 }
 
 interface BuildServerOptions {
@@ -236,7 +244,10 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   });
 
   const receivedAt = options.receivedAt ?? Date.now();
-  const jobContext = (callId: string, call?: { index: number; signal?: AbortSignal; maxChars?: number }): JobCallContext => {
+  const jobContext = (
+    callId: string,
+    call?: { index: number; signal?: AbortSignal; maxChars?: number },
+  ): JobCallContext => {
     const signals = [options.signal, call?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
     return {
       account,
@@ -247,7 +258,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       pollMs: options.jobPollMs,
       onSubmitted: options.onJobSubmitted,
       onJob: options.onJob,
-      ...(options.idempotencyKey !== undefined && call !== undefined && { callKey: `${options.idempotencyKey}#${call.index}` }),
+      ...(options.idempotencyKey !== undefined &&
+        call !== undefined && { callKey: `${options.idempotencyKey}#${call.index}` }),
       ...(signals.length > 0 && { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }),
     };
   };
@@ -268,7 +280,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     calls += 1;
     return { callId: calls === 1 ? requestId : `${requestId}.${calls}`, index: calls };
   };
-  const extractText = async (input: ExtractTextInput, callId: string, context: JobCallContext, progress?: ProgressChannel): Promise<CallToolResult> => {
+  const extractText = async (
+    input: ExtractTextInput,
+    callId: string,
+    context: JobCallContext,
+    progress?: ProgressChannel,
+  ): Promise<CallToolResult> => {
     // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
     // the call, page by page.
     let outcome: IntakeOutcome;
@@ -296,7 +313,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
         // From here on the notifications count pages.
         progress?.stopTimer();
-        return await answerWithJob(view, context, `This document is more than one call reads (${outcome.reason ?? "its work"}).`, progress);
+        return await answerWithJob(
+          view,
+          context,
+          `This document is more than one call reads (${outcome.reason ?? "its work"}).`,
+          progress,
+        );
       } catch (error) {
         return toolFailure(error, callId, TOOL_NAME);
       }
@@ -324,7 +346,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     if (format === "pdf" || response.extractedText.length <= maxChars) {
       return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
     }
-    const kept = { format, text: response.extractedText, pageCount: response.pageCount, creditsUsed: response.creditsUsed };
+    const kept = {
+      format,
+      text: response.extractedText,
+      pageCount: response.pageCount,
+      creditsUsed: response.creditsUsed,
+    };
     const nextCursor = await keepAnswerText(account.userId, kept, maxChars, jobSettings().resultTtlMs);
     const first = response.extractedText.slice(0, maxChars);
     const note =
@@ -332,12 +359,26 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
       "and so on while the answer has a nextCursor.]";
     const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
-    return { content: [{ type: "text", text: first }, { type: "text", text: note }], structuredContent: structured };
+    return {
+      content: [
+        { type: "text", text: first },
+        { type: "text", text: note },
+      ],
+      structuredContent: structured,
+    };
   };
 
-  const callExtractText = async (input: ExtractTextInput, request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
+  const callExtractText = async (
+    input: ExtractTextInput,
+    request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult> => {
     const { callId, index } = nextCallId();
-    const context = jobContext(callId, { index, signal: ctx.mcpReq.signal, maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS });
+    const context = jobContext(callId, {
+      index,
+      signal: ctx.mcpReq.signal,
+      maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS,
+    });
     // A call that waits for its job can be cancelled by the client (`notifications/cancelled`, another request).
     const releases: Promise<() => Promise<void>>[] = [];
     const onJob = context.onJob;
@@ -378,7 +419,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     try {
       if (earlier !== null) {
         progress?.stopTimer();
-        return await answerWithJob(earlier, context, "This call was made before with the same Idempotency-Key.", progress);
+        return await answerWithJob(
+          earlier,
+          context,
+          "This call was made before with the same Idempotency-Key.",
+          progress,
+        );
       }
       return await extractText(input, callId, context, progress);
     } catch (error) {
@@ -388,12 +434,21 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     }
   };
 
-  const callGetExtraction = async (input: GetExtractionInput, _request: CallToolRequest, ctx: ServerContext): Promise<CallToolResult> => {
+  const callGetExtraction = async (
+    input: GetExtractionInput,
+    _request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
       slice = await readExtractionSlice(account.userId, input);
       const { jobId } = slice;
-      if (slice.text === "" && slice.nextCursor !== null && jobId !== null && (slice.status === "queued" || slice.status === "running")) {
+      if (
+        slice.text === "" &&
+        slice.nextCursor !== null &&
+        jobId !== null &&
+        (slice.status === "queued" || slice.status === "running")
+      ) {
         // Nothing ready at the cursor yet: wait (within the call's budget) for the job to settle another page, then
         // look again — so an agent polling a running job makes a call per page or so, not one every few seconds.
         const context = jobContext(requestId);
@@ -441,7 +496,13 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       description: GET_EXTRACTION_DESCRIPTION,
       inputSchema: getExtractionInputSchema,
       outputSchema: getExtractionOutputSchema,
-      annotations: { title: "Get extracted text (job)", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      annotations: {
+        title: "Get extracted text (job)",
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
       call: callGetExtraction,
     }),
   ]);
@@ -463,7 +524,9 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
     const rpcId = notification.params.requestId;
     if (rpcId === undefined) return;
-    await cancelRunningCall(account, rpcId).catch((error: unknown) => console.error(`[${requestId}] cancelling a call failed:`, describeError(error)));
+    await cancelRunningCall(account, rpcId).catch((error: unknown) =>
+      console.error(`[${requestId}] cancelling a call failed:`, describeError(error)),
+    );
   });
 
   return server;
@@ -473,12 +536,24 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
 function extractionResult(slice: GetExtractionOutput): CallToolResult {
   const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
   if (slice.jobId === null) {
-    const next = slice.nextCursor !== null ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.` : " That is the end of the text.";
-    content.push({ type: "text", text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]` });
+    const next =
+      slice.nextCursor !== null
+        ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.`
+        : " That is the end of the text.";
+    content.push({
+      type: "text",
+      text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]`,
+    });
     return { content, structuredContent: slice };
   }
-  const where = slice.pages === "" ? "no page of this selection is ready yet" : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
-  const failed = slice.failedPages.length > 0 ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.` : "";
+  const where =
+    slice.pages === ""
+      ? "no page of this selection is ready yet"
+      : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
+  const failed =
+    slice.failedPages.length > 0
+      ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.`
+      : "";
   const next =
     slice.nextCursor !== null
       ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`

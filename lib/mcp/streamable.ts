@@ -51,7 +51,10 @@ export async function serveJsonExchange(req: Request, body: unknown, server: Mcp
   // The legacy SSE transport comes here directly.
   const refused = refuseMalformedInitialize(body);
   if (refused) return refused;
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
   transport.onerror = reportSdkError;
   await server.connect(transport);
   try {
@@ -122,10 +125,16 @@ function onStreamEnd(body: ReadableStream<Uint8Array>, done: () => void): Readab
 }
 
 const initializeParamsSchema = z.object({
-  protocolVersion: z.string({ error: "protocolVersion must be a string such as \"2025-11-25\"" }).max(100),
+  protocolVersion: z.string({ error: 'protocolVersion must be a string such as "2025-11-25"' }).max(100),
   capabilities: z.record(z.string(), z.unknown(), { error: "capabilities must be an object" }).optional(),
   clientInfo: z
-    .looseObject({ name: z.string({ error: "clientInfo.name must be a string" }), version: z.string({ error: "clientInfo.version must be a string" }) }, { error: "clientInfo must be an object" })
+    .looseObject(
+      {
+        name: z.string({ error: "clientInfo.name must be a string" }),
+        version: z.string({ error: "clientInfo.version must be a string" }),
+      },
+      { error: "clientInfo must be an object" },
+    )
     .optional(),
 });
 
@@ -140,7 +149,11 @@ function refuseMalformedInitialize(body: unknown): Response | null {
   if (parsed.success) return null;
   const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null;
   const reason = parsed.error.issues[0]?.message ?? "malformed params";
-  return Response.json({ jsonrpc: "2.0", id, error: { code: -32602, message: `Invalid params: initialize ${reason}` } });
+  return Response.json({
+    jsonrpc: "2.0",
+    id,
+    error: { code: -32602, message: `Invalid params: initialize ${reason}` },
+  });
 }
 
 /** What `initialize` reports as the client when it names none. */
@@ -182,6 +195,11 @@ function sdkRequest(req: Request): Request {
 function reportSdkError(error: Error): void {
   // The SDK reports rejected messages here too (they are answered as JSON-RPC errors); only log what is unexpected.
   if (error.name === "ZodError") return;
-  if (/^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request|Rejected inbound request)/.test(error.message)) return;
+  if (
+    /^(Parse error|Invalid Request|Not Acceptable|Unsupported Media Type|Bad Request|Rejected inbound request)/.test(
+      error.message,
+    )
+  )
+    return;
   console.warn(`[mcp] ${error.name}: ${error.message.slice(0, 300)}`);
 }

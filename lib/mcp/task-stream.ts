@@ -61,7 +61,12 @@ export function pollableTaskResult(req: Request, body: unknown): ResultStream | 
   const parsed = requestSchema.safeParse(body);
   if (!parsed.success) return null;
   const { id, params } = parsed.data;
-  return { t: params.taskId, i: id, ...(params._meta?.progressToken !== undefined && { p: params._meta.progressToken }), n: 0 };
+  return {
+    t: params.taskId,
+    i: id,
+    ...(params._meta?.progressToken !== undefined && { p: params._meta.progressToken }),
+    n: 0,
+  };
 }
 
 /** The state a reconnecting GET's `Last-Event-ID` carries, or null when it is not one of ours. */
@@ -109,7 +114,8 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
           // the client went away
         }
       };
-      const message = (payload: unknown, id?: string) => write(`${id !== undefined ? `id: ${id}\n` : ""}event: message\ndata: ${JSON.stringify(payload)}\n\n`);
+      const message = (payload: unknown, id?: string) =>
+        write(`${id !== undefined ? `id: ${id}\n` : ""}event: message\ndata: ${JSON.stringify(payload)}\n\n`);
       write(`id: ${tokenOf(state)}\nretry: ${RECONNECT_MS}\ndata: \n\n`);
       void (async () => {
         try {
@@ -122,14 +128,23 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
                   if (state.p === undefined) return;
                   for (let settled = Math.max(before, reported) + 1; settled <= pagesSettled(seen); settled++) {
                     reported = settled;
-                    const params = { progressToken: state.p, progress: settled, total: seen.pagesTotal, message: `Read ${settled} of ${seen.pagesTotal} pages` };
-                    message({ jsonrpc: "2.0", method: "notifications/progress", params }, tokenOf({ ...state, n: settled }));
+                    const params = {
+                      progressToken: state.p,
+                      progress: settled,
+                      total: seen.pagesTotal,
+                      message: `Read ${settled} of ${seen.pagesTotal} pages`,
+                    };
+                    message(
+                      { jsonrpc: "2.0", method: "notifications/progress", params },
+                      tokenOf({ ...state, n: settled }),
+                    );
                   }
                 },
                 signal: options.signal,
               })
             : first;
-          if (!isJobActive(view)) message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.userId, view) });
+          if (!isJobActive(view))
+            message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.userId, view) });
         } catch (error) {
           const failure = taskError(error, options.requestId);
           message({ jsonrpc: "2.0", id: state.i, error: { code: failure.code, message: failure.message } });

@@ -33,7 +33,10 @@ const IMMEDIATE_RESPONSE_META_KEY = "io.modelcontextprotocol/model-immediate-res
 /** Requests that only read about jobs: they count against the key's reads (`READ_RATE_LIMIT_PER_MINUTE`), as polling a job over REST does. */
 const JOB_READ_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list"]);
 
-const messageSchema = z.looseObject({ method: z.string(), params: z.looseObject({ name: z.unknown().optional() }).optional() });
+const messageSchema = z.looseObject({
+  method: z.string(),
+  params: z.looseObject({ name: z.unknown().optional() }).optional(),
+});
 
 /**
  * True when every message of the JSON-RPC body (one, or a batch) reads about jobs: `tasks/get`, `tasks/result`,
@@ -120,10 +123,13 @@ export class ProgressChannel {
   /** Every `intervalMs` until `stopTimer()`: the seconds elapsed since now (the progress of a synchronous read). */
   startTimer(intervalMs: number): void {
     const started = Date.now();
-    this.timer = setInterval(() => {
-      const elapsedMs = Date.now() - started;
-      this.send(elapsedMs / 1000, `Reading the document: ${Math.round(elapsedMs / 1000)} s so far`);
-    }, Math.max(10, intervalMs));
+    this.timer = setInterval(
+      () => {
+        const elapsedMs = Date.now() - started;
+        this.send(elapsedMs / 1000, `Reading the document: ${Math.round(elapsedMs / 1000)} s so far`);
+      },
+      Math.max(10, intervalMs),
+    );
   }
 
   stopTimer(): void {
@@ -186,9 +192,19 @@ function runningCallName(keyId: string | undefined, rpcId: string | number): str
  * what ends the hold (when the call answers). A second call with the same key and id meanwhile is not named (the
  * first one stays: a cancel never reaches a job its sender did not start).
  */
-export async function holdRunningCall(context: JobCallContext, rpcId: string | number, jobId: string): Promise<() => Promise<void>> {
+export async function holdRunningCall(
+  context: JobCallContext,
+  rpcId: string | number,
+  jobId: string,
+): Promise<() => Promise<void>> {
   const ttlMs = Math.max(10_000, context.deadline - Date.now() + 60_000);
-  const held = await holdRecord(RUNNING_CALL, context.account.userId, runningCallName(context.account.keyId, rpcId), jobId, ttlMs).catch(() => null);
+  const held = await holdRecord(
+    RUNNING_CALL,
+    context.account.userId,
+    runningCallName(context.account.keyId, rpcId),
+    jobId,
+    ttlMs,
+  ).catch(() => null);
   return held ? () => held.release() : async () => undefined;
 }
 
@@ -238,7 +254,12 @@ export function createTaskResult(view: JobView): CreateTaskResult & CallToolResu
  * Wait for a job within the call's budget, reporting each page read on `progress`, then answer: the text when it
  * ended in time, otherwise where it stands and the next step (`get_extraction`).
  */
-export async function answerWithJob(view: JobView, context: JobCallContext, opening: string, progress?: ProgressChannel): Promise<CallToolResult> {
+export async function answerWithJob(
+  view: JobView,
+  context: JobCallContext,
+  opening: string,
+  progress?: ProgressChannel,
+): Promise<CallToolResult> {
   let current = await waitForJob(context.account.userId, view.jobId, {
     until: context.deadline - ANSWER_MARGIN_MS,
     pollMs: context.pollMs ?? JOB_POLL_MS,
@@ -303,7 +324,10 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
     guarded(async () => {
       if (cursor !== undefined && !/^\d{1,20}$/.test(cursor)) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Invalid cursor: pass the nextCursor of a previous tasks/list unchanged");
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          "Invalid cursor: pass the nextCursor of a previous tasks/list unchanged",
+        );
       }
       const page = await listJobViews(account.userId, { limit: 50, cursor: cursor ?? null });
       return { tasks: page.jobs.map(toTask), ...(page.nextCursor !== null && { nextCursor: page.nextCursor }) };
@@ -314,12 +338,18 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
     guarded(async () => {
       const before = await getJobView(account.userId, taskId);
       if (!isJobActive(before)) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`,
+        );
       }
       const after = await cancelJob(account.userId, taskId);
       if (after.status !== "cancelled") {
         // It ended on its own between the two reads.
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task ${taskId}: it is already ${toTask(after).status}`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Cannot cancel task ${taskId}: it is already ${toTask(after).status}`,
+        );
       }
       return toTask(after);
     }),
@@ -328,7 +358,10 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   server.server.setRequestHandler("tasks/result", { params: taskParamsSchema }, ({ taskId, _meta }, ctx) =>
     guarded(async () => {
       const token = _meta?.progressToken;
-      const progress = options.progress && token !== undefined ? new ProgressChannel((notification) => ctx.mcpReq.notify(notification), token) : undefined;
+      const progress =
+        options.progress && token !== undefined
+          ? new ProgressChannel((notification) => ctx.mcpReq.notify(notification), token)
+          : undefined;
       let view: JobView;
       try {
         view = await waitForJob(account.userId, taskId, {

@@ -50,14 +50,20 @@ export function serveTools(server: McpServer, tools: ServedTool[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   for (const tool of tools) {
     const { name, call: _call, execution, inputSchema, outputSchema, ...config } = tool;
-    const registered = server.registerTool(name, { ...config, inputSchema: inputSchema as z.ZodObject, outputSchema }, async () => {
-      // Never called: `tools/call` is ours (below).
-      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler of serveTools");
-    });
+    const registered = server.registerTool(
+      name,
+      { ...config, inputSchema: inputSchema as z.ZodObject, outputSchema },
+      async () => {
+        // Never called: `tools/call` is ours (below).
+        throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler of serveTools");
+      },
+    );
     if (execution) registered.execution = execution;
   }
   // Each output schema as JSON Schema once (objects at the root, so the SDK passes `structuredContent` through unwrapped).
-  const outputJsonSchemas = new Map(tools.map((tool) => [tool.name, z.toJSONSchema(tool.outputSchema) as Record<string, unknown>]));
+  const outputJsonSchemas = new Map(
+    tools.map((tool) => [tool.name, z.toJSONSchema(tool.outputSchema) as Record<string, unknown>]),
+  );
   const names = tools.map((tool) => tool.name).join(" and ");
 
   server.server.removeRequestHandler("tools/call");
@@ -65,11 +71,17 @@ export function serveTools(server: McpServer, tools: ServedTool[]): void {
     const { name, arguments: args } = request.params;
     const tool = byName.get(name);
     if (tool === undefined) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has ${names}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool ${JSON.stringify(name.slice(0, 100))}: this server has ${names}`,
+      );
     }
     const parsed = tool.inputSchema.safeParse(args ?? {});
     if (!parsed.success) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${name}: ${describeZodError(parsed.error)}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Invalid arguments for tool ${name}: ${describeZodError(parsed.error)}`,
+      );
     }
     const result = await tool.call(parsed.data, request, ctx);
     return "task" in result ? result : server.server.projectCallToolResult(result, outputJsonSchemas.get(name));

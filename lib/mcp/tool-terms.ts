@@ -25,10 +25,7 @@ const TOOL_ADVICE: ReadonlyArray<readonly [RegExp, string]> = [
     /choose fewer pages with options\.pages, or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,
     'choose fewer pages with the pages argument (e.g. "1-5"), or read it as a job with POST /api/ocr/jobs',
   ],
-  [
-    /choose pages with options\.pages \(e\.g\. "([^"]+)"\)/,
-    'choose pages with the pages argument (e.g. "$1")',
-  ],
+  [/choose pages with options\.pages \(e\.g\. "([^"]+)"\)/, 'choose pages with the pages argument (e.g. "$1")'],
   [
     /,? or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,
     ", or read it whole as a job with POST /api/ocr/jobs",
@@ -49,7 +46,12 @@ export function inToolTerms(error: ApiError): ApiError {
   if (error.field === undefined) return error;
   let message = error.message;
   for (const [pattern, advice] of TOOL_ADVICE) message = message.replace(pattern, advice);
-  for (const [restField, toolField] of Object.entries(TOOL_FIELDS)) message = message.replace(fieldPattern(restField), toolField);
+  for (const [restField, toolField] of Object.entries(TOOL_FIELDS))
+    message = message.replace(fieldPattern(restField), toolField);
   if (message === error.message) return error;
-  return new ApiError(error.code, message, { headers: error.headers, cause: error, field: TOOL_FIELDS[error.field] ?? error.field });
+  return new ApiError(error.code, message, {
+    headers: error.headers,
+    cause: error,
+    field: TOOL_FIELDS[error.field] ?? error.field,
+  });
 }

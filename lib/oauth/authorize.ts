@@ -25,7 +25,16 @@ export type AuthorizationCheck =
   | { kind: "error"; title: string; message: string }
   | { kind: "redirect"; location: string };
 
-const PARAMS = ["client_id", "redirect_uri", "response_type", "state", "scope", "code_challenge", "code_challenge_method", "resource"] as const;
+const PARAMS = [
+  "client_id",
+  "redirect_uri",
+  "response_type",
+  "state",
+  "scope",
+  "code_challenge",
+  "code_challenge_method",
+  "resource",
+] as const;
 /** RFC 7636 §4.2: base64url of a SHA-256 is 43 characters; the ABNF allows 43–128 unreserved characters. */
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 
@@ -51,7 +60,8 @@ export async function checkAuthorizationRequest(params: URLSearchParams, origin:
   const urls = oauthUrls(origin);
   const repeated = PARAMS.filter((name) => params.getAll(name).length > 1);
   const clientId = single(params, "client_id");
-  if (!clientId) return { kind: "error", title: "Unknown app", message: "The app did not say who it is (client_id is missing)." };
+  if (!clientId)
+    return { kind: "error", title: "Unknown app", message: "The app did not say who it is (client_id is missing)." };
   let client: OAuthClientRecord | null;
   try {
     client = await findClient(clientId);
@@ -63,7 +73,8 @@ export async function checkAuthorizationRequest(params: URLSearchParams, origin:
     return {
       kind: "error",
       title: "Unknown app",
-      message: "This app is not registered here (or its registration expired). Remove the server from the app and add it again.",
+      message:
+        "This app is not registered here (or its registration expired). Remove the server from the app and add it again.",
     };
   }
   const askedRedirect = single(params, "redirect_uri");
@@ -81,13 +92,17 @@ export async function checkAuthorizationRequest(params: URLSearchParams, origin:
     location: redirectTo(redirectUri, { error, error_description: description, state }, urls.issuer),
   });
   if (repeated.length > 0) return fail("invalid_request", `Repeated parameter: ${repeated.join(", ")}`);
-  if (single(params, "response_type") !== "code") return fail("unsupported_response_type", "Only response_type=code is supported");
+  if (single(params, "response_type") !== "code")
+    return fail("unsupported_response_type", "Only response_type=code is supported");
   const codeChallenge = single(params, "code_challenge");
-  if (!codeChallenge) return fail("invalid_request", "PKCE is required: send code_challenge and code_challenge_method=S256");
+  if (!codeChallenge)
+    return fail("invalid_request", "PKCE is required: send code_challenge and code_challenge_method=S256");
   if (!CODE_CHALLENGE.test(codeChallenge)) return fail("invalid_request", "code_challenge is malformed (RFC 7636)");
-  if (single(params, "code_challenge_method") !== "S256") return fail("invalid_request", "code_challenge_method must be S256 (plain is not accepted)");
+  if (single(params, "code_challenge_method") !== "S256")
+    return fail("invalid_request", "code_challenge_method must be S256 (plain is not accepted)");
   const resource = single(params, "resource") ?? urls.resource;
-  if (resource !== urls.resource) return fail("invalid_target", `Tokens are issued only for ${urls.resource}, not ${resource.slice(0, 200)}`);
+  if (resource !== urls.resource)
+    return fail("invalid_target", `Tokens are issued only for ${urls.resource}, not ${resource.slice(0, 200)}`);
   const scopes = grantedScopes(single(params, "scope")?.split(" ").filter(Boolean));
 
   const checked: Record<string, string> = {
@@ -135,7 +150,11 @@ export async function answerAuthorization(
   if (!allowed) {
     return {
       kind: "redirect",
-      location: redirectTo(request.redirectUri, { error: "access_denied", error_description: "The user declined", state: request.state }, issuer),
+      location: redirectTo(
+        request.redirectUri,
+        { error: "access_denied", error_description: "The user declined", state: request.state },
+        issuer,
+      ),
     };
   }
   // The request was checked above, field by field, more strictly than the library's authorize handler would (which
@@ -155,5 +174,8 @@ export async function answerAuthorization(
     client,
     user,
   );
-  return { kind: "redirect", location: redirectTo(request.redirectUri, { code: authorizationCode, state: request.state }, issuer) };
+  return {
+    kind: "redirect",
+    location: redirectTo(request.redirectUri, { code: authorizationCode, state: request.state }, issuer),
+  };
 }

@@ -20,12 +20,17 @@ export function isAccessToken(value: string): boolean {
  * `401`): malformed, unknown, expired, its app's access revoked, or issued for another resource (RFC 8707: a token is
  * good only where it was meant to be used). One store read, plus the grant's check (which records its use).
  */
-export async function authenticateAccessToken(token: string, resource: string): Promise<AccessTokenIdentity | { refused: string }> {
+export async function authenticateAccessToken(
+  token: string,
+  resource: string,
+): Promise<AccessTokenIdentity | { refused: string }> {
   if (!isSecret(token, ACCESS_TOKEN_PREFIX)) return { refused: "The access token is malformed" };
   const record = await getStore().oauth.resolveAccessToken(hashSecret(token), Date.now(), LAST_USED_INTERVAL_MS);
   if (!record) return { refused: "The access token is unknown, expired or revoked: refresh it or sign in again" };
   if (record.resource !== resource) {
-    return { refused: `The access token was issued for another resource (${record.resource.slice(0, 200)}), not ${resource}` };
+    return {
+      refused: `The access token was issued for another resource (${record.resource.slice(0, 200)}), not ${resource}`,
+    };
   }
   return { userId: record.userId, grantId: record.grantId, clientId: record.clientId, scopes: record.scopes };
 }
@@ -47,7 +52,10 @@ export function bearerChallenge(
   origin: string,
   problem?: { error: "invalid_token" | "insufficient_scope"; description: string; scopes?: readonly string[] },
 ): string {
-  const parts = [`resource_metadata=${quoted(oauthUrls(origin).resourceMetadata)}`, `scope=${quoted((problem?.scopes ?? ALL_SCOPES).join(" "))}`];
+  const parts = [
+    `resource_metadata=${quoted(oauthUrls(origin).resourceMetadata)}`,
+    `scope=${quoted((problem?.scopes ?? ALL_SCOPES).join(" "))}`,
+  ];
   if (problem) parts.push(`error=${quoted(problem.error)}`, `error_description=${quoted(problem.description)}`);
   return `Bearer ${parts.join(", ")}`;
 }

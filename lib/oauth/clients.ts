@@ -13,7 +13,19 @@ import { OAuthProblem } from "./problem";
 import { newClientId } from "./values";
 
 /** Schemes a redirect may never use, whatever the client says (they run or read things in the browser). */
-const FORBIDDEN_SCHEMES = new Set(["javascript", "data", "file", "vbscript", "blob", "about", "ftp", "ws", "wss", "filesystem", "view-source"]);
+const FORBIDDEN_SCHEMES = new Set([
+  "javascript",
+  "data",
+  "file",
+  "vbscript",
+  "blob",
+  "about",
+  "ftp",
+  "ws",
+  "wss",
+  "filesystem",
+  "view-source",
+]);
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 /**
@@ -31,7 +43,10 @@ export function redirectUriProblem(uri: string): string | null {
   if (url.hash !== "" || uri.includes("#")) return "a redirect URI may not have a fragment";
   const scheme = url.protocol.slice(0, -1);
   if (scheme === "https") return null;
-  if (scheme === "http") return LOOPBACK_HOSTS.has(url.hostname) ? null : "http is allowed only to a loopback address (127.0.0.1, [::1], localhost)";
+  if (scheme === "http")
+    return LOOPBACK_HOSTS.has(url.hostname)
+      ? null
+      : "http is allowed only to a loopback address (127.0.0.1, [::1], localhost)";
   if (FORBIDDEN_SCHEMES.has(scheme)) return `the ${scheme}: scheme is not allowed`;
   return null;
 }
@@ -60,12 +75,21 @@ const clientMetadataSchema = z.object({
 type ClientMetadata = z.infer<typeof clientMetadataSchema>;
 
 function checkGrantTypes(metadata: ClientMetadata): void {
-  const unsupported = (metadata.grant_types ?? []).filter((type) => type !== "authorization_code" && type !== "refresh_token");
+  const unsupported = (metadata.grant_types ?? []).filter(
+    (type) => type !== "authorization_code" && type !== "refresh_token",
+  );
   if (unsupported.length > 0) {
-    throw new OAuthProblem("invalid_client_metadata", `Unsupported grant_types: ${unsupported.join(", ")} (this server issues authorization_code and refresh_token only)`);
+    throw new OAuthProblem(
+      "invalid_client_metadata",
+      `Unsupported grant_types: ${unsupported.join(", ")} (this server issues authorization_code and refresh_token only)`,
+    );
   }
   const responses = (metadata.response_types ?? []).filter((type) => type !== "code");
-  if (responses.length > 0) throw new OAuthProblem("invalid_client_metadata", `Unsupported response_types: ${responses.join(", ")} (only code)`);
+  if (responses.length > 0)
+    throw new OAuthProblem(
+      "invalid_client_metadata",
+      `Unsupported response_types: ${responses.join(", ")} (only code)`,
+    );
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -99,10 +123,14 @@ export async function registerClient(body: unknown, address: string): Promise<Re
   });
   if (!limit.success) {
     const retryAfter = Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000));
-    throw new OAuthProblem("rate_limited", `Too many client registrations from this address: at most ${limit.limit} an hour. Retry in ${retryAfter} s.`, {
-      status: 429,
-      headers: { "Retry-After": String(retryAfter) },
-    });
+    throw new OAuthProblem(
+      "rate_limited",
+      `Too many client registrations from this address: at most ${limit.limit} an hour. Retry in ${retryAfter} s.`,
+      {
+        status: 429,
+        headers: { "Retry-After": String(retryAfter) },
+      },
+    );
   }
   const parsed = clientMetadataSchema.safeParse(body);
   if (!parsed.success) {
@@ -163,11 +191,20 @@ export async function findClient(clientId: string): Promise<OAuthClientRecord | 
 async function fetchClientMetadata(clientId: string): Promise<OAuthClientRecord> {
   let text: string;
   try {
-    const file = await fetchRemoteFile(clientId, { maxBytes: CLIENT_METADATA_MAX_BYTES, timeoutMs: CLIENT_METADATA_TIMEOUT_MS, maxRedirects: 0 });
+    const file = await fetchRemoteFile(clientId, {
+      maxBytes: CLIENT_METADATA_MAX_BYTES,
+      timeoutMs: CLIENT_METADATA_TIMEOUT_MS,
+      maxRedirects: 0,
+    });
     text = new TextDecoder().decode(file.bytes);
   } catch (error) {
-    const reason = isApiError(error) ? error.message.replace(/imageUrl/g, "the client metadata document") : "it could not be fetched";
-    throw new OAuthProblem("invalid_client", `The client's metadata document at ${clientId} was not accepted: ${reason}`);
+    const reason = isApiError(error)
+      ? error.message.replace(/imageUrl/g, "the client metadata document")
+      : "it could not be fetched";
+    throw new OAuthProblem(
+      "invalid_client",
+      `The client's metadata document at ${clientId} was not accepted: ${reason}`,
+    );
   }
   let json: unknown;
   try {
@@ -176,13 +213,23 @@ async function fetchClientMetadata(clientId: string): Promise<OAuthClientRecord>
     throw new OAuthProblem("invalid_client", `The client's metadata document at ${clientId} is not JSON`);
   }
   const parsed = clientMetadataSchema.extend({ client_id: z.string() }).safeParse(json);
-  if (!parsed.success) throw new OAuthProblem("invalid_client", `The client's metadata document at ${clientId} is invalid: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new OAuthProblem(
+      "invalid_client",
+      `The client's metadata document at ${clientId} is invalid: ${describeIssues(parsed.error)}`,
+    );
   const metadata = parsed.data;
   if (metadata.client_id !== clientId) {
-    throw new OAuthProblem("invalid_client", `The client's metadata document names another client_id (${metadata.client_id.slice(0, 200)}) than its URL`);
+    throw new OAuthProblem(
+      "invalid_client",
+      `The client's metadata document names another client_id (${metadata.client_id.slice(0, 200)}) than its URL`,
+    );
   }
   if (metadata.token_endpoint_auth_method !== undefined && metadata.token_endpoint_auth_method !== "none") {
-    throw new OAuthProblem("invalid_client", `token_endpoint_auth_method ${metadata.token_endpoint_auth_method} is not supported: public clients only ("none")`);
+    throw new OAuthProblem(
+      "invalid_client",
+      `token_endpoint_auth_method ${metadata.token_endpoint_auth_method} is not supported: public clients only ("none")`,
+    );
   }
   try {
     checkGrantTypes(metadata);

@@ -48,7 +48,8 @@ export function oauthUrls(origin: string) {
 }
 
 /** `host` or `host:port`: a DNS name, an IPv4 address or a bracketed IPv6 address. */
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
  * This service's origin for a request (a route's `Request`, or a page's headers): `SERVICE_URL` when the operator set
@@ -70,7 +71,8 @@ export function serviceOrigin(source: Request | Headers): string {
   const url = source instanceof Headers ? null : new URL(source.url);
   const header = headers.get("host")?.trim() ?? "";
   const host = HOST.test(header) ? header.toLowerCase() : (url?.host ?? "localhost");
-  const protocol = headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ?? url?.protocol.slice(0, -1) ?? null;
+  const protocol =
+    headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ?? url?.protocol.slice(0, -1) ?? null;
   return `${isSecureRequest({ protocol, host }) ? "https" : "http"}://${host}`;
 }
 

@@ -35,16 +35,21 @@ export function withCors(response: Response): Response {
 
 async function readBody(req: Request): Promise<string> {
   const declared = Number(req.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) throw new OAuthProblem("invalid_request", `The body is larger than ${MAX_BODY_BYTES} bytes`, { status: 413 });
+  if (declared > MAX_BODY_BYTES)
+    throw new OAuthProblem("invalid_request", `The body is larger than ${MAX_BODY_BYTES} bytes`, { status: 413 });
   const text = await req.text();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new OAuthProblem("invalid_request", `The body is larger than ${MAX_BODY_BYTES} bytes`, { status: 413 });
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES)
+    throw new OAuthProblem("invalid_request", `The body is larger than ${MAX_BODY_BYTES} bytes`, { status: 413 });
   return text;
 }
 
 async function readForm(req: Request): Promise<URLSearchParams> {
   const type = req.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") {
-    throw new OAuthProblem("invalid_request", "Send the parameters as application/x-www-form-urlencoded (RFC 6749 §3.2)");
+    throw new OAuthProblem(
+      "invalid_request",
+      "Send the parameters as application/x-www-form-urlencoded (RFC 6749 §3.2)",
+    );
   }
   return new URLSearchParams(await readBody(req));
 }
@@ -55,7 +60,9 @@ async function answer(run: () => Promise<Response>): Promise<Response> {
   } catch (error) {
     if (isOAuthProblem(error)) return withCors(problemResponse(error));
     if (error instanceof OAuth2Server.OAuthError) {
-      return withCors(problemResponse(new OAuthProblem(error.name, error.message, { status: error.code >= 500 ? 500 : error.code })));
+      return withCors(
+        problemResponse(new OAuthProblem(error.name, error.message, { status: error.code >= 500 ? 500 : error.code })),
+      );
     }
     console.error(`[oauth] ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
     return withCors(problemResponse(new OAuthProblem("server_error", "The server failed; try again", { status: 500 })));
@@ -76,7 +83,10 @@ export function handleTokenRequest(req: Request): Promise<Response> {
       throw new OAuthProblem("invalid_target", `Tokens are issued only for ${expected}, not ${resource.slice(0, 200)}`);
     }
     const body = Object.fromEntries(form);
-    const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", "content-length": String(form.toString().length) };
+    const headers: Record<string, string> = {
+      "content-type": "application/x-www-form-urlencoded",
+      "content-length": String(form.toString().length),
+    };
     // A client that sends Basic credentials gets them checked (and refused: every client here is public).
     const authorization = req.headers.get("authorization");
     if (authorization !== null) headers.authorization = authorization;
@@ -165,5 +175,7 @@ export function protectedResourceMetadata(origin: string) {
 
 /** A metadata document's answer: public, cacheable for an hour, and varying with the name it was asked under. */
 export function metadataResponse(document: object): Response {
-  return withCors(Response.json(document, { headers: { "Cache-Control": "public, max-age=3600", Vary: "Host, X-Forwarded-Proto" } }));
+  return withCors(
+    Response.json(document, { headers: { "Cache-Control": "public, max-age=3600", Vary: "Host, X-Forwarded-Proto" } }),
+  );
 }

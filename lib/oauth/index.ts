@@ -1,6 +1,18 @@
 export { ALL_SCOPES, SCOPES, oauthUrls, serviceOrigin, signInReturnPath, type Scope } from "./config";
-export { answerAuthorization, checkAuthorizationRequest, describeScopes, type AuthorizationCheck, type AuthorizationRequest } from "./authorize";
-export { authenticateAccessToken, bearerChallenge, isAccessToken, isGrantActive, type AccessTokenIdentity } from "./bearer";
+export {
+  answerAuthorization,
+  checkAuthorizationRequest,
+  describeScopes,
+  type AuthorizationCheck,
+  type AuthorizationRequest,
+} from "./authorize";
+export {
+  authenticateAccessToken,
+  bearerChallenge,
+  isAccessToken,
+  isGrantActive,
+  type AccessTokenIdentity,
+} from "./bearer";
 export { findClient, isMetadataDocumentId, redirectUriProblem, registerClient } from "./clients";
 export {
   authorizationServerMetadata,

@@ -19,7 +19,13 @@ const USED_CODE_MEMORY_MS = 3_600_000;
 
 /** The library's view of a client (`grants` and `redirectUris` are what it checks). */
 function libraryClient(client: OAuthClientRecord): OAuth2Server.Client {
-  return { id: client.clientId, name: client.name, kind: client.kind, redirectUris: client.redirectUris, grants: ["authorization_code", "refresh_token"] };
+  return {
+    id: client.clientId,
+    name: client.name,
+    kind: client.kind,
+    redirectUris: client.redirectUris,
+    grants: ["authorization_code", "refresh_token"],
+  };
 }
 
 /** The scopes granted for a request: the known ones asked for (unknown ones are ignored), or all when none is known. */
@@ -69,7 +75,8 @@ export const oauthModel: Model = {
 
   async saveAuthorizationCode(code, client, user) {
     // PKCE S256 is required; the authorization request was refused earlier without it (authorize.ts).
-    if (!code.codeChallenge || code.codeChallengeMethod !== "S256") throw new OAuth2Server.InvalidRequestError("PKCE with S256 is required");
+    if (!code.codeChallenge || code.codeChallengeMethod !== "S256")
+      throw new OAuth2Server.InvalidRequestError("PKCE with S256 is required");
     await getStore().oauth.saveCode(
       hashSecret(code.authorizationCode),
       {
@@ -135,15 +142,24 @@ export const oauthModel: Model = {
       if (known?.kind === "registered") await store.keepClient(client.id);
     } else {
       grantId = String(user.grantId);
-      if (!(await store.isGrantActive(userId, grantId))) throw new OAuth2Server.InvalidGrantError("Invalid grant: the app's access was revoked");
+      if (!(await store.isGrantActive(userId, grantId)))
+        throw new OAuth2Server.InvalidGrantError("Invalid grant: the app's access was revoked");
     }
     const now = Date.now();
     const record = { grantId, userId, clientId: client.id, scopes, resource };
     const accessExpires = now + ACCESS_TOKEN_TTL_S * 1000;
     const refreshExpires = now + REFRESH_TOKEN_TTL_S * 1000;
-    await store.saveAccessToken(hashSecret(token.accessToken), { ...record, expiresAt: accessExpires }, ACCESS_TOKEN_TTL_S * 1000);
+    await store.saveAccessToken(
+      hashSecret(token.accessToken),
+      { ...record, expiresAt: accessExpires },
+      ACCESS_TOKEN_TTL_S * 1000,
+    );
     if (token.refreshToken) {
-      await store.saveRefreshToken(hashSecret(token.refreshToken), { ...record, expiresAt: refreshExpires }, REFRESH_TOKEN_TTL_S * 1000);
+      await store.saveRefreshToken(
+        hashSecret(token.refreshToken),
+        { ...record, expiresAt: refreshExpires },
+        REFRESH_TOKEN_TTL_S * 1000,
+      );
     }
     return {
       accessToken: token.accessToken,

@@ -8,7 +8,11 @@ export class OAuthProblem extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
 
-  constructor(error: string, description: string, { status = 400, headers = {} }: { status?: number; headers?: Record<string, string> } = {}) {
+  constructor(
+    error: string,
+    description: string,
+    { status = 400, headers = {} }: { status?: number; headers?: Record<string, string> } = {},
+  ) {
     super(description);
     this.name = "OAuthProblem";
     this.error = error;

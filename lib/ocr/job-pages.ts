@@ -39,7 +39,15 @@ export interface DescribedDocument {
  */
 export async function describeDocument(
   bytes: Uint8Array,
-  options: { pages?: string; language?: string; maxPages: number; deadline: number; signal?: AbortSignal; pool?: OcrPool; tenant?: string },
+  options: {
+    pages?: string;
+    language?: string;
+    maxPages: number;
+    deadline: number;
+    signal?: AbortSignal;
+    pool?: OcrPool;
+    tenant?: string;
+  },
 ): Promise<DescribedDocument> {
   const env = getEnv();
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
@@ -73,7 +81,8 @@ export async function describeDocument(
         tenant: options.tenant,
         // The pre-check reads every stream of the file: its budget grows with the file (as a request's does).
         cpuBudgetMs: pdfWorkBudgetMs(bytes),
-        overBudget: "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
+        overBudget:
+          "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
       },
     );
     return { type, pageCount: inspected.pageCount, selectedPages: inspected.selected, language };
@@ -139,7 +148,11 @@ export async function readJobPage(
   const run = { deadline: options.deadline, background: true, session: options.session, tenant: options.tenant };
   if (document.type === "tiff") {
     const doc = { id: document.docId, bytes: document.bytes };
-    return pool.run("ocr", { kind: "read-tiff-page", doc, number: options.number, language: options.language, available, limits }, run);
+    return pool.run(
+      "ocr",
+      { kind: "read-tiff-page", doc, number: options.number, language: options.language, available, limits },
+      run,
+    );
   }
   if (document.type !== "pdf") {
     const info = readImageInfo(document.bytes, document.type);
@@ -167,6 +180,9 @@ export async function readJobPage(
 /** The engine's limits while it reads a job's pages: the configuration's, as for a request. */
 function jobReadLimits(): ReadLimits {
   const env = getEnv();
-  return { maxImagePixels: env.MAX_IMAGE_PIXELS, maxStreamBytes: env.MAX_PDF_STREAM_BYTES, maxWorkMs: env.MAX_PDF_WORK_MS };
+  return {
+    maxImagePixels: env.MAX_IMAGE_PIXELS,
+    maxStreamBytes: env.MAX_PDF_STREAM_BYTES,
+    maxWorkMs: env.MAX_PDF_WORK_MS,
+  };
 }
-

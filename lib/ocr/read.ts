@@ -164,12 +164,19 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     const firstPage = pages[selected[0]! - 1]!;
     const pixels = firstPage.width * squareHeight(firstPage);
     const estimateMs = pool.estimateRead("read-tiff-page", selected.length, { pixels, firstAlone: language.auto });
-    const overWork = selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs, selected.length) && "time";
-    if (overWork) return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs }, overWork);
+    const overWork =
+      selected.length > limits.maxPdfPages ? "work" : pastFit(options.fit, estimateMs, selected.length) && "time";
+    if (overWork)
+      return notOpened({ type, pageCount: pages.length, selectedPages: selected, language, estimateMs }, overWork);
     const admission = pool.admit("ocr", pool.estimate("read-tiff-page", pixels), openDeadline);
     const docId = `doc_${randomBytes(9).toString("base64url")}`;
     const session = pool.session();
-    const inspected: InspectPdfResult = { pageCount: pages.length, selected, done: [], ocr: selected.map((number) => ({ number })) };
+    const inspected: InspectPdfResult = {
+      pageCount: pages.length,
+      selected,
+      done: [],
+      ocr: selected.map((number) => ({ number })),
+    };
     return {
       type,
       pageCount: pages.length,
@@ -178,7 +185,18 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       overWork,
       estimateMs,
       extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-tiff-page", ...work }),
+        extractPages({
+          pool,
+          bytes,
+          docId,
+          session,
+          inspected,
+          deadline,
+          signal,
+          admission,
+          kind: "read-tiff-page",
+          ...work,
+        }),
       close: async () => {
         admission.release();
         pool.release(docId);
@@ -190,7 +208,13 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
     const pixels = checkImageSize(bytes, type, limits.maxImagePixels);
     parsePageSelection(options.pages, 1);
     const estimateMs = pool.estimate("read-image", pixels);
-    const described = { type, pageCount: 1, selectedPages: [1], language, estimateMs: pool.estimateRead("read-image", 1, { pixels }) };
+    const described = {
+      type,
+      pageCount: 1,
+      selectedPages: [1],
+      language,
+      estimateMs: pool.estimateRead("read-image", 1, { pixels }),
+    };
     const admission = pool.admit("ocr", estimateMs, openDeadline);
     return {
       ...described,
@@ -222,7 +246,11 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
         pages: options.pages,
         // The limit counts work, not pages: a page read from its text layer costs a tenth of one OCR'd.
         maxPages,
-        maxWork: { ocrPages: limits.maxPdfPages, textPageWeight: TEXT_PAGE_WEIGHT, past: options.fit ? "report" : "refuse" },
+        maxWork: {
+          ocrPages: limits.maxPdfPages,
+          textPageWeight: TEXT_PAGE_WEIGHT,
+          past: options.fit ? "report" : "refuse",
+        },
         limits: readLimits,
       },
       {
@@ -240,12 +268,24 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
       pool.release(docId);
       return notOpened(described, inspected.overWork === true ? "work" : "time");
     }
-    const admission = inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
+    const admission =
+      inspected.ocr.length > 0 ? pool.admit("ocr", pool.estimate("read-pdf-page"), openDeadline) : undefined;
     return {
       ...described,
       overWork: false,
       extract: ({ deadline = openDeadline, signal = openSignal } = {}) =>
-        extractPages({ pool, bytes, docId, session, inspected, deadline, signal, admission, kind: "read-pdf-page", ...work }),
+        extractPages({
+          pool,
+          bytes,
+          docId,
+          session,
+          inspected,
+          deadline,
+          signal,
+          admission,
+          kind: "read-pdf-page",
+          ...work,
+        }),
       close: async () => {
         admission?.release();
         pool.release(docId);
@@ -296,7 +336,10 @@ function pastFit(fit: OpenOptions["fit"], estimateMs: number, ocrPages: number):
 }
 
 /** A document whose work passed the bound or the budget (`fit`): described, not open; a job reads it. */
-function notOpened(described: Omit<OpenedDocument, "extract" | "close" | "overWork">, why: "work" | "time"): OpenedDocument {
+function notOpened(
+  described: Omit<OpenedDocument, "extract" | "close" | "overWork">,
+  why: "work" | "time",
+): OpenedDocument {
   return {
     ...described,
     overWork: why,
@@ -361,14 +404,29 @@ async function extractPages(work: PageWork): Promise<ExtractedDocument> {
     // The first page takes the place its document was admitted with; the later ones wait their turn.
     const admission: JobAdmission = place ? { kind: "admitted", place } : { kind: "follows" };
     place = undefined;
-    const page = { doc: { id: work.docId, bytes: work.bytes }, number, language, available: work.available, limits: work.limits };
+    const page = {
+      doc: { id: work.docId, bytes: work.bytes },
+      number,
+      language,
+      available: work.available,
+      limits: work.limits,
+    };
     const options = { deadline: work.deadline, signal: work.signal, session, admission, tenant: work.tenant };
     const result =
       work.kind === "read-tiff-page"
-        ? await pool.run("ocr", { kind: "read-tiff-page", ...page, ...(work.profile && { profile: true }) } satisfies ReadTiffPageJob, options)
+        ? await pool.run(
+            "ocr",
+            { kind: "read-tiff-page", ...page, ...(work.profile && { profile: true }) } satisfies ReadTiffPageJob,
+            options,
+          )
         : await pool.run(
             "ocr",
-            { kind: "read-pdf-page", ...page, ...(textLayer && { textLayer }), ...(work.profile && { profile: true }) } satisfies ReadPdfPageJob,
+            {
+              kind: "read-pdf-page",
+              ...page,
+              ...(textLayer && { textLayer }),
+              ...(work.profile && { profile: true }),
+            } satisfies ReadPdfPageJob,
             options,
           );
     language = result.language;
@@ -380,9 +438,11 @@ async function extractPages(work: PageWork): Promise<ExtractedDocument> {
   try {
     await Promise.all(queue.map(readPage));
   } catch (error) {
-    pool.cancel(session, isOcrError(error) ? error : new OcrError("engine_failed", "The OCR engine failed", { cause: error }));
+    pool.cancel(
+      session,
+      isOcrError(error) ? error : new OcrError("engine_failed", "The OCR engine failed", { cause: error }),
+    );
     throw error;
   }
   return { pages: inspected.selected.map((n) => pages.get(n)!), pageCount: inspected.pageCount };
 }
-

@@ -11,7 +11,8 @@ export interface EngineRequestOptions {
 }
 
 /** Where a document too long for one request goes. */
-const JOB_HINT = "send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)";
+const JOB_HINT =
+  "send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)";
 
 /** Engine code → the API's code (lib/api/error-catalogue.ts, which gives the HTTP status). */
 const apiCodes: { readonly [Code in OcrErrorCode]: ErrorCode } = {
@@ -44,7 +45,8 @@ function userMessage(error: OcrError, options: EngineRequestOptions): { message:
       return { message: `options.language: ${error.message}`, field: "options.language" };
     case "too_many_pages": {
       const hint = options.job ? "" : `, or ${JOB_HINT}`;
-      if (error.limit === undefined) return { message: `${error.message}: choose fewer pages with options.pages${hint}`, field: "options.pages" };
+      if (error.limit === undefined)
+        return { message: `${error.message}: choose fewer pages with options.pages${hint}`, field: "options.pages" };
       // The same limit reads differently for a selection the user made and for a whole document they sent.
       const selected = options.pages !== undefined && options.pages.trim() !== "";
       const message = selected
@@ -66,11 +68,16 @@ export function fromEngineError(error: unknown, options: EngineRequestOptions = 
   if (isScopeEnded(error)) {
     return error.why === "deadline"
       ? deadlineError()
-      : new ApiError("timeout", "The request was cancelled by its client before the document was read; nothing was charged", { cause: error });
+      : new ApiError(
+          "timeout",
+          "The request was cancelled by its client before the document was read; nothing was charged",
+          { cause: error },
+        );
   }
   if (!isOcrError(error)) return error;
   const headers: Record<string, string> = {};
-  if (error.code === "overloaded" && error.retryAfterSeconds !== undefined) headers["Retry-After"] = String(error.retryAfterSeconds);
+  if (error.code === "overloaded" && error.retryAfterSeconds !== undefined)
+    headers["Retry-After"] = String(error.retryAfterSeconds);
   const { message, field } = userMessage(error, options);
   return new ApiError(apiCodes[error.code], message, { headers, cause: error, field });
 }

@@ -142,7 +142,8 @@ async function renderText(
 function syncPdfTooLarge(bytes: number, what: "file" | "pdf"): ApiError {
   const size = `${(bytes / 1e6).toFixed(1)} MB`;
   const limit = `${MAX_SYNC_PDF_BYTES / 1e6} MB`;
-  const subject = what === "file" ? `The file is ${size}, and the searchable PDF holds it` : `The searchable PDF is ${size}`;
+  const subject =
+    what === "file" ? `The file is ${size}, and the searchable PDF holds it` : `The searchable PDF is ${size}`;
   return new ApiError(
     "payload_too_large",
     `${subject}; a synchronous answer carries a PDF of at most ${limit} (base64 under the 4.5 MB response limit). ` +

@@ -40,7 +40,10 @@ export function createRestRedis({ url, token, timeoutMs = 5_000 }: RestRedisOpti
  * A self-hosted Redis (`redis://` or `rediss://`) over TCP, through the node-redis requester; `binary` stores bytes
  * as they are (job files), which the REST API cannot.
  */
-export function createTcpRedis(url: string, options?: NodeRedisRequesterOptions): { redis: Redis; binary: BinaryRedis; close: () => Promise<void> } {
+export function createTcpRedis(
+  url: string,
+  options?: NodeRedisRequesterOptions,
+): { redis: Redis; binary: BinaryRedis; close: () => Promise<void> } {
   const requester = createNodeRedisRequester(url, options);
   return { redis: new RawRedis(requester), binary: requester.binary, close: () => requester.close() };
 }

@@ -10,6 +10,7 @@ import { isRedisConnectionError } from "./redis-link";
 export function storeUnavailable(operation: string, error: unknown): ApiError {
   if (isApiError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  if (!isRedisConnectionError(error)) console.error(`[store] ${operation} failed: ${message.split(", command was:")[0]?.slice(0, 200)}`);
+  if (!isRedisConnectionError(error))
+    console.error(`[store] ${operation} failed: ${message.split(", command was:")[0]?.slice(0, 200)}`);
   return new ApiError("unavailable", "The account store is unavailable. Please try again shortly.", { cause: error });
 }

@@ -173,7 +173,9 @@ export function createNodeRedisRequester(url: string, options: NodeRedisRequeste
     binary: {
       async set(key, value, ttlMs) {
         const buffer = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-        await bounded(async () => (await readyClient()).sendCommand(["SET", key, buffer, "PX", String(Math.max(1, Math.round(ttlMs)))]));
+        await bounded(async () =>
+          (await readyClient()).sendCommand(["SET", key, buffer, "PX", String(Math.max(1, Math.round(ttlMs)))]),
+        );
       },
       async get(key) {
         const reply = await bounded(async () => (await readyClient()).sendCommand(["GET", key], asBuffers));

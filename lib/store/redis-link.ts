@@ -52,7 +52,10 @@ interface Link {
 }
 
 // On globalThis: Next bundles lib/store into instrumentation and each route, and every copy must share one state.
-const slot = globalThis as typeof globalThis & { __ocrRedisLinks?: Map<string, Link>; __ocrRedisErrors?: WeakSet<object> };
+const slot = globalThis as typeof globalThis & {
+  __ocrRedisLinks?: Map<string, Link>;
+  __ocrRedisErrors?: WeakSet<object>;
+};
 const links = (slot.__ocrRedisLinks ??= new Map());
 /** Errors a watched client emitted: BullMQ re-emits them on its queues and workers, where they are not logged again. */
 const seenErrors = (slot.__ocrRedisErrors ??= new WeakSet());
@@ -114,7 +117,9 @@ function up(link: Link, client: WatchedClient, { closed = false } = {}): void {
   link.cancelReport?.();
   link.cancelReport = undefined;
   if (link.reported && !closed) {
-    console.info(`[store] Redis at ${link.address} answers again (it was unreachable for ${Math.round((Date.now() - link.since) / 1000)} s)`);
+    console.info(
+      `[store] Redis at ${link.address} answers again (it was unreachable for ${Math.round((Date.now() - link.since) / 1000)} s)`,
+    );
   }
   link.reported = false;
 }
@@ -127,7 +132,16 @@ const CONNECTION_ERROR_NAMES = new Set([
   "ClientOfflineError",
   "ReconnectStrategyError",
 ]);
-const CONNECTION_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE"]);
+const CONNECTION_ERROR_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+]);
 
 /**
  * Whether `error` (or its cause) is a lost or missing connection to Redis, which the link reports once: callers that

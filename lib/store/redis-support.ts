@@ -58,7 +58,8 @@ export function keyLayout(prefix: string) {
     /** An account's job files: a sorted set of `{jobId}:{bytes}` by when each file goes (lib/store/jobs/redis.ts). */
     jobSourceBytes: (userId: string) => `${prefix}job-files:${userId}`,
     jobRendering: (jobId: string, variant: string) => `${prefix}job:${jobId}:render:${variant}`,
-    jobRenderingChunk: (jobId: string, variant: string, chunk: number) => `${prefix}job:${jobId}:render:${variant}:${chunk}`,
+    jobRenderingChunk: (jobId: string, variant: string, chunk: number) =>
+      `${prefix}job:${jobId}:render:${variant}:${chunk}`,
     jobs: (userId: string) => `${prefix}jobs:${userId}`,
     jobsQueued: (userId: string) => `${prefix}jobs-queued:${userId}`,
     marker: () => `${prefix}meta:marker`,

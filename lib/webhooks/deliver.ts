@@ -68,7 +68,9 @@ export async function attemptDelivery(
     error = "The account has no webhook signing secret (create one on the settings page)";
     permanent = true;
   } else {
-    const signature = secrets.map((secret) => new Webhook(secret).sign(delivery.eventId, started, delivery.payload)).join(" ");
+    const signature = secrets
+      .map((secret) => new Webhook(secret).sign(delivery.eventId, started, delivery.payload))
+      .join(" ");
     try {
       let retryAfter: string | undefined;
       ({ status, retryAfter } = await postRemote(delivery.url, {
@@ -106,14 +108,23 @@ export async function attemptDelivery(
     ...(error !== undefined && { error }),
     ...(!ok && { retrying: !permanent && !final }),
   });
-  return { attempt: record, permanent, receiverFailed: !ok && signable, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return {
+    attempt: record,
+    permanent,
+    receiverFailed: !ok && signable,
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+  };
 }
 
 /**
  * An event dropped without an attempt because its receiver is disabled (gate.ts): recorded once in the account's and
  * the job's delivery log, so both say why nothing arrived.
  */
-export async function recordDropped(delivery: Delivery, attempt: number, { receiver, since }: { receiver: string; since: number }): Promise<DeliveryAttempt> {
+export async function recordDropped(
+  delivery: Delivery,
+  attempt: number,
+  { receiver, since }: { receiver: string; since: number },
+): Promise<DeliveryAttempt> {
   const days = Math.round(webhookSettings().breaker.disableAfterMs / 86_400_000);
   const when = new Date(since).toISOString().slice(0, 16).replace("T", " ");
   return recordAttempt(delivery, {

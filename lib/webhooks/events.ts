@@ -26,7 +26,10 @@ const failure = (raw: string | undefined): { code: string; message: string } | u
 
 /** The event announcing a job's end: its counters and links, never its text. */
 export function jobEndEvent(record: JobRecord, now = Date.now()): WebhookEvent {
-  const status = record.status === "succeeded" || record.status === "failed" || record.status === "cancelled" ? record.status : "failed";
+  const status =
+    record.status === "succeeded" || record.status === "failed" || record.status === "cancelled"
+      ? record.status
+      : "failed";
   const base = record.origin ?? "";
   const error = failure(record.error);
   return {

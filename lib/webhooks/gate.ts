@@ -58,7 +58,12 @@ function pausedUntil(state: EndpointState, now: number, pauseMs: number, random:
 }
 
 /** Ask whether `delivery` may be attempted now; on `go`, call `done` with how the attempt went. */
-export async function enterDelivery(delivery: Delivery, settings: WebhookSettings, now = Date.now(), random = Math.random): Promise<Gate> {
+export async function enterDelivery(
+  delivery: Delivery,
+  settings: WebhookSettings,
+  now = Date.now(),
+  random = Math.random,
+): Promise<Gate> {
   const store = getStore();
   const { userId } = delivery;
   const receiver = receiverOf(delivery.url);
@@ -76,14 +81,19 @@ export async function enterDelivery(delivery: Delivery, settings: WebhookSetting
   if (state && state.failures > settings.breaker.free) {
     const probe = { group: probeGroup(userId, receiver), holder: holderToken(now) };
     const slot = await store.limits.acquireSlot({ ...probe, limit: 1, ttlMs: leaseMs });
-    if (!slot.acquired) return { kind: "wait", reason: "probing", until: now + Math.round(settings.timeoutMs * (0.5 + random())) };
+    if (!slot.acquired)
+      return { kind: "wait", reason: "probing", until: now + Math.round(settings.timeoutMs * (0.5 + random())) };
     held.push(probe);
   }
   const share = { group: accountGroup(userId), holder: holderToken(now) };
   const slot = await store.limits.acquireSlot({ ...share, limit: settings.accountConcurrency, ttlMs: leaseMs });
   if (!slot.acquired) {
     await releaseAll();
-    return { kind: "wait", reason: "account", until: now + accountWaitMs(slot.holders, now, settings.timeoutMs, random()) };
+    return {
+      kind: "wait",
+      reason: "account",
+      until: now + accountWaitMs(slot.holders, now, settings.timeoutMs, random()),
+    };
   }
   held.push(share);
 
@@ -95,7 +105,13 @@ export async function enterDelivery(delivery: Delivery, settings: WebhookSetting
         if (ok && state) await store.webhooks.clearEndpoint(userId, receiver);
         if (!ok && countsForReceiver) {
           const policy = { ...settings.breaker, jitter: 0.9 + 0.2 * random() };
-          await store.webhooks.recordEndpointFailure(userId, { receiver, url: delivery.url, error: error ?? "failed", now: Date.now(), policy });
+          await store.webhooks.recordEndpointFailure(userId, {
+            receiver,
+            url: delivery.url,
+            error: error ?? "failed",
+            now: Date.now(),
+            policy,
+          });
         }
       } catch (caught) {
         console.warn(`[webhooks] the receiver's state was not updated (${errorLabel(caught)})`);

@@ -10,7 +10,15 @@ export {
   type WebhookReceiverView,
 } from "./service";
 export { accountWaitMs, enterDelivery, receiverOf } from "./gate";
-export { MAX_REPLACED_SECRETS, getWebhookAccount, newSigningSecret, rotateWebhookSecret, setDefaultWebhookUrl, signingSecrets, type WebhookAccountView } from "./secrets";
+export {
+  MAX_REPLACED_SECRETS,
+  getWebhookAccount,
+  newSigningSecret,
+  rotateWebhookSecret,
+  setDefaultWebhookUrl,
+  signingSecrets,
+  type WebhookAccountView,
+} from "./secrets";
 export { attemptDelivery, type Delivery } from "./deliver";
 export { jobEndEvent, jobEventId } from "./events";
 export { drainWebhooks, getDeliveryQueue, resetDeliveryQueue, startWebhookWorker, type DeliveryQueue } from "./queue";

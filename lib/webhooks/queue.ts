@@ -44,13 +44,22 @@ class DeliveryFailed extends Error {
 }
 
 /** One attempt of an event the gate let through; the gate hears how it went (its slots freed, the receiver's count). */
-async function attemptThrough(gate: Extract<Gate, { kind: "go" }>, delivery: Delivery, attempt: number, final: boolean): Promise<AttemptOutcome> {
+async function attemptThrough(
+  gate: Extract<Gate, { kind: "go" }>,
+  delivery: Delivery,
+  attempt: number,
+  final: boolean,
+): Promise<AttemptOutcome> {
   let outcome: AttemptOutcome | undefined;
   try {
     outcome = await attemptDelivery(delivery, attempt, { final });
     return outcome;
   } finally {
-    await gate.done({ ok: outcome?.attempt.ok ?? false, countsForReceiver: outcome?.receiverFailed ?? false, error: outcome?.attempt.error });
+    await gate.done({
+      ok: outcome?.attempt.ok ?? false,
+      countsForReceiver: outcome?.receiverFailed ?? false,
+      error: outcome?.attempt.error,
+    });
   }
 }
 
@@ -74,7 +83,9 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
     lockDuration: Math.max(30_000, settings.timeoutMs * 2 + 5_000),
     settings: {
       backoffStrategy: (attemptsMade: number, _type?: string, error?: Error) =>
-        error instanceof DeliveryFailed && error.retryAfterMs !== undefined ? error.retryAfterMs : retryDelay(attemptsMade, settings),
+        error instanceof DeliveryFailed && error.retryAfterMs !== undefined
+          ? error.retryAfterMs
+          : retryDelay(attemptsMade, settings),
     },
   };
   /**
@@ -94,7 +105,11 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
       const record = await recordDropped(delivery, attempt, gate);
       throw new UnrecoverableError(record.error ?? "receiver disabled");
     }
-    const { attempt: record, permanent, retryAfterMs } = await attemptThrough(gate, delivery, attempt, attempt >= attempts);
+    const {
+      attempt: record,
+      permanent,
+      retryAfterMs,
+    } = await attemptThrough(gate, delivery, attempt, attempt >= attempts);
     if (record.ok) return;
     if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
     throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
@@ -113,12 +128,20 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
     },
     startWorker() {
       if (worker) return;
-      worker = new Worker<Delivery>(QUEUE_NAME, run, { ...workerSettings, connection: connection(), concurrency: settings.processConcurrency });
+      worker = new Worker<Delivery>(QUEUE_NAME, run, {
+        ...workerSettings,
+        connection: connection(),
+        concurrency: settings.processConcurrency,
+      });
       worker.on("error", logQueueErrors("webhooks"));
     },
     async drain(budgetMs) {
       if (!manual) {
-        manual = new Worker<Delivery>(QUEUE_NAME, null, { ...workerSettings, connection: connection(), autorun: false });
+        manual = new Worker<Delivery>(QUEUE_NAME, null, {
+          ...workerSettings,
+          connection: connection(),
+          autorun: false,
+        });
         manual.on("error", logQueueErrors("webhooks"));
       }
       const taker = manual;
@@ -160,7 +183,9 @@ function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
     const timer = setTimeout(() => {
       timers.delete(timer);
       if (closed) return;
-      void deliverOnce(delivery, attempt).catch((error: unknown) => console.warn(`[webhooks] delivery: ${errorLabel(error)}`));
+      void deliverOnce(delivery, attempt).catch((error: unknown) =>
+        console.warn(`[webhooks] delivery: ${errorLabel(error)}`),
+      );
     }, delayMs);
     timer.unref();
     timers.add(timer);
@@ -169,8 +194,13 @@ function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
     const gate = await enterDelivery(delivery, settings);
     if (gate.kind === "wait") return schedule(delivery, attempt, Math.max(0, gate.until - Date.now()));
     if (gate.kind === "disabled") return void (await recordDropped(delivery, attempt, gate));
-    const { attempt: record, permanent, retryAfterMs } = await attemptThrough(gate, delivery, attempt, attempt >= settings.maxAttempts);
-    if (!record.ok && !permanent && attempt < settings.maxAttempts) schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
+    const {
+      attempt: record,
+      permanent,
+      retryAfterMs,
+    } = await attemptThrough(gate, delivery, attempt, attempt >= settings.maxAttempts);
+    if (!record.ok && !permanent && attempt < settings.maxAttempts)
+      schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
   };
   return {
     kind: "memory",

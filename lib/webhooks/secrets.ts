@@ -31,7 +31,10 @@ const replacedSchema = z.array(z.object({ secret: z.string().startsWith("whsec_"
 
 /** The secrets replaced by rotations that are still in their 24 h of grace, newest first. */
 function replacedSecrets(account: WebhookAccount, now: number): Array<{ secret: string; until: number }> {
-  const previous = account.previousSecret && account.previousUntil !== undefined ? [{ secret: account.previousSecret, until: account.previousUntil }] : [];
+  const previous =
+    account.previousSecret && account.previousUntil !== undefined
+      ? [{ secret: account.previousSecret, until: account.previousUntil }]
+      : [];
   let older: Array<{ secret: string; until: number }> = [];
   try {
     older = replacedSchema.parse(JSON.parse(account.olderSecrets ?? "[]"));
@@ -70,14 +73,21 @@ export async function getWebhookAccount(userId: string): Promise<WebhookAccountV
  * signing beside it for 24 h (both signatures in `webhook-signature`), so receivers can switch without losing an
  * event. Returns the new secret: the only time it is shown.
  */
-export async function rotateWebhookSecret(userId: string, now = Date.now()): Promise<{ secret: string; view: WebhookAccountView }> {
+export async function rotateWebhookSecret(
+  userId: string,
+  now = Date.now(),
+): Promise<{ secret: string; view: WebhookAccountView }> {
   const store = getStore().webhooks;
   const account = await store.getAccount(userId);
   const secret = newSigningSecret();
   // The replaced one signs for 24 h from now; the ones replaced before it keep the rest of their own 24 h.
   const older = replacedSecrets(account, now).slice(0, MAX_REPLACED_SECRETS - 1);
   const previous = account.secret
-    ? { previousSecret: account.secret, previousUntil: now + webhookSettings().previousSecretMs, ...(older.length > 0 && { olderSecrets: JSON.stringify(older) }) }
+    ? {
+        previousSecret: account.secret,
+        previousUntil: now + webhookSettings().previousSecretMs,
+        ...(older.length > 0 && { olderSecrets: JSON.stringify(older) }),
+      }
     : {};
   await store.setSecrets(userId, { secret, secretCreatedAt: now, ...previous });
   return { secret, view: toView({ ...account, secret, secretCreatedAt: now, ...previous }, now) };

@@ -14,7 +14,11 @@ import { checkWebhookUrl } from "./url";
  * The webhook URL of a job being submitted: its `webhook.url` (checked: `400` when bad, before anything is charged),
  * else the account's default, else none. A webhook needs the account's signing secret and a delivery queue.
  */
-export async function resolveJobWebhook(userId: string, url: string | undefined, { resolveHost }: { resolveHost?: ResolveHost } = {}): Promise<string | undefined> {
+export async function resolveJobWebhook(
+  userId: string,
+  url: string | undefined,
+  { resolveHost }: { resolveHost?: ResolveHost } = {},
+): Promise<string | undefined> {
   const account = await getStore().webhooks.getAccount(userId);
   const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost }) : account.defaultUrl;
   if (chosen === undefined) return undefined;
@@ -26,7 +30,10 @@ export async function resolveJobWebhook(userId: string, url: string | undefined,
     );
   }
   if (!getDeliveryQueue()) {
-    throw new ApiError("unavailable", "Webhooks are not available on this deployment: they need a TCP connection to its Redis (REDIS_URL)");
+    throw new ApiError(
+      "unavailable",
+      "Webhooks are not available on this deployment: they need a TCP connection to its Redis (REDIS_URL)",
+    );
   }
   return chosen;
 }
@@ -77,15 +84,28 @@ const TEST_EVENTS_PER_MINUTE = 10;
  * The settings page's "Send a test event": a `webhook.test` event to the account's default URL, delivered now (one
  * attempt, not retried) so the page can show how it went; it is in the delivery log as every attempt is.
  */
-export async function sendTestEvent(userId: string, { resolveHost }: { resolveHost?: ResolveHost } = {}): Promise<WebhookAttempt> {
+export async function sendTestEvent(
+  userId: string,
+  { resolveHost }: { resolveHost?: ResolveHost } = {},
+): Promise<WebhookAttempt> {
   // Each test is a request the service makes to a URL of the account's choosing: a few a minute are enough.
-  const limit = await getStore().limits.rateLimit({ bucket: "webhook-test", identifier: userId, limit: TEST_EVENTS_PER_MINUTE, windowMs: 60_000 });
+  const limit = await getStore().limits.rateLimit({
+    bucket: "webhook-test",
+    identifier: userId,
+    limit: TEST_EVENTS_PER_MINUTE,
+    windowMs: 60_000,
+  });
   if (!limit.success) {
-    throw new ApiError("rate_limited", `At most ${TEST_EVENTS_PER_MINUTE} test events a minute: try again in ${Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000))} s`);
+    throw new ApiError(
+      "rate_limited",
+      `At most ${TEST_EVENTS_PER_MINUTE} test events a minute: try again in ${Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000))} s`,
+    );
   }
   const account = await getStore().webhooks.getAccount(userId);
-  if (!account.defaultUrl) throw new ApiError("invalid_request", "Set a default webhook URL first: the test event goes there");
-  if (!account.secret) throw new ApiError("invalid_request", "Create a signing secret first: the test event is signed with it");
+  if (!account.defaultUrl)
+    throw new ApiError("invalid_request", "Set a default webhook URL first: the test event goes there");
+  if (!account.secret)
+    throw new ApiError("invalid_request", "Create a signing secret first: the test event is signed with it");
   const event = testEvent();
   const { attempt } = await attemptDelivery(
     { eventId: testEventId(), userId, type: event.type, url: account.defaultUrl, payload: JSON.stringify(event) },
@@ -123,7 +143,8 @@ export async function listWebhookReceivers(userId: string, now = Date.now()): Pr
     url: state.url,
     failures: state.failures,
     failingSince: new Date(state.failingSince).toISOString(),
-    pausedUntil: state.pausedUntil > now && state.disabledAt === undefined ? new Date(state.pausedUntil).toISOString() : null,
+    pausedUntil:
+      state.pausedUntil > now && state.disabledAt === undefined ? new Date(state.pausedUntil).toISOString() : null,
     disabledAt: state.disabledAt === undefined ? null : new Date(state.disabledAt).toISOString(),
     disablesAt: state.disabledAt === undefined ? new Date(state.failingSince + disableAfterMs).toISOString() : null,
     lastError: state.lastError ?? null,
@@ -144,7 +165,9 @@ export async function listWebhookAttempts(userId: string): Promise<WebhookAttemp
 }
 
 /** A job's webhook as its status shows it: the URL and its last attempts. */
-export async function jobWebhookView(record: JobRecord): Promise<{ url: string; deliveries: WebhookAttempt[] } | undefined> {
+export async function jobWebhookView(
+  record: JobRecord,
+): Promise<{ url: string; deliveries: WebhookAttempt[] } | undefined> {
   if (!record.webhookUrl) return undefined;
   return { url: record.webhookUrl, deliveries: await getStore().webhooks.listJobAttempts(record.id) };
 }

@@ -53,7 +53,11 @@ export function webhookSettings(env: Env = getEnv()): WebhookSettings {
  * take 10 % at random (so that the retries of many events that failed together do not arrive together). With the
  * defaults (60 s, 13 attempts): 1, 2, 4 … 256 min, then 6 h three times — the last attempt about 26 h after the first.
  */
-export function retryDelay(failed: number, settings: Pick<WebhookSettings, "retryBaseMs" | "retryCapMs">, random = Math.random()): number {
+export function retryDelay(
+  failed: number,
+  settings: Pick<WebhookSettings, "retryBaseMs" | "retryCapMs">,
+  random = Math.random(),
+): number {
   const delay = Math.min(settings.retryBaseMs * 2 ** Math.max(0, failed - 1), settings.retryCapMs);
   return Math.round(delay * (0.9 + 0.2 * random));
 }

@@ -9,7 +9,10 @@ import { checkRemoteUrl, isAllowListed, type ResolveHost } from "@/lib/input";
  *
  * @throws ApiError `invalid_request`
  */
-export async function checkWebhookUrl(raw: string, { field = "webhook.url", resolveHost }: { field?: string; resolveHost?: ResolveHost } = {}): Promise<string> {
+export async function checkWebhookUrl(
+  raw: string,
+  { field = "webhook.url", resolveHost }: { field?: string; resolveHost?: ResolveHost } = {},
+): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -17,13 +20,18 @@ export async function checkWebhookUrl(raw: string, { field = "webhook.url", reso
     throw new ApiError("invalid_request", `${field} is not a valid URL`);
   }
   if (url.protocol === "http:" && !isAllowListed(url)) {
-    throw new ApiError("invalid_request", `${field} must be an https URL (plain http only for a host in URL_ALLOW_HOSTS)`);
+    throw new ApiError(
+      "invalid_request",
+      `${field} must be an https URL (plain http only for a host in URL_ALLOW_HOSTS)`,
+    );
   }
   try {
     await checkRemoteUrl(url.href, { label: "webhook URL", resolveHost, signal: AbortSignal.timeout(5_000) });
   } catch (error) {
-    if (isApiError(error) && error.code === "invalid_request") throw new ApiError("invalid_request", `${field}: ${error.message}`);
-    if (isApiError(error)) throw new ApiError("invalid_request", `${field}: the host ${url.hostname} could not be resolved`);
+    if (isApiError(error) && error.code === "invalid_request")
+      throw new ApiError("invalid_request", `${field}: ${error.message}`);
+    if (isApiError(error))
+      throw new ApiError("invalid_request", `${field}: the host ${url.hostname} could not be resolved`);
     throw error;
   }
   return url.href;

@@ -22,10 +22,14 @@ import { withEnv } from "../support/env";
 import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
 // High limits for the file; the limit tests lower them for themselves (withEnv).
-withRedisStoreEnv("accounts", { FREE_CREDITS: "100", SIGNUP_PER_ADDRESS_PER_HOUR: "1000", SIGNUP_PER_HOUR: "1000", SIGNIN_PER_ADDRESS: "1000" });
+withRedisStoreEnv("accounts", {
+  FREE_CREDITS: "100",
+  SIGNUP_PER_ADDRESS_PER_HOUR: "1000",
+  SIGNUP_PER_HOUR: "1000",
+  SIGNIN_PER_ADDRESS: "1000",
+});
 
 const HOUR_MS = 60 * 60 * 1000;
-
 
 /** A documentation address (RFC 5737) of its own for each call: never one another test of this run has counted. */
 let lastAddress = 0;
@@ -51,7 +55,11 @@ describe("sign-up", () => {
   it("normalizes the e-mail, grants FREE_CREDITS as a signup ledger entry and never stores the password", async () => {
     const address = email();
     const account = await signUp({ email: `  ${address.toUpperCase()} `, password });
-    expect(account).toEqual({ id: expect.stringMatching(/^usr_[\w-]{16}$/), email: address, createdAt: expect.any(String) });
+    expect(account).toEqual({
+      id: expect.stringMatching(/^usr_[\w-]{16}$/),
+      email: address,
+      createdAt: expect.any(String),
+    });
     expect(await getBalance(account.id)).toBe(100);
     const { entries } = await listLedger(account.id);
     expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 100, balanceAfter: 100 })]);
@@ -92,8 +100,12 @@ describe("sign-up", () => {
   it("refuses the e-mail address (or its name) as the password; accepts an uncommon passphrase", async () => {
     const address = `someone-${randomBytes(4).toString("hex")}@example.com`;
     await expect(signUp({ email: address, password: address })).rejects.toMatchObject({ message: /not your e-mail/ });
-    await expect(signUp({ email: address, password: address.split("@")[0]! })).rejects.toMatchObject({ message: /not your e-mail/ });
-    await expect(signUp({ email: address, password: "violet tram ledger 42" })).resolves.toMatchObject({ email: address });
+    await expect(signUp({ email: address, password: address.split("@")[0]! })).rejects.toMatchObject({
+      message: /not your e-mail/,
+    });
+    await expect(signUp({ email: address, password: "violet tram ledger 42" })).resolves.toMatchObject({
+      email: address,
+    });
   });
 });
 
@@ -105,11 +117,17 @@ describe("sign-up limits", () => {
       for (let i = 0; i < 3; i++) await signUp({ email: email(), password, address });
       const refused = email();
       const error = await signUp({ email: refused, password, address }).catch((caught: unknown) => caught);
-      expect(error).toMatchObject({ code: "rate_limited", status: 429, message: expect.stringMatching(/^Too many sign-ups from your network\. Try again in \d+ (minute|second)s?\.$/) });
+      expect(error).toMatchObject({
+        code: "rate_limited",
+        status: 429,
+        message: expect.stringMatching(/^Too many sign-ups from your network\. Try again in \d+ (minute|second)s?\.$/),
+      });
       expect(error).toHaveProperty("headers.Retry-After", expect.stringMatching(/^\d+$/));
       expect(await getAccountByEmail(refused)).toBeNull();
       // Another address is not affected.
-      await expect(signUp({ email: email(), password, address: newAddress().replace(/\d+$/, "251") })).resolves.toBeTruthy();
+      await expect(
+        signUp({ email: email(), password, address: newAddress().replace(/\d+$/, "251") }),
+      ).resolves.toBeTruthy();
     });
   });
 
@@ -119,7 +137,9 @@ describe("sign-up limits", () => {
       const network = `2001:db8:${randomBytes(2).toString("hex")}:1`;
       await signUp({ email: email(), password, address: `${network}::a` });
       await signUp({ email: email(), password, address: `${network}:0:0:0:b` });
-      await expect(signUp({ email: email(), password, address: `${network}::c` })).rejects.toMatchObject({ code: "rate_limited" });
+      await expect(signUp({ email: email(), password, address: `${network}::c` })).rejects.toMatchObject({
+        code: "rate_limited",
+      });
       await expect(signUp({ email: email(), password, address: `2001:db8:ffff:2::c` })).resolves.toBeTruthy();
     });
   });
@@ -137,7 +157,10 @@ describe("sign-up limits", () => {
         );
       }
       expect(created).toBeLessThanOrEqual(4);
-      expect(error).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/^Too many new accounts this hour\. Try again in/) });
+      expect(error).toMatchObject({
+        code: "rate_limited",
+        message: expect.stringMatching(/^Too many new accounts this hour\. Try again in/),
+      });
     });
   });
 });
@@ -174,7 +197,10 @@ describe("sign-in", () => {
       message: "Wrong e-mail or password. Wait 2 seconds before the next try.",
     });
     const blocked = await signIn({ email: address, password, address: attacker }).catch((caught: unknown) => caught);
-    expect(blocked).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/^Too many wrong passwords for this e-mail\. Try again in [12] seconds?\.$/) });
+    expect(blocked).toMatchObject({
+      code: "rate_limited",
+      message: expect.stringMatching(/^Too many wrong passwords for this e-mail\. Try again in [12] seconds?\.$/),
+    });
     expect(blocked).toHaveProperty("headers.Retry-After", expect.stringMatching(/^[12]$/));
     // The owner, elsewhere, is not locked out.
     await expect(signIn({ email: address, password, address: owner })).resolves.toMatchObject({ email: address });
@@ -190,7 +216,9 @@ describe("sign-in", () => {
     await signUp({ email: address, password });
     const from = newAddress();
     for (let i = 0; i < SIGNIN_BACKOFF.free; i++) {
-      await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({ code: "unauthorized" });
+      await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({
+        code: "unauthorized",
+      });
     }
     await expect(signIn({ email: address, password, address: from })).resolves.toMatchObject({ email: address });
     await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({
@@ -207,9 +235,13 @@ describe("sign-in", () => {
       }
       await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({
         code: "rate_limited",
-        message: expect.stringMatching(/^Too many sign-in attempts from your network\. Try again in \d+ (minute|second)s?\.$/),
+        message: expect.stringMatching(
+          /^Too many sign-in attempts from your network\. Try again in \d+ (minute|second)s?\.$/,
+        ),
       });
-      await expect(signIn({ email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({ code: "unauthorized" });
+      await expect(signIn({ email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({
+        code: "unauthorized",
+      });
     });
   });
 

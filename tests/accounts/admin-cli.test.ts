@@ -18,17 +18,26 @@ interface Result {
 }
 
 function admin(...args: string[]): Promise<Result> {
-  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, FREE_CREDITS: "100" };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: prefix,
+    FREE_CREDITS: "100",
+  };
   for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
     delete env[name];
   }
   return new Promise((resolve, reject) => {
     // As `npm run admin` runs it: lib/ marks its secret-handling modules "server-only", loadable only under this condition.
-    const child = spawn(path.join(ROOT, "node_modules/.bin/tsx"), ["--conditions=react-server", path.join(ROOT, "scripts/admin.ts"), ...args], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      path.join(ROOT, "node_modules/.bin/tsx"),
+      ["--conditions=react-server", path.join(ROOT, "scripts/admin.ts"), ...args],
+      {
+        cwd: ROOT,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -42,7 +51,13 @@ describe("admin CLI (npm run admin)", () => {
   const email = `ops-${Date.now()}@example.com`;
 
   it("exits 2 with the usage for a missing or unknown command or option", async () => {
-    const cases = [[], ["frobnicate"], ["balance", "--bogus"], ["create-user", "--email", email], ["grant", "--email", email, "--credits", "-3"]];
+    const cases = [
+      [],
+      ["frobnicate"],
+      ["balance", "--bogus"],
+      ["create-user", "--email", email],
+      ["grant", "--email", email, "--credits", "-3"],
+    ];
     const results = await Promise.all(cases.map((args) => admin(...args)));
     results.forEach((result, index) => {
       expect(result.code, cases[index]?.join(" ")).toBe(2);

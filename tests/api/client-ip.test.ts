@@ -35,7 +35,9 @@ describe("the trusted client address", () => {
 
   it("on Vercel: the platform's x-real-ip, never the client's first X-Forwarded-For entry", () => {
     const onVercel: ClientAddressOptions = { trustedHops: 0, onVercel: true };
-    expect(clientAddress(headers({ "x-real-ip": "198.51.100.8", "x-forwarded-for": "198.51.100.8" }), onVercel)).toBe("198.51.100.8");
+    expect(clientAddress(headers({ "x-real-ip": "198.51.100.8", "x-forwarded-for": "198.51.100.8" }), onVercel)).toBe(
+      "198.51.100.8",
+    );
     expect(clientAddress(headers({ "x-vercel-forwarded-for": "198.51.100.9" }), onVercel)).toBe("198.51.100.9");
   });
 

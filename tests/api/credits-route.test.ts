@@ -14,13 +14,19 @@ describe("GET /api/credits (redis store)", () => {
 
   it("answers the balance in the body and in x-credits-remaining, and charges nothing", async () => {
     const account = await createAccount(7);
-    for (const headers of [{ "x-api-key": account.key }, { authorization: `Bearer ${account.key}` }] as Array<Record<string, string>>) {
+    for (const headers of [{ "x-api-key": account.key }, { authorization: `Bearer ${account.key}` }] as Array<
+      Record<string, string>
+    >) {
       const response = await getCredits(headers);
       expect(response.status).toBe(200);
       expect(response.headers.get("x-credits-remaining")).toBe("7");
       expect(response.headers.get("x-request-id")).toMatch(/^req_/);
       expect(response.headers.get("access-control-allow-origin")).toBe("*");
-      expect(creditsResponseSchema.parse(await response.json())).toEqual({ success: true, userId: account.userId, balance: 7 });
+      expect(creditsResponseSchema.parse(await response.json())).toEqual({
+        success: true,
+        userId: account.userId,
+        balance: 7,
+      });
     }
     expect(await account.balance()).toBe(7);
   });
@@ -34,7 +40,10 @@ describe("GET /api/credits (redis store)", () => {
 
   it("is 401 without a key or with an unknown one", async () => {
     await expectApiError(await getCredits(), "unauthorized");
-    await expectApiError(await getCredits({ "x-api-key": "ocr_notarealkeynotarealkeynotarealkeynotarealk" }), "unauthorized");
+    await expectApiError(
+      await getCredits({ "x-api-key": "ocr_notarealkeynotarealkeynotarealkeynotarealk" }),
+      "unauthorized",
+    );
   });
 
   it("is 405 with Allow for other methods, and answers the CORS preflight", async () => {

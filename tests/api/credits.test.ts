@@ -43,7 +43,10 @@ describe("credits through the route (redis store)", () => {
     expect(await account.balance()).toBe(3);
 
     // Passes the cheap checks, fails while decoding: reserved, then refunded in full.
-    await expectApiError(await callOcr({ image: base64Of("hostile/truncated.png") }, { key: account.key }), "unreadable_document");
+    await expectApiError(
+      await callOcr({ image: base64Of("hostile/truncated.png") }, { key: account.key }),
+      "unreadable_document",
+    );
     expect(await account.balance()).toBe(3);
     const { entries } = await listLedger(account.userId, { limit: 10 });
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([

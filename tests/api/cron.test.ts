@@ -13,7 +13,12 @@ const call = (authorization?: string) =>
 describe("GET /api/cron/reservations", () => {
   it("401 without the secret or with a wrong one; nothing swept", async () => {
     const account = await createAccount(5);
-    await reserveCredits({ userId: account.userId, pages: 2, requestId: `req_cron_${Date.now()}`, deadline: Date.now() - 120_000 });
+    await reserveCredits({
+      userId: account.userId,
+      pages: 2,
+      requestId: `req_cron_${Date.now()}`,
+      deadline: Date.now() - 120_000,
+    });
     await expectApiError(await call(), "unauthorized", /cron secret/);
     await expectApiError(await call(`Bearer ${SECRET}x`), "unauthorized", /cron secret/);
     await expectApiError(await call(SECRET), "unauthorized", /cron secret/);

@@ -26,7 +26,9 @@ function tableRows(markdown: string, header: string): string[] {
 describe("the error catalogue", () => {
   it("is the table of docs/api.md, row for row and in order", () => {
     const markdown = fs.readFileSync(path.join(ROOT, "docs/api.md"), "utf8");
-    const expected = errorCodes.map((code) => `| ${errorCatalogue[code].status} | \`${code}\` | ${errorCatalogue[code].when} |`);
+    const expected = errorCodes.map(
+      (code) => `| ${errorCatalogue[code].status} | \`${code}\` | ${errorCatalogue[code].when} |`,
+    );
     expect(tableRows(markdown, "| status | code | when |")).toEqual(expected);
   });
 

@@ -11,11 +11,16 @@ import { jobExamples, restExamples } from "@/lib/api/examples";
  */
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const NODE_20 = ["/usr/bin/node", "/usr/local/bin/node"].find((bin) => spawnSync(bin, ["-v"], { encoding: "utf8" }).stdout?.startsWith("v20."));
+const NODE_20 = ["/usr/bin/node", "/usr/local/bin/node"].find((bin) =>
+  spawnSync(bin, ["-v"], { encoding: "utf8" }).stdout?.startsWith("v20."),
+);
 
 describe("the JavaScript examples' Node version", () => {
   it("every JavaScript example is labelled Node 20+ (it uses the global crypto: Node 19+ unflagged)", () => {
-    const all = [...restExamples({ origin: "https://ocr.example.com" }), ...jobExamples({ origin: "https://ocr.example.com" })];
+    const all = [
+      ...restExamples({ origin: "https://ocr.example.com" }),
+      ...jobExamples({ origin: "https://ocr.example.com" }),
+    ];
     const js = all.filter((example) => example.language === "js");
     expect(js.length).toBeGreaterThanOrEqual(2);
     for (const example of js) {
@@ -29,16 +34,26 @@ describe("the JavaScript examples' Node version", () => {
       req.resume();
       req.on("end", () => {
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ success: true, extractedText: `read by the stub (${req.headers["idempotency-key"]?.length} chars of key)` }));
+        res.end(
+          JSON.stringify({
+            success: true,
+            extractedText: `read by the stub (${req.headers["idempotency-key"]?.length} chars of key)`,
+          }),
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const address = server.address() as { port: number };
     try {
-      const example = restExamples({ origin: `http://127.0.0.1:${address.port}` }).find((item) => item.id === "javascript")!;
+      const example = restExamples({ origin: `http://127.0.0.1:${address.port}` }).find(
+        (item) => item.id === "javascript",
+      )!;
       const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-        execFile(NODE_20!, ["--input-type=module", "-e", example.code], { cwd: ROOT, env: { ...process.env, OCR_API_KEY: "ocr_test" }, timeout: 30_000 }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          NODE_20!,
+          ["--input-type=module", "-e", example.code],
+          { cwd: ROOT, env: { ...process.env, OCR_API_KEY: "ocr_test" }, timeout: 30_000 },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
         ),
       );
       expect(run.stderr).toBe("");

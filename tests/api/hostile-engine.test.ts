@@ -4,7 +4,15 @@ import { afterAll, describe, expect, it } from "vitest";
 import { GET as health } from "@/app/api/health/route";
 import { getOcrPool } from "@/lib/ocr";
 import { SAMPLES } from "@/scripts/make-fixtures";
-import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
+import {
+  base64Of,
+  callOcr,
+  createAccount,
+  expectApiError,
+  expectLedgerConsistent,
+  expectOcrOk,
+  withStore,
+} from "./support";
 
 /*
  * Hostile documents against the engine (issue 20, points 6, 8 and 9) through the route handler, on the real engine
@@ -52,11 +60,18 @@ describe("a PDF whose pages take unbounded work (32 nested forms, each drawing t
 });
 
 describe("a JPEG frame hidden behind a 64×64 one (point 8)", () => {
-  it.each([["hostile/smuggled.jpg"], ["hostile/smuggled-jpeg.pdf"]])("%s → 413 naming the 12000×12000 frame, nothing charged", async (file) => {
-    const account = await createAccount(10);
-    await expectApiError(await callOcr({ image: base64Of(file) }, { key: account.key }), "payload_too_large", /12000×12000/);
-    expect(await account.balance()).toBe(10);
-  });
+  it.each([["hostile/smuggled.jpg"], ["hostile/smuggled-jpeg.pdf"]])(
+    "%s → 413 naming the 12000×12000 frame, nothing charged",
+    async (file) => {
+      const account = await createAccount(10);
+      await expectApiError(
+        await callOcr({ image: base64Of(file) }, { key: account.key }),
+        "payload_too_large",
+        /12000×12000/,
+      );
+      expect(await account.balance()).toBe(10);
+    },
+  );
 });
 
 describe("inflate bombs spelled so the first pre-check missed them (point 9)", () => {
@@ -67,7 +82,11 @@ describe("inflate bombs spelled so the first pre-check missed them (point 9)", (
     ["hostile/inflate-bomb-hex-chain.pdf"],
   ])("%s → 413 from the stream limit (not the memory ceiling), nothing charged", async (file) => {
     const account = await createAccount(10);
-    await expectApiError(await callOcr({ image: base64Of(file) }, { key: account.key }), "payload_too_large", /inflates to more than 128 MB/);
+    await expectApiError(
+      await callOcr({ image: base64Of(file) }, { key: account.key }),
+      "payload_too_large",
+      /inflates to more than 128 MB/,
+    );
     expect(await account.balance()).toBe(10);
     expect(getOcrPool().stats().stopped.memory).toBe(0);
   });

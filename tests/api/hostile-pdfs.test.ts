@@ -14,7 +14,12 @@ withStore("redis", { REQUEST_DEADLINE_MS: String(DEADLINE_MS), OCR_ENGINE_PROCES
 afterAll(() => getOcrPool().terminate());
 
 const cases = [
-  { file: "hostile/image-bomb.pdf", status: 413, code: "payload_too_large", message: /an image of more than 50 megapixels/ },
+  {
+    file: "hostile/image-bomb.pdf",
+    status: 413,
+    code: "payload_too_large",
+    message: /an image of more than 50 megapixels/,
+  },
   { file: "hostile/inflate-bomb.pdf", status: 413, code: "payload_too_large", message: /inflates to more than 128 MB/ },
   { file: "hostile/huge-pages.pdf", status: 504, code: "timeout", message: /deadline passed/ },
 ] as const;

@@ -60,7 +60,10 @@ const JPEG_MAGIC = [0xff, 0xd8, 0xff, 0xe0];
 function jsonCases(): HostileCase[] {
   const deepObject = `${'{"options":'.repeat(50_000)}{}${"}".repeat(50_000)}`;
   const deepArray = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
-  const manyKeys = { image: "AAAA", options: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i])) };
+  const manyKeys = {
+    image: "AAAA",
+    options: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i])),
+  };
   return [
     { name: "truncated JSON", raw: '{"image": "AAAA"', code: "invalid_request", message: /not valid JSON/ },
     { name: "not JSON at all", raw: "image=AAAA&format=text", code: "invalid_request", message: /not valid JSON/ },
@@ -78,9 +81,19 @@ function jsonCases(): HostileCase[] {
       raw: new Blob([JSON.stringify({ image: "A".repeat(30 * MiB) })]).stream(),
       code: "payload_too_large",
     },
-    { name: "invalid UTF-8", raw: Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), code: "invalid_request", message: /UTF-8/ },
+    {
+      name: "invalid UTF-8",
+      raw: Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+      code: "invalid_request",
+      message: /UTF-8/,
+    },
     { name: "a byte-order mark and garbage", raw: "\ufeff\u0000{}", code: "invalid_request" },
-    { name: "Content-Type text/plain", body: { image: "AAAA" }, headers: { "content-type": "text/plain" }, code: "unsupported_media_type" },
+    {
+      name: "Content-Type text/plain",
+      body: { image: "AAAA" },
+      headers: { "content-type": "text/plain" },
+      code: "unsupported_media_type",
+    },
     {
       name: "multipart/form-data with the JSON body's field name",
       raw: "--x\r\nContent-Disposition: form-data; name=image\r\n\r\nAAAA\r\n--x--",
@@ -89,13 +102,32 @@ function jsonCases(): HostileCase[] {
       code: "invalid_request",
       message: /the file goes in "file"/,
     },
-    { name: "an unknown top-level key", body: { image: "AAAA", format: "text" }, code: "invalid_request", message: /Unknown field "format"/ },
-    { name: "an unknown option key (typo)", body: { image: "AAAA", options: { fromat: "json" } }, code: "invalid_request", message: /"fromat"/ },
+    {
+      name: "an unknown top-level key",
+      body: { image: "AAAA", format: "text" },
+      code: "invalid_request",
+      message: /Unknown field "format"/,
+    },
+    {
+      name: "an unknown option key (typo)",
+      body: { image: "AAAA", options: { fromat: "json" } },
+      code: "invalid_request",
+      message: /"fromat"/,
+    },
     { name: "20 000 unknown option keys", body: manyKeys, code: "invalid_request", message: /and 19995 more/ },
     { name: "options is a string", body: { image: "AAAA", options: "json" }, code: "invalid_request" },
-    { name: "an unknown format", body: { image: "AAAA", options: { format: "docx" } }, code: "invalid_request", message: /format/ },
+    {
+      name: "an unknown format",
+      body: { image: "AAAA", options: { format: "docx" } },
+      code: "invalid_request",
+      message: /format/,
+    },
     { name: "format is a number", body: { image: "AAAA", options: { format: 1 } }, code: "invalid_request" },
-    { name: "language too long", body: { image: "AAAA", options: { language: "eng+".repeat(40) } }, code: "invalid_request" },
+    {
+      name: "language too long",
+      body: { image: "AAAA", options: { language: "eng+".repeat(40) } },
+      code: "invalid_request",
+    },
     { name: "pages is a number", body: { image: "AAAA", options: { pages: 2 } }, code: "invalid_request" },
   ];
 }
@@ -103,38 +135,83 @@ function jsonCases(): HostileCase[] {
 function inputCases(): HostileCase[] {
   const png = base64Of("small-text.png");
   return [
-    { name: "both image and imageUrl", body: { image: png, imageUrl: "https://files.example/a.png" }, code: "invalid_request", message: /not both/ },
+    {
+      name: "both image and imageUrl",
+      body: { image: png, imageUrl: "https://files.example/a.png" },
+      code: "invalid_request",
+      message: /not both/,
+    },
     { name: "neither input", body: {}, code: "invalid_request" },
     { name: "image is null", body: { image: null }, code: "invalid_request" },
     { name: "image is a number", body: { image: 12345 }, code: "invalid_request" },
     { name: "image is an array", body: { image: [png] }, code: "invalid_request" },
     { name: "image is an object", body: { image: { data: png } }, code: "invalid_request" },
     { name: "imageUrl is a number", body: { imageUrl: 42 }, code: "invalid_request" },
-    { name: "imageUrl too long", body: { imageUrl: `https://files.example/${"a".repeat(9000)}` }, code: "invalid_request" },
+    {
+      name: "imageUrl too long",
+      body: { imageUrl: `https://files.example/${"a".repeat(9000)}` },
+      code: "invalid_request",
+    },
     { name: "image is empty", body: { image: "" }, code: "invalid_request", message: /base64/ },
     { name: "bad base64 characters", body: { image: "!!!!####" }, code: "invalid_request", message: /base64/ },
     { name: "base64 of impossible length", body: { image: "AAAAA" }, code: "invalid_request", message: /base64/ },
     { name: "base64 with wrong padding", body: { image: "AA=A" }, code: "invalid_request", message: /base64/ },
-    { name: "a data URL that is not base64", body: { image: "data:image/png,hello" }, code: "invalid_request", message: /data URL/ },
+    {
+      name: "a data URL that is not base64",
+      body: { image: "data:image/png,hello" },
+      code: "invalid_request",
+      message: /data URL/,
+    },
     { name: "a data URL with bad base64", body: { image: "data:image/png;base64,@@@@" }, code: "invalid_request" },
-    { name: "20 MiB + 16 KB decoded: over the inline limit", body: { image: "A".repeat(Math.ceil(((20 * MiB + 16 * 1024) * 4) / 3 / 4) * 4) }, code: "payload_too_large", message: /inline limit/ },
+    {
+      name: "20 MiB + 16 KB decoded: over the inline limit",
+      body: { image: "A".repeat(Math.ceil(((20 * MiB + 16 * 1024) * 4) / 3 / 4) * 4) },
+      code: "payload_too_large",
+      message: /inline limit/,
+    },
     { name: "imageUrl not a URL", body: { imageUrl: "not a url" }, code: "invalid_request" },
     { name: "imageUrl with a file: scheme", body: { imageUrl: "file:///etc/passwd" }, code: "invalid_request" },
     { name: "imageUrl on loopback", body: { imageUrl: "http://127.0.0.1:3000/api/health" }, code: "invalid_request" },
     { name: "imageUrl on localhost", body: { imageUrl: "http://localhost/a.png" }, code: "invalid_request" },
-    { name: "imageUrl on cloud metadata", body: { imageUrl: "http://169.254.169.254/latest/meta-data/" }, code: "invalid_request" },
-    { name: "imageUrl on IPv4-mapped IPv6 loopback", body: { imageUrl: "http://[::ffff:127.0.0.1]/a.png" }, code: "invalid_request" },
-    { name: "imageUrl with credentials", body: { imageUrl: "https://user:pass@files.example/a.png" }, code: "invalid_request" },
+    {
+      name: "imageUrl on cloud metadata",
+      body: { imageUrl: "http://169.254.169.254/latest/meta-data/" },
+      code: "invalid_request",
+    },
+    {
+      name: "imageUrl on IPv4-mapped IPv6 loopback",
+      body: { imageUrl: "http://[::ffff:127.0.0.1]/a.png" },
+      code: "invalid_request",
+    },
+    {
+      name: "imageUrl with credentials",
+      body: { imageUrl: "https://user:pass@files.example/a.png" },
+      code: "invalid_request",
+    },
     { name: "unknown language", body: { image: png, options: { language: "xx_klingon" } }, code: "invalid_request" },
-    { name: "pages syntax", body: { image: base64Of("born-digital.pdf"), options: { pages: "one-two" } }, code: "invalid_request" },
+    {
+      name: "pages syntax",
+      body: { image: base64Of("born-digital.pdf"), options: { pages: "one-two" } },
+      code: "invalid_request",
+    },
     { name: "page 0", body: { image: base64Of("born-digital.pdf"), options: { pages: "0" } }, code: "invalid_request" },
-    { name: "a page past the end", body: { image: base64Of("born-digital.pdf"), options: { pages: "2-9" } }, code: "invalid_request", message: /does not exist/ },
+    {
+      name: "a page past the end",
+      body: { image: base64Of("born-digital.pdf"), options: { pages: "2-9" } },
+      code: "invalid_request",
+      message: /does not exist/,
+    },
     { name: "page 2 of an image", body: { image: png, options: { pages: "2" } }, code: "invalid_request" },
   ];
 }
 
 function fileCases(manyPages: Uint8Array): HostileCase[] {
-  const file = (name: string, code: ErrorCode, message?: RegExp): HostileCase => ({ name, body: { image: base64Of(`hostile/${name}`) }, code, message });
+  const file = (name: string, code: ErrorCode, message?: RegExp): HostileCase => ({
+    name,
+    body: { image: base64Of(`hostile/${name}`) },
+    code,
+    message,
+  });
   const random: HostileCase[] = [1, 7, 64, 1000, 4096, 65_536].map((length, i) => ({
     name: `${length} random bytes`,
     body: { image: b64(randomBytes(length, 0x9e37 + i)) },
@@ -152,13 +229,42 @@ function fileCases(manyPages: Uint8Array): HostileCase[] {
     file("encrypted.pdf", "unreadable_document"),
     file("huge-header.png", "payload_too_large", /megapixels/),
     file("bomb.png", "payload_too_large", /megapixels/),
-    { name: "PNG magic + random bytes", body: { image: b64(withPrefix(PNG_MAGIC, 2048, 11)) }, code: "unreadable_document" },
-    { name: "JPEG magic + random bytes", body: { image: b64(withPrefix(JPEG_MAGIC, 2048, 12)) }, code: "unreadable_document" },
-    { name: "WebP magic + random bytes", body: { image: b64(withPrefix("RIFF\u0000\u0008\u0000\u0000WEBPVP8 ", 2048, 13)) }, code: "unreadable_document" },
-    { name: "PDF magic + random bytes", body: { image: b64(withPrefix("%PDF-1.7\n", 2048, 14)) }, code: "unreadable_document" },
-    { name: "the first 100 bytes of a real PNG", body: { image: b64(fixture("paragraph.png").subarray(0, 100)) }, code: "unreadable_document" },
-    { name: "the first half of a real PDF", body: { image: b64(fixture("born-digital.pdf").subarray(0, 800)) }, code: "unreadable_document" },
-    { name: "a PDF with 501 blank pages (limit 50 of work, 500 pages in all)", body: { image: b64(manyPages) }, code: "payload_too_large", message: /at most 500/ },
+    {
+      name: "PNG magic + random bytes",
+      body: { image: b64(withPrefix(PNG_MAGIC, 2048, 11)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "JPEG magic + random bytes",
+      body: { image: b64(withPrefix(JPEG_MAGIC, 2048, 12)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "WebP magic + random bytes",
+      body: { image: b64(withPrefix("RIFF\u0000\u0008\u0000\u0000WEBPVP8 ", 2048, 13)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "PDF magic + random bytes",
+      body: { image: b64(withPrefix("%PDF-1.7\n", 2048, 14)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "the first 100 bytes of a real PNG",
+      body: { image: b64(fixture("paragraph.png").subarray(0, 100)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "the first half of a real PDF",
+      body: { image: b64(fixture("born-digital.pdf").subarray(0, 800)) },
+      code: "unreadable_document",
+    },
+    {
+      name: "a PDF with 501 blank pages (limit 50 of work, 500 pages in all)",
+      body: { image: b64(manyPages) },
+      code: "payload_too_large",
+      message: /at most 500/,
+    },
     ...random,
   ];
 }

@@ -15,7 +15,18 @@ import {
 } from "@/lib/http";
 import { assertJsonDepth } from "@/lib/http/body";
 import { rpcRequest } from "../mcp/support";
-import { ENDPOINT, REQUEST_ID, base64Of, callOcr, createAccount, expectApiError, expectOcrOk, setEnv, tinyPng, withStore } from "./support";
+import {
+  ENDPOINT,
+  REQUEST_ID,
+  base64Of,
+  callOcr,
+  createAccount,
+  expectApiError,
+  expectOcrOk,
+  setEnv,
+  tinyPng,
+  withStore,
+} from "./support";
 
 withStore("memory");
 
@@ -35,7 +46,11 @@ const readBody = (req: Request, options?: { maxBytes?: number }) => requestBody(
 const readJson = (req: Request, options?: { maxBytes?: number }) => requestBody(req, options).json();
 
 function post(body: BodyInit | null, headers: Record<string, string> = {}): Request {
-  const init: RequestInit & { duplex?: "half" } = { method: "POST", headers: { "content-type": "application/json", ...headers }, body };
+  const init: RequestInit & { duplex?: "half" } = {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  };
   if (body instanceof ReadableStream) init.duplex = "half";
   return new Request(ENDPOINT, init);
 }
@@ -45,14 +60,19 @@ describe("CORS and methods", () => {
     const response = await callOcr(undefined, {
       method: "OPTIONS",
       key: null,
-      headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "x-api-key, content-type" },
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-api-key, content-type",
+      },
     });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
     expect(Object.fromEntries([...response.headers].filter(([name]) => name !== "x-request-id"))).toEqual({
       "access-control-allow-origin": "*",
       "access-control-allow-methods": "POST, OPTIONS",
-      "access-control-allow-headers": "content-type, authorization, x-api-key, mcp-session-id, mcp-protocol-version, last-event-id, idempotency-key, prefer",
+      "access-control-allow-headers":
+        "content-type, authorization, x-api-key, mcp-session-id, mcp-protocol-version, last-event-id, idempotency-key, prefer",
       "access-control-expose-headers":
         "mcp-session-id, x-request-id, ratelimit-limit, ratelimit-remaining, ratelimit-reset, retry-after, x-credits-remaining, location, link, preference-applied",
       "access-control-max-age": "86400",
@@ -80,7 +100,10 @@ describe("CORS and methods", () => {
     const responses = [
       await callOcr({ image: "AAAA" }, { key: null, headers: { "x-request-id": "req_mine" } }),
       await callOcr({}, { key: account.key, headers: { "x-request-id": "req_mine" } }),
-      await callOcr({ image: tinyPng().toString("base64") }, { key: account.key, headers: { "x-request-id": "req_mine" } }),
+      await callOcr(
+        { image: tinyPng().toString("base64") },
+        { key: account.key, headers: { "x-request-id": "req_mine" } },
+      ),
     ];
     const ids = responses.map((response) => response.headers.get("x-request-id"));
     for (const response of responses) expect(response.headers.get("access-control-allow-origin")).toBe("*");
@@ -156,11 +179,15 @@ describe("readJson and readBody", () => {
   });
 
   it("415 for a declared non-JSON type, 400 for empty, bad UTF-8 and bad JSON", async () => {
-    expect((await apiError(readJson(post("{}", { "content-type": "text/plain" })))).code).toBe("unsupported_media_type");
+    expect((await apiError(readJson(post("{}", { "content-type": "text/plain" })))).code).toBe(
+      "unsupported_media_type",
+    );
     expect((await apiError(readJson(post("")))).message).toMatch(/empty/);
     // fetch() labels a string body text/plain unless told otherwise: the message says what to send.
     const unlabeled = new Request(ENDPOINT, { method: "POST", body: "{}" });
-    expect((await apiError(readJson(unlabeled))).message).toMatch(/Content-Type: application\/json \(got text\/plain\)/);
+    expect((await apiError(readJson(unlabeled))).message).toMatch(
+      /Content-Type: application\/json \(got text\/plain\)/,
+    );
     expect((await apiError(readJson(post(Uint8Array.from([0x22, 0xc3, 0x28, 0x22]))))).message).toMatch(/UTF-8/);
     expect((await apiError(readJson(post('{"a":')))).message).toMatch(/not valid JSON/);
   });
@@ -194,11 +221,18 @@ describe("keys and idempotency rules", () => {
 
   it("withApiKey accepts the api_key query parameter only when told to", async () => {
     const account = await createAccount(1);
-    const handler = withApiKey(async ({ account: who }) => Response.json({ userId: who.userId }), { acceptQueryKey: true });
-    const response = await handler(new Request(`http://localhost:3000/api/mcp?api_key=${account.key}`, { method: "POST" }));
+    const handler = withApiKey(async ({ account: who }) => Response.json({ userId: who.userId }), {
+      acceptQueryKey: true,
+    });
+    const response = await handler(
+      new Request(`http://localhost:3000/api/mcp?api_key=${account.key}`, { method: "POST" }),
+    );
     expect(await response.json()).toEqual({ userId: account.userId });
     const strict = withApiKey(async () => Response.json({}));
-    await expectApiError(await strict(new Request(`http://localhost:3000/api/x?api_key=${account.key}`, { method: "POST" })), "unauthorized");
+    await expectApiError(
+      await strict(new Request(`http://localhost:3000/api/x?api_key=${account.key}`, { method: "POST" })),
+      "unauthorized",
+    );
   });
 
   it("stores 2xx and final client errors; not 402, 409, 429 or any 5xx", () => {
@@ -223,7 +257,9 @@ describe("request log", () => {
       const lines = info.mock.calls.map((call) => call.map(String).join(" "));
       expect(lines).toHaveLength(2);
       expect(lines[0]).toMatch(
-        new RegExp(`^api request_id=${okBody.requestId} key_id=${account.keyId} method=POST path=/api/ocr/process status=200 pages=1 ms=\\d+$`),
+        new RegExp(
+          `^api request_id=${okBody.requestId} key_id=${account.keyId} method=POST path=/api/ocr/process status=200 pages=1 ms=\\d+$`,
+        ),
       );
       expect(lines[1]).toMatch(/ key_id=- .* status=401 pages=0 ms=\d+ code=unauthorized$/);
       for (const line of lines) {
@@ -241,13 +277,25 @@ describe("request log", () => {
     const info = vi.spyOn(console, "info").mockImplementation(() => undefined);
     try {
       const account = await createAccount(0);
-      const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("small-text.png") } } } };
+      const call = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: base64Of("small-text.png") } },
+        },
+      };
       const response = await mcpRoute.POST(rpcRequest(call, { key: account.key }));
       expect(response.status).toBe(200);
       expect(JSON.stringify(await response.json())).toContain('"isError":true');
       const lines = info.mock.calls.map((args) => args.map(String).join(" "));
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`^api request_id=req_\\S+ key_id=${account.keyId} method=POST path=/api/mcp status=200 pages=0 ms=\\d+ code=insufficient_credits$`));
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^api request_id=req_\\S+ key_id=${account.keyId} method=POST path=/api/mcp status=200 pages=0 ms=\\d+ code=insufficient_credits$`,
+        ),
+      );
     } finally {
       info.mockRestore();
       restore();

@@ -12,7 +12,18 @@ import { cancelJob, resetWorkQueue } from "@/lib/jobs";
 import { getOcrPool, type OcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
-import { createAccount, expectApiError, fixture, ocrRequest, setEnv, sleep, tinyPng, withRemoteFiles, withStore, type TestAccount } from "./support";
+import {
+  createAccount,
+  expectApiError,
+  fixture,
+  ocrRequest,
+  setEnv,
+  sleep,
+  tinyPng,
+  withRemoteFiles,
+  withStore,
+  type TestAccount,
+} from "./support";
 
 /*
  * The one intake (lib/intake) on a real Redis with real engine processes: what it refuses before any byte is fetched,
@@ -30,9 +41,12 @@ async function jobKeys(): Promise<string[]> {
   await client.connect();
   try {
     const keys: string[] = [];
-    for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) keys.push(...(Array.isArray(batch) ? batch : [batch]));
+    for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 }))
+      keys.push(...(Array.isArray(batch) ? batch : [batch]));
     // The work queue's own metadata (`bull:<queue>:meta`, written when the queue is first used) is no job's.
-    return keys.filter((key) => /job|src|source|chunk|bull/i.test(key.slice(prefix.length)) && !/bull:[a-z]+:meta$/.test(key));
+    return keys.filter(
+      (key) => /job|src|source|chunk|bull/i.test(key.slice(prefix.length)) && !/bull:[a-z]+:meta$/.test(key),
+    );
   } finally {
     await client.quit();
   }
@@ -42,7 +56,8 @@ async function jobKeys(): Promise<string[]> {
 async function scannedPdf(pages: number, png: Uint8Array, size: [number, number] = [612, 792]): Promise<Uint8Array> {
   const pdf = await PDFDocument.create();
   const image = await pdf.embedPng(png);
-  for (let n = 0; n < pages; n++) pdf.addPage(size).drawImage(image, { x: 36, y: 36, width: size[0] - 72, height: size[1] - 72 });
+  for (let n = 0; n < pages; n++)
+    pdf.addPage(size).drawImage(image, { x: 36, y: 36, width: size[0] - 72, height: size[1] - 72 });
   return pdf.save();
 }
 
@@ -62,10 +77,21 @@ describe("the intake", () => {
     );
     const before = await jobKeys();
     const body = { imageUrl: "https://files.example/big.pdf" };
-    await expectApiError(await jobsRoute.POST(ocrRequest(body, { key: account.key, url: "http://localhost:3000/api/ocr/jobs" })), "insufficient_credits");
-    await expectApiError(await processRoute.POST(ocrRequest(body, { key: account.key, headers: { prefer: "respond-async" } })), "insufficient_credits");
+    await expectApiError(
+      await jobsRoute.POST(ocrRequest(body, { key: account.key, url: "http://localhost:3000/api/ocr/jobs" })),
+      "insufficient_credits",
+    );
+    await expectApiError(
+      await processRoute.POST(ocrRequest(body, { key: account.key, headers: { prefer: "respond-async" } })),
+      "insufficient_credits",
+    );
     await expectApiError(await processRoute.POST(ocrRequest(body, { key: account.key })), "insufficient_credits");
-    const fit = await intake({ source: { kind: "url", url: body.imageUrl }, account, requestId: "req_intake_402", mode: "fit" }).catch((error: unknown) => error);
+    const fit = await intake({
+      source: { kind: "url", url: body.imageUrl },
+      account,
+      requestId: "req_intake_402",
+      mode: "fit",
+    }).catch((error: unknown) => error);
     expect(fit).toMatchObject({ code: "insufficient_credits" });
     expect(fetched).toBe(0);
     expect(await jobKeys()).toEqual(before);
@@ -93,7 +119,12 @@ describe("the intake", () => {
         for (let i = 0; i < junk.length; i += 65_536) crypto.getRandomValues(junk.subarray(i, i + 65_536));
         pdf.context.register(pdf.context.stream(junk));
         const bytes = await pdf.save();
-        remote.use(mswHttp.get("https://files.example/budget.pdf", () => new HttpResponse(bytes, { headers: { "content-type": "application/pdf" } })));
+        remote.use(
+          mswHttp.get(
+            "https://files.example/budget.pdf",
+            () => new HttpResponse(bytes, { headers: { "content-type": "application/pdf" } }),
+          ),
+        );
 
         const budgets: number[] = [];
         const run = pool.run.bind(pool);
@@ -152,7 +183,14 @@ describe("the intake", () => {
       const account = await createAccount(20);
       const bytes = await scannedPdf(12, tinyPng("Twelve pages", 720, 160), [360, 120]);
       const deadline = Date.now() + 4_000;
-      const outcome = await intake({ source: { kind: "bytes", bytes }, account, requestId: "req_intake_12", mode: "fit", deadline, pool });
+      const outcome = await intake({
+        source: { kind: "bytes", bytes },
+        account,
+        requestId: "req_intake_12",
+        mode: "fit",
+        deadline,
+        pool,
+      });
       expect(outcome.kind).toBe("job");
       if (outcome.kind !== "job") return;
       expect(outcome.reason).toMatch(/^reading it is expected to take about \d+ s, and this call has \d+ s for it$/);
@@ -195,8 +233,14 @@ describe("the intake", () => {
         req.on("data", (chunk: Buffer) => chunks.push(chunk));
         req.on("end", () => {
           const headers = new Headers();
-          for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
-          const request = new Request(`http://localhost${req.url}`, { method: req.method, headers, body: Buffer.concat(chunks), signal: controller.signal });
+          for (const [name, value] of Object.entries(req.headers))
+            if (typeof value === "string") headers.set(name, value);
+          const request = new Request(`http://localhost${req.url}`, {
+            method: req.method,
+            headers,
+            body: Buffer.concat(chunks),
+            signal: controller.signal,
+          });
           void processRoute.POST(request).then(async (response) => {
             res.writeHead(response.status, Object.fromEntries(response.headers));
             res.end(Buffer.from(await response.arrayBuffer()));

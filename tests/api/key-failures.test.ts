@@ -27,7 +27,9 @@ function getCredits(key: string, address: string): Promise<Response> {
 }
 
 function mcpPing(key: string, address: string): Promise<Response> {
-  return mcpRoute.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key, headers: { "x-forwarded-for": address } }));
+  return mcpRoute.POST(
+    rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key, headers: { "x-forwarded-for": address } }),
+  );
 }
 
 async function expectKeyFailuresLimited(response: Response): Promise<void> {
@@ -57,7 +59,8 @@ describe("failed key lookups per client address (redis store)", () => {
     await waitForWindowRoom(60_000, 10_000);
     const account = await createAccount(0);
     const attacker = newAddress();
-    for (let i = 0; i < LIMIT - 1; i++) await expectKeyRefused(await mcpPing(generateApiKey(), attacker), /Invalid or revoked/);
+    for (let i = 0; i < LIMIT - 1; i++)
+      await expectKeyRefused(await mcpPing(generateApiKey(), attacker), /Invalid or revoked/);
     await expectApiError(await getCredits(generateApiKey(), attacker), "unauthorized"); // the 5th, over REST
     await expectKeyFailuresLimited(await mcpPing(generateApiKey(), attacker));
     await expectKeyFailuresLimited(await mcpPing(account.key, attacker));
@@ -69,7 +72,10 @@ describe("failed key lookups per client address (redis store)", () => {
     const address = newAddress();
     for (let i = 0; i < LIMIT * 2; i++) {
       await expectApiError(await getCredits("ocr_short", address), "unauthorized");
-      await expectApiError(await creditsRoute.GET(new Request(CREDITS_URL, { headers: { "x-forwarded-for": address } })), "unauthorized");
+      await expectApiError(
+        await creditsRoute.GET(new Request(CREDITS_URL, { headers: { "x-forwarded-for": address } })),
+        "unauthorized",
+      );
     }
     for (let i = 0; i < LIMIT; i++) await expectApiError(await getCredits(generateApiKey(), address), "unauthorized");
     await expectKeyFailuresLimited(await getCredits(generateApiKey(), address));

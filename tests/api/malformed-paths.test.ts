@@ -33,7 +33,12 @@ describe("a job path whose percent-encoding is malformed", () => {
 
   it("the proxy's matcher covers the job routes with an id, not the bodies of other API routes", () => {
     expect(config.matcher).toContain("/api/ocr/jobs/:id/:rest*");
-    expect(config.matcher.some((pattern) => pattern === "/api/ocr/jobs" || pattern.startsWith("/api/ocr/process") || pattern.startsWith("/api/mcp"))).toBe(false);
+    expect(
+      config.matcher.some(
+        (pattern) =>
+          pattern === "/api/ocr/jobs" || pattern.startsWith("/api/ocr/process") || pattern.startsWith("/api/mcp"),
+      ),
+    ).toBe(false);
   });
 
   it("a well-formed path passes the proxy (the route answers it)", () => {
@@ -43,8 +48,21 @@ describe("a job path whose percent-encoding is malformed", () => {
 
   it("the routes themselves: 400 invalid_request, not 500", async () => {
     const account = await createAccount(0);
-    await expectApiError(await jobRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/%ZZ` })), "invalid_request");
-    await expectApiError(await jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}/api/ocr/jobs/%ZZ` })), "invalid_request");
-    await expectApiError(await resultRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/%ZZ/result` })), "invalid_request");
+    await expectApiError(
+      await jobRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/%ZZ` })),
+      "invalid_request",
+    );
+    await expectApiError(
+      await jobRoute.DELETE(
+        ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}/api/ocr/jobs/%ZZ` }),
+      ),
+      "invalid_request",
+    );
+    await expectApiError(
+      await resultRoute.GET(
+        ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/%ZZ/result` }),
+      ),
+      "invalid_request",
+    );
   });
 });

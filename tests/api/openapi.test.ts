@@ -23,7 +23,10 @@ function resolvePointer(document: Json, ref: string): unknown {
   return ref
     .slice(2)
     .split("/")
-    .reduce<unknown>((node, part) => (node as Json | undefined)?.[part.replace(/~1/g, "/").replace(/~0/g, "~")], document);
+    .reduce<unknown>(
+      (node, part) => (node as Json | undefined)?.[part.replace(/~1/g, "/").replace(/~0/g, "~")],
+      document,
+    );
 }
 
 function collectRefs(node: unknown, refs: string[] = []): string[] {
@@ -49,7 +52,9 @@ describe("GET /api/openapi.json", () => {
       return Object.fromEntries(
         Object.entries(node).map(([key, value]) => [
           key,
-          key === "$ref" && typeof value === "string" ? value.replace("#/components/schemas/", "#/$defs/") : rewrite(value),
+          key === "$ref" && typeof value === "string"
+            ? value.replace("#/components/schemas/", "#/$defs/")
+            : rewrite(value),
         ]),
       );
     };
@@ -92,7 +97,9 @@ describe("GET /api/openapi.json", () => {
     const operation = asObject(asObject(asObject(document.paths)["/api/ocr/process"]).post);
     const responses = asObject(operation.responses);
     const expected = new Set(
-      (Object.keys(errorStatus) as ErrorCode[]).filter((code) => !notProcessErrors.includes(code)).map((code) => String(errorStatus[code])),
+      (Object.keys(errorStatus) as ErrorCode[])
+        .filter((code) => !notProcessErrors.includes(code))
+        .map((code) => String(errorStatus[code])),
     );
     expect(Object.keys(responses).sort()).toEqual(["200", "202", ...expected].sort());
 
@@ -104,13 +111,16 @@ describe("GET /api/openapi.json", () => {
       const schema = asObject(asObject(asObject(response.content)["application/json"]).schema);
       const [base, narrowed] = schema.allOf as Json[];
       expect(base).toEqual({ $ref: "#/components/schemas/ErrorBody" });
-      const codes = (asObject(asObject(asObject(asObject(narrowed!.properties).error).properties).code).enum as ErrorCode[]);
+      const codes = asObject(asObject(asObject(asObject(narrowed!.properties).error).properties).code)
+        .enum as ErrorCode[];
       for (const code of codes) {
         expect(String(errorStatus[code])).toBe(status);
         documented.add(code);
       }
     }
-    expect([...documented].sort()).toEqual((Object.keys(errorStatus) as ErrorCode[]).filter((code) => !notProcessErrors.includes(code)).sort());
+    expect([...documented].sort()).toEqual(
+      (Object.keys(errorStatus) as ErrorCode[]).filter((code) => !notProcessErrors.includes(code)).sort(),
+    );
     expect(asObject(asObject(responses["401"]).headers)["WWW-Authenticate"]).toBeDefined();
     expect(asObject(asObject(responses["405"]).headers).Allow).toBeDefined();
     expect(asObject(asObject(responses["429"]).headers)["Retry-After"]).toBeDefined();
@@ -127,7 +137,15 @@ describe("GET /api/openapi.json", () => {
     expect(Object.keys(asObject(request.properties))).toEqual(["image", "imageUrl", "options", "webhook"]);
     const options = asObject(schemas.OcrOptions);
     expect(options.additionalProperties).toBe(false);
-    expect(asObject(asObject(options.properties).format).enum).toEqual(["text", "json", "markdown", "hocr", "alto", "tsv", "pdf"]);
+    expect(asObject(asObject(options.properties).format).enum).toEqual([
+      "text",
+      "json",
+      "markdown",
+      "hocr",
+      "alto",
+      "tsv",
+      "pdf",
+    ]);
     expect(asObject(asObject(document.paths)["/api/ocr/process"]).post).toMatchObject({
       requestBody: { content: { "application/json": { schema: { $ref: "#/components/schemas/OcrRequest" } } } },
     });
@@ -135,14 +153,19 @@ describe("GET /api/openapi.json", () => {
 
   it("describes the webhook event a job's end sends: its headers, its body's schema (the event types), the job's webhook field", () => {
     const post = asObject(asObject(asObject(document.webhooks).jobEnded).post);
-    expect((post.parameters as Array<{ name: string; in: string }>).map((parameter) => `${parameter.in}:${parameter.name}`)).toEqual([
-      "header:webhook-id",
-      "header:webhook-timestamp",
-      "header:webhook-signature",
-    ]);
-    expect(post.requestBody).toMatchObject({ content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEvent" } } } });
+    expect(
+      (post.parameters as Array<{ name: string; in: string }>).map((parameter) => `${parameter.in}:${parameter.name}`),
+    ).toEqual(["header:webhook-id", "header:webhook-timestamp", "header:webhook-signature"]);
+    expect(post.requestBody).toMatchObject({
+      content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEvent" } } },
+    });
     const event = asObject(asObject(components.schemas).WebhookEvent);
-    expect(asObject(asObject(event.properties).type).enum).toEqual(["job.succeeded", "job.failed", "job.cancelled", "webhook.test"]);
+    expect(asObject(asObject(event.properties).type).enum).toEqual([
+      "job.succeeded",
+      "job.failed",
+      "job.cancelled",
+      "webhook.test",
+    ]);
     expect(Object.keys(asObject(asObject(asObject(components.schemas).JobView).properties))).toContain("webhook");
     expect(Object.keys(asObject(asObject(components.schemas).OcrRequest).properties as Json)).toContain("webhook");
   });
@@ -152,7 +175,10 @@ describe("GET /api/openapi.json", () => {
     expect(extracted.contentSchema).toEqual({ $ref: "#/components/schemas/OcrDocument" });
 
     const account = await createAccount(5);
-    const response = await callOcr({ image: tinyPng().toString("base64"), options: { format: "json" } }, { key: account.key });
+    const response = await callOcr(
+      { image: tinyPng().toString("base64"), options: { format: "json" } },
+      { key: account.key },
+    );
     expect(response.status).toBe(200);
     const body = (await response.json()) as { extractedText: string };
     expect(validatorFor("OcrResponse").safeParse(body).success).toBe(true);
@@ -164,7 +190,8 @@ describe("GET /api/openapi.json", () => {
   });
 
   const operation = (path: string, method: string) => asObject(asObject(asObject(document.paths)[path])[method]);
-  const responseOf = (path: string, method: string, status: string) => asObject(asObject(operation(path, method).responses)[status]);
+  const responseOf = (path: string, method: string, status: string) =>
+    asObject(asObject(operation(path, method).responses)[status]);
   const errorCodesOf = (path: string, method: string): ErrorCode[] =>
     Object.entries(asObject(operation(path, method).responses))
       .filter(([status]) => Number(status) >= 400)
@@ -185,7 +212,12 @@ describe("GET /api/openapi.json", () => {
   it("describes the asynchronous jobs: every route and method, the job id, the query parameters and their headers", () => {
     const paths = asObject(document.paths);
     expect(Object.keys(asObject(paths["/api/ocr/jobs"])).sort()).toEqual(["get", "options", "post"]);
-    expect(Object.keys(asObject(paths["/api/ocr/jobs/{id}"])).sort()).toEqual(["delete", "get", "options", "parameters"]);
+    expect(Object.keys(asObject(paths["/api/ocr/jobs/{id}"])).sort()).toEqual([
+      "delete",
+      "get",
+      "options",
+      "parameters",
+    ]);
     expect(Object.keys(asObject(paths["/api/ocr/jobs/{id}/result"])).sort()).toEqual(["get", "options", "parameters"]);
     expect(
       [
@@ -203,7 +235,8 @@ describe("GET /api/openapi.json", () => {
       expect(id).toMatchObject({ name: "id", in: "path", required: true, schema: { pattern: JOB_ID_PATTERN.source } });
     }
     // Query parameters, from the zod schemas the routes parse with.
-    const query = (path: string) => Object.fromEntries((operation(path, "get").parameters as Json[]).map((parameter) => [parameter.name, parameter]));
+    const query = (path: string) =>
+      Object.fromEntries((operation(path, "get").parameters as Json[]).map((parameter) => [parameter.name, parameter]));
     expect(query("/api/ocr/jobs")).toMatchObject({
       limit: { in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 100 } },
       cursor: { in: "query", required: false, schema: { type: "string" } },
@@ -218,25 +251,43 @@ describe("GET /api/openapi.json", () => {
     for (const path of ["/api/ocr/jobs", "/api/ocr/process"]) {
       const accepted = responseOf(path, "post", "202");
       expect(header(accepted, "Location"), path).toEqual({ $ref: "#/components/headers/Location" });
-      expect(asObject(accepted.content)["application/json"], path).toMatchObject({ schema: { $ref: "#/components/schemas/JobView" } });
-      expect(errorCodesOf(path, "post"), path).toEqual(expect.arrayContaining(["payload_too_large", "insufficient_credits", "rate_limited", "unavailable"]));
+      expect(asObject(accepted.content)["application/json"], path).toMatchObject({
+        schema: { $ref: "#/components/schemas/JobView" },
+      });
+      expect(errorCodesOf(path, "post"), path).toEqual(
+        expect.arrayContaining(["payload_too_large", "insufficient_credits", "rate_limited", "unavailable"]),
+      );
       expect(errorCodesOf(path, "post"), path).not.toContain("gone");
     }
     expect(header(responseOf("/api/ocr/process", "post", "202"), "Preference-Applied")).toBeDefined();
-    expect((operation("/api/ocr/process", "post").parameters as Json[]).map((parameter) => parameter.name)).toContain("Prefer");
-    expect((operation("/api/ocr/jobs", "post").parameters as Json[]).map((parameter) => parameter.name)).toContain("Idempotency-Key");
+    expect((operation("/api/ocr/process", "post").parameters as Json[]).map((parameter) => parameter.name)).toContain(
+      "Prefer",
+    );
+    expect((operation("/api/ocr/jobs", "post").parameters as Json[]).map((parameter) => parameter.name)).toContain(
+      "Idempotency-Key",
+    );
     // What is special about submitting a job is said on its 413, 429 and 503.
     expect(String(responseOf("/api/ocr/jobs", "post", "413").description)).toContain("MAX_JOB_PAGES");
     expect(String(responseOf("/api/ocr/jobs", "post", "429").description)).toContain("MAX_QUEUED_PAGES_PER_ACCOUNT");
     expect(String(responseOf("/api/ocr/jobs", "post", "503").description)).toContain("REDIS_URL");
 
     // Reading a job: 404 (not_found) and 410 (gone) on status, cancel and result; Retry-After on the status; Link on a part.
-    for (const [path, method] of [["/api/ocr/jobs/{id}", "get"], ["/api/ocr/jobs/{id}", "delete"], ["/api/ocr/jobs/{id}/result", "get"]] as const) {
-      expect(errorCodesOf(path, method), `${method} ${path}`).toEqual(expect.arrayContaining(["not_found", "gone", "unauthorized", "rate_limited", "unavailable"]));
+    for (const [path, method] of [
+      ["/api/ocr/jobs/{id}", "get"],
+      ["/api/ocr/jobs/{id}", "delete"],
+      ["/api/ocr/jobs/{id}/result", "get"],
+    ] as const) {
+      expect(errorCodesOf(path, method), `${method} ${path}`).toEqual(
+        expect.arrayContaining(["not_found", "gone", "unauthorized", "rate_limited", "unavailable"]),
+      );
       expect(header(responseOf(path, method, "503"), "Retry-After"), `${method} ${path}`).toBeDefined();
     }
-    expect(header(responseOf("/api/ocr/jobs/{id}", "get", "200"), "Retry-After")).toEqual({ $ref: "#/components/headers/JobRetryAfter" });
-    expect(header(responseOf("/api/ocr/jobs/{id}/result", "get", "200"), "Link")).toEqual({ $ref: "#/components/headers/Link" });
+    expect(header(responseOf("/api/ocr/jobs/{id}", "get", "200"), "Retry-After")).toEqual({
+      $ref: "#/components/headers/JobRetryAfter",
+    });
+    expect(header(responseOf("/api/ocr/jobs/{id}/result", "get", "200"), "Link")).toEqual({
+      $ref: "#/components/headers/Link",
+    });
     expect(errorCodesOf("/api/ocr/jobs/{id}/result", "get")).toContain("invalid_request");
     expect(errorCodesOf("/api/ocr/jobs", "get")).not.toContain("not_found");
   });
@@ -282,7 +333,9 @@ describe("GET /api/openapi.json", () => {
       expect(validatorFor("JobResult").safeParse(part).error).toBeUndefined();
       expect(part).toMatchObject({ pages: "", missingPages: [{ page: 1, status: "pending" }], next: null });
 
-      const cancelled = await jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: url(job.links.self) }));
+      const cancelled = await jobRoute.DELETE(
+        ocrRequest(undefined, { key: account.key, method: "DELETE", url: url(job.links.self) }),
+      );
       expect(cancelled.status).toBe(200);
       const view = await cancelled.json();
       expect(validatorFor("JobView").safeParse(view).error).toBeUndefined();

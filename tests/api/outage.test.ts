@@ -29,8 +29,13 @@ describe("Store outage on a redis-server of our own", () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-outage-"));
     redis = new OwnRedis(await freePort(), dir);
     await redis.start();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
-    Object.assign(process.env, { REDIS_URL: redis.url, REDIS_PREFIX: createTestPrefix("outage"), LOG_REQUESTS: "false" });
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+      delete process.env[name];
+    Object.assign(process.env, {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: createTestPrefix("outage"),
+      LOG_REQUESTS: "false",
+    });
     resetEnv();
     await resetStore();
     // The store logs each failed operation; the failures are the point here.
@@ -56,7 +61,10 @@ describe("Store outage on a redis-server of our own", () => {
     const jobs = completedJobs();
     const response = await callOcr({ image }, { key: account.key });
     await expectApiError(response, "unavailable", /store is unavailable/);
-    await expectApiError(await callOcr({ image }, { key: account.key, headers: { "idempotency-key": "during-outage" } }), "unavailable");
+    await expectApiError(
+      await callOcr({ image }, { key: account.key, headers: { "idempotency-key": "during-outage" } }),
+      "unavailable",
+    );
     expect(completedJobs()).toBe(jobs);
 
     await redis.start();

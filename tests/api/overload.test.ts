@@ -3,7 +3,15 @@ import { isApiError } from "@/lib/api/errors";
 import { OcrPool } from "@/lib/ocr/pool/pool";
 import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/intake";
-import { base64Of, callOcr, createAccount, expectApiError, expectLedgerConsistent, expectOcrOk, withStore } from "./support";
+import {
+  base64Of,
+  callOcr,
+  createAccount,
+  expectApiError,
+  expectLedgerConsistent,
+  expectOcrOk,
+  withStore,
+} from "./support";
 
 /*
  * Admission control: an instance knows its capacity (engine processes, and the work waiting for them in expected
@@ -42,7 +50,9 @@ describe("503 overloaded", () => {
     expect(refused.length).toBeGreaterThanOrEqual(5);
     // "At once" as an order, not a clock: every refusal is answered before any read is (a read takes seconds; a
     // refusal waits for nothing), however busy the machine is.
-    const firstRead = Math.min(...outcomes.filter((outcome) => outcome.response.status !== 503).map((outcome) => outcome.ms));
+    const firstRead = Math.min(
+      ...outcomes.filter((outcome) => outcome.response.status !== 503).map((outcome) => outcome.ms),
+    );
     for (const { response, ms } of refused) {
       expect(ms).toBeLessThan(firstRead);
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -63,7 +73,11 @@ describe("503 overloaded", () => {
     const limited = responses.filter((response) => response.status === 429);
     // The four in flight are answered, refused by the instance's admission control, or (on a busy machine) out of this
     // file's short deadline — never charged unless answered.
-    expect(responses.filter((response) => response.status === 503 || response.status === 504).length + ok.length + limited.length).toBe(8);
+    expect(
+      responses.filter((response) => response.status === 503 || response.status === 504).length +
+        ok.length +
+        limited.length,
+    ).toBe(8);
     expect(limited.length).toBeGreaterThanOrEqual(3);
     for (const response of limited) {
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

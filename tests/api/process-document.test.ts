@@ -67,7 +67,12 @@ describe("processDocument", () => {
   it("returns the response body and the balance, with processingTime from receivedAt", async () => {
     const account = await createAccount(5);
     const receivedAt = Date.now() - 250;
-    const result = await processDocument({ body: { image: tinyPng("MCP 5").toString("base64") }, account, requestId: requestId(), receivedAt });
+    const result = await processDocument({
+      body: { image: tinyPng("MCP 5").toString("base64") },
+      account,
+      requestId: requestId(),
+      receivedAt,
+    });
     const response = ocrResponseSchema.strict().parse(result.response);
     expect(response).toMatchObject({ userId: account.userId, inputSource: "base64", creditsUsed: 1, pageCount: 1 });
     expect(response.processingTime).toBeGreaterThanOrEqual(250);
@@ -77,8 +82,14 @@ describe("processDocument", () => {
 
   it("validates its input like the route does (the MCP tool gets the same 400s)", async () => {
     const account = await createAccount(5);
-    await expectCode({ body: { image: "AAAA", imageUrl: "https://files.example/a.png" }, account, requestId: requestId() }, "invalid_request");
-    await expectCode({ body: { image: "AAAA", options: { format: "docx" as "text" } }, account, requestId: requestId() }, "invalid_request");
+    await expectCode(
+      { body: { image: "AAAA", imageUrl: "https://files.example/a.png" }, account, requestId: requestId() },
+      "invalid_request",
+    );
+    await expectCode(
+      { body: { image: "AAAA", options: { format: "docx" as "text" } }, account, requestId: requestId() },
+      "invalid_request",
+    );
     expect(await account.balance()).toBe(5);
   });
 
@@ -86,7 +97,10 @@ describe("processDocument", () => {
     const account = await createAccount(5);
     const id = requestId();
     const stopped = pool.stats().stopped.timeout;
-    await expectCode({ body: { image: base64Of(SLOW) }, account, requestId: id, pool, deadline: Date.now() + 2_000 }, "timeout");
+    await expectCode(
+      { body: { image: base64Of(SLOW) }, account, requestId: id, pool, deadline: Date.now() + 2_000 },
+      "timeout",
+    );
     expect(pool.stats().stopped.timeout).toBe(stopped + 1);
     expect(await account.balance()).toBe(5);
     const { entries } = await listLedger(account.userId);
@@ -99,7 +113,10 @@ describe("processDocument", () => {
   it("a deadline already past → 504 before anything is charged or recognized", async () => {
     const account = await createAccount(5);
     const before = pool.stats();
-    await expectCode({ body: { image: base64Of("small-text.png") }, account, requestId: requestId(), pool, deadline: Date.now() - 1 }, "timeout");
+    await expectCode(
+      { body: { image: base64Of("small-text.png") }, account, requestId: requestId(), pool, deadline: Date.now() - 1 },
+      "timeout",
+    );
     expect(pool.stats()).toMatchObject({ completed: before.completed, stopped: before.stopped });
     const { entries } = await listLedger(account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
@@ -118,7 +135,10 @@ describe("processDocument", () => {
   it("engine errors answer with the API's codes and the request's field names, before anything is charged", async () => {
     const account = await createAccount(5);
     const pdf = base64Of("born-digital.pdf");
-    const missing = await expectCode({ body: { image: pdf, options: { pages: "9" } }, account, requestId: requestId(), pool }, "invalid_request");
+    const missing = await expectCode(
+      { body: { image: pdf, options: { pages: "9" } }, account, requestId: requestId(), pool },
+      "invalid_request",
+    );
     expect(missing.message).toBe("options.pages: page 9 does not exist; the document has 3 pages");
     const language = await expectCode(
       { body: { image: pdf, options: { language: "eng+fra+deu+spa" } }, account, requestId: requestId(), pool },
@@ -131,7 +151,10 @@ describe("processDocument", () => {
   it("402 before any OCR: nothing recognized, nothing charged", async () => {
     const account = await createAccount(2);
     const ocrJobs = pool.stats().completed;
-    const error = await expectCode({ body: { image: base64Of("scanned-3.pdf") }, account, requestId: requestId(), pool }, "insufficient_credits");
+    const error = await expectCode(
+      { body: { image: base64Of("scanned-3.pdf") }, account, requestId: requestId(), pool },
+      "insufficient_credits",
+    );
     expect(error.message).toMatch(/needs 3 credits \(3 pages\) and the balance is 2/);
     expect(error.headers["x-credits-remaining"]).toBe("2");
     // The PDF was inspected (its page count), but no page went to an OCR process.
@@ -144,16 +167,21 @@ describe("processDocument", () => {
     vi.mocked(ocr.render).mockImplementationOnce(() => {
       throw new TypeError("renderer bug");
     });
-    const outcome = await processDocument({ body: { image: tinyPng().toString("base64") }, account, requestId: requestId() }).catch(
-      (error: unknown) => error,
-    );
+    const outcome = await processDocument({
+      body: { image: tinyPng().toString("base64") },
+      account,
+      requestId: requestId(),
+    }).catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(TypeError);
     expect(await account.balance()).toBe(5);
   });
 
   it("cheap checks fail before the reservation: 415 leaves no ledger entry", async () => {
     const account = await createAccount(5);
-    await expectCode({ body: { image: base64Of("hostile/gif.gif") }, account, requestId: requestId() }, "unsupported_media_type");
+    await expectCode(
+      { body: { image: base64Of("hostile/gif.gif") }, account, requestId: requestId() },
+      "unsupported_media_type",
+    );
     const { entries } = await listLedger(account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
   });
@@ -187,15 +215,28 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
   it("hocr, alto and tsv come in extractedText, charged as any format", async () => {
     const account = await createAccount(5);
     const image = tinyPng("FORMATS 23").toString("base64");
-    const heads = { hocr: /^<\?xml[^]*class="ocr_page"[^]*FORMATS/, alto: /^<\?xml[^]*<alto [^]*CONTENT="FORMATS"/, tsv: /^level\tpage_num\t[^]*\tFORMATS\n/ };
+    const heads = {
+      hocr: /^<\?xml[^]*class="ocr_page"[^]*FORMATS/,
+      alto: /^<\?xml[^]*<alto [^]*CONTENT="FORMATS"/,
+      tsv: /^level\tpage_num\t[^]*\tFORMATS\n/,
+    };
     for (const [format, pattern] of Object.entries(heads) as Array<["hocr" | "alto" | "tsv", RegExp]>) {
-      const { response } = await processDocument({ body: { image, options: { format } }, account, requestId: requestId(), pool });
+      const { response } = await processDocument({
+        body: { image, options: { format } },
+        account,
+        requestId: requestId(),
+        pool,
+      });
       expect(response.extractedText).toMatch(pattern);
       expect(response.creditsUsed).toBe(1);
     }
     expect(await account.balance()).toBe(2);
     const { entries } = await listLedger(account.userId);
-    expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.format)).toEqual(["tsv", "alto", "hocr"]);
+    expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.format)).toEqual([
+      "tsv",
+      "alto",
+      "hocr",
+    ]);
   });
 
   it("pdf: the searchable PDF as base64, one credit for the page", async () => {
@@ -220,7 +261,12 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     vi.mocked(ocr.renderSearchablePdf).mockResolvedValueOnce(new Uint8Array(MAX_SYNC_PDF_BYTES + 1));
     const id = requestId();
     const error = await expectCode(
-      { body: { image: tinyPng("BIG PDF").toString("base64"), options: { format: "pdf" } }, account, requestId: id, pool },
+      {
+        body: { image: tinyPng("BIG PDF").toString("base64"), options: { format: "pdf" } },
+        account,
+        requestId: id,
+        pool,
+      },
       "payload_too_large",
     );
     expect(error.message).toMatch(/The searchable PDF is 3\.0 MB[^]*POST \/api\/ocr\/jobs/);
@@ -250,4 +296,3 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     expect(await account.balance()).toBe(5);
   });
 });
-

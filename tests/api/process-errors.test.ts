@@ -51,23 +51,40 @@ describe("fromEngineError: the wording names the request's fields", () => {
   });
 
   it("a language: options.language", () => {
-    expect(mapped("too_many_languages", "at most 3 languages at once").message).toBe("options.language: at most 3 languages at once");
+    expect(mapped("too_many_languages", "at most 3 languages at once").message).toBe(
+      "options.language: at most 3 languages at once",
+    );
   });
 
   it("too many pages in the whole document: how to choose some", () => {
-    const error = mapped("too_many_pages", "The document has 60 pages and at most 50 are read per request", { limit: 50 });
+    const error = mapped("too_many_pages", "The document has 60 pages and at most 50 are read per request", {
+      limit: 50,
+    });
     expect(error.message).toBe(
       'The document has 60 pages and at most 50 are read per request; choose pages with options.pages (e.g. "1-50"), ' +
         "or send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)",
     );
     // A job's own limit names no jobs route.
-    expect(fromEngineError(new OcrError("too_many_pages", "The document has 2100 pages and at most 2000 are read per request", { limit: 2000 }), { job: true })).toMatchObject({
-      message: 'The document has 2100 pages and at most 2000 are read per request; choose pages with options.pages (e.g. "1-2000")',
+    expect(
+      fromEngineError(
+        new OcrError("too_many_pages", "The document has 2100 pages and at most 2000 are read per request", {
+          limit: 2000,
+        }),
+        { job: true },
+      ),
+    ).toMatchObject({
+      message:
+        'The document has 2100 pages and at most 2000 are read per request; choose pages with options.pages (e.g. "1-2000")',
     });
   });
 
   it("too many pages in a selection: the selection", () => {
-    const error = mapped("too_many_pages", "The selection has more than 50 pages, the limit per request", { limit: 50 }, "1-51");
+    const error = mapped(
+      "too_many_pages",
+      "The selection has more than 50 pages, the limit per request",
+      { limit: 50 },
+      "1-51",
+    );
     expect(error.message).toBe(
       "options.pages selects more than 50 pages, the limit per request; send it as an asynchronous job instead (POST /api/ocr/jobs, or this route with Prefer: respond-async)",
     );

@@ -36,7 +36,13 @@ describe("POST /api/ocr/process (redis store)", () => {
     it("text: an image", async () => {
       const account = await createAccount(10);
       const body = await expectOcrOk(await callOcr({ image: png }, { key: account.key }));
-      expect(body).toMatchObject({ success: true, userId: account.userId, inputSource: "base64", creditsUsed: 1, pageCount: 1 });
+      expect(body).toMatchObject({
+        success: true,
+        userId: account.userId,
+        inputSource: "base64",
+        creditsUsed: 1,
+        pageCount: 1,
+      });
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
       expect(body.confidence).toBeGreaterThan(80);
       expect(body.confidence).toBeLessThanOrEqual(100);
@@ -64,7 +70,9 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("markdown: an image", async () => {
       const account = await createAccount(10);
-      const body = await expectOcrOk(await callOcr({ image: png, options: { format: "markdown" } }, { key: account.key }));
+      const body = await expectOcrOk(
+        await callOcr({ image: png, options: { format: "markdown" } }, { key: account.key }),
+      );
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
       expect(body.creditsUsed).toBe(1);
     });
@@ -93,14 +101,16 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("markdown: a PDF, with headings and page rules", async () => {
       const account = await createAccount(10);
-      const body = await expectOcrOk(await callOcr({ image: pdf, options: { format: "markdown" } }, { key: account.key }));
+      const body = await expectOcrOk(
+        await callOcr({ image: pdf, options: { format: "markdown" } }, { key: account.key }),
+      );
       expect(body.extractedText.split("\n\n---\n\n")).toHaveLength(3);
       expect(body.extractedText).toMatch(/^#+ Introduction$/m);
       const plain = body.extractedText.replace(/^#+ /gm, "").replace(/^---$/gm, "");
       expect(characterErrorRate(plain, groundTruth("born-digital.pdf"))).toBeLessThan(PDF_CER);
     });
 
-    it("options.pages: \"2\" of the 3-page PDF reads and charges one page", async () => {
+    it('options.pages: "2" of the 3-page PDF reads and charges one page', async () => {
       const account = await createAccount(10);
       const body = await expectOcrOk(await callOcr({ image: pdf, options: { pages: "2" } }, { key: account.key }));
       expect(body).toMatchObject({ creditsUsed: 1, pageCount: 3 });
@@ -127,7 +137,11 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("fetches imageUrl: inputSource url", async () => {
       const account = await createAccount(10);
-      server.use(http.get("https://files.example/scans/receipt.png", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("small-text.png"))));
+      server.use(
+        http.get("https://files.example/scans/receipt.png", () =>
+          HttpResponse.arrayBuffer(fixtureArrayBuffer("small-text.png")),
+        ),
+      );
       const body = await expectOcrOk(
         await callOcr({ imageUrl: "https://files.example/scans/receipt.png?token=secret" }, { key: account.key }),
       );
@@ -140,10 +154,16 @@ describe("POST /api/ocr/process (redis store)", () => {
       const account = await createAccount(10);
       const shadowed = await callOcr(
         { image: "AAAA" },
-        { key: "ocr_wrongwrongwrongwrongwrongwrongwrongwrongwrong", headers: { authorization: `Bearer ${account.key}` } },
+        {
+          key: "ocr_wrongwrongwrongwrongwrongwrongwrongwrongwrong",
+          headers: { authorization: `Bearer ${account.key}` },
+        },
       );
       await expectApiError(shadowed, "unauthorized", /Invalid or revoked/);
-      const query = await callOcr({ image: "AAAA" }, { key: null, url: `http://localhost:3000/api/ocr/process?api_key=${account.key}` });
+      const query = await callOcr(
+        { image: "AAAA" },
+        { key: null, url: `http://localhost:3000/api/ocr/process?api_key=${account.key}` },
+      );
       await expectApiError(query, "unauthorized", /Missing API key/);
       const basic = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: "Basic dXNlcjpwYXNz" } });
       await expectApiError(basic, "unauthorized", /Unsupported Authorization scheme "Basic"/);
@@ -152,7 +172,10 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("a malformed Authorization header is named as such, not reported as a missing key", async () => {
       const account = await createAccount(10);
-      const extra = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: `Bearer ${account.key} extra` } });
+      const extra = await callOcr(
+        { image: "AAAA" },
+        { key: null, headers: { authorization: `Bearer ${account.key} extra` } },
+      );
       await expectApiError(extra, "unauthorized", /Malformed Authorization header: expected exactly "Bearer <key>"/);
       expect(extra.headers.get("www-authenticate")).toMatch(/^Bearer/);
       const bare = await callOcr({ image: "AAAA" }, { key: null, headers: { authorization: "Bearer" } });
@@ -252,19 +275,28 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("415 unsupported_media_type: a GIF", async () => {
       const account = await createAccount(10);
-      await expectApiError(await callOcr({ image: base64Of("hostile/gif.gif") }, { key: account.key }), "unsupported_media_type");
+      await expectApiError(
+        await callOcr({ image: base64Of("hostile/gif.gif") }, { key: account.key }),
+        "unsupported_media_type",
+      );
       expect(await account.balance()).toBe(10);
     });
 
     it("422 unreadable_document: a truncated PDF", async () => {
       const account = await createAccount(10);
-      await expectApiError(await callOcr({ image: base64Of("hostile/truncated.pdf") }, { key: account.key }), "unreadable_document");
+      await expectApiError(
+        await callOcr({ image: base64Of("hostile/truncated.pdf") }, { key: account.key }),
+        "unreadable_document",
+      );
       expect(await account.balance()).toBe(10);
     });
 
     it("422 unreadable_document: a truncated PNG found only while decoding is refunded", async () => {
       const account = await createAccount(10);
-      await expectApiError(await callOcr({ image: base64Of("hostile/truncated.png") }, { key: account.key }), "unreadable_document");
+      await expectApiError(
+        await callOcr({ image: base64Of("hostile/truncated.png") }, { key: account.key }),
+        "unreadable_document",
+      );
       expect(await account.balance()).toBe(10);
       await expectLedgerConsistent(account);
     });
@@ -273,7 +305,10 @@ describe("POST /api/ocr/process (redis store)", () => {
       const account = await createAccount(10);
       const headers = { "idempotency-key": "mismatch-1" };
       await expectOcrOk(await callOcr({ image: base64Of("small-text.png") }, { key: account.key, headers }));
-      const response = await callOcr({ image: base64Of("small-text.png"), options: { format: "json" } }, { key: account.key, headers });
+      const response = await callOcr(
+        { image: base64Of("small-text.png"), options: { format: "json" } },
+        { key: account.key, headers },
+      );
       await expectApiError(response, "idempotency_mismatch", /different request body/);
       expect(await account.balance()).toBe(9);
     });
@@ -320,7 +355,10 @@ describe("POST /api/ocr/process (redis store)", () => {
             return HttpResponse.arrayBuffer(fixtureArrayBuffer("small-text.png"));
           }),
         );
-        await expectApiError(await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }), "timeout");
+        await expectApiError(
+          await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }),
+          "timeout",
+        );
         expect(await account.balance()).toBe(10);
       } finally {
         restore();
@@ -416,7 +454,10 @@ describe("POST /api/ocr/process (redis store)", () => {
     it("a malformed Idempotency-Key is a 400", async () => {
       const account = await createAccount(10);
       await expectApiError(
-        await callOcr({ image: base64Of("small-text.png") }, { key: account.key, headers: { "idempotency-key": "x".repeat(300) } }),
+        await callOcr(
+          { image: base64Of("small-text.png") },
+          { key: account.key, headers: { "idempotency-key": "x".repeat(300) } },
+        ),
         "invalid_request",
         /Idempotency-Key/,
       );
@@ -433,7 +474,11 @@ describe("POST /api/ocr/process (redis store)", () => {
         fingerprint: fingerprintRequest(["POST", "/api/ocr/process", new TextEncoder().encode(raw)]),
       });
       expect(claim.status).toBe("claimed");
-      const response = await callOcr(undefined, { key: account.key, raw, headers: { "idempotency-key": "pre-claimed" } });
+      const response = await callOcr(undefined, {
+        key: account.key,
+        raw,
+        headers: { "idempotency-key": "pre-claimed" },
+      });
       await expectApiError(response, "conflict");
     });
   });

@@ -25,14 +25,27 @@ describe("sample documents", () => {
     const account = await createAccount(10);
     const body = await expectOcrOk(await callOcr({ image: read(file).toString("base64") }, { key: account.key }));
     expect(body.creditsUsed).toBe(pages);
-    expect(characterErrorRate(body.extractedText.replaceAll("\f", "\n"), read(truth).toString("utf8"))).toBeLessThan(maxCer);
+    expect(characterErrorRate(body.extractedText.replaceAll("\f", "\n"), read(truth).toString("utf8"))).toBeLessThan(
+      maxCer,
+    );
   });
 
   it("scan.png (an invoice) in Markdown keeps its item rows and header lines apart, as its text does", async () => {
     const account = await createAccount(10);
-    const body = await expectOcrOk(await callOcr({ image: read("scan.png").toString("base64"), options: { format: "markdown" } }, { key: account.key }));
+    const body = await expectOcrOk(
+      await callOcr(
+        { image: read("scan.png").toString("base64"), options: { format: "markdown" } },
+        { key: account.key },
+      ),
+    );
     const lines = body.extractedText.split("\n").map((line) => line.trimEnd());
-    for (const line of ["Paper A4, 5 reams 24.50", "Ink cartridges, 2 pieces 38.00", "Desk lamp 19.90", "Invoice 2026-0417", "Date: 12 March 2026"]) {
+    for (const line of [
+      "Paper A4, 5 reams 24.50",
+      "Ink cartridges, 2 pieces 38.00",
+      "Desk lamp 19.90",
+      "Invoice 2026-0417",
+      "Date: 12 March 2026",
+    ]) {
       expect(lines, line).toContain(line);
     }
   });
@@ -41,7 +54,9 @@ describe("sample documents", () => {
     const documents = ["README.md", ...fs.readdirSync(path.join(ROOT, "docs")).map((name) => `docs/${name}`)];
     const named = new Set<string>();
     for (const document of documents) {
-      for (const match of fs.readFileSync(path.join(ROOT, document), "utf8").matchAll(/(?:public)?\/samples\/([\w.-]+\.\w+)/g)) {
+      for (const match of fs
+        .readFileSync(path.join(ROOT, document), "utf8")
+        .matchAll(/(?:public)?\/samples\/([\w.-]+\.\w+)/g)) {
         named.add(match[1]!);
       }
     }

@@ -34,7 +34,13 @@ export const ENDPOINT = "http://localhost:3000/api/ocr/process";
  */
 export type StoreKind = "memory" | "redis";
 
-const STORE_VARIABLES = ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"];
+const STORE_VARIABLES = [
+  "REDIS_URL",
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "KV_REST_API_URL",
+  "KV_REST_API_TOKEN",
+];
 
 /**
  * Point `getStore()` at the memory store or at the test Redis (fresh prefix, deleted afterwards) for the tests of
@@ -105,7 +111,10 @@ export interface CallOptions {
   url?: string;
 }
 
-export function ocrRequest(body: unknown, { key, headers = {}, method = "POST", raw, url = ENDPOINT }: CallOptions = {}): Request {
+export function ocrRequest(
+  body: unknown,
+  { key, headers = {}, method = "POST", raw, url = ENDPOINT }: CallOptions = {},
+): Request {
   const init: RequestInit & { duplex?: "half" } = {
     method,
     headers: { "content-type": "application/json", ...(key ? { "x-api-key": key } : {}), ...headers },

@@ -66,18 +66,28 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
     expect(second).toMatchObject({ creditsUsed: 1, pageCount: 3 });
     expect(characterErrorRate(second.extractedText, truths[1]!)).toBeLessThan(CER);
     expect(await getBalance(account.userId)).toBe(6);
-    await expectApiError(await callOcr({ image: tiff, options: { pages: "4" } }, { key: account.key }), "invalid_request", /page 4 does not exist/);
+    await expectApiError(
+      await callOcr({ image: tiff, options: { pages: "4" } }, { key: account.key }),
+      "invalid_request",
+      /page 4 does not exist/,
+    );
   });
 
   it("hOCR, ALTO, TSV and the searchable PDF on TIFF pages: one page each, the fax page sized by its resolution", async () => {
     const account = await createAccount(20);
     const tiff = fixture("tiff/three-pages.tif").toString("base64");
-    const hocr = await expectOcrOk(await callOcr({ image: tiff, options: { format: "hocr", pages: "1-2" } }, { key: account.key }));
+    const hocr = await expectOcrOk(
+      await callOcr({ image: tiff, options: { format: "hocr", pages: "1-2" } }, { key: account.key }),
+    );
     expect(hocr.extractedText.match(/class="ocr_page"/g)).toHaveLength(2);
     expect(hocr.extractedText).toContain("Methods");
-    const alto = await expectOcrOk(await callOcr({ image: tiff, options: { format: "alto", pages: "3" } }, { key: account.key }));
+    const alto = await expectOcrOk(
+      await callOcr({ image: tiff, options: { format: "alto", pages: "3" } }, { key: account.key }),
+    );
     expect(alto.extractedText).toMatch(/<Page [^>]*PHYSICAL_IMG_NR="3"/);
-    const tsv = await expectOcrOk(await callOcr({ image: tiff, options: { format: "tsv", pages: "1" } }, { key: account.key }));
+    const tsv = await expectOcrOk(
+      await callOcr({ image: tiff, options: { format: "tsv", pages: "1" } }, { key: account.key }),
+    );
     expect(tsv.extractedText).toContain("Introduction");
 
     const pdf = await expectOcrOk(await callOcr({ image: tiff, options: { format: "pdf" } }, { key: account.key }));
@@ -89,16 +99,28 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
     // 1500 × 300 pixels at 300 dpi: 360 × 72 points.
     expect(execFileSync("pdfinfo", [pdfFile], { encoding: "utf8" })).toMatch(/Page size:\s+360 x 72 pts/);
 
-    const fax = await expectOcrOk(await callOcr({ image: committed("paragraph-g3-fax.tif").toString("base64"), options: { format: "pdf" } }, { key: account.key }));
+    const fax = await expectOcrOk(
+      await callOcr(
+        { image: committed("paragraph-g3-fax.tif").toString("base64"), options: { format: "pdf" } },
+        { key: account.key },
+      ),
+    );
     const faxFile = tempPdf(Buffer.from(fax.extractedText, "base64"));
     // 1500 × 144 pixels at 204 × 98 dpi: 529.4 × 105.8 points, the page as the letter it was.
-    expect(execFileSync("pdfinfo", [faxFile], { encoding: "utf8" })).toMatch(/Page size:\s+529\.41\d* x 105\.79\d* pts/);
-    expect(characterErrorRate(execFileSync("pdftotext", [faxFile, "-"], { encoding: "utf8" }), paragraph)).toBeLessThan(CER);
+    expect(execFileSync("pdfinfo", [faxFile], { encoding: "utf8" })).toMatch(
+      /Page size:\s+529\.41\d* x 105\.79\d* pts/,
+    );
+    expect(characterErrorRate(execFileSync("pdftotext", [faxFile, "-"], { encoding: "utf8" }), paragraph)).toBeLessThan(
+      CER,
+    );
   });
 
   it("a TIFF declaring 100 000 × 100 000 pixels: 413 from its directory, before decoding, nothing charged", async () => {
     const account = await createAccount(5);
-    const response = await callOcr({ image: fixture("hostile/huge-header.tif").toString("base64") }, { key: account.key });
+    const response = await callOcr(
+      { image: fixture("hostile/huge-header.tif").toString("base64") },
+      { key: account.key },
+    );
     await expectApiError(response, "payload_too_large", /page 1 is 100000×100000 pixels; the limit is 50 megapixels/);
     expect(await getBalance(account.userId)).toBe(5);
   });
@@ -110,18 +132,48 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       "unreadable_document",
       /TIFF file is truncated or corrupt/,
     );
-    const jp2 = writeTiff([{ width: 8, height: 8, data: new Uint8Array(64), bitsPerSample: 8, samplesPerPixel: 1, photometric: 1, compression: 1, declared: { compression: 34712 } }]);
-    await expectApiError(await callOcr({ image: Buffer.from(jp2).toString("base64") }, { key: account.key }), "unsupported_media_type", /compressed with method 34712/);
+    const jp2 = writeTiff([
+      {
+        width: 8,
+        height: 8,
+        data: new Uint8Array(64),
+        bitsPerSample: 8,
+        samplesPerPixel: 1,
+        photometric: 1,
+        compression: 1,
+        declared: { compression: 34712 },
+      },
+    ]);
+    await expectApiError(
+      await callOcr({ image: Buffer.from(jp2).toString("base64") }, { key: account.key }),
+      "unsupported_media_type",
+      /compressed with method 34712/,
+    );
     const bigTiff = Buffer.from([0x49, 0x49, 0x2b, 0x00, 0x08, 0x00, 0x00, 0x00, 0x10, 0, 0, 0, 0, 0, 0, 0]);
-    await expectApiError(await callOcr({ image: bigTiff.toString("base64") }, { key: account.key }), "unsupported_media_type");
+    await expectApiError(
+      await callOcr({ image: bigTiff.toString("base64") }, { key: account.key }),
+      "unsupported_media_type",
+    );
     expect(await getBalance(account.userId)).toBe(5);
   });
 
   it("more TIFF pages than one request reads: 413 pointing to options.pages and the jobs", async () => {
     const account = await createAccount(100);
-    const page = { width: 16, height: 16, data: new Uint8Array(256).fill(255), bitsPerSample: 8, samplesPerPixel: 1, photometric: 1, compression: 8 } as const;
+    const page = {
+      width: 16,
+      height: 16,
+      data: new Uint8Array(256).fill(255),
+      bitsPerSample: 8,
+      samplesPerPixel: 1,
+      photometric: 1,
+      compression: 8,
+    } as const;
     const many = writeTiff(Array.from({ length: 51 }, () => page));
-    await expectApiError(await callOcr({ image: Buffer.from(many).toString("base64") }, { key: account.key }), "payload_too_large", /51 pages.*asynchronous job/);
+    await expectApiError(
+      await callOcr({ image: Buffer.from(many).toString("base64") }, { key: account.key }),
+      "payload_too_large",
+      /51 pages.*asynchronous job/,
+    );
     expect(await getBalance(account.userId)).toBe(100);
   });
 });

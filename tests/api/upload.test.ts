@@ -9,7 +9,16 @@ import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { createTestPool } from "../support/ocr";
 import { phonePhoto } from "../support/phone-photo";
-import { createAccount, expectApiError, expectOcrOk, fixture, groundTruth, setEnv, withStore, type TestAccount } from "./support";
+import {
+  createAccount,
+  expectApiError,
+  expectOcrOk,
+  fixture,
+  groundTruth,
+  setEnv,
+  withStore,
+  type TestAccount,
+} from "./support";
 
 /*
  * Issue 29 point 8: the files people have. A phone-photo sized JPEG (3.7 MB, over the old 3 MB inline limit) sent as
@@ -32,7 +41,12 @@ const ROUTES: Route[] = [
   { name: "POST /api/ocr/jobs", url: JOBS, post: (req) => jobsRoute.POST(req) },
 ];
 
-function multipart(url: string, key: string, fields: Record<string, string | Blob>, headers: Record<string, string> = {}): Request {
+function multipart(
+  url: string,
+  key: string,
+  fields: Record<string, string | Blob>,
+  headers: Record<string, string> = {},
+): Request {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) {
     if (typeof value === "string") form.append(name, value);
@@ -43,7 +57,11 @@ function multipart(url: string, key: string, fields: Record<string, string | Blo
 }
 
 function raw(url: string, key: string, body: BodyInit, type: string, headers: Record<string, string> = {}): Request {
-  const init: RequestInit & { duplex?: "half" } = { method: "POST", headers: { "x-api-key": key, "content-type": type, ...headers }, body };
+  const init: RequestInit & { duplex?: "half" } = {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": type, ...headers },
+    body,
+  };
   if (body instanceof ReadableStream) init.duplex = "half";
   return new Request(url, init);
 }
@@ -51,15 +69,18 @@ function raw(url: string, key: string, body: BodyInit, type: string, headers: Re
 /** A body that streams `total` bytes of a JPEG's start and noise, counting what the server pulled. */
 function countedStream(total: number, chunk = 64 * 1024): { stream: ReadableStream<Uint8Array>; pulled: () => number } {
   let sent = 0;
-  const stream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (sent >= total) return controller.close();
-      const bytes = new Uint8Array(Math.min(chunk, total - sent)).fill(0x41);
-      if (sent === 0) bytes.set([0xff, 0xd8, 0xff, 0xe0]);
-      sent += bytes.byteLength;
-      controller.enqueue(bytes);
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (sent >= total) return controller.close();
+        const bytes = new Uint8Array(Math.min(chunk, total - sent)).fill(0x41);
+        if (sent === 0) bytes.set([0xff, 0xd8, 0xff, 0xe0]);
+        sent += bytes.byteLength;
+        controller.enqueue(bytes);
+      },
     },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
   return { stream, pulled: () => sent };
 }
 
@@ -93,9 +114,15 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     let view = jobViewSchema.parse(JSON.parse(body));
     while (view.status === "queued" || view.status === "running") {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      view = jobViewSchema.parse(await (await jobRoute.GET(new Request(`${BASE}${view.links.self}`, { headers: { "x-api-key": account.key } }))).json());
+      view = jobViewSchema.parse(
+        await (
+          await jobRoute.GET(new Request(`${BASE}${view.links.self}`, { headers: { "x-api-key": account.key } }))
+        ).json(),
+      );
     }
-    const result = await resultRoute.GET(new Request(`${BASE}${view.links.result}`, { headers: { "x-api-key": account.key } }));
+    const result = await resultRoute.GET(
+      new Request(`${BASE}${view.links.result}`, { headers: { "x-api-key": account.key } }),
+    );
     return { view, text: jobResultSchema.parse(await result.json()).extractedText };
   }
 
@@ -106,7 +133,9 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
 
   it("POST /api/ocr/process, multipart `file` with a `format` field: 200, read, one credit, inputSource upload", async () => {
     const account = await createAccount(5);
-    const response = await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([photo], { type: "image/jpeg" }), format: "text" }));
+    const response = await processRoute.POST(
+      multipart(PROCESS, account.key, { file: new Blob([photo], { type: "image/jpeg" }), format: "text" }),
+    );
     const body = await expectOcrOk(response);
     expect(body).toMatchObject({ inputSource: "upload", creditsUsed: 1, pageCount: 1 });
     expect(characterErrorRate(body.extractedText, truth)).toBeLessThan(CER);
@@ -115,26 +144,40 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
 
   it("POST /api/ocr/process, the JPEG as the raw body, options in the query: 200, read, one credit", async () => {
     const account = await createAccount(5);
-    const response = await processRoute.POST(raw(`${PROCESS}?format=markdown&language=eng`, account.key, photo as BodyInit, "image/jpeg"));
+    const response = await processRoute.POST(
+      raw(`${PROCESS}?format=markdown&language=eng`, account.key, photo as BodyInit, "image/jpeg"),
+    );
     const body = await expectOcrOk(response);
     expect(body).toMatchObject({ inputSource: "upload", creditsUsed: 1 });
     expect(characterErrorRate(body.extractedText, truth)).toBeLessThan(CER);
     // application/octet-stream: the bytes alone decide.
-    const generic = await expectOcrOk(await processRoute.POST(raw(PROCESS, account.key, bytesOf("paragraph.png") as BodyInit, "application/octet-stream")));
+    const generic = await expectOcrOk(
+      await processRoute.POST(
+        raw(PROCESS, account.key, bytesOf("paragraph.png") as BodyInit, "application/octet-stream"),
+      ),
+    );
     expect(characterErrorRate(generic.extractedText, truth)).toBeLessThan(CER);
     expect(await account.balance()).toBe(3);
   });
 
   it("POST /api/ocr/jobs, multipart and raw body: 202, the job reads the photo, one credit each", async () => {
     const account = await createAccount(5);
-    const viaForm = await jobText(account, await jobsRoute.POST(multipart(JOBS, account.key, { file: new Blob([photo]), pages: "1" })));
+    const viaForm = await jobText(
+      account,
+      await jobsRoute.POST(multipart(JOBS, account.key, { file: new Blob([photo]), pages: "1" })),
+    );
     expect(viaForm.view).toMatchObject({ status: "succeeded", inputSource: "upload", creditsUsed: 1 });
     expect(characterErrorRate(viaForm.text, truth)).toBeLessThan(CER);
-    const viaBody = await jobText(account, await jobsRoute.POST(raw(`${JOBS}?format=text`, account.key, photo as BodyInit, "image/jpeg")));
+    const viaBody = await jobText(
+      account,
+      await jobsRoute.POST(raw(`${JOBS}?format=text`, account.key, photo as BodyInit, "image/jpeg")),
+    );
     expect(viaBody.view).toMatchObject({ status: "succeeded", inputSource: "upload", creditsUsed: 1 });
     expect(characterErrorRate(viaBody.text, truth)).toBeLessThan(CER);
     // Prefer: respond-async on /api/ocr/process takes the same forms.
-    const preferred = await processRoute.POST(raw(PROCESS, account.key, bytesOf("paragraph.png") as BodyInit, "image/png", { prefer: "respond-async" }));
+    const preferred = await processRoute.POST(
+      raw(PROCESS, account.key, bytesOf("paragraph.png") as BodyInit, "image/png", { prefer: "respond-async" }),
+    );
     const viaPrefer = await jobText(account, preferred);
     expect(characterErrorRate(viaPrefer.text, truth)).toBeLessThan(CER);
     expect(await account.balance()).toBe(2);
@@ -145,8 +188,16 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
       const account = await createAccount(5);
       const restore = setEnv({ MAX_INLINE_BYTES: String(2 * 1024 * 1024) });
       try {
-        await expectApiError(await post(multipart(url, account.key, { file: new Blob([photo]) })), "payload_too_large", /2 MB, the limit for a file sent in the request.*imageUrl.*POST \/api\/ocr\/jobs/);
-        await expectApiError(await post(raw(url, account.key, photo as BodyInit, "image/jpeg")), "payload_too_large", /imageUrl/);
+        await expectApiError(
+          await post(multipart(url, account.key, { file: new Blob([photo]) })),
+          "payload_too_large",
+          /2 MB, the limit for a file sent in the request.*imageUrl.*POST \/api\/ocr\/jobs/,
+        );
+        await expectApiError(
+          await post(raw(url, account.key, photo as BodyInit, "image/jpeg")),
+          "payload_too_large",
+          /imageUrl/,
+        );
         // No Content-Length: counted while it streams, and the rest never pulled.
         const { stream, pulled } = countedStream(50 * 1024 * 1024);
         await expectApiError(await post(raw(url, account.key, stream, "image/jpeg")), "payload_too_large", /imageUrl/);
@@ -160,28 +211,75 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     it("415 for bytes that are not a document, whatever was declared; and for a Content-Type we do not take", async () => {
       const account = await createAccount(5);
       const gif = bytesOf("hostile/gif.gif");
-      await expectApiError(await post(raw(url, account.key, gif as BodyInit, "image/png")), "unsupported_media_type", /not a PDF, JPEG, PNG, WebP or TIFF.*declared image\/png/);
-      await expectApiError(await post(multipart(url, account.key, { file: new Blob(["just some text"], { type: "text/plain" }) })), "unsupported_media_type", /"file" field/);
-      await expectApiError(await post(raw(url, account.key, "hello", "text/plain")), "unsupported_media_type", /multipart\/form-data/);
+      await expectApiError(
+        await post(raw(url, account.key, gif as BodyInit, "image/png")),
+        "unsupported_media_type",
+        /not a PDF, JPEG, PNG, WebP or TIFF.*declared image\/png/,
+      );
+      await expectApiError(
+        await post(multipart(url, account.key, { file: new Blob(["just some text"], { type: "text/plain" }) })),
+        "unsupported_media_type",
+        /"file" field/,
+      );
+      await expectApiError(
+        await post(raw(url, account.key, "hello", "text/plain")),
+        "unsupported_media_type",
+        /multipart\/form-data/,
+      );
       await expectNothingCharged(account, 5);
     });
 
     it("400 for a wrong form: no file, file as text, unknown or repeated fields, an empty file, a bad option", async () => {
       const account = await createAccount(5);
       const png = new Blob([bytesOf("paragraph.png")], { type: "image/png" });
-      await expectApiError(await post(multipart(url, account.key, { format: "text" })), "invalid_request", /no "file" field/);
-      await expectApiError(await post(multipart(url, account.key, { file: "scan.pdf" })), "invalid_request", /holds text, not a file.*-F file=@/);
-      await expectApiError(await post(multipart(url, account.key, { file: png, image: "AAAA" })), "invalid_request", /Unknown form field "image"/);
+      await expectApiError(
+        await post(multipart(url, account.key, { format: "text" })),
+        "invalid_request",
+        /no "file" field/,
+      );
+      await expectApiError(
+        await post(multipart(url, account.key, { file: "scan.pdf" })),
+        "invalid_request",
+        /holds text, not a file.*-F file=@/,
+      );
+      await expectApiError(
+        await post(multipart(url, account.key, { file: png, image: "AAAA" })),
+        "invalid_request",
+        /Unknown form field "image"/,
+      );
       const twice = new FormData();
       twice.append("file", png, "a.png");
       twice.append("file", png, "b.png");
-      await expectApiError(await post(new Request(url, { method: "POST", headers: { "x-api-key": account.key }, body: twice })), "invalid_request", /"file" is sent more than once/);
-      await expectApiError(await post(multipart(url, account.key, { file: new Blob([]) })), "invalid_request", /empty/);
-      await expectApiError(await post(multipart(url, account.key, { file: png, format: "docx" })), "invalid_request", /format/);
-      await expectApiError(await post(raw(`${url}?fromat=text`, account.key, bytesOf("paragraph.png") as BodyInit, "image/png")), "invalid_request", /Unknown query parameter "fromat"/);
-      await expectApiError(await post(raw(url, account.key, new Uint8Array(0) as BodyInit, "image/png")), "invalid_request", /empty/);
       await expectApiError(
-        await post(raw(url, account.key, "--x\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nabc", "multipart/form-data; boundary=x")),
+        await post(new Request(url, { method: "POST", headers: { "x-api-key": account.key }, body: twice })),
+        "invalid_request",
+        /"file" is sent more than once/,
+      );
+      await expectApiError(await post(multipart(url, account.key, { file: new Blob([]) })), "invalid_request", /empty/);
+      await expectApiError(
+        await post(multipart(url, account.key, { file: png, format: "docx" })),
+        "invalid_request",
+        /format/,
+      );
+      await expectApiError(
+        await post(raw(`${url}?fromat=text`, account.key, bytesOf("paragraph.png") as BodyInit, "image/png")),
+        "invalid_request",
+        /Unknown query parameter "fromat"/,
+      );
+      await expectApiError(
+        await post(raw(url, account.key, new Uint8Array(0) as BodyInit, "image/png")),
+        "invalid_request",
+        /empty/,
+      );
+      await expectApiError(
+        await post(
+          raw(
+            url,
+            account.key,
+            '--x\r\nContent-Disposition: form-data; name="file"\r\n\r\nabc',
+            "multipart/form-data; boundary=x",
+          ),
+        ),
         "invalid_request",
         /could not be parsed/,
       );
@@ -210,15 +308,27 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     const account = await createAccount(5);
     const headers = { "idempotency-key": `upload-${Date.now()}` };
     const png = bytesOf("paragraph.png");
-    const first = await expectOcrOk(await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([png]), format: "text" }, headers)));
-    const again = await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([png]), format: "text" }, headers));
+    const first = await expectOcrOk(
+      await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([png]), format: "text" }, headers)),
+    );
+    const again = await processRoute.POST(
+      multipart(PROCESS, account.key, { file: new Blob([png]), format: "text" }, headers),
+    );
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await again.json()).toEqual(first);
-    await expectApiError(await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([png]), format: "markdown" }, headers)), "idempotency_mismatch");
+    await expectApiError(
+      await processRoute.POST(multipart(PROCESS, account.key, { file: new Blob([png]), format: "markdown" }, headers)),
+      "idempotency_mismatch",
+    );
     // A raw body's options are its query: another query is another request.
     const rawHeaders = { "idempotency-key": `raw-${Date.now()}` };
-    await expectOcrOk(await processRoute.POST(raw(`${PROCESS}?format=text`, account.key, png as BodyInit, "image/png", rawHeaders)));
-    await expectApiError(await processRoute.POST(raw(`${PROCESS}?format=json`, account.key, png as BodyInit, "image/png", rawHeaders)), "idempotency_mismatch");
+    await expectOcrOk(
+      await processRoute.POST(raw(`${PROCESS}?format=text`, account.key, png as BodyInit, "image/png", rawHeaders)),
+    );
+    await expectApiError(
+      await processRoute.POST(raw(`${PROCESS}?format=json`, account.key, png as BodyInit, "image/png", rawHeaders)),
+      "idempotency_mismatch",
+    );
     expect(await account.balance()).toBe(3);
   });
 });

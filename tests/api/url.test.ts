@@ -42,7 +42,9 @@ describe("imageUrl served by msw", () => {
         HttpResponse.arrayBuffer(fixtureArrayBuffer("paragraph.png"), { headers: { "content-type": "image/png" } }),
       ),
     );
-    const body = await expectOcrOk(await callOcr({ imageUrl: "https://files.example/share/abc" }, { key: account.key }));
+    const body = await expectOcrOk(
+      await callOcr({ imageUrl: "https://files.example/share/abc" }, { key: account.key }),
+    );
     expect(body).toMatchObject({ inputSource: "url", creditsUsed: 1, pageCount: 1 });
     expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
     expect(await account.balance()).toBe(9);
@@ -56,7 +58,10 @@ describe("imageUrl served by msw", () => {
       ),
     );
     const body = await expectOcrOk(
-      await callOcr({ imageUrl: "http://files.example/report", options: { pages: "3", format: "markdown" } }, { key: account.key }),
+      await callOcr(
+        { imageUrl: "http://files.example/report", options: { pages: "3", format: "markdown" } },
+        { key: account.key },
+      ),
     );
     expect(body).toMatchObject({ inputSource: "url", creditsUsed: 1, pageCount: 3 });
     expect(body.extractedText).toContain("Nothing here was scanned.");
@@ -66,14 +71,20 @@ describe("imageUrl served by msw", () => {
   it("404 → 502 fetch_failed", async () => {
     const account = await createAccount(10);
     server.use(http.get("https://files.example/gone.png", () => new HttpResponse(null, { status: 404 })));
-    await expectApiError(await callOcr({ imageUrl: "https://files.example/gone.png" }, { key: account.key }), "fetch_failed", /HTTP 404/);
+    await expectApiError(
+      await callOcr({ imageUrl: "https://files.example/gone.png" }, { key: account.key }),
+      "fetch_failed",
+      /HTTP 404/,
+    );
     expect(await account.balance()).toBe(10);
   });
 
   it("a redirect to a private address → 400, checked on every hop", async () => {
     const account = await createAccount(10);
     server.use(
-      http.get("https://files.example/to-intranet", () => HttpResponse.redirect("http://intranet.example/secret.png", 302)),
+      http.get("https://files.example/to-intranet", () =>
+        HttpResponse.redirect("http://intranet.example/secret.png", 302),
+      ),
       http.get("https://files.example/to-loopback", () => HttpResponse.redirect("http://127.0.0.1:8080/admin", 307)),
     );
     await expectApiError(
@@ -91,9 +102,16 @@ describe("imageUrl served by msw", () => {
 
   it("a redirect to this server's own sample URL → 400: only the URL sent is read from the server's files", async () => {
     const account = await createAccount(10);
-    server.use(http.get("https://files.example/to-own-sample", () => HttpResponse.redirect("http://127.0.0.1:3000/samples/scan.png", 302)));
+    server.use(
+      http.get("https://files.example/to-own-sample", () =>
+        HttpResponse.redirect("http://127.0.0.1:3000/samples/scan.png", 302),
+      ),
+    );
     await expectApiError(
-      await callOcr({ imageUrl: "https://files.example/to-own-sample" }, { key: account.key, headers: { host: "127.0.0.1:3000" } }),
+      await callOcr(
+        { imageUrl: "https://files.example/to-own-sample" },
+        { key: account.key, headers: { host: "127.0.0.1:3000" } },
+      ),
       "invalid_request",
       /not a public address \(after a redirect\)/,
     );
@@ -102,8 +120,18 @@ describe("imageUrl served by msw", () => {
 
   it("a private address or another scheme directly → 400", async () => {
     const account = await createAccount(10);
-    for (const imageUrl of ["http://intranet.example/a.png", "http://10.1.2.3/a.png", "http://[::1]/a.png", "file:///etc/passwd", "ftp://files.example/a.png"]) {
-      await expectApiError(await callOcr({ imageUrl }, { key: account.key }), "invalid_request", /not allowed|not a public/);
+    for (const imageUrl of [
+      "http://intranet.example/a.png",
+      "http://10.1.2.3/a.png",
+      "http://[::1]/a.png",
+      "file:///etc/passwd",
+      "ftp://files.example/a.png",
+    ]) {
+      await expectApiError(
+        await callOcr({ imageUrl }, { key: account.key }),
+        "invalid_request",
+        /not allowed|not a public/,
+      );
     }
     expect(await account.balance()).toBe(10);
   });
@@ -131,7 +159,11 @@ describe("imageUrl served by msw", () => {
         }),
       );
       for (const imageUrl of ["https://files.example/declared.png", "https://files.example/streamed.png"]) {
-        await expectApiError(await callOcr({ imageUrl }, { key: account.key }), "payload_too_large", /limit for URL files/);
+        await expectApiError(
+          await callOcr({ imageUrl }, { key: account.key }),
+          "payload_too_large",
+          /limit for URL files/,
+        );
       }
       expect(await account.balance()).toBe(10);
     } finally {
@@ -144,9 +176,16 @@ describe("imageUrl served by msw", () => {
     try {
       const account = await createAccount(10);
       server.use(
-        http.get("https://files.example/slow.png", () => new HttpResponse(stallingBody(fixture("small-text.png").subarray(0, 100), 2_000))),
+        http.get(
+          "https://files.example/slow.png",
+          () => new HttpResponse(stallingBody(fixture("small-text.png").subarray(0, 100), 2_000)),
+        ),
       );
-      await expectApiError(await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }), "fetch_failed", /timed out/);
+      await expectApiError(
+        await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }),
+        "fetch_failed",
+        /timed out/,
+      );
       expect(await account.balance()).toBe(10);
     } finally {
       restore();
@@ -160,15 +199,30 @@ describe("imageUrl served by msw", () => {
         HttpResponse.html("<!doctype html><title>Sign in</title>", { headers: { "content-type": "image/png" } }),
       ),
     );
-    await expectApiError(await callOcr({ imageUrl: "https://files.example/scan.png" }, { key: account.key }), "unsupported_media_type");
+    await expectApiError(
+      await callOcr({ imageUrl: "https://files.example/scan.png" }, { key: account.key }),
+      "unsupported_media_type",
+    );
     expect(await account.balance()).toBe(10);
   });
 
   it("too many redirects and an unknown host → 502", async () => {
     const account = await createAccount(10);
-    server.use(http.get("https://files.example/loop/:n", ({ params }) => HttpResponse.redirect(`https://files.example/loop/${Number(params.n) + 1}`, 302)));
-    await expectApiError(await callOcr({ imageUrl: "https://files.example/loop/0" }, { key: account.key }), "fetch_failed", /too many redirects/);
-    await expectApiError(await callOcr({ imageUrl: "https://nowhere.example/a.png" }, { key: account.key }), "fetch_failed", /could not resolve/);
+    server.use(
+      http.get("https://files.example/loop/:n", ({ params }) =>
+        HttpResponse.redirect(`https://files.example/loop/${Number(params.n) + 1}`, 302),
+      ),
+    );
+    await expectApiError(
+      await callOcr({ imageUrl: "https://files.example/loop/0" }, { key: account.key }),
+      "fetch_failed",
+      /too many redirects/,
+    );
+    await expectApiError(
+      await callOcr({ imageUrl: "https://nowhere.example/a.png" }, { key: account.key }),
+      "fetch_failed",
+      /could not resolve/,
+    );
     expect(await account.balance()).toBe(10);
   });
 
@@ -178,7 +232,10 @@ describe("imageUrl served by msw", () => {
     try {
       const account = await createAccount(10);
       server.use(http.get("https://files.example/private.png", () => new HttpResponse(null, { status: 403 })));
-      const response = await callOcr({ imageUrl: "https://files.example/private.png?X-Amz-Signature=s3cr3t" }, { key: account.key });
+      const response = await callOcr(
+        { imageUrl: "https://files.example/private.png?X-Amz-Signature=s3cr3t" },
+        { key: account.key },
+      );
       const body = await expectApiError(response, "fetch_failed", /HTTP 403/);
       expect(JSON.stringify(body)).not.toContain("s3cr3t");
       const lines = info.mock.calls.map((call) => call.join(" "));

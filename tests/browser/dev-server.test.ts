@@ -42,7 +42,8 @@ async function openWatched(url: string): Promise<Watched> {
     socket.on("framereceived", ({ payload }) => {
       const text = String(payload);
       if (text.includes('"turbopack-connected"')) connected = true;
-      if (/"type":"(reloadPage|turbopack-message|serverComponentChanges)"|"restart"/.test(text)) watched.reloadMessages.push(text.slice(0, 300));
+      if (/"type":"(reloadPage|turbopack-message|serverComponentChanges)"|"restart"/.test(text))
+        watched.reloadMessages.push(text.slice(0, 300));
     });
   });
   await page.goto(url, { timeout: 180_000 });
@@ -52,7 +53,9 @@ async function openWatched(url: string): Promise<Watched> {
 /** The ids of the server actions the page's own scripts call (`createServerReference("<id>", …)`). */
 async function serverActionIds(page: Page): Promise<string[]> {
   const html = await (await page.request.get(page.url())).text();
-  const scripts = [...html.matchAll(/<script[^>]* src="(\/_next\/static\/chunks\/[^"]+\.js)"/g)].map((match) => match[1]!);
+  const scripts = [...html.matchAll(/<script[^>]* src="(\/_next\/static\/chunks\/[^"]+\.js)"/g)].map(
+    (match) => match[1]!,
+  );
   const ids = new Set<string>();
   for (const src of scripts) {
     const code = await (await page.request.get(new URL(src, page.url()).href)).text();
@@ -107,7 +110,11 @@ describe("npm run dev, restarted, in headless Chromium", () => {
   // that Turbopack's cache of the run before did not hold (scripts/serve.mjs, docs/decisions.md#dev-server-actions-key).
   it("restarted on a warm build directory, /settings → /signin stays put while an account is typed and created, and its server actions keep their ids", async () => {
     // First run (`npm run dev -- -p <port>`, as the README says): /settings sends a signed-out visitor to /signin.
-    server = await startNpmRunDev({ port, args: ["-p", String(port)], env: { NEXT_DIST_DIR: DIST_DIR, REDIS_URL: "" } });
+    server = await startNpmRunDev({
+      port,
+      args: ["-p", String(port)],
+      env: { NEXT_DIST_DIR: DIST_DIR, REDIS_URL: "" },
+    });
     const first = await openWatched(`${server.baseUrl}/settings`);
     await first.page.waitForURL(`${server.baseUrl}/signin`);
     await first.page.waitForFunction(() => "next" in window);
@@ -169,9 +176,15 @@ describe("npm run dev, restarted, in headless Chromium", () => {
     await page.context().close();
 
     const headers = { "x-api-key": key, "content-type": "application/json" };
-    const body = JSON.stringify({ image: readFileSync(path.join(ROOT, "tests/.generated/scanned-3.pdf")).toString("base64") });
+    const body = JSON.stringify({
+      image: readFileSync(path.join(ROOT, "tests/.generated/scanned-3.pdf")).toString("base64"),
+    });
     // The README's way: the synchronous route with Prefer: respond-async.
-    const submitted = await fetch(`${server!.baseUrl}/api/ocr/process`, { method: "POST", headers: { ...headers, prefer: "respond-async" }, body });
+    const submitted = await fetch(`${server!.baseUrl}/api/ocr/process`, {
+      method: "POST",
+      headers: { ...headers, prefer: "respond-async" },
+      body,
+    });
     expect(submitted.status).toBe(202);
     const job = (await submitted.json()) as { links: { self: string; result: string } };
     let status: { status: string; pagesDone: number } = { status: "queued", pagesDone: 0 };
@@ -180,7 +193,9 @@ describe("npm run dev, restarted, in headless Chromium", () => {
       status = (await (await fetch(`${server!.baseUrl}${job.links.self}`, { headers })).json()) as typeof status;
     }
     expect(status).toMatchObject({ status: "succeeded", pagesDone: 3 });
-    const result = (await (await fetch(`${server!.baseUrl}${job.links.result}`, { headers })).json()) as { extractedText: string };
+    const result = (await (await fetch(`${server!.baseUrl}${job.links.result}`, { headers })).json()) as {
+      extractedText: string;
+    };
     expect(result.extractedText.split("\f")).toHaveLength(3);
     expect(result.extractedText).toContain("Optical character recognition");
   }, 300_000);

@@ -31,21 +31,26 @@ let browser: Browser | undefined;
 let short: { pdf: Uint8Array; truth: string[] };
 let long: { pdf: Uint8Array; truth: string[] };
 
-
 /** The outermost elements reaching past the viewport's right edge outside a scrolling box (for the failure message). */
 const overflowingElements = (page: Page) =>
   page.evaluate(() => {
     const width = document.documentElement.clientWidth;
     const scrolls = (element: Element | null): boolean =>
-      element !== null && element !== document.body && (["auto", "scroll"].includes(getComputedStyle(element).overflowX) || scrolls(element.parentElement));
+      element !== null &&
+      element !== document.body &&
+      (["auto", "scroll"].includes(getComputedStyle(element).overflowX) || scrolls(element.parentElement));
     // An absolutely positioned element escapes a scrolling box that is not positioned itself.
     const wide = [...document.body.querySelectorAll("*")].filter(
       (element) =>
-        element.getBoundingClientRect().right > width + 0.5 && (getComputedStyle(element).position === "absolute" || !scrolls(element.parentElement)),
+        element.getBoundingClientRect().right > width + 0.5 &&
+        (getComputedStyle(element).position === "absolute" || !scrolls(element.parentElement)),
     );
     return wide
       .filter((element) => !wide.includes(element.parentElement!))
-      .map((element) => `<${element.tagName.toLowerCase()} class="${element.className}"> ${(element.textContent ?? "").slice(0, 40)} (${Math.round(element.getBoundingClientRect().right)} px)`)
+      .map(
+        (element) =>
+          `<${element.tagName.toLowerCase()} class="${element.className}"> ${(element.textContent ?? "").slice(0, 40)} (${Math.round(element.getBoundingClientRect().right)} px)`,
+      )
       .join(", ");
   });
 
@@ -56,9 +61,14 @@ const tableOverflow = (page: Page) =>
 const row = (page: Page, jobId: string) => page.locator(`tr[data-job-id="${jobId}"]`);
 const credits = async (jobRow: Locator) =>
   Object.fromEntries(
-    await jobRow.locator("[data-credits]").evaluateAll((nodes) => nodes.map((node) => [node.getAttribute("data-credits"), Number.parseInt(node.textContent ?? "", 10)])),
+    await jobRow
+      .locator("[data-credits]")
+      .evaluateAll((nodes) =>
+        nodes.map((node) => [node.getAttribute("data-credits"), Number.parseInt(node.textContent ?? "", 10)]),
+      ),
   ) as Record<string, number>;
-const pagesRead = async (jobRow: Locator) => Number(/(\d+)\/\d+ read/.exec((await jobRow.getByTestId("job-pages").textContent()) ?? "")?.[1] ?? -1);
+const pagesRead = async (jobRow: Locator) =>
+  Number(/(\d+)\/\d+ read/.exec((await jobRow.getByTestId("job-pages").textContent()) ?? "")?.[1] ?? -1);
 
 describe("the settings page's jobs", () => {
   beforeAll(async () => {
@@ -71,12 +81,10 @@ describe("the settings page's jobs", () => {
         FREE_CREDITS: String(FREE_CREDITS),
         OCR_ENGINE_PROCESSES: "1",
         LOG_REQUESTS: "false",
-      }).then(
-        (started) => {
-          server = started;
-          baseUrl = started.baseUrl;
-        },
-      ),
+      }).then((started) => {
+        server = started;
+        baseUrl = started.baseUrl;
+      }),
       launchChromium().then((launched) => {
         browser = launched;
       }),
@@ -130,7 +138,10 @@ describe("the settings page's jobs", () => {
     // The page refreshes itself while a job runs: no reload from here on. Newest first.
     await page.reload();
     await expect
-      .poll(() => page.locator("tr[data-job-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-job-id"))), { timeout: 30_000 })
+      .poll(
+        () => page.locator("tr[data-job-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-job-id"))),
+        { timeout: 30_000 },
+      )
       .toEqual([longJob, shortJob]);
     const shortRow = row(page, shortJob);
     const longRow = row(page, longJob);
@@ -151,7 +162,9 @@ describe("the settings page's jobs", () => {
     const json = await page.request.get(`${baseUrl}/settings/jobs/${shortJob}/result?format=json`);
     expect(((await json.json()) as { pages: unknown[] }).pages).toHaveLength(SHORT_PAGES);
     // The searchable PDF and hOCR, from the row's own links, under the session too.
-    const pdfHref = await shortRow.getByRole("link", { name: `Result of ${shortJob} as a searchable PDF` }).getAttribute("href");
+    const pdfHref = await shortRow
+      .getByRole("link", { name: `Result of ${shortJob} as a searchable PDF` })
+      .getAttribute("href");
     expect(pdfHref).toBe(`/settings/jobs/${shortJob}/result?format=pdf`);
     const pdf = await page.request.get(`${baseUrl}${pdfHref}`);
     expect(pdf.status()).toBe(200);
@@ -177,7 +190,10 @@ describe("the settings page's jobs", () => {
     await expect.poll(() => pagesRead(longRow), { timeout: 120_000 }).toBeGreaterThan(0);
     const seen = await pagesRead(longRow);
     await expect.poll(() => pagesRead(longRow), { timeout: 120_000 }).toBeGreaterThan(seen);
-    expect(await overflowOf(page), `horizontal overflow at 1280 px with a running job: ${await overflowingElements(page)}`).toBeLessThanOrEqual(0);
+    expect(
+      await overflowOf(page),
+      `horizontal overflow at 1280 px with a running job: ${await overflowingElements(page)}`,
+    ).toBeLessThanOrEqual(0);
     // The table scrolls inside its card rather than overflow the page; at a laptop's width it fits whole (issue 29).
     expect(await tableOverflow(page), "the jobs table is wider than its card at 1280 px").toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-jobs.png"), fullPage: true });
@@ -191,7 +207,11 @@ describe("the settings page's jobs", () => {
     expect(view.pagesDone).toBeLessThan(LONG_PAGES);
     expect(view.creditsRefunded).toBe(LONG_PAGES - view.pagesDone);
     expect(await pagesRead(longRow)).toBe(view.pagesDone);
-    expect(await credits(longRow)).toEqual({ used: view.pagesDone, reserved: LONG_PAGES, refunded: LONG_PAGES - view.pagesDone });
+    expect(await credits(longRow)).toEqual({
+      used: view.pagesDone,
+      reserved: LONG_PAGES,
+      refunded: LONG_PAGES - view.pagesDone,
+    });
     expect(await longRow.getByText("Cancel", { exact: true }).count()).toBe(0);
     const balance = FREE_CREDITS - SHORT_PAGES - view.pagesDone;
     expect(await getBalance(account.id)).toBe(balance);
@@ -213,7 +233,10 @@ describe("the settings page's jobs", () => {
     await page.reload();
     await longRow.waitFor();
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-jobs-phone.png"), fullPage: true });
-    expect(await overflowOf(page), `horizontal overflow at 390 px with the jobs: ${await overflowingElements(page)}`).toBeLessThanOrEqual(0);
+    expect(
+      await overflowOf(page),
+      `horizontal overflow at 390 px with the jobs: ${await overflowingElements(page)}`,
+    ).toBeLessThanOrEqual(0);
     await context.close();
   }, 420_000);
 });

@@ -36,7 +36,11 @@ let baseUrl = "";
 let browser: Browser | undefined;
 
 /** A local "app" callback: records the query the browser brings back and says so on its page. */
-async function startCallback(): Promise<{ url: string; next: () => Promise<URLSearchParams>; close: () => Promise<void> }> {
+async function startCallback(): Promise<{
+  url: string;
+  next: () => Promise<URLSearchParams>;
+  close: () => Promise<void>;
+}> {
   const port = await freePort();
   const waiting: Array<(params: URLSearchParams) => void> = [];
   const http: Server = createServer((req, res) => {
@@ -73,7 +77,10 @@ async function signUpAndAllow(page: Page, authorizationUrl: string, email: strin
   // Back to the authorization page — or the form's error, said at once rather than as a timeout.
   const outcome = await Promise.race([
     page.waitForURL(/\/oauth\/authorize\?/).then(() => null),
-    page.locator("#auth-error").waitFor().then(() => page.locator("#auth-error").textContent()),
+    page
+      .locator("#auth-error")
+      .waitFor()
+      .then(() => page.locator("#auth-error").textContent()),
   ]);
   if (outcome !== null) {
     await page.screenshot({ path: path.join(ARTIFACTS, "oauth-signup-error.png") });
@@ -129,7 +136,9 @@ describe("OAuth sign-in in headless Chromium", () => {
       const provider = new MemoryProvider({ redirectUrl: callback.url });
       const mcpUrl = new URL(`${baseUrl}/api/mcp`);
       const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-      await expect(new Client({ name: "browser-oauth", version: "1" }).connect(first, SLOW)).rejects.toBeInstanceOf(UnauthorizedError);
+      await expect(new Client({ name: "browser-oauth", version: "1" }).connect(first, SLOW)).rejects.toBeInstanceOf(
+        UnauthorizedError,
+      );
       const authorizationUrl = provider.authorizationUrls[0]!;
       expect(authorizationUrl.origin).toBe(baseUrl);
 
@@ -145,9 +154,15 @@ describe("OAuth sign-in in headless Chromium", () => {
       await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }), SLOW);
       const account = await getAccountByEmail(email);
       if (!account) throw new Error("the account was not created");
-      expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+      ]);
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }, SLOW),
+        await client.callTool(
+          { name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } },
+          SLOW,
+        ),
       );
       expect(body.userId).toBe(account.id);
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
@@ -180,14 +195,27 @@ describe("OAuth sign-in in headless Chromium", () => {
     fs.mkdirSync(bin);
     // The "browser": every opener mcp-remote may use records the URL for this test's Chromium.
     for (const name of ["xdg-open", "gio", "x-www-browser", "sensible-browser", "www-browser", "browser"]) {
-      fs.writeFileSync(path.join(bin, name), `#!/bin/sh\nfor a in "$@"; do case "$a" in http*) echo "$a" >> "${opened}";; esac; done\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(bin, name),
+        `#!/bin/sh\nfor a in "$@"; do case "$a" in http*) echo "$a" >> "${opened}";; esac; done\n`,
+        { mode: 0o755 },
+      );
     }
     const page = await newPage();
     const callbackPort = await freePort();
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [path.resolve(import.meta.dirname, "../../node_modules/mcp-remote/dist/proxy.js"), `${baseUrl}/api/mcp`, String(callbackPort)],
-      env: { PATH: `${bin}:${process.env.PATH ?? ""}`, HOME: scratch, MCP_REMOTE_CONFIG_DIR: path.join(scratch, ".mcp-auth"), BROWSER: path.join(bin, "browser") },
+      args: [
+        path.resolve(import.meta.dirname, "../../node_modules/mcp-remote/dist/proxy.js"),
+        `${baseUrl}/api/mcp`,
+        String(callbackPort),
+      ],
+      env: {
+        PATH: `${bin}:${process.env.PATH ?? ""}`,
+        HOME: scratch,
+        MCP_REMOTE_CONFIG_DIR: path.join(scratch, ".mcp-auth"),
+        BROWSER: path.join(bin, "browser"),
+      },
       stderr: "pipe",
     });
     let stderr = "";
@@ -195,7 +223,9 @@ describe("OAuth sign-in in headless Chromium", () => {
     const client = new ClientV1({ name: "mcp-remote-oauth", version: "1" });
     try {
       const connecting = client.connect(transport, { timeout: 600_000 });
-      await expect.poll(() => fs.existsSync(opened) && fs.readFileSync(opened, "utf8").trim(), { timeout: 180_000 }).toBeTruthy();
+      await expect
+        .poll(() => fs.existsSync(opened) && fs.readFileSync(opened, "utf8").trim(), { timeout: 180_000 })
+        .toBeTruthy();
       const authorizationUrl = fs.readFileSync(opened, "utf8").trim().split("\n")[0]!;
       expect(authorizationUrl.startsWith(`${baseUrl}/oauth/authorize?`)).toBe(true);
       const email = `mcp-remote-${Date.now()}@example.com`;
@@ -205,14 +235,23 @@ describe("OAuth sign-in in headless Chromium", () => {
 
       const account = await getAccountByEmail(email);
       if (!account) throw new Error("the account was not created");
-      expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+      ]);
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }, undefined, SLOW),
+        await client.callTool(
+          { name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } },
+          undefined,
+          SLOW,
+        ),
       );
       expect(body.userId).toBe(account.id);
       expect(await getBalance(account.id)).toBe(FREE_CREDITS - 1);
       expect(stderr).toMatch(/Connected to remote server using StreamableHTTPClientTransport/);
-      expect(await listConnectedApps(account.id)).toEqual([expect.objectContaining({ scopes: ["documents:read", "jobs:manage"] })]);
+      expect(await listConnectedApps(account.id)).toEqual([
+        expect.objectContaining({ scopes: ["documents:read", "jobs:manage"] }),
+      ]);
     } finally {
       await client.close().catch(() => undefined);
       await page.context().close();
@@ -229,7 +268,12 @@ describe("OAuth sign-in in headless Chromium", () => {
 
     const page = await newPage();
     try {
-      for (const next of ["https://evil.example/", "//evil.example/x", "/\\evil.example", "/settings/../oauth/authorize"]) {
+      for (const next of [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "/settings/../oauth/authorize",
+      ]) {
         await page.goto(`${baseUrl}/signin?next=${encodeURIComponent(next)}`);
         expect(await page.locator('input[name="next"]').count()).toBe(0);
       }

@@ -66,7 +66,11 @@ describe("the site in headless Chromium", () => {
     await server?.stop();
   });
 
-  async function newPage(viewport = { width: 1100, height: 900 }, javaScriptEnabled = true, options: BrowserContextOptions = {}): Promise<Page> {
+  async function newPage(
+    viewport = { width: 1100, height: 900 },
+    javaScriptEnabled = true,
+    options: BrowserContextOptions = {},
+  ): Promise<Page> {
     if (!browser) throw new Error("browser not started");
     const context = await browser.newContext({ viewport, javaScriptEnabled, ...options });
     const page = await context.newPage();
@@ -149,7 +153,9 @@ describe("the site in headless Chromium", () => {
 
     // Try-it snippets under it: curl (a file, a URL), the CLI, Claude Code, an MCP configuration — each with the new
     // key and this server's origin, each with its own copy button.
-    const snippetIds = await page.locator("[data-snippet]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-snippet")));
+    const snippetIds = await page
+      .locator("[data-snippet]")
+      .evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-snippet")));
     expect(snippetIds).toEqual(["curl-base64", "curl-url", "cli", "claude-code", "cursor"]);
     for (const id of snippetIds) {
       const code = (await page.locator(`[data-snippet="${id}"] pre code`).textContent()) ?? "";
@@ -171,7 +177,12 @@ describe("the site in headless Chromium", () => {
     expect(command).toBe(await page.locator('[data-snippet="curl-base64"] pre code').textContent());
     const curl = spawnSync("sh", ["-c", command], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
     expect(curl.status, curl.stderr).toBe(0);
-    const answer = JSON.parse(curl.stdout) as { success: boolean; requestId: string; creditsUsed: number; extractedText: string };
+    const answer = JSON.parse(curl.stdout) as {
+      success: boolean;
+      requestId: string;
+      creditsUsed: number;
+      extractedText: string;
+    };
     expect(answer).toMatchObject({ success: true, creditsUsed: 1, requestId: expect.stringMatching(/^req_/) });
     expect(answer.extractedText).toContain("ACME OFFICE SUPPLIES");
 
@@ -195,9 +206,26 @@ describe("the site in headless Chromium", () => {
     expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("2 in total");
 
     // Each request's ledger row: time, change, balance, reason, request id, key name, format, pages.
-    const cells = (requestId: string) => page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().locator("td").allTextContents();
-    expect((await cells(answer.requestId)).slice(1)).toEqual(["−1", "99", "ocr", answer.requestId, "browser test key", "text", "1"]);
-    expect((await cells(second.requestId)).slice(1)).toEqual(["−1", "98", "ocr", second.requestId, "second key", "markdown", "1"]);
+    const cells = (requestId: string) =>
+      page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().locator("td").allTextContents();
+    expect((await cells(answer.requestId)).slice(1)).toEqual([
+      "−1",
+      "99",
+      "ocr",
+      answer.requestId,
+      "browser test key",
+      "text",
+      "1",
+    ]);
+    expect((await cells(second.requestId)).slice(1)).toEqual([
+      "−1",
+      "98",
+      "ocr",
+      second.requestId,
+      "second key",
+      "markdown",
+      "1",
+    ]);
     expect(await overflowOf(page), "horizontal overflow at 1280 px with the ledger").toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings.png"), fullPage: true });
 
@@ -207,7 +235,9 @@ describe("the site in headless Chromium", () => {
     await page.waitForURL(/\?key=key_/);
     const keyId = new URL(page.url()).searchParams.get("key") ?? "";
     const requestIdsShown = () =>
-      page.locator(".ledger-table tbody tr").evaluateAll((rows) => rows.map((tableRow) => tableRow.getAttribute("data-request-id")));
+      page
+        .locator(".ledger-table tbody tr")
+        .evaluateAll((rows) => rows.map((tableRow) => tableRow.getAttribute("data-request-id")));
     expect(await requestIdsShown()).toEqual([answer.requestId]);
 
     // The CSV export of the filter, fetched with the page's cookies.
@@ -216,13 +246,25 @@ describe("the site in headless Chromium", () => {
     const filtered = await page.request.get(`${baseUrl}${csvHref}`);
     expect(filtered.status()).toBe(200);
     expect(filtered.headers()["content-type"]).toBe("text/csv; charset=utf-8");
-    expect(filtered.headers()["content-disposition"]).toMatch(new RegExp(`^attachment; filename="ocr-ledger-${keyId}-\\d{4}-\\d{2}-\\d{2}\\.csv"$`));
+    expect(filtered.headers()["content-disposition"]).toMatch(
+      new RegExp(`^attachment; filename="ocr-ledger-${keyId}-\\d{4}-\\d{2}-\\d{2}\\.csv"$`),
+    );
     const filteredLines = (await filtered.text()).split("\r\n");
     expect(filteredLines[0]).toBe("time,change,balance_after,reason,request_id,key_name,key_id,format,pages");
-    expect(filteredLines.slice(1)).toEqual([expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z,-1,99,ocr,${answer.requestId},browser test key,${keyId},text,1$`)), ""]);
+    expect(filteredLines.slice(1)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z,-1,99,ocr,${answer.requestId},browser test key,${keyId},text,1$`),
+      ),
+      "",
+    ]);
     // The whole ledger: the signup and both requests; never a key.
     const whole = await (await page.request.get(`${baseUrl}/settings/ledger.csv`)).text();
-    expect(whole.split("\r\n").slice(1, -1).map((line) => line.split(",")[3])).toEqual(["ocr", "ocr", "signup"]);
+    expect(
+      whole
+        .split("\r\n")
+        .slice(1, -1)
+        .map((line) => line.split(",")[3]),
+    ).toEqual(["ocr", "ocr", "signup"]);
     expect(whole).toContain(`${second.requestId},second key,`);
     for (const shown of [key, secondKey]) expect(whole).not.toContain(shown.slice(4));
     // Without the session cookie: nothing.
@@ -236,13 +278,24 @@ describe("the site in headless Chromium", () => {
     expect(await row.textContent()).toMatch(/Revoked \d{1,2} \w{3} \d{4}, \d{2}:\d{2}/);
     expect(await row.getByText("Revoke", { exact: true }).count()).toBe(0);
     const muted = "rgb(91, 100, 112)";
-    expect(await row.locator("td").first().evaluate((cell) => getComputedStyle(cell).color)).toBe(muted);
+    expect(
+      await row
+        .locator("td")
+        .first()
+        .evaluate((cell) => getComputedStyle(cell).color),
+    ).toBe(muted);
     const secondRow = page.locator(`tr[data-key-start="${secondKey.slice(0, 12)}"]`);
-    expect(await secondRow.locator("td").first().evaluate((cell) => getComputedStyle(cell).color)).not.toBe(muted);
-    expect(await page.locator("tr[data-key-start]").evaluateAll((rows) => rows.map((keyRow) => keyRow.getAttribute("data-key-start")))).toEqual([
-      secondKey.slice(0, 12),
-      start,
-    ]);
+    expect(
+      await secondRow
+        .locator("td")
+        .first()
+        .evaluate((cell) => getComputedStyle(cell).color),
+    ).not.toBe(muted);
+    expect(
+      await page
+        .locator("tr[data-key-start]")
+        .evaluateAll((rows) => rows.map((keyRow) => keyRow.getAttribute("data-key-start"))),
+    ).toEqual([secondKey.slice(0, 12), start]);
     expect(await resolveApiKey(key)).toBeNull();
     // The ledger still names it.
     expect((await cells(answer.requestId))[5]).toBe("browser test key (revoked)");
@@ -262,7 +315,9 @@ describe("the site in headless Chromium", () => {
     const shown = await page.getByText(email, { exact: true }).boundingBox();
     const header = await page.locator(".settings-header").boundingBox();
     expect(shown && header, "the e-mail and its header").toBeTruthy();
-    expect(shown!.x + shown!.width, "the e-mail's right edge against its header's").toBeLessThanOrEqual(header!.x + header!.width + 0.5);
+    expect(shown!.x + shown!.width, "the e-mail's right edge against its header's").toBeLessThanOrEqual(
+      header!.x + header!.width + 0.5,
+    );
     expect(await overflowOf(page), "with a long e-mail").toBeLessThanOrEqual(0);
     const key = await createKeyOnPage(page, "phone");
     shownKeys.push(key);
@@ -301,7 +356,9 @@ describe("the site in headless Chromium", () => {
     await page.getByRole("button", { name: "Show" }).click();
     await page.waitForURL(/\?key=key_/);
     expect(await page.getByTestId("ledger-empty").textContent()).toBe("No credit changes with “no script”.");
-    expect(await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")).toMatch(/^\/settings\/ledger\.csv\?key=key_/);
+    expect(await page.getByRole("link", { name: "Download CSV of this key" }).getAttribute("href")).toMatch(
+      /^\/settings\/ledger\.csv\?key=key_/,
+    );
   });
 
   /**
@@ -319,7 +376,8 @@ describe("the site in headless Chromium", () => {
   async function watchCsp(page: Page): Promise<string[]> {
     const violations: string[] = [];
     page.on("console", (message) => {
-      if (/Content Security Policy|Content-Security-Policy|Refused to/i.test(message.text())) violations.push(message.text());
+      if (/Content Security Policy|Content-Security-Policy|Refused to/i.test(message.text()))
+        violations.push(message.text());
     });
     await page.addInitScript(() => {
       document.addEventListener("securitypolicyviolation", (event) => {
@@ -363,7 +421,9 @@ describe("the site in headless Chromium", () => {
 
     // API routes: nothing may run or frame them; HSTS when a proxy says the request came over https.
     const api = await fetch(`${baseUrl}/api/health`, { headers: { "x-forwarded-proto": "https" } });
-    expect(api.headers.get("content-security-policy")).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    expect(api.headers.get("content-security-policy")).toBe(
+      "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    );
     expect(api.headers.get("x-content-type-options")).toBe("nosniff");
     expect(api.headers.get("strict-transport-security")).toBe("max-age=31536000");
     const overHttps = await fetch(`${baseUrl}/signin`, { headers: { "x-forwarded-proto": "https" } });
@@ -375,7 +435,9 @@ describe("the site in headless Chromium", () => {
     const framePort = await freePort();
     const attacker: Server = createHttpServer((_req, res) => {
       res.setHeader("content-type", "text/html");
-      res.end(`<!doctype html><title>attacker</title><iframe id="victim" src="${baseUrl}/settings" width="800" height="600"></iframe>`);
+      res.end(
+        `<!doctype html><title>attacker</title><iframe id="victim" src="${baseUrl}/settings" width="800" height="600"></iframe>`,
+      );
     });
     await new Promise<void>((resolve) => attacker.listen(framePort, "127.0.0.1", resolve));
     try {
@@ -383,7 +445,9 @@ describe("the site in headless Chromium", () => {
       const messages: string[] = [];
       page.on("console", (message) => messages.push(message.text()));
       await page.goto(`http://localhost:${framePort}/`);
-      await expect.poll(() => messages.some((text) => /frame-ancestors|X-Frame-Options/i.test(text)), { timeout: 30_000 }).toBe(true);
+      await expect
+        .poll(() => messages.some((text) => /frame-ancestors|X-Frame-Options/i.test(text)), { timeout: 30_000 })
+        .toBe(true);
       const frame = page.frames().find((candidate) => candidate !== page.mainFrame());
       const framedText = frame ? await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "") : "";
       expect(framedText).not.toMatch(/Sign in|Create key/);
@@ -393,7 +457,11 @@ describe("the site in headless Chromium", () => {
   });
 
   /** One request with any method (fetch refuses TRACE and CONNECT): status, headers, body. */
-  function rawRequest(method: string, pathname: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  function rawRequest(
+    method: string,
+    pathname: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
     return new Promise((resolve, reject) => {
       const request = httpRequest(`${baseUrl}${pathname}`, { method, headers }, (response) => {
         let body = "";
@@ -410,23 +478,45 @@ describe("the site in headless Chromium", () => {
     const reference = await fetch(`${baseUrl}/api/health`);
     const logBefore = server!.output().length;
     for (const method of ["TRACE", "PROPFIND", "PURGE", "MKCOL"]) {
-      for (const pathname of ["/", "/signin", "/settings", "/api/health", "/api/ocr/process", "/api/mcp", "/no-such-page", "/_next/static/x.js"]) {
+      for (const pathname of [
+        "/",
+        "/signin",
+        "/settings",
+        "/api/health",
+        "/api/ocr/process",
+        "/api/mcp",
+        "/no-such-page",
+        "/_next/static/x.js",
+      ]) {
         const response = await rawRequest(method, pathname);
         const where = `${method} ${pathname}`;
         expect(response.status, where).toBe(501);
         expect(response.headers["content-type"], where).toMatch(/^application\/json/);
         const body = errorBodySchema.parse(JSON.parse(response.body));
         expect(body.error.code, where).toBe("not_implemented");
-        expect(body.error.message, where).toBe(`${method} is not implemented by this server: it serves GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS`);
+        expect(body.error.message, where).toBe(
+          `${method} is not implemented by this server: it serves GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS`,
+        );
         expect(response.headers["x-request-id"], where).toBe(body.requestId);
         expect(body.requestId).toMatch(/^req_[\w-]{22}$/);
         // The security headers of every response, as Next.js sets them on an ordinary API answer.
-        for (const name of ["x-content-type-options", "x-frame-options", "referrer-policy", "permissions-policy", "cross-origin-opener-policy", "content-security-policy"]) {
+        for (const name of [
+          "x-content-type-options",
+          "x-frame-options",
+          "referrer-policy",
+          "permissions-policy",
+          "cross-origin-opener-policy",
+          "content-security-policy",
+        ]) {
           expect(response.headers[name], `${where}: ${name}`).toBe(reference.headers.get(name));
         }
-        expect(response.headers["access-control-allow-origin"], where).toBe(pathname.startsWith("/api/") ? "*" : undefined);
+        expect(response.headers["access-control-allow-origin"], where).toBe(
+          pathname.startsWith("/api/") ? "*" : undefined,
+        );
         if (pathname.startsWith("/api/")) {
-          expect(response.headers["access-control-expose-headers"], where).toBe(reference.headers.get("access-control-expose-headers"));
+          expect(response.headers["access-control-expose-headers"], where).toBe(
+            reference.headers.get("access-control-expose-headers"),
+          );
         }
       }
     }
@@ -458,12 +548,20 @@ describe("the site in headless Chromium", () => {
     for (const origin of ["https://attacker.example", "http://127.0.0.1:1", "null", "not a url"]) {
       const response = await fetch(`${baseUrl}/signin`, {
         method: "POST",
-        headers: { "next-action": "7f".padEnd(42, "0"), origin, "content-type": "text/plain;charset=UTF-8", accept: "text/x-component" },
+        headers: {
+          "next-action": "7f".padEnd(42, "0"),
+          origin,
+          "content-type": "text/plain;charset=UTF-8",
+          accept: "text/x-component",
+        },
         body: "[]",
       });
       expect(response.status, origin).toBe(403);
       const body = errorBodySchema.parse(await response.json());
-      expect(body.error).toEqual({ code: "forbidden", message: expect.stringMatching(/^This form was posted from another site/) });
+      expect(body.error).toEqual({
+        code: "forbidden",
+        message: expect.stringMatching(/^This form was posted from another site/),
+      });
       expect(response.headers.get("x-request-id")).toBe(body.requestId);
       expect(response.headers.get("x-content-type-options")).toBe("nosniff");
       expect(response.headers.get("cache-control")).toBe("no-store");
@@ -480,7 +578,10 @@ describe("the site in headless Chromium", () => {
     const attacker: Server = createHttpServer((_req, res) => {
       res.setHeader("content-type", "text/html");
       const copy = form!
-        .replace(/<form[^>]*>/, `<form id="f" method="post" enctype="multipart/form-data" action="${baseUrl}/signin?mode=signup">`)
+        .replace(
+          /<form[^>]*>/,
+          `<form id="f" method="post" enctype="multipart/form-data" action="${baseUrl}/signin?mode=signup">`,
+        )
         .replace(/(name="email"[^>]*?)(\/?>)/, `$1 value="${email}"$2`)
         .replace(/(name="password"[^>]*?)(\/?>)/, `$1 value="a long enough password"$2`);
       res.end(`<!doctype html><title>attacker</title>${copy}<script>document.getElementById("f").submit()</script>`);
@@ -488,7 +589,9 @@ describe("the site in headless Chromium", () => {
     await new Promise<void>((resolve) => attacker.listen(attackerPort, "127.0.0.1", resolve));
     try {
       const page = await newPage();
-      const answered = page.waitForResponse((response) => response.url().startsWith(`${baseUrl}/signin`) && response.request().method() === "POST");
+      const answered = page.waitForResponse(
+        (response) => response.url().startsWith(`${baseUrl}/signin`) && response.request().method() === "POST",
+      );
       await page.goto(`http://localhost:${attackerPort}/`);
       const response = await answered;
       expect(response.request().headers().origin).toBe(`http://localhost:${attackerPort}`);
@@ -516,10 +619,14 @@ describe("the site in headless Chromium", () => {
         await clearCounts();
         const seen: string[] = [];
         for (let i = 0; i < 20; i++) {
-          const page = await newPage(undefined, false, { extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` } });
+          const page = await newPage(undefined, false, {
+            extraHTTPHeaders: { "x-forwarded-for": `198.51.100.${i + 1}` },
+          });
           await submitSignUp(page, `rotate-${i}-${Date.now()}@example.com`);
           await Promise.race([page.waitForURL("**/settings"), page.locator("#auth-error").waitFor()]);
-          seen.push(page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"));
+          seen.push(
+            page.url().endsWith("/settings") ? "created" : ((await page.locator("#auth-error").textContent()) ?? "?"),
+          );
           await page.context().close();
         }
         return seen;
@@ -537,24 +644,26 @@ describe("the site in headless Chromium", () => {
   it("closes connections whose headers arrive too slowly (slow loris)", async () => {
     const started = Date.now();
     const closedAfter = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        new Promise<number>((resolve, reject) => {
-          const socket = connect(server!.port, "127.0.0.1");
-          socket.on("error", () => undefined);
-          socket.on("connect", () => socket.write("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
-          // One more header line every 500 ms, never the blank line that ends them.
-          const drip = setInterval(() => socket.write(`X-Drip-${Date.now()}: 1\r\n`), 500);
-          const giveUp = setTimeout(() => {
-            clearInterval(drip);
-            socket.destroy();
-            reject(new Error("still open after 45 s"));
-          }, 45_000);
-          socket.on("close", () => {
-            clearInterval(drip);
-            clearTimeout(giveUp);
-            resolve(Date.now() - started);
-          });
-        }),
+      Array.from(
+        { length: 20 },
+        () =>
+          new Promise<number>((resolve, reject) => {
+            const socket = connect(server!.port, "127.0.0.1");
+            socket.on("error", () => undefined);
+            socket.on("connect", () => socket.write("GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+            // One more header line every 500 ms, never the blank line that ends them.
+            const drip = setInterval(() => socket.write(`X-Drip-${Date.now()}: 1\r\n`), 500);
+            const giveUp = setTimeout(() => {
+              clearInterval(drip);
+              socket.destroy();
+              reject(new Error("still open after 45 s"));
+            }, 45_000);
+            socket.on("close", () => {
+              clearInterval(drip);
+              clearTimeout(giveUp);
+              resolve(Date.now() - started);
+            });
+          }),
       ),
     );
     // Closed by the headers timeout (checked every second), not by Node's default 60 s: the bound is that default,
@@ -569,23 +678,60 @@ describe("the site in headless Chromium", () => {
     for (const width of [390, 1280]) {
       const page = await newPage({ width, height: 900 });
       await page.goto(`${baseUrl}/docs`);
-      const ids = await page.locator("[data-example]").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
+      const ids = await page
+        .locator("[data-example]")
+        .evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
       const jobIds = ["job-curl", "job-javascript", "job-python"]; // run by tests/jobs/examples.test.ts
       // Signing in with OAuth needs only the URL (lib/api/examples.ts mcpSignInExamples); then the API-key configurations.
       const signIn = ["oauth-claude-chatgpt", "oauth-claude-code", "oauth-cursor", "oauth-vscode", "oauth-mcp-remote"];
-      expect(ids).toEqual(["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "claude-desktop", "cursor", "vscode", "ai-sdk", "cli"]);
-      for (const id of ["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", "python", ...jobIds, ...signIn, "claude-code", "cursor", "vscode", "ai-sdk", "cli"]) {
+      expect(ids).toEqual([
+        "curl-file",
+        "curl-raw",
+        "curl-base64",
+        "curl-url",
+        "javascript",
+        "python",
+        ...jobIds,
+        ...signIn,
+        "claude-code",
+        "claude-desktop",
+        "cursor",
+        "vscode",
+        "ai-sdk",
+        "cli",
+      ]);
+      for (const id of [
+        "curl-file",
+        "curl-raw",
+        "curl-base64",
+        "curl-url",
+        "javascript",
+        "python",
+        ...jobIds,
+        ...signIn,
+        "claude-code",
+        "cursor",
+        "vscode",
+        "ai-sdk",
+        "cli",
+      ]) {
         expect(await page.locator(`[data-example="${id}"] code`).textContent(), id).toContain(baseUrl);
       }
       expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(ids.length);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
       expect(overflow, `horizontal overflow at ${width} px`).toBeLessThanOrEqual(0);
       // The error table: every code on one line (one line box, not `insuffic ient_cre dits`), in full within the screen.
       const codes = await page
         .locator("table", { has: page.getByRole("columnheader", { name: "Code" }) })
         .locator("tbody tr td:nth-child(2) code")
         .evaluateAll((nodes) =>
-          nodes.map((node) => ({ code: node.textContent, lines: node.getClientRects().length, right: node.getBoundingClientRect().right })),
+          nodes.map((node) => ({
+            code: node.textContent,
+            lines: node.getClientRects().length,
+            right: node.getBoundingClientRect().right,
+          })),
         );
       expect(codes.length).toBeGreaterThanOrEqual(16);
       for (const { code, lines, right } of codes) {
@@ -603,7 +749,9 @@ describe("the site in headless Chromium", () => {
     await page.goto(`${baseUrl}/docs`);
     const entries = await page
       .locator("[data-example]")
-      .evaluateAll((nodes) => nodes.map((node) => [node.getAttribute("data-example") ?? "", node.querySelector("code")?.textContent ?? ""]));
+      .evaluateAll((nodes) =>
+        nodes.map((node) => [node.getAttribute("data-example") ?? "", node.querySelector("code")?.textContent ?? ""]),
+      );
     await page.context().close();
     const byId = new Map(entries.map(([id, text]) => [id!, text!]));
     return (id) => byId.get(id) ?? "";
@@ -616,7 +764,12 @@ describe("the site in headless Chromium", () => {
       : id === "python"
         ? ["python3", ["-c", code]]
         : [process.execPath, ["--input-type=module", "-e", code]];
-    return spawnSync(command, args, { cwd: ROOT, env: { ...process.env, OCR_API_KEY: key }, encoding: "utf8", timeout: 60_000 });
+    return spawnSync(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, OCR_API_KEY: key },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
   }
 
   // The Python example needs the requests package (.ci/run does not install Python packages).
@@ -651,18 +804,29 @@ describe("the site in headless Chromium", () => {
     expect(await account.balance()).toBe(100 - 8); // scan.png, scan.pdf, scan.png, scan.pdf, scan.png, report.pdf (2 pages), scan.png
   });
 
-  it.skipIf(!pythonRequests)("the /docs Python example, copied from the page and run, reads the scan and the report's URL", async () => {
-    const account = await newApiAccount();
-    const python = runExample("python", (await docsExamples())("python"), account.key);
-    expect(python.status, python.stderr).toBe(0);
-    expect(python.stdout).toMatch(/ACME OFFICE SUPPLIES[\s\S]*# Annual Summary/);
-    expect(await account.balance()).toBe(100 - 3); // scan.png, report.pdf (2 pages)
-  });
+  it.skipIf(!pythonRequests)(
+    "the /docs Python example, copied from the page and run, reads the scan and the report's URL",
+    async () => {
+      const account = await newApiAccount();
+      const python = runExample("python", (await docsExamples())("python"), account.key);
+      expect(python.status, python.stderr).toBe(0);
+      expect(python.stdout).toMatch(/ACME OFFICE SUPPLIES[\s\S]*# Annual Summary/);
+      expect(await account.balance()).toBe(100 - 3); // scan.png, report.pdf (2 pages)
+    },
+  );
 
   it("every runnable /docs example exits non-zero on an error answer (a key without credits: 402, or an isError tool result)", async () => {
     const account = await newApiAccount(0);
     const code = await docsExamples();
-    const ids = ["curl-file", "curl-raw", "curl-base64", "curl-url", "javascript", ...(pythonRequests ? ["python"] : []), "ai-sdk"];
+    const ids = [
+      "curl-file",
+      "curl-raw",
+      "curl-base64",
+      "curl-url",
+      "javascript",
+      ...(pythonRequests ? ["python"] : []),
+      "ai-sdk",
+    ];
     for (const id of ids) {
       const result = runExample(id, code(id), account.key);
       // curl --fail-with-body: 22 with the error body on stdout; a thrown error in Node or Python: 1, on stderr.

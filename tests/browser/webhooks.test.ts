@@ -83,19 +83,25 @@ describe("the settings page's webhooks", () => {
     const first = await section.getByLabel("Your new webhook signing secret").inputValue();
     expect(first).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     receiver.secret = first;
-    await expect.poll(() => section.getByTestId("webhook-secret").textContent(), { timeout: 60_000 }).toContain(first.slice(0, 12));
+    await expect
+      .poll(() => section.getByTestId("webhook-secret").textContent(), { timeout: 60_000 })
+      .toContain(first.slice(0, 12));
 
     // A URL the guard refuses, then the receiver's.
     await section.getByLabel("Default webhook URL").fill("https://10.0.0.1/hook");
     await section.getByRole("button", { name: "Save URL" }).click();
-    await expect.poll(() => section.getByRole("alert").textContent(), { timeout: 60_000 }).toMatch(/not a public address/);
+    await expect
+      .poll(() => section.getByRole("alert").textContent(), { timeout: 60_000 })
+      .toMatch(/not a public address/);
     await section.getByLabel("Default webhook URL").fill(receiver.url);
     await section.getByRole("button", { name: "Save URL" }).click();
     await section.getByText("Saved:").waitFor();
 
     // A test event: delivered, verified by the receiver with the secret, in the log.
     await section.getByRole("button", { name: "Send a test event" }).click();
-    await expect.poll(() => section.getByTestId("test-event-result").textContent(), { timeout: 60_000 }).toMatch(/^Delivered: your receiver answered 200/);
+    await expect
+      .poll(() => section.getByTestId("test-event-result").textContent(), { timeout: 60_000 })
+      .toMatch(/^Delivered: your receiver answered 200/);
     expect(receiver.received).toHaveLength(1);
     expect(receiver.received[0]!.refused).toBeUndefined();
     expect(receiver.received[0]!.event).toMatchObject({ type: "webhook.test" });
@@ -105,10 +111,14 @@ describe("the settings page's webhooks", () => {
 
     // Rotate: a new secret; the old one still signs (both signatures), so the receiver with the old one verifies.
     await section.getByRole("button", { name: "Rotate secret" }).click();
-    await expect.poll(() => section.getByLabel("Your new webhook signing secret").inputValue(), { timeout: 60_000 }).not.toBe(first);
+    await expect
+      .poll(() => section.getByLabel("Your new webhook signing secret").inputValue(), { timeout: 60_000 })
+      .not.toBe(first);
     const second = await section.getByLabel("Your new webhook signing secret").inputValue();
     expect(second).toMatch(/^whsec_/);
-    await expect.poll(() => section.getByTestId("webhook-secret").textContent(), { timeout: 60_000 }).toContain("the previous one signs too until");
+    await expect
+      .poll(() => section.getByTestId("webhook-secret").textContent(), { timeout: 60_000 })
+      .toContain("the previous one signs too until");
     await section.getByRole("button", { name: "Send a test event" }).click();
     await expect.poll(() => receiver.received.length, { timeout: 60_000 }).toBe(2);
     const rotated = receiver.received[1]!;
@@ -120,7 +130,9 @@ describe("the settings page's webhooks", () => {
     // A receiver that fails: the log says so.
     receiver.script = [500];
     await section.getByRole("button", { name: "Send a test event" }).click();
-    await expect.poll(() => section.getByTestId("test-event-result").textContent(), { timeout: 60_000 }).toMatch(/Not delivered: The receiver answered HTTP 500/);
+    await expect
+      .poll(() => section.getByTestId("test-event-result").textContent(), { timeout: 60_000 })
+      .toMatch(/Not delivered: The receiver answered HTTP 500/);
     await expect.poll(() => logRows(page).count(), { timeout: 60_000 }).toBe(3);
     expect(await logRows(page).first().getAttribute("data-ok")).toBe("false");
 
@@ -132,13 +144,21 @@ describe("the settings page's webhooks", () => {
     const response = await fetch(`${baseUrl}/api/ocr/jobs`, {
       method: "POST",
       headers: { "x-api-key": key, "content-type": "application/json" },
-      body: JSON.stringify({ image: readFileSync(path.join(ROOT, "tests/.generated/paragraph.png")).toString("base64") }),
+      body: JSON.stringify({
+        image: readFileSync(path.join(ROOT, "tests/.generated/paragraph.png")).toString("base64"),
+      }),
     });
     const job = (await response.json()) as { jobId: string };
     expect(response.status, JSON.stringify(job)).toBe(202);
-    const delivery = await waitFor(() => receiver.received.find((item) => (item.event as { data?: { id?: string } } | null)?.data?.id === job.jobId), 180_000, "the job's event");
+    const delivery = await waitFor(
+      () => receiver.received.find((item) => (item.event as { data?: { id?: string } } | null)?.data?.id === job.jobId),
+      180_000,
+      "the job's event",
+    );
     expect(delivery.event).toMatchObject({ type: "job.succeeded", data: { status: "succeeded" } });
-    expect((delivery.event as { data: { resultUrl: string } }).data.resultUrl).toMatch(new RegExp(`^http://[^/]+/api/ocr/jobs/${job.jobId}/result$`));
+    expect((delivery.event as { data: { resultUrl: string } }).data.resultUrl).toMatch(
+      new RegExp(`^http://[^/]+/api/ocr/jobs/${job.jobId}/result$`),
+    );
     await page.reload();
     await expect.poll(() => page.locator(`tr[data-event-type="job.succeeded"]`).count(), { timeout: 60_000 }).toBe(1);
     // Shown once: after a reload the page holds only the secret's first characters.

@@ -108,7 +108,11 @@ describe("ocr extract: one file to stdout, in each format", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("The second page describes the methods.");
     expect(run.stdout).not.toContain("Introduction");
-    expect(Object.fromEntries(new URLSearchParams(ocrRequests()[0]!.search))).toEqual({ format: "text", pages: "2", language: "eng" });
+    expect(Object.fromEntries(new URLSearchParams(ocrRequests()[0]!.search))).toEqual({
+      format: "text",
+      pages: "2",
+      language: "eng",
+    });
     expect(await account.balance()).toBe(9);
     // --verbose: what was charged and what is left, on stderr.
     expect(run.stderr).toMatch(/born-digital\.pdf: 1 credit used, 9 remaining, confidence 100\.0, \d+ ms/);
@@ -145,7 +149,9 @@ describe("ocr extract: the searchable PDF and the word formats", () => {
     const account = await createAccount(10);
     const tsv = await ocr(["extract", PNG, "--format", "tsv"], account.key);
     expect(tsv.code).toBe(0);
-    expect(tsv.stdout.split("\n")[0]).toBe("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext");
+    expect(tsv.stdout.split("\n")[0]).toBe(
+      "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext",
+    );
     const hocr = await ocr(["extract", PNG, "--format", "hocr"], account.key);
     expect(hocr.stdout).toMatch(/class="ocrx_word"[^>]*>Optical</);
     const alto = await ocr(["extract", PNG, "--format", "alto"], account.key);
@@ -162,8 +168,15 @@ describe("ocr extract: several files", () => {
     expect(run.stdout).toBe("");
     expect(run.code).toBe(0);
     expect(fs.readdirSync(out).sort()).toEqual(["born-digital.md", "paragraph.md"]);
-    expect(characterErrorRate(unmark(fs.readFileSync(path.join(out, "paragraph.md"), "utf8")), groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
-    expect(characterErrorRate(unmark(fs.readFileSync(path.join(out, "born-digital.md"), "utf8")), groundTruth("born-digital.pdf"))).toBeLessThan(PDF_CER);
+    expect(
+      characterErrorRate(unmark(fs.readFileSync(path.join(out, "paragraph.md"), "utf8")), groundTruth("paragraph.png")),
+    ).toBeLessThan(IMAGE_CER);
+    expect(
+      characterErrorRate(
+        unmark(fs.readFileSync(path.join(out, "born-digital.md"), "utf8")),
+        groundTruth("born-digital.pdf"),
+      ),
+    ).toBeLessThan(PDF_CER);
     expect(await account.balance()).toBe(6);
     // One Idempotency-Key per file.
     const keys = ocrRequests().map((request) => request.headers.get("idempotency-key"));
@@ -176,7 +189,9 @@ describe("ocr extract: several files", () => {
     const run = await ocr(["extract", PNG, PNG], account.key, { cwd });
     expect(run.code).toBe(0);
     expect(fs.readdirSync(cwd).sort()).toEqual(["paragraph-2.txt", "paragraph.txt"]);
-    expect(fs.readFileSync(path.join(cwd, "paragraph.txt"), "utf8")).toBe(fs.readFileSync(path.join(cwd, "paragraph-2.txt"), "utf8"));
+    expect(fs.readFileSync(path.join(cwd, "paragraph.txt"), "utf8")).toBe(
+      fs.readFileSync(path.join(cwd, "paragraph-2.txt"), "utf8"),
+    );
   });
 
   it("a failing file does not stop the others; the exit code is the first failure's", async () => {
@@ -212,7 +227,15 @@ describe("ocr extract: files as they are (issue 29 point 8)", () => {
     server.current.intercept = (request) =>
       request.path === "/api/ocr/process" && request.headers.get("content-type") === "application/octet-stream"
         ? Response.json(
-            { success: false, error: { code: "unsupported_media_type", message: "Send the request body as JSON with Content-Type: application/json (got application/octet-stream)" }, requestId: "req_old" },
+            {
+              success: false,
+              error: {
+                code: "unsupported_media_type",
+                message:
+                  "Send the request body as JSON with Content-Type: application/json (got application/octet-stream)",
+              },
+              requestId: "req_old",
+            },
             { status: 415 },
           )
         : undefined;
@@ -221,7 +244,10 @@ describe("ocr extract: files as they are (issue 29 point 8)", () => {
     expect(characterErrorRate(run.stdout, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
     const [raw, json] = ocrRequests();
     expect(ocrRequests()).toHaveLength(2);
-    expect(JSON.parse(json!.body)).toEqual({ image: fs.readFileSync(PNG).toString("base64"), options: { format: "text" } });
+    expect(JSON.parse(json!.body)).toEqual({
+      image: fs.readFileSync(PNG).toString("base64"),
+      options: { format: "text" },
+    });
     expect(json!.headers.get("idempotency-key")).not.toBe(raw!.headers.get("idempotency-key"));
     expect(await account.balance()).toBe(4);
   });
@@ -246,7 +272,10 @@ describe("ocr extract: refusals and errors", () => {
   it("a URL goes as imageUrl; the service's refusal of a loopback address is exit code 5", async () => {
     const account = await createAccount(10);
     const run = await ocr(["extract", "http://127.0.0.1:9/scan.png"], account.key);
-    expect(JSON.parse(ocrRequests()[0]!.body)).toEqual({ imageUrl: "http://127.0.0.1:9/scan.png", options: { format: "text" } });
+    expect(JSON.parse(ocrRequests()[0]!.body)).toEqual({
+      imageUrl: "http://127.0.0.1:9/scan.png",
+      options: { format: "text" },
+    });
     expect(run.code).toBe(5);
     expect(run.stderr).toMatch(/^ocr: http:\/\/127\.0\.0\.1:9\/scan\.png: invalid_request: .+\(request req_[\w-]+\)$/m);
   });
@@ -276,7 +305,9 @@ describe("ocr extract: refusals and errors", () => {
     const key = "ocr_wrong0000000000000000000000000000000000";
     const run = await ocr(["extract", PNG], key);
     expect(run.code).toBe(3);
-    expect(run.stderr).toMatch(/^ocr: .*paragraph\.png: unauthorized: Invalid or revoked API key \(request req_[\w-]+\)$/m);
+    expect(run.stderr).toMatch(
+      /^ocr: .*paragraph\.png: unauthorized: Invalid or revoked API key \(request req_[\w-]+\)$/m,
+    );
     expect(run.stderr + run.stdout).not.toContain(key);
   });
 
@@ -318,7 +349,9 @@ describe("ocr extract: refusals and errors", () => {
       env: { OCR_BASE_URL: base, FETCH_MCP_SERVER_API_KEY: "ocr_unused" },
     });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`paragraph.png: no answer from ${base} (network error ECONNREFUSED: connect ECONNREFUSED`);
+    expect(run.stderr).toContain(
+      `paragraph.png: no answer from ${base} (network error ECONNREFUSED: connect ECONNREFUSED`,
+    );
     expect(run.stderr).toContain(`, 2 attempts) — is the service running at ${base}?`);
   });
 });
@@ -357,7 +390,13 @@ describe("ocr extract: retries", () => {
       dropped = true;
       // Do the work (and the charge) with the real route, then lose the answer.
       void import("@/app/api/ocr/process/route").then((route) =>
-        route.POST(new Request(`${server.current.baseUrl}/api/ocr/process${request.search}`, { method: "POST", headers: request.headers, body: new Uint8Array(request.raw) })),
+        route.POST(
+          new Request(`${server.current.baseUrl}/api/ocr/process${request.search}`, {
+            method: "POST",
+            headers: request.headers,
+            body: new Uint8Array(request.raw),
+          }),
+        ),
       );
       return "drop";
     };
@@ -377,7 +416,11 @@ describe("ocr extract: retries", () => {
     server.current.intercept = (request) =>
       request.path === "/api/ocr/process"
         ? Response.json(
-            { success: false, error: { code: "rate_limited", message: "Rate limit exceeded" }, requestId: "req_injected" },
+            {
+              success: false,
+              error: { code: "rate_limited", message: "Rate limit exceeded" },
+              requestId: "req_injected",
+            },
             { status: 429, headers: { "retry-after": "0" } },
           )
         : undefined;
@@ -405,7 +448,9 @@ describe("ocr balance", () => {
   it("a server without GET /api/credits → exit code 1 and where else to look", async () => {
     const account = await createAccount(1);
     server.current.intercept = (request) =>
-      request.path === "/api/credits" ? new Response("<!DOCTYPE html>Not found", { status: 404, headers: { "content-type": "text/html" } }) : undefined;
+      request.path === "/api/credits"
+        ? new Response("<!DOCTYPE html>Not found", { status: 404, headers: { "content-type": "text/html" } })
+        : undefined;
     const run = await ocr(["balance"], account.key);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("no balance endpoint");

@@ -9,7 +9,14 @@ import { jobListSchema, jobResultSchema, jobViewSchema } from "@/lib/api/schemas
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { longScan } from "@/scripts/make-fixtures";
-import { FIXTURE_DIR, createAccount, expectLedgerConsistent, groundTruth, withStore, type TestAccount } from "../api/support";
+import {
+  FIXTURE_DIR,
+  createAccount,
+  expectLedgerConsistent,
+  groundTruth,
+  withStore,
+  type TestAccount,
+} from "../api/support";
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 
 /*
@@ -54,7 +61,11 @@ afterEach(() => {
 });
 
 function ocr(args: string[], key: string | undefined, options: { cwd?: string } = {}): Promise<CliRun> {
-  return runCli(cli.path, args, { cwd: options.cwd, env: { OCR_BASE_URL: server.current.baseUrl, FETCH_MCP_SERVER_API_KEY: key }, timeoutMs: 120_000 });
+  return runCli(cli.path, args, {
+    cwd: options.cwd,
+    env: { OCR_BASE_URL: server.current.baseUrl, FETCH_MCP_SERVER_API_KEY: key },
+    timeoutMs: 120_000,
+  });
 }
 
 const requestLine = (request: { method: string; path: string; status: number }) =>
@@ -68,7 +79,11 @@ function requestSequence(): string[] {
 
 /** A child's whole environment: PATH, the service and the key. */
 const childEnv = (key: string): NodeJS.ProcessEnv => {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", OCR_BASE_URL: server.current.baseUrl, FETCH_MCP_SERVER_API_KEY: key };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    OCR_BASE_URL: server.current.baseUrl,
+    FETCH_MCP_SERVER_API_KEY: key,
+  };
   return env as NodeJS.ProcessEnv;
 };
 
@@ -109,11 +124,19 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     expect(submitted!.headers.get("idempotency-key")).not.toBe(refused!.headers.get("idempotency-key"));
     // Off a terminal: no bar, plain lines naming the job.
     const jobId = jobIdIn(run.stderr);
-    expect(run.stderr).toMatch(new RegExp(`contract\\.pdf: too much work for one request \\(413\\): sent as job ${jobId} \\(6 pages, 6 credits reserved\\)`));
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `contract\\.pdf: too much work for one request \\(413\\): sent as job ${jobId} \\(6 pages, 6 credits reserved\\)`,
+      ),
+    );
     expect(run.stderr).not.toContain("\r");
     expect(await account.balance()).toBe(20 - PAGES);
     await expectLedgerConsistent(account);
-    expect(await getJobView(account.userId, jobId)).toMatchObject({ status: "succeeded", pagesDone: PAGES, creditsUsed: PAGES });
+    expect(await getJobView(account.userId, jobId)).toMatchObject({
+      status: "succeeded",
+      pagesDone: PAGES,
+      creditsUsed: PAGES,
+    });
   });
 
   it("--async sends even a one-page image as a job; --format json and --verbose", async () => {
@@ -125,7 +148,9 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     expect(characterErrorRate(document.pages[0]!.text, groundTruth("paragraph.png"))).toBeLessThan(SCAN_CER);
     expect(server.current.requests.some((request) => request.path === "/api/ocr/process")).toBe(false);
     expect(server.current.requests[0]!.search).toBe("?format=json");
-    expect(run.stderr).toMatch(/paragraph\.png: job job_[\w-]{22}, 1\/1 pages, 1 credit used, confidence \d+\.\d, \d+\.\d s/);
+    expect(run.stderr).toMatch(
+      /paragraph\.png: job job_[\w-]{22}, 1\/1 pages, 1 credit used, confidence \d+\.\d, \d+\.\d s/,
+    );
     expect(await account.balance()).toBe(4);
   });
 
@@ -162,7 +187,11 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     server.current.intercept = (request) =>
       request.path === "/api/ocr/process"
         ? Response.json(
-            { success: false, error: { code: "timeout", message: "The request deadline passed" }, requestId: "req_injected" },
+            {
+              success: false,
+              error: { code: "timeout", message: "The request deadline passed" },
+              requestId: "req_injected",
+            },
             { status: 504 },
           )
         : undefined;
@@ -177,7 +206,14 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     server.current.intercept = (request) =>
       request.path === "/api/ocr/process"
         ? Response.json(
-            { success: false, error: { code: "payload_too_large", message: "The file at imageUrl is larger than the 25 MB limit for URL files" }, requestId: "req_injected" },
+            {
+              success: false,
+              error: {
+                code: "payload_too_large",
+                message: "The file at imageUrl is larger than the 25 MB limit for URL files",
+              },
+              requestId: "req_injected",
+            },
             { status: 413 },
           )
         : undefined;
@@ -195,7 +231,9 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     server.current.intercept = async (request) => {
       if (!request.path.endsWith("/result") || request.search !== "") return undefined;
       const url = `${server.current.baseUrl}${request.path}?pages=1-3`;
-      const part = jobResultSchema.parse(await (await resultRoute.GET(new Request(url, { headers: request.headers }))).json());
+      const part = jobResultSchema.parse(
+        await (await resultRoute.GET(new Request(url, { headers: request.headers }))).json(),
+      );
       return Response.json({ ...part, next: `${request.path}?format=text&pages=4-6` });
     };
     const run = await ocr(["extract", scan.file, "--async", "--verbose"], account.key);
@@ -288,7 +326,9 @@ describe("ocr jobs", () => {
     const lines = table.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^JOB\s+STATUS\s+PAGES\s+CREDITS\s+CREATED$/);
     expect(lines).toHaveLength(2);
-    expect(lines[1]).toMatch(new RegExp(`^${jobId}\\s+succeeded\\s+6/6\\s+6/6\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ$`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^${jobId}\\s+succeeded\\s+6/6\\s+6/6\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ$`),
+    );
 
     const json = await ocr(["jobs", "list", "--json", "--limit", "5"], account.key);
     expect(json.code).toBe(0);
@@ -320,7 +360,12 @@ describe("ocr jobs", () => {
     expect(run.stdout).toMatch(/^credits: +6 used, 6 reserved, 0 refunded$/m);
     expect(run.stdout).toContain(`ocr jobs result ${jobId}`);
     const json = await ocr(["jobs", "get", jobId, "--json"], account.key);
-    expect(jobViewSchema.parse(JSON.parse(json.stdout))).toMatchObject({ jobId, status: "succeeded", pagesDone: 6, failedPages: [] });
+    expect(jobViewSchema.parse(JSON.parse(json.stdout))).toMatchObject({
+      jobId,
+      status: "succeeded",
+      pagesDone: 6,
+      failedPages: [],
+    });
   });
 
   it("result: the whole text; --pages, --format and -o FILE", async () => {
@@ -330,7 +375,10 @@ describe("ocr jobs", () => {
     expect(characterErrorRate(whole.stdout.split("\f").join("\n"), scan.truth.join("\n"))).toBeLessThan(SCAN_CER);
 
     const file = path.join(tempDir("result"), "sub", "two.md");
-    const part = await ocr(["jobs", "result", jobId, "--pages", "2-3", "--format", "markdown", "-o", file], account.key);
+    const part = await ocr(
+      ["jobs", "result", jobId, "--pages", "2-3", "--format", "markdown", "-o", file],
+      account.key,
+    );
     expect(part.code, part.stderr).toBe(0);
     expect(part.stdout).toBe("");
     const markdown = fs.readFileSync(file, "utf8");
@@ -351,7 +399,9 @@ describe("ocr jobs", () => {
     const view = await getJobView(account.userId, running);
     expect(view.status).toBe("cancelled");
     expect(view.pagesDone).toBeLessThan(LONG_PAGES);
-    expect(run.stdout).toBe(`${running} cancelled: ${view.pagesDone}/${LONG_PAGES} pages read, ${LONG_PAGES - view.pagesDone} credits refunded${view.pagesDone > 0 ? ` (its text so far: ocr jobs result ${running})` : ""}\n`);
+    expect(run.stdout).toBe(
+      `${running} cancelled: ${view.pagesDone}/${LONG_PAGES} pages read, ${LONG_PAGES - view.pagesDone} credits refunded${view.pagesDone > 0 ? ` (its text so far: ocr jobs result ${running})` : ""}\n`,
+    );
     expect(view.creditsRefunded).toBe(LONG_PAGES - view.pagesDone);
     expect(await account.balance()).toBe(before - view.pagesDone);
     await expectLedgerConsistent(account);

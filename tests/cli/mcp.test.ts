@@ -71,7 +71,9 @@ describe("ocr mcp over Streamable HTTP", () => {
     expect(client.getServerVersion()).toMatchObject({ name: "ocr-service", version: "2.0.0" });
     expect(client.getServerCapabilities()).toMatchObject({ tools: {} });
     expect(client.getServerCapabilities()).not.toHaveProperty("resources");
-    expect(stderr()).toMatch(/ocr mcp: connected to http:\/\/127\.0\.0\.1:\d+\/api\/mcp over Streamable HTTP \(ocr-service 2\.0\.0\)/);
+    expect(stderr()).toMatch(
+      /ocr mcp: connected to http:\/\/127\.0\.0\.1:\d+\/api\/mcp over Streamable HTTP \(ocr-service 2\.0\.0\)/,
+    );
 
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
@@ -82,13 +84,21 @@ describe("ocr mcp over Streamable HTTP", () => {
     expect(characterErrorRate(text.extractedText, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
     const markdown = expectExtracted(await extract(client, pdf, "markdown"));
     expect(markdown.extractedText).toMatch(/^#+ Introduction$/m);
-    expect(characterErrorRate(markdown.extractedText.replace(/^#+ |^---$/gm, ""), groundTruth("born-digital.pdf"))).toBeLessThan(PDF_CER);
+    expect(
+      characterErrorRate(markdown.extractedText.replace(/^#+ |^---$/gm, ""), groundTruth("born-digital.pdf")),
+    ).toBeLessThan(PDF_CER);
     expect(await account.balance()).toBe(6);
     await expectLedgerConsistent(account);
 
     // Upstream: stateless JSON-RPC POSTs (no sessionId), each with the key and an Idempotency-Key of its own.
     const posts = mcpRequests().filter((request) => request.method === "POST");
-    expect(posts.map(rpcMethod)).toEqual(["initialize", "notifications/initialized", "tools/list", "tools/call", "tools/call"]);
+    expect(posts.map(rpcMethod)).toEqual([
+      "initialize",
+      "notifications/initialized",
+      "tools/list",
+      "tools/call",
+      "tools/call",
+    ]);
     for (const post of posts) {
       expect(post.search).toBe("");
       expect(post.headers.get("x-api-key")).toBe(account.key);
@@ -107,7 +117,9 @@ describe("ocr mcp over Streamable HTTP", () => {
     const error = await client.callTool({ name: "read_minds", arguments: {} }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32602);
-    expect((error as McpError).message).toBe('MCP error -32602: Unknown tool "read_minds": this server has extract_text and get_extraction');
+    expect((error as McpError).message).toBe(
+      'MCP error -32602: Unknown tool "read_minds": this server has extract_text and get_extraction',
+    );
 
     server.current.requests.length = 0;
     await client.ping();
@@ -136,11 +148,16 @@ describe("ocr mcp over Streamable HTTP", () => {
 
   it("a refused key: exit code 3 at start, with the service's message", async () => {
     const run = await runCli(cli.path, ["mcp"], {
-      env: { OCR_BASE_URL: server.current.baseUrl, FETCH_MCP_SERVER_API_KEY: "ocr_wrong0000000000000000000000000000000000" },
+      env: {
+        OCR_BASE_URL: server.current.baseUrl,
+        FETCH_MCP_SERVER_API_KEY: "ocr_wrong0000000000000000000000000000000000",
+      },
     });
     expect(run.code).toBe(3);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/cannot connect to .*\/api\/mcp: Streamable HTTP: HTTP 403 unauthorized: Invalid or revoked API key/);
+    expect(run.stderr).toMatch(
+      /cannot connect to .*\/api\/mcp: Streamable HTTP: HTTP 403 unauthorized: Invalid or revoked API key/,
+    );
     // Not retried on SSE: the key is refused there too.
     expect(mcpRequests().filter((request) => request.method === "GET")).toEqual([]);
   });
@@ -168,8 +185,15 @@ describe("ocr mcp falling back to SSE", () => {
     const stream = requests.find((request) => request.method === "GET");
     expect(stream?.headers.get("accept")).toBe("text/event-stream");
     expect(stream?.headers.get("x-api-key")).toBe(account.key);
-    const sessionPosts = requests.filter((request) => request.method === "POST" && request.search.startsWith("?sessionId="));
-    expect(sessionPosts.map(rpcMethod)).toEqual(["initialize", "notifications/initialized", "tools/list", "tools/call"]);
+    const sessionPosts = requests.filter(
+      (request) => request.method === "POST" && request.search.startsWith("?sessionId="),
+    );
+    expect(sessionPosts.map(rpcMethod)).toEqual([
+      "initialize",
+      "notifications/initialized",
+      "tools/list",
+      "tools/call",
+    ]);
     expect(sessionPosts.every((request) => request.status === 202)).toBe(true);
   });
 

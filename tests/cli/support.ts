@@ -58,7 +58,11 @@ export async function startServer(): Promise<TestServer> {
   // Dynamic segments, as Next's file-system router matches them.
   const routeFor = (pathname: string): RouteModule | undefined =>
     routes[pathname] ??
-    (/^\/api\/ocr\/jobs\/[^/]+\/result$/.test(pathname) ? jobResultRoute : /^\/api\/ocr\/jobs\/[^/]+$/.test(pathname) ? jobRoute : undefined);
+    (/^\/api\/ocr\/jobs\/[^/]+\/result$/.test(pathname)
+      ? jobResultRoute
+      : /^\/api\/ocr\/jobs\/[^/]+$/.test(pathname)
+        ? jobRoute
+        : undefined);
   const state: TestServer = { baseUrl: "", requests: [], intercept: undefined, close: async () => undefined };
 
   const server = http.createServer(async (req, res) => {
@@ -69,7 +73,15 @@ export async function startServer(): Promise<TestServer> {
     const headers = new Headers();
     for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
     const method = (req.method ?? "GET").toUpperCase();
-    const logged: LoggedRequest = { method, path: url.pathname, search: url.search, headers, body: body.toString("utf8"), raw: body, status: 0 };
+    const logged: LoggedRequest = {
+      method,
+      path: url.pathname,
+      search: url.search,
+      headers,
+      body: body.toString("utf8"),
+      raw: body,
+      status: 0,
+    };
     state.requests.push(logged);
 
     const injected = await state.intercept?.(logged);

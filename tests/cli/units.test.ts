@@ -10,7 +10,9 @@ describe("configuration", () => {
   it("takes the key from --api-key, then FETCH_MCP_SERVER_API_KEY, then OCR_API_KEY", () => {
     const env = { FETCH_MCP_SERVER_API_KEY: "ocr_fetch", OCR_API_KEY: "ocr_other" };
     expect(resolveConfig({}, env, "1").apiKey).toBe("ocr_fetch");
-    expect(resolveConfig({}, { OCR_API_KEY: "ocr_other", FETCH_MCP_SERVER_API_KEY: " " }, "1").apiKey).toBe("ocr_other");
+    expect(resolveConfig({}, { OCR_API_KEY: "ocr_other", FETCH_MCP_SERVER_API_KEY: " " }, "1").apiKey).toBe(
+      "ocr_other",
+    );
     expect(resolveConfig({ "api-key": "ocr_flag" }, env, "1").apiKey).toBe("ocr_flag");
     expect(resolveConfig({}, {}, "1").apiKey).toBeUndefined();
   });
@@ -22,13 +24,18 @@ describe("configuration", () => {
       retries: 3,
       maxInlineBytes: 20 * 1024 * 1024,
     });
-    expect(resolveConfig({ "base-url": "https://ocr.example.com/prefix/" }, { OCR_BASE_URL: "http://x" }, "1").baseUrl).toBe(
-      "https://ocr.example.com/prefix",
-    );
+    expect(
+      resolveConfig({ "base-url": "https://ocr.example.com/prefix/" }, { OCR_BASE_URL: "http://x" }, "1").baseUrl,
+    ).toBe("https://ocr.example.com/prefix");
   });
 
   it("refuses base URLs that are not plain http(s) origins or prefixes", () => {
-    for (const bad of ["ftp://example.com", "not a url", "https://user:pass@example.com", "https://example.com/?api_key=x"]) {
+    for (const bad of [
+      "ftp://example.com",
+      "not a url",
+      "https://user:pass@example.com",
+      "https://example.com/?api_key=x",
+    ]) {
       expect(() => parseBaseUrl(bad)).toThrow(/OCR_BASE_URL/);
     }
   });
@@ -52,7 +59,13 @@ describe("retry timing", () => {
   });
 
   it("backoff doubles from 0.5 s up to 8 s, with ±20 % jitter", () => {
-    for (const [retry, base] of [[1, 500], [2, 1000], [3, 2000], [6, 8000], [9, 8000]] as const) {
+    for (const [retry, base] of [
+      [1, 500],
+      [2, 1000],
+      [3, 2000],
+      [6, 8000],
+      [9, 8000],
+    ] as const) {
       const delay = backoffMs(retry);
       expect(delay).toBeGreaterThanOrEqual(base * 0.8);
       expect(delay).toBeLessThanOrEqual(base * 1.2);
@@ -66,12 +79,16 @@ describe("retry timing", () => {
       keys.push(new Headers(init?.headers).get("idempotency-key"));
       return new Response("{}", { status: statuses.shift()!, headers: { "retry-after": "0" } });
     }) as typeof globalThis.fetch;
-    const response = await sendWithRetry("http://ocr.test/api/ocr/process", { method: "POST" }, {
-      timeoutMs: 1000,
-      retries: 0,
-      idempotencyKey: "key-1",
-      fetch,
-    });
+    const response = await sendWithRetry(
+      "http://ocr.test/api/ocr/process",
+      { method: "POST" },
+      {
+        timeoutMs: 1000,
+        retries: 0,
+        idempotencyKey: "key-1",
+        fetch,
+      },
+    );
     expect(response.status).toBe(200);
     expect(keys).toEqual(["key-1", "key-1", "key-1"]);
   });
@@ -92,10 +109,16 @@ describe("retry timing", () => {
     const fetch = ((_url: string | URL | Request, init?: RequestInit) => {
       calls += 1;
       if (calls === 2) return Promise.resolve(new Response("ok"));
-      return new Promise<Response>((_resolve, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
+      return new Promise<Response>((_resolve, reject) =>
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+      );
     }) as typeof globalThis.fetch;
     const retries: string[] = [];
-    const response = await sendWithRetry("http://ocr.test/x", {}, { timeoutMs: 150, retries: 1, fetch, onRetry: (info) => retries.push(info.reason) });
+    const response = await sendWithRetry(
+      "http://ocr.test/x",
+      {},
+      { timeoutMs: 150, retries: 1, fetch, onRetry: (info) => retries.push(info.reason) },
+    );
     expect(await response.text()).toBe("ok");
     expect(retries).toEqual(["timed out after 150 ms"]);
   });
@@ -129,7 +152,10 @@ describe("progress bar", () => {
   });
 
   it("draws nothing off a terminal, or for a single file", () => {
-    for (const [isTTY, total] of [[false, 4], [true, 1]] as const) {
+    for (const [isTTY, total] of [
+      [false, 4],
+      [true, 1],
+    ] as const) {
       const { writes, stream } = fakeStream(isTTY);
       const bar = new ProgressBar(stream, total);
       bar.start("a.png");
@@ -168,7 +194,12 @@ describe("progress lines off a terminal", () => {
   it("at most one per interval, and only when the job moved", () => {
     let now = 0;
     const lines = new ProgressLines(10_000, () => now);
-    const job = (status: string, pagesDone: number, pagesFailed = 0) => ({ status, pagesDone, pagesFailed, pagesTotal: 120 });
+    const job = (status: string, pagesDone: number, pagesFailed = 0) => ({
+      status,
+      pagesDone,
+      pagesFailed,
+      pagesTotal: 120,
+    });
     lines.mark(job("queued", 0));
     now = 5_000;
     expect(lines.next(job("running", 10))).toBeNull();

@@ -7,7 +7,12 @@ import { webhookEventSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { jobEventId, newSigningSecret, resetDeliveryQueue, rotateWebhookSecret } from "@/lib/webhooks";
 import { FIXTURE_DIR, createAccount, groundTruth, withStore } from "../api/support";
-import { startWebhookReceiver, waitFor, type ReceivedDelivery, type WebhookReceiver } from "../support/webhook-receiver";
+import {
+  startWebhookReceiver,
+  waitFor,
+  type ReceivedDelivery,
+  type WebhookReceiver,
+} from "../support/webhook-receiver";
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 
 /*
@@ -77,16 +82,29 @@ describe("ocr extract --webhook", () => {
     expect(new URLSearchParams(submitted.search).get("webhook")).toBe(receiver.url);
     const jobId = /job_[\w-]{22}/.exec(run.stderr)![0];
 
-    delivery = await waitFor(() => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(jobId)), 60_000, "the job's event");
+    delivery = await waitFor(
+      () => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(jobId)),
+      60_000,
+      "the job's event",
+    );
     expect(delivery.refused).toBeUndefined();
-    expect(webhookEventSchema.parse(delivery.event)).toMatchObject({ type: "job.succeeded", data: { id: jobId, pagesDone: 1, creditsUsed: 1 } });
+    expect(webhookEventSchema.parse(delivery.event)).toMatchObject({
+      type: "job.succeeded",
+      data: { id: jobId, pagesDone: 1, creditsUsed: 1 },
+    });
     expect(await account.balance()).toBe(4);
 
     // `ocr jobs get` says where the event went and how.
-    await waitFor(async () => ((await getJobView(account.userId, jobId)).webhook?.deliveries.length ? true : undefined), 30_000, "the recorded attempt");
+    await waitFor(
+      async () => ((await getJobView(account.userId, jobId)).webhook?.deliveries.length ? true : undefined),
+      30_000,
+      "the recorded attempt",
+    );
     const got = await ocr(["jobs", "get", jobId], { FETCH_MCP_SERVER_API_KEY: account.key });
     expect(got.code, got.stderr).toBe(0);
-    expect(got.stdout).toMatch(new RegExp(`webhook: +${receiver.url.replace(/[.]/g, "\\.")} — attempt 1 .*: delivered \\(HTTP 200\\)`));
+    expect(got.stdout).toMatch(
+      new RegExp(`webhook: +${receiver.url.replace(/[.]/g, "\\.")} — attempt 1 .*: delivered \\(HTTP 200\\)`),
+    );
   }, 120_000);
 
   it("refuses --webhook with --sync or a non-http URL (usage); the service's 400 for a private address (exit 5, nothing charged)", async () => {
@@ -100,7 +118,9 @@ describe("ocr extract --webhook", () => {
     expect(ftp.code).toBe(2);
     const privateUrl = await ocr(["extract", PNG, "--webhook", "https://10.0.0.1/hook"], env);
     expect(privateUrl.code).toBe(5);
-    expect(privateUrl.stderr).toMatch(/paragraph\.png: invalid_request: webhook\.url: URL not allowed: 10\.0\.0\.1 is not a public address/);
+    expect(privateUrl.stderr).toMatch(
+      /paragraph\.png: invalid_request: webhook\.url: URL not allowed: 10\.0\.0\.1 is not a public address/,
+    );
     expect(await account.balance()).toBe(5);
   });
 
@@ -112,7 +132,9 @@ describe("ocr extract --webhook", () => {
       const run = await ocr(["webhooks", "verify", "--file", file], env());
       expect(run.code, run.stderr).toBe(0);
       expect(JSON.parse(run.stdout)).toEqual(JSON.parse(delivery.body));
-      expect(run.stderr).toMatch(new RegExp(`verified: job\\.succeeded ${delivery.headers["webhook-id"]}, signed 20\\d\\d-`));
+      expect(run.stderr).toMatch(
+        new RegExp(`verified: job\\.succeeded ${delivery.headers["webhook-id"]}, signed 20\\d\\d-`),
+      );
       expect(run.stderr).not.toContain("note:");
       // The secret as a flag works too.
       expect((await ocr(["webhooks", "verify", "--file", file, "--secret", secret])).code).toBe(0);
@@ -121,7 +143,13 @@ describe("ocr extract --webhook", () => {
     it("verifies headers (as curl -D writes them) and a raw body given apart", async () => {
       const headers = save(
         "headers.txt",
-        ["POST /hooks/ocr HTTP/1.1", ...Object.entries(delivery.headers).map(([name, value]) => `${name.replace(/^webhook/, "Webhook")}: ${value}`), ""].join("\r\n"),
+        [
+          "POST /hooks/ocr HTTP/1.1",
+          ...Object.entries(delivery.headers).map(
+            ([name, value]) => `${name.replace(/^webhook/, "Webhook")}: ${value}`,
+          ),
+          "",
+        ].join("\r\n"),
       );
       const body = save("body.json", delivery.body);
       const run = await ocr(["webhooks", "verify", "--headers", headers, "--body", body], env());
@@ -130,7 +158,10 @@ describe("ocr extract --webhook", () => {
     });
 
     it("refuses a tampered body and a wrong secret (exit 3)", async () => {
-      const tampered = save("tampered.json", { headers: delivery.headers, body: delivery.body.replace('"pagesDone":1', '"pagesDone":2') });
+      const tampered = save("tampered.json", {
+        headers: delivery.headers,
+        body: delivery.body.replace('"pagesDone":1', '"pagesDone":2'),
+      });
       const run = await ocr(["webhooks", "verify", "--file", tampered], env());
       expect(run.code).toBe(3);
       expect(run.stderr).toMatch(/not verified/);
@@ -142,17 +173,27 @@ describe("ocr extract --webhook", () => {
 
     it("checks the Standard Webhooks reference vector: its signature is right, and it is far too old for a live receiver", async () => {
       const file = save("vector.json", {
-        headers: { "webhook-id": VECTOR.id, "webhook-timestamp": VECTOR.timestamp, "webhook-signature": VECTOR.signature },
+        headers: {
+          "webhook-id": VECTOR.id,
+          "webhook-timestamp": VECTOR.timestamp,
+          "webhook-signature": VECTOR.signature,
+        },
         body: VECTOR.body,
       });
       const run = await ocr(["webhooks", "verify", "--file", file], { OCR_WEBHOOK_SECRET: VECTOR.secret });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr).toContain(`verified: event ${VECTOR.id}, signed 2021-02-25T15:02:10.000Z`);
-      expect(run.stderr).toMatch(/note: the signature is right; the delivery is \d+ days old: a live receiver refuses it/);
+      expect(run.stderr).toMatch(
+        /note: the signature is right; the delivery is \d+ days old: a live receiver refuses it/,
+      );
       expect(JSON.parse(run.stdout)).toEqual({ test: 2432232314 });
       // One character of the signature changed: refused.
       const forged = save("forged.json", {
-        headers: { "webhook-id": VECTOR.id, "webhook-timestamp": VECTOR.timestamp, "webhook-signature": VECTOR.signature.replace("g0h", "g1h") },
+        headers: {
+          "webhook-id": VECTOR.id,
+          "webhook-timestamp": VECTOR.timestamp,
+          "webhook-signature": VECTOR.signature.replace("g0h", "g1h"),
+        },
         body: VECTOR.body,
       });
       expect((await ocr(["webhooks", "verify", "--file", forged], { OCR_WEBHOOK_SECRET: VECTOR.secret })).code).toBe(3);
@@ -165,7 +206,9 @@ describe("ocr extract --webhook", () => {
         },
         body: VECTOR.body,
       });
-      expect((await ocr(["webhooks", "verify", "--file", rotated], { OCR_WEBHOOK_SECRET: VECTOR.secret })).code).toBe(0);
+      expect((await ocr(["webhooks", "verify", "--file", rotated], { OCR_WEBHOOK_SECRET: VECTOR.secret })).code).toBe(
+        0,
+      );
     });
 
     it("usage and input errors: no secret (2), no delivery (2), not a delivery (5), a missing header (5)", async () => {
@@ -178,7 +221,10 @@ describe("ocr extract --webhook", () => {
       const notDelivery = await ocr(["webhooks", "verify", "--file", save("nope.json", "[1, 2]")], env());
       expect(notDelivery.code).toBe(5);
       const { ["webhook-id"]: _id, ...rest } = delivery.headers;
-      const noId = await ocr(["webhooks", "verify", "--file", save("noid.json", { headers: rest, body: delivery.body })], env());
+      const noId = await ocr(
+        ["webhooks", "verify", "--file", save("noid.json", { headers: rest, body: delivery.body })],
+        env(),
+      );
       expect(noId.code).toBe(5);
       expect(noId.stderr).toContain("no webhook-id header");
       const help = await ocr(["webhooks", "--help"]);

@@ -30,9 +30,15 @@ describe("credits", () => {
     await grantCredits({ userId, credits: 10 });
     const requestId = request();
     expect(await reserveCredits({ userId, pages: 5, requestId, keyId: "key_a" })).toEqual({ ok: true, balance: 5 });
-    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({ refunded: 2, balance: 7 });
+    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({
+      refunded: 2,
+      balance: 7,
+    });
     // Settling again (a retry of the bookkeeping) refunds nothing more.
-    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({ refunded: 0, balance: 7 });
+    expect(await settleCredits({ userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({
+      refunded: 0,
+      balance: 7,
+    });
 
     const { entries } = await listLedger(userId);
     expect(entries).toEqual([
@@ -144,7 +150,10 @@ describe("credits", () => {
       await reserveCredits({ userId, pages: 1, ...entry });
       if (i === 5) await grantCredits({ userId, credits: 1 });
     }
-    const ofA = requests.filter((entry) => entry.keyId === "key_a").map((entry) => entry.requestId).reverse();
+    const ofA = requests
+      .filter((entry) => entry.keyId === "key_a")
+      .map((entry) => entry.requestId)
+      .reverse();
     const first = await listLedger(userId, { limit: 4, keyId: "key_a" });
     expect(first.entries.map((entry) => entry.requestId)).toEqual(ofA.slice(0, 4));
     expect(first.nextCursor).toMatch(/^\d+$/);
@@ -158,7 +167,12 @@ describe("credits", () => {
     expect(all).toHaveLength(14);
     const onlyB: string[] = [];
     for await (const entry of iterateLedger(userId, { keyId: "key_b" })) onlyB.push(entry.requestId ?? "");
-    expect(onlyB).toEqual(requests.filter((entry) => entry.keyId === "key_b").map((entry) => entry.requestId).reverse());
+    expect(onlyB).toEqual(
+      requests
+        .filter((entry) => entry.keyId === "key_b")
+        .map((entry) => entry.requestId)
+        .reverse(),
+    );
   });
 
   it(`a filtered page looks at no more than ${LEDGER_FILTER_SCAN_LIMIT} entries, then gives a cursor to go on`, async () => {
@@ -167,7 +181,11 @@ describe("credits", () => {
     await reserveAndGrant(userId, "key_old");
     // Many entries of other keys (grants are cheap): the old key's entry is past the scan limit.
     for (let i = 0; i < LEDGER_FILTER_SCAN_LIMIT + 50; i++) {
-      await store.credits.grantCredits({ userId, credits: 1, entry: { id: `led_${i}`, at: new Date().toISOString(), reason: "grant", keyId: "key_new" } });
+      await store.credits.grantCredits({
+        userId,
+        credits: 1,
+        entry: { id: `led_${i}`, at: new Date().toISOString(), reason: "grant", keyId: "key_new" },
+      });
     }
     const page = await listLedger(userId, { keyId: "key_old" });
     expect(page.entries).toEqual([]);

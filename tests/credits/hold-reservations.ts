@@ -13,7 +13,12 @@ if (!userId || !count || !deadline) {
   process.exit(2);
 }
 for (let i = 0; i < Number(count); i++) {
-  const result = await reserveCredits({ userId, pages: 2, requestId: `req_${randomBytes(8).toString("hex")}`, deadline: Number(deadline) });
+  const result = await reserveCredits({
+    userId,
+    pages: 2,
+    requestId: `req_${randomBytes(8).toString("hex")}`,
+    deadline: Number(deadline),
+  });
   if (!result.ok) throw new Error(`could not reserve: balance ${result.balance}`);
 }
 process.stdout.write("reserved\n");

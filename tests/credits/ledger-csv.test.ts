@@ -15,7 +15,7 @@ describe("the ledger as CSV", () => {
   });
 
   it("defuses text a spreadsheet would run as a formula, but not numbers", () => {
-    expect(csvField("=HYPERLINK(\"http://evil\")")).toBe("\"'=HYPERLINK(\"\"http://evil\"\")\"");
+    expect(csvField('=HYPERLINK("http://evil")')).toBe('"\'=HYPERLINK(""http://evil"")"');
     expect(csvField("+1")).toBe("'+1");
     expect(csvField("-cmd")).toBe("'-cmd");
     expect(csvField("@SUM(A1)")).toBe("'@SUM(A1)");
@@ -38,8 +38,16 @@ describe("the ledger as CSV", () => {
     const fields = ledgerCsvFields(entry, new Map([["key_1", "CI, nightly"]]));
     expect(fields).toHaveLength(LEDGER_CSV_HEADER.length);
     expect(csvRow(fields)).toBe('2026-11-23T10:00:00.000Z,-2,98,ocr,req_abc,"CI, nightly",key_1,markdown,2\r\n');
-    expect(csvRow(LEDGER_CSV_HEADER)).toBe("time,change,balance_after,reason,request_id,key_name,key_id,format,pages\r\n");
-    const signup: LedgerEntry = { id: "led_0", at: "2026-11-23T09:00:00.000Z", delta: 100, balanceAfter: 100, reason: "signup" };
+    expect(csvRow(LEDGER_CSV_HEADER)).toBe(
+      "time,change,balance_after,reason,request_id,key_name,key_id,format,pages\r\n",
+    );
+    const signup: LedgerEntry = {
+      id: "led_0",
+      at: "2026-11-23T09:00:00.000Z",
+      delta: 100,
+      balanceAfter: 100,
+      reason: "signup",
+    };
     expect(csvRow(ledgerCsvFields(signup, new Map()))).toBe("2026-11-23T09:00:00.000Z,100,100,signup,,,,,\r\n");
   });
 

@@ -83,7 +83,9 @@ describe("a reserve whose reply is lost", () => {
     installStore(lossyStore(getStore(), { failRelease: true }));
     const requestId = request();
     const deadline = Date.now() + 300;
-    await expect(reserveCredits({ userId, pages: 2, requestId, deadline })).rejects.toMatchObject({ code: "unavailable" });
+    await expect(reserveCredits({ userId, pages: 2, requestId, deadline })).rejects.toMatchObject({
+      code: "unavailable",
+    });
     expect(await getBalance(userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
 
     // Not before its deadline (plus grace): its request might still settle it.
@@ -108,7 +110,10 @@ describe("the sweep", () => {
     expect(await getBalance(userId)).toBe(15);
     expect(await countOverdueReservations()).toBeGreaterThanOrEqual(10);
 
-    const sweeps = await Promise.all([sweepExpiredReservations({ graceMs: 0 }), sweepExpiredReservations({ graceMs: 0 })]);
+    const sweeps = await Promise.all([
+      sweepExpiredReservations({ graceMs: 0 }),
+      sweepExpiredReservations({ graceMs: 0 }),
+    ]);
     expect(sweeps.reduce((sum, sweep) => sum + sweep.credits, 0)).toBeGreaterThanOrEqual(10);
     expect(await getBalance(userId)).toBe(25); // the 10 refunded; the pending one untouched
     const { entries } = await listLedger(userId, { limit: 100 });
@@ -125,11 +130,15 @@ describe("an instance killed with reservations open", () => {
     const deadline = Date.now() + 3_000;
     const script = path.join(import.meta.dirname, "hold-reservations.ts");
     // The server's condition: lib/store is "server-only" (see vitest.config.ts).
-    const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", script, userId, "4", String(deadline)], {
-      env: { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ENV: "test" },
-      stdio: ["ignore", "pipe", "inherit"],
-      cwd: path.resolve(import.meta.dirname, "../.."),
-    });
+    const child = spawn(
+      process.execPath,
+      ["--conditions=react-server", "--import", "tsx", script, userId, "4", String(deadline)],
+      {
+        env: { ...process.env, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ENV: "test" },
+        stdio: ["ignore", "pipe", "inherit"],
+        cwd: path.resolve(import.meta.dirname, "../.."),
+      },
+    );
     // The child reserves 4 requests × 2 pages, says so, and then waits (its requests "in flight") until killed.
     await new Promise<void>((resolve, reject) => {
       child.stdout.on("data", (chunk: Buffer) => {

@@ -12,7 +12,8 @@ import { withRedisStoreEnv } from "../support/redis";
  * whatever the page shows or a client posts (the settings action calls grantTestCredits).
  */
 
-const newAccount = (label: string) => signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
+const newAccount = (label: string) =>
+  signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
 
 describe("test credits on the embedded store", () => {
   const saved = { ...process.env };

@@ -26,20 +26,40 @@ const DENIED_V6: Array<[range: string, first: string, last: string, outside: str
   ["fc00::/7 unique local", "fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", []],
   ["fe80::/10 link-local", "fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", []],
   ["ff00::/8 multicast", "ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", []],
-  ["2001:db8::/32 documentation", "2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", ["2001:db7:ffff::1", "2001:db9::"]],
+  [
+    "2001:db8::/32 documentation",
+    "2001:db8::",
+    "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+    ["2001:db7:ffff::1", "2001:db9::"],
+  ],
   ["2001::/23 IETF protocol assignments (Teredo…)", "2001::", "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", ["2001:200::"]],
   ["3fff::/20 documentation", "3fff::", "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", ["3ffe:ffff::1", "3fff:1000::"]],
   ["IPv4-compatible ::a.b.c.d", "::0.0.0.2", "::255.255.255.255", []],
-  ["IPv4-mapped of 127/8 (dotted)", "::ffff:127.0.0.0", "::ffff:127.255.255.255", ["::ffff:126.255.255.255", "::ffff:128.0.0.0"]],
+  [
+    "IPv4-mapped of 127/8 (dotted)",
+    "::ffff:127.0.0.0",
+    "::ffff:127.255.255.255",
+    ["::ffff:126.255.255.255", "::ffff:128.0.0.0"],
+  ],
   ["IPv4-mapped of 127/8 (hex)", "::ffff:7f00:0", "::ffff:7fff:ffff", ["::ffff:7eff:ffff", "::ffff:8000:0"]],
   ["IPv4-mapped of 10/8", "::ffff:10.0.0.0", "::ffff:aff:ffff", ["::ffff:9.255.255.255", "::ffff:b00:0"]],
   ["IPv4-mapped of 169.254/16", "::ffff:169.254.0.0", "::ffff:a9fe:ffff", ["::ffff:169.255.0.0"]],
   ["IPv4-mapped of 0.0.0.0", "::ffff:0.0.0.0", "::ffff:0:0", ["::ffff:1.0.0.0"]],
-  ["NAT64 64:ff9b::/96 of 10/8", "64:ff9b::10.0.0.0", "64:ff9b::aff:ffff", ["64:ff9b::9.255.255.255", "64:ff9b::b00:0"]],
+  [
+    "NAT64 64:ff9b::/96 of 10/8",
+    "64:ff9b::10.0.0.0",
+    "64:ff9b::aff:ffff",
+    ["64:ff9b::9.255.255.255", "64:ff9b::b00:0"],
+  ],
   ["NAT64 64:ff9b::/96 of 127/8", "64:ff9b::7f00:1", "64:ff9b::127.255.255.255", ["64:ff9b::128.0.0.0"]],
   ["NAT64 64:ff9b::/96 of 192.168/16", "64:ff9b::192.168.0.0", "64:ff9b::c0a8:ffff", ["64:ff9b::192.169.0.0"]],
   ["local-use NAT64 64:ff9b:1::/48", "64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", []],
-  ["6to4 2002::/16 of 10/8", "2002:a00::", "2002:aff:ffff:ffff:ffff:ffff:ffff:ffff", ["2002:9ff:ffff::1", "2002:b00::1"]],
+  [
+    "6to4 2002::/16 of 10/8",
+    "2002:a00::",
+    "2002:aff:ffff:ffff:ffff:ffff:ffff:ffff",
+    ["2002:9ff:ffff::1", "2002:b00::1"],
+  ],
   ["6to4 2002::/16 of 127/8", "2002:7f00:1::", "2002:7fff:ffff::1", ["2002:8000::1"]],
   ["6to4 2002::/16 of 192.168/16", "2002:c0a8::", "2002:c0a8:ffff:ffff:ffff:ffff:ffff:ffff", ["2002:c0a9::1"]],
   ["discard 100::/64", "100::", "100::ffff:ffff:ffff:ffff", []],
@@ -129,10 +149,19 @@ describe("parseHostLiteral", () => {
     expect(isPublicAddress(host)).toBe(isPublicAddress(address));
   });
 
-  it.each(["example.com", "localhost", "1.2.3.4.5", "256.256.256.256", "4294967296", "0x1.0x2.0x3.0x100", "08.0.0.1", "1..2", "", "[]", "[example.com]"])(
-    "%s is not an IP literal",
-    (host) => expect(parseHostLiteral(host)).toBeUndefined(),
-  );
+  it.each([
+    "example.com",
+    "localhost",
+    "1.2.3.4.5",
+    "256.256.256.256",
+    "4294967296",
+    "0x1.0x2.0x3.0x100",
+    "08.0.0.1",
+    "1..2",
+    "",
+    "[]",
+    "[example.com]",
+  ])("%s is not an IP literal", (host) => expect(parseHostLiteral(host)).toBeUndefined());
 
   it("formats IPv6 per RFC 5952", () => {
     expect(formatIPv6(parseIPv6("2001:DB8:0:0:1:0:0:1")!)).toBe("2001:db8::1:0:0:1");

@@ -31,13 +31,19 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
-const refused = (promise: Promise<unknown>) => expect(promise).rejects.toMatchObject({ code: "invalid_request", message: /^URL not allowed/ });
+const refused = (promise: Promise<unknown>) =>
+  expect(promise).rejects.toMatchObject({ code: "invalid_request", message: /^URL not allowed/ });
 
 describe("URL_ALLOW_HOSTS", () => {
   it("parses names, addresses (with or without a port) and CIDR ranges; refuses anything else by name", () => {
-    const list = parseAllowList(" minio.internal:9000 , 127.0.0.1:8080, [fd00::5]:443, 10.20.0.0/16, fd00:1::/32, files.corp ");
+    const list = parseAllowList(
+      " minio.internal:9000 , 127.0.0.1:8080, [fd00::5]:443, 10.20.0.0/16, fd00:1::/32, files.corp ",
+    );
     expect(list.names).toEqual([{ name: "minio.internal", port: 9000 }, { name: "files.corp" }]);
-    expect(list.addresses).toEqual([{ address: "127.0.0.1", port: 8080 }, { address: "fd00::5", port: 443 }]);
+    expect(list.addresses).toEqual([
+      { address: "127.0.0.1", port: 8080 },
+      { address: "fd00::5", port: 443 },
+    ]);
     expect(allowsName(list, "MINIO.internal.", 9000)).toBe(true);
     expect(allowsName(list, "minio.internal", 9001)).toBe(false);
     expect(allowsName(list, "files.corp", 80)).toBe(true);
@@ -73,7 +79,9 @@ describe("URL_ALLOW_HOSTS", () => {
   });
 
   it("every redirect hop is checked again: an allowed host cannot bounce the fetch to an unlisted private one", async () => {
-    await refused(fetchRemoteFile(`http://127.0.0.1:${port}/to-private`, { allowHosts: parseAllowList(`127.0.0.1:${port}`) }));
+    await refused(
+      fetchRemoteFile(`http://127.0.0.1:${port}/to-private`, { allowHosts: parseAllowList(`127.0.0.1:${port}`) }),
+    );
   });
 
   describe("through POST /api/ocr/process", () => {
@@ -83,7 +91,11 @@ describe("URL_ALLOW_HOSTS", () => {
     it("400 without the variable; 200 and the document's text with it", async () => {
       const account = await createAccount(5);
       const url = `http://127.0.0.1:${port}/scan.png`;
-      await expectApiError(await callOcr({ imageUrl: url }, { key: account.key }), "invalid_request", /URL not allowed: 127\.0\.0\.1 is not a public address/);
+      await expectApiError(
+        await callOcr({ imageUrl: url }, { key: account.key }),
+        "invalid_request",
+        /URL not allowed: 127\.0\.0\.1 is not a public address/,
+      );
       const restore = setEnv({ URL_ALLOW_HOSTS: `127.0.0.1:${port}` });
       try {
         const body = await expectOcrOk(await callOcr({ imageUrl: url }, { key: account.key }));

@@ -3,7 +3,9 @@ import { ApiError } from "@/lib/api/errors";
 import { decodeBase64Input } from "@/lib/input";
 
 const MiB = 1024 * 1024;
-const PNG_HEAD = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0xfb, 0xff, 0xfe]);
+const PNG_HEAD = Uint8Array.from([
+  0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0xfb, 0xff, 0xfe,
+]);
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
 
@@ -65,7 +67,9 @@ describe("decodeBase64Input: accepted forms", () => {
     const bytes = new Uint8Array(10_000).map((_, i) => (i * 7) % 256);
     const encoded = b64(bytes);
     expect([...decodeBase64Input(wrap(encoded, 76), MiB)]).toEqual([...bytes]);
-    expect([...decodeBase64Input(`data:image/jpeg;base64,\r\n${wrap(encoded, 76, "\r\n")}\r\n`, MiB)]).toEqual([...bytes]);
+    expect([...decodeBase64Input(`data:image/jpeg;base64,\r\n${wrap(encoded, 76, "\r\n")}\r\n`, MiB)]).toEqual([
+      ...bytes,
+    ]);
   });
 
   it("returns memory of its own, not a view into Buffer's shared pool", () => {

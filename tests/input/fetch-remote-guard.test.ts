@@ -35,12 +35,14 @@ const mixed: ResolveHost = async () => [
 describe("the SSRF guard against a real server on 127.0.0.1", () => {
   it("the server is reachable directly (control)", async () => {
     const body = await new Promise<string>((resolve, reject) => {
-      http.get({ host: "127.0.0.1", port, agent: false }, (res) => {
-        res.setEncoding("utf8");
-        let text = "";
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => resolve(text));
-      }).on("error", reject);
+      http
+        .get({ host: "127.0.0.1", port, agent: false }, (res) => {
+          res.setEncoding("utf8");
+          let text = "";
+          res.on("data", (chunk: string) => (text += chunk));
+          res.on("end", () => resolve(text));
+        })
+        .on("error", reject);
     });
     expect(body).toBe("secret internal data");
     expect(connections).toBe(1);

@@ -136,7 +136,10 @@ describe("fetchRemoteFile: success", () => {
 describe("fetchRemoteFile: redirects", () => {
   it("follows a chain of 3 (relative, absolute, cross-host) and re-resolves every new host", async () => {
     server.use(
-      http.get("http://files.example/start", () => new HttpResponse(null, { status: 301, headers: { location: "/second" } })),
+      http.get(
+        "http://files.example/start",
+        () => new HttpResponse(null, { status: 301, headers: { location: "/second" } }),
+      ),
       http.get("http://files.example/second", () => HttpResponse.redirect("http://hop1.example/third", 302)),
       http.get("http://hop1.example/third", () => HttpResponse.redirect("https://hop2.example/final.png?sig=1", 307)),
       http.get("https://hop2.example/final.png", () =>
@@ -176,7 +179,12 @@ describe("fetchRemoteFile: redirects", () => {
 
   it("honours maxRedirects: 0", async () => {
     server.use(http.get("http://files.example/old", () => HttpResponse.redirect("http://files.example/new", 302)));
-    await expectFailure(fetchFile("http://files.example/old", { maxRedirects: 0 }), "fetch_failed", 502, /too many redirects/);
+    await expectFailure(
+      fetchFile("http://files.example/old", { maxRedirects: 0 }),
+      "fetch_failed",
+      502,
+      /too many redirects/,
+    );
   });
 
   it.each([
@@ -193,7 +201,12 @@ describe("fetchRemoteFile: redirects", () => {
     ["a name that resolves to an IPv4-mapped loopback", "http://mapped.example/"],
   ])("refuses a redirect to %s with 400 invalid_request, without requesting it", async (_name, location) => {
     server.use(http.get("http://files.example/start", () => HttpResponse.redirect(location, 302)));
-    const error = await expectFailure(fetchFile("http://files.example/start"), "invalid_request", 400, /^URL not allowed: /);
+    const error = await expectFailure(
+      fetchFile("http://files.example/start"),
+      "invalid_request",
+      400,
+      /^URL not allowed: /,
+    );
     expect(error.message).toMatch(/after a redirect/);
     // No handler exists for the target: had it been requested, afterEach would find it unhandled.
   });
@@ -216,7 +229,12 @@ describe("fetchRemoteFile: redirects", () => {
 describe("fetchRemoteFile: upstream failures are 502 fetch_failed", () => {
   it.each([404, 403, 410, 500, 503])("HTTP %i", async (status) => {
     server.use(http.get("http://files.example/missing.png", () => new HttpResponse("nope", { status })));
-    await expectFailure(fetchFile("http://files.example/missing.png"), "fetch_failed", 502, new RegExp(`HTTP ${status}`));
+    await expectFailure(
+      fetchFile("http://files.example/missing.png"),
+      "fetch_failed",
+      502,
+      new RegExp(`HTTP ${status}`),
+    );
   });
 
   it("a 304 or other non-redirect 3xx", async () => {
@@ -225,7 +243,12 @@ describe("fetchRemoteFile: upstream failures are 502 fetch_failed", () => {
   });
 
   it("DNS failure", async () => {
-    await expectFailure(fetchFile("http://nowhere.example/a.png"), "fetch_failed", 502, /could not resolve nowhere\.example/);
+    await expectFailure(
+      fetchFile("http://nowhere.example/a.png"),
+      "fetch_failed",
+      502,
+      /could not resolve nowhere\.example/,
+    );
   });
 
   it("DNS answering nothing", async () => {
@@ -339,7 +362,11 @@ describe("fetchRemoteFile: size limit (413 payload_too_large)", () => {
       }),
     );
     const maxBytes = 256 * 1024;
-    await expectFailure(fetchFile("http://files.example/endless.png", { maxBytes, timeoutMs: 10_000 }), "payload_too_large", 413);
+    await expectFailure(
+      fetchFile("http://files.example/endless.png", { maxBytes, timeoutMs: 10_000 }),
+      "payload_too_large",
+      413,
+    );
     const sentWhenStopped = sent;
     await sleep(200);
     // It stopped early: a little past the limit was produced (stream read-ahead), and nothing more after.
@@ -366,7 +393,11 @@ describe("fetchRemoteFile: size limit (413 payload_too_large)", () => {
       ),
     );
     const heapBefore = process.memoryUsage().arrayBuffers;
-    await expectFailure(fetchFile("http://files.example/bomb.png", { maxBytes: 1024 * 1024 }), "payload_too_large", 413);
+    await expectFailure(
+      fetchFile("http://files.example/bomb.png", { maxBytes: 1024 * 1024 }),
+      "payload_too_large",
+      413,
+    );
     expect(process.memoryUsage().arrayBuffers - heapBefore).toBeLessThan(32 * 1024 * 1024);
   });
 
@@ -397,7 +428,12 @@ describe("fetchRemoteFile: timeouts and the caller's deadline", () => {
         return HttpResponse.arrayBuffer(PNG.slice().buffer);
       }),
     );
-    await expectFailure(fetchFile("http://files.example/slow", { timeoutMs: 150 }), "fetch_failed", 502, /timed out after 0\.15 s/);
+    await expectFailure(
+      fetchFile("http://files.example/slow", { timeoutMs: 150 }),
+      "fetch_failed",
+      502,
+      /timed out after 0\.15 s/,
+    );
   });
 
   it("is 502 fetch_failed when the body trickles past timeoutMs", async () => {
@@ -412,7 +448,12 @@ describe("fetchRemoteFile: timeouts and the caller's deadline", () => {
         return new HttpResponse(body, { headers: { "content-type": "image/png" } });
       }),
     );
-    await expectFailure(fetchFile("http://files.example/trickle.png", { timeoutMs: 400 }), "fetch_failed", 502, /timed out after 0\.4 s/);
+    await expectFailure(
+      fetchFile("http://files.example/trickle.png", { timeoutMs: 400 }),
+      "fetch_failed",
+      502,
+      /timed out after 0\.4 s/,
+    );
   });
 
   it("is 502 when DNS is slower than timeoutMs", async () => {

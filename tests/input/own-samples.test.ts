@@ -52,7 +52,11 @@ describe("ownSampleName: which URLs name this server's own samples", () => {
     ["a path that only starts like a sample", "http://127.0.0.1:3000/samples/scan.png/x", "127.0.0.1:3000"],
     ["another case", "http://127.0.0.1:3000/samples/SCAN.png", "127.0.0.1:3000"],
     ["an encoded name", "http://127.0.0.1:3000/samples/%73can.png", "127.0.0.1:3000"],
-    ["a dot-dot path (normalized away from /samples/)", "http://127.0.0.1:3000/samples/../api/health", "127.0.0.1:3000"],
+    [
+      "a dot-dot path (normalized away from /samples/)",
+      "http://127.0.0.1:3000/samples/../api/health",
+      "127.0.0.1:3000",
+    ],
     ["an encoded dot-dot", "http://127.0.0.1:3000/samples/%2e%2e/samples/x/../../etc/passwd", "127.0.0.1:3000"],
     ["another port", "http://127.0.0.1:3001/samples/scan.png", "127.0.0.1:3000"],
     ["another name for the same machine", "http://localhost:3000/samples/scan.png", "127.0.0.1:3000"],
@@ -102,7 +106,9 @@ describe("POST /api/ocr/process and extract_text with this server's own sample U
 
   it("REST: on a public deployment too (https, the Host with its default port), without going out to the network", async () => {
     const account = await createAccount(10);
-    const body = await expectOcrOk(await call(account.key, "https://ocr.example.com/samples/report.pdf", { host: "ocr.example.com:443" }));
+    const body = await expectOcrOk(
+      await call(account.key, "https://ocr.example.com/samples/report.pdf", { host: "ocr.example.com:443" }),
+    );
     expect(body.extractedText).toContain("Annual Summary");
   });
 
@@ -110,8 +116,16 @@ describe("POST /api/ocr/process and extract_text with this server's own sample U
     ["another path of this server", (h: string) => `http://${h}/api/health`, /is not a public address/],
     ["a file beside the samples", (h: string) => `http://${h}/samples/report.txt`, /is not a public address/],
     ["a dot-dot path", (h: string) => `http://${h}/samples/../api/health`, /is not a public address/],
-    ["another port of this machine", (h: string) => `http://${h.replace(/:\d+$/, ":1")}/samples/report.pdf`, /is not a public address/],
-    ["another name for this machine", (h: string) => `http://${h.replace("127.0.0.1", "localhost")}/samples/report.pdf`, /resolves to a private address/],
+    [
+      "another port of this machine",
+      (h: string) => `http://${h.replace(/:\d+$/, ":1")}/samples/report.pdf`,
+      /is not a public address/,
+    ],
+    [
+      "another name for this machine",
+      (h: string) => `http://${h.replace("127.0.0.1", "localhost")}/samples/report.pdf`,
+      /resolves to a private address/,
+    ],
   ])("REST: %s stays refused by the SSRF guard (400), nothing fetched or charged", async (_label, url, message) => {
     const account = await createAccount(10);
     await expectApiError(await call(account.key, url(host), { host }), "invalid_request", message);
@@ -121,7 +135,11 @@ describe("POST /api/ocr/process and extract_text with this server's own sample U
 
   it("REST: without a Host that names this server, the sample URL is an ordinary URL (a loopback one: refused)", async () => {
     const account = await createAccount(10);
-    await expectApiError(await call(account.key, `http://${host}/samples/report.pdf`, {}), "invalid_request", /is not a public address/);
+    await expectApiError(
+      await call(account.key, `http://${host}/samples/report.pdf`, {}),
+      "invalid_request",
+      /is not a public address/,
+    );
     await expectApiError(
       await call(account.key, `http://${host}/samples/report.pdf`, { host: "ocr.example.com" }),
       "invalid_request",
@@ -138,7 +156,10 @@ describe("POST /api/ocr/process and extract_text with this server's own sample U
           jsonrpc: "2.0",
           id: 1,
           method: "tools/call",
-          params: { name: "extract_text", arguments: { image_source: { type: "url", data: `http://${host}/samples/report.pdf` } } },
+          params: {
+            name: "extract_text",
+            arguments: { image_source: { type: "url", data: `http://${host}/samples/report.pdf` } },
+          },
         },
         { key: account.key, headers: { host } },
       ),

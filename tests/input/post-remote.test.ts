@@ -19,7 +19,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      seen.push({ method: request.method ?? "", path: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString() });
+      seen.push({
+        method: request.method ?? "",
+        path: request.url ?? "",
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
       if (request.url === "/redirect") return void response.writeHead(302, { location: "/elsewhere" }).end();
       if (request.url === "/huge") {
         response.writeHead(200, { "content-type": "text/plain" });
@@ -48,23 +53,73 @@ afterAll(async () => {
 describe("postRemote", () => {
   it("POSTs the body with its headers and answers the status", async () => {
     seen.length = 0;
-    expect(await postRemote(`${base}/hook?x=1`, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 5_000, body: '{"a":1}', headers: { "webhook-id": "msg_1" } })).toEqual({ status: 204 });
+    expect(
+      await postRemote(`${base}/hook?x=1`, {
+        label: "webhook URL",
+        allowHosts: ALLOW,
+        timeoutMs: 5_000,
+        body: '{"a":1}',
+        headers: { "webhook-id": "msg_1" },
+      }),
+    ).toEqual({ status: 204 });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ method: "POST", path: "/hook?x=1", body: '{"a":1}' });
-    expect(seen[0]!.headers).toMatchObject({ "content-type": "application/json", "content-length": "7", "webhook-id": "msg_1" });
-    expect((await postRemote(`${base}/fail`, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 5_000, body: "{}", headers: {} })).status).toBe(500);
+    expect(seen[0]!.headers).toMatchObject({
+      "content-type": "application/json",
+      "content-length": "7",
+      "webhook-id": "msg_1",
+    });
+    expect(
+      (
+        await postRemote(`${base}/fail`, {
+          label: "webhook URL",
+          allowHosts: ALLOW,
+          timeoutMs: 5_000,
+          body: "{}",
+          headers: {},
+        })
+      ).status,
+    ).toBe(500);
   });
 
   it("does not follow a redirect, and does not read a huge answer", async () => {
     seen.length = 0;
-    expect((await postRemote(`${base}/redirect`, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 5_000, body: "{}", headers: {} })).status).toBe(302);
+    expect(
+      (
+        await postRemote(`${base}/redirect`, {
+          label: "webhook URL",
+          allowHosts: ALLOW,
+          timeoutMs: 5_000,
+          body: "{}",
+          headers: {},
+        })
+      ).status,
+    ).toBe(302);
     expect(seen.map((request) => request.path)).toEqual(["/redirect"]);
-    expect((await postRemote(`${base}/huge`, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 5_000, body: "{}", headers: {} })).status).toBe(200);
+    expect(
+      (
+        await postRemote(`${base}/huge`, {
+          label: "webhook URL",
+          allowHosts: ALLOW,
+          timeoutMs: 5_000,
+          body: "{}",
+          headers: {},
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it("refuses a private address without the allow list, before connecting; says what it is about", async () => {
     seen.length = 0;
-    await expect(postRemote(`${base}/hook`, { label: "webhook URL", allowHosts: parseAllowList(""), timeoutMs: 5_000, body: "{}", headers: {} })).rejects.toMatchObject({
+    await expect(
+      postRemote(`${base}/hook`, {
+        label: "webhook URL",
+        allowHosts: parseAllowList(""),
+        timeoutMs: 5_000,
+        body: "{}",
+        headers: {},
+      }),
+    ).rejects.toMatchObject({
       code: "invalid_request",
       message: "URL not allowed: 127.0.0.1 is not a public address",
     });
@@ -77,7 +132,10 @@ describe("postRemote", () => {
         body: "{}",
         headers: {},
       }),
-    ).rejects.toMatchObject({ code: "invalid_request", message: "URL not allowed: hooks.example.test resolves to a private address" });
+    ).rejects.toMatchObject({
+      code: "invalid_request",
+      message: "URL not allowed: hooks.example.test resolves to a private address",
+    });
     await expect(
       postRemote("https://nowhere.example.test/x", {
         label: "webhook URL",
@@ -88,7 +146,10 @@ describe("postRemote", () => {
         body: "{}",
         headers: {},
       }),
-    ).rejects.toMatchObject({ code: "fetch_failed", message: "Could not reach the webhook URL: could not resolve nowhere.example.test" });
+    ).rejects.toMatchObject({
+      code: "fetch_failed",
+      message: "Could not reach the webhook URL: could not resolve nowhere.example.test",
+    });
     expect(seen).toHaveLength(0);
   });
 
@@ -97,7 +158,9 @@ describe("postRemote", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`;
     try {
-      await expect(postRemote(url, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 300, body: "{}", headers: {} })).rejects.toMatchObject({
+      await expect(
+        postRemote(url, { label: "webhook URL", allowHosts: ALLOW, timeoutMs: 300, body: "{}", headers: {} }),
+      ).rejects.toMatchObject({
         code: "fetch_failed",
         message: "Could not reach the webhook URL: no answer within 0.3 s",
       });
@@ -111,11 +174,21 @@ describe("postRemote", () => {
 describe("checkRemoteUrl and isAllowListed", () => {
   it("checks scheme, credentials and addresses as fetchRemoteFile does", async () => {
     const resolveHost = async () => [{ address: "93.184.216.34", family: 4 as const }];
-    expect((await checkRemoteUrl("https://example.com/hook", { label: "webhook URL", resolveHost })).href).toBe("https://example.com/hook");
-    await expect(checkRemoteUrl("ftp://example.com/", { label: "webhook URL", resolveHost })).rejects.toMatchObject({ code: "invalid_request" });
-    await expect(checkRemoteUrl("https://user:pw@example.com/", { label: "webhook URL", resolveHost })).rejects.toMatchObject({ code: "invalid_request" });
-    await expect(checkRemoteUrl("nope", { label: "webhook URL" })).rejects.toMatchObject({ message: "webhook URL is not a valid URL" });
-    await expect(checkRemoteUrl("https://169.254.169.254/", { label: "webhook URL", allowHosts: parseAllowList("") })).rejects.toMatchObject({ code: "invalid_request" });
+    expect((await checkRemoteUrl("https://example.com/hook", { label: "webhook URL", resolveHost })).href).toBe(
+      "https://example.com/hook",
+    );
+    await expect(checkRemoteUrl("ftp://example.com/", { label: "webhook URL", resolveHost })).rejects.toMatchObject({
+      code: "invalid_request",
+    });
+    await expect(
+      checkRemoteUrl("https://user:pw@example.com/", { label: "webhook URL", resolveHost }),
+    ).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(checkRemoteUrl("nope", { label: "webhook URL" })).rejects.toMatchObject({
+      message: "webhook URL is not a valid URL",
+    });
+    await expect(
+      checkRemoteUrl("https://169.254.169.254/", { label: "webhook URL", allowHosts: parseAllowList("") }),
+    ).rejects.toMatchObject({ code: "invalid_request" });
   });
 
   it("names allow-listed hosts: names (with their port), addresses and ranges", () => {

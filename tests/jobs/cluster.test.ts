@@ -60,7 +60,8 @@ describe("jobs across two server instances and a worker", () => {
       JOB_LOCK_MS: "4000",
       JOB_STALLED_INTERVAL_MS: "1000",
     };
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+      delete process.env[name];
     Object.assign(process.env, env, { LOG_REQUESTS: "false" });
     resetEnv();
     await resetStore();
@@ -88,7 +89,13 @@ describe("jobs across two server instances and a worker", () => {
     return { userId, key, balance: () => getBalance(userId) };
   }
 
-  async function call(instance: Instance, method: string, route: string, key: string, body?: unknown): Promise<Response> {
+  async function call(
+    instance: Instance,
+    method: string,
+    route: string,
+    key: string,
+    body?: unknown,
+  ): Promise<Response> {
     return fetch(`${instance.baseUrl}${route}`, {
       method,
       headers: { "x-api-key": key, ...(body !== undefined && { "content-type": "application/json" }) },
@@ -115,7 +122,12 @@ describe("jobs across two server instances and a worker", () => {
   }
 
   /** Poll until `done` holds (every 500 ms; the test's own timeout bounds it). Reads have their own rate limit. */
-  async function until(instance: Instance, key: string, job: JobStatus, done: (s: JobStatus) => boolean): Promise<JobStatus> {
+  async function until(
+    instance: Instance,
+    key: string,
+    job: JobStatus,
+    done: (s: JobStatus) => boolean,
+  ): Promise<JobStatus> {
     for (;;) {
       const current = await status(instance, key, job);
       if (done(current)) return current;
@@ -126,14 +138,20 @@ describe("jobs across two server instances and a worker", () => {
   const ended = (s: JobStatus) => !["queued", "running"].includes(s.status);
 
   /** The books of one job: what the account lost is exactly the pages delivered, and every entry names the job. */
-  async function expectBalanced(user: { userId: string; balance(): Promise<number> }, start: number, final: JobStatus): Promise<void> {
+  async function expectBalanced(
+    user: { userId: string; balance(): Promise<number> },
+    start: number,
+    final: JobStatus,
+  ): Promise<void> {
     expect(final.creditsUsed).toBe(final.pagesDone);
     expect(final.creditsUsed + final.creditsRefunded).toBe(final.creditsReserved);
     expect(await user.balance()).toBe(start - final.pagesDone);
     const { entries } = await listLedger(user.userId, { limit: 100 });
     const jobEntries = entries.filter((entry) => entry.requestId === final.jobId);
     // The reservation, and at most one refund when it ended.
-    expect(jobEntries.map((entry) => entry.reason).sort()).toEqual(final.creditsRefunded > 0 ? ["ocr", "refund"] : ["ocr"]);
+    expect(jobEntries.map((entry) => entry.reason).sort()).toEqual(
+      final.creditsRefunded > 0 ? ["ocr", "refund"] : ["ocr"],
+    );
     expect(jobEntries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(-final.pagesDone);
   }
 
@@ -154,7 +172,10 @@ describe("jobs across two server instances and a worker", () => {
     expect(readers.size).toBeGreaterThanOrEqual(2);
     for (const reader of readers) expect(["instance-a", "instance-b", "worker-1"]).toContain(reader);
 
-    const text = (await (await call(b, "GET", job.links.result, user.key)).json()) as { extractedText: string; next: string | null };
+    const text = (await (await call(b, "GET", job.links.result, user.key)).json()) as {
+      extractedText: string;
+      next: string | null;
+    };
     expect(text.next).toBeNull();
     expect(characterErrorRate(text.extractedText.split("\f").join("\n"), scan.truth.join("\n"))).toBeLessThan(0.03);
   }, 600_000);
@@ -163,7 +184,10 @@ describe("jobs across two server instances and a worker", () => {
     const user = await account(500);
     const job = await submit(a, user.key, FAULT_PAGES);
     await until(a, user.key, job, (s) => s.pagesDone >= 5);
-    const response = await call(a, "POST", "/api/ocr/process", user.key, { image: Buffer.from(scan.pdf).toString("base64"), options: { pages: "7" } });
+    const response = await call(a, "POST", "/api/ocr/process", user.key, {
+      image: Buffer.from(scan.pdf).toString("base64"),
+      options: { pages: "7" },
+    });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { extractedText: string; creditsUsed: number };
     expect(body.creditsUsed).toBe(1);
@@ -188,7 +212,9 @@ describe("jobs across two server instances and a worker", () => {
     const later = await status(b, user.key, job);
     expect(later).toMatchObject({ status: "cancelled", pagesDone: view.pagesDone, creditsUsed: view.creditsUsed });
     // A second cancel answers the job as it is.
-    expect((await (await call(b, "DELETE", job.links.self, user.key)).json()) as JobStatus).toMatchObject({ status: "cancelled" });
+    expect((await (await call(b, "DELETE", job.links.self, user.key)).json()) as JobStatus).toMatchObject({
+      status: "cancelled",
+    });
   }, 600_000);
 
   it("Redis paused for 5 s in the middle of a job: the job resumes and completes", async () => {

@@ -34,18 +34,29 @@ interface Run {
 }
 
 /** Run an example with `OCR_API_KEY` set, from `cwd`; `edit` changes its code first (and must change something). */
-function runExample(instance: Instance, id: Id, key: string, cwd: string, edit?: (code: string) => string): Promise<Run> {
+function runExample(
+  instance: Instance,
+  id: Id,
+  key: string,
+  cwd: string,
+  edit?: (code: string) => string,
+): Promise<Run> {
   const original = jobExamples({ origin: instance.baseUrl }).find((example) => example.id === id)!.code;
   const code = edit ? edit(original) : original;
   if (edit) expect(code, `${id}: the edit changed nothing`).not.toBe(original);
   const [command, args] =
-    id === "job-curl" ? ["sh", ["-c", code]] : id === "job-python" ? ["python3", ["-c", code]] : [process.execPath, ["--input-type=module", "-e", code]];
+    id === "job-curl"
+      ? ["sh", ["-c", code]]
+      : id === "job-python"
+        ? ["python3", ["-c", code]]
+        : [process.execPath, ["--input-type=module", "-e", code]];
   return new Promise((resolve) => {
     execFile(
       command,
       args,
       { cwd, env: { ...process.env, OCR_API_KEY: key }, maxBuffer: 256 * 1024 * 1024, timeout: 240_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -70,7 +81,12 @@ async function denseTextPdf(pages: number): Promise<Uint8Array> {
     const page = doc.addPage([595, 842]);
     page.drawText(`Page ${p}`, { x: 40, y: 810, size: 14, font });
     for (let line = 0; line < 95; line++) {
-      page.drawText(Array.from({ length: 14 }, (_, w) => `w${p}x${line}x${w}`).join(" "), { x: 40, y: 790 - line * 8, size: 6, font });
+      page.drawText(Array.from({ length: 14 }, (_, w) => `w${p}x${line}x${w}`).join(" "), {
+        x: 40,
+        y: 790 - line * 8,
+        size: 6,
+        font,
+      });
     }
   }
   return doc.save();
@@ -101,7 +117,8 @@ describe("the jobs examples, run against a server", () => {
 
   beforeAll(async () => {
     await assertRedisReachable();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+      delete process.env[name];
     Object.assign(process.env, env, { LOG_REQUESTS: "false" });
     resetEnv();
     await resetStore();
@@ -134,71 +151,101 @@ describe("the jobs examples, run against a server", () => {
     return { userId, key, balance: () => getBalance(userId) };
   }
 
-  it.each(ids)("%s reads the sample scan as a job: its text, one credit, the ledger naming the job", async (id) => {
-    const user = await account(10);
-    const run = await runExample(server, id, user.key, ROOT);
-    expect(run.code, `${id}: ${run.stderr}`).toBe(0);
-    const [text, ...rest] = printedParts(id, run.stdout, { lines: false });
-    expect(rest).toEqual([]);
-    expect(text).toMatch(/ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/);
-    expect(await user.balance()).toBe(9);
-    const { entries } = await listLedger(user.userId);
-    expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([
-      expect.objectContaining({ reason: "ocr", delta: -1, requestId: expect.stringMatching(/^job_/) }),
-    ]);
-  }, 240_000);
+  it.each(ids)(
+    "%s reads the sample scan as a job: its text, one credit, the ledger naming the job",
+    async (id) => {
+      const user = await account(10);
+      const run = await runExample(server, id, user.key, ROOT);
+      expect(run.code, `${id}: ${run.stderr}`).toBe(0);
+      const [text, ...rest] = printedParts(id, run.stdout, { lines: false });
+      expect(rest).toEqual([]);
+      expect(text).toMatch(/ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/);
+      expect(await user.balance()).toBe(9);
+      const { entries } = await listLedger(user.userId);
+      expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([
+        expect.objectContaining({ reason: "ocr", delta: -1, requestId: expect.stringMatching(/^job_/) }),
+      ]);
+    },
+    240_000,
+  );
 
-  it.each(ids)("%s follows next through a result in parts (30 pages of JSON: over one response)", async (id) => {
-    const user = await account(30);
-    const json = (code: string) => code.replace("format=text", "format=json").replace('"format":"text"', '"format":"json"').replace('format: "text"', 'format: "json"').replace('"format": "text"', '"format": "json"');
-    const run = await runExample(server, id, user.key, bigDir, json);
-    expect(run.code, `${id}: ${run.stderr.slice(0, 2000)}`).toBe(0);
-    const parts = printedParts(id, run.stdout, { lines: true }).map((part) => JSON.parse(part) as { pages: Array<{ number: number }> });
-    expect(parts.length, id).toBeGreaterThanOrEqual(2);
-    expect(parts.flatMap((part) => part.pages.map((page) => page.number))).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-    expect(await user.balance()).toBe(0);
-  }, 240_000);
+  it.each(ids)(
+    "%s follows next through a result in parts (30 pages of JSON: over one response)",
+    async (id) => {
+      const user = await account(30);
+      const json = (code: string) =>
+        code
+          .replace("format=text", "format=json")
+          .replace('"format":"text"', '"format":"json"')
+          .replace('format: "text"', 'format: "json"')
+          .replace('"format": "text"', '"format": "json"');
+      const run = await runExample(server, id, user.key, bigDir, json);
+      expect(run.code, `${id}: ${run.stderr.slice(0, 2000)}`).toBe(0);
+      const parts = printedParts(id, run.stdout, { lines: true }).map(
+        (part) => JSON.parse(part) as { pages: Array<{ number: number }> },
+      );
+      expect(parts.length, id).toBeGreaterThanOrEqual(2);
+      expect(parts.flatMap((part) => part.pages.map((page) => page.number))).toEqual(
+        Array.from({ length: 30 }, (_, i) => i + 1),
+      );
+      expect(await user.balance()).toBe(0);
+    },
+    240_000,
+  );
 
-  it.each(ids)("%s exits non-zero with the service's error when it refuses the job (no credits: 402)", async (id) => {
-    const user = await account(0);
-    const run = await runExample(server, id, user.key, ROOT);
-    // curl --fail-with-body: 22, the error body on stdout; Node (a thrown error) and Python (sys.exit): 1, on stderr.
-    expect(run.code, `${id}: ${run.stdout} ${run.stderr}`).toBe(id === "job-curl" ? 22 : 1);
-    expect(id === "job-curl" ? run.stdout : run.stderr).toContain("insufficient_credits");
-    if (id !== "job-curl") expect(run.stdout).toBe("");
-  }, 240_000);
+  it.each(ids)(
+    "%s exits non-zero with the service's error when it refuses the job (no credits: 402)",
+    async (id) => {
+      const user = await account(0);
+      const run = await runExample(server, id, user.key, ROOT);
+      // curl --fail-with-body: 22, the error body on stdout; Node (a thrown error) and Python (sys.exit): 1, on stderr.
+      expect(run.code, `${id}: ${run.stdout} ${run.stderr}`).toBe(id === "job-curl" ? 22 : 1);
+      expect(id === "job-curl" ? run.stdout : run.stderr).toContain("insufficient_credits");
+      if (id !== "job-curl") expect(run.stdout).toBe("");
+    },
+    240_000,
+  );
 
-  it.each(ids)("%s exits 1 when the job does not succeed (cancelled while it runs), printing no result", async (id) => {
-    const user = await account(20);
-    const running = runExample(server, id, user.key, slowDir);
-    // Cancel the job as soon as it exists, as another client of the account would.
-    let cancelled = false;
-    for (let i = 0; i < 600 && !cancelled; i++) {
-      const list = (await (await fetch(`${server.baseUrl}/api/ocr/jobs`, { headers: { "x-api-key": user.key } })).json()) as {
-        jobs: Array<{ links: { self: string } }>;
-      };
-      const job = list.jobs[0];
-      if (job) {
-        const response = await fetch(`${server.baseUrl}${job.links.self}`, { method: "DELETE", headers: { "x-api-key": user.key } });
-        expect(response.status).toBe(200);
-        cancelled = true;
-      } else {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+  it.each(ids)(
+    "%s exits 1 when the job does not succeed (cancelled while it runs), printing no result",
+    async (id) => {
+      const user = await account(20);
+      const running = runExample(server, id, user.key, slowDir);
+      // Cancel the job as soon as it exists, as another client of the account would.
+      let cancelled = false;
+      for (let i = 0; i < 600 && !cancelled; i++) {
+        const list = (await (
+          await fetch(`${server.baseUrl}/api/ocr/jobs`, { headers: { "x-api-key": user.key } })
+        ).json()) as {
+          jobs: Array<{ links: { self: string } }>;
+        };
+        const job = list.jobs[0];
+        if (job) {
+          const response = await fetch(`${server.baseUrl}${job.links.self}`, {
+            method: "DELETE",
+            headers: { "x-api-key": user.key },
+          });
+          expect(response.status).toBe(200);
+          cancelled = true;
+        } else {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
       }
-    }
-    expect(cancelled).toBe(true);
-    const run = await running;
-    expect(run.code, `${id}: ${run.stdout} ${run.stderr}`).toBe(1);
-    if (id === "job-curl") {
-      expect(run.stdout).toContain('"status":"cancelled"');
-      expect(run.stdout).not.toContain('"extractedText"');
-    } else {
-      expect(run.stderr).toMatch(/job cancelled/);
-      expect(run.stdout).toBe("");
-    }
-    // Whatever was not read came back.
-    expect(await user.balance()).toBeGreaterThan(20 - 12);
-  }, 240_000);
+      expect(cancelled).toBe(true);
+      const run = await running;
+      expect(run.code, `${id}: ${run.stdout} ${run.stderr}`).toBe(1);
+      if (id === "job-curl") {
+        expect(run.stdout).toContain('"status":"cancelled"');
+        expect(run.stdout).not.toContain('"extractedText"');
+      } else {
+        expect(run.stderr).toMatch(/job cancelled/);
+        expect(run.stdout).toBe("");
+      }
+      // Whatever was not read came back.
+      expect(await user.balance()).toBeGreaterThan(20 - 12);
+    },
+    240_000,
+  );
 });
 
 describe("docs/api.md", () => {

@@ -75,7 +75,9 @@ describe("job results in hocr, alto, tsv and pdf", () => {
     expect((await PDFDocument.load(pdf)).getPageCount()).toBe(2);
 
     // The same pages' text, from the job's page models: the PDF's text layer holds it.
-    const text = jobResultSchema.parse(await (await get(account, `${view.links.result}?format=text`)).json()).extractedText;
+    const text = jobResultSchema.parse(
+      await (await get(account, `${view.links.result}?format=text`)).json(),
+    ).extractedText;
     const words = (s: string) => s.split(/\s+/).filter(Boolean);
     expect(words(execFileSync("pdftotext", ["-raw", file, "-"], { encoding: "utf8" }))).toEqual(words(text));
 

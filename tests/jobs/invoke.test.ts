@@ -51,7 +51,9 @@ describe("a deployment with only Upstash's REST URL (no TCP Redis for BullMQ)", 
   // First in the file: the next describe stops the process-wide engine pool when it ends.
   it("a job is 503 saying what it needs, nothing is charged; the synchronous route works", async () => {
     const account = await createAccount(10);
-    const response = await jobsRoute.POST(ocrRequest({ image: base64Of("born-digital.pdf") }, { key: account.key, url: `${ORIGIN}/api/ocr/jobs` }));
+    const response = await jobsRoute.POST(
+      ocrRequest({ image: base64Of("born-digital.pdf") }, { key: account.key, url: `${ORIGIN}/api/ocr/jobs` }),
+    );
     await expectApiError(response, "unavailable", /REDIS_URL/);
     expect(await account.balance()).toBe(10);
     const sync = await callOcr({ image: base64Of("born-digital.pdf") }, { key: account.key });
@@ -61,7 +63,14 @@ describe("a deployment with only Upstash's REST URL (no TCP Redis for BullMQ)", 
 });
 
 describe("jobs on a runner of invocations", () => {
-  withStore("redis", { SERVICE_URL: ORIGIN, JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, JOB_FANOUT: "2", OCR_ENGINE_PROCESSES: "1", OCR_ENGINES: "tesseract" });
+  withStore("redis", {
+    SERVICE_URL: ORIGIN,
+    JOBS_RUNNER: "invoke",
+    CRON_SECRET: SECRET,
+    JOB_FANOUT: "2",
+    OCR_ENGINE_PROCESSES: "1",
+    OCR_ENGINES: "tesseract",
+  });
   const calls: Array<{ signature: string | null; status: number }> = [];
   const server = setupServer(
     http.post(`${ORIGIN}${WORK_PATH}`, async ({ request }) => {
@@ -88,27 +97,46 @@ describe("jobs on a runner of invocations", () => {
     expect(verifyWorkCall(signWorkCall(SECRET, now), SECRET, now)).not.toBeNull();
     expect(verifyWorkCall(signWorkCall(SECRET, now - 10 * 60_000), SECRET, now)).toBeNull();
     expect(verifyWorkCall(signWorkCall("another-secret", now), SECRET, now)).toBeNull();
-    expect(verifyWorkCall(signWorkCall(SECRET, now).replace(/.$/, (c) => (c === "0" ? "1" : "0")), SECRET, now)).toBeNull();
+    expect(
+      verifyWorkCall(
+        signWorkCall(SECRET, now).replace(/.$/, (c) => (c === "0" ? "1" : "0")),
+        SECRET,
+        now,
+      ),
+    ).toBeNull();
     expect(verifyWorkCall(null, SECRET, now)).toBeNull();
   });
 
   it("an unsigned call of the work route is 401 and works nothing", async () => {
-    await expectApiError(await workRoute.POST(new Request(`${ORIGIN}${WORK_PATH}`, { method: "POST" })), "unauthorized");
     await expectApiError(
-      await workRoute.POST(new Request(`${ORIGIN}${WORK_PATH}`, { method: "POST", headers: { "x-work-signature": signWorkCall("nope") } })),
+      await workRoute.POST(new Request(`${ORIGIN}${WORK_PATH}`, { method: "POST" })),
+      "unauthorized",
+    );
+    await expectApiError(
+      await workRoute.POST(
+        new Request(`${ORIGIN}${WORK_PATH}`, { method: "POST", headers: { "x-work-signature": signWorkCall("nope") } }),
+      ),
       "unauthorized",
     );
   });
 
   it("a submission starts signed work calls, and they read the job to its end", async () => {
     const account = await createAccount(10);
-    const response = await jobsRoute.POST(ocrRequest({ image: base64Of("scanned-3.pdf") }, { key: account.key, url: `${ORIGIN}/api/ocr/jobs` }));
+    const response = await jobsRoute.POST(
+      ocrRequest({ image: base64Of("scanned-3.pdf") }, { key: account.key, url: `${ORIGIN}/api/ocr/jobs` }),
+    );
     expect(response.status).toBe(202);
     const view = jobViewSchema.parse(await response.json());
     let status = view;
     while (status.status === "queued" || status.status === "running") {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      status = jobViewSchema.parse(await (await jobRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `${ORIGIN}${view.links.self}` }))).json());
+      status = jobViewSchema.parse(
+        await (
+          await jobRoute.GET(
+            ocrRequest(undefined, { key: account.key, method: "GET", url: `${ORIGIN}${view.links.self}` }),
+          )
+        ).json(),
+      );
     }
     expect(status).toMatchObject({ status: "succeeded", pagesDone: 3 });
     expect(calls.length).toBe(2);
@@ -117,7 +145,9 @@ describe("jobs on a runner of invocations", () => {
 
   it("the cron route works what is left (here: nothing) and needs the cron secret", async () => {
     await expectApiError(await cronRoute.GET(new Request(`${ORIGIN}/api/cron/jobs`)), "unauthorized");
-    const response = await cronRoute.GET(new Request(`${ORIGIN}/api/cron/jobs`, { headers: { authorization: `Bearer ${SECRET}` } }));
+    const response = await cronRoute.GET(
+      new Request(`${ORIGIN}/api/cron/jobs`, { headers: { authorization: `Bearer ${SECRET}` } }),
+    );
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ success: true, documents: 0, pages: 0 });
   }, 180_000);

@@ -56,7 +56,8 @@ describe("when to poll a job again", () => {
   });
 
   it("none once the job has ended", () => {
-    for (const status of ["succeeded", "failed", "cancelled"] as const) expect(pollAfterSeconds(view({ status }), T0)).toBeNull();
+    for (const status of ["succeeded", "failed", "cancelled"] as const)
+      expect(pollAfterSeconds(view({ status }), T0)).toBeNull();
   });
 
   it("a 12-page job at 17 s a page is polled about once a page (it was 165 polls at Retry-After: 1)", () => {
@@ -80,10 +81,18 @@ describe("Retry-After on the status route", () => {
 
   it("before its first page the wait so far decides (started 20 s ago: 10); then the pace (one page in 20 s: 20)", async () => {
     const account = await createAccount(10);
-    const submitted = await jobsRoute.POST(ocrRequest({ image: tinyPng("POLL 17").toString("base64") }, { key: account.key, url: "http://localhost:3000/api/ocr/jobs" }));
+    const submitted = await jobsRoute.POST(
+      ocrRequest(
+        { image: tinyPng("POLL 17").toString("base64") },
+        { key: account.key, url: "http://localhost:3000/api/ocr/jobs" },
+      ),
+    );
     expect(submitted.status).toBe(202);
     const { jobId } = jobViewSchema.parse(await submitted.json());
-    const status = () => jobRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `http://localhost:3000/api/ocr/jobs/${jobId}` }));
+    const status = () =>
+      jobRoute.GET(
+        ocrRequest(undefined, { key: account.key, method: "GET", url: `http://localhost:3000/api/ocr/jobs/${jobId}` }),
+      );
 
     expect(await getStore().jobs.startJob(jobId, Date.now() - 20_000)).toBe(true);
     expect((await status()).headers.get("retry-after")).toBe("10");

@@ -10,7 +10,17 @@ import { getStore } from "@/lib/store";
 import { characterErrorRate } from "@/bench/metrics";
 import { PDFDocument } from "pdf-lib";
 import { longScan } from "@/scripts/make-fixtures";
-import { base64Of, createAccount, expectApiError, fixture, groundTruth, ocrRequest, setEnv, withStore, type TestAccount } from "../api/support";
+import {
+  base64Of,
+  createAccount,
+  expectApiError,
+  fixture,
+  groundTruth,
+  ocrRequest,
+  setEnv,
+  withStore,
+  type TestAccount,
+} from "../api/support";
 import { createTestPool } from "../support/ocr";
 
 /*
@@ -42,10 +52,15 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     jobsRoute.POST(ocrRequest(body, { key: account.key, headers, url: `${BASE}/api/ocr/jobs` }));
   const get = (account: TestAccount, path: string) => {
     const url = `${BASE}${path}`;
-    const route = new URL(url).pathname.endsWith("/result") ? resultRoute : new URL(url).pathname === "/api/ocr/jobs" ? jobsRoute : jobRoute;
+    const route = new URL(url).pathname.endsWith("/result")
+      ? resultRoute
+      : new URL(url).pathname === "/api/ocr/jobs"
+        ? jobsRoute
+        : jobRoute;
     return route.GET(ocrRequest(undefined, { key: account.key, method: "GET", url }));
   };
-  const cancel = (account: TestAccount, path: string) => jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}${path}` }));
+  const cancel = (account: TestAccount, path: string) =>
+    jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}${path}` }));
 
   async function accepted(response: Response): Promise<JobViewBody> {
     const text = await response.text();
@@ -75,7 +90,14 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     expect(view).toMatchObject({ status: "queued", pageCount: 12, pagesTotal: 12, creditsReserved: 12, pagesDone: 0 });
     expect(await account.balance()).toBe(8);
     const final = await waitEnded(account, view);
-    expect(final).toMatchObject({ status: "succeeded", pagesDone: 12, pagesFailed: 0, creditsUsed: 12, creditsRefunded: 0, failedPages: [] });
+    expect(final).toMatchObject({
+      status: "succeeded",
+      pagesDone: 12,
+      pagesFailed: 0,
+      creditsUsed: 12,
+      creditsRefunded: 0,
+      failedPages: [],
+    });
     expect(await account.balance()).toBe(8);
 
     const response = await get(account, view.links.result);
@@ -85,7 +107,9 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     expect(result).toMatchObject({ status: "succeeded", format: "text", pages: "1-12", missingPages: [], next: null });
     expect(characterErrorRate(result.extractedText.split("\f").join("\n"), scan.truth.join("\n"))).toBeLessThan(0.03);
 
-    const entries = (await listLedger(account.userId, { limit: 10 })).entries.filter((entry) => entry.requestId === view.jobId);
+    const entries = (await listLedger(account.userId, { limit: 10 })).entries.filter(
+      (entry) => entry.requestId === view.jobId,
+    );
     expect(entries.map((entry) => [entry.reason, entry.delta])).toEqual([["ocr", -12]]);
   }, 180_000);
 
@@ -123,22 +147,38 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
 
   it("an imageUrl of this deployment's own sample is read from its files, as by the synchronous route", async () => {
     const account = await createAccount(20);
-    const view = await accepted(await submit(account, { imageUrl: `${BASE}/samples/scan.pdf` }, { host: "localhost:3000" }));
+    const view = await accepted(
+      await submit(account, { imageUrl: `${BASE}/samples/scan.pdf` }, { host: "localhost:3000" }),
+    );
     expect(view.inputSource).toBe("url");
     const final = await waitEnded(account, view);
     expect(final.status).toBe("succeeded");
     const result = jobResultSchema.parse(await (await get(account, view.links.result)).json());
     expect(result.extractedText).toMatch(/invoice/i);
     // Another path of the same host is still refused (the SSRF guard).
-    await expectApiError(await submit(account, { imageUrl: `${BASE}/api/health` }, { host: "localhost:3000" }), "invalid_request");
+    await expectApiError(
+      await submit(account, { imageUrl: `${BASE}/api/health` }, { host: "localhost:3000" }),
+      "invalid_request",
+    );
   }, 180_000);
 
   it("a page that fails fails alone: the job succeeds with it listed and its credit refunded", async () => {
     const account = await createAccount(20);
-    const view = await accepted(await submit(account, { image: Buffer.from(await pdfWithOneBadPage()).toString("base64") }));
+    const view = await accepted(
+      await submit(account, { image: Buffer.from(await pdfWithOneBadPage()).toString("base64") }),
+    );
     const final = await waitEnded(account, view);
-    expect(final).toMatchObject({ status: "succeeded", pagesTotal: 3, pagesDone: 2, pagesFailed: 1, creditsUsed: 2, creditsRefunded: 1 });
-    expect(final.failedPages).toEqual([{ page: 2, code: "payload_too_large", message: expect.stringMatching(/megapixels/) }]);
+    expect(final).toMatchObject({
+      status: "succeeded",
+      pagesTotal: 3,
+      pagesDone: 2,
+      pagesFailed: 1,
+      creditsUsed: 2,
+      creditsRefunded: 1,
+    });
+    expect(final.failedPages).toEqual([
+      { page: 2, code: "payload_too_large", message: expect.stringMatching(/megapixels/) },
+    ]);
     expect(await account.balance()).toBe(18);
     const result = jobResultSchema.parse(await (await get(account, view.links.result)).json());
     expect(result.pages).toBe("1,3");
@@ -153,8 +193,16 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     try {
       const view = await accepted(await submit(account, { image: Buffer.from(pdf).toString("base64") }));
       const final = await waitEnded(account, view);
-      expect(final).toMatchObject({ status: "succeeded", pagesTotal: 3, pagesDone: 2, pagesFailed: 1, creditsRefunded: 1 });
-      expect(final.failedPages).toEqual([{ page: 2, code: "payload_too_large", message: expect.stringMatching(/page 2 .* processing/) }]);
+      expect(final).toMatchObject({
+        status: "succeeded",
+        pagesTotal: 3,
+        pagesDone: 2,
+        pagesFailed: 1,
+        creditsRefunded: 1,
+      });
+      expect(final.failedPages).toEqual([
+        { page: 2, code: "payload_too_large", message: expect.stringMatching(/page 2 .* processing/) },
+      ]);
     } finally {
       restore();
     }
@@ -170,12 +218,19 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     expect(cancelled.error).toEqual({ code: "cancelled", message: "Cancelled by the account" });
     expect(cancelled.creditsUsed + cancelled.creditsRefunded).toBe(12);
     expect(await account.balance()).toBe(20 - cancelled.creditsUsed);
-    expect(jobViewSchema.parse(await (await cancel(account, view.links.self)).json())).toMatchObject({ status: "cancelled", creditsUsed: cancelled.creditsUsed });
+    expect(jobViewSchema.parse(await (await cancel(account, view.links.self)).json())).toMatchObject({
+      status: "cancelled",
+      creditsUsed: cancelled.creditsUsed,
+    });
   }, 180_000);
 
   it("402 before any work when the balance is short: nothing charged, no job", async () => {
     const account = await createAccount(5);
-    await expectApiError(await submit(account, { image: Buffer.from(scan.pdf).toString("base64") }), "insufficient_credits", /needs 12 credits .* balance is 5/);
+    await expectApiError(
+      await submit(account, { image: Buffer.from(scan.pdf).toString("base64") }),
+      "insufficient_credits",
+      /needs 12 credits .* balance is 5/,
+    );
     expect(await account.balance()).toBe(5);
     const list = jobListSchema.parse(await (await get(account, "/api/ocr/jobs")).json());
     expect(list.jobs).toEqual([]);
@@ -187,7 +242,11 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     await expectApiError(await submit(account, { image: "%%%" }), "invalid_request");
     await expectApiError(await submit(account, { image: base64Of("hostile/gif.gif") }), "unsupported_media_type");
     await expectApiError(await submit(account, { image: base64Of("hostile/truncated.pdf") }), "unreadable_document");
-    await expectApiError(await submit(account, { image: base64Of("born-digital.pdf"), options: { pages: "9" } }), "invalid_request", /options\.pages/);
+    await expectApiError(
+      await submit(account, { image: base64Of("born-digital.pdf"), options: { pages: "9" } }),
+      "invalid_request",
+      /options\.pages/,
+    );
     expect(await account.balance()).toBe(20);
   });
 
@@ -195,7 +254,11 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     const account = await createAccount(100);
     let restore = setEnv({ MAX_JOB_PAGES: "5" });
     try {
-      await expectApiError(await submit(account, { image: Buffer.from(scan.pdf).toString("base64") }), "payload_too_large", /at most 5/);
+      await expectApiError(
+        await submit(account, { image: Buffer.from(scan.pdf).toString("base64") }),
+        "payload_too_large",
+        /at most 5/,
+      );
     } finally {
       restore();
     }
@@ -213,17 +276,27 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   it("ids: malformed, unknown and another account's job are 404; pages outside the job are 400", async () => {
     const owner = await createAccount(20);
     const other = await createAccount(20);
-    const view = await accepted(await submit(owner, { image: base64Of("born-digital.pdf"), options: { pages: "1-2" } }));
+    const view = await accepted(
+      await submit(owner, { image: base64Of("born-digital.pdf"), options: { pages: "1-2" } }),
+    );
     await expectApiError(await get(owner, "/api/ocr/jobs/not-a-job"), "not_found", /job ids look like/);
     await expectApiError(await get(owner, "/api/ocr/jobs/job_AAAAAAAAAAAAAAAAAAAAAA"), "not_found", /No job/);
     await expectApiError(await get(other, view.links.self), "not_found", /No job/);
     await expectApiError(await get(other, view.links.result), "not_found");
     await expectApiError(await cancel(other, view.links.self), "not_found");
     await waitEnded(owner, view);
-    await expectApiError(await get(owner, `${view.links.result}?pages=3`), "invalid_request", /page 3 was not read by this job/);
+    await expectApiError(
+      await get(owner, `${view.links.result}?pages=3`),
+      "invalid_request",
+      /page 3 was not read by this job/,
+    );
     await expectApiError(await get(owner, `${view.links.result}?pages=9`), "invalid_request", /pages:/);
     await expectApiError(await get(owner, `${view.links.result}?format=docx`), "invalid_request");
-    await expectApiError(await get(owner, `${view.links.result}?format=pdf&pages=3`), "invalid_request", /page 3 was not read by this job/);
+    await expectApiError(
+      await get(owner, `${view.links.result}?format=pdf&pages=3`),
+      "invalid_request",
+      /page 3 was not read by this job/,
+    );
     await expectApiError(await get(owner, `${view.links.result}?colour=red`), "invalid_request");
   }, 180_000);
 
@@ -248,7 +321,9 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
 
   it("a result in parts: `next` chains cover every page once, in order", async () => {
     const account = await createAccount(20);
-    const view = await accepted(await submit(account, { image: Buffer.from(scan.pdf).toString("base64"), options: { format: "json" } }));
+    const view = await accepted(
+      await submit(account, { image: Buffer.from(scan.pdf).toString("base64"), options: { format: "json" } }),
+    );
     await waitEnded(account, view);
     const seen: number[] = [];
     let pages: string | undefined;
@@ -270,11 +345,16 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   it("the account's jobs, newest first, in pages", async () => {
     const account = await createAccount(20);
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await accepted(await submit(account, { image: base64Of("born-digital.pdf"), options: { pages: "1" } }))).jobId);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await accepted(await submit(account, { image: base64Of("born-digital.pdf"), options: { pages: "1" } }))).jobId,
+      );
     const first = jobListSchema.parse(await (await get(account, "/api/ocr/jobs?limit=2")).json());
     expect(first.jobs.map((job) => job.jobId)).toEqual([ids[2], ids[1]]);
     expect(first.nextCursor).not.toBeNull();
-    const second = jobListSchema.parse(await (await get(account, `/api/ocr/jobs?limit=2&cursor=${first.nextCursor}`)).json());
+    const second = jobListSchema.parse(
+      await (await get(account, `/api/ocr/jobs?limit=2&cursor=${first.nextCursor}`)).json(),
+    );
     expect(second.jobs.map((job) => job.jobId)).toEqual([ids[0]]);
     await expectApiError(await get(account, "/api/ocr/jobs?cursor=abc"), "invalid_request");
   }, 180_000);

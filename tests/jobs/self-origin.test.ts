@@ -16,7 +16,15 @@ import { selfOrigin } from "@/lib/service-origin";
 import { parseEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { rotateWebhookSecret } from "@/lib/webhooks";
-import { createAccount, expectApiError, ocrRequest, setEnv, tinyPng, withStore, type TestAccount } from "../api/support";
+import {
+  createAccount,
+  expectApiError,
+  ocrRequest,
+  setEnv,
+  tinyPng,
+  withStore,
+  type TestAccount,
+} from "../api/support";
 import { protectedResourceMetadata, serviceOrigin } from "@/lib/oauth";
 
 /*
@@ -33,7 +41,9 @@ const request = vi.hoisted(() => ({ headers: new Headers(), cookie: "" }));
 
 vi.mock("next/headers", () => ({
   headers: async () => request.headers,
-  cookies: async () => ({ get: (name: string) => (name === "ocr_session" && request.cookie ? { name, value: request.cookie } : undefined) }),
+  cookies: async () => ({
+    get: (name: string) => (name === "ocr_session" && request.cookie ? { name, value: request.cookie } : undefined),
+  }),
 }));
 vi.mock("next/cache", () => ({ revalidatePath: () => undefined }));
 vi.mock("next/navigation", () => ({
@@ -111,7 +121,12 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
     const view = await submitWithWebhook(account);
     await waitForCalls(1);
     const response = await jobRoute.DELETE(
-      ocrRequest(undefined, { key: account.key, method: "DELETE", url: `http://${evilOrigin}/api/ocr/jobs/${view.jobId}`, headers: { ...EVIL_HEADERS, host: evilOrigin } }),
+      ocrRequest(undefined, {
+        key: account.key,
+        method: "DELETE",
+        url: `http://${evilOrigin}/api/ocr/jobs/${view.jobId}`,
+        headers: { ...EVIL_HEADERS, host: evilOrigin },
+      }),
     );
     expect(response.status).toBe(200);
     await waitForCalls(2);
@@ -122,7 +137,10 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
   it("the settings page's cancel action, posted with Host: evil, calls the configured origin; evil hears nothing", async () => {
     workCalls.length = 0;
     // A signed-up account (its session resolves to it), with an API key to submit the job.
-    const user = await signUp({ email: `self-${randomBytes(6).toString("hex")}@example.com`, password: "a long test password 42" }, { operator: true });
+    const user = await signUp(
+      { email: `self-${randomBytes(6).toString("hex")}@example.com`, password: "a long test password 42" },
+      { operator: true },
+    );
     const { key } = await createApiKey({ userId: user.id, name: "self-origin" });
     const account: TestAccount = { userId: user.id, keyId: "", key, balance: async () => 0 };
     const view = await submitWithWebhook(account);
@@ -145,10 +163,15 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
     const account = await createAccount(10);
     const view = await submitWithWebhook(account);
     await waitForCalls(1);
-    const cancelled = await jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${SERVICE}/api/ocr/jobs/${view.jobId}` }));
+    const cancelled = await jobRoute.DELETE(
+      ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${SERVICE}/api/ocr/jobs/${view.jobId}` }),
+    );
     expect(cancelled.status).toBe(200);
     const captured = workCalls[0]!.headers.get("x-work-signature")!;
-    const call = () => workRoute.POST(new Request(`${SERVICE}${WORK_PATH}`, { method: "POST", headers: { "x-work-signature": captured } }));
+    const call = () =>
+      workRoute.POST(
+        new Request(`${SERVICE}${WORK_PATH}`, { method: "POST", headers: { "x-work-signature": captured } }),
+      );
     // The job has ended: the invocation finds nothing to read and charges nothing.
     expect((await call()).status).toBe(202);
     await expectApiError(await call(), "unauthorized");
@@ -175,9 +198,23 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
 describe("selfOrigin: from configuration only", () => {
   const origin = (env: Record<string, string>) => selfOrigin(parseEnv(env));
   it("SERVICE_URL, else Vercel's production URL in production and the deployment's URL elsewhere, else 127.0.0.1:PORT", () => {
-    expect(origin({ SERVICE_URL: "https://ocr.example.com", VERCEL_URL: "x.vercel.app" })).toBe("https://ocr.example.com");
-    expect(origin({ VERCEL_ENV: "production", VERCEL_URL: "ocr-abc.vercel.app", VERCEL_PROJECT_PRODUCTION_URL: "ocr.example.com" })).toBe("https://ocr.example.com");
-    expect(origin({ VERCEL_ENV: "preview", VERCEL_URL: "ocr-abc.vercel.app", VERCEL_PROJECT_PRODUCTION_URL: "ocr.example.com" })).toBe("https://ocr-abc.vercel.app");
+    expect(origin({ SERVICE_URL: "https://ocr.example.com", VERCEL_URL: "x.vercel.app" })).toBe(
+      "https://ocr.example.com",
+    );
+    expect(
+      origin({
+        VERCEL_ENV: "production",
+        VERCEL_URL: "ocr-abc.vercel.app",
+        VERCEL_PROJECT_PRODUCTION_URL: "ocr.example.com",
+      }),
+    ).toBe("https://ocr.example.com");
+    expect(
+      origin({
+        VERCEL_ENV: "preview",
+        VERCEL_URL: "ocr-abc.vercel.app",
+        VERCEL_PROJECT_PRODUCTION_URL: "ocr.example.com",
+      }),
+    ).toBe("https://ocr-abc.vercel.app");
     expect(origin({ PORT: "4123" })).toBe("http://127.0.0.1:4123");
     expect(origin({})).toBe("http://127.0.0.1:3000");
     expect(() => parseEnv({ SERVICE_URL: "https://ocr.example.com/api" })).toThrow(/SERVICE_URL/);
@@ -189,7 +226,9 @@ describe("selfOrigin: from configuration only", () => {
     const restore = setEnv({ SERVICE_URL: "https://ocr.example.com" });
     try {
       expect(serviceOrigin(forged)).toBe("https://ocr.example.com");
-      expect(protectedResourceMetadata(serviceOrigin(forged))).toMatchObject({ resource: "https://ocr.example.com/api/mcp" });
+      expect(protectedResourceMetadata(serviceOrigin(forged))).toMatchObject({
+        resource: "https://ocr.example.com/api/mcp",
+      });
     } finally {
       restore();
     }

@@ -77,42 +77,64 @@ describe("a job's file in Redis: written whole or not at all (issue 30 point 3)"
     const bytes = new Uint8Array(randomBytes(24 * MiB));
     const outcome = await store.jobs
       .putSource("job_oom", bytes, { chunkBytes: CHUNK, pendingTtlMs: 600_000, userId: "usr_a", maxAccountBytes: 1e9 })
-      .then(() => "stored", (error: unknown) => error);
-    expect(logged.mock.calls.map((call) => String(call.join(" "))).join("\n")).toMatch(/putSource failed: OOM command not allowed/);
+      .then(
+        () => "stored",
+        (error: unknown) => error,
+      );
+    expect(logged.mock.calls.map((call) => String(call.join(" "))).join("\n")).toMatch(
+      /putSource failed: OOM command not allowed/,
+    );
     logged.mockRestore();
     expect(outcome).toMatchObject({ code: "unavailable" });
     expect(written).toBeGreaterThanOrEqual(1); // it failed part-way, with chunks already in Redis
     expect(await sourceKeys()).toEqual([]);
     expect(await client.zCard("t:job-files:usr_a")).toBe(0);
     // The next file of the account is counted from zero (and Redis takes small writes again).
-    expect(await store.jobs.putSource("job_small", new Uint8Array(1000), { chunkBytes: CHUNK, pendingTtlMs: 60_000, userId: "usr_a", maxAccountBytes: 2000 })).toEqual({
+    expect(
+      await store.jobs.putSource("job_small", new Uint8Array(1000), {
+        chunkBytes: CHUNK,
+        pendingTtlMs: 60_000,
+        userId: "usr_a",
+        maxAccountBytes: 2000,
+      }),
+    ).toEqual({
       ok: true,
       chunks: 1,
     });
   });
 
-  it("CLIENT PAUSE WRITE after the first chunk: the write and its cleanup time out; what is left lives seconds, not 48 h", { timeout: 30_000 }, async () => {
-    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    const pendingTtlMs = 6_000;
-    afterWrite = async () => {
-      if (written === 1) await client.sendCommand(["CLIENT", "PAUSE", "3000", "WRITE"]);
-    };
-    const small = new Uint8Array(randomBytes(3 * 256 * 1024));
-    const started = Date.now();
-    const outcome = await store.jobs
-      .putSource("job_paused", small, { chunkBytes: 256 * 1024, pendingTtlMs, userId: "usr_b", maxAccountBytes: 1e9 })
-      .then(() => "stored", (error: unknown) => error);
-    logged.mockRestore();
-    expect(outcome).toMatchObject({ code: "unavailable" });
-    await client.sendCommand(["CLIENT", "UNPAUSE"]);
-    // The cleanup could not run under the pause: the first chunk is there, with its short pending lifetime only.
-    const left = await sourceKeys();
-    for (const key of left) expect(await client.pTTL(key)).toBeLessThanOrEqual(pendingTtlMs - (Date.now() - started) + 50);
-    const [, score] = await client.zRangeWithScores("t:job-files:usr_b", 0, 0).then((items) => [items[0]?.value, items[0]?.score]);
-    if (score !== undefined) expect(score).toBeLessThanOrEqual(started + pendingTtlMs + 50);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + pendingTtlMs + 200 - Date.now())));
-    expect(await sourceKeys()).toEqual([]);
-  });
+  it(
+    "CLIENT PAUSE WRITE after the first chunk: the write and its cleanup time out; what is left lives seconds, not 48 h",
+    { timeout: 30_000 },
+    async () => {
+      const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+      const pendingTtlMs = 6_000;
+      afterWrite = async () => {
+        if (written === 1) await client.sendCommand(["CLIENT", "PAUSE", "3000", "WRITE"]);
+      };
+      const small = new Uint8Array(randomBytes(3 * 256 * 1024));
+      const started = Date.now();
+      const outcome = await store.jobs
+        .putSource("job_paused", small, { chunkBytes: 256 * 1024, pendingTtlMs, userId: "usr_b", maxAccountBytes: 1e9 })
+        .then(
+          () => "stored",
+          (error: unknown) => error,
+        );
+      logged.mockRestore();
+      expect(outcome).toMatchObject({ code: "unavailable" });
+      await client.sendCommand(["CLIENT", "UNPAUSE"]);
+      // The cleanup could not run under the pause: the first chunk is there, with its short pending lifetime only.
+      const left = await sourceKeys();
+      for (const key of left)
+        expect(await client.pTTL(key)).toBeLessThanOrEqual(pendingTtlMs - (Date.now() - started) + 50);
+      const [, score] = await client
+        .zRangeWithScores("t:job-files:usr_b", 0, 0)
+        .then((items) => [items[0]?.value, items[0]?.score]);
+      if (score !== undefined) expect(score).toBeLessThanOrEqual(started + pendingTtlMs + 50);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + pendingTtlMs + 200 - Date.now())));
+      expect(await sourceKeys()).toEqual([]);
+    },
+  );
 });
 
 describe("/api/health and Redis's memory (issue 30 point 3)", () => {
@@ -121,7 +143,8 @@ describe("/api/health and Redis's memory (issue 30 point 3)", () => {
 
   beforeAll(async () => {
     own = await ownRedis(["--maxmemory", "8mb", "--maxmemory-policy", "noeviction"]);
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+      delete process.env[name];
     Object.assign(process.env, { REDIS_URL: own.redis.url, REDIS_PREFIX: "h:" });
     resetEnv();
     await resetStore();
@@ -136,40 +159,55 @@ describe("/api/health and Redis's memory (issue 30 point 3)", () => {
 
   const read = async () => {
     const response = await health(new Request("http://localhost/api/health"));
-    return { status: response.status, body: (await response.json()) as { status: string; store: Record<string, unknown> } };
+    return {
+      status: response.status,
+      body: (await response.json()) as { status: string; store: Record<string, unknown> },
+    };
   };
 
-  it("ok with room; degraded at 90 % of maxmemory; degraded saying so when Redis refuses writes", { timeout: 60_000 }, async () => {
-    const roomy = await read();
-    expect(roomy.body.status).toBe("ok");
-    expect(roomy.body.store).toMatchObject({ ok: true, memory: { maxMb: 8, policy: "noeviction" } });
-    expect(roomy.body.store.writeError).toBeUndefined();
+  it(
+    "ok with room; degraded at 90 % of maxmemory; degraded saying so when Redis refuses writes",
+    { timeout: 60_000 },
+    async () => {
+      const roomy = await read();
+      expect(roomy.body.status).toBe("ok");
+      expect(roomy.body.store).toMatchObject({ ok: true, memory: { maxMb: 8, policy: "noeviction" } });
+      expect(roomy.body.store.writeError).toBeUndefined();
 
-    const client = await rawClient(own.redis.url);
-    const usedMb = async () => Number((await client.info("memory")).match(/^used_memory:(\d+)/m)![1]) / MiB;
-    let i = 0;
-    while ((await usedMb()) < 7.4) await client.set(`fill:${i++}`, Buffer.alloc(64 * 1024, 1));
-    const near = await read();
-    expect(near.status).toBe(200);
-    expect(near.body.status).toBe("degraded");
-    expect(near.body.store.writeError).toBeUndefined();
-    expect((near.body.store.memory as { usedMb: number }).usedMb).toBeGreaterThanOrEqual(7.2);
+      const client = await rawClient(own.redis.url);
+      const usedMb = async () => Number((await client.info("memory")).match(/^used_memory:(\d+)/m)![1]) / MiB;
+      let i = 0;
+      while ((await usedMb()) < 7.4) await client.set(`fill:${i++}`, Buffer.alloc(64 * 1024, 1));
+      const near = await read();
+      expect(near.status).toBe(200);
+      expect(near.body.status).toBe("degraded");
+      expect(near.body.store.writeError).toBeUndefined();
+      expect((near.body.store.memory as { usedMb: number }).usedMb).toBeGreaterThanOrEqual(7.2);
 
-    // Past maxmemory (lowered under what is used, as a full Redis is): every write is answered OOM.
-    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    await client.configSet("maxmemory", "4mb");
-    expect(await client.set("one-more", "x").then(() => "stored", (error: Error) => error.message)).toMatch(/^OOM/);
-    const full = await read();
-    logged.mockRestore();
-    expect(full.body.status).toBe("degraded");
-    expect(full.body.store).toMatchObject({ ok: true, writeError: "Redis refuses writes: out of memory (maxmemory)" });
+      // Past maxmemory (lowered under what is used, as a full Redis is): every write is answered OOM.
+      const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+      await client.configSet("maxmemory", "4mb");
+      expect(
+        await client.set("one-more", "x").then(
+          () => "stored",
+          (error: Error) => error.message,
+        ),
+      ).toMatch(/^OOM/);
+      const full = await read();
+      logged.mockRestore();
+      expect(full.body.status).toBe("degraded");
+      expect(full.body.store).toMatchObject({
+        ok: true,
+        writeError: "Redis refuses writes: out of memory (maxmemory)",
+      });
 
-    // Room again: ok.
-    await client.configSet("maxmemory", "8mb");
-    await client.del(Array.from({ length: i }, (_, k) => `fill:${k}`)); // not FLUSHALL: that would be a data loss
-    client.destroy();
-    expect((await read()).body.status).toBe("ok");
-  });
+      // Room again: ok.
+      await client.configSet("maxmemory", "8mb");
+      await client.del(Array.from({ length: i }, (_, k) => `fill:${k}`)); // not FLUSHALL: that would be a data loss
+      client.destroy();
+      expect((await read()).body.status).toBe("ok");
+    },
+  );
 });
 
 describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)", () => {
@@ -177,7 +215,13 @@ describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)
   afterAll(() => resetWorkQueue());
 
   const submit = (key: string, png: Uint8Array) =>
-    jobsRoute.POST(new Request("http://localhost:3000/api/ocr/jobs", { method: "POST", headers: { "x-api-key": key, "content-type": "image/png" }, body: png as BodyInit }));
+    jobsRoute.POST(
+      new Request("http://localhost:3000/api/ocr/jobs", {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "image/png" },
+        body: png as BodyInit,
+      }),
+    );
 
   it("the job past the cap is 429 with when room comes back, nothing charged; another account is not affected", async () => {
     const png = new Uint8Array(tinyPng("CAPPED 1", 900, 300));
@@ -187,7 +231,11 @@ describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)
       expect((await submit(account.key, png)).status).toBe(202);
       expect((await submit(account.key, png)).status).toBe(202);
       const refused = await submit(account.key, png);
-      const body = await expectApiError(refused, "rate_limited", /already hold .* of files .*MAX_JOB_BYTES_PER_ACCOUNT.*released at .*Nothing was charged/);
+      const body = await expectApiError(
+        refused,
+        "rate_limited",
+        /already hold .* of files .*MAX_JOB_BYTES_PER_ACCOUNT.*released at .*Nothing was charged/,
+      );
       expect(body.error.message).toMatch(/would pass the/);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(await account.balance()).toBe(8);

@@ -22,7 +22,11 @@ const VECTORS: Array<[name: string, bytes: Uint8Array, encoded: string]> = [
   ["0x516b6fcd0f", hex("516b6fcd0f"), "ABnLTmg"],
   ["0xbf4f89001e670274dd", hex("bf4f89001e670274dd"), "3SEo3LWLoPntC"],
   ["0xecac89cad93923c02321", hex("ecac89cad93923c02321"), "EJDM8drfXA6uyA"],
-  ["a Bitcoin address", hex("00eb15231dfceb60925886b67d065299925915aeb172c06647"), "1NS17iag9jJgTHD1VXjvLCEnZuQ3rJDE9L"],
+  [
+    "a Bitcoin address",
+    hex("00eb15231dfceb60925886b67d065299925915aeb172c06647"),
+    "1NS17iag9jJgTHD1VXjvLCEnZuQ3rJDE9L",
+  ],
 ];
 
 describe("encodeBase58 (the API keys' encoding)", () => {

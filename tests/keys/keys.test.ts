@@ -47,7 +47,12 @@ describe("API keys", () => {
       expect(names).toContain(`${prefix}apikey:${hashApiKey(key)}`);
       for (const name of names) {
         const type = await client.type(name);
-        const dump = type === "hash" ? JSON.stringify(await client.hGetAll(name)) : type === "string" ? await client.get(name) : "";
+        const dump =
+          type === "hash"
+            ? JSON.stringify(await client.hGetAll(name))
+            : type === "string"
+              ? await client.get(name)
+              : "";
         expect(dump ?? "").not.toContain(key);
         expect(name).not.toContain(key);
       }
@@ -55,7 +60,13 @@ describe("API keys", () => {
       client.destroy();
     }
 
-    expect(await resolveApiKey(key)).toEqual({ userId, keyId: info.id, name: "CI pipeline", start: info.start, lastUsedAt: null });
+    expect(await resolveApiKey(key)).toEqual({
+      userId,
+      keyId: info.id,
+      name: "CI pipeline",
+      start: info.start,
+      lastUsedAt: null,
+    });
     const listed = await listApiKeys(userId);
     expect(listed).toEqual([{ ...info, lastUsedAt: expect.any(String) }]);
   });
@@ -73,7 +84,9 @@ describe("API keys", () => {
     expect(await revokeApiKey({ userId, keyId: info.id })).toBe(true);
     expect(await resolveApiKey(key)).toBeNull();
     // Still listed, revoked, with its last use; no longer active.
-    expect(await listApiKeys(userId)).toEqual([{ ...info, lastUsedAt: expect.any(String), revokedAt: expect.any(String) }]);
+    expect(await listApiKeys(userId)).toEqual([
+      { ...info, lastUsedAt: expect.any(String), revokedAt: expect.any(String) },
+    ]);
     expect(await listActiveApiKeys(userId)).toEqual([]);
     expect(await revokeApiKey({ userId, keyId: info.id })).toBe(false);
     expect(await resolveApiKey(key)).toBeNull();
@@ -95,7 +108,9 @@ describe("API keys", () => {
 
   it(`are limited to ${MAX_ACTIVE_KEYS} active keys per account`, async () => {
     const userId = user();
-    const created = await Promise.all(Array.from({ length: MAX_ACTIVE_KEYS }, (_, i) => createApiKey({ userId, name: `k${i}` })));
+    const created = await Promise.all(
+      Array.from({ length: MAX_ACTIVE_KEYS }, (_, i) => createApiKey({ userId, name: `k${i}` })),
+    );
     await expect(createApiKey({ userId, name: "one too many" })).rejects.toMatchObject({
       code: "conflict",
       message: expect.stringContaining("50 active API keys"),

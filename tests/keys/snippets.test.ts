@@ -16,13 +16,21 @@ const headers = (values: Record<string, string>) => new Headers(values);
 describe("the origin of the settings page's snippets", () => {
   it("comes from Host, over http only to a loopback host (the session cookie's rule)", () => {
     expect(requestOrigin(headers({ host: "127.0.0.1:3000" }))).toBe("http://127.0.0.1:3000");
-    expect(requestOrigin(headers({ host: "localhost:3000", "x-forwarded-proto": "http" }))).toBe("http://localhost:3000");
+    expect(requestOrigin(headers({ host: "localhost:3000", "x-forwarded-proto": "http" }))).toBe(
+      "http://localhost:3000",
+    );
     expect(requestOrigin(headers({ host: "[::1]:3000" }))).toBe("http://[::1]:3000");
-    expect(requestOrigin(headers({ host: "ocr.example.com", "x-forwarded-proto": "https" }))).toBe("https://ocr.example.com");
-    expect(requestOrigin(headers({ host: "OCR.Example.com", "x-forwarded-proto": "https,http" }))).toBe("https://ocr.example.com");
+    expect(requestOrigin(headers({ host: "ocr.example.com", "x-forwarded-proto": "https" }))).toBe(
+      "https://ocr.example.com",
+    );
+    expect(requestOrigin(headers({ host: "OCR.Example.com", "x-forwarded-proto": "https,http" }))).toBe(
+      "https://ocr.example.com",
+    );
     // A public host is on https (or the Secure session cookie would not be there).
     expect(requestOrigin(headers({ host: "ocr.example.com" }))).toBe("https://ocr.example.com");
-    expect(requestOrigin(headers({ host: "localhost:3000", "x-forwarded-proto": "https" }))).toBe("https://localhost:3000");
+    expect(requestOrigin(headers({ host: "localhost:3000", "x-forwarded-proto": "https" }))).toBe(
+      "https://localhost:3000",
+    );
   });
 
   it("is null for a missing host or anything a shell would read", () => {
@@ -53,7 +61,9 @@ describe("the try-it snippets", () => {
     expect(byId("cli")).toContain(`OCR_BASE_URL=${origin}`);
     expect(byId("cli")).toContain("npx ocr extract public/samples/scan.png");
     expect(byId("claude-code")).toContain(`claude mcp add --transport http ocr ${origin}/api/mcp`);
-    expect(JSON.parse(byId("cursor"))).toEqual({ mcpServers: { ocr: { url: `${origin}/api/mcp`, headers: { "x-api-key": key } } } });
+    expect(JSON.parse(byId("cursor"))).toEqual({
+      mcpServers: { ocr: { url: `${origin}/api/mcp`, headers: { "x-api-key": key } } },
+    });
   });
 
   it("say the sample URL works on a local server too, and what else a local server refuses", () => {
@@ -115,7 +125,8 @@ describe("the try-it snippets", () => {
     it.each(["curl-base64", "curl-url"])("%s exits non-zero on an error answer and prints its body", async (id) => {
       const local = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const code = trySnippets({ key, origin: local }).find((snippet) => snippet.id === id)?.code ?? "";
-      const error = '{"success":false,"error":{"code":"insufficient_credits","message":"Insufficient credits"},"requestId":"req_x"}';
+      const error =
+        '{"success":false,"error":{"code":"insufficient_credits","message":"Insufficient credits"},"requestId":"req_x"}';
       answer = { status: 402, body: error };
       try {
         const outcome = await run("sh", ["-c", code], { cwd: dir }).then(

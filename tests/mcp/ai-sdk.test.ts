@@ -50,9 +50,18 @@ describe("Vercel AI SDK MCP client (redis store)", () => {
       expect(tools[0]!.description).toMatch(/read as an asynchronous job/);
 
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: paragraph, filename: "paragraph.png" } } }),
+        await client.callTool({
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: paragraph, filename: "paragraph.png" } },
+        }),
       );
-      expect(body).toMatchObject({ success: true, userId: account.userId, inputSource: "base64", creditsUsed: 1, pageCount: 1 });
+      expect(body).toMatchObject({
+        success: true,
+        userId: account.userId,
+        inputSource: "base64",
+        creditsUsed: 1,
+        pageCount: 1,
+      });
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(IMAGE_CER);
 
       // What `generateText({ tools })` is given: the tool, with its schema, ready to run.
@@ -66,9 +75,15 @@ describe("Vercel AI SDK MCP client (redis store)", () => {
       if (variant === "sse") {
         // One stream (its GET carries mcp-protocol-version: 2025-11-25), every message posted to its session.
         expect(gets.map((request) => request.status)).toEqual([200]);
-        expect(posts.every((request) => new URL(request.url).searchParams.has("sessionId") && request.status === 202)).toBe(true);
+        expect(
+          posts.every((request) => new URL(request.url).searchParams.has("sessionId") && request.status === 202),
+        ).toBe(true);
       } else {
-        expect(posts.every((request) => !new URL(request.url).searchParams.has("sessionId") && [200, 202].includes(request.status))).toBe(true);
+        expect(
+          posts.every(
+            (request) => !new URL(request.url).searchParams.has("sessionId") && [200, 202].includes(request.status),
+          ),
+        ).toBe(true);
         // 2026-07-28 has no GET. With the 2025 handshake the transport opens its optional inbound stream (twice when
         // its first GET is still pending as `notifications/initialized` is accepted) with the very headers of the
         // SSE transport's GET, so it gets legacy streams: it ignores them, and they close unused (`unusedMs`).
@@ -93,22 +108,29 @@ describe("the AI SDK's first SSE GET", () => {
   withStore("memory");
 
   const get = (headers: Record<string, string>) =>
-    mcpRoute.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers } }));
+    mcpRoute.GET(
+      new Request(MCP_ENDPOINT, {
+        headers: { accept: "text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers },
+      }),
+    );
 
   it.each([
     ["the AI SDK's User-Agent", { "user-agent": "ai-sdk/2.0.99 node.js/24" }],
     ["any client (curl, an SDK's standalone-stream GET)", { "user-agent": "curl/8.5.0" }],
-  ])("with mcp-protocol-version: 2025-11-25 and %s opens the SSE stream: the first event is endpoint, retry 5 min", async (_label, headers) => {
-    const account = await createAccount(0);
-    const response = await get({ "x-api-key": account.key, ...headers });
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const reader = response.body!.getReader();
-    const first = new TextDecoder().decode((await reader.read()).value);
-    // A client that only wanted an optional stream and ignores this one is told to come back in five minutes.
-    expect(first).toMatch(/^event: endpoint\ndata: \/api\/mcp\?sessionId=\S+\nretry: 300000\n\n/);
-    await reader.cancel();
-  });
+  ])(
+    "with mcp-protocol-version: 2025-11-25 and %s opens the SSE stream: the first event is endpoint, retry 5 min",
+    async (_label, headers) => {
+      const account = await createAccount(0);
+      const response = await get({ "x-api-key": account.key, ...headers });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      const reader = response.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      // A client that only wanted an optional stream and ignores this one is told to come back in five minutes.
+      expect(first).toMatch(/^event: endpoint\ndata: \/api\/mcp\?sessionId=\S+\nretry: 300000\n\n/);
+      await reader.cancel();
+    },
+  );
 
   it("a GET naming an mcp-session-id (this server hands out none) → 405", async () => {
     const account = await createAccount(0);
@@ -123,7 +145,9 @@ describe("the AI SDK's first SSE GET", () => {
     const ping = (id: number) => ({ jsonrpc: "2.0", id, method: "ping" });
 
     async function open(key: string, headers: Record<string, string>) {
-      const response = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": key, ...headers } }));
+      const response = await route.GET(
+        new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": key, ...headers } }),
+      );
       expect(response.status).toBe(200);
       const events = readEvents(response);
       const endpoint = await events.next();
@@ -134,14 +158,20 @@ describe("the AI SDK's first SSE GET", () => {
     it("nothing posted: it ends after unusedMs (the AI SDK's HTTP transport ignores it and does not reopen it)", async () => {
       const account = await createAccount(0);
       const started = Date.now();
-      const { events } = await open(account.key, { "mcp-protocol-version": "2025-11-25", "user-agent": "ai-sdk/2.0.99 node.js/24" });
+      const { events } = await open(account.key, {
+        "mcp-protocol-version": "2025-11-25",
+        "user-agent": "ai-sdk/2.0.99 node.js/24",
+      });
       expect(await events.next(5_000)).toBeNull();
       expect(Date.now() - started).toBeGreaterThanOrEqual(UNUSED_MS - 50);
     });
 
     it("a message posted to the session: it stays open and carries the answers", async () => {
       const account = await createAccount(0);
-      const { events, query } = await open(account.key, { "mcp-protocol-version": "2025-11-25", "user-agent": "ai-sdk/2.0.99 node.js/24" });
+      const { events, query } = await open(account.key, {
+        "mcp-protocol-version": "2025-11-25",
+        "user-agent": "ai-sdk/2.0.99 node.js/24",
+      });
       expect((await route.POST(rpcRequest(ping(1), { key: account.key, query }))).status).toBe(202);
       expect(messageOf(await events.next())).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
       await sleep(UNUSED_MS * 2);

@@ -38,7 +38,11 @@ function get(url: string, headers: Record<string, string> = {}): Promise<Respons
 
 function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return mcpRoute.POST(
-    new Request(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json", ...headers }, body: JSON.stringify(body) }),
+    new Request(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", ...headers },
+      body: JSON.stringify(body),
+    }),
   );
 }
 
@@ -101,10 +105,16 @@ describe("refusals", () => {
   it("no credentials → 401 with the sign-in challenge and the message, on POST, on GET (no stream) and on the session POST", async () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
-    await expectSignInChallenge(await post(MCP_ENDPOINT, ping), /Missing credentials: sign in .* or send an API key as x-api-key/);
+    await expectSignInChallenge(
+      await post(MCP_ENDPOINT, ping),
+      /Missing credentials: sign in .* or send an API key as x-api-key/,
+    );
     await expectSignInChallenge(await get(MCP_ENDPOINT), /Missing credentials/);
     await expectSignInChallenge(await post(`${MCP_ENDPOINT}${query}`, ping), /Missing credentials/);
-    await expectSignInChallenge(await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }), /Unsupported Authorization scheme/);
+    await expectSignInChallenge(
+      await post(MCP_ENDPOINT, ping, { authorization: "Basic dXNlcjpwYXNz" }),
+      /Unsupported Authorization scheme/,
+    );
     await events.cancel();
   });
 
@@ -116,7 +126,9 @@ describe("refusals", () => {
 
     for (const carrier of CARRIERS) {
       const refused = (response: Response) =>
-        carrier === "bearer" ? expectSignInChallenge(response, /Invalid or revoked/, "invalid_token") : expectKeyRefused(response, /Invalid or revoked/);
+        carrier === "bearer"
+          ? expectSignInChallenge(response, /Invalid or revoked/, "invalid_token")
+          : expectKeyRefused(response, /Invalid or revoked/);
       const plain = withCarrier(account.key, carrier);
       await refused(await post(plain.url, ping, plain.headers));
       await refused(await get(plain.url, plain.headers));
@@ -154,14 +166,20 @@ describe("refusals", () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
     await events.cancel();
-    await eventually(async () => (await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": account.key })).status === 404);
+    await eventually(
+      async () => (await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": account.key })).status === 404,
+    );
   });
 
   it("the api_key query is not a carrier for REST (only /api/mcp takes it)", async () => {
     const account = await createAccount(0);
     const { POST } = await import("@/app/api/ocr/process/route");
     const response = await POST(
-      new Request(`${ENDPOINT}?api_key=${account.key}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+      new Request(`${ENDPOINT}?api_key=${account.key}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }),
     );
     await expectApiError(response, "unauthorized");
     // REST keeps its documented 401 and its Bearer challenge: only /api/mcp answers 403.

@@ -45,12 +45,19 @@ describe.each(["streamable", "sse"] as const)("over %s", (transport) => {
     const { url, headers } = keyCarrier(account.key);
     const fetch = routeFetch(route);
     const client = new ClientV1({ name: "cancel", version: "1.0.0" });
-    await client.connect(transport === "sse" ? new SseV1(url, { fetch, requestInit: { headers } }) : new StreamableV1(url, { fetch, requestInit: { headers } }));
+    await client.connect(
+      transport === "sse"
+        ? new SseV1(url, { fetch, requestInit: { headers } })
+        : new StreamableV1(url, { fetch, requestInit: { headers } }),
+    );
     try {
       const controller = new AbortController();
       const call = client
         .callTool(
-          { name: "extract_text", arguments: { image_source: { type: "base64", data: Buffer.from(scan).toString("base64") } } },
+          {
+            name: "extract_text",
+            arguments: { image_source: { type: "base64", data: Buffer.from(scan).toString("base64") } },
+          },
           undefined,
           { signal: controller.signal, timeout: 60_000 },
         )
@@ -65,7 +72,10 @@ describe.each(["streamable", "sse"] as const)("over %s", (transport) => {
       controller.abort("the user gave up");
       expect(await call).toBeInstanceOf(Error);
 
-      await eventually(async () => (await listJobViews(account.userId, { limit: 1 })).jobs[0]!.status === "cancelled", 10_000);
+      await eventually(
+        async () => (await listJobViews(account.userId, { limit: 1 })).jobs[0]!.status === "cancelled",
+        10_000,
+      );
       const cancelled = (await listJobViews(account.userId, { limit: 1 })).jobs[0]!;
       expect(cancelled.jobId).toBe(jobId);
       expect(cancelled.pagesDone).toBeLessThan(PAGES);
@@ -76,7 +86,9 @@ describe.each(["streamable", "sse"] as const)("over %s", (transport) => {
       expect(later.creditsRefunded).toBe(PAGES - later.pagesDone);
       expect(await account.balance()).toBe(100 - later.pagesDone);
       await expectLedgerConsistent(account);
-      console.info(`[cancel over ${transport}] ${later.pagesDone} of ${PAGES} pages read and charged, ${later.creditsRefunded} refunded`);
+      console.info(
+        `[cancel over ${transport}] ${later.pagesDone} of ${PAGES} pages read and charged, ${later.creditsRefunded} refunded`,
+      );
     } finally {
       await client.close().catch(() => undefined);
     }

@@ -34,7 +34,12 @@ function expectExtractTextTool(tools: ListedTool[]): void {
   expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
   const [tool] = tools;
   expect(tool!.description).toMatch(/PDF, JPEG, PNG, WebP or TIFF/);
-  expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true, destructiveHint: false, idempotentHint: false });
+  expect(tool!.annotations).toMatchObject({
+    readOnlyHint: true,
+    openWorldHint: true,
+    destructiveHint: false,
+    idempotentHint: false,
+  });
 
   const input = tool!.inputSchema as JsonSchema;
   expect(input.type).toBe("object");
@@ -45,14 +50,22 @@ function expectExtractTextTool(tools: ListedTool[]): void {
   expect(Object.keys(source.properties!)).toEqual(["type", "data", "filename"]);
   expect(source.properties!.type!.enum).toEqual(["base64", "url"]);
   expect(input.properties!.output_format!.enum).toEqual(["text", "json", "markdown", "hocr", "alto", "tsv", "pdf"]);
-  for (const field of [source, source.properties!.type!, source.properties!.data!, source.properties!.filename!, input.properties!.output_format!]) {
+  for (const field of [
+    source,
+    source.properties!.type!,
+    source.properties!.data!,
+    source.properties!.filename!,
+    input.properties!.output_format!,
+  ]) {
     expect(field.description?.length).toBeGreaterThan(20);
   }
 
   const output = tool!.outputSchema as JsonSchema;
   expect(output.type).toBe("object");
   // The REST 200 body, `job` when a job read the document, `nextCursor` when the text goes on (lib/mcp/jobs.ts).
-  expect(Object.keys(output.properties!).sort()).toEqual([...Object.keys(ocrResponseSchema.shape), "job", "nextCursor"].sort());
+  expect(Object.keys(output.properties!).sort()).toEqual(
+    [...Object.keys(ocrResponseSchema.shape), "job", "nextCursor"].sort(),
+  );
 }
 
 interface JsonSchema {
@@ -84,7 +97,9 @@ describe("official MCP clients (redis store)", () => {
 
       expect(client.getServerVersion()).toMatchObject({ name: "ocr-service", version: "2.0.0" });
       // Tasks are core in 2025-11-25 and an extension from 2026-07-28 on (the SDK leaves them out of that era's answer).
-      expect(Object.keys(client.getServerCapabilities() as object)).toEqual(kind === "v2 streamable (2026-07-28)" ? ["tools"] : ["tools", "tasks"]);
+      expect(Object.keys(client.getServerCapabilities() as object)).toEqual(
+        kind === "v2 streamable (2026-07-28)" ? ["tools"] : ["tools", "tasks"],
+      );
       expectExtractTextTool((await client.listTools()).tools);
 
       server.use(
@@ -96,18 +111,33 @@ describe("official MCP clients (redis store)", () => {
       let balance = 40;
       for (const format of FORMATS) {
         const image = expectExtracted(
-          await call(client, { image_source: { type: "base64", data: pngBase64, filename: "hello.png" }, output_format: format }),
+          await call(client, {
+            image_source: { type: "base64", data: pngBase64, filename: "hello.png" },
+            output_format: format,
+          }),
         );
-        expect(image).toMatchObject({ success: true, userId: account.userId, inputSource: "base64", creditsUsed: 1, pageCount: 1 });
+        expect(image).toMatchObject({
+          success: true,
+          userId: account.userId,
+          inputSource: "base64",
+          creditsUsed: 1,
+          pageCount: 1,
+        });
         expectText(image.extractedText, format, "HELLO 42");
 
-        const pdf = expectExtracted(await call(client, { image_source: { type: "base64", data: pdfBase64 }, output_format: format }));
+        const pdf = expectExtracted(
+          await call(client, { image_source: { type: "base64", data: pdfBase64 }, output_format: format }),
+        );
         expect(pdf).toMatchObject({ inputSource: "base64", creditsUsed: 3, pageCount: 3, confidence: 100 });
         expectText(pdf.extractedText, format, "Nothing here was scanned.");
-        if (format === "text") expect(characterErrorRate(pdf.extractedText, groundTruth("born-digital.pdf"))).toBeLessThan(0.01);
+        if (format === "text")
+          expect(characterErrorRate(pdf.extractedText, groundTruth("born-digital.pdf"))).toBeLessThan(0.01);
 
         const url = expectExtracted(
-          await call(client, { image_source: { type: "url", data: "https://files.example/scans/hello.png" }, output_format: format }),
+          await call(client, {
+            image_source: { type: "url", data: "https://files.example/scans/hello.png" },
+            output_format: format,
+          }),
         );
         expect(url).toMatchObject({ inputSource: "url", creditsUsed: 1, pageCount: 1 });
         expectText(url.extractedText, format, "HELLO 42");
@@ -137,7 +167,9 @@ describe("official MCP clients (redis store)", () => {
     const account = await createAccount(10);
     const client = await connectClient({ kind: "v1 streamable", key: account.key, posts: mcpRoute });
     open.push(client);
-    const viaMcp = expectExtracted(await call(client, { image_source: { type: "base64", data: base64Of("paragraph.png") } }));
+    const viaMcp = expectExtracted(
+      await call(client, { image_source: { type: "base64", data: base64Of("paragraph.png") } }),
+    );
     const viaRest = await expectOcrOk(await callOcr({ image: base64Of("paragraph.png") }, { key: account.key }));
     const { processingTime: _mcpTime, requestId: mcpRequest, ...mcp } = viaMcp;
     const { processingTime: _restTime, requestId: restRequest, ...rest } = viaRest;

@@ -2,12 +2,19 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Client as ClientV2, SdkHttpError, StreamableHTTPClientTransport as StreamableV2 } from "@modelcontextprotocol/client";
+import {
+  Client as ClientV2,
+  SdkHttpError,
+  StreamableHTTPClientTransport as StreamableV2,
+} from "@modelcontextprotocol/client";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport as SseV1, SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport as StreamableV1, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  StreamableHTTPClientTransport as StreamableV1,
+  StreamableHTTPError,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { characterErrorRate } from "@/bench/metrics";
@@ -101,7 +108,11 @@ describe("SDK v1 (@modelcontextprotocol/sdk), as the MCP Inspector CLI and most 
   it("Streamable HTTP with an OAuth provider: no OAuth attempted, the message is shown", async () => {
     const { urls, fetch } = recordingFetch();
     const { provider, calls } = recordingAuthProvider();
-    const transport = new StreamableV1(url, { fetch, authProvider: provider, requestInit: { headers: { "x-api-key": WRONG_KEY } } });
+    const transport = new StreamableV1(url, {
+      fetch,
+      authProvider: provider,
+      requestInit: { headers: { "x-api-key": WRONG_KEY } },
+    });
     const error = await failure(new ClientV1(clientInfo).connect(transport));
     expect(error.message).toMatch(MESSAGE);
     expect(calls).toEqual([]);
@@ -111,7 +122,11 @@ describe("SDK v1 (@modelcontextprotocol/sdk), as the MCP Inspector CLI and most 
   it("SSE (EventSource reads no body, so only the status): 403 and no OAuth, even with a provider", async () => {
     const { urls, fetch } = recordingFetch();
     const { provider, calls } = recordingAuthProvider();
-    const transport = new SseV1(url, { fetch, authProvider: provider, requestInit: { headers: { "x-api-key": WRONG_KEY } } });
+    const transport = new SseV1(url, {
+      fetch,
+      authProvider: provider,
+      requestInit: { headers: { "x-api-key": WRONG_KEY } },
+    });
     const error = await failure(new ClientV1(clientInfo).connect(transport));
     expect(error).toBeInstanceOf(SseError);
     expect((error as SseError).code).toBe(403);
@@ -123,7 +138,10 @@ describe("SDK v1 (@modelcontextprotocol/sdk), as the MCP Inspector CLI and most 
 describe("SDK v2 (@modelcontextprotocol/client)", () => {
   it("Streamable HTTP with a wrong key as Bearer (no auth provider): 401 invalid_token, and the error carries the reason", async () => {
     const { urls, fetch } = recordingFetch();
-    const transport = new StreamableV2(url, { fetch, requestInit: { headers: { authorization: `Bearer ${WRONG_KEY}` } } });
+    const transport = new StreamableV2(url, {
+      fetch,
+      requestInit: { headers: { authorization: `Bearer ${WRONG_KEY}` } },
+    });
     const error = await failure(new ClientV2(clientInfo).connect(transport));
     expect(error.message).toMatch(MESSAGE);
     expect(urls).toEqual(["POST /api/mcp"]);
@@ -182,7 +200,10 @@ describe("mcp-remote", () => {
   /** mcp-remote with a refused key exits by itself; its stderr is what Claude Desktop's MCP log shows. */
   function runToExit(extra: string[] = []): Promise<{ code: number | null; stderr: string }> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, args(WRONG_KEY, extra), { env: env() as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn(process.execPath, args(WRONG_KEY, extra), {
+        env: env() as NodeJS.ProcessEnv,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
       let stderr = "";
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
       const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
@@ -195,17 +216,25 @@ describe("mcp-remote", () => {
   }
 
   function expectNoOAuth(stderr: string): void {
-    expect(stderr).not.toMatch(/Please authorize|OAuth callback server|Initializing auth|Dynamic Client Registration|Authentication required/);
-    expect(server.current.requests.filter((request) => request.path === "/register" || request.path.includes("authorize"))).toEqual([]);
+    expect(stderr).not.toMatch(
+      /Please authorize|OAuth callback server|Initializing auth|Dynamic Client Registration|Authentication required/,
+    );
+    expect(
+      server.current.requests.filter((request) => request.path === "/register" || request.path.includes("authorize")),
+    ).toEqual([]);
     expect(fs.existsSync(opened)).toBe(false);
   }
 
   it("a wrong key: exits with the service's message, no sign-in started, no browser", async () => {
     const { code, stderr } = await runToExit();
     expect(code).toBe(1);
-    expect(stderr).toMatch(/Fatal error: .*Error POSTing to endpoint: \{"success":false,"error":\{"code":"unauthorized","message":"Invalid or revoked API key"\}/);
+    expect(stderr).toMatch(
+      /Fatal error: .*Error POSTing to endpoint: \{"success":false,"error":\{"code":"unauthorized","message":"Invalid or revoked API key"\}/,
+    );
     expectNoOAuth(stderr);
-    expect(server.current.requests.filter((request) => request.path === "/api/mcp").map((request) => request.status)).toEqual([403, 403, 403]);
+    expect(
+      server.current.requests.filter((request) => request.path === "/api/mcp").map((request) => request.status),
+    ).toEqual([403, 403, 403]);
   });
 
   it("--transport sse-only with a wrong key: no sign-in either (EventSource reports the 403 without the body)", async () => {
@@ -217,7 +246,12 @@ describe("mcp-remote", () => {
 
   it("a good key: a stdio client lists extract_text and reads an image through it", async () => {
     const account = await createAccount(5);
-    const transport = new StdioClientTransport({ command: process.execPath, args: args(account.key), env: env(), stderr: "pipe" });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: args(account.key),
+      env: env(),
+      stderr: "pipe",
+    });
     let stderr = "";
     transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const client = new ClientV1(clientInfo);
@@ -225,7 +259,10 @@ describe("mcp-remote", () => {
       await client.connect(transport);
       expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }),
+        await client.callTool({
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } },
+        }),
       );
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
       expect(await account.balance()).toBe(4);

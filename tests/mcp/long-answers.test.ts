@@ -23,7 +23,8 @@ beforeAll(async () => {
   for (let n = 1; n <= PAGES; n++) {
     const page = doc.addPage([612, 792]);
     const lines = [`Chapter ${Math.ceil(n / 10)}, page ${n} of ${PAGES}`];
-    for (let line = 1; line <= 18; line++) lines.push(`Line ${line} of page ${n}: the quick brown fox jumps over the lazy dog, twice.`);
+    for (let line = 1; line <= 18; line++)
+      lines.push(`Line ${line} of page ${n}: the quick brown fox jumps over the lazy dog, twice.`);
     lines.forEach((text, index) => page.drawText(text, { x: 40, y: 760 - index * 14, size: 10, font }));
   }
   pdf = Buffer.from(await doc.save()).toString("base64");
@@ -48,7 +49,10 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     const client = await connectClient({ kind, key: account.key, posts: route });
     clients.push(client);
     const first = toolResultSchema.parse(
-      await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: pdf, filename: "textbook.pdf" } } }),
+      await client.callTool({
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: pdf, filename: "textbook.pdf" } },
+      }),
     );
     expect(first.isError ?? false, JSON.stringify(first.content).slice(0, 300)).toBe(false);
     const body = extractTextOutputSchema.strict().parse(first.structuredContent);
@@ -64,7 +68,9 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     let calls = 0;
     while (cursor !== null) {
       calls += 1;
-      const answer = toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor, max_chars: 50_000 } }));
+      const answer = toolResultSchema.parse(
+        await client.callTool({ name: "get_extraction", arguments: { cursor, max_chars: 50_000 } }),
+      );
       expect(answer.isError ?? false, JSON.stringify(answer.content).slice(0, 300)).toBe(false);
       const slice = getExtractionOutputSchema.strict().parse(answer.structuredContent);
       expect(slice.jobId).toBeNull();
@@ -81,7 +87,9 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     const other = await createAccount(0);
     const stranger = await connectClient({ kind, key: other.key, posts: route });
     clients.push(stranger);
-    const foreign = toolResultSchema.parse(await stranger.callTool({ name: "get_extraction", arguments: { cursor: body.nextCursor } }));
+    const foreign = toolResultSchema.parse(
+      await stranger.callTool({ name: "get_extraction", arguments: { cursor: body.nextCursor } }),
+    );
     expect(foreign.isError).toBe(true);
     expect(foreign.content[0]!.text).toMatch(/^gone: /);
     await expectLedgerConsistent(account);
@@ -92,7 +100,10 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     const client = await connectClient({ kind, key: account.key, posts: route });
     clients.push(client);
     const answer = toolResultSchema.parse(
-      await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: pdf }, pages: "3-5", max_chars: 100_000 } }),
+      await client.callTool({
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: pdf }, pages: "3-5", max_chars: 100_000 },
+      }),
     );
     const body = extractTextOutputSchema.strict().parse(answer.structuredContent);
     expect(body.creditsUsed).toBe(3);
@@ -105,7 +116,10 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     expect(await account.balance()).toBe(17);
 
     const bad = toolResultSchema.parse(
-      await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: pdf }, pages: "200-" } }),
+      await client.callTool({
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: pdf }, pages: "200-" },
+      }),
     );
     expect(bad.isError).toBe(true);
     expect(bad.content[0]!.text).toMatch(/^invalid_request: .*pages/);

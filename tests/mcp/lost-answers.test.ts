@@ -155,7 +155,8 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       if (body.job?.status !== "succeeded") {
         await eventually(async () => {
           const slice = getExtractionOutputSchema.parse(
-            toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: jobId } })).structuredContent,
+            toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: jobId } }))
+              .structuredContent,
           );
           return slice.status === "succeeded";
         }, 90_000);
@@ -194,17 +195,23 @@ describe("an Idempotency-Key on a session POST", () => {
   it("a delivered answer is replayed onto the retry's new stream, under the retry's JSON-RPC id; charged once", async () => {
     const account = await createAccount(5);
     const open = async () => {
-      const response = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }));
+      const response = await route.GET(
+        new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }),
+      );
       const events = readEvents(response);
       const query = new URL((await events.next())!.data!, MCP_ENDPOINT).search;
-      const post = (body: unknown) => route.POST(rpcRequest(body, { key: account.key, query, headers: { "idempotency-key": "sse-replay-1" } }));
+      const post = (body: unknown) =>
+        route.POST(rpcRequest(body, { key: account.key, query, headers: { "idempotency-key": "sse-replay-1" } }));
       return { events, post };
     };
     const call = (id: number) => ({
       jsonrpc: "2.0",
       id,
       method: "tools/call",
-      params: { name: "extract_text", arguments: { image_source: { type: "base64", data: tinyPng("REPLAY 7").toString("base64") } } },
+      params: {
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: tinyPng("REPLAY 7").toString("base64") } },
+      },
     });
     const first = await open();
     const answered = await first.post(call(1));
@@ -223,7 +230,13 @@ describe("an Idempotency-Key on a session POST", () => {
     expect(again).toEqual({ ...original, id: 7 });
     expect(await account.balance()).toBe(4);
     // Another call under the same key: refused, nothing run.
-    const other = await second.post({ ...call(8), params: { ...call(8).params, arguments: { image_source: { type: "base64", data: tinyPng("OTHER").toString("base64") } } } });
+    const other = await second.post({
+      ...call(8),
+      params: {
+        ...call(8).params,
+        arguments: { image_source: { type: "base64", data: tinyPng("OTHER").toString("base64") } },
+      },
+    });
     expect(other.status).toBe(422);
     await second.events.cancel();
   }, 60_000);

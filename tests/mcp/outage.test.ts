@@ -29,8 +29,13 @@ describe("MCP during a Store outage", () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-mcp-outage-"));
     redis = new OwnRedis(await freePort(), dir);
     await redis.start();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
-    Object.assign(process.env, { REDIS_URL: redis.url, REDIS_PREFIX: createTestPrefix("mcp-outage"), LOG_REQUESTS: "false" });
+    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+      delete process.env[name];
+    Object.assign(process.env, {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: createTestPrefix("mcp-outage"),
+      LOG_REQUESTS: "false",
+    });
     resetEnv();
     await resetStore();
     // The store logs each failed operation; the failures are the point here.
@@ -55,8 +60,13 @@ describe("MCP during a Store outage", () => {
   it("POST and GET → 503 unavailable, and no stream is opened", async () => {
     const account = await createAccount(5);
     await redis.stop();
-    await expectApiError(await route.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key })), "unavailable");
-    const get = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }));
+    await expectApiError(
+      await route.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key })),
+      "unavailable",
+    );
+    const get = await route.GET(
+      new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }),
+    );
     await expectApiError(get, "unavailable");
   });
 
@@ -71,7 +81,12 @@ describe("MCP during a Store outage", () => {
     });
     try {
       const jobs = getOcrPool().stats().completed;
-      const body = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "extract_text", arguments: { image_source: { type: "base64", data: image } } } };
+      const body = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "extract_text", arguments: { image_source: { type: "base64", data: image } } },
+      };
       const response = await route.POST(rpcRequest(body, { key: account.key }));
       expect(response.status).toBe(200);
       expectToolError(jsonRpcResultSchema.parse(await response.json()).result, "unavailable");
@@ -86,7 +101,9 @@ describe("MCP during a Store outage", () => {
 
   it("an open stream closes when its mailbox stays unreachable", async () => {
     const account = await createAccount(0);
-    const response = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }));
+    const response = await route.GET(
+      new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }),
+    );
     const events = readEvents(response);
     expect((await events.next())!.event).toBe("endpoint");
     await redis.stop();

@@ -43,14 +43,24 @@ describe.each(CLIENT_KINDS)("%s", (kind) => {
   it("reports progress before the result, so a request timeout shorter than the call does not cut it off", async () => {
     const account = await createAccount(10);
     const transportErrors: Error[] = [];
-    const client = await connectClient({ kind, key: account.key, posts: route, onTransportError: (error) => transportErrors.push(error) });
+    const client = await connectClient({
+      kind,
+      key: account.key,
+      posts: route,
+      onTransportError: (error) => transportErrors.push(error),
+    });
     open.push(client);
 
     const reports: ProgressReport[] = [];
     // Reading three scanned pages takes two seconds or more; 1 s without news times the request out. The
     // notifications every 100 ms keep resetting that clock (resetTimeoutOnProgress), so the call gets its result —
     // with room for a busy machine to deliver one 10 intervals late.
-    const result = await callToolWithProgress(client, { image_source: { type: "base64", data: scan } }, (report) => reports.push(report), 1_000);
+    const result = await callToolWithProgress(
+      client,
+      { image_source: { type: "base64", data: scan } },
+      (report) => reports.push(report),
+      1_000,
+    );
 
     const body = expectExtracted(result);
     expect(body).toMatchObject({ creditsUsed: 3, pageCount: 3 });
@@ -71,7 +81,11 @@ const callTool = (id: number, meta?: Record<string, unknown>) => ({
   jsonrpc: "2.0",
   id,
   method: "tools/call",
-  params: { name: "extract_text", arguments: { image_source: { type: "base64", data: paragraph } }, ...(meta ? { _meta: meta } : {}) },
+  params: {
+    name: "extract_text",
+    arguments: { image_source: { type: "base64", data: paragraph } },
+    ...(meta ? { _meta: meta } : {}),
+  },
 });
 
 /** All events of a finished event-stream answer. */
@@ -85,14 +99,21 @@ async function allEvents(response: Response): Promise<SseEvent[]> {
 const progressSchema = {
   jsonrpc: "2.0",
   method: "notifications/progress",
-  params: { progressToken: "scan-1", progress: expect.any(Number) as number, message: expect.stringMatching(/s so far$/) as string },
+  params: {
+    progressToken: "scan-1",
+    progress: expect.any(Number) as number,
+    message: expect.stringMatching(/s so far$/) as string,
+  },
 };
 
 describe("Streamable HTTP, raw", () => {
   it("a call with a progress token from a client that accepts an event stream is answered as one: progress, then the result", async () => {
     const account = await createAccount(5);
     const response = await route.POST(
-      rpcRequest(callTool(7, { progressToken: "scan-1" }), { key: account.key, headers: { accept: "application/json, text/event-stream" } }),
+      rpcRequest(callTool(7, { progressToken: "scan-1" }), {
+        key: account.key,
+        headers: { accept: "application/json, text/event-stream" },
+      }),
     );
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -100,7 +121,9 @@ describe("Streamable HTTP, raw", () => {
     // The headers leave before the work is done: the balance is not known yet.
     expect(response.headers.get("x-credits-remaining")).toBeNull();
 
-    const messages = (await allEvents(response)).filter((event) => event.data !== undefined).map((event) => messageOf(event));
+    const messages = (await allEvents(response))
+      .filter((event) => event.data !== undefined)
+      .map((event) => messageOf(event));
     const result = messages.pop();
     expect(messages.length).toBeGreaterThanOrEqual(1);
     for (const message of messages) expect(message).toEqual(progressSchema);
@@ -112,7 +135,11 @@ describe("Streamable HTTP, raw", () => {
 
   it.each([
     ["accepts only JSON", { accept: "application/json" }, { progressToken: "scan-1" }],
-    ["sends an Idempotency-Key (its answer is stored whole for replays)", { accept: "application/json, text/event-stream", "idempotency-key": "progress-idem-1" }, { progressToken: "scan-1" }],
+    [
+      "sends an Idempotency-Key (its answer is stored whole for replays)",
+      { accept: "application/json, text/event-stream", "idempotency-key": "progress-idem-1" },
+      { progressToken: "scan-1" },
+    ],
     ["asks for no progress", { accept: "application/json, text/event-stream" }, undefined],
   ])("a client that %s gets one JSON answer", async (_label, headers, meta) => {
     const account = await createAccount(5);
@@ -128,7 +155,9 @@ describe("Streamable HTTP, raw", () => {
 describe("legacy SSE, raw", () => {
   it("a call with a progress token posted to a session: progress on the stream, then the result", async () => {
     const account = await createAccount(5);
-    const stream = await route.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }));
+    const stream = await route.GET(
+      new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key } }),
+    );
     const events = readEvents(stream);
     const endpoint = await events.next();
     expect(endpoint?.event).toBe("endpoint");

@@ -38,7 +38,11 @@ withStore("memory");
 
 const png = tinyPng("HELLO 42").toString("base64");
 
-async function rpc(body: unknown, options: RpcOptions = {}, route: Pick<McpRoute, "POST"> = mcpRoute): Promise<Response> {
+async function rpc(
+  body: unknown,
+  options: RpcOptions = {},
+  route: Pick<McpRoute, "POST"> = mcpRoute,
+): Promise<Response> {
   return route.POST(rpcRequest(body, options));
 }
 
@@ -88,7 +92,12 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     async (version) => {
       const account = await createAccount(0);
       const response = await rpc(
-        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: version, capabilities: { tools: {} } } },
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: version, capabilities: { tools: {} } },
+        },
         { key: account.key },
       );
       expect(response.headers.get("x-request-id")).toMatch(REQUEST_ID);
@@ -96,7 +105,10 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
       expect(response.headers.get("mcp-session-id")).toBeNull();
       expect(await resultOf(response)).toEqual({
         protocolVersion: version,
-        capabilities: { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        capabilities: {
+          tools: { listChanged: false },
+          tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+        },
         serverInfo: { name: "ocr-service", title: "OCR service", version: "2.0.0" },
       });
     },
@@ -106,7 +118,12 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     const account = await createAccount(0);
     const result = await resultOf(
       await rpc(
-        { jsonrpc: "2.0", id: "a", method: "initialize", params: { protocolVersion: "2023-01-01", capabilities: {}, clientInfo: { name: "x", version: "1" } } },
+        {
+          jsonrpc: "2.0",
+          id: "a",
+          method: "initialize",
+          params: { protocolVersion: "2023-01-01", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+        },
         { key: account.key },
       ),
     );
@@ -122,7 +139,13 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     const account = await createAccount(0);
     const response = await rpc({ jsonrpc: "2.0", id: 7, method: "initialize", params }, { key: account.key });
     expect(response.status).toBe(200);
-    const body = z.object({ jsonrpc: z.literal("2.0"), id: z.literal(7), error: z.object({ code: z.number(), message: z.string() }) }).parse(await response.json());
+    const body = z
+      .object({
+        jsonrpc: z.literal("2.0"),
+        id: z.literal(7),
+        error: z.object({ code: z.number(), message: z.string() }),
+      })
+      .parse(await response.json());
     expect(body.error.code).toBe(-32602);
     expect(body.error.message).toMatch(/^Invalid params: initialize /);
     expect(body.error.message).not.toMatch(/invalid_type|"path"|\[/);
@@ -135,7 +158,9 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     ["no Content-Type either", { accept: "", "content-type": "" }],
   ])("tools/list without params, %s → 200 JSON with extract_text", async (_label, headers) => {
     const account = await createAccount(0);
-    const result = await resultOf(await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key, headers }));
+    const result = await resultOf(
+      await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key, headers }),
+    );
     const tools = result.tools as { name: string; inputSchema: { required: string[] } }[];
     expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
@@ -152,7 +177,11 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
   it("a batch (2025-03-26) → an array of answers; two tool calls are charged under two request ids", async () => {
     const account = await createAccount(5);
     const response = await rpc(
-      [{ jsonrpc: "2.0", id: 1, method: "ping" }, callTool({ image_source: { type: "base64", data: png } }, 2), callTool({ image_source: { type: "base64", data: png } }, 3)],
+      [
+        { jsonrpc: "2.0", id: 1, method: "ping" },
+        callTool({ image_source: { type: "base64", data: png } }, 2),
+        callTool({ image_source: { type: "base64", data: png } }, 3),
+      ],
       { key: account.key, headers: { "mcp-protocol-version": "2025-03-26" } },
     );
     expect(response.status).toBe(200);
@@ -165,7 +194,12 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     expect(response.headers.get("x-credits-remaining")).toBe("3");
     expect(await account.balance()).toBe(3);
     const { entries } = await listLedger(account.userId, { limit: 10 });
-    expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.requestId).sort()).toEqual([requestId, `${requestId}.2`]);
+    expect(
+      entries
+        .filter((entry) => entry.reason === "ocr")
+        .map((entry) => entry.requestId)
+        .sort(),
+    ).toEqual([requestId, `${requestId}.2`]);
   });
 
   it("ping → {}; an unknown method → -32601", async () => {
@@ -178,9 +212,15 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
 
   it("a tools/call answers with the tool result, x-credits-remaining and the rate-limit headers", async () => {
     const account = await createAccount(3);
-    const response = await rpc(callTool({ image_source: { type: "base64", data: png }, output_format: "text" }), { key: account.key });
+    const response = await rpc(callTool({ image_source: { type: "base64", data: png }, output_format: "text" }), {
+      key: account.key,
+    });
     const body = expectExtracted(await resultOf(response));
-    expect(body).toMatchObject({ creditsUsed: 1, userId: account.userId, requestId: response.headers.get("x-request-id") });
+    expect(body).toMatchObject({
+      creditsUsed: 1,
+      userId: account.userId,
+      requestId: response.headers.get("x-request-id"),
+    });
     expect(response.headers.get("x-credits-remaining")).toBe("2");
     expect(response.headers.get("ratelimit-limit")).toBe("60");
     expect(response.headers.get("ratelimit-remaining")).toMatch(/^\d+$/);
@@ -189,13 +229,25 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
 
 describe("malformed calls → JSON-RPC errors; nothing charged", () => {
   it.each([
-    ["an unknown tool", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ocr", arguments: {} } }, /Unknown tool "ocr"/],
+    [
+      "an unknown tool",
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ocr", arguments: {} } },
+      /Unknown tool "ocr"/,
+    ],
     ["no arguments", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "extract_text" } }, /image_source/],
     ["type ftp", callTool({ image_source: { type: "ftp", data: "x" } }), /image_source\.type/],
     ["empty data", callTool({ image_source: { type: "base64", data: "" } }), /image_source\.data/],
     ["an unknown field", callTool({ image_source: { type: "base64", data: png }, language: "eng" }), /language/],
-    ["a misspelt field", callTool({ image_source: { type: "url", data: "https://files.example/a.png", file_name: "a.png" } }), /file_name/],
-    ["output_format docx", callTool({ image_source: { type: "base64", data: png }, output_format: "docx" }), /output_format/],
+    [
+      "a misspelt field",
+      callTool({ image_source: { type: "url", data: "https://files.example/a.png", file_name: "a.png" } }),
+      /file_name/,
+    ],
+    [
+      "output_format docx",
+      callTool({ image_source: { type: "base64", data: png }, output_format: "docx" }),
+      /output_format/,
+    ],
   ])("%s → -32602", async (_label, body, message) => {
     const account = await createAccount(5);
     const response = await rpc(body, { key: account.key });
@@ -215,8 +267,15 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
 
   it("bad JSON, a wrong content type, an oversized body → the catalogued HTTP errors", async () => {
     const account = await createAccount(0);
-    await expectApiError(await rpc(null, { key: account.key, raw: '{"jsonrpc": "2.0",' }), "invalid_request", /not valid JSON/);
-    await expectApiError(await rpc(null, { key: account.key, raw: "x", headers: { "content-type": "text/plain" } }), "unsupported_media_type");
+    await expectApiError(
+      await rpc(null, { key: account.key, raw: '{"jsonrpc": "2.0",' }),
+      "invalid_request",
+      /not valid JSON/,
+    );
+    await expectApiError(
+      await rpc(null, { key: account.key, raw: "x", headers: { "content-type": "text/plain" } }),
+      "unsupported_media_type",
+    );
     const restore = setEnv({ MAX_INLINE_BYTES: "1000" });
     try {
       const big = JSON.stringify(callTool({ image_source: { type: "base64", data: "A".repeat(80_000) } }));
@@ -228,7 +287,12 @@ describe("malformed calls → JSON-RPC errors; nothing charged", () => {
 });
 
 describe("tool errors the model can act on → isError with the catalogued code; nothing charged", () => {
-  async function toolError(args: unknown, code: string, credits = 5, route: Pick<McpRoute, "POST"> = mcpRoute): Promise<string> {
+  async function toolError(
+    args: unknown,
+    code: string,
+    credits = 5,
+    route: Pick<McpRoute, "POST"> = mcpRoute,
+  ): Promise<string> {
     const account = await createAccount(credits);
     const response = await rpc(callTool(args), { key: account.key }, route);
     const text = expectToolError(await resultOf(response), code);
@@ -239,9 +303,13 @@ describe("tool errors the model can act on → isError with the catalogued code;
   }
 
   it("insufficient_credits: an image on an empty account, a 3-page PDF on 2 credits", async () => {
-    expect(await toolError({ image_source: { type: "base64", data: png } }, "insufficient_credits", 0)).toMatch(/needs 1 credit .* balance is 0/);
+    expect(await toolError({ image_source: { type: "base64", data: png } }, "insufficient_credits", 0)).toMatch(
+      /needs 1 credit .* balance is 0/,
+    );
     const pdf = fixture("born-digital.pdf").toString("base64");
-    expect(await toolError({ image_source: { type: "base64", data: pdf } }, "insufficient_credits", 2)).toMatch(/3 credits/);
+    expect(await toolError({ image_source: { type: "base64", data: pdf } }, "insufficient_credits", 2)).toMatch(
+      /3 credits/,
+    );
   });
 
   it.each([
@@ -255,7 +323,10 @@ describe("tool errors the model can act on → isError with the catalogued code;
   it("payload_too_large: an inline file over MAX_INLINE_BYTES (the hint points to URLs)", async () => {
     const restore = setEnv({ MAX_INLINE_BYTES: "2000" });
     try {
-      const text = await toolError({ image_source: { type: "base64", data: tinyPng("BIG", 900, 600).toString("base64") } }, "payload_too_large");
+      const text = await toolError(
+        { image_source: { type: "base64", data: tinyPng("BIG", 900, 600).toString("base64") } },
+        "payload_too_large",
+      );
       expect(text).toMatch(/type "url"/);
     } finally {
       restore();
@@ -272,7 +343,10 @@ describe("tool errors the model can act on → isError with the catalogued code;
   });
 
   it.each(["truncated.pdf", "zero-pages.pdf", "truncated.png"])("unreadable_document: %s", async (name) => {
-    await toolError({ image_source: { type: "base64", data: fixture(`hostile/${name}`).toString("base64") } }, "unreadable_document");
+    await toolError(
+      { image_source: { type: "base64", data: fixture(`hostile/${name}`).toString("base64") } },
+      "unreadable_document",
+    );
   });
 
   it("timeout: a call over MCP_TOOL_DEADLINE_MS stops in time and is refunded", async () => {
@@ -292,14 +366,19 @@ describe("tool errors the model can act on → isError with the catalogued code;
 
   it("fetch_failed: the URL answers 404", async () => {
     server.use(http.get("https://files.example/missing.png", () => new HttpResponse(null, { status: 404 })));
-    expect(await toolError({ image_source: { type: "url", data: "https://files.example/missing.png" } }, "fetch_failed")).toMatch(/404/);
+    expect(
+      await toolError({ image_source: { type: "url", data: "https://files.example/missing.png" } }, "fetch_failed"),
+    ).toMatch(/404/);
   });
 });
 
 describe("HTTP around the SDK", () => {
   it("OPTIONS → the CORS preflight, without a key", async () => {
     const response = await mcpRoute.OPTIONS(
-      new Request(MCP_ENDPOINT, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "POST" } }),
+      new Request(MCP_ENDPOINT, {
+        method: "OPTIONS",
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+      }),
     );
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, OPTIONS");
@@ -338,7 +417,10 @@ describe("HTTP around the SDK", () => {
       expect(expectExtracted(await resultOf(retry))).toEqual(original);
     }
     expect(await account.balance()).toBe(4);
-    await expectApiError(await rpc(callTool({ image_source: { type: "base64", data: png } }, 8), { key: account.key, headers }), "idempotency_mismatch");
+    await expectApiError(
+      await rpc(callTool({ image_source: { type: "base64", data: png } }, 8), { key: account.key, headers }),
+      "idempotency_mismatch",
+    );
   });
 
   it("Idempotency-Key: a tool error of the moment (no credits) is not replayed; the retry runs once credits arrive", async () => {

@@ -27,35 +27,57 @@ const initialize = (key: string, host: string, origin?: string) =>
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
       },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
     }),
   );
 
 describe("a server listening on loopback only", () => {
-  it.each(["127.0.0.1", "localhost", "::1"])("bound to %s: a foreign Host or Origin is 403 with the error body; loopback names are served", async (bound) => {
-    listenOn(bound);
-    const account = await createAccount(0);
-    await expectApiError(await initialize(account.key, "evil.example.com", "http://evil.example.com"), "forbidden", /DNS-rebinding/);
-    await expectApiError(await initialize(account.key, "evil.example.com:3000"), "forbidden", /another host name/);
-    await expectApiError(await initialize(account.key, "127.0.0.1:3000", "https://evil.example.com"), "forbidden", /another site/);
-    await expectApiError(await initialize(account.key, "127.0.0.1:3000", "null"), "forbidden");
-    // A GET (the legacy SSE stream) is refused the same way.
-    const get = await mcpRoute.GET(new Request("http://evil.example.com/api/mcp", { headers: { host: "evil.example.com", accept: "text/event-stream", "x-api-key": account.key } }));
-    await expectApiError(get, "forbidden");
-    for (const [host, origin] of [
-      ["127.0.0.1:3000", "http://127.0.0.1:3000"],
-      ["localhost:3000", "http://localhost:5173"],
-      ["[::1]:3000", undefined],
-    ] as const) {
-      expect((await initialize(account.key, host, origin)).status, `${host} ${origin}`).toBe(200);
-    }
-  });
+  it.each(["127.0.0.1", "localhost", "::1"])(
+    "bound to %s: a foreign Host or Origin is 403 with the error body; loopback names are served",
+    async (bound) => {
+      listenOn(bound);
+      const account = await createAccount(0);
+      await expectApiError(
+        await initialize(account.key, "evil.example.com", "http://evil.example.com"),
+        "forbidden",
+        /DNS-rebinding/,
+      );
+      await expectApiError(await initialize(account.key, "evil.example.com:3000"), "forbidden", /another host name/);
+      await expectApiError(
+        await initialize(account.key, "127.0.0.1:3000", "https://evil.example.com"),
+        "forbidden",
+        /another site/,
+      );
+      await expectApiError(await initialize(account.key, "127.0.0.1:3000", "null"), "forbidden");
+      // A GET (the legacy SSE stream) is refused the same way.
+      const get = await mcpRoute.GET(
+        new Request("http://evil.example.com/api/mcp", {
+          headers: { host: "evil.example.com", accept: "text/event-stream", "x-api-key": account.key },
+        }),
+      );
+      await expectApiError(get, "forbidden");
+      for (const [host, origin] of [
+        ["127.0.0.1:3000", "http://127.0.0.1:3000"],
+        ["localhost:3000", "http://localhost:5173"],
+        ["[::1]:3000", undefined],
+      ] as const) {
+        expect((await initialize(account.key, host, origin)).status, `${host} ${origin}`).toBe(200);
+      }
+    },
+  );
 
   it("bound to every interface or a public name: any Host is served (keys authenticate)", async () => {
     const account = await createAccount(0);
     for (const bound of ["0.0.0.0", "::", "ocr.example.com"]) {
       listenOn(bound);
-      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status, String(bound)).toBe(200);
+      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status, String(bound)).toBe(
+        200,
+      );
     }
   });
 
@@ -80,7 +102,9 @@ describe("a server listening on loopback only", () => {
   });
 
   it("loopback names", () => {
-    for (const name of ["localhost", "LOCALHOST.", "app.localhost", "127.0.0.1", "127.255.0.9", "::1", "[::1]"]) expect(isLoopbackHostname(name), name).toBe(true);
-    for (const name of ["evil.example.com", "localhost.evil.com", "127.0.0.1.nip.io", "0.0.0.0", "::", "10.0.0.1"]) expect(isLoopbackHostname(name), name).toBe(false);
+    for (const name of ["localhost", "LOCALHOST.", "app.localhost", "127.0.0.1", "127.255.0.9", "::1", "[::1]"])
+      expect(isLoopbackHostname(name), name).toBe(true);
+    for (const name of ["evil.example.com", "localhost.evil.com", "127.0.0.1.nip.io", "0.0.0.0", "::", "10.0.0.1"])
+      expect(isLoopbackHostname(name), name).toBe(false);
   });
 });

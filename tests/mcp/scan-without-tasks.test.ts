@@ -59,13 +59,21 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s, a client without tasks"
     const started = Date.now();
     let calls = 1;
     const first = toolResultSchema.parse(
-      await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: Buffer.from(scan.pdf).toString("base64"), filename: "scan.pdf" } } }),
+      await client.callTool({
+        name: "extract_text",
+        arguments: {
+          image_source: { type: "base64", data: Buffer.from(scan.pdf).toString("base64"), filename: "scan.pdf" },
+        },
+      }),
     );
     expect(first.isError ?? false, JSON.stringify(first.content).slice(0, 300)).toBe(false);
     const body = extractTextOutputSchema.strict().parse(first.structuredContent);
     const jobId = body.job!.jobId;
-    expect(body.job!.status === "succeeded" || first.content.at(-1)!.text!.includes(`It is being read as job ${jobId}`)).toBe(true);
-    const pieces: { text: string; offset: number }[] = body.extractedText === "" ? [] : [{ text: body.extractedText, offset: 0 }];
+    expect(
+      body.job!.status === "succeeded" || first.content.at(-1)!.text!.includes(`It is being read as job ${jobId}`),
+    ).toBe(true);
+    const pieces: { text: string; offset: number }[] =
+      body.extractedText === "" ? [] : [{ text: body.extractedText, offset: 0 }];
     let next = body.job!.nextCursor === null ? null : nextCall(first.content.at(-1)!.text!);
     while (next !== null) {
       calls += 1;
@@ -83,9 +91,13 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s, a client without tasks"
     const text = pieces.map((piece, index) => (index > 0 && piece.offset === 0 ? "\f" : "") + piece.text).join("");
     const pages = text.split("\f");
     expect(pages).toHaveLength(PAGES);
-    pages.forEach((page, index) => expect(characterErrorRate(page, scan.truth[index]!), `page ${index + 1}: ${page}`).toBeLessThan(0.1));
+    pages.forEach((page, index) =>
+      expect(characterErrorRate(page, scan.truth[index]!), `page ${index + 1}: ${page}`).toBeLessThan(0.1),
+    );
     expect(await account.balance()).toBe(50 - PAGES);
     await expectLedgerConsistent(account);
-    console.info(`[12-page scan, ${kind}] ${Date.now() - started} ms, ${calls} calls (1 extract_text), ${50 - (await account.balance())} credits`);
+    console.info(
+      `[12-page scan, ${kind}] ${Date.now() - started} ms, ${calls} calls (1 extract_text), ${50 - (await account.balance())} credits`,
+    );
   }, 180_000);
 });

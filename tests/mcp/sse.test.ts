@@ -46,14 +46,17 @@ function route(sse: Partial<SseTiming> = {}): McpRoute {
 }
 
 async function openStream(handlers: McpRoute, key: string) {
-  const response = await handlers.GET(new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": key } }));
+  const response = await handlers.GET(
+    new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": key } }),
+  );
   expect(response.status).toBe(200);
   const events = readEvents(response);
   const first = await events.next();
   expect(first).toMatchObject({ event: "endpoint", retry: 500 });
   expect(first!.data).toMatch(SESSION_ENDPOINT);
   const query = new URL(first!.data!, MCP_ENDPOINT).search;
-  const post = (body: unknown, headers: Record<string, string> = {}) => handlers.POST(rpcRequest(body, { key, query, headers }));
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    handlers.POST(rpcRequest(body, { key, query, headers }));
   return { response, events, query, post };
 }
 
@@ -70,7 +73,12 @@ const initialize = (version: string) => ({
   method: "initialize",
   params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
 });
-const callTool = (args: unknown, id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "extract_text", arguments: args } });
+const callTool = (args: unknown, id: number) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name: "extract_text", arguments: args },
+});
 
 describe("legacy HTTP+SSE, raw (redis store)", () => {
   withStore("redis");
@@ -89,17 +97,27 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
     await expect202(await post(initialize("2025-06-18")));
     expect(jsonRpcResultSchema.parse(messageOf(await events.next())).result).toMatchObject({
       protocolVersion: "2024-11-05",
-      capabilities: { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      capabilities: {
+        tools: { listChanged: false },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
       serverInfo: { name: "ocr-service", version: "2.0.0" },
     });
     await expect202(await post({ jsonrpc: "2.0", method: "notifications/initialized" }));
 
     // A client that sends a newer mcp-protocol-version header is not refused for it.
-    await expect202(await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-06-18" }));
+    await expect202(
+      await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-06-18" }),
+    );
     const tools = jsonRpcResultSchema.parse(messageOf(await events.next())).result.tools as { name: string }[];
     expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
 
-    await expect202(await post([{ jsonrpc: "2.0", id: 2, method: "ping" }, { jsonrpc: "2.0", id: 3, method: "ping" }]));
+    await expect202(
+      await post([
+        { jsonrpc: "2.0", id: 2, method: "ping" },
+        { jsonrpc: "2.0", id: 3, method: "ping" },
+      ]),
+    );
     const pings = [messageOf(await events.next()), messageOf(await events.next())];
     expect(pings).toEqual([
       { jsonrpc: "2.0", id: 2, result: {} },
@@ -111,7 +129,10 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
     await expect202(called);
     const result = jsonRpcResultSchema.parse(messageOf(await events.next()));
     expect(result.id).toBe(4);
-    expect(expectExtracted(result.result)).toMatchObject({ creditsUsed: 1, requestId: called.headers.get("x-request-id") });
+    expect(expectExtracted(result.result)).toMatchObject({
+      creditsUsed: 1,
+      requestId: called.headers.get("x-request-id"),
+    });
     expect(await account.balance()).toBe(2);
 
     // Malformed calls are JSON-RPC errors on the stream; a body that is not JSON-RPC is refused by the POST itself.
@@ -158,7 +179,9 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       http.get("https://files.example/two-pages.pdf", async () => {
         fetches += 1;
         if (fetches === 1) await streamClosed;
-        return HttpResponse.arrayBuffer(fixtureArrayBuffer("mixed.pdf"), { headers: { "content-type": "application/pdf" } });
+        return HttpResponse.arrayBuffer(fixtureArrayBuffer("mixed.pdf"), {
+          headers: { "content-type": "application/pdf" },
+        });
       }),
     );
     const call = callTool({ image_source: { type: "url", data: "https://files.example/two-pages.pdf" } }, 1);
@@ -176,18 +199,26 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       // The call was charged, but its answer has no stream to go to: 404, and the charge is given back — whether the read
       // finished first (its open charge refunded) or the closed stream stopped it (the call's signal: unread pages refunded).
       const lost = await answer;
-      await expectApiError(lost, "not_found", /stream closed before the response could be delivered \(nothing was charged\)/);
+      await expectApiError(
+        lost,
+        "not_found",
+        /stream closed before the response could be delivered \(nothing was charged\)/,
+      );
       const requestId = lost.headers.get("x-request-id")!;
       expect(await account.balance()).toBe(5);
       const { entries } = await listLedger(account.userId, { limit: 10 });
-      const own = entries.filter((entry) => entry.requestId === requestId).map((entry) => [entry.reason, entry.delta, entry.pages]);
+      const own = entries
+        .filter((entry) => entry.requestId === requestId)
+        .map((entry) => [entry.reason, entry.delta, entry.pages]);
       expect(own).toEqual([
         ["refund", 2, 2],
         ["ocr", -2, 2],
       ]);
       await expectLedgerConsistent(account);
       // The log line says so: nothing charged (and the refund, when the read had finished before the stream closed).
-      const line = logs.mock.calls.map((args) => String(args[0])).find((text) => text.includes(`request_id=${requestId}`));
+      const line = logs.mock.calls
+        .map((args) => String(args[0]))
+        .find((text) => text.includes(`request_id=${requestId}`));
       expect(line).toMatch(/ status=404 pages=0 ms=\d+( refunded=2)? code=not_found$/);
 
       // The retry with the same Idempotency-Key, to a new stream: not a replay of the 404; read again, charged, delivered.
@@ -226,7 +257,11 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
     expect(await events.next()).toBeNull();
     // Not before the drain period (a lower bound: a slow machine only makes it longer).
     expect(Date.now() - opened).toBeGreaterThanOrEqual(400);
-    await expectApiError(await post({ jsonrpc: "2.0", id: 2, method: "ping" }), "not_found", /Unknown or expired MCP session/);
+    await expectApiError(
+      await post({ jsonrpc: "2.0", id: 2, method: "ping" }),
+      "not_found",
+      /Unknown or expired MCP session/,
+    );
   });
 
   it("near its end it waits for an answer in progress, delivers it, then closes", async () => {
@@ -234,7 +269,9 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
     server.use(
       http.get("https://files.example/slow.png", async () => {
         await delay(700);
-        return HttpResponse.arrayBuffer(new Uint8Array(tinyPng("SLOW")).buffer, { headers: { "content-type": "image/png" } });
+        return HttpResponse.arrayBuffer(new Uint8Array(tinyPng("SLOW")).buffer, {
+          headers: { "content-type": "image/png" },
+        });
       }),
     );
     // Draining from 100 ms on: without the pending marker the stream would close before the answer.
@@ -257,7 +294,9 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       }),
     );
     const { events, post } = await openStream(route({ lifetimeMs: 2_500, drainMs: 2_400 }), account.key);
-    await expect202(await post(callTool({ image_source: { type: "url", data: "https://files.example/stalled.png" } }, 1)));
+    await expect202(
+      await post(callTool({ image_source: { type: "url", data: "https://files.example/stalled.png" } }, 1)),
+    );
     // The POST returns once its call is done: cut short by the stream's end, not by the file server answering.
     expect(fileAnswered).toBe(false);
     // Its answer, `timeout`, still reaches the client, and only then does the stream end.
@@ -293,45 +332,65 @@ describe("legacy HTTP+SSE across two instances sharing one Redis", () => {
 
     const lists = Array.from({ length: 6 }, () => client.listTools());
     const calls = [1, 2, 3].map((n) =>
-      client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: tinyPng(`PAGE ${n}`).toString("base64") } } }),
+      client.callTool({
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: tinyPng(`PAGE ${n}`).toString("base64") } },
+      }),
     );
-    for (const list of await Promise.all(lists)) expect(list.tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    for (const list of await Promise.all(lists))
+      expect(list.tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
     const texts = (await Promise.all(calls)).map((result) => expectExtracted(result).extractedText);
     texts.forEach((text, index) => expect(text).toContain(`PAGE ${index + 1}`));
     expect(await account.balance()).toBe(7);
 
     expect(log.requests.filter((request) => request.method === "GET")).toHaveLength(1);
-    expect(log.requests.filter((request) => request.method === "POST").every((request) => request.status === 202)).toBe(true);
+    expect(log.requests.filter((request) => request.method === "POST").every((request) => request.status === 202)).toBe(
+      true,
+    );
 
     await client.close();
     await eventually(async () => (await mailboxKeys()) === 0);
   });
 
-  it.each(["v1 sse", "v2 sse"] as const)("%s: the stream closes before its deadline and the client reconnects", async (kind) => {
-    const account = await createAccount(5);
-    // A session POST must finish 1 s before its stream's end: 10 s streams leave room for a small OCR even on a busy
-    // machine (with 2 s, a call posted just after the reconnect had under a second and ended as `timeout` under load;
-    // with 4 s, a machine also busy with another server's reads now and then had too little).
-    const a = route({ lifetimeMs: 10_000, drainMs: 5_000 });
-    const b = route();
-    const log: WireLog = { requests: [] };
-    const errors: Error[] = [];
-    const client = await connectClient({ kind, key: account.key, posts: b, streams: a, log, onTransportError: (error) => errors.push(error) });
-    clients.push(client);
-    expect((await client.listTools()).tools).toHaveLength(2);
+  it.each(["v1 sse", "v2 sse"] as const)(
+    "%s: the stream closes before its deadline and the client reconnects",
+    async (kind) => {
+      const account = await createAccount(5);
+      // A session POST must finish 1 s before its stream's end: 10 s streams leave room for a small OCR even on a busy
+      // machine (with 2 s, a call posted just after the reconnect had under a second and ended as `timeout` under load;
+      // with 4 s, a machine also busy with another server's reads now and then had too little).
+      const a = route({ lifetimeMs: 10_000, drainMs: 5_000 });
+      const b = route();
+      const log: WireLog = { requests: [] };
+      const errors: Error[] = [];
+      const client = await connectClient({
+        kind,
+        key: account.key,
+        posts: b,
+        streams: a,
+        log,
+        onTransportError: (error) => errors.push(error),
+      });
+      clients.push(client);
+      expect((await client.listTools()).tools).toHaveLength(2);
 
-    const streams = () => log.requests.filter((request) => request.method === "GET" && request.status === 200).length;
-    await eventually(() => streams() >= 2);
-    await sleep(50);
-    expect((await client.listTools()).tools).toHaveLength(2);
-    expectExtracted(await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: png } } }));
+      const streams = () => log.requests.filter((request) => request.method === "GET" && request.status === 200).length;
+      await eventually(() => streams() >= 2);
+      await sleep(50);
+      expect((await client.listTools()).tools).toHaveLength(2);
+      expectExtracted(
+        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: png } } }),
+      );
 
-    const sessions = new Set(
-      log.requests.filter((request) => request.method === "POST").map((request) => new URL(request.url).searchParams.get("sessionId")),
-    );
-    expect(sessions.size).toBe(2);
-    // The closed stream is reported as a transport error each time (the SDK then reconnects by itself).
-    expect(errors.length).toBeGreaterThanOrEqual(1);
-    expect(await account.balance()).toBe(4);
-  });
+      const sessions = new Set(
+        log.requests
+          .filter((request) => request.method === "POST")
+          .map((request) => new URL(request.url).searchParams.get("sessionId")),
+      );
+      expect(sessions.size).toBe(2);
+      // The closed stream is reported as a transport error each time (the SDK then reconnects by itself).
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      expect(await account.balance()).toBe(4);
+    },
+  );
 });

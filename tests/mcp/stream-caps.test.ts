@@ -111,7 +111,9 @@ describe("caps on open SSE streams (redis store)", () => {
     expect(await events.next()).toEqual({ comment: "closed: the API key of this session was revoked" });
     expect(await events.next()).toBeNull();
     // Its session is gone with it, and the revoked key is refused.
-    await expectKeyRefused(await handlers.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key, query })));
+    await expectKeyRefused(
+      await handlers.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key, query })),
+    );
     // The account's slot is free again: its other key opens a stream.
     const { key } = await createApiKey({ userId: account.userId, name: "second" });
     await eventually(async () => {

@@ -1,4 +1,8 @@
-import { Client as ClientV2, SSEClientTransport as SseV2, StreamableHTTPClientTransport as StreamableV2 } from "@modelcontextprotocol/client";
+import {
+  Client as ClientV2,
+  SSEClientTransport as SseV2,
+  StreamableHTTPClientTransport as StreamableV2,
+} from "@modelcontextprotocol/client";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport as SseV1 } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport as StreamableV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -35,13 +39,25 @@ export async function expectKeyRefused(response: Response, message?: RegExp): Pr
  * the challenge that leads MCP clients to sign in — `resource_metadata` and `scope`, plus `error="invalid_token"` and
  * its `error_description` (the body's message) when a Bearer value was presented and refused.
  */
-export async function expectSignInChallenge(response: Response, message: RegExp, error?: "invalid_token"): Promise<string> {
+export async function expectSignInChallenge(
+  response: Response,
+  message: RegExp,
+  error?: "invalid_token",
+): Promise<string> {
   expect(response.status).toBe(401);
   const challenge = response.headers.get("www-authenticate") ?? "";
   const origin = new URL(MCP_ENDPOINT).origin;
-  expect(challenge).toMatch(new RegExp(`^Bearer resource_metadata="${origin}/\\.well-known/oauth-protected-resource/api/mcp", scope="documents:read jobs:manage"`));
+  expect(challenge).toMatch(
+    new RegExp(
+      `^Bearer resource_metadata="${origin}/\\.well-known/oauth-protected-resource/api/mcp", scope="documents:read jobs:manage"`,
+    ),
+  );
   const body = z
-    .strictObject({ success: z.literal(false), error: z.strictObject({ code: z.literal("unauthorized"), message: z.string().min(1) }), requestId: z.string() })
+    .strictObject({
+      success: z.literal(false),
+      error: z.strictObject({ code: z.literal("unauthorized"), message: z.string().min(1) }),
+      requestId: z.string(),
+    })
     .parse(await response.json());
   expect(body.error.message).toMatch(message);
   if (error) {
@@ -89,7 +105,13 @@ export function keyCarrier(key: string, carrier: Carrier = "x-api-key"): { url: 
 }
 
 export type ClientKind = "v1 streamable" | "v1 sse" | "v2 streamable" | "v2 streamable (2026-07-28)" | "v2 sse";
-export const CLIENT_KINDS: ClientKind[] = ["v1 streamable", "v1 sse", "v2 streamable", "v2 streamable (2026-07-28)", "v2 sse"];
+export const CLIENT_KINDS: ClientKind[] = [
+  "v1 streamable",
+  "v1 sse",
+  "v2 streamable",
+  "v2 streamable (2026-07-28)",
+  "v2 sse",
+];
 
 /** The slice of the SDK clients (v1 and v2 alike) the tests use. */
 export interface McpClient {
@@ -232,7 +254,12 @@ export interface RpcOptions {
 export function rpcRequest(body: unknown, { key, headers = {}, query = "", raw }: RpcOptions = {}): Request {
   return new Request(`${MCP_ENDPOINT}${query}`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json", ...(key ? { "x-api-key": key } : {}), ...headers },
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json",
+      ...(key ? { "x-api-key": key } : {}),
+      ...headers,
+    },
     body: raw ?? JSON.stringify(body),
   });
 }
@@ -259,7 +286,10 @@ export interface SseEvent {
 }
 
 /** Read a `text/event-stream` body event by event (comments included), for raw protocol assertions. */
-export function readEvents(response: Response): { next(timeoutMs?: number): Promise<SseEvent | null>; cancel(): Promise<void> } {
+export function readEvents(response: Response): {
+  next(timeoutMs?: number): Promise<SseEvent | null>;
+  cancel(): Promise<void>;
+} {
   const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   const queue: SseEvent[] = [];

@@ -12,7 +12,16 @@ import { extractTextOutputSchema, getExtractionOutputSchema } from "@/lib/mcp/jo
 import { longScan } from "@/scripts/make-fixtures";
 import { base64Of, createAccount, setEnv, withStore, type TestAccount } from "../api/support";
 import { createTestPool } from "../support/ocr";
-import { connectClient, jsonRpcResultSchema, keyCarrier, routeFetch, rpcRequest, toolResultSchema, type Handlers, type ProgressReport } from "./support";
+import {
+  connectClient,
+  jsonRpcResultSchema,
+  keyCarrier,
+  routeFetch,
+  rpcRequest,
+  toolResultSchema,
+  type Handlers,
+  type ProgressReport,
+} from "./support";
 
 /*
  * Long documents over MCP, on a real Redis with BullMQ and a job runner of the test's own: a task-augmented
@@ -55,7 +64,8 @@ async function longMixedPdf(): Promise<LongDocument> {
     const page = doc.addPage([612, 792]);
     const lines = [`Marker page ${n} of ${PAGES}`];
     const count = LONG_PAGES.has(n) ? 60 : 8;
-    for (let line = 0; line < count; line++) lines.push(`Line ${line + 1} of page ${n}: the quick brown fox jumps over the lazy dog again`);
+    for (let line = 0; line < count; line++)
+      lines.push(`Line ${line + 1} of page ${n}: the quick brown fox jumps over the lazy dog again`);
     lines.forEach((text, index) => page.drawText(text, { x: 40, y: 760 - index * 11.5, size: 9, font }));
     marker.set(n, `Marker page ${n} of ${PAGES}`);
   }
@@ -104,15 +114,24 @@ async function taskClient(account: TestAccount, transport: Transport, handlers: 
   const { url, headers } = keyCarrier(account.key);
   const fetch = routeFetch(handlers);
   const client = new ClientV1({ name: "ocr-task-tests", version: "1.0.0" });
-  await client.connect(transport === "sse" ? new SseV1(url, { fetch, requestInit: { headers } }) : new StreamableV1(url, { fetch, requestInit: { headers } }));
+  await client.connect(
+    transport === "sse"
+      ? new SseV1(url, { fetch, requestInit: { headers } })
+      : new StreamableV1(url, { fetch, requestInit: { headers } }),
+  );
   open.push(client);
   return client;
 }
 
-const extractArgs = () => ({ name: "extract_text", arguments: { image_source: { type: "base64", data: document.base64, filename: "long.pdf" } } });
+const extractArgs = () => ({
+  name: "extract_text",
+  arguments: { image_source: { type: "base64", data: document.base64, filename: "long.pdf" } },
+});
 
 async function createTask(client: ClientV1): Promise<Task> {
-  const created = await client.request({ method: "tools/call", params: extractArgs() }, CreateTaskResultSchema, { task: { ttl: 60_000 } });
+  const created = await client.request({ method: "tools/call", params: extractArgs() }, CreateTaskResultSchema, {
+    task: { ttl: 60_000 },
+  });
   return created.task;
 }
 
@@ -163,19 +182,38 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
 
     const seen = await pollUntilEnded(client, task.taskId);
     const final = seen.at(-1)!;
-    expect(final).toMatchObject({ taskId: task.taskId, status: "completed", statusMessage: `Done: ${PAGES} of ${PAGES} pages read` });
+    expect(final).toMatchObject({
+      taskId: task.taskId,
+      status: "completed",
+      statusMessage: `Done: ${PAGES} of ${PAGES} pages read`,
+    });
     expect(final.pollInterval).toBeUndefined();
 
     // The result from another instance: the task is the job, in the store.
     const elsewhere = await taskClient(account, transport, otherInstance);
     const reports: ProgressReport[] = [];
-    const result = await elsewhere.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { onprogress: (report) => reports.push(report) });
+    const result = await elsewhere.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+      onprogress: (report) => reports.push(report),
+    });
     expect(result._meta).toEqual({ "io.modelcontextprotocol/related-task": { taskId: task.taskId } });
     expect(result.isError ?? false).toBe(false);
     const body = extractTextOutputSchema.strict().parse(result.structuredContent);
     expect(result.content).toEqual([{ type: "text", text: body.extractedText }]);
-    expect(body).toMatchObject({ userId: account.userId, inputSource: "base64", pageCount: PAGES, creditsUsed: PAGES, requestId: task.taskId });
-    expect(body.job).toEqual({ jobId: task.taskId, status: "succeeded", pagesTotal: PAGES, pagesDone: PAGES, pagesFailed: 0, nextCursor: null });
+    expect(body).toMatchObject({
+      userId: account.userId,
+      inputSource: "base64",
+      pageCount: PAGES,
+      creditsUsed: PAGES,
+      requestId: task.taskId,
+    });
+    expect(body.job).toEqual({
+      jobId: task.taskId,
+      status: "succeeded",
+      pagesTotal: PAGES,
+      pagesDone: PAGES,
+      pagesFailed: 0,
+      nextCursor: null,
+    });
     expectPagesRead(body.extractedText, document);
     // Nothing to wait for: at most one notification, the pages already read.
     expect(reports.length).toBeLessThanOrEqual(1);
@@ -183,9 +221,13 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
     expect(await account.balance()).toBe(100 - PAGES);
 
     // get_extraction reads the same job (the task id is its id), on this transport too.
-    const slice = getExtractionOutputSchema.strict().parse(
-      toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: task.taskId, max_chars: 5_000 } })).structuredContent,
-    );
+    const slice = getExtractionOutputSchema
+      .strict()
+      .parse(
+        toolResultSchema.parse(
+          await client.callTool({ name: "get_extraction", arguments: { job_id: task.taskId, max_chars: 5_000 } }),
+        ).structuredContent,
+      );
     expect(slice).toMatchObject({ jobId: task.taskId, status: "succeeded", offset: 0, nextCursor: expect.any(String) });
     expect(slice.text.length).toBeLessThanOrEqual(5_000);
     expect(body.extractedText.startsWith(slice.text)).toBe(true);
@@ -211,7 +253,9 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
     const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
     const text = z.object({ text: z.string() }).parse(result.content[0]).text;
-    expect(text).toMatch(/^cancelled: Job job_\S+ was cancelled: (\d+) of 80 pages had been read \(charged\), (\d+) credits? refunded\./);
+    expect(text).toMatch(
+      /^cancelled: Job job_\S+ was cancelled: (\d+) of 80 pages had been read \(charged\), (\d+) credits? refunded\./,
+    );
     const [, read, refunded] = /(\d+) of 80 pages had been read \(charged\), (\d+) credit/.exec(text)!;
     expect(Number(read) + Number(refunded)).toBe(PAGES);
     expect(await account.balance()).toBe(100 - Number(read));
@@ -239,7 +283,12 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
       const restart = () => {
         if (restarted) return;
         restarted = true;
-        runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `mcp-tasks-${transport}`, pool });
+        runner = new JobRunner({
+          queue: getWorkQueue()!,
+          settings: jobSettings(),
+          name: `mcp-tasks-${transport}`,
+          pool,
+        });
         runner.start();
       };
       try {
@@ -248,7 +297,9 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
         if (transport === "sse") {
           const error = await rpcErrorOf(client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
           expect(error.code).toBe(-32603);
-          expect(error.message).toMatch(/is still working \(Queued: 80 pages to read\) at the end of this call's time: poll tasks\/get/);
+          expect(error.message).toMatch(
+            /is still working \(Queued: 80 pages to read\) at the end of this call's time: poll tasks\/get/,
+          );
           await client.experimental.tasks.cancelTask(task.taskId);
           expect(await account.balance()).toBe(100);
           return;
@@ -317,11 +368,24 @@ function expectPageProgress(reports: ProgressReport[], last = PAGES): void {
 describe("rate limits", () => {
   it("polling a task counts against the key's reads (READ_RATE_LIMIT_PER_MINUTE), other messages against its requests", async () => {
     const account = await createAccount(0);
-    const read = await route.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "job_AAAAAAAAAAAAAAAAAAAAAA" } }, { key: account.key }));
+    const read = await route.POST(
+      rpcRequest(
+        { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "job_AAAAAAAAAAAAAAAAAAAAAA" } },
+        { key: account.key },
+      ),
+    );
     expect(read.status).toBe(200);
     expect(read.headers.get("ratelimit-limit")).toBe("600");
     const slice = await route.POST(
-      rpcRequest({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_extraction", arguments: { job_id: "job_AAAAAAAAAAAAAAAAAAAAAA" } } }, { key: account.key }),
+      rpcRequest(
+        {
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "get_extraction", arguments: { job_id: "job_AAAAAAAAAAAAAAAAAAAAAA" } },
+        },
+        { key: account.key },
+      ),
     );
     expect(slice.headers.get("ratelimit-limit")).toBe("600");
     const list = await route.POST(rpcRequest({ jsonrpc: "2.0", id: 3, method: "tools/list" }, { key: account.key }));
@@ -329,7 +393,13 @@ describe("rate limits", () => {
     jsonRpcResultSchema.parse(await list.json());
     // A batch with one message that does work counts as a request.
     const mixed = await route.POST(
-      rpcRequest([{ jsonrpc: "2.0", id: 4, method: "tasks/list" }, { jsonrpc: "2.0", id: 5, method: "tools/list" }], { key: account.key }),
+      rpcRequest(
+        [
+          { jsonrpc: "2.0", id: 4, method: "tasks/list" },
+          { jsonrpc: "2.0", id: 5, method: "tools/list" },
+        ],
+        { key: account.key },
+      ),
     );
     expect(mixed.headers.get("ratelimit-limit")).toBe("60");
   });
@@ -340,7 +410,13 @@ describe("a task with output_format pdf", () => {
     const account = await createAccount(10);
     const client = await taskClient(account, "streamable");
     const created = await client.request(
-      { method: "tools/call", params: { name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("born-digital.pdf") }, output_format: "pdf" } } },
+      {
+        method: "tools/call",
+        params: {
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: base64Of("born-digital.pdf") }, output_format: "pdf" },
+        },
+      },
       CreateTaskResultSchema,
       { task: {} },
     );
@@ -354,7 +430,9 @@ describe("a task with output_format pdf", () => {
       { type: "text", text: expect.stringContaining(`GET /api/ocr/jobs/${created.task.taskId}/result?format=pdf`) },
     ]);
     const slice = getExtractionOutputSchema.parse(
-      toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: created.task.taskId } })).structuredContent,
+      toolResultSchema.parse(
+        await client.callTool({ name: "get_extraction", arguments: { job_id: created.task.taskId } }),
+      ).structuredContent,
     );
     expect(slice).toMatchObject({ format: "text", text: body.extractedText, nextCursor: null });
   }, 120_000);
@@ -364,12 +442,17 @@ describe("a task whose job is refused", () => {
   it("no credits for its pages: no task, the tool error the call would get (nothing reserved)", async () => {
     const account = await createAccount(3);
     const response = await route.POST(
-      rpcRequest({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { ...extractArgs(), task: { ttl: 60_000 } } }, { key: account.key }),
+      rpcRequest(
+        { jsonrpc: "2.0", id: 7, method: "tools/call", params: { ...extractArgs(), task: { ttl: 60_000 } } },
+        { key: account.key },
+      ),
     );
     const result = toolResultSchema.parse(jsonRpcResultSchema.parse(await response.json()).result);
     expect(result).not.toHaveProperty("task");
     expect(result.isError).toBe(true);
-    expect(result.content[0]!.text).toMatch(/^insufficient_credits: Insufficient credits: this job needs 80 credits \(80 pages\) and the balance is 3\./);
+    expect(result.content[0]!.text).toMatch(
+      /^insufficient_credits: Insufficient credits: this job needs 80 credits \(80 pages\) and the balance is 3\./,
+    );
     expect(await account.balance()).toBe(3);
   });
 });
@@ -390,11 +473,14 @@ describe("clients without tasks", () => {
     open.push(client);
     const reports: ProgressReport[] = [];
     const result = toolResultSchema.parse(
-      await (client as unknown as { callTool(params: unknown, options: unknown): Promise<unknown> }).callTool(extractArgs(), {
-        onprogress: (report: ProgressReport) => reports.push(report),
-        resetTimeoutOnProgress: true,
-        timeout: 60_000,
-      }),
+      await (client as unknown as { callTool(params: unknown, options: unknown): Promise<unknown> }).callTool(
+        extractArgs(),
+        {
+          onprogress: (report: ProgressReport) => reports.push(report),
+          resetTimeoutOnProgress: true,
+          timeout: 60_000,
+        },
+      ),
     );
     const body = extractTextOutputSchema.strict().parse(result.structuredContent);
     const job = body.job!;
@@ -409,13 +495,17 @@ describe("clients without tasks", () => {
       const offsets = [0];
       while (cursor !== null) {
         const slice = getExtractionOutputSchema.parse(
-          toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } })).structuredContent,
+          toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } }))
+            .structuredContent,
         );
         pieces.push(slice.text);
         offsets.push(slice.offset);
         cursor = slice.nextCursor;
       }
-      expectPagesRead(pieces.map((piece, index) => (index > 0 && offsets[index] === 0 ? "\f" : "") + piece).join(""), document);
+      expectPagesRead(
+        pieces.map((piece, index) => (index > 0 && offsets[index] === 0 ? "\f" : "") + piece).join(""),
+        document,
+      );
       expect(await account.balance()).toBe(100 - PAGES);
     } else {
       // A machine too busy to read 80 pages within the call's 28 s: the answer names the job and the next step.
@@ -438,23 +528,44 @@ describe("clients without tasks", () => {
       const started = extractTextOutputSchema.strict().parse(first.structuredContent);
       expect(started).toMatchObject({ extractedText: "", creditsUsed: 0, pageCount: PAGES });
       // Nothing read yet: no text, and the cursor where the reading will start.
-      expect(started.job).toEqual({ jobId: expect.stringMatching(/^job_/), status: "queued", pagesTotal: PAGES, pagesDone: 0, pagesFailed: 0, nextCursor: expect.any(String) });
+      expect(started.job).toEqual({
+        jobId: expect.stringMatching(/^job_/),
+        status: "queued",
+        pagesTotal: PAGES,
+        pagesDone: 0,
+        pagesFailed: 0,
+        nextCursor: expect.any(String),
+      });
       jobId = started.job!.jobId;
       expect(first.content).toEqual([
         {
           type: "text",
           text: expect.stringMatching(
-            new RegExp(`^This document is more than one call reads \\(.*\\)\\. It is being read as job ${jobId}: Queued: 80 pages to read\\. Call get_extraction with \\{"job_id": "${jobId}"\\}`),
+            new RegExp(
+              `^This document is more than one call reads \\(.*\\)\\. It is being read as job ${jobId}: Queued: 80 pages to read\\. Call get_extraction with \\{"job_id": "${jobId}"\\}`,
+            ),
           ),
         },
       ]);
       // Every page reserved at submission.
       expect(await account.balance()).toBe(100 - PAGES);
       // Nothing read yet: no text, and a cursor at the first page.
-      const waiting = toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: jobId } }));
+      const waiting = toolResultSchema.parse(
+        await client.callTool({ name: "get_extraction", arguments: { job_id: jobId } }),
+      );
       const empty = getExtractionOutputSchema.strict().parse(waiting.structuredContent);
-      expect(empty).toMatchObject({ jobId, status: "queued", pages: "", text: "", offset: 0, pagesDone: 0, nextCursor: expect.any(String) });
-      expect(waiting.content).toEqual([{ type: "text", text: expect.stringMatching(/no page of this selection is ready yet.*in a few seconds\.\]$/) }]);
+      expect(empty).toMatchObject({
+        jobId,
+        status: "queued",
+        pages: "",
+        text: "",
+        offset: 0,
+        pagesDone: 0,
+        nextCursor: expect.any(String),
+      });
+      expect(waiting.content).toEqual([
+        { type: "text", text: expect.stringMatching(/no page of this selection is ready yet.*in a few seconds\.\]$/) },
+      ]);
     } finally {
       runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "mcp-tasks-2", pool });
       runner.start();
@@ -466,7 +577,10 @@ describe("clients without tasks", () => {
     const deadline = Date.now() + 150_000;
     for (;;) {
       const answer = toolResultSchema.parse(
-        await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, max_chars: MAX, ...(cursor && { cursor }) } }),
+        await client.callTool({
+          name: "get_extraction",
+          arguments: { job_id: jobId, max_chars: MAX, ...(cursor && { cursor }) },
+        }),
       );
       expect(answer.isError ?? false, JSON.stringify(answer.content).slice(0, 300)).toBe(false);
       const slice = getExtractionOutputSchema.strict().parse(answer.structuredContent);
@@ -495,19 +609,25 @@ describe("clients without tasks", () => {
 
     // Pages asked for: only those, still within max_chars.
     const some = getExtractionOutputSchema.parse(
-      toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, pages: "5-6" } })).structuredContent,
+      toolResultSchema.parse(
+        await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, pages: "5-6" } }),
+      ).structuredContent,
     );
     expect(some).toMatchObject({ pages: "5-6", offset: 0, nextCursor: null, status: "succeeded" });
     expect(some.text.split("\f")[0]).toContain("Marker page 5 of 80");
 
     // A bad cursor or another account's job: tool errors the model can act on.
-    const bad = toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, cursor: "nope" } }));
+    const bad = toolResultSchema.parse(
+      await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, cursor: "nope" } }),
+    );
     expect(bad.isError).toBe(true);
     expect(bad.content[0]!.text).toMatch(/^invalid_request: cursor/);
     const other = await createAccount(0);
     const stranger = await connectClient({ kind: "v1 streamable", key: other.key, posts: shortRoute });
     open.push(stranger);
-    const foreign = toolResultSchema.parse(await stranger.callTool({ name: "get_extraction", arguments: { job_id: jobId } }));
+    const foreign = toolResultSchema.parse(
+      await stranger.callTool({ name: "get_extraction", arguments: { job_id: jobId } }),
+    );
     expect(foreign.isError).toBe(true);
     expect(foreign.content[0]!.text).toMatch(/^not_found: /);
     expect(await account.balance()).toBe(100 - PAGES);

@@ -20,7 +20,10 @@ const echo = async ({ word }: z.infer<typeof echoInput>): Promise<CallToolResult
 });
 
 const resultSchema = z.looseObject({ id: z.literal(1), result: z.looseObject({ isError: z.boolean().optional() }) });
-const errorSchema = z.looseObject({ id: z.literal(1), error: z.looseObject({ code: z.number(), message: z.string() }) });
+const errorSchema = z.looseObject({
+  id: z.literal(1),
+  error: z.looseObject({ code: z.number(), message: z.string() }),
+});
 
 async function call(server: McpServer, name: string, args: unknown) {
   const body = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } };
@@ -39,7 +42,15 @@ function sdkServer(): McpServer {
 function ourServer(): McpServer {
   const server = new McpServer({ name: "pin", version: "0.0.0" });
   serveTools(server, [
-    servedTool({ name: "echo", title: "Echo", description: "Echo a word", inputSchema: echoInput, outputSchema: echoOutput, annotations: {}, call: echo }),
+    servedTool({
+      name: "echo",
+      title: "Echo",
+      description: "Echo a word",
+      inputSchema: echoInput,
+      outputSchema: echoOutput,
+      annotations: {},
+      call: echo,
+    }),
   ]);
   return server;
 }
@@ -48,10 +59,13 @@ describe("the tools/call override (serveTools)", () => {
   it.each([
     ["an unknown field", { word: "hi", extra: 1 }],
     ["a missing field", {}],
-  ])("the SDK's own handler answers %s with an isError result, not a JSON-RPC error (why the override exists)", async (_label, args) => {
-    const answer = resultSchema.parse(await call(sdkServer(), "echo", args));
-    expect(answer.result.isError).toBe(true);
-  });
+  ])(
+    "the SDK's own handler answers %s with an isError result, not a JSON-RPC error (why the override exists)",
+    async (_label, args) => {
+      const answer = resultSchema.parse(await call(sdkServer(), "echo", args));
+      expect(answer.result.isError).toBe(true);
+    },
+  );
 
   it.each([
     ["an unknown field", { word: "hi", extra: 1 }, /extra/],
@@ -68,7 +82,10 @@ describe("the tools/call override (serveTools)", () => {
   });
 
   it("a valid call runs the tool: the same result as the SDK's handler", async () => {
-    const [ours, sdk] = [await call(ourServer(), "echo", { word: "hi" }), await call(sdkServer(), "echo", { word: "hi" })];
+    const [ours, sdk] = [
+      await call(ourServer(), "echo", { word: "hi" }),
+      await call(sdkServer(), "echo", { word: "hi" }),
+    ];
     expect(ours).toEqual(sdk);
     expect(ours).toMatchObject({ result: { content: [{ text: "hi" }], structuredContent: { word: "hi" } } });
   });

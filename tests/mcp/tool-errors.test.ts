@@ -31,7 +31,11 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
 });
 
-async function callWith(kind: ClientKind, args: Record<string, unknown>, route: McpRoute = createMcpRoute()): Promise<unknown> {
+async function callWith(
+  kind: ClientKind,
+  args: Record<string, unknown>,
+  route: McpRoute = createMcpRoute(),
+): Promise<unknown> {
   const account = await createAccount(5);
   const client = await connectClient({ kind, key: account.key, posts: route });
   clients.push(client);
@@ -39,7 +43,12 @@ async function callWith(kind: ClientKind, args: Record<string, unknown>, route: 
 }
 
 /** A tool error with `code` whose message (before its hint) names no REST field. */
-async function toolMessage(kind: ClientKind, args: Record<string, unknown>, code: string, route?: McpRoute): Promise<string> {
+async function toolMessage(
+  kind: ClientKind,
+  args: Record<string, unknown>,
+  code: string,
+  route?: McpRoute,
+): Promise<string> {
   const text = expectToolError(await callWith(kind, args, route), code);
   const message = text.slice(0, text.indexOf(" Hint: "));
   expect(message).not.toMatch(REST_FIELDS);
@@ -62,11 +71,13 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
     );
   });
 
-  it("an inline file over the limit → image_source.data is … decoded; send it as a URL (image_source.type \"url\")", async () => {
+  it('an inline file over the limit → image_source.data is … decoded; send it as a URL (image_source.type "url")', async () => {
     const restore = setEnv({ MAX_INLINE_BYTES: "2000" });
     try {
       const message = await toolMessage(kind, base64(tinyPng("BIG", 900, 600).toString("base64")), "payload_too_large");
-      expect(message).toMatch(/^payload_too_large: image_source\.data is [\d.]+ MB decoded; the inline limit is [\d.]+ MB\./);
+      expect(message).toMatch(
+        /^payload_too_large: image_source\.data is [\d.]+ MB decoded; the inline limit is [\d.]+ MB\./,
+      );
       expect(message).toContain('Send larger files as a URL instead (image_source.type "url").');
     } finally {
       restore();
@@ -74,9 +85,13 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
   });
 
   it("not a URL → image_source.data is not a valid URL; a URL over 8192 characters → image_source.data: Too big", async () => {
-    expect(await toolMessage(kind, url("scan.png"), "invalid_request")).toBe("invalid_request: image_source.data is not a valid URL.");
+    expect(await toolMessage(kind, url("scan.png"), "invalid_request")).toBe(
+      "invalid_request: image_source.data is not a valid URL.",
+    );
     const long = `https://files.example/${"a".repeat(8_200)}.png`;
-    expect(await toolMessage(kind, url(long), "invalid_request")).toMatch(/^invalid_request: image_source\.data: Too big/);
+    expect(await toolMessage(kind, url(long), "invalid_request")).toMatch(
+      /^invalid_request: image_source\.data: Too big/,
+    );
   });
 
   it("a URL that answers 404 → Could not fetch image_source.data (a host named image… is left as it is)", async () => {
@@ -88,7 +103,11 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
   });
 
   it("a URL file over MAX_URL_BYTES → The file at image_source.data is larger than the limit", async () => {
-    server.use(http.get("https://files.example/big.png", () => HttpResponse.arrayBuffer(new Uint8Array(tinyPng("BIG", 900, 600)).buffer)));
+    server.use(
+      http.get("https://files.example/big.png", () =>
+        HttpResponse.arrayBuffer(new Uint8Array(tinyPng("BIG", 900, 600)).buffer),
+      ),
+    );
     const restore = setEnv({ MAX_URL_BYTES: "2000" });
     try {
       expect(await toolMessage(kind, url("https://files.example/big.png"), "payload_too_large")).toMatch(
@@ -106,17 +125,26 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
         return new HttpResponse(null, { status: 500 });
       }),
     );
-    expect(await toolMessage(kind, url("https://files.example/slow.png"), "timeout", createMcpRoute({ toolDeadlineMs: 1_000 }))).toBe(
-      "timeout: The request deadline passed while fetching image_source.data.",
-    );
+    expect(
+      await toolMessage(
+        kind,
+        url("https://files.example/slow.png"),
+        "timeout",
+        createMcpRoute({ toolDeadlineMs: 1_000 }),
+      ),
+    ).toBe("timeout: The request deadline passed while fetching image_source.data.");
   });
 
   it("a PDF over MAX_PDF_PAGES is no error: it is read as a job, and the answer says how to get its text", async () => {
-    server.use(http.get("https://files.example/three.pdf", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("scanned-3.pdf"))));
+    server.use(
+      http.get("https://files.example/three.pdf", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("scanned-3.pdf"))),
+    );
     const restore = setEnv({ MAX_PDF_PAGES: "2" });
     try {
       // A short call budget: no runner reads the job here, so the call stops waiting for it soon.
-      const result = toolResultSchema.parse(await callWith(kind, url("https://files.example/three.pdf"), createMcpRoute({ toolDeadlineMs: 4_000 })));
+      const result = toolResultSchema.parse(
+        await callWith(kind, url("https://files.example/three.pdf"), createMcpRoute({ toolDeadlineMs: 4_000 })),
+      );
       expect(result.isError ?? false, JSON.stringify(result.content)).toBe(false);
       const text = result.content[0]!.text!;
       expect(text).toMatch(
@@ -132,9 +160,21 @@ describe.each(["v2 streamable", "v1 sse"] as const)("extract_text errors in the 
 describe("REST keeps REST's names", () => {
   it("image, imageUrl and options.pages", async () => {
     const account = await createAccount(5);
-    await expectApiError(await callOcr({ image: "@@@not base64@@@" }, { key: account.key }), "invalid_request", /^image is not valid base64/);
-    await expectApiError(await callOcr({ image: "data:image/png,hello" }, { key: account.key }), "invalid_request", /^image: a data URL must be base64-encoded/);
-    await expectApiError(await callOcr({ imageUrl: "scan.png" }, { key: account.key }), "invalid_request", /^imageUrl is not a valid URL$/);
+    await expectApiError(
+      await callOcr({ image: "@@@not base64@@@" }, { key: account.key }),
+      "invalid_request",
+      /^image is not valid base64/,
+    );
+    await expectApiError(
+      await callOcr({ image: "data:image/png,hello" }, { key: account.key }),
+      "invalid_request",
+      /^image: a data URL must be base64-encoded/,
+    );
+    await expectApiError(
+      await callOcr({ imageUrl: "scan.png" }, { key: account.key }),
+      "invalid_request",
+      /^imageUrl is not a valid URL$/,
+    );
     server.use(http.get("https://files.example/gone.png", () => new HttpResponse(null, { status: 404 })));
     await expectApiError(
       await callOcr({ imageUrl: "https://files.example/gone.png" }, { key: account.key }),
@@ -148,7 +188,9 @@ describe("REST keeps REST's names", () => {
         "payload_too_large",
         /^image is [\d.]+ MB decoded; .*Send larger files with imageUrl instead\.$/,
       );
-      server.use(http.get("https://files.example/scan.pdf", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("scanned-3.pdf"))));
+      server.use(
+        http.get("https://files.example/scan.pdf", () => HttpResponse.arrayBuffer(fixtureArrayBuffer("scanned-3.pdf"))),
+      );
       await expectApiError(
         await callOcr({ imageUrl: "https://files.example/scan.pdf" }, { key: account.key }),
         "payload_too_large",

@@ -1,4 +1,9 @@
-import { Client, SSEClientTransport, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
+import {
+  Client,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+} from "@modelcontextprotocol/client";
 import { http, HttpResponse } from "msw";
 import { describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
@@ -31,7 +36,12 @@ async function consent(provider: MemoryProvider, userId: string): Promise<URL> {
 }
 
 /** Connect as the SDK does: the first attempt ends in UnauthorizedError once the browser was sent to sign in. */
-async function signIn(provider: MemoryProvider, userId: string, wire: Wire, options: ConstructorParameters<typeof Client>[1] = {}) {
+async function signIn(
+  provider: MemoryProvider,
+  userId: string,
+  wire: Wire,
+  options: ConstructorParameters<typeof Client>[1] = {},
+) {
   const fetch = serviceFetch(wire);
   const first = new StreamableHTTPClientTransport(new URL(MCP_URL), { authProvider: provider, fetch });
   await expect(new Client(clientInfo, options).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
@@ -69,7 +79,10 @@ describe("the SDK v2 client signs in with OAuth", () => {
 
       expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }),
+        await client.callTool({
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } },
+        }),
       );
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
       expect(body.userId).toBe(account.userId);
@@ -102,7 +115,11 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(second.refresh_token).not.toBe(first.refresh_token);
 
       // Someone replays the first refresh token: refused, and the grant ends (OAuth 2.1 §4.3.1).
-      const replay = await postForm("/oauth/token", { grant_type: "refresh_token", refresh_token: first.refresh_token!, client_id: provider.clientInfo!.client_id });
+      const replay = await postForm("/oauth/token", {
+        grant_type: "refresh_token",
+        refresh_token: first.refresh_token!,
+        client_id: provider.clientInfo!.client_id,
+      });
       expect(replay.status).toBe(400);
       expect(await replay.json()).toMatchObject({ error: "invalid_grant" });
       expect(await listConnectedApps(account.userId)).toEqual([]);
@@ -154,7 +171,10 @@ describe("the SDK v2 client signs in with OAuth", () => {
       // 2026-07-28: tasks are an extension there, so the answer's capabilities are the tools alone.
       expect(Object.keys(client.getServerCapabilities() as object)).toEqual(["tools"]);
       const body = expectExtracted(
-        await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } } }),
+        await client.callTool({
+          name: "extract_text",
+          arguments: { image_source: { type: "base64", data: base64Of("paragraph.png") } },
+        }),
       );
       expect(body.userId).toBe(account.userId);
       expect(await account.balance()).toBe(2);
@@ -175,7 +195,12 @@ describe("the SDK v2 client signs in with OAuth", () => {
     remote.use(
       http.get(documentUrl, () => {
         fetched += 1;
-        return HttpResponse.json({ client_id: documentUrl, client_name: "Example Agent", redirect_uris: [REDIRECT_URL], token_endpoint_auth_method: "none" });
+        return HttpResponse.json({
+          client_id: documentUrl,
+          client_name: "Example Agent",
+          redirect_uris: [REDIRECT_URL],
+          token_endpoint_auth_method: "none",
+        });
       }),
     );
     const provider = new MemoryProvider({ clientMetadataUrl: documentUrl });
@@ -186,7 +211,9 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(provider.authorizationUrls[0]!.searchParams.get("client_id")).toBe(documentUrl);
       expect((await client.listTools()).tools).toHaveLength(2);
       expect(fetched).toBe(1);
-      expect(await listConnectedApps(account.userId)).toEqual([expect.objectContaining({ name: "Example Agent", host: "files.example" })]);
+      expect(await listConnectedApps(account.userId)).toEqual([
+        expect.objectContaining({ name: "Example Agent", host: "files.example" }),
+      ]);
     } finally {
       await client.close();
     }

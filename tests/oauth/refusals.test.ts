@@ -30,7 +30,11 @@ async function register(redirectUris = [REDIRECT_URL]): Promise<string> {
   return ((await response.json()) as { client_id: string }).client_id;
 }
 
-function authorizeParams(clientId: string, extra: Record<string, string | null> = {}, codeVerifier = verifier()): URLSearchParams {
+function authorizeParams(
+  clientId: string,
+  extra: Record<string, string | null> = {},
+  codeVerifier = verifier(),
+): URLSearchParams {
   const params = new URLSearchParams({
     client_id: clientId,
     redirect_uri: REDIRECT_URL,
@@ -50,7 +54,11 @@ function authorizeParams(clientId: string, extra: Record<string, string | null> 
 /** A code for `userId`, allowed on the consent page, and the verifier that redeems it. */
 async function codeFor(userId: string, clientId: string, extra: Record<string, string | null> = {}) {
   const codeVerifier = verifier();
-  const answer = await answerAuthorization(authorizeParams(clientId, extra, codeVerifier), { userId, origin: ORIGIN, allowed: true });
+  const answer = await answerAuthorization(authorizeParams(clientId, extra, codeVerifier), {
+    userId,
+    origin: ORIGIN,
+    allowed: true,
+  });
   if (answer.kind !== "redirect") throw new Error(JSON.stringify(answer));
   const code = new URL(answer.location).searchParams.get("code");
   if (!code) throw new Error(`no code: ${answer.location}`);
@@ -107,24 +115,51 @@ async function expectRedirectError(params: URLSearchParams, error: string, descr
 describe("the authorization endpoint refuses", () => {
   it("a redirect_uri the client did not register: shown on our page, nothing sent to it", async () => {
     const clientId = await register();
-    for (const redirect of ["http://127.0.0.1:8976/oauth/callback/x", "http://127.0.0.1:8977/oauth/callback", "https://evil.example/cb"]) {
+    for (const redirect of [
+      "http://127.0.0.1:8976/oauth/callback/x",
+      "http://127.0.0.1:8977/oauth/callback",
+      "https://evil.example/cb",
+    ]) {
       const check = await checkAuthorizationRequest(authorizeParams(clientId, { redirect_uri: redirect }), ORIGIN);
       expect(check).toMatchObject({ kind: "error", title: "Wrong redirect address" });
     }
-    expect(await checkAuthorizationRequest(authorizeParams("ocl_unknown"), ORIGIN)).toMatchObject({ kind: "error", title: "Unknown app" });
+    expect(await checkAuthorizationRequest(authorizeParams("ocl_unknown"), ORIGIN)).toMatchObject({
+      kind: "error",
+      title: "Unknown app",
+    });
   });
 
   it("a missing PKCE challenge, or the plain method", async () => {
     const clientId = await register();
-    await expectRedirectError(authorizeParams(clientId, { code_challenge: null }), "invalid_request", /PKCE is required/);
-    await expectRedirectError(authorizeParams(clientId, { code_challenge_method: "plain" }), "invalid_request", /must be S256/);
-    await expectRedirectError(authorizeParams(clientId, { code_challenge_method: null }), "invalid_request", /must be S256/);
-    await expectRedirectError(authorizeParams(clientId, { response_type: "token" }), "unsupported_response_type", /code/);
+    await expectRedirectError(
+      authorizeParams(clientId, { code_challenge: null }),
+      "invalid_request",
+      /PKCE is required/,
+    );
+    await expectRedirectError(
+      authorizeParams(clientId, { code_challenge_method: "plain" }),
+      "invalid_request",
+      /must be S256/,
+    );
+    await expectRedirectError(
+      authorizeParams(clientId, { code_challenge_method: null }),
+      "invalid_request",
+      /must be S256/,
+    );
+    await expectRedirectError(
+      authorizeParams(clientId, { response_type: "token" }),
+      "unsupported_response_type",
+      /code/,
+    );
   });
 
   it("a token for another resource", async () => {
     const clientId = await register();
-    await expectRedirectError(authorizeParams(clientId, { resource: "https://other.example/mcp" }), "invalid_target", /only for http:\/\/localhost:3000\/api\/mcp/);
+    await expectRedirectError(
+      authorizeParams(clientId, { resource: "https://other.example/mcp" }),
+      "invalid_target",
+      /only for http:\/\/localhost:3000\/api\/mcp/,
+    );
   });
 
   it("a Client ID Metadata Document on a private address (the imageUrl SSRF guard), or one naming another client", async () => {
@@ -134,14 +169,25 @@ describe("the authorization endpoint refuses", () => {
     expect(check.kind === "error" && check.message).toMatch(/private|not allowed|public/i);
 
     const liar = "https://files.example/oauth/liar.json";
-    remote.use(http.get(liar, () => HttpResponse.json({ client_id: "https://files.example/other.json", redirect_uris: [REDIRECT_URL] })));
-    expect(await checkAuthorizationRequest(authorizeParams(liar), ORIGIN)).toMatchObject({ kind: "error", message: expect.stringMatching(/names another client_id/) });
+    remote.use(
+      http.get(liar, () =>
+        HttpResponse.json({ client_id: "https://files.example/other.json", redirect_uris: [REDIRECT_URL] }),
+      ),
+    );
+    expect(await checkAuthorizationRequest(authorizeParams(liar), ORIGIN)).toMatchObject({
+      kind: "error",
+      message: expect.stringMatching(/names another client_id/),
+    });
   });
 
   it("denied on the consent page: access_denied back to the app, no code", async () => {
     const account = await createAccount(0);
     const clientId = await register();
-    const answer = await answerAuthorization(authorizeParams(clientId), { userId: account.userId, origin: ORIGIN, allowed: false });
+    const answer = await answerAuthorization(authorizeParams(clientId), {
+      userId: account.userId,
+      origin: ORIGIN,
+      allowed: false,
+    });
     if (answer.kind !== "redirect") throw new Error("expected a redirect");
     const location = new URL(answer.location);
     expect(location.searchParams.get("error")).toBe("access_denied");
@@ -173,10 +219,14 @@ describe("the token endpoint refuses", () => {
     const spent = await codeFor(account.userId, clientId);
     const wrongVerifier = await redeem(clientId, spent.code, verifier());
     expect(await wrongVerifier.json()).toMatchObject({ error: "invalid_grant" });
-    expect(await (await redeem(clientId, spent.code, spent.codeVerifier)).json()).toMatchObject({ error: "invalid_grant" });
+    expect(await (await redeem(clientId, spent.code, spent.codeVerifier)).json()).toMatchObject({
+      error: "invalid_grant",
+    });
 
     const a = await codeFor(account.userId, clientId);
-    expect(await (await redeem(clientId, a.code, a.codeVerifier, { redirect_uri: "http://127.0.0.1:8976/other" })).json()).toMatchObject({ error: "invalid_request" });
+    expect(
+      await (await redeem(clientId, a.code, a.codeVerifier, { redirect_uri: "http://127.0.0.1:8976/other" })).json(),
+    ).toMatchObject({ error: "invalid_request" });
     const b = await codeFor(account.userId, clientId);
     expect(await (await redeem(other, b.code, b.codeVerifier)).json()).toMatchObject({ error: "invalid_grant" });
     const c = await codeFor(account.userId, clientId);
@@ -203,7 +253,9 @@ describe("the MCP endpoint refuses", () => {
     const account = await createAccount(0);
     const { access_token } = await tokensFor(account.userId, await register());
     expect((await mcp(access_token)).status).toBe(200);
-    const elsewhere = await (await import("@/app/api/mcp/route")).POST(
+    const elsewhere = await (
+      await import("@/app/api/mcp/route")
+    ).POST(
       new Request("http://127.0.0.1:3000/api/mcp", {
         method: "POST",
         headers: { authorization: `Bearer ${access_token}`, "content-type": "application/json" },
@@ -245,7 +297,9 @@ describe("the MCP endpoint refuses", () => {
       }),
     );
     expect(response.status).toBe(401);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/OAuth access tokens work only on \/api\/mcp/);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+      /OAuth access tokens work only on \/api\/mcp/,
+    );
     expect(await account.balance()).toBe(1);
   });
 
@@ -267,7 +321,10 @@ describe("revoking a connected app", () => {
     const account = await createAccount(0);
     const { access_token } = await tokensFor(account.userId, await register());
     const handlers = createMcpRoute({ sse: { pingMs: 60_000, refreshMs: 100 } });
-    const get = () => handlers.GET(new Request(MCP_URL, { headers: { accept: "text/event-stream", authorization: `Bearer ${access_token}` } }));
+    const get = () =>
+      handlers.GET(
+        new Request(MCP_URL, { headers: { accept: "text/event-stream", authorization: `Bearer ${access_token}` } }),
+      );
     const response = await get();
     expect(response.status).toBe(200);
     const events = readEvents(response);
@@ -275,7 +332,9 @@ describe("revoking a connected app", () => {
       expect((await events.next())?.event).toBe("endpoint");
       // While the app is connected the stream stays open through its refreshes (each checks the grant).
       const next = events.next();
-      expect(await Promise.race([next.then(() => "event"), new Promise((resolve) => setTimeout(resolve, 600, "open"))])).toBe("open");
+      expect(
+        await Promise.race([next.then(() => "event"), new Promise((resolve) => setTimeout(resolve, 600, "open"))]),
+      ).toBe("open");
       const [app] = await listConnectedApps(account.userId);
       expect(await revokeConnectedApp({ userId: account.userId, grantId: app!.id })).toBe(true);
       // Without the revocation the stream would stay open for its 295 s.
@@ -299,7 +358,9 @@ describe("registration (RFC 7591) refuses", () => {
       expect(response.status).toBe(400);
       expect(await response.json()).toMatchObject({ error: "invalid_redirect_uri" });
     }
-    expect(await register(["cursor://anysphere.cursor-mcp/oauth/callback", "https://claude.ai/api/mcp/auth_callback"])).toMatch(/^ocl_/);
+    expect(
+      await register(["cursor://anysphere.cursor-mcp/oauth/callback", "https://claude.ai/api/mcp/auth_callback"]),
+    ).toMatch(/^ocl_/);
   });
 
   it(`a flood: more than ${REGISTRATIONS_PER_ADDRESS_PER_HOUR} registrations an hour from one address`, async () => {

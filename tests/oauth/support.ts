@@ -38,7 +38,11 @@ export function serviceFetch(wire: Wire = []) {
 }
 
 /** POST a form to one of the OAuth endpoints. */
-export function postForm(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
+export function postForm(
+  path: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return serviceFetch()(`${ORIGIN}${path}`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", ...headers },

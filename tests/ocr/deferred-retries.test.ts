@@ -3,7 +3,13 @@ import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, render } from "@/lib/ocr";
 import { OcrPool } from "@/lib/ocr/pool/pool";
 import { decodeImage, releaseSource } from "@/lib/ocr/engine/raster";
-import { prepareRaster, recognizeRaster, retryReading, type PageReading, type RecognizeContext } from "@/lib/ocr/engine/recognize";
+import {
+  prepareRaster,
+  recognizeRaster,
+  retryReading,
+  type PageReading,
+  type RecognizeContext,
+} from "@/lib/ocr/engine/recognize";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
 import { degradedPrint, fixture } from "@/tests/support/ocr";
 
@@ -20,7 +26,10 @@ afterAll(async () => {
 
 async function prepared(bytes: Uint8Array, type: "jpeg" | "png") {
   const image = await decodeImage(bytes, type, 50_000_000);
-  return { prepared: prepareRaster(image.source, image.width, image.height), release: () => releaseSource(image.source) };
+  return {
+    prepared: prepareRaster(image.source, image.width, image.height),
+    release: () => releaseSource(image.source),
+  };
 }
 
 function context(deferRetries?: RecognizeContext["deferRetries"]): RecognizeContext {
@@ -32,7 +41,11 @@ describe("deferred Tesseract passes", () => {
     const { prepared: raster, release } = await prepared(degradedPrint(LINES), "jpeg");
     try {
       const asked: PageReading[] = [];
-      const first = await recognizeRaster(raster, 1, context((reading) => (asked.push(reading), true)));
+      const first = await recognizeRaster(
+        raster,
+        1,
+        context((reading) => (asked.push(reading), true)),
+      );
       expect(asked).toHaveLength(1);
       expect(first.retriesDeferred).toBe(true);
       expect(first.page.trace?.passes).toBe(1);
@@ -55,7 +68,11 @@ describe("deferred Tesseract passes", () => {
     const clean = await prepared(fixture("paragraph.png"), "png");
     try {
       let asked = 0;
-      const reading = await recognizeRaster(clean.prepared, 1, context(() => (asked++, true)));
+      const reading = await recognizeRaster(
+        clean.prepared,
+        1,
+        context(() => (asked++, true)),
+      );
       expect(asked).toBe(0);
       expect(reading.retriesDeferred).toBeUndefined();
       expect(reading.page.trace?.passes).toBe(1);
@@ -64,7 +81,11 @@ describe("deferred Tesseract passes", () => {
     }
     const weak = await prepared(degradedPrint(LINES), "jpeg");
     try {
-      const reading = await recognizeRaster(weak.prepared, 1, context(() => false));
+      const reading = await recognizeRaster(
+        weak.prepared,
+        1,
+        context(() => false),
+      );
       expect(reading.retriesDeferred).toBeUndefined();
       expect(reading.page.trace?.passes).toBeGreaterThanOrEqual(2);
     } finally {
@@ -74,14 +95,27 @@ describe("deferred Tesseract passes", () => {
 
   describe("through the engine processes", { timeout: 300_000 }, () => {
     // Enough words for a second reading (SECOND_READING_MIN_WORDS); Tesseract reads each page with confidence under 80.
-    const lines = [...LINES, "CASH 50.00 CHANGE 7.50", "ITEMS SOLD 3 QTY 5", "MEMBER POINTS EARNED 42", "PLEASE KEEP THIS RECEIPT"];
+    const lines = [
+      ...LINES,
+      "CASH 50.00 CHANGE 7.50",
+      "ITEMS SOLD 3 QTY 5",
+      "MEMBER POINTS EARNED 42",
+      "PLEASE KEEP THIS RECEIPT",
+    ];
     const truth = lines.join("\n");
     // tesseract.js: these noisy generated pages were tuned on its build (Tesseract 5.1); Debian's libtesseract 5.3 reads
     // the first one as a block (PSM 6) with the noise as text, Tesseract alone at CER 0.62 instead of 0.17. What is
     // asserted here, which passes run and which reading is kept, does not depend on the build (the native reader's
     // passes are tested in tesseract-native.test.ts).
     const pool = (engines: Array<"tesseract" | "paddle">) => {
-      const created = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines, tesseract: "wasm" });
+      const created = new OcrPool({
+        size: 1,
+        queueLimit: 16,
+        maxJobsPerWorker: 50,
+        createTimeoutMs: 60_000,
+        engines,
+        tesseract: "wasm",
+      });
       pools.push(created);
       return created;
     };
@@ -90,10 +124,14 @@ describe("deferred Tesseract passes", () => {
     const read = (bytes: Uint8Array) =>
       // A long deadline: these noisy pages take every pass (seconds each on a quiet machine, minutes on a busy one),
       // and what is asserted is which reading is kept, never how fast.
-      Promise.all([both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 280_000 })));
+      Promise.all(
+        [both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 280_000 })),
+      );
 
     it("a noisy page PaddleOCR reads surely: Tesseract reads it once, and PaddleOCR's reading is kept", async () => {
-      const [withPaddle, alone] = await read(degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 }));
+      const [withPaddle, alone] = await read(
+        degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 }),
+      );
       expect(alone!.pages[0]!.engine).toBe("tesseract");
       expect(alone!.pages[0]!.trace?.passes).toBeGreaterThanOrEqual(2);
       expect(characterErrorRate(render(alone!, "text"), truth, true)).toBeLessThan(0.25);
@@ -116,7 +154,16 @@ describe("deferred Tesseract passes", () => {
 
     it("a page whose noise Tesseract reads as text: PaddleOCR's shorter reading is kept", async () => {
       const [withPaddle, alone] = await read(
-        degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 60, ink: 110, paper: 170, quality: 40, lineHeight: 36 }),
+        degradedPrint(lines, {
+          font: "mono",
+          px: 18,
+          shrink: 1,
+          noise: 60,
+          ink: 110,
+          paper: 170,
+          quality: 40,
+          lineHeight: 36,
+        }),
       );
       expect(characterErrorRate(render(alone!, "text"), truth, true)).toBeGreaterThan(1);
       expect(withPaddle!.pages[0]!.engine).toBe("paddle");

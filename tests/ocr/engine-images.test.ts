@@ -44,9 +44,21 @@ const cases: ImageCase[] = [
   { file: "paragraph-exif8.jpg", truth: PARAGRAPH, maxCer: 0.02, width: 1500, height: 300 },
   // 11 px text: only readable after upscaling.
   { file: "small-text.png", truth: PARAGRAPH, maxCer: 0.05, width: 480, height: 80 },
-  { file: "two-column.png", truth: [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"), maxCer: 0.03, width: 1400, height: 760 },
+  {
+    file: "two-column.png",
+    truth: [...TEXTS.columnLeft, ...TEXTS.columnRight].join("\n"),
+    maxCer: 0.03,
+    width: 1400,
+    height: 760,
+  },
   { file: "receipt.png", truth: TEXTS.receipt.join("\n"), maxCer: 0.05, width: 520, height: 560 },
-  { file: "structured.png", truth: [TEXTS.heading, ...TEXTS.body, ...TEXTS.bullets].join("\n"), maxCer: 0.08, width: 1500, height: 480 },
+  {
+    file: "structured.png",
+    truth: [TEXTS.heading, ...TEXTS.body, ...TEXTS.bullets].join("\n"),
+    maxCer: 0.08,
+    width: 1500,
+    height: 480,
+  },
   { file: "french.png", truth: TEXTS.french.join("\n"), maxCer: 0.03, width: 1700, height: 300 },
 ];
 
@@ -76,9 +88,21 @@ describe.each(cases)("$file", ({ file, truth, maxCer, width, height }) => {
     expect([page!.width, page!.height]).toEqual([width, height]);
     expect(page!.blocks.length).toBeGreaterThan(0);
     // Renderer-only hints stay out of the public document.
-    expect(Object.keys(page!).sort()).toEqual(["blocks", "confidence", "engine", "height", "number", "rotation", "skew", "source", "text", "width"]);
+    expect(Object.keys(page!).sort()).toEqual([
+      "blocks",
+      "confidence",
+      "engine",
+      "height",
+      "number",
+      "rotation",
+      "skew",
+      "source",
+      "text",
+      "width",
+    ]);
     // Words are the text: every line's text is its words.
-    for (const block of page!.blocks) for (const line of block.lines) expect(line.text).toBe(line.words.map((w) => w.text).join(" "));
+    for (const block of page!.blocks)
+      for (const line of block.lines) expect(line.text).toBe(line.words.map((w) => w.text).join(" "));
   });
 
   it("text: one page, no form feed; it is the page's text", async () => {
@@ -179,7 +203,10 @@ describe("language", () => {
   });
 
   it("an unknown language → unsupported_language from openDocument, before any work", async () => {
-    const error = await expectOcrError(openDocument(fixture("paragraph.png"), { pool, language: "xyz" }), "unsupported_language");
+    const error = await expectOcrError(
+      openDocument(fixture("paragraph.png"), { pool, language: "xyz" }),
+      "unsupported_language",
+    );
     expect(error.message).toContain("eng");
   });
 });
@@ -195,7 +222,7 @@ describe("openDocument on images", () => {
     await doc.close();
   });
 
-  it("pages: \"1\" is fine on an image; any other page → bad_page_list", async () => {
+  it('pages: "1" is fine on an image; any other page → bad_page_list', async () => {
     const ok = await openDocument(fixture("paragraph.png"), { pool, pages: "1" });
     expect(ok.selectedPages).toEqual([1]);
     await ok.close();

@@ -15,7 +15,9 @@ describe("blank pages", () => {
   it("a blank PDF page between a text page and a scan reads as empty text, the others as usual", async () => {
     const pdf = await PDFDocument.create();
     const font = await pdf.embedFont(StandardFonts.Helvetica);
-    pdf.addPage([612, 792]).drawText("A page with a real text layer on it, long enough to count.", { x: 72, y: 700, size: 12, font });
+    pdf
+      .addPage([612, 792])
+      .drawText("A page with a real text layer on it, long enough to count.", { x: 72, y: 700, size: 12, font });
     pdf.addPage([612, 792]); // blank
     const scan = await pdf.embedPng(fixture("paragraph.png"));
     pdf.addPage([612, 792]).drawImage(scan, { x: 36, y: 500, width: 540, height: 108 });

@@ -81,7 +81,7 @@ describe("born-digital.pdf: read from its text layer", () => {
 });
 
 describe("born-digital.pdf: page selection and limits", () => {
-  it("pages: \"2\" → only page 2, numbered 2; selectedPages [2]", async () => {
+  it('pages: "2" → only page 2, numbered 2; selectedPages [2]', async () => {
     const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "2" });
     try {
       expect({ type: opened.type, pageCount: opened.pageCount, selectedPages: opened.selectedPages }).toEqual({
@@ -99,14 +99,14 @@ describe("born-digital.pdf: page selection and limits", () => {
     }
   });
 
-  it("pages: \"2-3\" → pages 2 and 3", async () => {
+  it('pages: "2-3" → pages 2 and 3', async () => {
     const doc = await extractDocument(fixture("born-digital.pdf"), { pool, pages: "2-3" });
     expect(doc.pages.map((p) => p.number)).toEqual([2, 3]);
     expect(characterErrorRate(render(doc, "text"), `${pageTruth(1)}\n${pageTruth(2)}`)).toBeLessThan(0.005);
     expect(render(doc, "markdown").split("\n\n---\n\n")).toHaveLength(2);
   });
 
-  it("pages: \"3,1\" → pages 1 and 3, in document order", async () => {
+  it('pages: "3,1" → pages 1 and 3, in document order', async () => {
     const doc = await extractDocument(fixture("born-digital.pdf"), { pool, pages: "3,1" });
     expect(doc.pages.map((p) => p.number)).toEqual([1, 3]);
     expect(doc.pages[1]!.text).toContain("Results");
@@ -119,24 +119,33 @@ describe("born-digital.pdf: page selection and limits", () => {
   });
 
   it("limits.maxPdfPages: 2 on a 3-page scan → too_many_pages from openDocument, before any OCR", async () => {
-    const error = await expectOcrError(openDocument(fixture("scanned-3.pdf"), { pool, limits: { maxPdfPages: 2 } }), "too_many_pages");
+    const error = await expectOcrError(
+      openDocument(fixture("scanned-3.pdf"), { pool, limits: { maxPdfPages: 2 } }),
+      "too_many_pages",
+    );
     expect(error.message).toMatch(/more than 2 pages of work/);
   });
 
   it("limits.maxPdfPages: 0.1 × the pages in all is the page cap: 3 pages of text with a limit of 0.2 (2 pages in all) → too_many_pages", async () => {
-    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 0.2 } }), "too_many_pages");
+    await expectOcrError(
+      openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 0.2 } }),
+      "too_many_pages",
+    );
   });
 
-  it("limits.maxPdfPages: 2 with pages \"1-2\" is within the limit", async () => {
+  it('limits.maxPdfPages: 2 with pages "1-2" is within the limit', async () => {
     const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "1-2", limits: { maxPdfPages: 2 } });
     expect(opened.selectedPages).toEqual([1, 2]);
     await opened.close();
   });
 
-  it.each([["4"], ["2-5"], ["1,9"]])("pages: %j beyond the document → bad_page_list from openDocument", async (pages) => {
-    const error = await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "bad_page_list");
-    expect(error.message).toContain("3 pages");
-  });
+  it.each([["4"], ["2-5"], ["1,9"]])(
+    "pages: %j beyond the document → bad_page_list from openDocument",
+    async (pages) => {
+      const error = await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "bad_page_list");
+      expect(error.message).toContain("3 pages");
+    },
+  );
 
   it("pages: garbage → bad_page_list", async () => {
     await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages: "first" }), "bad_page_list");
@@ -208,7 +217,7 @@ describe("mixed.pdf: a text page and a scanned page", () => {
     expect(confidence).toBeLessThanOrEqual(100);
   });
 
-  it("pages: \"2\" reads only the scanned page", async () => {
+  it('pages: "2" reads only the scanned page', async () => {
     const only = await extractDocument(fixture("mixed.pdf"), { pool, pages: "2" });
     expect(only.pages.map((p) => [p.number, p.source])).toEqual([[2, "ocr"]]);
     expect(characterErrorRate(render(only, "text"), PARAGRAPH)).toBeLessThan(0.02);

@@ -44,7 +44,14 @@ beforeAll(() => {
     engines: ["tesseract", "paddle"],
     secondReadingBelow: 101,
   });
-  tesseractOnly = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines: ["tesseract"], secondReadingBelow: 101 });
+  tesseractOnly = new OcrPool({
+    size: 1,
+    queueLimit: 16,
+    maxJobsPerWorker: 50,
+    createTimeoutMs: 60_000,
+    engines: ["tesseract"],
+    secondReadingBelow: 101,
+  });
 });
 afterAll(async () => {
   await Promise.all([both.terminate(), tesseractOnly.terminate()]);
@@ -54,7 +61,9 @@ describe("second reading", () => {
   it("reads a page Tesseract was unsure of with PaddleOCR too, and names the engine kept", async () => {
     // Two pages at once on two processes: both want PaddleOCR, one waits for the other's turn.
     const [a, b] = await Promise.all(
-      [0, 8].map((shift) => extractDocument(receiptPng(shift), { pool: both, language: "eng", deadline: Date.now() + 170_000 })),
+      [0, 8].map((shift) =>
+        extractDocument(receiptPng(shift), { pool: both, language: "eng", deadline: Date.now() + 170_000 }),
+      ),
     );
     for (const doc of [a!, b!]) {
       expect(doc.pages[0]!.engine).toBe("paddle");
@@ -67,10 +76,18 @@ describe("second reading", () => {
   });
 
   it("stays with Tesseract when OCR_ENGINES leaves PaddleOCR out, or the page is not English", async () => {
-    const doc = await extractDocument(receiptPng(0), { pool: tesseractOnly, language: "eng", deadline: Date.now() + 170_000 });
+    const doc = await extractDocument(receiptPng(0), {
+      pool: tesseractOnly,
+      language: "eng",
+      deadline: Date.now() + 170_000,
+    });
     expect(doc.pages[0]!.engine).toBe("tesseract");
     expect(doc.pages[0]!.trace?.second).toBeUndefined();
-    const french = await extractDocument(receiptPng(0), { pool: both, language: "fra", deadline: Date.now() + 170_000 });
+    const french = await extractDocument(receiptPng(0), {
+      pool: both,
+      language: "fra",
+      deadline: Date.now() + 170_000,
+    });
     expect(french.pages[0]!.engine).toBe("tesseract");
   });
 

@@ -20,7 +20,9 @@ async function graphOf(entry: string): Promise<{ files: string[]; builtins: stri
     logLevel: "silent",
   });
   const inputs = Object.values(metafile.inputs);
-  const builtins = inputs.flatMap((input) => input.imports.filter((i) => i.external && /^node:/.test(i.path)).map((i) => i.path));
+  const builtins = inputs.flatMap((input) =>
+    input.imports.filter((i) => i.external && /^node:/.test(i.path)).map((i) => i.path),
+  );
   return { files: Object.keys(metafile.inputs), builtins: [...new Set(builtins)].sort() };
 }
 
@@ -33,7 +35,9 @@ describe("lib/ocr's two doors", () => {
 
   it("the API's contract (lib/api/openapi.ts) describes pages without loading the engine pool", async () => {
     const { files, builtins } = await graphOf("lib/api/openapi.ts");
-    expect(files.filter((file) => /^lib\/ocr\/(pool|engine|render)\//.test(file) || file === "lib/ocr/index.ts")).toEqual([]);
+    expect(
+      files.filter((file) => /^lib\/ocr\/(pool|engine|render)\//.test(file) || file === "lib/ocr/index.ts"),
+    ).toEqual([]);
     expect(builtins).not.toContain("node:child_process");
   });
 

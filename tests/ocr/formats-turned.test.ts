@@ -131,7 +131,9 @@ describe.each(cases)("the searchable PDF of a page sent turned $rotation° and s
       if (match) placed++;
       else {
         const same = found.filter((f) => f.text === word.text).map((f) => f.box.map(Math.round).join(","));
-        misplaced.push(`${word.text} drawn at ${word.box.map(Math.round).join(",")}, text layer: ${same.join(" / ") || "none"}`);
+        misplaced.push(
+          `${word.text} drawn at ${word.box.map(Math.round).join(",")}, text layer: ${same.join(" / ") || "none"}`,
+        );
       }
     }
     // A misread word (OCR) has no match by its text; every word read right must lie where it was printed.
@@ -144,7 +146,9 @@ describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
   const upright = sentPage(0, 0);
   const turned = sentPage(90, 0);
   const lineTitles = (doc: ExtractedDocument) =>
-    DomUtils.findAll((el) => el.attribs.class === "ocr_line", parseDocument(render(doc, "hocr")).children).map((el) => el.attribs.title!);
+    DomUtils.findAll((el) => el.attribs.class === "ocr_line", parseDocument(render(doc, "hocr")).children).map(
+      (el) => el.attribs.title!,
+    );
 
   it("every line of a page read as sent has `baseline slope offset` on the printed baseline", async () => {
     const doc = await extractDocument(upright.png, { pool, deadline: Date.now() + 120_000 });
@@ -153,7 +157,14 @@ describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
     titles.forEach((title, i) => {
       const match = /^bbox (\d+) (\d+) (\d+) (\d+); baseline (-?[\d.]+) (-?\d+)$/.exec(title);
       expect(match, title).not.toBeNull();
-      const [left, , right, bottom, slope, offset] = match!.slice(1).map(Number) as [number, number, number, number, number, number];
+      const [left, , right, bottom, slope, offset] = match!.slice(1).map(Number) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
       // Relative to the line box's bottom-left corner (hOCR 1.2): y = bottom + offset + slope·(x − left).
       const middle = (left + right) / 2;
       const y = bottom + offset + slope * (middle - left);
@@ -162,7 +173,9 @@ describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
       expect(offset).toBeLessThanOrEqual(0); // descenders below it, or none
     });
     // The JSON has it too: the line's two ends, normalized like its box.
-    const [json] = (JSON.parse(render(doc, "json")) as { pages: Array<{ blocks: Array<{ lines: Array<{ baseline?: number[] }> }> }> }).pages;
+    const [json] = (
+      JSON.parse(render(doc, "json")) as { pages: Array<{ blocks: Array<{ lines: Array<{ baseline?: number[] }> }> }> }
+    ).pages;
     for (const line of json!.blocks.flatMap((b) => b.lines)) expect(line.baseline).toHaveLength(4);
   });
 

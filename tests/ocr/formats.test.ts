@@ -37,7 +37,9 @@ function tempFile(ext: string, content: string | Uint8Array): string {
 
 /** The model's words in reading order, as every format writes them. */
 function modelWords(document: Pick<ExtractedDocument, "pages">): string[] {
-  return document.pages.flatMap((page) => page.blocks.flatMap((b) => b.lines.flatMap((l) => wordsOf(l.words).map(wordText))));
+  return document.pages.flatMap((page) =>
+    page.blocks.flatMap((b) => b.lines.flatMap((l) => wordsOf(l.words).map(wordText))),
+  );
 }
 
 /** Elements of an hOCR class, in document order. */
@@ -63,7 +65,10 @@ function tsvRows(tsv: string): Array<Record<(typeof TSV_COLUMNS)[number], string
   return lines.slice(1).map((line) => {
     const cells = line.split("\t");
     expect(cells).toHaveLength(TSV_COLUMNS.length);
-    return Object.fromEntries(TSV_COLUMNS.map((column, i) => [column, cells[i]!])) as Record<(typeof TSV_COLUMNS)[number], string>;
+    return Object.fromEntries(TSV_COLUMNS.map((column, i) => [column, cells[i]!])) as Record<
+      (typeof TSV_COLUMNS)[number],
+      string
+    >;
   });
 }
 
@@ -83,7 +88,12 @@ function qpdfCheck(pdf: Uint8Array): { ok: boolean; output: string } {
 }
 
 /** PNG rows: a filter byte (0, none) then `channels` bytes per pixel. */
-function packRows(width: number, height: number, channels: number, pixel: (x: number, y: number) => number[]): Uint8Array {
+function packRows(
+  width: number,
+  height: number,
+  channels: number,
+  pixel: (x: number, y: number) => number[],
+): Uint8Array {
   const out = new Uint8Array(height * (width * channels + 1));
   let o = 0;
   for (let y = 0; y < height; y++) {
@@ -103,7 +113,14 @@ function packBits(width: number, height: number, bit: (x: number, y: number) => 
   return out;
 }
 
-function encodePng(width: number, height: number, colorType: number, bitDepth: number, rows: Uint8Array, palette?: Uint8Array): Uint8Array {
+function encodePng(
+  width: number,
+  height: number,
+  colorType: number,
+  bitDepth: number,
+  rows: Uint8Array,
+  palette?: Uint8Array,
+): Uint8Array {
   const chunk = (type: string, body: Uint8Array) => {
     const head = Buffer.alloc(8);
     head.writeUInt32BE(body.length, 0);
@@ -154,7 +171,12 @@ function trickyPage(base: ExtractedPage): ExtractedPage {
     { text: `"quoted'`, confidence: 12, bbox: [0.35, 0.1, 0.6, 0.2] as [number, number, number, number] },
     { text: "Ωμέγα", confidence: 100, bbox: [0.65, 0.1, 0.95, 0.2] as [number, number, number, number] },
   ];
-  const line = { text: words.map((w) => w.text).join(" "), confidence: 70, bbox: [0.05, 0.1, 0.95, 0.2] as [number, number, number, number], words };
+  const line = {
+    text: words.map((w) => w.text).join(" "),
+    confidence: 70,
+    bbox: [0.05, 0.1, 0.95, 0.2] as [number, number, number, number],
+    words,
+  };
   return {
     ...base,
     text: line.text,
@@ -177,7 +199,9 @@ describe("an image read by OCR (paragraph.png)", () => {
     const metas = DomUtils.getElementsByTagName("meta", dom, true);
     expect(metas.find((m) => m.attribs.name === "ocr-system")?.attribs.content).toBeTruthy();
     const capabilities = metas.find((m) => m.attribs.name === "ocr-capabilities")?.attribs.content?.split(" ");
-    expect(capabilities).toEqual(expect.arrayContaining(["ocr_page", "ocr_carea", "ocr_par", "ocr_line", "ocrx_word", "ocrp_wconf"]));
+    expect(capabilities).toEqual(
+      expect.arrayContaining(["ocr_page", "ocr_carea", "ocr_par", "ocr_line", "ocrx_word", "ocrp_wconf"]),
+    );
 
     const pages = byClass(dom, "ocr_page");
     expect(pages).toHaveLength(1);
@@ -219,7 +243,11 @@ describe("an image read by OCR (paragraph.png)", () => {
     expect(altoWords(alto)).toEqual(modelWords(doc));
     const dom = parseDocument(alto, { xmlMode: true });
     const page = DomUtils.getElementsByTagName("Page", dom, true)[0]!;
-    expect(page.attribs).toMatchObject({ WIDTH: String(doc.pages[0]!.width), HEIGHT: String(doc.pages[0]!.height), PHYSICAL_IMG_NR: "1" });
+    expect(page.attribs).toMatchObject({
+      WIDTH: String(doc.pages[0]!.width),
+      HEIGHT: String(doc.pages[0]!.height),
+      PHYSICAL_IMG_NR: "1",
+    });
     expect(DomUtils.textContent(DomUtils.getElementsByTagName("MeasurementUnit", dom, true)[0]!)).toBe("pixel");
     for (const string of DomUtils.getElementsByTagName("String", dom, true)) {
       const wc = Number(string.attribs.WC);
@@ -247,7 +275,20 @@ describe("an image read by OCR (paragraph.png)", () => {
     const page = doc.pages[0]!;
     const level = (n: number) => rows.filter((r) => r.level === String(n));
     expect(level(1)).toEqual([
-      { level: "1", page_num: "1", block_num: "0", par_num: "0", line_num: "0", word_num: "0", left: "0", top: "0", width: String(page.width), height: String(page.height), conf: "-1", text: "" },
+      {
+        level: "1",
+        page_num: "1",
+        block_num: "0",
+        par_num: "0",
+        line_num: "0",
+        word_num: "0",
+        left: "0",
+        top: "0",
+        width: String(page.width),
+        height: String(page.height),
+        conf: "-1",
+        text: "",
+      },
     ]);
     expect(level(2)).toHaveLength(page.blocks.length);
     expect(level(3)).toHaveLength(page.blocks.length);
@@ -294,7 +335,11 @@ describe("an image read by OCR (paragraph.png)", () => {
       expect(expected.length).toBeGreaterThan(20);
       expect(hocrWords(render(doc, "hocr")).words).toEqual(expected);
       expect(altoWords(render(doc, "alto"))).toEqual(expected);
-      expect(tsvRows(render(doc, "tsv")).filter((r) => r.level === "5").map((r) => r.text)).toEqual(expected);
+      expect(
+        tsvRows(render(doc, "tsv"))
+          .filter((r) => r.level === "5")
+          .map((r) => r.text),
+      ).toEqual(expected);
       expect(pdftotext(pdf, "-raw").split(/\s+/).filter(Boolean)).toEqual(expected);
     });
 
@@ -366,18 +411,57 @@ describe("an image read by OCR (paragraph.png)", () => {
       ctx.fillRect(0, 0, width, height);
       ctx.drawImage(image, 0, 0);
       const rgba = ctx.getImageData(0, 0, width, height).data;
-      const grey = new Uint8Array(width * height).map((_, i) => Math.round((rgba[i * 4]! + rgba[i * 4 + 1]! + rgba[i * 4 + 2]!) / 3));
+      const grey = new Uint8Array(width * height).map((_, i) =>
+        Math.round((rgba[i * 4]! + rgba[i * 4 + 1]! + rgba[i * 4 + 2]!) / 3),
+      );
       const variants: Array<[string, Uint8Array, Uint8Array]> = [];
       // [name, PNG, the grey level each pixel should draw as]
-      variants.push(["grey", encodePng(width, height, 0, 8, packRows(width, height, 1, (x, y) => [grey[y * width + x]!])), grey]);
+      variants.push([
+        "grey",
+        encodePng(
+          width,
+          height,
+          0,
+          8,
+          packRows(width, height, 1, (x, y) => [grey[y * width + x]!]),
+        ),
+        grey,
+      ]);
       const bilevel = grey.map((v) => (v < 128 ? 0 : 255));
-      variants.push(["1-bit", encodePng(width, height, 0, 1, packBits(width, height, (x, y) => (bilevel[y * width + x]! ? 1 : 0))), bilevel]);
-      variants.push(["rgb", encodePng(width, height, 2, 8, packRows(width, height, 3, (x, y) => [grey[y * width + x]!, grey[y * width + x]!, grey[y * width + x]!])), grey]);
+      variants.push([
+        "1-bit",
+        encodePng(
+          width,
+          height,
+          0,
+          1,
+          packBits(width, height, (x, y) => (bilevel[y * width + x]! ? 1 : 0)),
+        ),
+        bilevel,
+      ]);
+      variants.push([
+        "rgb",
+        encodePng(
+          width,
+          height,
+          2,
+          8,
+          packRows(width, height, 3, (x, y) => [grey[y * width + x]!, grey[y * width + x]!, grey[y * width + x]!]),
+        ),
+        grey,
+      ]);
       const quantized = grey.map((v) => (v < 64 ? 0 : v < 160 ? 128 : 255));
       const palette = new Uint8Array([0, 0, 0, 128, 128, 128, 255, 255, 255]);
       variants.push([
         "palette",
-        encodePng(width, height, 3, 8, packRows(width, height, 1, (x, y) => [[0, 128, 255].indexOf(quantized[y * width + x]!)]), palette),
+        encodePng(
+          width,
+          height,
+          3,
+          8,
+          packRows(width, height, 1, (x, y) => [[0, 128, 255].indexOf(quantized[y * width + x]!)]),
+          palette,
+        ),
         quantized,
       ]);
       for (const [name, bytes, expected] of variants) {
@@ -413,7 +497,8 @@ describe("an image read by OCR (paragraph.png)", () => {
       expect(Buffer.from(out).includes(Buffer.from("/SMask"))).toBe(true);
       const drawn = await drawPdfPage(out, width, height);
       let sum = 0;
-      for (let i = 0; i < expected.length; i += 4) for (let c = 0; c < 3; c++) sum += Math.abs(drawn[i + c]! - expected[i + c]!);
+      for (let i = 0; i < expected.length; i += 4)
+        for (let c = 0; c < 3; c++) sum += Math.abs(drawn[i + c]! - expected[i + c]!);
       expect(sum / ((expected.length / 4) * 3)).toBeLessThan(2);
     });
 
@@ -442,7 +527,11 @@ describe("an image read by OCR (paragraph.png)", () => {
     const alto = render(tricky, "alto");
     expect(xmllint(tempFile("xml", alto)).ok).toBe(true);
     expect(altoWords(alto)).toEqual(expected);
-    expect(tsvRows(render(tricky, "tsv")).filter((r) => r.level === "5").map((r) => r.text)).toEqual(expected);
+    expect(
+      tsvRows(render(tricky, "tsv"))
+        .filter((r) => r.level === "5")
+        .map((r) => r.text),
+    ).toEqual(expected);
     const pdf = await renderSearchablePdf(tricky.pages, { bytes: png, type: "png" });
     expect(qpdfCheck(pdf).ok).toBe(true);
     expect(pdftotext(pdf, "-raw").split(/\s+/).filter(Boolean)).toEqual(expected);
@@ -459,7 +548,12 @@ describe("an image read by OCR (paragraph.png)", () => {
     ctx.rotate(-Math.PI / 2);
     ctx.drawImage(image, 0, 0);
     const sent = canvas.toBuffer("image/png");
-    const turn = ([x0, y0, x1, y1]: readonly number[]): [number, number, number, number] => [y0!, 1 - x1!, y1!, 1 - x0!];
+    const turn = ([x0, y0, x1, y1]: readonly number[]): [number, number, number, number] => [
+      y0!,
+      1 - x1!,
+      y1!,
+      1 - x0!,
+    ];
     const upright = doc.pages[0]!;
     const page = {
       ...upright,
@@ -470,7 +564,11 @@ describe("an image read by OCR (paragraph.png)", () => {
       blocks: upright.blocks.map((b) => ({
         ...b,
         bbox: turn(b.bbox),
-        lines: b.lines.map((l) => ({ ...l, bbox: turn(l.bbox), words: l.words.map((w) => ({ ...w, bbox: turn(w.bbox) })) })),
+        lines: b.lines.map((l) => ({
+          ...l,
+          bbox: turn(l.bbox),
+          words: l.words.map((w) => ({ ...w, bbox: turn(w.bbox) })),
+        })),
       })),
     } as ExtractedPage;
     const turned: ExtractedDocument = { pages: [page], pageCount: 1 };
@@ -488,14 +586,21 @@ describe("an image read by OCR (paragraph.png)", () => {
     try {
       const pdfPage = await getPdfPage(handle, 1);
       const { width: pw, height: ph } = pdfPage.getViewport({ scale: 1 });
-      const items = (await pdfPage.getTextContent()).items.filter((item) => "str" in item && item.str.trim() !== "") as Array<{
+      const items = (await pdfPage.getTextContent()).items.filter(
+        (item) => "str" in item && item.str.trim() !== "",
+      ) as Array<{
         str: string;
         transform: number[];
         width: number;
       }>;
       const model = page.blocks.flatMap((b) => b.lines.flatMap((l) => wordsOf(l.words)));
       // pdf.js joins neighbouring words into one item: the text is the words', each item starts on a word.
-      expect(items.map((item) => item.str).join("").replace(/\s+/g, "")).toBe(model.map(wordText).join(""));
+      expect(
+        items
+          .map((item) => item.str)
+          .join("")
+          .replace(/\s+/g, ""),
+      ).toBe(model.map(wordText).join(""));
       expect(items.length).toBeGreaterThanOrEqual(3);
       for (const item of items) {
         const [a, b, , , e, f] = item.transform as [number, number, number, number, number, number];
@@ -526,7 +631,9 @@ function pageContent(pdf: PDFDocument, index: number): string {
   const contents = page.node.normalizedEntries().Contents;
   const streams = contents ? Array.from({ length: contents.size() }, (_, i) => contents.lookup(i)) : [];
   return streams
-    .map((stream) => (stream instanceof PDFRawStream ? Buffer.from(decodePDFRawStream(stream).decode()).toString("latin1") : ""))
+    .map((stream) =>
+      stream instanceof PDFRawStream ? Buffer.from(decodePDFRawStream(stream).decode()).toString("latin1") : "",
+    )
     .join("\n");
 }
 
@@ -563,7 +670,9 @@ describe("PDFs: text-layer pages copied as they are, scanned pages get the invis
     // The scan's drawing as it was (pdf-lib wraps it in q … Q before the words are added).
     expect(pageContent(output, 1)).toContain(pageContent(input, 1));
     expect(pageContent(output, 1)).toMatch(/\b3 Tr\b/);
-    const page2 = execFileSync("pdftotext", ["-raw", "-f", "2", "-l", "2", tempFile("pdf", out), "-"], { encoding: "utf8" });
+    const page2 = execFileSync("pdftotext", ["-raw", "-f", "2", "-l", "2", tempFile("pdf", out), "-"], {
+      encoding: "utf8",
+    });
     expect(page2.split(/\s+/).filter(Boolean)).toEqual(modelWords({ pages: [doc.pages[1]!] }));
     expect(characterErrorRate(pdftotext(out, "-raw"), render(doc, "text"))).toBeLessThan(0.03);
   });

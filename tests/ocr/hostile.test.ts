@@ -81,11 +81,17 @@ describe("PDFs without pages → unreadable from openDocument", () => {
   });
 
   it("hand-written: /Count 0, no kids", async () => {
-    await expectOcrError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>"), { pool }), "unreadable");
+    await expectOcrError(
+      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>"), { pool }),
+      "unreadable",
+    );
   });
 
   it("hand-written: a page count that lies (/Count 3, no kids)", async () => {
-    await expectOcrError(openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>"), { pool }), "unreadable");
+    await expectOcrError(
+      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>"), { pool }),
+      "unreadable",
+    );
   });
 
   it("a blank page is not an error: one page, no text", async () => {

@@ -18,9 +18,21 @@ async function pdfWithHugeMatrix(): Promise<Uint8Array> {
   const digits = "9".repeat(400);
   const matrix = (...operands: string[]) => PDFOperator.of("Tm" as never, operands);
   page.pushOperators(
-    beginText(), setFontAndSize(name, 12), matrix("1", "0", "0", "1", digits, "600"), showText(font.encodeText("HUGE X")), endText(),
-    beginText(), setFontAndSize(name, 12), matrix(digits, "0", "0", digits, "100", `-${digits}`), showText(font.encodeText("HUGE SIZE")), endText(),
-    beginText(), setFontAndSize(name, 12), matrix("1", "0", "0", "1", "100", "500"), showText(font.encodeText("NORMAL 42")), endText(),
+    beginText(),
+    setFontAndSize(name, 12),
+    matrix("1", "0", "0", "1", digits, "600"),
+    showText(font.encodeText("HUGE X")),
+    endText(),
+    beginText(),
+    setFontAndSize(name, 12),
+    matrix(digits, "0", "0", digits, "100", `-${digits}`),
+    showText(font.encodeText("HUGE SIZE")),
+    endText(),
+    beginText(),
+    setFontAndSize(name, 12),
+    matrix("1", "0", "0", "1", "100", "500"),
+    showText(font.encodeText("NORMAL 42")),
+    endText(),
   );
   return doc.save();
 }
@@ -30,12 +42,18 @@ describe("a PDF text layer with 400-digit numbers in its text matrices", () => {
     const handle = await openPdf(await pdfWithHugeMatrix());
     const { page } = await readTextLayer(await getPdfPage(handle, 1), 1);
     expect(page.text).toContain("NORMAL 42");
-    const boxes = page.blocks.flatMap((block) => [block.bbox, ...block.lines.flatMap((line) => [line.bbox, ...line.words.map((word) => word.bbox)])]);
+    const boxes = page.blocks.flatMap((block) => [
+      block.bbox,
+      ...block.lines.flatMap((line) => [line.bbox, ...line.words.map((word) => word.bbox)]),
+    ]);
     expect(boxes.length).toBeGreaterThan(0);
-    for (const box of boxes) for (const value of box) expect(Number.isFinite(value) && value >= 0 && value <= 1, JSON.stringify(box)).toBe(true);
+    for (const box of boxes)
+      for (const value of box)
+        expect(Number.isFinite(value) && value >= 0 && value <= 1, JSON.stringify(box)).toBe(true);
     const json = pagedFormats.json.page(page);
     expect(json).not.toMatch(/null|NaN|Infinity/);
-    for (const format of ["hocr", "tsv", "alto"] as const) expect(pagedFormats[format].page(page), format).not.toMatch(/NaN|Infinity|undefined/);
+    for (const format of ["hocr", "tsv", "alto"] as const)
+      expect(pagedFormats[format].page(page), format).not.toMatch(/NaN|Infinity|undefined/);
   });
 });
 
@@ -64,7 +82,18 @@ function rawPdf(mediaBox: string): Uint8Array {
 describe("format=pdf of a page with a huge MediaBox", () => {
   const digits = "9".repeat(400);
   const word = { text: "HELLO", confidence: 95, bbox: [0.1, 0.1, 0.3, 0.15] as [number, number, number, number] };
-  const page = { number: 1, width: 612, height: 792, source: "ocr" as const, rotation: 0 as const, skew: 0, confidence: 95, text: "HELLO", blocks: [{ ...word, lines: [{ ...word, words: [word] }] }], lineStyles: [] };
+  const page = {
+    number: 1,
+    width: 612,
+    height: 792,
+    source: "ocr" as const,
+    rotation: 0 as const,
+    skew: 0,
+    confidence: 95,
+    text: "HELLO",
+    blocks: [{ ...word, lines: [{ ...word, words: [word] }] }],
+    lineStyles: [],
+  };
 
   it.each([`[0 0 ${digits} ${digits}]`, `[-${digits} -${digits} ${digits} ${digits}]`, "[0 0 1e9 1e9]"])(
     "MediaBox %s → a searchable PDF or a clear 422 (unreadable_document), never a 500",

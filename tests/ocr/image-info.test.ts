@@ -61,16 +61,19 @@ describe("readImageInfo: dimensions from the header equal the decoded image", ()
     ["paragraph-exif3.jpg", 3],
     ["paragraph-exif6.jpg", 6],
     ["paragraph-exif8.jpg", 8],
-  ] as const)("%s: orientation %i and the stored (turned) size; upright it is the decoded size", async (file, orientation) => {
-    const bytes = fixture(file);
-    const info = readImageInfo(bytes, "jpeg");
-    expect(info.orientation).toBe(orientation);
-    // The fixtures store the 1500×300 page turned; 6 and 8 are stored 300 wide and 1500 high.
-    expect([info.width, info.height]).toEqual(isTransposed(orientation) ? [300, 1500] : [1500, 300]);
-    const decoded = await loadImage(Buffer.from(bytes));
-    const upright = isTransposed(info.orientation) ? [info.height, info.width] : [info.width, info.height];
-    expect(upright).toEqual([decoded.width, decoded.height]);
-  });
+  ] as const)(
+    "%s: orientation %i and the stored (turned) size; upright it is the decoded size",
+    async (file, orientation) => {
+      const bytes = fixture(file);
+      const info = readImageInfo(bytes, "jpeg");
+      expect(info.orientation).toBe(orientation);
+      // The fixtures store the 1500×300 page turned; 6 and 8 are stored 300 wide and 1500 high.
+      expect([info.width, info.height]).toEqual(isTransposed(orientation) ? [300, 1500] : [1500, 300]);
+      const decoded = await loadImage(Buffer.from(bytes));
+      const upright = isTransposed(info.orientation) ? [info.height, info.width] : [info.width, info.height];
+      expect(upright).toEqual([decoded.width, decoded.height]);
+    },
+  );
 
   it("a PNG header's claim is read as is, so limits can refuse it before decoding", () => {
     expect(readImageInfo(fixture("hostile/huge-header.png"), "png")).toMatchObject({ width: 100_000, height: 100_000 });
@@ -102,7 +105,8 @@ describe("readImageInfo: dimensions from the header equal the decoded image", ()
 describe("readImageInfo reads a JPEG's markers as libjpeg does, so the size is the one the decoder will decode", () => {
   const jpeg = fixture("paragraph.jpg");
   /** The JPEG with `bytes` inserted right after SOI. */
-  const afterSoi = (bytes: number[]) => new Uint8Array(Buffer.concat([jpeg.subarray(0, 2), Buffer.from(bytes), jpeg.subarray(2)]));
+  const afterSoi = (bytes: number[]) =>
+    new Uint8Array(Buffer.concat([jpeg.subarray(0, 2), Buffer.from(bytes), jpeg.subarray(2)]));
 
   it("hostile/smuggled.jpg: `FF 00` + a length after SOI is padding, not a segment: the frame behind it is 12000×12000", () => {
     // The first reader skipped `FF 00 LL LL` as a segment and found the 64×64 frame after it.
@@ -147,11 +151,14 @@ describe("exifOrientation", () => {
     ["not Exif (XMP)", new Uint8Array(Buffer.from("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>", "latin1"))],
     ["an unknown byte order", new Uint8Array(Buffer.from("Exif\0\0XX\0*\0\0\0\x08\0\0\0\0", "latin1"))],
     ["a truncated IFD", exifSegment("MM", [[ORIENTATION, 6]]).subarray(0, 20)],
-    ["an IFD offset past the end", (() => {
-      const s = exifSegment("II", [[ORIENTATION, 6]]);
-      new DataView(s.buffer, s.byteOffset).setUint32(10, 0xfffffff0, true);
-      return s;
-    })()],
+    [
+      "an IFD offset past the end",
+      (() => {
+        const s = exifSegment("II", [[ORIENTATION, 6]]);
+        new DataView(s.buffer, s.byteOffset).setUint32(10, 0xfffffff0, true);
+        return s;
+      })(),
+    ],
     ["empty", new Uint8Array(0)],
   ])("%s → 1", (_name, segment) => {
     expect(exifOrientation(segment)).toBe(1);
@@ -159,7 +166,16 @@ describe("exifOrientation", () => {
 
   it("inside a JPEG: a hand-built little-endian APP1 is read by readImageInfo", () => {
     const jpeg = fixture("paragraph.jpg");
-    const info = readImageInfo(withApp1(jpeg, exifSegment("II", [[0x0110, 3], [ORIENTATION, 6]])), "jpeg");
+    const info = readImageInfo(
+      withApp1(
+        jpeg,
+        exifSegment("II", [
+          [0x0110, 3],
+          [ORIENTATION, 6],
+        ]),
+      ),
+      "jpeg",
+    );
     expect(info).toEqual({ width: 1500, height: 300, orientation: 6 });
     expect(readImageInfo(withApp1(jpeg, exifSegment("MM", [[ORIENTATION, 8]])), "jpeg").orientation).toBe(8);
   });
@@ -183,22 +199,30 @@ describe("readImageInfo: truncated or corrupt headers → unreadable", () => {
     ["hostile/truncated-header.png (20 bytes)", fixture("hostile/truncated-header.png"), "png"],
     ["PNG cut inside IHDR", png.subarray(0, 30), "png"],
     ["PNG signature only", png.subarray(0, 8), "png"],
-    ["PNG whose first chunk is not IHDR", (() => {
-      const copy = png.slice();
-      copy.set(Buffer.from("IDAT", "latin1"), 12);
-      return copy;
-    })(), "png"],
+    [
+      "PNG whose first chunk is not IHDR",
+      (() => {
+        const copy = png.slice();
+        copy.set(Buffer.from("IDAT", "latin1"), 12);
+        return copy;
+      })(),
+      "png",
+    ],
     ["PNG with zero width", zeroWidthPng, "png"],
     ["JPEG: SOI only", jpeg.subarray(0, 2), "jpeg"],
     ["JPEG cut before its frame header", jpeg.subarray(0, sofOffset), "jpeg"],
     ["JPEG cut inside its frame header", jpeg.subarray(0, sofOffset + 6), "jpeg"],
     ["JPEG with garbage where a marker belongs", Uint8Array.from([0xff, 0xd8, 0x12, 0x34, 0x56, 0x78]), "jpeg"],
     ["WebP cut after the RIFF header", webp.subarray(0, 20), "webp"],
-    ["WebP with an unknown chunk", (() => {
-      const copy = webp.slice();
-      copy.set(Buffer.from("VP9 ", "latin1"), 12);
-      return copy;
-    })(), "webp"],
+    [
+      "WebP with an unknown chunk",
+      (() => {
+        const copy = webp.slice();
+        copy.set(Buffer.from("VP9 ", "latin1"), 12);
+        return copy;
+      })(),
+      "webp",
+    ],
   ];
 
   it.each(cases)("%s", async (_name, input, type) => {

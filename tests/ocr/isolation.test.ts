@@ -46,19 +46,27 @@ describe("hostile PDFs", () => {
   it("image-bomb.pdf (one 20000×20000 image, 0.4 MB) → image_too_large naming the image limit, nothing decoded", async () => {
     const { outcome, ticks } = await whileTicking(extractDocument(fixture("hostile/image-bomb.pdf"), { pool }));
     const error = await expectOcrError(outcome, "image_too_large");
-    expect(error.message).toMatch(/an image of more than 50 megapixels, the limit per image \(object 5 0\): it is 20000×20000 pixels/);
+    expect(error.message).toMatch(
+      /an image of more than 50 megapixels, the limit per image \(object 5 0\): it is 20000×20000 pixels/,
+    );
     expect(ticks).toBeGreaterThan(0);
     expect(pool.stats().stopped).toEqual({ timeout: 0, work: 0, memory: 0, crashed: 0 });
   });
 
   it("image-bomb-1bit.pdf (20000×20000 at 1 bit, 50 MB inflated: under the stream limit) → pdf.js does not decode it: image_too_large for its page", async () => {
-    const error = await expectOcrError(extractDocument(fixture("hostile/image-bomb-1bit.pdf"), { pool }), "image_too_large");
+    const error = await expectOcrError(
+      extractDocument(fixture("hostile/image-bomb-1bit.pdf"), { pool }),
+      "image_too_large",
+    );
     expect(error.message).toMatch(/Page 1 of the PDF draws an image of more than 50 megapixels/);
     expect(pool.stats().stopped).toEqual({ timeout: 0, work: 0, memory: 0, crashed: 0 });
   });
 
   it("inflate-bomb.pdf (a 1 MB content stream of 1 GiB) → stream_too_large naming the stream limit, before pdf.js parses it", async () => {
-    const error = await expectOcrError(extractDocument(fixture("hostile/inflate-bomb.pdf"), { pool }), "stream_too_large");
+    const error = await expectOcrError(
+      extractDocument(fixture("hostile/inflate-bomb.pdf"), { pool }),
+      "stream_too_large",
+    );
     expect(error.message).toMatch(/stream \(object 4 0\) that inflates to more than 128 MB/);
     expect(pool.stats().stopped.memory).toBe(0);
   });
@@ -109,128 +117,198 @@ describe("work bounds on PDFs", () => {
   const long = () => Date.now() + 110_000;
   const slow = { timeout: 120_000 };
 
-  it("nested-forms.pdf (its text explodes) → too_complex: the inspect process is stopped at its processor-time budget, not at the deadline", slow, async () => {
-    const pool = newPool();
-    const error = await expectOcrError(
-      extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 2_000 } }),
-      "too_complex",
-    );
-    expect(error.message).toMatch(/Opening this PDF needs more than 2 s of processing, the limit per document/);
-    expect(pool.stats().stopped).toMatchObject({ work: 1, timeout: 0 });
-  });
+  it(
+    "nested-forms.pdf (its text explodes) → too_complex: the inspect process is stopped at its processor-time budget, not at the deadline",
+    slow,
+    async () => {
+      const pool = newPool();
+      const error = await expectOcrError(
+        extractDocument(fixture("hostile/nested-forms.pdf"), {
+          pool,
+          deadline: long(),
+          limits: { maxPdfWorkMs: 2_000 },
+        }),
+        "too_complex",
+      );
+      expect(error.message).toMatch(/Opening this PDF needs more than 2 s of processing, the limit per document/);
+      expect(pool.stats().stopped).toMatchObject({ work: 1, timeout: 0 });
+    },
+  );
 
   it("nested-forms-paths.pdf (no text; its blank-page check draws) → too_complex for its form nesting, at once", async () => {
     const pool = newPool();
-    const error = await expectOcrError(extractDocument(fixture("hostile/nested-forms-paths.pdf"), { pool, deadline: long() }), "too_complex");
+    const error = await expectOcrError(
+      extractDocument(fixture("hostile/nested-forms-paths.pdf"), { pool, deadline: long() }),
+      "too_complex",
+    );
     expect(error.message).toMatch(/Page 1 of the PDF nests forms more than 16 deep, the limit/);
     expect(pool.stats().stopped.work).toBe(0); // stopped inside the process, which reads on
   });
 
-  it("the same page with a little text (so it goes to OCR): drawing it at 300 DPI is bounded the same way", slow, async () => {
-    const pool = newPool();
-    const bytes = nestedFormsPdf({ leaf: "0 0 m 1 1 l S", pageText: "7" });
-    const error = await expectOcrError(extractDocument(bytes, { pool, deadline: long() }), "too_complex");
-    expect(error.message).toMatch(/Page 1 of the PDF nests forms more than 16 deep/);
-  });
+  it(
+    "the same page with a little text (so it goes to OCR): drawing it at 300 DPI is bounded the same way",
+    slow,
+    async () => {
+      const pool = newPool();
+      const bytes = nestedFormsPdf({ leaf: "0 0 m 1 1 l S", pageText: "7" });
+      const error = await expectOcrError(extractDocument(bytes, { pool, deadline: long() }), "too_complex");
+      expect(error.message).toMatch(/Page 1 of the PDF nests forms more than 16 deep/);
+    },
+  );
 
-  it("forms nested within the depth limit but drawn 4^10 times → too_complex for the processor time drawing takes", slow, async () => {
-    const pool = newPool();
-    const bytes = nestedFormsPdf({ levels: 10, fanOut: 4, leaf: "0 0 m 1 1 l S", pageText: "7" });
-    const error = await expectOcrError(extractDocument(bytes, { pool, deadline: long(), limits: { maxPdfWorkMs: 2_000 } }), "too_complex");
-    expect(error.message).toMatch(/Page 1 of the PDF needs more than 2 s of processing to draw, the limit per page/);
-  });
+  it(
+    "forms nested within the depth limit but drawn 4^10 times → too_complex for the processor time drawing takes",
+    slow,
+    async () => {
+      const pool = newPool();
+      const bytes = nestedFormsPdf({ levels: 10, fanOut: 4, leaf: "0 0 m 1 1 l S", pageText: "7" });
+      const error = await expectOcrError(
+        extractDocument(bytes, { pool, deadline: long(), limits: { maxPdfWorkMs: 2_000 } }),
+        "too_complex",
+      );
+      expect(error.message).toMatch(/Page 1 of the PDF needs more than 2 s of processing to draw, the limit per page/);
+    },
+  );
 
-  it("a page of 1.2 million operations (600 KB of `q Q`, 3 KB compressed) → too_complex for its operations", slow, async () => {
-    const pool = newPool();
-    const error = await expectOcrError(extractDocument(flat("q Q ".repeat(600_000)), { pool, deadline: long() }), "too_complex");
-    expect(error.message).toMatch(/Page 1 of the PDF draws more than 1,000,000 operations, the limit per page/);
-  });
+  it(
+    "a page of 1.2 million operations (600 KB of `q Q`, 3 KB compressed) → too_complex for its operations",
+    slow,
+    async () => {
+      const pool = newPool();
+      const error = await expectOcrError(
+        extractDocument(flat("q Q ".repeat(600_000)), { pool, deadline: long() }),
+        "too_complex",
+      );
+      expect(error.message).toMatch(/Page 1 of the PDF draws more than 1,000,000 operations, the limit per page/);
+    },
+  );
 
-  it("while one PDF holds an inspect process, another is opened by a second one (and admission counts the first as busy)", slow, async () => {
-    const pool = newPool();
-    const order: string[] = [];
-    const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 1_500 } }).catch(
-      (error: unknown) => {
+  it(
+    "while one PDF holds an inspect process, another is opened by a second one (and admission counts the first as busy)",
+    slow,
+    async () => {
+      const pool = newPool();
+      const order: string[] = [];
+      const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), {
+        pool,
+        deadline: long(),
+        limits: { maxPdfWorkMs: 1_500 },
+      }).catch((error: unknown) => {
         order.push("hostile");
         return error;
-      },
-    );
-    await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
-    await new Promise((resolve) => setTimeout(resolve, 500)); // past its 150 ms estimate
-    expect(pool.expectedWaitMs("inspect")).toBeGreaterThan(0); // (it was counted as done once past its estimate)
-    const doc = await extractDocument(fixture("born-digital.pdf"), { pool });
-    order.push("other");
-    expect(doc.pages[0]!.source).toBe("text-layer");
-    expect(pool.stats().inspect.workers).toBe(2);
-    expect(isOcrError(await hostile) && (await hostile as OcrError).code).toBe("too_complex");
-    expect(order).toEqual(["other", "hostile"]);
-  });
+      });
+      await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
+      await new Promise((resolve) => setTimeout(resolve, 500)); // past its 150 ms estimate
+      expect(pool.expectedWaitMs("inspect")).toBeGreaterThan(0); // (it was counted as done once past its estimate)
+      const doc = await extractDocument(fixture("born-digital.pdf"), { pool });
+      order.push("other");
+      expect(doc.pages[0]!.source).toBe("text-layer");
+      expect(pool.stats().inspect.workers).toBe(2);
+      expect(isOcrError(await hostile) && ((await hostile) as OcrError).code).toBe("too_complex");
+      expect(order).toEqual(["other", "hostile"]);
+    },
+  );
 
-  it("two PDFs at once on a cold inspect lane start both its processes (not the second after the first)", slow, async () => {
-    const pool = newPool();
-    const hostile = [1, 2].map(() =>
-      extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 3_000 } }).catch((error: unknown) => error),
-    );
-    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined, 60_000);
-    for (const outcome of hostile) expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
-  });
+  it(
+    "two PDFs at once on a cold inspect lane start both its processes (not the second after the first)",
+    slow,
+    async () => {
+      const pool = newPool();
+      const hostile = [1, 2].map(() =>
+        extractDocument(fixture("hostile/nested-forms.pdf"), {
+          pool,
+          deadline: long(),
+          limits: { maxPdfWorkMs: 3_000 },
+        }).catch((error: unknown) => error),
+      );
+      await waitFor(() => pool.stats().inspect.busy >= 2 || undefined, 60_000);
+      for (const outcome of hostile)
+        expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
+    },
+  );
 
-  it("one account's two nested-forms PDFs hold both inspect processes: another account's PDF is opened by a third at once, not after them", slow, async () => {
-    const pool = newPool();
-    await pool.warm({ ocr: 0 });
-    const order: string[] = [];
-    const hostile = [1, 2].map((n) =>
-      extractDocument(fixture("hostile/nested-forms.pdf"), { pool, tenant: "attacker", deadline: long(), limits: { maxPdfWorkMs: 4_000 + n * 1_000 } }).catch(
-        (error: unknown) => {
+  it(
+    "one account's two nested-forms PDFs hold both inspect processes: another account's PDF is opened by a third at once, not after them",
+    slow,
+    async () => {
+      const pool = newPool();
+      await pool.warm({ ocr: 0 });
+      const order: string[] = [];
+      const hostile = [1, 2].map((n) =>
+        extractDocument(fixture("hostile/nested-forms.pdf"), {
+          pool,
+          tenant: "attacker",
+          deadline: long(),
+          limits: { maxPdfWorkMs: 4_000 + n * 1_000 },
+        }).catch((error: unknown) => {
           order.push(`hostile ${n}`);
           return error;
-        },
-      ),
-    );
-    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
-    const doc = await extractDocument(fixture("born-digital.pdf"), { pool, tenant: "victim" });
-    order.push("victim");
-    expect(doc.pages[0]!.source).toBe("text-layer");
-    // Before: the victim's PDF waited for the first of them to reach its work budget.
-    for (const outcome of hostile) expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
-    expect(order).toEqual(["victim", "hostile 1", "hostile 2"]);
-    // The process beyond the lane's size exits once nobody needs it.
-    await waitFor(() => (pool.stats().processes.filter((p) => p.lane === "inspect").length <= 2 ? true : undefined));
-  });
-
-  it("a tenant already holding an inspect process does not get the second while another tenant's PDF waits", slow, async () => {
-    const pool = newPool({ inspectSize: 2 });
-    await pool.warm({ ocr: 0 });
-    const order: string[] = [];
-    const open = (name: string, tenant: string, file: string, maxPdfWorkMs?: number) =>
-      extractDocument(fixture(file), { pool, tenant, deadline: long(), ...(maxPdfWorkMs && { limits: { maxPdfWorkMs } }) }).then(
-        () => order.push(name),
-        () => order.push(name),
+        }),
       );
-    // a holds one process for seconds and b the other; a's second PDF and then c's wait for the next free process.
-    const a1 = open("a1", "a", "hostile/nested-forms.pdf", 6_000);
-    const b1 = open("b1", "b", "hostile/nested-forms.pdf", 3_000);
-    await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
-    const a2 = open("a2", "a", "born-digital.pdf");
-    await waitFor(() => pool.stats().inspect.queued >= 1 || undefined);
-    const c1 = open("c1", "c", "born-digital.pdf");
-    await Promise.all([a1, b1, a2, c1]);
-    // Round-robin alone would give the process b frees to a's second PDF, which waited first.
-    expect(order.indexOf("c1")).toBeLessThan(order.indexOf("a2"));
-  });
+      await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
+      const doc = await extractDocument(fixture("born-digital.pdf"), { pool, tenant: "victim" });
+      order.push("victim");
+      expect(doc.pages[0]!.source).toBe("text-layer");
+      // Before: the victim's PDF waited for the first of them to reach its work budget.
+      for (const outcome of hostile)
+        expect(isOcrError(await outcome) && ((await outcome) as OcrError).code).toBe("too_complex");
+      expect(order).toEqual(["victim", "hostile 1", "hostile 2"]);
+      // The process beyond the lane's size exits once nobody needs it.
+      await waitFor(() => (pool.stats().processes.filter((p) => p.lane === "inspect").length <= 2 ? true : undefined));
+    },
+  );
 
-  it("a PDF that cannot start before its deadline behind one being opened is refused at once (overloaded), not left to time out", slow, async () => {
-    const pool = newPool({ inspectSize: 1 });
-    const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), { pool, deadline: long(), limits: { maxPdfWorkMs: 60_000 } }).catch(
-      (error: unknown) => error,
-    );
-    await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
-    await new Promise((resolve) => setTimeout(resolve, 2_000)); // far past its 150 ms estimate
-    const error = await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, deadline: Date.now() + 1_500 }), "overloaded");
-    expect(error.retryAfterSeconds).toBeGreaterThanOrEqual(1);
-    await pool.terminate();
-    await hostile;
-  });
+  it(
+    "a tenant already holding an inspect process does not get the second while another tenant's PDF waits",
+    slow,
+    async () => {
+      const pool = newPool({ inspectSize: 2 });
+      await pool.warm({ ocr: 0 });
+      const order: string[] = [];
+      const open = (name: string, tenant: string, file: string, maxPdfWorkMs?: number) =>
+        extractDocument(fixture(file), {
+          pool,
+          tenant,
+          deadline: long(),
+          ...(maxPdfWorkMs && { limits: { maxPdfWorkMs } }),
+        }).then(
+          () => order.push(name),
+          () => order.push(name),
+        );
+      // a holds one process for seconds and b the other; a's second PDF and then c's wait for the next free process.
+      const a1 = open("a1", "a", "hostile/nested-forms.pdf", 6_000);
+      const b1 = open("b1", "b", "hostile/nested-forms.pdf", 3_000);
+      await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
+      const a2 = open("a2", "a", "born-digital.pdf");
+      await waitFor(() => pool.stats().inspect.queued >= 1 || undefined);
+      const c1 = open("c1", "c", "born-digital.pdf");
+      await Promise.all([a1, b1, a2, c1]);
+      // Round-robin alone would give the process b frees to a's second PDF, which waited first.
+      expect(order.indexOf("c1")).toBeLessThan(order.indexOf("a2"));
+    },
+  );
+
+  it(
+    "a PDF that cannot start before its deadline behind one being opened is refused at once (overloaded), not left to time out",
+    slow,
+    async () => {
+      const pool = newPool({ inspectSize: 1 });
+      const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), {
+        pool,
+        deadline: long(),
+        limits: { maxPdfWorkMs: 60_000 },
+      }).catch((error: unknown) => error);
+      await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
+      await new Promise((resolve) => setTimeout(resolve, 2_000)); // far past its 150 ms estimate
+      const error = await expectOcrError(
+        openDocument(fixture("born-digital.pdf"), { pool, deadline: Date.now() + 1_500 }),
+        "overloaded",
+      );
+      expect(error.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      await pool.terminate();
+      await hostile;
+    },
+  );
 });
 
 describe("engine processes", () => {
@@ -378,9 +456,13 @@ engine.on("message", (message) => {
   };
 
   it("busy opening a PDF that never ends (pdf.js never yields), it stops by itself instead of spinning on orphaned", async () => {
-    const server = spawn(process.execPath, ["-e", SERVER, path.resolve("build/engine/ocr-worker.mjs"), path.join(FIXTURE_DIR, "hostile/nested-forms.pdf")], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const server = spawn(
+      process.execPath,
+      ["-e", SERVER, path.resolve("build/engine/ocr-worker.mjs"), path.join(FIXTURE_DIR, "hostile/nested-forms.pdf")],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     const pid = await new Promise<number>((resolve, reject) => {
       server.stdout.on("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
       server.on("exit", (code) => reject(new Error(`the stand-in server exited (${code}) before the job started`)));

@@ -40,11 +40,14 @@ describe("chooseLanguages", () => {
     expect(chooseLanguages(requested, fallback, available)).toEqual(expected);
   });
 
-  it.each([["xyz"], ["eng+xyz"], ["klingon"], ["ita"]])("%j: unknown or not installed → unsupported_language naming what is available", async (requested) => {
-    const error = await expectOcrError(() => chooseLanguages(requested, "auto", available), "unsupported_language");
-    expect(error.message).toContain(requested.split("+").pop()!);
-    for (const lang of ["auto", ...available]) expect(error.message).toContain(lang);
-  });
+  it.each([["xyz"], ["eng+xyz"], ["klingon"], ["ita"]])(
+    "%j: unknown or not installed → unsupported_language naming what is available",
+    async (requested) => {
+      const error = await expectOcrError(() => chooseLanguages(requested, "auto", available), "unsupported_language");
+      expect(error.message).toContain(requested.split("+").pop()!);
+      for (const lang of ["auto", ...available]) expect(error.message).toContain(lang);
+    },
+  );
 
   it.each([["+"], [",,"], ["+ +"]])("%j: no language at all → unsupported_language", async (requested) => {
     await expectOcrError(() => chooseLanguages(requested, "auto", available), "unsupported_language");

@@ -22,13 +22,19 @@ function page(blocks: BlockSpec[], number = 1): ExtractedPage {
         words: text
           .split(/\s+/)
           .filter(Boolean)
-          .map((word) => ({ text: word, confidence: 90, bbox: [0.1, y, 0.2, y + 0.01] as [number, number, number, number] })),
+          .map((word) => ({
+            text: word,
+            confidence: 90,
+            bbox: [0.1, y, 0.2, y + 0.01] as [number, number, number, number],
+          })),
       };
     });
     built.push({ text: lines.map((l) => l.text).join("\n"), confidence: 90, bbox: [0.1, 0, 0.9, 1], lines });
     lineStyles.push(
       spec.map((line) =>
-        typeof line === "string" ? { size: 10 } : { size: line.size ?? 10, ...(line.monospace ? { monospace: true } : {}) },
+        typeof line === "string"
+          ? { size: 10 }
+          : { size: line.size ?? 10, ...(line.monospace ? { monospace: true } : {}) },
       ),
     );
   });
@@ -76,7 +82,13 @@ describe("renderMarkdown: headings from relative line size", () => {
   });
 
   it("a heading wrapped over two lines is one heading", () => {
-    const out = md([{ text: "Results of the", size: 20 }, { text: "Second Quarter", size: 20 }], BODY);
+    const out = md(
+      [
+        { text: "Results of the", size: 20 },
+        { text: "Second Quarter", size: 20 },
+      ],
+      BODY,
+    );
     expect(out.split("\n")[0]).toBe("# Results of the Second Quarter");
   });
 
@@ -87,7 +99,13 @@ describe("renderMarkdown: headings from relative line size", () => {
   });
 
   it("levels follow the ratio within the page: title, section, subsection", () => {
-    const out = md([{ text: "Title", size: 24 }], [{ text: "Section", size: 16 }], BODY, [{ text: "Subsection", size: 13 }], BODY);
+    const out = md(
+      [{ text: "Title", size: 24 }],
+      [{ text: "Section", size: 16 }],
+      BODY,
+      [{ text: "Subsection", size: 13 }],
+      BODY,
+    );
     expect(out.match(/^#+ .*$/gm)).toEqual(["# Title", "## Section", "### Subsection"]);
   });
 });
@@ -116,14 +134,20 @@ describe("renderMarkdown: a line that carries on a sentence is not a heading", (
   it("the second column's first line (small letter, after a line with no full stop, same size) joins the paragraph", () => {
     const out = md([{ text: "City council", size: 24 }], column1, column2, column2More, smallPrint);
     expect(out.match(/^#+ .*$/gm)).toEqual(["# City council"]);
-    expect(out).toContain("said that the committee will review the proposal again in the spring.\n\nResidents can send");
+    expect(out).toContain(
+      "said that the committee will review the proposal again in the spring.\n\nResidents can send",
+    );
   });
 
   it("the same line after a sentence's end, in another size, or starting with a capital stays a heading", () => {
     const closed = [...column1.slice(0, 2), { text: "said that the committee will decide.", size: 14 }];
-    expect(md(column1.slice(0, 2), closed, column2, smallPrint).match(/^#+ .*$/gm)).toEqual(["## review the proposal again in the spring."]);
+    expect(md(column1.slice(0, 2), closed, column2, smallPrint).match(/^#+ .*$/gm)).toEqual([
+      "## review the proposal again in the spring.",
+    ]);
     const smaller = column1.map((line) => ({ ...line, size: 10 }));
-    expect(md(smaller, column2, smallPrint).match(/^#+ .*$/gm)).toEqual(["## review the proposal again in the spring."]);
+    expect(md(smaller, column2, smallPrint).match(/^#+ .*$/gm)).toEqual([
+      "## review the proposal again in the spring.",
+    ]);
     const capital = [{ text: "Review of the proposal", size: 14 }];
     expect(md(column1, capital, smallPrint).match(/^#+ .*$/gm)).toEqual(["## Review of the proposal"]);
   });
@@ -147,9 +171,18 @@ describe("renderMarkdown: lists", () => {
   });
 
   it.each([
-    [["1. Alpha", "2. Beta", "3. Gamma"], ["1. Alpha", "2. Beta", "3. Gamma"]],
-    [["1) Alpha", "2) Beta"], ["1. Alpha", "2. Beta"]],
-    [["(1) Alpha", "(2) Beta"], ["1. Alpha", "2. Beta"]],
+    [
+      ["1. Alpha", "2. Beta", "3. Gamma"],
+      ["1. Alpha", "2. Beta", "3. Gamma"],
+    ],
+    [
+      ["1) Alpha", "2) Beta"],
+      ["1. Alpha", "2. Beta"],
+    ],
+    [
+      ["(1) Alpha", "(2) Beta"],
+      ["1. Alpha", "2. Beta"],
+    ],
   ])("numbered items %j → an ordered list", (lines, expected) => {
     expect(md(lines)).toBe(expected.join("\n"));
   });
@@ -238,20 +271,23 @@ describe("renderMarkdown: code and pages", () => {
   });
 
   it("headings are judged per page (each page's own body size)", () => {
-    const first = page([[{ text: "Big Title", size: 30 }], ["Body at fifteen.".repeat(5)].map((t) => ({ text: t, size: 15 }))], 1);
+    const first = page(
+      [[{ text: "Big Title", size: 30 }], ["Body at fifteen.".repeat(5)].map((t) => ({ text: t, size: 15 }))],
+      1,
+    );
     const second = page([[{ text: "Small Title", size: 14 }], BODY], 2);
     const out = renderMarkdown(doc(first, second));
     expect(out).toMatch(/^# Big Title$/m);
     expect(out).toMatch(/^### Small Title$/m);
   });
 
-  it("render(document, \"markdown\") is renderMarkdown", () => {
+  it('render(document, "markdown") is renderMarkdown', () => {
     const d = doc(page([[{ text: "Title", size: 20 }], BODY, ["• item"]]));
     expect(render(d, "markdown")).toBe(renderMarkdown(d));
     expect(render(d, "markdown")).toMatch(/^# Title\n\n.+\n\n- item$/s);
   });
 
-  it("render(document, \"text\") joins the pages' text with a form feed", () => {
+  it('render(document, "text") joins the pages\' text with a form feed', () => {
     const d = doc(page([["a b"], ["c"]], 1), page([["d"]], 2));
     expect(render(d, "text")).toBe("a b\n\nc\fd");
   });
@@ -335,17 +371,23 @@ describe("renderMarkdown: lines the writer ended stay lines (hard breaks), wrapp
   });
 
   it("rows with amounts keep their lines even when each fills the block (no room test can tell)", () => {
-    expect(markdownOf(["Coffee 3.50", "Bagels 4.25", "Juice 2.80 €"])).toBe("Coffee 3.50  \nBagels 4.25  \nJuice 2.80 €");
+    expect(markdownOf(["Coffee 3.50", "Bagels 4.25", "Juice 2.80 €"])).toBe(
+      "Coffee 3.50  \nBagels 4.25  \nJuice 2.80 €",
+    );
   });
 
-  it.each([24, 32, 40, 48, 56, 64, 80])("a ragged-right paragraph wrapped at %d characters joins into one paragraph", (chars) => {
-    const lines = wrap(PROSE, chars);
-    expect(lines.length).toBeGreaterThan(2);
-    expect(markdownOf(lines)).toBe(PROSE);
-  });
+  it.each([24, 32, 40, 48, 56, 64, 80])(
+    "a ragged-right paragraph wrapped at %d characters joins into one paragraph",
+    (chars) => {
+      const lines = wrap(PROSE, chars);
+      expect(lines.length).toBeGreaterThan(2);
+      expect(markdownOf(lines)).toBe(PROSE);
+    },
+  );
 
   it("a wrapped line that happens to end in an amount still joins (one amount is not a row of items)", () => {
-    const text = "The invoice for the office supplies came to 24.50 after the discount was applied, and it was paid in full.";
+    const text =
+      "The invoice for the office supplies came to 24.50 after the discount was applied, and it was paid in full.";
     const lines = wrap(text, 50);
     expect(lines[0]).toMatch(/24\.50$/);
     expect(markdownOf(lines)).toBe(text);
@@ -358,14 +400,17 @@ describe("renderMarkdown: lines the writer ended stay lines (hard breaks), wrapp
   });
 
   it("two paragraphs in one block: the short last line of the first ends it with a break", () => {
-    const first = wrap("The first paragraph has a few lines of ordinary text that wrap at the column edge as usual.", 40);
+    const first = wrap(
+      "The first paragraph has a few lines of ordinary text that wrap at the column edge as usual.",
+      40,
+    );
     const out = markdownOf([...first, "Second paragraph."]);
     expect(out).toBe(`${first.join(" ")}  \nSecond paragraph.`);
   });
 
   it("a line after a hard break that would read as Markdown syntax is escaped", () => {
-    expect(markdownOf(["A line long enough to set the width of this block", "Notes", "# 3 on the list", "---", "> quoted"])).toBe(
-      "A line long enough to set the width of this block Notes  \n\\# 3 on the list  \n\\---  \n\\> quoted",
-    );
+    expect(
+      markdownOf(["A line long enough to set the width of this block", "Notes", "# 3 on the list", "---", "> quoted"]),
+    ).toBe("A line long enough to set the width of this block Notes  \n\\# 3 on the list  \n\\---  \n\\> quoted");
   });
 });

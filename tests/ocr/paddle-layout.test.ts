@@ -10,7 +10,13 @@ function boxOf(text: string, spaces: Record<number, number> = {}, angle = 0) {
   const frames = text.length * 2;
   const w = frames * 10;
   const box: TextBox = { cx: 100 + w / 2, cy: 50, w, h: 40, angle, x0: 100, y0: 30, x1: 100 + w, y1: 70, score: 0.9 };
-  const chars: DecodedChar[] = [...text].map((ch, i) => ({ text: ch, prob: 0.95, first: 2 * i, last: 2 * i, spaceBefore: spaces[i] ?? 0 }));
+  const chars: DecodedChar[] = [...text].map((ch, i) => ({
+    text: ch,
+    prob: 0.95,
+    first: 2 * i,
+    last: 2 * i,
+    spaceBefore: spaces[i] ?? 0,
+  }));
   return { box, chars, frameWidth: 10 };
 }
 

@@ -120,13 +120,16 @@ describe("PaddleOCR recognizer", () => {
       known: (box) => {
         seen.push(box.cy);
         // The second line (baseline 116) is "known" with words of its own; the others are recognized.
-        if (box.y0 > 80 && box.y1 < 140) return [{ text: "KNOWN", confidence: 97, box: [box.x0, box.y0, box.x1, box.y1] }];
+        if (box.y0 > 80 && box.y1 < 140)
+          return [{ text: "KNOWN", confidence: 97, box: [box.x0, box.y0, box.x1, box.y1] }];
         return undefined;
       },
     });
     expect(seen).toHaveLength(LINES.length);
     const lines = text(reading).split("\n");
     expect(lines[1]).toBe("KNOWN");
-    expect(characterErrorRate([lines[0], lines[2], lines[3]].join("\n"), [LINES[0], LINES[2], LINES[3]].join("\n"), true)).toBeLessThan(0.05);
+    expect(
+      characterErrorRate([lines[0], lines[2], lines[3]].join("\n"), [LINES[0], LINES[2], LINES[3]].join("\n"), true),
+    ).toBeLessThan(0.05);
   });
 });

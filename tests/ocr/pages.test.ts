@@ -27,7 +27,9 @@ describe("parsePageSelection: accepted selections", () => {
 
   it("a selection within the limit of a longer document is fine", () => {
     expect(parsePageSelection("1-50", 10_000, 50)).toHaveLength(50);
-    expect(parsePageSelection("9990-", 10_000, 50)).toEqual([9990, 9991, 9992, 9993, 9994, 9995, 9996, 9997, 9998, 9999, 10_000]);
+    expect(parsePageSelection("9990-", 10_000, 50)).toEqual([
+      9990, 9991, 9992, 9993, 9994, 9995, 9996, 9997, 9998, 9999, 10_000,
+    ]);
   });
 });
 

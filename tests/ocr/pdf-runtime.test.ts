@@ -15,6 +15,8 @@ describe("pdf.js on an unsupported Node", () => {
     const error = await openPdf(new TextEncoder().encode("%PDF-1.7\n")).catch((caught: unknown) => caught);
     expect(isOcrError(error)).toBe(true);
     expect(error).toMatchObject({ code: "engine_failed", message: "The PDF engine cannot run on this server" });
-    expect(String((error as { cause?: unknown }).cause)).toContain("pdf.js needs Node.js 22.13 or newer; this engine runs on Node.js 20.20.2");
+    expect(String((error as { cause?: unknown }).cause)).toContain(
+      "pdf.js needs Node.js 22.13 or newer; this engine runs on Node.js 20.20.2",
+    );
   });
 });

@@ -5,7 +5,10 @@ import { fixture } from "../support/ocr";
 
 /** A PDF-like file with one stream object: `dict` (without /Length unless given) and its data. */
 function fileWith(dict: string, data: Buffer, { length = true, object = "7 0" } = {}): Uint8Array {
-  const head = Buffer.from(`%PDF-1.7\n${object} obj\n<< ${dict}${length ? ` /Length ${data.length}` : ""} >>\nstream\n`, "latin1");
+  const head = Buffer.from(
+    `%PDF-1.7\n${object} obj\n<< ${dict}${length ? ` /Length ${data.length}` : ""} >>\nstream\n`,
+    "latin1",
+  );
   const tail = Buffer.from("\nendstream\nendobj\n%%EOF\n", "latin1");
   return new Uint8Array(Buffer.concat([head, data, tail]));
 }
@@ -16,7 +19,10 @@ const spaces = deflateSync(Buffer.alloc(16 * MiB, 0x20), { level: 9 });
 
 describe("findOversizedStream", () => {
   it("finds a Flate stream that inflates past the limit, naming its object", async () => {
-    expect(await findOversizedStream(fileWith("/Filter /FlateDecode", spaces), 8 * MiB)).toEqual({ object: "7 0", limit: 8 * MiB });
+    expect(await findOversizedStream(fileWith("/Filter /FlateDecode", spaces), 8 * MiB)).toEqual({
+      object: "7 0",
+      limit: 8 * MiB,
+    });
   });
 
   it("a stream under the limit passes", async () => {
@@ -44,24 +50,42 @@ describe("findOversizedStream", () => {
     const found = { object: "7 0", limit };
 
     it("a stream marked /Subtype /Image is checked too (pdf.js reads it as page content when a page says so)", async () => {
-      expect(await findOversizedStream(fileWith("/Subtype /Image /Width 10 /Height 10 /Filter /FlateDecode", spaces), limit)).toEqual(found);
+      expect(
+        await findOversizedStream(fileWith("/Subtype /Image /Width 10 /Height 10 /Filter /FlateDecode", spaces), limit),
+      ).toEqual(found);
     });
 
     it("a filter name with #xx escapes (/F#6cateDecode is /FlateDecode)", async () => {
       expect(await findOversizedStream(fileWith("/Filter /F#6cateDecode", spaces), limit)).toEqual(found);
-      expect(await findOversizedStream(fileWith("/Filter [/#46#6c#61#74#65#44#65#63#6f#64#65]", spaces), limit)).toEqual(found);
+      expect(
+        await findOversizedStream(fileWith("/Filter [/#46#6c#61#74#65#44#65#63#6f#64#65]", spaces), limit),
+      ).toEqual(found);
     });
 
     it("a filter given by an indirect reference: a name, an array, array elements, one inside an object stream", async () => {
       const withObjects = (dict: string, objects: string) =>
-        new Uint8Array(Buffer.concat([Buffer.from(`%PDF-1.7\n${objects}`, "latin1"), Buffer.from(fileWith(dict, spaces)).subarray(9)]));
-      expect(await findOversizedStream(withObjects("/Filter 9 0 R", "9 0 obj /FlateDecode endobj\n"), limit)).toEqual(found);
-      expect(await findOversizedStream(withObjects("/Filter 9 0 R", "9 0 obj [/FlateDecode] endobj\n"), limit)).toEqual(found);
+        new Uint8Array(
+          Buffer.concat([
+            Buffer.from(`%PDF-1.7\n${objects}`, "latin1"),
+            Buffer.from(fileWith(dict, spaces)).subarray(9),
+          ]),
+        );
+      expect(await findOversizedStream(withObjects("/Filter 9 0 R", "9 0 obj /FlateDecode endobj\n"), limit)).toEqual(
+        found,
+      );
+      expect(await findOversizedStream(withObjects("/Filter 9 0 R", "9 0 obj [/FlateDecode] endobj\n"), limit)).toEqual(
+        found,
+      );
       expect(await findOversizedStream(withObjects("/Filter [9 0 R]", "9 0 obj /Fl endobj\n"), limit)).toEqual(found);
       // Object 9 packed in an object stream (compressed, as pdf-lib and most writers do).
       const packed = deflateSync(Buffer.from("9 0 /FlateDecode", "latin1"));
       const objectStream = `8 0 obj\n<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode /Length ${packed.length} >>\nstream\n`;
-      const file = Buffer.concat([Buffer.from(`%PDF-1.7\n${objectStream}`, "latin1"), packed, Buffer.from("\nendstream\nendobj\n", "latin1"), Buffer.from(fileWith("/Filter 9 0 R", spaces)).subarray(9)]);
+      const file = Buffer.concat([
+        Buffer.from(`%PDF-1.7\n${objectStream}`, "latin1"),
+        packed,
+        Buffer.from("\nendstream\nendobj\n", "latin1"),
+        Buffer.from(fileWith("/Filter 9 0 R", spaces)).subarray(9),
+      ]);
       expect(await findOversizedStream(new Uint8Array(file), limit)).toEqual(found);
     });
 
@@ -82,12 +106,19 @@ describe("findOversizedStream", () => {
       const runs = Buffer.alloc(2 * Math.ceil((9 * MiB) / 128), 0);
       for (let i = 0; i < runs.length; i += 2) runs[i] = 129; // 128 copies of the next byte
       expect(await findOversizedStream(fileWith("/Filter /RunLengthDecode", runs), limit)).toEqual(found);
-      expect(await findOversizedStream(fileWith("/Filter /BrotliDecode", brotliCompressSync(Buffer.alloc(16 * MiB, 0x20))), limit)).toEqual(found);
+      expect(
+        await findOversizedStream(
+          fileWith("/Filter /BrotliDecode", brotliCompressSync(Buffer.alloc(16 * MiB, 0x20))),
+          limit,
+        ),
+      ).toEqual(found);
     });
 
     it("a dictionary is read as tokens: `(<<)` in a string, comments, a key that is not a name", async () => {
       expect(await findOversizedStream(fileWith("/Note (<<) /Filter /FlateDecode", spaces), limit)).toEqual(found);
-      expect(await findOversizedStream(fileWith("/Note (a >> b) % >> stream\n/Filter /FlateDecode", spaces), limit)).toEqual(found);
+      expect(
+        await findOversizedStream(fileWith("/Note (a >> b) % >> stream\n/Filter /FlateDecode", spaces), limit),
+      ).toEqual(found);
       expect(await findOversizedStream(fileWith("[/Filter /FlateDecode]", spaces), limit)).toEqual(found);
     });
   });
@@ -95,28 +126,40 @@ describe("findOversizedStream", () => {
   it("corrupt or truncated Flate data is pdf.js's business, not a bomb", async () => {
     const garbage = Buffer.alloc(64 * 1024, 0xab);
     expect(await findOversizedStream(fileWith("/Filter /FlateDecode", garbage), 1024)).toBeNull();
-    expect(await findOversizedStream(fileWith("/Filter /FlateDecode", spaces.subarray(0, spaces.length >> 1)), 32 * MiB)).toBeNull();
+    expect(
+      await findOversizedStream(fileWith("/Filter /FlateDecode", spaces.subarray(0, spaces.length >> 1)), 32 * MiB),
+    ).toBeNull();
   });
 
   it("a file built to make reading its objects quadratic (each header opening a string that never closes) is refused as such", async () => {
     const file = new Uint8Array(Buffer.from(`%PDF-1.7\n${"1 0 obj ((\n".repeat(20_000)}`, "latin1"));
-    expect(await findPdfHazard(file, { maxStreamBytes: 128 * MiB, maxImagePixels: 50_000_000 })).toEqual({ kind: "structure" });
+    expect(await findPdfHazard(file, { maxStreamBytes: 128 * MiB, maxImagePixels: 50_000_000 })).toEqual({
+      kind: "structure",
+    });
   });
 
   it("ignores `endstream` and text that merely says stream", async () => {
-    const text = new Uint8Array(Buffer.from("%PDF-1.7\n% a comment about a stream\n1 0 obj (stream) endobj\nendstream\n", "latin1"));
+    const text = new Uint8Array(
+      Buffer.from("%PDF-1.7\n% a comment about a stream\n1 0 obj (stream) endobj\nendstream\n", "latin1"),
+    );
     expect(await findOversizedStream(text, 1024)).toBeNull();
   });
 
   it("the generated fixtures: the inflate bombs are found, ordinary PDFs are not", async () => {
-    expect(await findOversizedStream(fixture("hostile/inflate-bomb.pdf"), 128 * MiB)).toEqual({ object: "4 0", limit: 128 * MiB });
+    expect(await findOversizedStream(fixture("hostile/inflate-bomb.pdf"), 128 * MiB)).toEqual({
+      object: "4 0",
+      limit: 128 * MiB,
+    });
     for (const [file, object] of [
       ["image-subtype", "4 0"],
       ["escaped-name", "4 0"],
       ["indirect-filter", "5 0"],
       ["hex-chain", "4 0"],
     ]) {
-      expect(await findOversizedStream(fixture(`hostile/inflate-bomb-${file}.pdf`), 128 * MiB)).toEqual({ object, limit: 128 * MiB });
+      expect(await findOversizedStream(fixture(`hostile/inflate-bomb-${file}.pdf`), 128 * MiB)).toEqual({
+        object,
+        limit: 128 * MiB,
+      });
     }
     // (The scans' page images decode to 1.35 MB: every stream counts, images too.)
     for (const file of ["born-digital.pdf", "scanned.pdf", "mixed.pdf", "hostile/nested-forms.pdf"]) {
@@ -154,9 +197,13 @@ describe("findPdfHazard: JPEG frames as pdf.js will decode them (issue 20, point
 
   it("an honest JPEG passes, and the pixel limit is the one given", async () => {
     const jpeg = Buffer.from(fixture("paragraph.jpg"));
-    const dict = "/Subtype /Image /Width 1500 /Height 300 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode";
+    const dict =
+      "/Subtype /Image /Width 1500 /Height 300 /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode";
     expect(await findPdfHazard(fileWith(dict, jpeg), limits)).toBeNull();
-    expect(await findPdfHazard(fileWith(dict, jpeg), { ...limits, maxImagePixels: 400_000 })).toMatchObject({ width: 1500, height: 300 });
+    expect(await findPdfHazard(fileWith(dict, jpeg), { ...limits, maxImagePixels: 400_000 })).toMatchObject({
+      width: 1500,
+      height: 300,
+    });
   });
 
   it("an image declaring more pixels than the limit that is also an inflate bomb is named as an image", async () => {

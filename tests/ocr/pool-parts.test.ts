@@ -38,26 +38,36 @@ describe("the duration model", () => {
     for (let i = 0; i < ESTIMATE_HISTORY; i++) model.learn("read-image", 10_000, 1);
     for (let i = 0; i < ESTIMATE_HISTORY; i++) model.learn("read-image", 100, 1);
     // Only the 100 ms jobs and the starting guess remain.
-    expect(model.estimate("read-image")).toBe(Math.round((INITIAL_ESTIMATES["read-image"] + 100 * ESTIMATE_HISTORY) / (ESTIMATE_HISTORY + 1)));
+    expect(model.estimate("read-image")).toBe(
+      Math.round((INITIAL_ESTIMATES["read-image"] + 100 * ESTIMATE_HISTORY) / (ESTIMATE_HISTORY + 1)),
+    );
   });
 });
 
 describe("the expected wait", () => {
   it("is 0 with nothing ahead and a process free", () => {
     expect(expectedWaitMs({ processes: 2, heldMs: 0, queuedMs: [], running: [] })).toBe(0);
-    expect(expectedWaitMs({ processes: 2, heldMs: 0, queuedMs: [], running: [{ estimateMs: 1_000, elapsedMs: 0 }] })).toBe(500);
+    expect(
+      expectedWaitMs({ processes: 2, heldMs: 0, queuedMs: [], running: [{ estimateMs: 1_000, elapsedMs: 0 }] }),
+    ).toBe(500);
   });
 
   it("spreads held places, waiting jobs and what running jobs have left over the lane's processes", () => {
     const running = [{ estimateMs: 3_000, elapsedMs: 1_000 }];
-    expect(expectedWaitMs({ processes: 2, heldMs: 1_000, queuedMs: [2_000, 2_000], running })).toBe((1_000 + 4_000 + 2_000) / 2);
+    expect(expectedWaitMs({ processes: 2, heldMs: 1_000, queuedMs: [2_000, 2_000], running })).toBe(
+      (1_000 + 4_000 + 2_000) / 2,
+    );
   });
 
   it("counts a job past its estimate as done, unless it has a processor budget: then as long again, up to the budget", () => {
     const overdue = { estimateMs: 1_000, elapsedMs: 5_000 };
     expect(expectedWaitMs({ processes: 1, heldMs: 0, queuedMs: [], running: [overdue] })).toBe(0);
-    expect(expectedWaitMs({ processes: 1, heldMs: 0, queuedMs: [], running: [{ ...overdue, cpuBudgetMs: 20_000 }] })).toBe(5_000);
-    expect(expectedWaitMs({ processes: 1, heldMs: 0, queuedMs: [], running: [{ ...overdue, cpuBudgetMs: 3_000 }] })).toBe(3_000);
+    expect(
+      expectedWaitMs({ processes: 1, heldMs: 0, queuedMs: [], running: [{ ...overdue, cpuBudgetMs: 20_000 }] }),
+    ).toBe(5_000);
+    expect(
+      expectedWaitMs({ processes: 1, heldMs: 0, queuedMs: [], running: [{ ...overdue, cpuBudgetMs: 3_000 }] }),
+    ).toBe(3_000);
   });
 });
 
@@ -100,7 +110,8 @@ describe("the round-robin queue", () => {
 
   it("serves tenants in turn, then their requests in turn", () => {
     const queue = new FairQueue<ReturnType<typeof job>>();
-    for (const entry of [job("a", "a1", 1), job("a", "a1", 2), job("a", "a2", 3), job("b", "b1", 4), job("b", "b1", 5)]) queue.push(entry);
+    for (const entry of [job("a", "a1", 1), job("a", "a1", 2), job("a", "a2", 3), job("b", "b1", 4), job("b", "b1", 5)])
+      queue.push(entry);
     expect(queue.count).toBe(5);
     const order: number[] = [];
     for (let entry = queue.shift(); entry; entry = queue.shift()) order.push(entry.n);
@@ -112,7 +123,10 @@ describe("the round-robin queue", () => {
     const queue = new FairQueue<ReturnType<typeof job>>();
     for (const entry of [job("a", "a1", 1), job("a", "a2", 2), job("b", "b1", 3), job("c", "c1", 4)]) queue.push(entry);
     expect([...queue.waitingTenants()]).toEqual(["a", "b", "c"]);
-    const holding = new Map([["a", 1], ["b", 1]]);
+    const holding = new Map([
+      ["a", 1],
+      ["b", 1],
+    ]);
     // Round-robin alone would serve a first.
     expect(queue.shift((tenant) => holding.get(tenant) ?? 0)?.n).toBe(4);
     // Equal holdings: round-robin order.

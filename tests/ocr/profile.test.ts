@@ -52,7 +52,13 @@ describe("stage profile", () => {
   });
 
   describe("through the engine processes", { timeout: 300_000 }, () => {
-    const pool = new OcrPool({ size: 1, queueLimit: 16, maxJobsPerWorker: 50, createTimeoutMs: 60_000, engines: ["tesseract", "paddle"] });
+    const pool = new OcrPool({
+      size: 1,
+      queueLimit: 16,
+      maxJobsPerWorker: 50,
+      createTimeoutMs: 60_000,
+      engines: ["tesseract", "paddle"],
+    });
     afterAll(() => pool.terminate());
 
     it("a clean page: decode, text size and Tesseract's first pass; no profile unless asked", async () => {
@@ -81,8 +87,21 @@ describe("stage profile", () => {
         "MEMBER POINTS EARNED 42",
         "PLEASE KEEP THIS RECEIPT",
       ];
-      const bytes = degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 });
-      const doc = await extractDocument(bytes, { pool, language: "eng", profile: true, deadline: Date.now() + 280_000 });
+      const bytes = degradedPrint(lines, {
+        font: "mono",
+        px: 18,
+        shrink: 1,
+        noise: 40,
+        ink: 100,
+        paper: 160,
+        quality: 50,
+      });
+      const doc = await extractDocument(bytes, {
+        pool,
+        language: "eng",
+        profile: true,
+        deadline: Date.now() + 280_000,
+      });
       const page = doc.pages[0]!;
       expect(page.engine).toBe("paddle");
       expect(characterErrorRate(render(doc, "text"), lines.join("\n"), true)).toBeLessThan(0.1);
@@ -117,8 +136,17 @@ describe("stage profile", () => {
           "MEMBER POINTS EARNED 42",
           "PLEASE KEEP THIS RECEIPT",
         ];
-        const bytes = degradedPrint(lines, { font: "mono", px: 18, shrink: 1, noise: 40, ink: 100, paper: 160, quality: 50 });
-        const read = () => extractDocument(bytes, { pool: keeping, language: "eng", profile: true, deadline: Date.now() + 280_000 });
+        const bytes = degradedPrint(lines, {
+          font: "mono",
+          px: 18,
+          shrink: 1,
+          noise: 40,
+          ink: 100,
+          paper: 160,
+          quality: 50,
+        });
+        const read = () =>
+          extractDocument(bytes, { pool: keeping, language: "eng", profile: true, deadline: Date.now() + 280_000 });
         const first = await read();
         expect(first.pages[0]!.engine).toBe("paddle");
         expect(first.pages[0]!.trace!.profile!["tesseract-shed"]).toBeUndefined();

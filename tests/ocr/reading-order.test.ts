@@ -22,14 +22,20 @@ function line(text: string, x: number, y: number): OcrLine {
 
 /** A page of blocks, each a list of lines, in the order a recognizer gave them. */
 function page(blocks: OcrLine[][], engine: "tesseract" | "paddle" = "tesseract"): ExtractedPage {
-  return ocrPageOf({ number: 1, width: W, height: H, engine }, blocks.map((lines) => blockOf(lines)), blocks.map((lines) => lines.map(() => ({ size: TEXT }))));
+  return ocrPageOf(
+    { number: 1, width: W, height: H, engine },
+    blocks.map((lines) => blockOf(lines)),
+    blocks.map((lines) => lines.map(() => ({ size: TEXT }))),
+  );
 }
 
 const words = (p: ExtractedPage) => p.text.split(/\s+/).filter(Boolean);
 
 /** A column of prose: `rows` lines of five words each starting at `x`, from `top`, 30 px apart. */
 function column(tag: string, x: number, top: number, rows: number): OcrLine[] {
-  return Array.from({ length: rows }, (_, i) => line(`${tag}${i}a ${tag}${i}b ${tag}${i}c ${tag}${i}d ${tag}${i}e`, x, top + 30 * i));
+  return Array.from({ length: rows }, (_, i) =>
+    line(`${tag}${i}a ${tag}${i}b ${tag}${i}c ${tag}${i}d ${tag}${i}e`, x, top + 30 * i),
+  );
 }
 
 describe("orderReading", () => {
@@ -50,7 +56,10 @@ describe("orderReading", () => {
     // One line per row, its words from both columns, its baseline from end to end.
     const across = left.map((l, i) => {
       const joined = lineOf([...l.words, ...right[i]!.words]);
-      return { ...joined, baseline: [joined.bbox[0], joined.bbox[3], joined.bbox[2], joined.bbox[3]] as OcrLine["bbox"] };
+      return {
+        ...joined,
+        baseline: [joined.bbox[0], joined.bbox[3], joined.bbox[2], joined.bbox[3]] as OcrLine["bbox"],
+      };
     });
     const ordered = orderReading(page([across]));
     expect(words(ordered)).toEqual([...left, ...right].flatMap((l) => l.text.split(" ")));
@@ -66,7 +75,12 @@ describe("orderReading", () => {
     const caption = line("Figure 1: a caption that runs across both of the columns below the top part", 50, 400);
     const lowerLeft = column("C", 50, 460, 5);
     const lowerRight = column("D", 540, 460, 5);
-    const rows = [title, ...upperLeft.flatMap((l, i) => [l, upperRight[i]!]), caption, ...lowerLeft.flatMap((l, i) => [l, lowerRight[i]!])];
+    const rows = [
+      title,
+      ...upperLeft.flatMap((l, i) => [l, upperRight[i]!]),
+      caption,
+      ...lowerLeft.flatMap((l, i) => [l, lowerRight[i]!]),
+    ];
     const ordered = orderReading(page(rows.map((l) => [l])));
     const expected = [title, ...upperLeft, ...upperRight, caption, ...lowerLeft, ...lowerRight];
     expect(words(ordered)).toEqual(expected.flatMap((l) => l.text.split(" ")));
@@ -86,7 +100,9 @@ describe("orderReading", () => {
     const labels = ["Name:", "Date:", "Amount:", "Signed:"].map((text, i) => line(text, 50, 200 + 40 * i));
     const values = ["Jane Smith", "2/26/98", "$ 58,500", "J. Smith"].map((text, i) => line(text, 300, 200 + 40 * i));
     const form = orderReading(page([labels, values]));
-    expect(form.text.replace(/\n+/g, " | ")).toBe("Name: Jane Smith | Date: 2/26/98 | Amount: $ 58,500 | Signed: J. Smith");
+    expect(form.text.replace(/\n+/g, " | ")).toBe(
+      "Name: Jane Smith | Date: 2/26/98 | Amount: $ 58,500 | Signed: J. Smith",
+    );
 
     const single = page([column("P", 50, 200, 4), column("Q", 50, 340, 3)]);
     const same = orderReading(single);
@@ -107,7 +123,8 @@ describe("orderReading", () => {
   it("keeps the words, their boxes and confidences, and the page's confidence", () => {
     const source = page([column("L", 50, 200, 4), column("R", 540, 200, 4)].map((c) => c));
     const ordered = orderReading(source);
-    const all = (p: ExtractedPage) => p.blocks.flatMap((b) => b.lines.flatMap((l) => l.words)).sort((a, b) => a.text.localeCompare(b.text));
+    const all = (p: ExtractedPage) =>
+      p.blocks.flatMap((b) => b.lines.flatMap((l) => l.words)).sort((a, b) => a.text.localeCompare(b.text));
     expect(all(ordered)).toEqual(all(source));
     expect(ordered.confidence).toBe(source.confidence);
   });

@@ -21,7 +21,12 @@ function block(text: string[], bbox: BBox, confidence = 80): OcrBlock {
   const lines = text.map((line, i) => {
     const height = (bbox[3] - bbox[1]) / text.length;
     const lineBox: BBox = [bbox[0], bbox[1] + i * height, bbox[2], bbox[1] + (i + 1) * height];
-    return { text: line, confidence, bbox: lineBox, words: line.split(" ").map((w) => ({ text: w, confidence, bbox: lineBox })) };
+    return {
+      text: line,
+      confidence,
+      bbox: lineBox,
+      words: line.split(" ").map((w) => ({ text: w, confidence, bbox: lineBox })),
+    };
   });
   return { text: text.join("\n"), confidence, bbox, lines };
 }
@@ -62,7 +67,10 @@ describe("wantsSecondReading", () => {
   });
 
   it("does not send a page Tesseract read as side-by-side columns (chooseReading would keep Tesseract's reading)", () => {
-    const columns = reading([block(longReceipt, [0.05, 0.1, 0.45, 0.9]), block(longReceipt, [0.55, 0.1, 0.95, 0.9])], 70);
+    const columns = reading(
+      [block(longReceipt, [0.05, 0.1, 0.45, 0.9]), block(longReceipt, [0.55, 0.1, 0.95, 0.9])],
+      70,
+    );
     expect(wantsSecondReading(columns, ["eng"])).toBe(false);
   });
 });
@@ -83,13 +91,19 @@ describe("chooseReading", () => {
   });
 
   it("keeps PaddleOCR's reading only when PaddleOCR was sure of it, or fairly sure where Tesseract was lost", () => {
-    const tesseract = (confidence: number) => reading([block(["T0TAL 12.5O", "CASH 2O.00", "CHANGE 7.50"], [0.1, 0.1, 0.9, 0.3], confidence)], confidence);
-    const paddle = (confidence: number) => reading([block(receipt, [0.1, 0.1, 0.9, 0.3], confidence)], confidence, "paddle");
+    const tesseract = (confidence: number) =>
+      reading([block(["T0TAL 12.5O", "CASH 2O.00", "CHANGE 7.50"], [0.1, 0.1, 0.9, 0.3], confidence)], confidence);
+    const paddle = (confidence: number) =>
+      reading([block(receipt, [0.1, 0.1, 0.9, 0.3], confidence)], confidence, "paddle");
     expect(chooseReading(tesseract(75), paddle(PADDLE_SURE)).page.engine).toBe("paddle");
     expect(chooseReading(tesseract(75), paddle(PADDLE_SURE - 1)).page.engine).toBe("tesseract");
     // Tesseract lost (PADDLE_MARGIN below a fairly sure PaddleOCR).
-    expect(chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN), paddle(PADDLE_FAIRLY_SURE)).page.engine).toBe("paddle");
-    expect(chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN + 1), paddle(PADDLE_FAIRLY_SURE)).page.engine).toBe("tesseract");
+    expect(chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN), paddle(PADDLE_FAIRLY_SURE)).page.engine).toBe(
+      "paddle",
+    );
+    expect(
+      chooseReading(tesseract(PADDLE_FAIRLY_SURE - PADDLE_MARGIN + 1), paddle(PADDLE_FAIRLY_SURE)).page.engine,
+    ).toBe("tesseract");
     // Far surer than Tesseract, but not even fairly sure: a blurred print PaddleOCR misreads.
     expect(chooseReading(tesseract(30), paddle(PADDLE_FAIRLY_SURE - 1)).page.engine).toBe("tesseract");
   });
@@ -179,7 +193,10 @@ describe("confidentTesseractWords", () => {
   });
 
   it("gives a line's words, in raster pixels and left to right, when Tesseract read all of it with confidence", () => {
-    const known = confidentTesseractWords(page([word("12.50", [300, 110, 400, 140], 95), word("TOTAL", [40, 110, 200, 140], 96)]), prepared);
+    const known = confidentTesseractWords(
+      page([word("12.50", [300, 110, 400, 140], 95), word("TOTAL", [40, 110, 200, 140], 96)]),
+      prepared,
+    );
     const words = known(box(20, 100, 420, 150));
     expect(words?.map((w) => w.text)).toEqual(["TOTAL", "12.50"]);
     const [x0, y0, x1, y1] = words![0]!.box;
@@ -187,7 +204,10 @@ describe("confidentTesseractWords", () => {
   });
 
   it("leaves a line to PaddleOCR when one word is unsure, a word sticks out, the words miss part of it, or none is in it", () => {
-    const unsure = confidentTesseractWords(page([word("TOTAL", [40, 110, 200, 140], 96), word("12.5O", [300, 110, 400, 140], KEEP_TESSERACT_ABOVE - 1)]), prepared);
+    const unsure = confidentTesseractWords(
+      page([word("TOTAL", [40, 110, 200, 140], 96), word("12.5O", [300, 110, 400, 140], KEEP_TESSERACT_ABOVE - 1)]),
+      prepared,
+    );
     expect(unsure(box(20, 100, 420, 150))).toBeUndefined();
     // Tesseract's word runs far past the detected line: it joined it with something else.
     const wide = confidentTesseractWords(page([word("TOTAL12.50CASH", [40, 110, 700, 140], 96)]), prepared);

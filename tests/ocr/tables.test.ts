@@ -48,7 +48,12 @@ function line(ws: OcrWord[]): OcrLine {
   return {
     text: ws.map((w) => w.text).join(" "),
     confidence: 90,
-    bbox: [Math.min(...ws.map((w) => w.bbox[0])), ws[0]!.bbox[1], Math.max(...ws.map((w) => w.bbox[2])), ws[0]!.bbox[3]],
+    bbox: [
+      Math.min(...ws.map((w) => w.bbox[0])),
+      ws[0]!.bbox[1],
+      Math.max(...ws.map((w) => w.bbox[2])),
+      ws[0]!.bbox[3],
+    ],
     words: ws,
   };
 }
@@ -57,13 +62,21 @@ function block(lines: OcrLine[]): OcrBlock {
   return {
     text: lines.map((l) => l.text).join("\n"),
     confidence: 90,
-    bbox: [Math.min(...lines.map((l) => l.bbox[0])), lines[0]!.bbox[1], Math.max(...lines.map((l) => l.bbox[2])), lines.at(-1)!.bbox[3]],
+    bbox: [
+      Math.min(...lines.map((l) => l.bbox[0])),
+      lines[0]!.bbox[1],
+      Math.max(...lines.map((l) => l.bbox[2])),
+      lines.at(-1)!.bbox[3],
+    ],
     lines,
   };
 }
 
 /** Groups of lines, each group a block (or, with `split`, a block per column of the group). */
-function page(groups: Array<{ lines: LineSpec[]; split?: boolean }>, source: ExtractedPage["source"] = "ocr"): ExtractedPage {
+function page(
+  groups: Array<{ lines: LineSpec[]; split?: boolean }>,
+  source: ExtractedPage["source"] = "ocr",
+): ExtractedPage {
   const blocks: OcrBlock[] = [];
   for (const group of groups) {
     if (group.split) {
@@ -102,7 +115,10 @@ function prose(text: string, x: number, y: number, width: number, pitch = 28, ju
     } else current = current ? `${current} ${word}` : word;
   }
   if (current) lines.push(current);
-  return lines.map((t, i) => ({ y: y + i * pitch, cells: [{ x, text: t, ...(justify && i < lines.length - 1 ? { justify: width * CHAR } : {}) }] }));
+  return lines.map((t, i) => ({
+    y: y + i * pitch,
+    cells: [{ x, text: t, ...(justify && i < lines.length - 1 ? { justify: width * CHAR } : {}) }],
+  }));
 }
 
 const INTRO = "The quarterly figures are shown in the table below, with the prior year for comparison.";
@@ -116,10 +132,38 @@ const LOREM =
 
 /** A 4 × 3 table (header + three rows): labels left-aligned at 100, amounts right-aligned at 600 and 800. */
 const FIGURES: LineSpec[] = [
-  { y: 300, cells: [{ x: 100, text: "Region" }, { x: 600, text: "2023", right: true }, { x: 800, text: "2022", right: true }] },
-  { y: 328, cells: [{ x: 100, text: "North America" }, { x: 600, text: "48,677", right: true }, { x: 800, text: "54,065", right: true }] },
-  { y: 356, cells: [{ x: 100, text: "Europe" }, { x: 600, text: "14,020", right: true }, { x: 800, text: "23,723", right: true }] },
-  { y: 384, cells: [{ x: 100, text: "Asia Pacific" }, { x: 600, text: "(1,134)", right: true }, { x: 800, text: "9,860", right: true }] },
+  {
+    y: 300,
+    cells: [
+      { x: 100, text: "Region" },
+      { x: 600, text: "2023", right: true },
+      { x: 800, text: "2022", right: true },
+    ],
+  },
+  {
+    y: 328,
+    cells: [
+      { x: 100, text: "North America" },
+      { x: 600, text: "48,677", right: true },
+      { x: 800, text: "54,065", right: true },
+    ],
+  },
+  {
+    y: 356,
+    cells: [
+      { x: 100, text: "Europe" },
+      { x: 600, text: "14,020", right: true },
+      { x: 800, text: "23,723", right: true },
+    ],
+  },
+  {
+    y: 384,
+    cells: [
+      { x: 100, text: "Asia Pacific" },
+      { x: 600, text: "(1,134)", right: true },
+      { x: 800, text: "9,860", right: true },
+    ],
+  },
 ];
 const FIGURES_MD = [
   "| Region | 2023 | 2022 |",
@@ -131,7 +175,11 @@ const FIGURES_MD = [
 
 describe("tables from word geometry", () => {
   it("a 4 × 3 aligned table with numeric cells, its columns cut into separate blocks, becomes a Markdown table in place", () => {
-    const p = page([{ lines: prose(INTRO, 100, 220, 80) }, { lines: FIGURES, split: true }, { lines: prose(OUTRO, 100, 460, 80) }]);
+    const p = page([
+      { lines: prose(INTRO, 100, 220, 80) },
+      { lines: FIGURES, split: true },
+      { lines: prose(OUTRO, 100, 460, 80) },
+    ]);
     const [table, ...others] = detectTables(p);
     expect(others).toEqual([]);
     expect(table!.rows).toEqual([
@@ -144,7 +192,10 @@ describe("tables from word geometry", () => {
   });
 
   it("the same table as one line per row (a PDF text layer) gives the same Markdown", () => {
-    const p = page([{ lines: prose(INTRO, 100, 220, 80) }, { lines: FIGURES }, { lines: prose(OUTRO, 100, 460, 80) }], "text-layer");
+    const p = page(
+      [{ lines: prose(INTRO, 100, 220, 80) }, { lines: FIGURES }, { lines: prose(OUTRO, 100, 460, 80) }],
+      "text-layer",
+    );
     expect(markdown(p)).toBe(`${INTRO}\n\n${FIGURES_MD}\n\n${OUTRO}`);
   });
 
@@ -166,18 +217,56 @@ describe("tables from word geometry", () => {
   });
 
   it("a `|` inside a cell is escaped", () => {
-    expect(renderTable([["a|b", "c"], ["1", "2"]])).toBe("| a\\|b | c |\n| --- | --- |\n| 1 | 2 |");
+    expect(
+      renderTable([
+        ["a|b", "c"],
+        ["1", "2"],
+      ]),
+    ).toBe("| a\\|b | c |\n| --- | --- |\n| 1 | 2 |");
   });
 
   it("rows with an empty first cell on top of a table are one header, its cells set on several lines", () => {
     const p = page([
       {
         lines: [
-          { y: 300, cells: [{ x: 300, text: "First group" }, { x: 550, text: "Second" }] },
-          { y: 328, cells: [{ x: 300, text: "ex: speak" }, { x: 550, text: "group" }] },
-          { y: 356, cells: [{ x: 100, text: "I" }, { x: 300, text: "speak" }, { x: 550, text: "finish" }] },
-          { y: 384, cells: [{ x: 100, text: "You" }, { x: 300, text: "speak" }, { x: 550, text: "finish" }] },
-          { y: 412, cells: [{ x: 100, text: "They" }, { x: 300, text: "speak" }, { x: 550, text: "finish" }] },
+          {
+            y: 300,
+            cells: [
+              { x: 300, text: "First group" },
+              { x: 550, text: "Second" },
+            ],
+          },
+          {
+            y: 328,
+            cells: [
+              { x: 300, text: "ex: speak" },
+              { x: 550, text: "group" },
+            ],
+          },
+          {
+            y: 356,
+            cells: [
+              { x: 100, text: "I" },
+              { x: 300, text: "speak" },
+              { x: 550, text: "finish" },
+            ],
+          },
+          {
+            y: 384,
+            cells: [
+              { x: 100, text: "You" },
+              { x: 300, text: "speak" },
+              { x: 550, text: "finish" },
+            ],
+          },
+          {
+            y: 412,
+            cells: [
+              { x: 100, text: "They" },
+              { x: 300, text: "speak" },
+              { x: 550, text: "finish" },
+            ],
+          },
         ],
         split: true,
       },
@@ -195,11 +284,39 @@ describe("tables from word geometry", () => {
       [
         {
           lines: [
-            { y: 300, cells: [{ x: 100, text: "Column" }, { x: 300, text: "Type" }, { x: 500, text: "Description" }] },
-            { y: 328, cells: [{ x: 100, text: "USER_NAME" }, { x: 300, text: "VARCHAR(10)" }, { x: 500, text: "Name of the user profile that has" }] },
+            {
+              y: 300,
+              cells: [
+                { x: 100, text: "Column" },
+                { x: 300, text: "Type" },
+                { x: 500, text: "Description" },
+              ],
+            },
+            {
+              y: 328,
+              cells: [
+                { x: 100, text: "USER_NAME" },
+                { x: 300, text: "VARCHAR(10)" },
+                { x: 500, text: "Name of the user profile that has" },
+              ],
+            },
             { y: 356, cells: [{ x: 500, text: "a usage setting for this function." }] },
-            { y: 384, cells: [{ x: 100, text: "USAGE" }, { x: 300, text: "VARCHAR(7)" }, { x: 500, text: "Whether the user may use it." }] },
-            { y: 412, cells: [{ x: 100, text: "USER_TYPE" }, { x: 300, text: "VARCHAR(5)" }, { x: 500, text: "Type of user profile: a group." }] },
+            {
+              y: 384,
+              cells: [
+                { x: 100, text: "USAGE" },
+                { x: 300, text: "VARCHAR(7)" },
+                { x: 500, text: "Whether the user may use it." },
+              ],
+            },
+            {
+              y: 412,
+              cells: [
+                { x: 100, text: "USER_TYPE" },
+                { x: 300, text: "VARCHAR(5)" },
+                { x: 500, text: "Type of user profile: a group." },
+              ],
+            },
           ],
         },
       ],
@@ -217,10 +334,41 @@ describe("tables from word geometry", () => {
     const p = page([
       {
         lines: [
-          { y: 300, cells: [{ x: 100, text: "$ in millions" }, { x: 600, text: "2023", right: true }, { x: 800, text: "2022", right: true }] },
-          { y: 328, cells: [{ x: 100, text: "Corporate" }, { x: 480, text: "$" }, { x: 600, text: "11,715", right: true }, { x: 680, text: "$" }, { x: 800, text: "14,359", right: true }] },
-          { y: 356, cells: [{ x: 100, text: "Real estate" }, { x: 600, text: "16,603", right: true }, { x: 800, text: "18,699", right: true }] },
-          { y: 384, cells: [{ x: 100, text: "Total" }, { x: 480, text: "$" }, { x: 600, text: "$191,863", right: true }, { x: 800, text: "214,970", right: true }] },
+          {
+            y: 300,
+            cells: [
+              { x: 100, text: "$ in millions" },
+              { x: 600, text: "2023", right: true },
+              { x: 800, text: "2022", right: true },
+            ],
+          },
+          {
+            y: 328,
+            cells: [
+              { x: 100, text: "Corporate" },
+              { x: 480, text: "$" },
+              { x: 600, text: "11,715", right: true },
+              { x: 680, text: "$" },
+              { x: 800, text: "14,359", right: true },
+            ],
+          },
+          {
+            y: 356,
+            cells: [
+              { x: 100, text: "Real estate" },
+              { x: 600, text: "16,603", right: true },
+              { x: 800, text: "18,699", right: true },
+            ],
+          },
+          {
+            y: 384,
+            cells: [
+              { x: 100, text: "Total" },
+              { x: 480, text: "$" },
+              { x: 600, text: "$191,863", right: true },
+              { x: 800, text: "214,970", right: true },
+            ],
+          },
         ],
         split: true,
       },
@@ -246,7 +394,9 @@ describe("what is not a table", () => {
   });
 
   it("three narrow justified columns (a newspaper page), wide word spaces and all, stay paragraphs", () => {
-    const columns = [0, 1, 2].map((c) => prose(c === 1 ? LOREM.split(" ").reverse().join(" ") : LOREM, 40 + c * 320, 200, 26, 28, true));
+    const columns = [0, 1, 2].map((c) =>
+      prose(c === 1 ? LOREM.split(" ").reverse().join(" ") : LOREM, 40 + c * 320, 200, 26, 28, true),
+    );
     const rows = columns[0]!.map((l, i) => ({ y: l.y, cells: columns.flatMap((col) => col[i]?.cells ?? []) }));
     for (const p of [page(columns.map((lines) => ({ lines }))), page([{ lines: rows }], "text-layer")]) {
       expect(detectTables(p)).toEqual([]);
@@ -273,14 +423,23 @@ describe("what is not a table", () => {
   it("a table of contents with dot leaders stays lines", () => {
     const entries = ["Notices", "Trademarks", "Preface", "Authors", "Chapter one"].map((title, i) => ({
       y: 300 + i * 28,
-      cells: [{ x: 100, text: `${title} ${". ".repeat(30 - title.length).trim()}` }, { x: 800, text: String(i + 3), right: true }],
+      cells: [
+        { x: 100, text: `${title} ${". ".repeat(30 - title.length).trim()}` },
+        { x: 800, text: String(i + 3), right: true },
+      ],
     }));
     expect(detectTables(page([{ lines: entries }], "text-layer"))).toEqual([]);
   });
 
   it("two columns of short words with no numbers (a list set in two columns) are not a table", () => {
     const names = ["Alice Martin", "Bruno Keller", "Chen Wei", "Dana Scott", "Emil Novak", "Farah Aziz"];
-    const lines = [0, 1, 2].map((i) => ({ y: 300 + i * 28, cells: [{ x: 100, text: names[i]! }, { x: 500, text: names[i + 3]! }] }));
+    const lines = [0, 1, 2].map((i) => ({
+      y: 300 + i * 28,
+      cells: [
+        { x: 100, text: names[i]! },
+        { x: 500, text: names[i + 3]! },
+      ],
+    }));
     expect(detectTables(page([{ lines }]))).toEqual([]);
   });
 
@@ -295,8 +454,15 @@ describe("what is not a table", () => {
       ["Ss", ":", "1", "oo"],
     ];
     const background = (y0: number, seed: number): LineSpec[] =>
-      noise.map((cells, r) => ({ y: y0 + r * 28, cells: cells.map((text, k) => ({ x: 30 + k * 300, text })).filter((_, k) => (r + k + seed) % 5 !== 0) }));
-    const p = page([{ lines: background(40, 0), split: true }, { lines: prose(LOREM, 200, 300, 60) }, { lines: background(900, 2), split: true }]);
+      noise.map((cells, r) => ({
+        y: y0 + r * 28,
+        cells: cells.map((text, k) => ({ x: 30 + k * 300, text })).filter((_, k) => (r + k + seed) % 5 !== 0),
+      }));
+    const p = page([
+      { lines: background(40, 0), split: true },
+      { lines: prose(LOREM, 200, 300, 60) },
+      { lines: background(900, 2), split: true },
+    ]);
     p.blocks.forEach((b, i) => {
       if (b.text.startsWith("Asset and wealth")) return;
       b.lines.forEach((l, r) => l.words.forEach((w, k) => (w.confidence = 15 + ((i * 3 + r * 7 + k * 13) % 31))));
@@ -332,9 +498,19 @@ describe("receipts", () => {
     ];
     const lines: LineSpec[] = items.map(([qty, item, price], i) => ({
       y: 300 + i * 28,
-      cells: [{ x: 80, text: qty! }, { x: 140, text: item! }, { x: 520, text: price!, right: true }],
+      cells: [
+        { x: 80, text: qty! },
+        { x: 140, text: item! },
+        { x: 520, text: price!, right: true },
+      ],
     }));
-    lines.push({ y: 400, cells: [{ x: 140, text: "TOTAL" }, { x: 520, text: "13.50", right: true }] });
+    lines.push({
+      y: 400,
+      cells: [
+        { x: 140, text: "TOTAL" },
+        { x: 520, text: "13.50", right: true },
+      ],
+    });
     const p = page([{ lines: prose("CAFE CENTRAL 12 Main Street", 140, 220, 40) }, { lines }]);
     expect(detectTables(p)[0]!.rows).toEqual([
       ["1", "Cappuccino large", "4.50"],
@@ -342,7 +518,9 @@ describe("receipts", () => {
       ["1", "Orange juice", "3.20"],
       ["", "TOTAL", "13.50"],
     ]);
-    expect(markdown(p)).toBe("CAFE CENTRAL 12 Main Street\n\n| 1 | Cappuccino large | 4.50 |\n| --- | --- | --- |\n| 2 | Croissant | 5.80 |\n| 1 | Orange juice | 3.20 |\n|  | TOTAL | 13.50 |");
+    expect(markdown(p)).toBe(
+      "CAFE CENTRAL 12 Main Street\n\n| 1 | Cappuccino large | 4.50 |\n| --- | --- | --- |\n| 2 | Croissant | 5.80 |\n| 1 | Orange juice | 3.20 |\n|  | TOTAL | 13.50 |",
+    );
   });
 });
 

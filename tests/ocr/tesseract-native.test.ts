@@ -65,7 +65,10 @@ describe.runIf(native)("native libtesseract against tesseract.js", () => {
   });
 
   it.each(CASES)("$file: the same text, words, boxes, confidences and baselines on both", async ({ file, truth }) => {
-    const [a, b] = await Promise.all([extractDocument(fixture(file), { pool: auto }), extractDocument(fixture(file), { pool: wasm })]);
+    const [a, b] = await Promise.all([
+      extractDocument(fixture(file), { pool: auto }),
+      extractDocument(fixture(file), { pool: wasm }),
+    ]);
     const nativeText = render(a, "text");
     const wasmText = render(b, "text");
     expect(characterErrorRate(nativeText, truth)).toBeLessThan(0.05);
@@ -89,9 +92,7 @@ describe.runIf(native)("native libtesseract against tesseract.js", () => {
 
   it("a weak page gets the same further passes (block re-read, 1.5× rescue) on both", async () => {
     const lines = ["TOTAL AMOUNT DUE 42.50", "PAID BY CARD 1234", "THANK YOU FOR SHOPPING"];
-    const [a, b] = await Promise.all(
-      [auto, wasm].map((p) => extractDocument(degradedPrint(lines), { pool: p })),
-    );
+    const [a, b] = await Promise.all([auto, wasm].map((p) => extractDocument(degradedPrint(lines), { pool: p })));
     for (const doc of [a!, b!]) {
       expect(doc.pages[0]!.trace?.passes).toBeGreaterThanOrEqual(2);
       expect(characterErrorRate(doc.pages[0]!.text, lines.join("\n"), true)).toBeLessThan(0.1);
@@ -108,7 +109,11 @@ describe.runIf(native)("one libtesseract instance (NativeTesseract)", () => {
       releaseSource(image.source);
     }
   }
-  const job = (image: Awaited<ReturnType<typeof raster>>, params: Record<string, string> = {}, deadline = Date.now() + 60_000) => ({
+  const job = (
+    image: Awaited<ReturnType<typeof raster>>,
+    params: Record<string, string> = {},
+    deadline = Date.now() + 60_000,
+  ) => ({
     image,
     langs: ["eng"],
     params: { tessedit_pageseg_mode: "3", user_defined_dpi: "300", debug_file: "/dev/null", ...params },
@@ -131,7 +136,12 @@ describe.runIf(native)("one libtesseract instance (NativeTesseract)", () => {
       expect(characterErrorRate(tsvWords(after.tsv).join(" "), TEXTS.paragraph.join(" "))).toBeLessThan(0.02);
       expect(after.hocr).toMatch(/class='ocr_line'[^>]*baseline/);
       await expectOcrError(reader.recognizeOutput(job(page, { no_such_parameter_here: "1" })), "engine_failed");
-      expect(characterErrorRate(tsvWords((await reader.recognizeOutput(job(page))).tsv).join(" "), TEXTS.paragraph.join(" "))).toBeLessThan(0.02);
+      expect(
+        characterErrorRate(
+          tsvWords((await reader.recognizeOutput(job(page))).tsv).join(" "),
+          TEXTS.paragraph.join(" "),
+        ),
+      ).toBeLessThan(0.02);
     } finally {
       await reader.terminate();
     }

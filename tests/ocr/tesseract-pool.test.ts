@@ -18,7 +18,13 @@ const SLOW = fixture("two-column.png");
 const BARS = barsPgm();
 
 function job(image: Uint8Array, deadline = Date.now() + 30_000): RecognizeJob {
-  return { image, langs: ["eng"], params: { tessedit_pageseg_mode: "3", user_defined_dpi: "300", debug_file: "/dev/null" }, deadline, pixels: 1 };
+  return {
+    image,
+    langs: ["eng"],
+    params: { tessedit_pageseg_mode: "3", user_defined_dpi: "300", debug_file: "/dev/null" },
+    deadline,
+    pixels: 1,
+  };
 }
 
 /** Tracks whether a promise has settled, without leaving a rejection unhandled. */

@@ -38,7 +38,8 @@ describe("otsuThreshold", () => {
 describe("analyzeInk on generated pages", () => {
   const rasters = new Map<string, GreyRaster>();
   beforeAll(async () => {
-    for (const file of ["paragraph.png", "small-text.png", "two-column.png", "receipt.png"]) rasters.set(file, await raster(file));
+    for (const file of ["paragraph.png", "small-text.png", "two-column.png", "receipt.png"])
+      rasters.set(file, await raster(file));
   });
   const get = (file: string) => rasters.get(file)!;
 
@@ -105,7 +106,9 @@ describe("analyzeInk on generated pages", () => {
         framed.data[i] = inCorner ? 255 : Math.round((r.data[i]! * 150) / 255);
       }
     }
-    expect(analyzeInk({ ...framed, data: framed.data.map((v) => (v === 255 ? 255 : 150)) }, makesLines).glyphs).toEqual([]); // no text: nothing found
+    expect(analyzeInk({ ...framed, data: framed.data.map((v) => (v === 255 ? 255 : 150)) }, makesLines).glyphs).toEqual(
+      [],
+    ); // no text: nothing found
     expect(analyzeInk(framed).glyphs.length).toBeLessThan(10); // without a test of text, no second split
     const analysis = analyzeInk(framed, makesLines);
     const plain = analyzeInk(r);
@@ -134,8 +137,14 @@ describe("analyzeInk on generated pages", () => {
 
   it("a blank page lit unevenly, with dust, stays without glyphs: the second splits cut the lighting, not text", () => {
     const r = blank(600, 400);
-    for (let y = 0; y < 400; y++) for (let x = 0; x < 600; x++) r.data[y * 600 + x] = 200 + Math.round((50 * (x + y)) / 1000);
-    for (const [x, y] of [[100, 100], [300, 250], [500, 60]] as const) r.data[y * 600 + x] = r.data[y * 600 + x + 1] = 90;
+    for (let y = 0; y < 400; y++)
+      for (let x = 0; x < 600; x++) r.data[y * 600 + x] = 200 + Math.round((50 * (x + y)) / 1000);
+    for (const [x, y] of [
+      [100, 100],
+      [300, 250],
+      [500, 60],
+    ] as const)
+      r.data[y * 600 + x] = r.data[y * 600 + x + 1] = 90;
     expect(analyzeInk(r, makesLines)).toMatchObject({ glyphs: [], textHeight: null });
   });
 
@@ -274,11 +283,16 @@ describe("parseTsv", () => {
   });
 
   it("clamps confidences into 0–100 and survives junk rows", () => {
-    const odd = parseTsv(["5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t250\tA", "garbage", "5\t1", "5\t1\t1\t1\t1\t2\t20\t0\t10\t10\t-5\tB"].join("\n"), {
-      number: 1,
-      width: 100,
-      height: 100,
-    });
+    const odd = parseTsv(
+      ["5\t1\t1\t1\t1\t1\t0\t0\t10\t10\t250\tA", "garbage", "5\t1", "5\t1\t1\t1\t1\t2\t20\t0\t10\t10\t-5\tB"].join(
+        "\n",
+      ),
+      {
+        number: 1,
+        width: 100,
+        height: 100,
+      },
+    );
     expect(odd.page.blocks[0]!.lines[0]!.words.map((w) => w.confidence)).toEqual([100, 0]);
     expect(odd.page.confidence).toBe(50);
   });

@@ -12,7 +12,12 @@ import { writeTiff, type TiffPageInput } from "@/scripts/tiff-writer";
  * checked from the directories, and the two codecs utif2 is not trusted with (Deflate, LZW) stop at the page's room.
  */
 
-const grey = (width: number, height: number, data: Uint8Array, compression: TiffPageInput["compression"] = 1): TiffPageInput => ({
+const grey = (
+  width: number,
+  height: number,
+  data: Uint8Array,
+  compression: TiffPageInput["compression"] = 1,
+): TiffPageInput => ({
   width,
   height,
   data,
@@ -35,7 +40,11 @@ describe("TIFF structure (lib/ocr/model/tiff.ts)", () => {
   it("reads every page of a multi-page file, and refuses a directory chain that loops", () => {
     const page = grey(4, 4, new Uint8Array(16));
     const tiff = writeTiff([page, page, page]);
-    expect(readTiffPages(tiff).map((p) => [p.number, p.width, p.height])).toEqual([[1, 4, 4], [2, 4, 4], [3, 4, 4]]);
+    expect(readTiffPages(tiff).map((p) => [p.number, p.width, p.height])).toEqual([
+      [1, 4, 4],
+      [2, 4, 4],
+      [3, 4, 4],
+    ]);
     // Point the last directory's next-IFD field back at the first.
     const pages = readTiffPages(tiff);
     const view = new DataView(tiff.buffer);
@@ -47,12 +56,18 @@ describe("TIFF structure (lib/ocr/model/tiff.ts)", () => {
   });
 
   it("limits come from the directory: pixels (stretched to square ones for a fax), and decoded bytes", () => {
-    const [page] = readTiffPages(writeTiff([{ ...grey(8, 1, new Uint8Array(8)), declared: { width: 10_000, height: 5_000 } }]));
+    const [page] = readTiffPages(
+      writeTiff([{ ...grey(8, 1, new Uint8Array(8)), declared: { width: 10_000, height: 5_000 } }]),
+    );
     expect(codeOf(() => checkTiffPage(page!, 50e6))).toBe("no error");
-    expect(codeOf(() => checkTiffPage(page!, 50e6 - 1))).toMatch(/^image_too_large: The TIFF's page 1 is 10000×5000 pixels/);
+    expect(codeOf(() => checkTiffPage(page!, 50e6 - 1))).toMatch(
+      /^image_too_large: The TIFF's page 1 is 10000×5000 pixels/,
+    );
     const fax = { ...page!, dpi: { x: 204, y: 98 } };
     expect(squareHeight(fax)).toBe(10_408);
-    expect(codeOf(() => checkTiffPage(fax, 100e6))).toMatch(/^image_too_large: The TIFF's page 1 is 10000×10408 pixels/);
+    expect(codeOf(() => checkTiffPage(fax, 100e6))).toMatch(
+      /^image_too_large: The TIFF's page 1 is 10000×10408 pixels/,
+    );
   });
 });
 
@@ -63,7 +78,9 @@ describe("TIFF decoding (lib/ocr/model/tiff-decode.ts, lib/ocr/engine/tiff.ts)",
     expect(Buffer.from(decodeSamples(tiff, readTiffPages(tiff)[0]!)).equals(Buffer.from(data))).toBe(true);
     // Clear, then code 300 at once (the table ends at 257).
     const corrupt = Uint8Array.from([0x80, 0x00 | (300 >> 2), (300 & 3) << 6]);
-    expect(codeOf(() => decodeLzw(corrupt, new Uint8Array(100)))).toMatch(/^unreadable: The TIFF's LZW data is corrupt/);
+    expect(codeOf(() => decodeLzw(corrupt, new Uint8Array(100)))).toMatch(
+      /^unreadable: The TIFF's LZW data is corrupt/,
+    );
   });
 
   it("Deflate: a strip inflating past its page is refused at the page's size, not inflated whole", () => {
@@ -74,17 +91,33 @@ describe("TIFF decoding (lib/ocr/model/tiff-decode.ts, lib/ocr/engine/tiff.ts)",
     const file = new Uint8Array(tiff.length + bomb.length);
     file.set(tiff);
     file.set(bomb, tiff.length);
-    const hostile = { ...parsed!, segments: [{ offset: tiff.length, length: bomb.length }], tags: { ...parsed!.tags, t273: [tiff.length], t279: [bomb.length] } };
-    expect(codeOf(() => decodeSamples(file, hostile))).toMatch(/^unreadable: The TIFF's Deflate data is corrupt or larger than its page/);
+    const hostile = {
+      ...parsed!,
+      segments: [{ offset: tiff.length, length: bomb.length }],
+      tags: { ...parsed!.tags, t273: [tiff.length], t279: [bomb.length] },
+    };
+    expect(codeOf(() => decodeSamples(file, hostile))).toMatch(
+      /^unreadable: The TIFF's Deflate data is corrupt or larger than its page/,
+    );
   });
 
   it("JPEG: a strip whose frame is larger than the strip is refused before Skia decodes it", async () => {
     const small = createCanvas(64, 64).toBuffer("image/jpeg");
     const big = createCanvas(3000, 2000).toBuffer("image/jpeg");
-    const page = (jpeg: Uint8Array): TiffPageInput => ({ width: 64, height: 64, data: jpeg, bitsPerSample: 8, samplesPerPixel: 3, photometric: 6, compression: 7 });
+    const page = (jpeg: Uint8Array): TiffPageInput => ({
+      width: 64,
+      height: 64,
+      data: jpeg,
+      bitsPerSample: 8,
+      samplesPerPixel: 3,
+      photometric: 6,
+      compression: 7,
+    });
     await expect(decodeTiffPage(writeTiff([page(small)]), 1, 50e6)).resolves.toMatchObject({ width: 64, height: 64 });
     const refused = await decodeTiffPage(writeTiff([page(big)]), 1, 50e6).catch((error: unknown) => error);
-    expect(isOcrError(refused) && `${refused.code}: ${refused.message}`).toMatch(/^image_too_large: .*hides a 3000×2000 JPEG in a 64×64 strip/);
+    expect(isOcrError(refused) && `${refused.code}: ${refused.message}`).toMatch(
+      /^image_too_large: .*hides a 3000×2000 JPEG in a 64×64 strip/,
+    );
   });
 
   it("colour models: WhiteIsZero bits, palette and 8-bit grey are drawn as stored", async () => {
@@ -94,11 +127,38 @@ describe("TIFF decoding (lib/ocr/model/tiff-decode.ts, lib/ocr/engine/tiff.ts)",
       return Array.from(canvas.getContext("2d").getImageData(0, 0, 2, 1).data);
     };
     // 1 bit, WhiteIsZero: bit 1 is black.
-    expect(await pixel({ width: 2, height: 1, data: Uint8Array.from([0b1000_0000]), bitsPerSample: 1, samplesPerPixel: 1, photometric: 0, compression: 32773 }))
-      .toEqual([0, 0, 0, 255, 255, 255, 255, 255]);
-    const colorMap = [...Array(256).fill(0).map((_, i) => (i === 1 ? 0xffff : 0)), ...Array(256).fill(0), ...Array(256).fill(0).map((_, i) => (i === 0 ? 0xffff : 0))];
-    expect(await pixel({ width: 2, height: 1, data: Uint8Array.from([0, 1]), bitsPerSample: 8, samplesPerPixel: 1, photometric: 3, compression: 1, colorMap }))
-      .toEqual([0, 0, 255, 255, 255, 0, 0, 255]);
+    expect(
+      await pixel({
+        width: 2,
+        height: 1,
+        data: Uint8Array.from([0b1000_0000]),
+        bitsPerSample: 1,
+        samplesPerPixel: 1,
+        photometric: 0,
+        compression: 32773,
+      }),
+    ).toEqual([0, 0, 0, 255, 255, 255, 255, 255]);
+    const colorMap = [
+      ...Array(256)
+        .fill(0)
+        .map((_, i) => (i === 1 ? 0xffff : 0)),
+      ...Array(256).fill(0),
+      ...Array(256)
+        .fill(0)
+        .map((_, i) => (i === 0 ? 0xffff : 0)),
+    ];
+    expect(
+      await pixel({
+        width: 2,
+        height: 1,
+        data: Uint8Array.from([0, 1]),
+        bitsPerSample: 8,
+        samplesPerPixel: 1,
+        photometric: 3,
+        compression: 1,
+        colorMap,
+      }),
+    ).toEqual([0, 0, 255, 255, 255, 0, 0, 255]);
     expect(await pixel(grey(2, 1, Uint8Array.from([10, 200]), 8))).toEqual([10, 10, 10, 255, 200, 200, 200, 255]);
   });
 });

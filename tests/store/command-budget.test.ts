@@ -34,7 +34,9 @@ describe("Redis command timeouts follow the request deadline", () => {
       expect(await client.request({ body: ["PING"] })).toEqual({ result: "PONG" });
       redis.pause();
       const started = Date.now();
-      const failure = await withinScope({ deadline: Date.now() + 300 }, () => client.request({ body: ["PING"] })).catch((error: unknown) => error);
+      const failure = await withinScope({ deadline: Date.now() + 300 }, () => client.request({ body: ["PING"] })).catch(
+        (error: unknown) => error,
+      );
       const elapsed = Date.now() - started;
       expect(failure).toBeInstanceOf(Error);
       // The timeout set is what is left of the deadline plus the 1 s grace — at most 1.3 s, less when a busy machine
@@ -55,7 +57,9 @@ describe("Redis command timeouts follow the request deadline", () => {
     try {
       await client.request({ body: ["PING"] });
       redis.pause();
-      const failure = await withinScope({ deadline: Date.now() - 10_000 }, () => client.request({ body: ["PING"] })).catch((error: unknown) => error);
+      const failure = await withinScope({ deadline: Date.now() - 10_000 }, () =>
+        client.request({ body: ["PING"] }),
+      ).catch((error: unknown) => error);
       expect((failure as Error).message).toMatch(/timed out after 250 ms/);
     } finally {
       redis.resume();

@@ -27,7 +27,9 @@ describe("resolveStoreConfig", () => {
 
   it("refuses the memory store in production, naming the variables to set", () => {
     expect(() => resolveStoreConfig({ ...base, NODE_ENV: "production" })).toThrow(MISSING_STORE_MESSAGE);
-    expect(MISSING_STORE_MESSAGE).toMatch(/UPSTASH_REDIS_REST_URL.*UPSTASH_REDIS_REST_TOKEN.*KV_REST_API_URL.*REDIS_URL/s);
+    expect(MISSING_STORE_MESSAGE).toMatch(
+      /UPSTASH_REDIS_REST_URL.*UPSTASH_REDIS_REST_TOKEN.*KV_REST_API_URL.*REDIS_URL/s,
+    );
   });
 
   it("prefers Upstash REST, then Vercel KV variables, then REDIS_URL", () => {
@@ -40,8 +42,15 @@ describe("resolveStoreConfig", () => {
       REDIS_URL: "redis://localhost:6379",
       REDIS_PREFIX: "p:",
     };
-    expect(resolveStoreConfig(all)).toEqual({ kind: "redis-rest", url: "https://a.upstash.io", token: "ta", prefix: "p:" });
-    expect(resolveStoreConfig({ ...all, UPSTASH_REDIS_REST_URL: undefined, UPSTASH_REDIS_REST_TOKEN: undefined })).toEqual({
+    expect(resolveStoreConfig(all)).toEqual({
+      kind: "redis-rest",
+      url: "https://a.upstash.io",
+      token: "ta",
+      prefix: "p:",
+    });
+    expect(
+      resolveStoreConfig({ ...all, UPSTASH_REDIS_REST_URL: undefined, UPSTASH_REDIS_REST_TOKEN: undefined }),
+    ).toEqual({
       kind: "redis-rest",
       url: "https://kv.upstash.io",
       token: "tkv",
@@ -110,7 +119,9 @@ describe("when Redis cannot be reached", () => {
     });
     await expect(reserve).rejects.toBeInstanceOf(ApiError);
     await expect(reserve).rejects.toMatchObject({ code: "unavailable", status: 503 });
-    await expect(store.keys.resolveApiKey("0".repeat(64), new Date(), 60_000)).rejects.toMatchObject({ code: "unavailable" });
+    await expect(store.keys.resolveApiKey("0".repeat(64), new Date(), 60_000)).rejects.toMatchObject({
+      code: "unavailable",
+    });
     await expect(store.ping()).rejects.toMatchObject({ code: "unavailable" });
   });
 

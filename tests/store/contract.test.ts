@@ -153,7 +153,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("refuses a second user with the same e-mail and writes nothing", async () => {
       const user = await newUser(10);
       const twin: UserRecord = { ...user, id: id("usr") };
-      expect(await store.accounts.createUser({ user: twin, signupCredits: 10, signupEntry: draft("signup") })).toBe(false);
+      expect(await store.accounts.createUser({ user: twin, signupCredits: 10, signupEntry: draft("signup") })).toBe(
+        false,
+      );
       expect(await store.accounts.getUser(twin.id)).toBeNull();
       expect(await store.credits.getBalance(twin.id)).toBe(0);
       expect(await store.accounts.getUserIdByEmail(user.email)).toBe(user.id);
@@ -221,7 +223,11 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await store.oauth.keepClient(client.clientId);
       if (prefix) expect(await readPttl(`${prefix}oauth-client:${sha256(client.clientId)}`)).toBeNull();
       expect(await store.oauth.getClient(client.clientId)).toEqual(client);
-      const cached = { ...client, clientId: "https://client.example/oauth/metadata.json", kind: "metadata-document" as const };
+      const cached = {
+        ...client,
+        clientId: "https://client.example/oauth/metadata.json",
+        kind: "metadata-document" as const,
+      };
       await store.oauth.saveClient(cached, 60_000);
       expect(await store.oauth.getClient(cached.clientId)).toEqual(cached);
       // It expires with its TTL: on Redis the key's PTTL says so; in memory the clock is moved past it.
@@ -254,7 +260,10 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       };
       await store.oauth.saveCode(hash, code, 60_000);
       expect(await store.oauth.findCode(hash)).toEqual({ record: code });
-      const consumed = await Promise.all([store.oauth.consumeCode(hash, 60_000), store.oauth.consumeCode(hash, 60_000)]);
+      const consumed = await Promise.all([
+        store.oauth.consumeCode(hash, 60_000),
+        store.oauth.consumeCode(hash, 60_000),
+      ]);
       expect(consumed.sort()).toEqual([false, true]);
       expect(await store.oauth.findCode(hash)).toEqual({ reused: null });
       await store.oauth.markCodeRedeemed(hash, { userId: user.id, grantId: "grt_1" });
@@ -321,7 +330,10 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const token = tokenOf(grant);
       await store.oauth.saveRefreshToken(hash, token, 3_600_000);
       expect(await store.oauth.findRefreshToken(hash)).toEqual({ record: token });
-      const consumed = await Promise.all([store.oauth.consumeRefreshToken(hash, 60_000), store.oauth.consumeRefreshToken(hash, 60_000)]);
+      const consumed = await Promise.all([
+        store.oauth.consumeRefreshToken(hash, 60_000),
+        store.oauth.consumeRefreshToken(hash, 60_000),
+      ]);
       expect(consumed.sort()).toEqual([false, true]);
       expect(await store.oauth.findRefreshToken(hash)).toEqual({ reused: { userId: user.id, grantId: grant.id } });
       expect(await store.oauth.findRefreshToken(sha256("unknown"))).toBeNull();
@@ -335,7 +347,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.keys.createApiKey(record, 50)).toBe(true);
 
       const first = await store.keys.resolveApiKey(record.hash, new Date(), 60_000);
-      expect(first).toEqual({ keyId: record.id, userId: user.id, name: "laptop", start: record.start, lastUsedAt: null });
+      expect(first).toEqual({
+        keyId: record.id,
+        userId: user.id,
+        name: "laptop",
+        start: record.start,
+        lastUsedAt: null,
+      });
       const used = (await store.keys.listApiKeys(user.id))[0]?.lastUsedAt;
       expect(used).toEqual(expect.any(String));
 
@@ -450,7 +468,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         deadline: Date.now() + 60_000,
       });
       const release = (pages: number) =>
-        store.credits.releaseCredits({ userId: user.id, requestId, pages, entry: draft("refund", { requestId }), day: today() });
+        store.credits.releaseCredits({
+          userId: user.id,
+          requestId,
+          pages,
+          entry: draft("refund", { requestId }),
+          day: today(),
+        });
       expect(await release(1)).toEqual({ refunded: 1, balance: 7 });
       // The reservation is closed: a second settle or refund gives nothing back.
       expect(await release(3)).toEqual({ refunded: 0, balance: 7 });
@@ -495,7 +519,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         day: today(),
         deadline: Date.now() + 60_000,
       });
-      await store.credits.releaseCredits({ userId: user.id, requestId, pages: 1, entry: draft("refund", refs), day: today() });
+      await store.credits.releaseCredits({
+        userId: user.id,
+        requestId,
+        pages: 1,
+        entry: draft("refund", refs),
+        day: today(),
+      });
       await store.credits.grantCredits({ userId: user.id, credits: 1, entry: draft("grant") });
       const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => [entry.reason, entry.format, entry.requestId, entry.keyId, entry.pages])).toEqual([
@@ -508,7 +538,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("grants credits with a ledger entry", async () => {
       const user = await newUser();
-      expect(await store.credits.grantCredits({ userId: user.id, credits: 40, entry: draft("grant") })).toEqual({ balance: 40 });
+      expect(await store.credits.grantCredits({ userId: user.id, credits: 40, entry: draft("grant") })).toEqual({
+        balance: 40,
+      });
       expect((await store.credits.listLedger(user.id, { limit: 1 })).entries[0]).toMatchObject({
         reason: "grant",
         delta: 40,
@@ -518,7 +550,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("pages the ledger newest first with a cursor that is stable under new entries", async () => {
       const user = await newUser();
-      for (let i = 1; i <= 7; i++) await store.credits.grantCredits({ userId: user.id, credits: i, entry: draft("grant") });
+      for (let i = 1; i <= 7; i++)
+        await store.credits.grantCredits({ userId: user.id, credits: i, entry: draft("grant") });
       const first = await store.credits.listLedger(user.id, { limit: 3 });
       expect(first.entries.map((entry) => entry.delta)).toEqual([7, 6, 5]);
       await store.credits.grantCredits({ userId: user.id, credits: 100, entry: draft("grant") });
@@ -552,7 +585,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.credits.listOverdueReservations(base + 5000, 1)).toHaveLength(1);
 
       const release = (requestId: string, pages: number, reason: LedgerDraft["reason"] = "refund") =>
-        store.credits.releaseCredits({ userId: user.id, requestId, pages, entry: draft(reason, { requestId }), day: today() });
+        store.credits.releaseCredits({
+          userId: user.id,
+          requestId,
+          pages,
+          entry: draft(reason, { requestId }),
+          day: today(),
+        });
       expect(await release(requests[1]!, 0)).toEqual({ refunded: 0, balance: 14 }); // settled, all pages used
       expect(await store.credits.listOverdueReservations(base + 5000, 10)).toEqual([
         { userId: user.id, requestId: requests[0], deadline: base },
@@ -573,7 +612,14 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("a request id reserves once: a second reserve, or one arriving after its release (a lost reply), charges nothing", async () => {
       const user = await newUser(10);
       const reserve = (requestId: string) =>
-        store.credits.reserveCredits({ userId: user.id, requestId, pages: 2, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() + 60_000 });
+        store.credits.reserveCredits({
+          userId: user.id,
+          requestId,
+          pages: 2,
+          entry: draft("ocr", { requestId }),
+          day: today(),
+          deadline: Date.now() + 60_000,
+        });
       const twice = id("req");
       expect(await reserve(twice)).toEqual({ ok: true, balance: 8 });
       expect(await reserve(twice)).toEqual({ ok: false, balance: 8, duplicate: true });
@@ -581,7 +627,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       // Reconciliation first (the reserve's reply was lost, so its outcome is unknown), the reserve itself after it.
       const late = id("req");
       expect(
-        await store.credits.releaseCredits({ userId: user.id, requestId: late, pages: 2, entry: draft("refund", { requestId: late }), day: today() }),
+        await store.credits.releaseCredits({
+          userId: user.id,
+          requestId: late,
+          pages: 2,
+          entry: draft("refund", { requestId: late }),
+          day: today(),
+        }),
       ).toEqual({ refunded: 0, balance: 8 });
       expect(await reserve(late)).toEqual({ ok: false, balance: 8, duplicate: true });
 
@@ -589,20 +641,39 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const { entries } = await store.credits.listLedger(user.id, { limit: 10 });
       expect(entries.map((entry) => entry.reason)).toEqual(["ocr", "signup"]);
       expect(await store.credits.countOverdueReservations(Date.now() + 120_000)).toBeGreaterThanOrEqual(1);
-      await store.credits.releaseCredits({ userId: user.id, requestId: twice, pages: 0, entry: draft("refund"), day: today() });
+      await store.credits.releaseCredits({
+        userId: user.id,
+        requestId: twice,
+        pages: 0,
+        entry: draft("refund"),
+        day: today(),
+      });
     });
 
     it("concurrent releases of one reservation (two sweeps) give it back exactly once", async () => {
       const user = await newUser(30);
       const requests = Array.from({ length: 20 }, () => id("req"));
       for (const requestId of requests) {
-        await store.credits.reserveCredits({ userId: user.id, requestId, pages: 1, entry: draft("ocr", { requestId }), day: today(), deadline: Date.now() - 1 });
+        await store.credits.reserveCredits({
+          userId: user.id,
+          requestId,
+          pages: 1,
+          entry: draft("ocr", { requestId }),
+          day: today(),
+          deadline: Date.now() - 1,
+        });
       }
       expect(await store.credits.getBalance(user.id)).toBe(10);
       const sweep = () =>
         Promise.all(
           requests.map((requestId) =>
-            store.credits.releaseCredits({ userId: user.id, requestId, pages: 100, entry: draft("expired", { requestId }), day: today() }),
+            store.credits.releaseCredits({
+              userId: user.id,
+              requestId,
+              pages: 100,
+              entry: draft("expired", { requestId }),
+              day: today(),
+            }),
           ),
         );
       const [first, second] = await Promise.all([sweep(), sweep()]);
@@ -654,7 +725,11 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const scope = `usr_a:${id("idem")}`;
       const claims = await Promise.all(
         Array.from({ length: 10 }, (_, index) =>
-          store.idempotency.claimIdempotency(scope, { fingerprint: "fp-1", token: `token-${index}`, createdAt: now() }, 60_000),
+          store.idempotency.claimIdempotency(
+            scope,
+            { fingerprint: "fp-1", token: `token-${index}`, createdAt: now() },
+            60_000,
+          ),
         ),
       );
       expect(claims.filter((claim) => claim.claimed)).toHaveLength(1);
@@ -666,12 +741,18 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
 
     it("stores the response when done, replays it with a 24 h TTL, and only the owner completes", async () => {
       const scope = `usr_a:${id("idem")}`;
-      expect(await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "mine", createdAt: now() }, 60_000)).toEqual({
+      expect(
+        await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "mine", createdAt: now() }, 60_000),
+      ).toEqual({
         claimed: true,
       });
       expect(await store.idempotency.completeIdempotency(scope, "not-mine", "{}", DAY)).toBe(false);
       expect(await store.idempotency.completeIdempotency(scope, "mine", '{"status":200,"body":"ok"}', DAY)).toBe(true);
-      const again = await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "retry", createdAt: now() }, 60_000);
+      const again = await store.idempotency.claimIdempotency(
+        scope,
+        { fingerprint: "fp", token: "retry", createdAt: now() },
+        60_000,
+      );
       expect(again).toEqual({
         claimed: false,
         record: expect.objectContaining({ state: "done", fingerprint: "fp", response: '{"status":200,"body":"ok"}' }),
@@ -686,14 +767,20 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 60_000);
       expect(await store.idempotency.releaseIdempotency(scope, "t2")).toBe(false);
       expect(await store.idempotency.releaseIdempotency(scope, "t1")).toBe(true);
-      expect((await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+      expect(
+        (await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000))
+          .claimed,
+      ).toBe(true);
     });
 
     it("lets an abandoned claim expire after its lease", async () => {
       const scope = `usr_a:${id("idem")}`;
       await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 150);
       await sleep(300);
-      expect((await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000)).claimed).toBe(true);
+      expect(
+        (await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000))
+          .claimed,
+      ).toBe(true);
     });
   });
 
@@ -704,7 +791,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await waitForWindowRoom(windowMs, 5_000);
       const before = Date.now();
       const results = [];
-      for (let i = 0; i < 6; i++) results.push(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
+      for (let i = 0; i < 6; i++)
+        results.push(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs }));
       expect(results.map((result) => result.success)).toEqual([true, true, true, true, true, false]);
       expect(results.map((result) => result.remaining)).toEqual([4, 3, 2, 1, 0, 0]);
       const rejected = results[5];
@@ -713,7 +801,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(rejected?.reset).toBeGreaterThan(before);
       expect(rejected?.reset).toBeLessThanOrEqual(Date.now() + windowMs);
       // Other identifiers and buckets have their own counters.
-      expect((await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs })).success).toBe(true);
+      expect((await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs })).success).toBe(
+        true,
+      );
       expect((await store.limits.rateLimit({ bucket: "signin", identifier, limit: 5, windowMs })).success).toBe(true);
     });
 
@@ -721,12 +811,26 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const windowMs = 60_000;
       await waitForWindowRoom(windowMs, 2_000);
       const identifier = id("key");
-      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: true, remaining: 2 });
-      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({ success: false, remaining: 2 });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({
+        success: true,
+        remaining: 2,
+      });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 3 })).toMatchObject({
+        success: false,
+        remaining: 2,
+      });
       // The refused hit left the window as it was: the 2 that were left are still there.
-      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 2 })).toMatchObject({ success: true, remaining: 0 });
-      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs })).toMatchObject({ success: false, remaining: 0 });
-      expect(await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs, weight: 5 })).toMatchObject({ success: true, remaining: 0 });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs, weight: 2 })).toMatchObject({
+        success: true,
+        remaining: 0,
+      });
+      expect(await store.limits.rateLimit({ bucket: "api", identifier, limit: 5, windowMs })).toMatchObject({
+        success: false,
+        remaining: 0,
+      });
+      expect(
+        await store.limits.rateLimit({ bucket: "api", identifier: id("key"), limit: 5, windowMs, weight: 5 }),
+      ).toMatchObject({ success: true, remaining: 0 });
     });
 
     it("starts counting again in the next window", async () => {
@@ -755,7 +859,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await store.limits.releaseSlot(group, "never-held");
       expect(await take("c")).toEqual({ acquired: true, holders: ["b", "c"] });
       // Other groups count on their own.
-      expect((await store.limits.acquireSlot({ group: id("sse"), holder: "c", limit: 1, ttlMs: 60_000 })).acquired).toBe(true);
+      expect(
+        (await store.limits.acquireSlot({ group: id("sse"), holder: "c", limit: 1, ttlMs: 60_000 })).acquired,
+      ).toBe(true);
     });
 
     it("frees a slot its holder stops renewing (an instance that died); renewing keeps it", async () => {
@@ -764,10 +870,15 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect((await store.limits.acquireSlot({ group, holder: "alive", limit: 2, ttlMs: 5_000 })).acquired).toBe(true);
       await store.limits.renewSlot({ group, holder: "alive", ttlMs: 60_000 });
       await sleep(400);
-      expect(await store.limits.acquireSlot({ group, holder: "new", limit: 2, ttlMs: 60_000 })).toEqual({ acquired: true, holders: ["alive", "new"] });
+      expect(await store.limits.acquireSlot({ group, holder: "new", limit: 2, ttlMs: 60_000 })).toEqual({
+        acquired: true,
+        holders: ["alive", "new"],
+      });
       // A renewal after expiry takes the slot again.
       await store.limits.renewSlot({ group, holder: "late", ttlMs: 60_000 });
-      expect((await store.limits.acquireSlot({ group, holder: "other", limit: 3, ttlMs: 60_000 })).acquired).toBe(false);
+      expect((await store.limits.acquireSlot({ group, holder: "other", limit: 3, ttlMs: 60_000 })).acquired).toBe(
+        false,
+      );
       if (prefix) {
         // The group's key expires with its last slot.
         const ttl = await readPttl(`${prefix}slots:${group}`);
@@ -780,7 +891,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
   describe("single-use ids", () => {
     it("claims an id once in its scope, concurrently too, until the record expires", async () => {
       const nonce = id("nonce");
-      const claims = await Promise.all(Array.from({ length: 5 }, () => store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })));
+      const claims = await Promise.all(
+        Array.from({ length: 5 }, () => store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })),
+      );
       expect(claims.filter(Boolean)).toHaveLength(1);
       expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(false);
       // Scopes are apart.
@@ -877,8 +990,17 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.webhooks.getAccount(userId)).toEqual({});
       await store.webhooks.setDefaultUrl(userId, "https://example.com/a");
       await store.webhooks.setSecrets(userId, { secret: "whsec_one", secretCreatedAt: 1_000 });
-      expect(await store.webhooks.getAccount(userId)).toEqual({ secret: "whsec_one", secretCreatedAt: 1_000, defaultUrl: "https://example.com/a" });
-      await store.webhooks.setSecrets(userId, { secret: "whsec_two", secretCreatedAt: 2_000, previousSecret: "whsec_one", previousUntil: 9_000 });
+      expect(await store.webhooks.getAccount(userId)).toEqual({
+        secret: "whsec_one",
+        secretCreatedAt: 1_000,
+        defaultUrl: "https://example.com/a",
+      });
+      await store.webhooks.setSecrets(userId, {
+        secret: "whsec_two",
+        secretCreatedAt: 2_000,
+        previousSecret: "whsec_one",
+        previousUntil: 9_000,
+      });
       expect(await store.webhooks.getAccount(userId)).toEqual({
         secret: "whsec_two",
         secretCreatedAt: 2_000,
@@ -933,12 +1055,26 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.webhooks.getEndpoint(userId, receiver)).toEqual(capped);
 
       const other = "https://other.example.com:8443";
-      await store.webhooks.recordEndpointFailure(userId, { receiver: other, url: `${other}/b`, error: "e", now: t + 50, policy });
+      await store.webhooks.recordEndpointFailure(userId, {
+        receiver: other,
+        url: `${other}/b`,
+        error: "e",
+        now: t + 50,
+        policy,
+      });
       expect((await store.webhooks.listEndpoints(userId)).map((state) => state.receiver)).toEqual([other, receiver]);
       // Failing since t for the whole disable time: disabled, and listed first.
       const disabled = await fail(t + 100_000);
       expect(disabled).toMatchObject({ failures: 6, disabledAt: t + 100_000 });
-      expect(await store.webhooks.recordEndpointFailure(userId, { receiver: other, url: `${other}/b`, error: "e", now: t + 100_010, policy })).toMatchObject({
+      expect(
+        await store.webhooks.recordEndpointFailure(userId, {
+          receiver: other,
+          url: `${other}/b`,
+          error: "e",
+          now: t + 100_010,
+          policy,
+        }),
+      ).toMatchObject({
         failures: 2,
         failingSince: t + 50,
       });
@@ -971,19 +1107,22 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     });
   });
 
-  it.runIf(adapter.name.includes("REST"))("resolves a key in one HTTP round trip once its script is loaded", async () => {
-    const user = await newUser();
-    const { record } = newKey(user.id);
-    await store.keys.createApiKey(record, 50);
-    await store.keys.resolveApiKey(record.hash, new Date(), 60_000); // loads the script (EVALSHA → NOSCRIPT → EVAL)
-    const before = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
-    expect(await store.keys.resolveApiKey(record.hash, new Date(), 60_000)).not.toBeNull();
-    const after = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
-    expect(after - before).toBe(1);
-    // The client's defaults were exercised: auto-pipelining and base64-encoded results.
-    expect(bridge?.requests["/pipeline"]).toBeGreaterThan(0);
-    expect(bridge?.base64Requests).toBe(after);
-  });
+  it.runIf(adapter.name.includes("REST"))(
+    "resolves a key in one HTTP round trip once its script is loaded",
+    async () => {
+      const user = await newUser();
+      const { record } = newKey(user.id);
+      await store.keys.createApiKey(record, 50);
+      await store.keys.resolveApiKey(record.hash, new Date(), 60_000); // loads the script (EVALSHA → NOSCRIPT → EVAL)
+      const before = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
+      expect(await store.keys.resolveApiKey(record.hash, new Date(), 60_000)).not.toBeNull();
+      const after = Object.values(bridge?.requests ?? {}).reduce((sum, count) => sum + count, 0);
+      expect(after - before).toBe(1);
+      // The client's defaults were exercised: auto-pipelining and base64-encoded results.
+      expect(bridge?.requests["/pipeline"]).toBeGreaterThan(0);
+      expect(bridge?.base64Requests).toBe(after);
+    },
+  );
 
   describe("jobs", () => {
     const newJob = (userId: string, pages: number, extra: Partial<NewJob> = {}): NewJob => {
@@ -1009,9 +1148,21 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       };
     };
     const create = (job: NewJob, maxQueuedPages = 1_000) =>
-      store.jobs.createJob(job, { entry: draft("ocr", { requestId: job.id }), day: today(), maxQueuedPages, ttlMs: 3_600_000 });
+      store.jobs.createJob(job, {
+        entry: draft("ocr", { requestId: job.id }),
+        day: today(),
+        maxQueuedPages,
+        ttlMs: 3_600_000,
+      });
     const end = (jobId: string, end: "finish" | "cancel" | "fail", error?: string) =>
-      store.jobs.endJob(jobId, { end, error, now: Date.now(), resultTtlMs: 3_600_000, entry: draft("refund", { requestId: jobId }), day: today() });
+      store.jobs.endJob(jobId, {
+        end,
+        error,
+        now: Date.now(),
+        resultTtlMs: 3_600_000,
+        entry: draft("refund", { requestId: jobId }),
+        day: today(),
+      });
     const funded = async (credits: number) => {
       const userId = id("usr");
       await store.credits.grantCredits({ userId, credits, entry: draft("grant") });
@@ -1031,7 +1182,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         ["ocr", -4, job.id],
         ["grant", 10, undefined],
       ]);
-      expect(await store.jobs.getJob(job.id)).toMatchObject({ status: "queued", pagesTotal: 4, pagesDone: 0, creditsReserved: 4, creditsUsed: 0 });
+      expect(await store.jobs.getJob(job.id)).toMatchObject({
+        status: "queued",
+        pagesTotal: 4,
+        pagesDone: 0,
+        creditsReserved: 4,
+        creditsUsed: 0,
+      });
     });
 
     it("pages: stored once and charged once, failures recorded, the last one said; the end refunds the rest", async () => {
@@ -1040,14 +1197,28 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await create(job);
       expect(await store.jobs.startJob(job.id, Date.now())).toBe(true);
       expect(await store.jobs.startJob(job.id, Date.now())).toBe(false);
-      expect(await store.jobs.storePages(job.id, [{ page: 1, payload: "one" }, { page: 2, payload: "two" }], Date.now())).toEqual({
+      expect(
+        await store.jobs.storePages(
+          job.id,
+          [
+            { page: 1, payload: "one" },
+            { page: 2, payload: "two" },
+          ],
+          Date.now(),
+        ),
+      ).toEqual({
         stored: 2,
         duplicates: 0,
         inactive: false,
         last: false,
       });
       // Read twice (a retry after a crash): charged once.
-      expect(await store.jobs.storePages(job.id, [{ page: 2, payload: "again" }], Date.now())).toEqual({ stored: 0, duplicates: 1, inactive: false, last: false });
+      expect(await store.jobs.storePages(job.id, [{ page: 2, payload: "again" }], Date.now())).toEqual({
+        stored: 0,
+        duplicates: 1,
+        inactive: false,
+        last: false,
+      });
       expect(await store.jobs.failPage(job.id, 3, '{"code":"payload_too_large","message":"big"}', Date.now())).toEqual({
         stored: 1,
         duplicates: 0,
@@ -1057,14 +1228,28 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await store.jobs.failPage(job.id, 3, "{}", Date.now())).toMatchObject({ stored: 0, duplicates: 1 });
       expect(await store.jobs.getPages(job.id, [2, 4, 1])).toEqual(["two", null, "one"]);
       expect(await store.jobs.listDonePages(job.id)).toEqual([1, 2]);
-      expect([...(await store.jobs.getFailedPages(job.id))]).toEqual([[3, '{"code":"payload_too_large","message":"big"}']]);
-      expect(await store.jobs.getJob(job.id)).toMatchObject({ status: "running", pagesDone: 2, pagesFailed: 1, creditsUsed: 2 });
+      expect([...(await store.jobs.getFailedPages(job.id))]).toEqual([
+        [3, '{"code":"payload_too_large","message":"big"}'],
+      ]);
+      expect(await store.jobs.getJob(job.id)).toMatchObject({
+        status: "running",
+        pagesDone: 2,
+        pagesFailed: 1,
+        creditsUsed: 2,
+      });
       // Page 4 is never read: the end gives back it and the failed page 3.
       expect(await end(job.id, "finish")).toEqual({ status: "succeeded", refunded: 2 });
       expect(await end(job.id, "finish")).toBeNull();
       expect(await store.credits.getBalance(userId)).toBe(8);
-      expect(await store.jobs.storePages(job.id, [{ page: 4, payload: "late" }], Date.now())).toMatchObject({ stored: 0, inactive: true });
-      expect(await store.jobs.getJob(job.id)).toMatchObject({ status: "succeeded", creditsUsed: 2, creditsRefunded: 2 });
+      expect(await store.jobs.storePages(job.id, [{ page: 4, payload: "late" }], Date.now())).toMatchObject({
+        stored: 0,
+        inactive: true,
+      });
+      expect(await store.jobs.getJob(job.id)).toMatchObject({
+        status: "succeeded",
+        creditsUsed: 2,
+        creditsRefunded: 2,
+      });
       const { entries } = await store.credits.listLedger(userId, { limit: 10 });
       expect(entries.filter((entry) => entry.requestId === job.id).map((entry) => entry.delta)).toEqual([2, -4]);
     });
@@ -1073,14 +1258,25 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const userId = await funded(10);
       const whole = newJob(userId, 2);
       await create(whole);
-      expect(await store.jobs.storePages(whole.id, [{ page: 1, payload: "a" }], Date.now())).toMatchObject({ last: false });
+      expect(await store.jobs.storePages(whole.id, [{ page: 1, payload: "a" }], Date.now())).toMatchObject({
+        last: false,
+      });
       expect(await store.jobs.failPage(whole.id, 2, "{}", Date.now())).toMatchObject({ last: true });
       const cancelled = newJob(userId, 3);
       await create(cancelled);
       await store.jobs.storePages(cancelled.id, [{ page: 1, payload: "a" }], Date.now());
-      expect(await end(cancelled.id, "cancel", '{"code":"cancelled","message":"x"}')).toEqual({ status: "cancelled", refunded: 2 });
-      expect(await store.jobs.storePages(cancelled.id, [{ page: 2, payload: "b" }], Date.now())).toMatchObject({ stored: 0, inactive: true });
-      expect(await store.jobs.getJob(cancelled.id)).toMatchObject({ status: "cancelled", error: '{"code":"cancelled","message":"x"}' });
+      expect(await end(cancelled.id, "cancel", '{"code":"cancelled","message":"x"}')).toEqual({
+        status: "cancelled",
+        refunded: 2,
+      });
+      expect(await store.jobs.storePages(cancelled.id, [{ page: 2, payload: "b" }], Date.now())).toMatchObject({
+        stored: 0,
+        inactive: true,
+      });
+      expect(await store.jobs.getJob(cancelled.id)).toMatchObject({
+        status: "cancelled",
+        error: '{"code":"cancelled","message":"x"}',
+      });
       // A job that delivered nothing ends failed, everything refunded.
       const nothing = newJob(userId, 1);
       await create(nothing);
@@ -1091,14 +1287,34 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const userId = await funded(5);
       const job = newJob(userId, 2);
       await create(job);
-      await store.credits.releaseCredits({ userId, requestId: job.id, pages: 100, entry: draft("expired", { requestId: job.id }), day: today() });
-      expect(await store.jobs.storePages(job.id, [{ page: 1, payload: "a" }], Date.now())).toMatchObject({ stored: 0, inactive: true });
+      await store.credits.releaseCredits({
+        userId,
+        requestId: job.id,
+        pages: 100,
+        entry: draft("expired", { requestId: job.id }),
+        day: today(),
+      });
+      expect(await store.jobs.storePages(job.id, [{ page: 1, payload: "a" }], Date.now())).toMatchObject({
+        stored: 0,
+        inactive: true,
+      });
       expect(await end(job.id, "fail")).toEqual({ status: "failed", refunded: 0 });
       expect(await store.credits.getBalance(userId)).toBe(5);
     });
 
-    const put = (jobId: string, bytes: Uint8Array, userId: string, extra: { pendingTtlMs?: number; maxAccountBytes?: number } = {}) =>
-      store.jobs.putSource(jobId, bytes, { chunkBytes: 4_096, pendingTtlMs: 60_000, userId, maxAccountBytes: 1e9, ...extra });
+    const put = (
+      jobId: string,
+      bytes: Uint8Array,
+      userId: string,
+      extra: { pendingTtlMs?: number; maxAccountBytes?: number } = {},
+    ) =>
+      store.jobs.putSource(jobId, bytes, {
+        chunkBytes: 4_096,
+        pendingTtlMs: 60_000,
+        userId,
+        maxAccountBytes: 1e9,
+        ...extra,
+      });
 
     it("sources: bytes back exactly, in chunks; gone once dropped", async () => {
       const job = newJob(id("usr"), 1);
@@ -1115,8 +1331,12 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("sources: an account's stored files are capped; a refused, failed or cancelled job's file frees its share, a succeeded one's is kept (issue 30 point 3)", async () => {
       const userId = await funded(10);
       const cap = { maxAccountBytes: 25_000 };
-      const files = [newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 }), newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 })];
-      for (const job of files) expect(await put(job.id, new Uint8Array(10_000), userId, cap)).toEqual({ ok: true, chunks: 3 });
+      const files = [
+        newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 }),
+        newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 }),
+      ];
+      for (const job of files)
+        expect(await put(job.id, new Uint8Array(10_000), userId, cap)).toEqual({ ok: true, chunks: 3 });
       const third = newJob(userId, 1, { bytes: 10_000, sourceChunks: 3 });
       const refused = await put(third.id, new Uint8Array(10_000), userId, cap);
       expect(refused).toMatchObject({ ok: false, used: 20_000 });
@@ -1144,14 +1364,21 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const kept = newJob(userId, 1, { bytes: 5_000, sourceChunks: 2 });
       const orphan = newJob(userId, 1, { bytes: 5_000, sourceChunks: 2 });
       // Long enough for the REST round trips before createJob; the wait after is longer still.
-      expect(await put(kept.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500 })).toEqual({ ok: true, chunks: 2 });
-      expect(await put(orphan.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500, maxAccountBytes: 10_000 })).toEqual({ ok: true, chunks: 2 });
+      expect(await put(kept.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500 })).toEqual({
+        ok: true,
+        chunks: 2,
+      });
+      expect(
+        await put(orphan.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500, maxAccountBytes: 10_000 }),
+      ).toEqual({ ok: true, chunks: 2 });
       expect(await create(kept)).toMatchObject({ ok: true });
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       expect(await store.jobs.getSource(kept.id, 2)).not.toBeNull();
       expect(await store.jobs.getSource(orphan.id, 2)).toBeNull();
       // The orphan's share went with it: 5 000 of 10 000 are used.
-      expect(await put(newJob(userId, 1).id, new Uint8Array(5_000), userId, { maxAccountBytes: 10_000 })).toMatchObject({ ok: true });
+      expect(await put(newJob(userId, 1).id, new Uint8Array(5_000), userId, { maxAccountBytes: 10_000 })).toMatchObject(
+        { ok: true },
+      );
     });
 
     it("an account's jobs, newest first, in pages; another account's are not listed", async () => {
@@ -1170,5 +1397,4 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect((await store.jobs.listJobs(id("usr"), { limit: 5 })).jobs).toEqual([]);
     });
   });
-
 });

@@ -76,7 +76,14 @@ function inCheckPhase<T>(start: () => T): Promise<T> {
 }
 
 const redisPort = Number(new URL(TEST_REDIS_URL).port || 6379);
-const bullSettings = { lockMs: 30_000, stalledIntervalMs: 30_000, maxStalls: 2, pageAttempts: 2, backoffMs: 1_000, blockSeconds: 1 };
+const bullSettings = {
+  lockMs: 30_000,
+  stalledIntervalMs: 30_000,
+  maxStalls: 2,
+  pageAttempts: 2,
+  backoffMs: 1_000,
+  blockSeconds: 1,
+};
 
 describe("a healthy Redis while the event loop is held at start (issue 29 point 7)", () => {
   const prefix = createTestPrefix("redis-link");
@@ -158,11 +165,24 @@ describe("Redis down at start (issue 29 point 7)", () => {
       );
 
       await redis.start();
-      await expect.poll(() => store.ping().then(() => true, () => false), { timeout: 15_000 }).toBe(true);
+      await expect
+        .poll(
+          () =>
+            store.ping().then(
+              () => true,
+              () => false,
+            ),
+          { timeout: 15_000 },
+        )
+        .toBe(true);
       await expect(counts).resolves.toEqual({ documents: { waiting: 0, active: 0 }, pages: { waiting: 0, active: 0 } });
       await expect(queue.take("page", { block: false })).resolves.toBeNull();
       await expect.poll(() => log!.lines().length, { timeout: 10_000 }).toBe(2);
-      expect(log.lines()[1]).toMatch(new RegExp(`^\\[store\\] Redis at 127\\.0\\.0\\.1:${redis.port} answers again \\(it was unreachable for \\d+ s\\)$`));
+      expect(log.lines()[1]).toMatch(
+        new RegExp(
+          `^\\[store\\] Redis at 127\\.0\\.0\\.1:${redis.port} answers again \\(it was unreachable for \\d+ s\\)$`,
+        ),
+      );
       await sleep(1_000);
       expect(log.lines()).toHaveLength(2);
     } finally {

@@ -19,7 +19,13 @@ describe("msw bridge of Upstash's REST protocol", () => {
   });
 
   it("serves single commands on / with plain results when the client disables base64", async () => {
-    const redis = new Redis({ url: bridge.url, token: bridge.token, responseEncoding: false, enableAutoPipelining: false, enableTelemetry: false });
+    const redis = new Redis({
+      url: bridge.url,
+      token: bridge.token,
+      responseEncoding: false,
+      enableAutoPipelining: false,
+      enableTelemetry: false,
+    });
     expect(await redis.set(`${prefix}a`, "ünïcødé")).toBe("OK");
     expect(await redis.get(`${prefix}a`)).toBe("ünïcødé");
     expect(bridge.requests["/"]).toBeGreaterThanOrEqual(2);
@@ -27,7 +33,12 @@ describe("msw bridge of Upstash's REST protocol", () => {
   });
 
   it("answers transactions on /multi-exec and pipelines on /pipeline, with per-command errors", async () => {
-    const redis = new Redis({ url: bridge.url, token: bridge.token, enableAutoPipelining: false, enableTelemetry: false });
+    const redis = new Redis({
+      url: bridge.url,
+      token: bridge.token,
+      enableAutoPipelining: false,
+      enableTelemetry: false,
+    });
     const tx = redis.multi();
     tx.set(`${prefix}n`, "1");
     tx.incr(`${prefix}n`);

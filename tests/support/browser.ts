@@ -16,13 +16,18 @@ export const TEST_PASSWORD = "a long enough password";
 
 /** Headless Chromium, with a clear error when it is not installed; the screenshot folder made. */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`Chromium is missing at ${CHROMIUM}: install Debian's chromium package (CI's .ci/run does).`);
   mkdirSync(ARTIFACTS, { recursive: true });
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
 }
 
 /** How far the page is wider than its viewport (0 or less: no horizontal scrolling). */
-export const overflowOf = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+export const overflowOf = (page: Page) =>
+  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 
 /** Sign up on the sign-in page's form with `email`, and wait for the settings page it leads to. */
 export async function signUp(page: Page, baseUrl: string, email: string): Promise<void> {

@@ -14,11 +14,16 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-
 /** The test's environment with `env` over it, telemetry off and no Upstash variables or NODE_ENV (unless in `env`). */
 function serverEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: "1", ...env };
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN", "NODE_ENV"]) {
+  for (const name of [
+    "UPSTASH_REDIS_REST_URL",
+    "UPSTASH_REDIS_REST_TOKEN",
+    "KV_REST_API_URL",
+    "KV_REST_API_TOKEN",
+    "NODE_ENV",
+  ]) {
     if (!(name in env)) delete childEnv[name];
   }
   return childEnv;
@@ -33,7 +38,12 @@ async function spawnServer(
   port: number,
   isReady: (output: string) => Promise<boolean>,
 ): Promise<DevServer> {
-  const child: ChildProcess = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(command, args, {
+    cwd: ROOT,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -43,7 +53,8 @@ async function spawnServer(
     const exited = new Promise((resolve) => child.once("exit", resolve));
     process.kill(-child.pid, "SIGTERM");
     const timeout = sleep(5_000).then(() => "timeout");
-    if ((await Promise.race([exited, timeout])) === "timeout" && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+    if ((await Promise.race([exited, timeout])) === "timeout" && child.exitCode === null)
+      process.kill(-child.pid, "SIGKILL");
   };
 
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
@@ -89,7 +100,11 @@ export async function startDevServer(env: Record<string, string>, readyPath = "/
  * hostname (localhost) — with `args` after `--` (`["-p", "4000"]`) and `env` over the test's environment. Resolves as
  * soon as the server listens, before any page has been asked for (so the first page a test opens is the first compiled).
  */
-export async function startNpmRunDev(options: { port: number; args?: string[]; env?: Record<string, string> }): Promise<DevServer> {
+export async function startNpmRunDev(options: {
+  port: number;
+  args?: string[];
+  env?: Record<string, string>;
+}): Promise<DevServer> {
   const { port, args = [], env = {} } = options;
   return spawnServer(
     "npm",
@@ -102,7 +117,10 @@ export async function startNpmRunDev(options: { port: number; args?: string[]; e
 }
 
 /** The development server compiles each route on its first request (20 s and more on a busy machine): do it now. */
-export async function warmRoutes(baseUrl: string, routes: ReadonlyArray<readonly ["GET" | "POST", string]>): Promise<void> {
+export async function warmRoutes(
+  baseUrl: string,
+  routes: ReadonlyArray<readonly ["GET" | "POST", string]>,
+): Promise<void> {
   for (const [method, route] of routes) {
     await fetch(`${baseUrl}${route}`, { method, redirect: "manual" }).then((response) => response.body?.cancel());
   }

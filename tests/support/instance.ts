@@ -22,8 +22,13 @@ export interface Instance {
  * handlers and the job runner, without Next) or `npm run worker`'s script (no HTTP). Each has its own engine
  * processes, in its own process group (so `kill()` takes them too).
  */
-export async function startInstance(kind: "server" | "worker", name: string, env: Record<string, string>): Promise<Instance> {
-  const script = kind === "server" ? path.join(ROOT, "tests/support/instance-main.ts") : path.join(ROOT, "scripts/worker.ts");
+export async function startInstance(
+  kind: "server" | "worker",
+  name: string,
+  env: Record<string, string>,
+): Promise<Instance> {
+  const script =
+    kind === "server" ? path.join(ROOT, "tests/support/instance-main.ts") : path.join(ROOT, "scripts/worker.ts");
   const child: ChildProcess = spawn(TSX, ["--conditions=react-server", script], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: "test", LOG_REQUESTS: "false", JOB_WORKER_NAME: name, ...env },

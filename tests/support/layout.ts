@@ -11,13 +11,27 @@ function registerFont(): void {
 }
 
 const LEFT = [
-  ["Apples grow on trees in cool orchards", "and ripen late in the summer when the", "nights begin to shorten and the air", "turns crisp over the hills."],
+  [
+    "Apples grow on trees in cool orchards",
+    "and ripen late in the summer when the",
+    "nights begin to shorten and the air",
+    "turns crisp over the hills.",
+  ],
   ["Farmers pick them by hand and store", "them in dark barns where they keep", "for many months until the spring."],
   ["In spring the trees flower again and", "bees carry pollen between the rows", "of the old orchard near the river."],
 ];
 const RIGHT = [
-  ["Rivers carry water from high mountains", "down to the open sea and shape wide", "valleys over many thousands of years."],
-  ["Their banks give homes to fish, birds", "and otters, and towns grew where the", "boats could land with their cargo and", "the markets opened every week."],
+  [
+    "Rivers carry water from high mountains",
+    "down to the open sea and shape wide",
+    "valleys over many thousands of years.",
+  ],
+  [
+    "Their banks give homes to fish, birds",
+    "and otters, and towns grew where the",
+    "boats could land with their cargo and",
+    "the markets opened every week.",
+  ],
   ["Floods bring rich soil to the fields", "but can also destroy the bridges."],
 ];
 const TITLE = "Orchards and rivers of the northern valley";
@@ -29,7 +43,8 @@ export const TWO_COLUMN_ACROSS = (() => {
   const rows = (paragraphs: string[][]) => paragraphs.flatMap((p) => [...p, ""]);
   const [left, right] = [rows(LEFT), rows(RIGHT)];
   const across: string[] = [TITLE];
-  for (let i = 0; i < Math.max(left.length, right.length); i++) across.push(...[left[i], right[i]].filter((l): l is string => !!l));
+  for (let i = 0; i < Math.max(left.length, right.length); i++)
+    across.push(...[left[i], right[i]].filter((l): l is string => !!l));
   return across.join("\n");
 })();
 

@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createCanvas, GlobalFonts, type Canvas } from "@napi-rs/canvas";
 import { expect } from "vitest";
-import { isOcrError, ocrDocumentSchema, type ExtractedDocument, type OcrDocument, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
+import {
+  isOcrError,
+  ocrDocumentSchema,
+  type ExtractedDocument,
+  type OcrDocument,
+  type OcrError,
+  type OcrErrorCode,
+} from "@/lib/ocr/model";
 import { OcrPool } from "@/lib/ocr/pool/pool";
 import { render } from "@/lib/ocr";
 import { FIXTURE_DIR } from "@/scripts/make-fixtures";
@@ -24,7 +31,9 @@ export async function ocrErrorOf(work: Promise<unknown> | (() => unknown)): Prom
     outcome = typeof work === "function" ? await work() : await work;
   } catch (error) {
     if (!isOcrError(error)) {
-      throw new Error(`expected an OcrError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+      throw new Error(
+        `expected an OcrError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+      );
     }
     return error;
   }
@@ -126,7 +135,17 @@ export interface Degradation {
  * runs) and still mostly right.
  */
 export function degradedPrint(lines: readonly string[], options: Degradation = {}): Uint8Array {
-  const { font = "sans", px = 16, lineHeight = 40, width = 560, shrink = 0.6, noise = 30, ink = 0x8a, paper = 0xd8, quality = 45 } = options;
+  const {
+    font = "sans",
+    px = 16,
+    lineHeight = 40,
+    width = 560,
+    shrink = 0.6,
+    noise = 30,
+    ink = 0x8a,
+    paper = 0xd8,
+    quality = 45,
+  } = options;
   registerDegradedFonts();
   const height = 30 + lines.length * lineHeight;
   const canvas = createCanvas(width, height);
@@ -158,7 +177,7 @@ export function blankSheetPhoto(): Canvas {
   const sctx = sheet.getContext("2d");
   const pixels = sctx.createImageData(1000, 700);
   let seed = 3;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   for (let i = 0; i < pixels.data.length; i += 4) {
     pixels.data[i] = pixels.data[i + 1] = pixels.data[i + 2] = 150 + (random() - 0.5) * 30;
     pixels.data[i + 3] = 255;

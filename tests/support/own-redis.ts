@@ -9,7 +9,6 @@ import { sleep } from "../api/support";
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? "redis-server";
 
-
 export class OwnRedis {
   private child: ChildProcess | undefined;
   constructor(
@@ -30,7 +29,21 @@ export class OwnRedis {
   async start(): Promise<void> {
     const child = spawn(
       REDIS_SERVER,
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", this.dir, "--dbfilename", "dump.rdb", ...this.extraArgs],
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        this.dir,
+        "--dbfilename",
+        "dump.rdb",
+        ...this.extraArgs,
+      ],
       { stdio: "ignore" },
     );
     this.child = child;

@@ -27,6 +27,7 @@ syncBuiltinESMExports();
 if (tier === "unit") {
   // The store comes from the environment: with no Redis variable it is the in-memory store, and a test that asks for
   // the test Redis (tests/support/redis.ts) is sent to an address that does not resolve.
-  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
+  for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
+    delete process.env[name];
   process.env.REDIS_URL = "redis://no-redis-in-the-unit-tier.invalid:6379";
 }

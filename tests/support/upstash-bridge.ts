@@ -33,23 +33,25 @@ export function startUpstashBridge({
   const requests: Record<string, number> = {};
   const counters = { base64Requests: 0 };
 
-  const route = (path: "pipeline" | "multi-exec" | undefined) => async ({ request }: { request: Request }) => {
-    const name = `/${path ?? ""}`;
-    requests[name] = (requests[name] ?? 0) + 1;
-    if (request.headers.get("authorization") !== `Bearer ${token}`) {
-      return HttpResponse.json({ error: "Unauthorized" }, { status: 401 });
-    }
-    const base64 = request.headers.get("upstash-encoding")?.toLowerCase() === "base64";
-    if (base64) counters.base64Requests += 1;
-    const body: unknown = await request.json();
-    const response: unknown = await requester.request({ path: path ? [path] : undefined, body });
-    if (path) {
-      const items = Array.isArray(response) ? response : [];
-      return HttpResponse.json(items.map((item) => encodeResponse(item, base64)));
-    }
-    const single = encodeResponse(response, base64);
-    return HttpResponse.json(single, { status: "error" in single ? 400 : 200 });
-  };
+  const route =
+    (path: "pipeline" | "multi-exec" | undefined) =>
+    async ({ request }: { request: Request }) => {
+      const name = `/${path ?? ""}`;
+      requests[name] = (requests[name] ?? 0) + 1;
+      if (request.headers.get("authorization") !== `Bearer ${token}`) {
+        return HttpResponse.json({ error: "Unauthorized" }, { status: 401 });
+      }
+      const base64 = request.headers.get("upstash-encoding")?.toLowerCase() === "base64";
+      if (base64) counters.base64Requests += 1;
+      const body: unknown = await request.json();
+      const response: unknown = await requester.request({ path: path ? [path] : undefined, body });
+      if (path) {
+        const items = Array.isArray(response) ? response : [];
+        return HttpResponse.json(items.map((item) => encodeResponse(item, base64)));
+      }
+      const single = encodeResponse(response, base64);
+      return HttpResponse.json(single, { status: "error" in single ? 400 : 200 });
+    };
 
   const server = setupServer(
     http.post(url, route(undefined)),

@@ -84,7 +84,11 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
 }
 
 /** Poll `check` until it returns a value (not undefined), for up to `timeoutMs` (generous: the machine is shared). */
-export async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000, what = "the condition"): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+  what = "the condition",
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

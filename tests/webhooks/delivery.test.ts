@@ -20,7 +20,15 @@ import {
   setDefaultWebhookUrl,
   startWebhookWorker,
 } from "@/lib/webhooks";
-import { createAccount, expectApiError, ocrRequest, setEnv, tinyPng, withStore, type TestAccount } from "../api/support";
+import {
+  createAccount,
+  expectApiError,
+  ocrRequest,
+  setEnv,
+  tinyPng,
+  withStore,
+  type TestAccount,
+} from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { waitForWindowRoom } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
@@ -33,16 +41,26 @@ import packageJson from "@/package.json";
  */
 
 const BASE = "http://localhost:3000";
-const FAST = { URL_ALLOW_HOSTS: "127.0.0.1", WEBHOOK_RETRY_BASE_MS: "200", WEBHOOK_TIMEOUT_MS: "1500", WEBHOOK_MAX_ATTEMPTS: "3" };
+const FAST = {
+  URL_ALLOW_HOSTS: "127.0.0.1",
+  WEBHOOK_RETRY_BASE_MS: "200",
+  WEBHOOK_TIMEOUT_MS: "1500",
+  WEBHOOK_MAX_ATTEMPTS: "3",
+};
 
-const submit = (account: TestAccount, body: unknown) => jobsRoute.POST(ocrRequest(body, { key: account.key, url: `${BASE}/api/ocr/jobs` }));
+const submit = (account: TestAccount, body: unknown) =>
+  jobsRoute.POST(ocrRequest(body, { key: account.key, url: `${BASE}/api/ocr/jobs` }));
 const status = async (account: TestAccount, jobId: string): Promise<JobViewBody> => {
-  const response = await jobRoute.GET(ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/${jobId}` }));
+  const response = await jobRoute.GET(
+    ocrRequest(undefined, { key: account.key, method: "GET", url: `${BASE}/api/ocr/jobs/${jobId}` }),
+  );
   expect(response.status).toBe(200);
   return jobViewSchema.strict().parse(await response.json());
 };
 const cancel = async (account: TestAccount, jobId: string) => {
-  const response = await jobRoute.DELETE(ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}/api/ocr/jobs/${jobId}` }));
+  const response = await jobRoute.DELETE(
+    ocrRequest(undefined, { key: account.key, method: "DELETE", url: `${BASE}/api/ocr/jobs/${jobId}` }),
+  );
   expect(response.status).toBe(200);
 };
 /**
@@ -50,7 +68,12 @@ const cancel = async (account: TestAccount, jobId: string) => {
  * announces nothing (lib/webhooks/service.ts `announcesEnd`), so this is how these tests end a job with an event.
  */
 const cancelAfterAPage = async (account: TestAccount, jobId: string) => {
-  const outcome = await getStore().jobs.failPage(jobId, 1, pageFailure("engine_failed", "the test's failed page"), Date.now());
+  const outcome = await getStore().jobs.failPage(
+    jobId,
+    1,
+    pageFailure("engine_failed", "the test's failed page"),
+    Date.now(),
+  );
   expect(outcome.stored).toBe(1);
   await cancel(account, jobId);
 };
@@ -93,16 +116,22 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const before = receiver.received.length;
     await cancelAfterAPage(account, view.jobId);
 
-    const final = await waitFor(async () => {
-      const current = await status(account, view.jobId);
-      return current.webhook?.deliveries.some((attempt) => attempt.ok) ? current : undefined;
-    }, 60_000, "the third attempt");
+    const final = await waitFor(
+      async () => {
+        const current = await status(account, view.jobId);
+        return current.webhook?.deliveries.some((attempt) => attempt.ok) ? current : undefined;
+      },
+      60_000,
+      "the third attempt",
+    );
     const deliveries = receiver.received.slice(before);
     expect(deliveries).toHaveLength(3);
     expect(deliveries.map((delivery) => delivery.answered)).toEqual([500, 500, 200]);
     expect(deliveries.every((delivery) => delivery.refused === undefined)).toBe(true);
     // The service's own version (package.json's), not a placeholder.
-    expect(new Set(deliveries.map((delivery) => delivery.headers["user-agent"]))).toEqual(new Set([`ocr-service/${packageJson.version} (+webhook)`]));
+    expect(new Set(deliveries.map((delivery) => delivery.headers["user-agent"]))).toEqual(
+      new Set([`ocr-service/${packageJson.version} (+webhook)`]),
+    );
     const ids = new Set(deliveries.map((delivery) => delivery.headers["webhook-id"]));
     expect([...ids]).toEqual([jobEventId(view.jobId)]);
     // The same body every time; the event says what ended, never any text.
@@ -120,13 +149,17 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     });
 
     expect(final.webhook!.url).toBe(receiver.url);
-    expect(final.webhook!.deliveries.map((attempt) => [attempt.attempt, attempt.status, attempt.ok, attempt.retrying])).toEqual([
+    expect(
+      final.webhook!.deliveries.map((attempt) => [attempt.attempt, attempt.status, attempt.ok, attempt.retrying]),
+    ).toEqual([
       [3, 200, true, undefined],
       [2, 500, false, true],
       [1, 500, false, true],
     ]);
     expect(final.webhook!.deliveries.every((attempt) => attempt.eventId === jobEventId(view.jobId))).toBe(true);
-    expect((await getStore().webhooks.listAttempts(account.userId)).map((attempt) => attempt.attempt)).toEqual([3, 2, 1]);
+    expect((await getStore().webhooks.listAttempts(account.userId)).map((attempt) => attempt.attempt)).toEqual([
+      3, 2, 1,
+    ]);
   }, 90_000);
 
   it("a job cancelled before any of its pages was read announces nothing (the cancel's answer says it); one cancelled later does", async () => {
@@ -136,10 +169,19 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     await cancel(account, untouched.jobId);
     const worked = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     await cancelAfterAPage(account, worked.jobId);
-    const delivery = await waitFor(() => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(worked.jobId)), 60_000, "the event");
-    expect(webhookEventSchema.parse(delivery.event)).toMatchObject({ type: "job.cancelled", data: { id: worked.jobId, pagesFailed: 1 } });
+    const delivery = await waitFor(
+      () => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(worked.jobId)),
+      60_000,
+      "the event",
+    );
+    expect(webhookEventSchema.parse(delivery.event)).toMatchObject({
+      type: "job.cancelled",
+      data: { id: worked.jobId, pagesFailed: 1 },
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect(receiver.received.slice(before).map((item) => item.headers["webhook-id"])).toEqual([jobEventId(worked.jobId)]);
+    expect(receiver.received.slice(before).map((item) => item.headers["webhook-id"])).toEqual([
+      jobEventId(worked.jobId),
+    ]);
     expect((await status(account, untouched.jobId)).webhook).toEqual({ url: receiver.url, deliveries: [] });
     expect(await account.balance()).toBe(10);
   }, 90_000);
@@ -150,10 +192,14 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
     await cancelAfterAPage(account, view.jobId);
-    const [first, second] = await waitFor(() => {
-      const got = receiver.received.slice(before);
-      return got.length === 2 ? got : undefined;
-    }, 60_000, "the second attempt");
+    const [first, second] = await waitFor(
+      () => {
+        const got = receiver.received.slice(before);
+        return got.length === 2 ? got : undefined;
+      },
+      60_000,
+      "the second attempt",
+    );
     expect([first!.answered, second!.answered]).toEqual([503, 200]);
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(1_900);
   }, 90_000);
@@ -164,10 +210,14 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
     await cancelAfterAPage(account, view.jobId);
-    const attempts = await waitFor(async () => {
-      const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
-      return deliveries.length > 0 ? deliveries : undefined;
-    }, 60_000, "the attempt");
+    const attempts = await waitFor(
+      async () => {
+        const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
+        return deliveries.length > 0 ? deliveries : undefined;
+      },
+      60_000,
+      "the attempt",
+    );
     expect(attempts).toMatchObject([{ attempt: 1, status: 410, ok: false, retrying: false }]);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(receiver.received.length - before).toBe(1);
@@ -178,7 +228,11 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
     await cancelAfterAPage(account, view.jobId);
-    const delivery = await waitFor(() => receiver.received.slice(before).find((item) => item.answered === 200), 60_000, "the delivery");
+    const delivery = await waitFor(
+      () => receiver.received.slice(before).find((item) => item.answered === 200),
+      60_000,
+      "the delivery",
+    );
     const { headers, body } = delivery;
     const replay = async (payload: string, extra: Record<string, string>) => {
       const response = await fetch(receiver.url, {
@@ -212,17 +266,30 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const before = receiver.received.length;
     receiver.secret = old;
     await cancelAfterAPage(account, view.jobId);
-    const delivery = await waitFor(() => receiver.received.slice(before).find((item) => item.answered === 200), 60_000, "the delivery");
+    const delivery = await waitFor(
+      () => receiver.received.slice(before).find((item) => item.answered === 200),
+      60_000,
+      "the delivery",
+    );
     expect(delivery.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
     expect(() => new Webhook(fresh).verify(delivery.body, delivery.headers)).not.toThrow();
   }, 90_000);
 
   it("a receiver on a private address is refused unless allow-listed: at submission (400, nothing charged) and at delivery", async () => {
     const account = await accountWithSecret();
-    for (const url of ["https://10.1.2.3/hook", "https://localhost/hook", "http://example.com/hook", "ftp://example.com/x", "not a url"]) {
+    for (const url of [
+      "https://10.1.2.3/hook",
+      "https://localhost/hook",
+      "http://example.com/hook",
+      "ftp://example.com/x",
+      "not a url",
+    ]) {
       await expectApiError(await submit(account, { image: image(), webhook: { url } }), "invalid_request");
     }
-    await expectApiError(await submit(account, { image: image(), webhook: { url: receiver.url, secret: "x" } }), "invalid_request");
+    await expectApiError(
+      await submit(account, { image: image(), webhook: { url: receiver.url, secret: "x" } }),
+      "invalid_request",
+    );
     expect(await account.balance()).toBe(10);
 
     // Accepted while allow-listed; the allow list is gone by the time it is delivered: refused, not retried.
@@ -230,12 +297,20 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const before = receiver.received.length;
     const restore = setEnv({ URL_ALLOW_HOSTS: "" });
     try {
-      await expectApiError(await submit(account, { image: image(), webhook: { url: receiver.url } }), "invalid_request", /not a public address|https/);
+      await expectApiError(
+        await submit(account, { image: image(), webhook: { url: receiver.url } }),
+        "invalid_request",
+        /not a public address|https/,
+      );
       await cancelAfterAPage(account, view.jobId);
-      const attempts = await waitFor(async () => {
-        const current = await status(account, view.jobId);
-        return current.webhook!.deliveries.length > 0 ? current.webhook!.deliveries : undefined;
-      }, 60_000, "the refused attempt");
+      const attempts = await waitFor(
+        async () => {
+          const current = await status(account, view.jobId);
+          return current.webhook!.deliveries.length > 0 ? current.webhook!.deliveries : undefined;
+        },
+        60_000,
+        "the refused attempt",
+      );
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ attempt: 1, status: null, ok: false, retrying: false });
       expect(attempts[0]!.error).toMatch(/127\.0\.0\.1 is not a public address/);
@@ -252,10 +327,14 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     receiver.script = ["hang", "hang", "hang"];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     await cancelAfterAPage(account, view.jobId);
-    const attempts = await waitFor(async () => {
-      const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
-      return deliveries.length === 3 ? deliveries : undefined;
-    }, 60_000, "three timed-out attempts");
+    const attempts = await waitFor(
+      async () => {
+        const deliveries = (await status(account, view.jobId)).webhook!.deliveries;
+        return deliveries.length === 3 ? deliveries : undefined;
+      },
+      60_000,
+      "three timed-out attempts",
+    );
     for (const attempt of attempts) {
       expect(attempt).toMatchObject({ status: null, ok: false });
       expect(attempt.error).toMatch(/no answer within 1\.5 s/);
@@ -267,7 +346,11 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
   it("a job with a webhook needs the account's secret (400 without); the default URL applies when a job names none", async () => {
     const account = await createAccount(10);
-    await expectApiError(await submit(account, { image: image(), webhook: { url: receiver.url } }), "invalid_request", /signing secret/);
+    await expectApiError(
+      await submit(account, { image: image(), webhook: { url: receiver.url } }),
+      "invalid_request",
+      /signing secret/,
+    );
     expect(await account.balance()).toBe(10);
     const { secret } = await rotateWebhookSecret(account.userId);
     receiver.secret = secret;
@@ -275,7 +358,9 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const view = await accepted(await submit(account, { image: image() }));
     expect((await status(account, view.jobId)).webhook).toEqual({ url: receiver.url, deliveries: [] });
     // The synchronous route has no webhook.
-    const sync = await processRoute.POST(ocrRequest({ image: image(), webhook: { url: receiver.url } }, { key: account.key }));
+    const sync = await processRoute.POST(
+      ocrRequest({ image: image(), webhook: { url: receiver.url } }, { key: account.key }),
+    );
     await expectApiError(sync, "invalid_request", /webhook is for jobs/);
 
     await waitForWindowRoom(60_000, 15_000);
@@ -285,7 +370,10 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     const delivery = receiver.received.slice(before)[0]!;
     expect(delivery.refused).toBeUndefined();
     expect(webhookEventSchema.parse(delivery.event).type).toBe("webhook.test");
-    expect((await getStore().webhooks.listAttempts(account.userId))[0]).toMatchObject({ type: "webhook.test", ok: true });
+    expect((await getStore().webhooks.listAttempts(account.userId))[0]).toMatchObject({
+      type: "webhook.test",
+      ok: true,
+    });
     // Ten a minute: the eleventh is refused before anything is sent.
     for (let i = 0; i < 9; i++) expect((await sendTestEvent(account.userId)).ok).toBe(true);
     const sent = receiver.received.length;
@@ -305,7 +393,9 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
     receiver = await startWebhookReceiver();
     startWebhookWorker();
     // Two runners race for the job's pages and its end.
-    runners = ["a", "b"].map((name) => new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `webhooks-${name}`, pool }));
+    runners = ["a", "b"].map(
+      (name) => new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `webhooks-${name}`, pool }),
+    );
     for (const runner of runners) runner.start();
   }, 120_000);
   afterAll(async () => {
@@ -321,14 +411,23 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
     const { secret } = await rotateWebhookSecret(account.userId);
     receiver.secret = secret;
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
-    const delivery = await waitFor(() => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(view.jobId)), 120_000, "the event");
+    const delivery = await waitFor(
+      () => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(view.jobId)),
+      120_000,
+      "the event",
+    );
     expect(delivery.refused).toBeUndefined();
     const event = webhookEventSchema.parse(delivery.event);
-    expect(event).toMatchObject({ type: "job.succeeded", data: { id: view.jobId, status: "succeeded", pagesDone: 1, creditsUsed: 1, creditsRefunded: 0 } });
+    expect(event).toMatchObject({
+      type: "job.succeeded",
+      data: { id: view.jobId, status: "succeeded", pagesDone: 1, creditsUsed: 1, creditsRefunded: 0 },
+    });
     expect(delivery.body).not.toMatch(/WEBHOOK 42|extractedText/i);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(receiver.received.filter((item) => item.headers["webhook-id"] === jobEventId(view.jobId))).toHaveLength(1);
-    expect((await status(account, view.jobId)).webhook!.deliveries).toMatchObject([{ attempt: 1, status: 200, ok: true }]);
+    expect((await status(account, view.jobId)).webhook!.deliveries).toMatchObject([
+      { attempt: 1, status: 200, ok: true },
+    ]);
   }, 180_000);
 });
 
@@ -353,10 +452,14 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
     expect(receiver.received).toHaveLength(0);
     expect(await drainWebhooks(20_000)).toBe(1);
     expect(receiver.received.map((item) => item.answered)).toEqual([503]);
-    const delivered = await waitFor(async () => {
-      await drainWebhooks(20_000);
-      return receiver.received.length === 2 ? receiver.received : undefined;
-    }, 60_000, "the retry");
+    const delivered = await waitFor(
+      async () => {
+        await drainWebhooks(20_000);
+        return receiver.received.length === 2 ? receiver.received : undefined;
+      },
+      60_000,
+      "the retry",
+    );
     expect(delivered.map((item) => [item.answered, item.headers["webhook-id"]])).toEqual([
       [503, jobEventId(view.jobId)],
       [200, jobEventId(view.jobId)],
@@ -367,7 +470,13 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
 
 describe("on a runner of invocations (Vercel): a cancel starts an invocation, which delivers the event (redis)", () => {
   const SECRET = "test-cron-secret-0123456789";
-  withStore("redis", { ...FAST, JOBS_RUNNER: "invoke", CRON_SECRET: SECRET, OCR_ENGINE_PROCESSES: "1", OCR_ENGINES: "tesseract" });
+  withStore("redis", {
+    ...FAST,
+    JOBS_RUNNER: "invoke",
+    CRON_SECRET: SECRET,
+    OCR_ENGINE_PROCESSES: "1",
+    OCR_ENGINES: "tesseract",
+  });
   let receiver: WebhookReceiver;
   /** The work calls the service makes to itself, held until the test runs them (no network: fetch is stubbed). */
   const workCalls: Request[] = [];
@@ -409,12 +518,20 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
 
     const response = await workRoute.POST(workCalls[0]!);
     expect(response.status).toBe(202);
-    const delivery = await waitFor(() => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(view.jobId)), 60_000, "the event");
+    const delivery = await waitFor(
+      () => receiver.received.find((item) => item.headers["webhook-id"] === jobEventId(view.jobId)),
+      60_000,
+      "the event",
+    );
     expect(delivery.refused).toBeUndefined();
     expect(webhookEventSchema.parse(delivery.event)).toMatchObject({ type: "job.cancelled", data: { id: view.jobId } });
   }, 120_000);
 });
 
 function pick(headers: Record<string, string>): Record<string, string> {
-  return { "webhook-id": headers["webhook-id"]!, "webhook-timestamp": headers["webhook-timestamp"]!, "webhook-signature": headers["webhook-signature"]! };
+  return {
+    "webhook-id": headers["webhook-id"]!,
+    "webhook-timestamp": headers["webhook-timestamp"]!,
+    "webhook-signature": headers["webhook-signature"]!,
+  };
 }

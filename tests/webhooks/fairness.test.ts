@@ -22,7 +22,6 @@ import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/
  * job's end queues them, to real HTTP receivers on 127.0.0.1 (allowed by URL_ALLOW_HOSTS), one of which never answers.
  */
 
-
 async function accountFor(receiver: WebhookReceiver): Promise<TestAccount> {
   const account = await createAccount(0);
   receiver.secret = (await rotateWebhookSecret(account.userId)).secret;
@@ -32,7 +31,14 @@ async function accountFor(receiver: WebhookReceiver): Promise<TestAccount> {
 function event(account: TestAccount, url: string, n: number): Delivery {
   const type = "job.succeeded";
   const payload = JSON.stringify({ type, timestamp: new Date().toISOString(), data: { id: `job_${n}`, n } });
-  return { eventId: `msg_${randomBytes(12).toString("base64url")}`, userId: account.userId, jobId: `job_fair${n}`, type, url, payload };
+  return {
+    eventId: `msg_${randomBytes(12).toString("base64url")}`,
+    userId: account.userId,
+    jobId: `job_fair${n}`,
+    type,
+    url,
+    payload,
+  };
 }
 
 /** Samples the receiver's open connections every 10 ms until stopped; the largest number seen. */
@@ -49,7 +55,12 @@ function watchConnections(receiver: WebhookReceiver): { stop(): number } {
 
 describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kind) => {
   // Retries far apart: what a test sees is first attempts and the gate's decisions.
-  withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1", WEBHOOK_TIMEOUT_MS: "3000", WEBHOOK_RETRY_BASE_MS: "60000", WEBHOOK_MAX_ATTEMPTS: "3" });
+  withStore(kind, {
+    URL_ALLOW_HOSTS: "127.0.0.1",
+    WEBHOOK_TIMEOUT_MS: "3000",
+    WEBHOOK_RETRY_BASE_MS: "60000",
+    WEBHOOK_MAX_ATTEMPTS: "3",
+  });
   let sink: WebhookReceiver;
   let victimReceiver: WebhookReceiver;
 
@@ -88,7 +99,12 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
 
 describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs off as a whole (%s store)", (kind) => {
   // A pause of about 1 s, doubling; the events' own retries 1 s apart too (they find the receiver paused).
-  withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1", WEBHOOK_TIMEOUT_MS: "1500", WEBHOOK_RETRY_BASE_MS: "1000", WEBHOOK_MAX_ATTEMPTS: "13" });
+  withStore(kind, {
+    URL_ALLOW_HOSTS: "127.0.0.1",
+    WEBHOOK_TIMEOUT_MS: "1500",
+    WEBHOOK_RETRY_BASE_MS: "1000",
+    WEBHOOK_MAX_ATTEMPTS: "13",
+  });
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
@@ -109,7 +125,11 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     receiver.script = Array.from({ length: 7 }, () => 500);
     const events = Array.from({ length: 10 }, (_, n) => event(account, receiver.url, n));
     for (const item of events) await getDeliveryQueue()!.add(item);
-    await waitFor(() => (receiver.received.filter((item) => item.answered === 200).length === 10 ? true : undefined), 60_000, "all ten");
+    await waitFor(
+      () => (receiver.received.filter((item) => item.answered === 200).length === 10 ? true : undefined),
+      60_000,
+      "all ten",
+    );
 
     const arrivals = receiver.received;
     const firstGap = arrivals.findIndex((item, i) => i > 0 && item.at - arrivals[i - 1]!.at >= 850);
@@ -121,7 +141,8 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     const probes = arrivals.slice(firstGap);
     const failedProbes = probes.filter((item) => item.answered === 500).length;
     expect(failedProbes).toBe(7 - firstGap);
-    for (let i = 0; i <= failedProbes; i++) expect(probes[i]!.at - arrivals[firstGap + i - 1]!.at).toBeGreaterThanOrEqual(850);
+    for (let i = 0; i <= failedProbes; i++)
+      expect(probes[i]!.at - arrivals[firstGap + i - 1]!.at).toBeGreaterThanOrEqual(850);
     // Every event delivered once; those that waited out the pauses did so without using an attempt.
     const ids = arrivals.filter((item) => item.answered === 200).map((item) => item.headers["webhook-id"]);
     expect(new Set(ids).size).toBe(10);
@@ -154,21 +175,40 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     const first = event(account, receiver.url, 1);
     const second = event(account, receiver.url, 2);
     await getDeliveryQueue()!.add(first);
-    await waitFor(async () => ((await listWebhookReceivers(account.userId))[0]?.disabledAt ? true : undefined), 30_000, "disabled");
+    await waitFor(
+      async () => ((await listWebhookReceivers(account.userId))[0]?.disabledAt ? true : undefined),
+      30_000,
+      "disabled",
+    );
     await getDeliveryQueue()!.add(second);
-    const dropped = await waitFor(async () => {
-      const log = await getStore().webhooks.listAttempts(account.userId);
-      const notSent = log.filter((attempt) => attempt.error?.startsWith("Not sent"));
-      return notSent.length === 2 ? notSent : undefined;
-    }, 30_000, "both events dropped");
+    const dropped = await waitFor(
+      async () => {
+        const log = await getStore().webhooks.listAttempts(account.userId);
+        const notSent = log.filter((attempt) => attempt.error?.startsWith("Not sent"));
+        return notSent.length === 2 ? notSent : undefined;
+      },
+      30_000,
+      "both events dropped",
+    );
     expect(dropped.map((attempt) => attempt.eventId).sort()).toEqual([first.eventId, second.eventId].sort());
     for (const attempt of dropped) {
       expect(attempt).toMatchObject({ status: null, ok: false, retrying: false });
-      expect(attempt.error).toMatch(new RegExp(`^Not sent: ${origin.replaceAll(".", "\\.")} failed every delivery for 5 days and was disabled on .* UTC; re-enable it on the settings page$`));
+      expect(attempt.error).toMatch(
+        new RegExp(
+          `^Not sent: ${origin.replaceAll(".", "\\.")} failed every delivery for 5 days and was disabled on .* UTC; re-enable it on the settings page$`,
+        ),
+      );
     }
     expect(receiver.received).toHaveLength(1);
     const [disabled] = await listWebhookReceivers(account.userId);
-    expect(disabled).toMatchObject({ receiver: origin, url: receiver.url, failures: 6, pausedUntil: null, disablesAt: null, lastError: "The receiver answered HTTP 500" });
+    expect(disabled).toMatchObject({
+      receiver: origin,
+      url: receiver.url,
+      failures: 6,
+      pausedUntil: null,
+      disablesAt: null,
+      lastError: "The receiver answered HTTP 500",
+    });
 
     // Re-enabled: the next event is delivered.
     await enableWebhookReceiver(account.userId, origin);

@@ -31,11 +31,15 @@ describe.each(["redis", "memory"] as const)("webhook secret rotations (%s store)
     const { userId } = await createAccount(0);
     const t0 = Date.now();
     const secrets: string[] = [];
-    for (let i = 0; i < MAX_REPLACED_SECRETS + 3; i++) secrets.push((await rotateWebhookSecret(userId, t0 + i * 60_000)).secret);
+    for (let i = 0; i < MAX_REPLACED_SECRETS + 3; i++)
+      secrets.push((await rotateWebhookSecret(userId, t0 + i * 60_000)).secret);
     const now = t0 + secrets.length * 60_000;
     const signing = signingSecrets(await getStore().webhooks.getAccount(userId), now);
     expect(signing).toEqual(secrets.slice(-(MAX_REPLACED_SECRETS + 1)).reverse());
     const later = (await rotateWebhookSecret(userId, now + 30 * HOUR)).secret;
-    expect(signingSecrets(await getStore().webhooks.getAccount(userId), now + 30 * HOUR)).toEqual([later, secrets.at(-1)]);
+    expect(signingSecrets(await getStore().webhooks.getAccount(userId), now + 30 * HOUR)).toEqual([
+      later,
+      secrets.at(-1),
+    ]);
   });
 });

@@ -11,12 +11,17 @@ import type { JobRecord } from "@/lib/store";
 describe("webhook units", () => {
   it("retry delays double from the base, are capped at 6 h, jittered by at most 10 %, and span about a day by default", () => {
     const settings = { retryBaseMs: 60_000, retryCapMs: 6 * 3_600_000 };
-    expect([1, 2, 3, 4].map((failed) => retryDelay(failed, settings, 0.5))).toEqual([60_000, 120_000, 240_000, 480_000]);
+    expect([1, 2, 3, 4].map((failed) => retryDelay(failed, settings, 0.5))).toEqual([
+      60_000, 120_000, 240_000, 480_000,
+    ]);
     expect(retryDelay(20, settings, 0.5)).toBe(6 * 3_600_000);
     expect(retryDelay(1, settings, 0)).toBe(54_000);
     expect(retryDelay(1, settings, 1)).toBe(66_000);
     // 13 attempts: 12 delays.
-    const total = Array.from({ length: 12 }, (_, i) => retryDelay(i + 1, settings, 0.5)).reduce((sum, delay) => sum + delay, 0);
+    const total = Array.from({ length: 12 }, (_, i) => retryDelay(i + 1, settings, 0.5)).reduce(
+      (sum, delay) => sum + delay,
+      0,
+    );
     expect(total / 3_600_000).toBeGreaterThan(22);
     expect(total / 3_600_000).toBeLessThan(30);
   });
@@ -37,7 +42,10 @@ describe("webhook units", () => {
     expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32);
     expect(() => new Webhook(secret)).not.toThrow();
     const previous = newSigningSecret();
-    expect(signingSecrets({ secret, previousSecret: previous, previousUntil: 2_000 }, 1_000)).toEqual([secret, previous]);
+    expect(signingSecrets({ secret, previousSecret: previous, previousUntil: 2_000 }, 1_000)).toEqual([
+      secret,
+      previous,
+    ]);
     expect(signingSecrets({ secret, previousSecret: previous, previousUntil: 2_000 }, 2_000)).toEqual([secret]);
     expect(signingSecrets({}, 1_000)).toEqual([]);
   });
@@ -108,7 +116,11 @@ describe("webhook units", () => {
       const output = execFileSync("sh", ["-c", block![1]!], { cwd, encoding: "utf8" });
       expect(output.trim()).toBe("g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
       // The same as the package signs.
-      const signed = new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").sign("msg_p5jXN8AQM9LWM0D4loKWxJek", new Date(1614265330_000), '{"test": 2432232314}');
+      const signed = new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").sign(
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        new Date(1614265330_000),
+        '{"test": 2432232314}',
+      );
       expect(signed).toBe(`v1,${output.trim()}`);
     } finally {
       fs.rmSync(cwd, { recursive: true, force: true });

@@ -61,8 +61,8 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
           ) : (
             <>The app registered itself under this name; check that you started this sign-in. </>
           )}
-          You will be sent back to <code>{redirectHost}</code>. Each page it reads costs one credit. You can revoke
-          its access at any time under Settings → Connected apps.
+          You will be sent back to <code>{redirectHost}</code>. Each page it reads costs one credit. You can revoke its
+          access at any time under Settings → Connected apps.
         </p>
         <form action={consentAction} className="consent-actions">
           {Object.entries(request.params).map(([name, value]) => (

@@ -37,7 +37,8 @@ export async function GET(request: Request): Promise<Response> {
   try {
     keyNames = new Map((await listApiKeys(account.id)).map((key) => [key.id, key.name]));
   } catch (error) {
-    if (isApiError(error) && error.code === "unavailable") return plain(503, "Your activity cannot be read right now. Try again in a moment.");
+    if (isApiError(error) && error.code === "unavailable")
+      return plain(503, "Your activity cannot be read right now. Try again in a moment.");
     throw error;
   }
   const keyId = query.data.key ?? null;
@@ -65,7 +66,9 @@ export async function GET(request: Request): Promise<Response> {
         controller.enqueue(encoder.encode(chunk));
       } catch (error) {
         // The status is already sent: the download ends as a failed one rather than a silently short file.
-        console.error(`[settings] ledger CSV export failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`);
+        console.error(
+          `[settings] ledger CSV export failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`,
+        );
         controller.error(error);
       }
     },

@@ -3,7 +3,16 @@ import { Job, Queue, UnrecoverableError, Worker, createNodeRedisClient } from "b
 import { createClient } from "redis";
 import { errorLabel } from "@/lib/error-log";
 import { logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
-import type { DocumentTask, LeasedTask, PageTask, QueueCounts, TaskData, TaskKind, TaskSettings, WorkQueue } from "./port";
+import type {
+  DocumentTask,
+  LeasedTask,
+  PageTask,
+  QueueCounts,
+  TaskData,
+  TaskKind,
+  TaskSettings,
+  WorkQueue,
+} from "./port";
 
 /** The queue's settings: its connection, and the task settings (part of lib/jobs/settings.ts's `JobSettings`). */
 export type BullQueueOptions = TaskSettings & {
@@ -58,9 +67,14 @@ export function createBullQueue(options: BullQueueOptions): WorkQueue {
   let closed = false;
 
   const lease = <K extends TaskKind>(kind: K, job: Job<TaskData<K>>, token: string): LeasedTask<K> => {
-    const timer = setInterval(() => {
-      job.extendLock(token, options.lockMs).catch((error: unknown) => console.warn(`[jobs] extending a lock failed (${errorLabel(error)})`));
-    }, Math.max(500, Math.floor(options.lockMs / 2)));
+    const timer = setInterval(
+      () => {
+        job
+          .extendLock(token, options.lockMs)
+          .catch((error: unknown) => console.warn(`[jobs] extending a lock failed (${errorLabel(error)})`));
+      },
+      Math.max(500, Math.floor(options.lockMs / 2)),
+    );
     timer.unref();
     let released = false;
     const release = () => {
@@ -80,7 +94,8 @@ export function createBullQueue(options: BullQueueOptions): WorkQueue {
       attempts: job.opts.attempts ?? 1,
       ...(job.deferredFailure && { gaveUp: job.deferredFailure }),
       complete: () => once(() => job.moveToCompleted(null, token, false)),
-      fail: (error, retry) => once(() => job.moveToFailed(retry ? error : new UnrecoverableError(error.message), token, false)),
+      fail: (error, retry) =>
+        once(() => job.moveToFailed(retry ? error : new UnrecoverableError(error.message), token, false)),
       update: (data) => job.updateData(data),
       yield: () => once(() => job.moveToWait(token)),
       async waitForPages(pages, next, { priority }) {
@@ -149,14 +164,20 @@ export function createBullQueue(options: BullQueueOptions): WorkQueue {
     async counts(): Promise<QueueCounts> {
       const count = async (queue: Queue) => {
         const counts = await queue.getJobCounts("waiting", "prioritized", "active", "delayed");
-        return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.delayed ?? 0), active: counts.active ?? 0 };
+        return {
+          waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.delayed ?? 0),
+          active: counts.active ?? 0,
+        };
       };
       return { documents: await count(queues.document), pages: await count(queues.page) };
     },
 
     async close() {
       closed = true;
-      await Promise.allSettled([...Object.values(workers).map((worker) => worker.close(true)), ...Object.values(queues).map((queue) => queue.close())]);
+      await Promise.allSettled([
+        ...Object.values(workers).map((worker) => worker.close(true)),
+        ...Object.values(queues).map((queue) => queue.close()),
+      ]);
       for (const client of clients) client.destroy();
     },
   };

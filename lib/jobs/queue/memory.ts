@@ -20,7 +20,11 @@ interface Entry<K extends TaskKind = TaskKind> {
  * one process — priorities, attempts with back-off, documents parked until their pages end. Nothing survives the
  * process, as nothing else of the memory store does.
  */
-export function createMemoryQueue(options: { pageAttempts: number; backoffMs: number; blockSeconds: number }): WorkQueue {
+export function createMemoryQueue(options: {
+  pageAttempts: number;
+  backoffMs: number;
+  blockSeconds: number;
+}): WorkQueue {
   const waiting: Record<TaskKind, Entry[]> = { document: [], page: [] };
   const active = new Set<Entry>();
   const waiters: Record<TaskKind, Set<() => void>> = { document: new Set(), page: new Set() };
@@ -69,10 +73,13 @@ export function createMemoryQueue(options: { pageAttempts: number; backoffMs: nu
             ended(entry);
             return;
           }
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            enqueue(entry);
-          }, options.backoffMs * 2 ** (entry.attemptsMade - 1));
+          const timer = setTimeout(
+            () => {
+              timers.delete(timer);
+              enqueue(entry);
+            },
+            options.backoffMs * 2 ** (entry.attemptsMade - 1),
+          );
           timer.unref();
           timers.add(timer);
         }),
@@ -119,7 +126,17 @@ export function createMemoryQueue(options: { pageAttempts: number; backoffMs: nu
     kind: "memory",
 
     async addDocument(task: DocumentTask, { priority }) {
-      enqueue({ kind: "document", id: task.jobId, data: task, priority, seq: 0, attemptsMade: 0, attempts: 3, pending: 0, parked: false });
+      enqueue({
+        kind: "document",
+        id: task.jobId,
+        data: task,
+        priority,
+        seq: 0,
+        attemptsMade: 0,
+        attempts: 3,
+        pending: 0,
+        parked: false,
+      });
     },
 
     async take<K extends TaskKind>(kind: K, { block }: { block: boolean }): Promise<LeasedTask<K> | null> {

@@ -85,13 +85,21 @@ export async function acceptSessionPost(mailboxId: string): Promise<string | nul
  * Queue notifications of an accepted POST that is still being processed (they go out at once; the POST stays
  * pending). False when the stream closed meanwhile.
  */
-export async function queueSessionNotes(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
+export async function queueSessionNotes(
+  mailboxId: string,
+  token: string,
+  messages: RelayedMessage[],
+): Promise<boolean> {
   const entry: MailboxEntry = { note: token, messages };
   return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /** Queue the responses of an accepted POST for the stream. False when the stream closed meanwhile. */
-export async function completeSessionPost(mailboxId: string, token: string, messages: RelayedMessage[]): Promise<boolean> {
+export async function completeSessionPost(
+  mailboxId: string,
+  token: string,
+  messages: RelayedMessage[],
+): Promise<boolean> {
   const entry: MailboxEntry = { done: token, messages };
   return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
@@ -203,7 +211,11 @@ export function createSseStream(options: SseStreamOptions): ReadableStream<Uint8
   });
 }
 
-async function pumpMailbox(options: SseStreamOptions, write: (text: string) => boolean, stopped: AbortSignal): Promise<void> {
+async function pumpMailbox(
+  options: SseStreamOptions,
+  write: (text: string) => boolean,
+  stopped: AbortSignal,
+): Promise<void> {
   const { mailboxId, timing, wakeups, requestId, hardEnd } = options;
   const opened = Date.now();
   const softEnd = hardEnd - timing.drainMs;
@@ -258,7 +270,8 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
           deliver(raw);
         }
       } catch (error) {
-        if (failingSince === undefined) console.warn(`[${requestId}] mcp session: mailbox unreachable (${errorLabel(error)})`);
+        if (failingSince === undefined)
+          console.warn(`[${requestId}] mcp session: mailbox unreachable (${errorLabel(error)})`);
         failingSince ??= now;
         if (Date.now() - failingSince >= timing.storeOutageMs) {
           storeDown = true;
@@ -271,14 +284,23 @@ async function pumpMailbox(options: SseStreamOptions, write: (text: string) => b
       }
       const busy = pending.size > 0 || Date.now() - lastActivity < LINGER_MS;
       interval = busy ? timing.pollMs : Math.min(timing.idlePollMs, Math.ceil(interval * 1.5));
-      const nextCheck = Math.min(nextPing, nextRefresh, Date.now() < softEnd ? softEnd : hardEnd, used ? Infinity : unusedEnd);
+      const nextCheck = Math.min(
+        nextPing,
+        nextRefresh,
+        Date.now() < softEnd ? softEnd : hardEnd,
+        used ? Infinity : unusedEnd,
+      );
       await wakeups.wait(mailboxId, Math.max(0, Math.min(interval, nextCheck - Date.now())), stopped);
     }
   } finally {
     const close = () =>
-      mailboxes().closeMailbox(mailboxId).catch((error: unknown) =>
-        console.warn(`[${requestId}] mcp session: closing the mailbox failed (${errorLabel(error)}); it expires by itself`),
-      );
+      mailboxes()
+        .closeMailbox(mailboxId)
+        .catch((error: unknown) =>
+          console.warn(
+            `[${requestId}] mcp session: closing the mailbox failed (${errorLabel(error)}); it expires by itself`,
+          ),
+        );
     if (storeDown) {
       // Not waited for: the stream ends now, and the mailbox expires by itself if the store stays down.
       void close();

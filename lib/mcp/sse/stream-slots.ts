@@ -50,7 +50,12 @@ export class StreamSlots {
     const group = accountGroup(userId);
     let held = false;
     try {
-      const result = await getStore().limits.acquireSlot({ group, holder: sessionId, limit: caps.perAccount, ttlMs: STREAM_SLOT_TTL_MS });
+      const result = await getStore().limits.acquireSlot({
+        group,
+        holder: sessionId,
+        limit: caps.perAccount,
+        ttlMs: STREAM_SLOT_TTL_MS,
+      });
       if (!result.acquired) throw accountFull(result.holders, caps.perAccount);
       held = true;
     } finally {
@@ -65,7 +70,9 @@ export class StreamSlots {
         this.open.delete(sessionId);
         await getStore()
           .limits.releaseSlot(group, sessionId)
-          .catch((error: unknown) => console.warn(`[mcp] a stream slot could not be freed (${errorLabel(error)}); it expires by itself`));
+          .catch((error: unknown) =>
+            console.warn(`[mcp] a stream slot could not be freed (${errorLabel(error)}); it expires by itself`),
+          );
       },
     };
   }

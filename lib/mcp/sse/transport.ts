@@ -1,6 +1,14 @@
 import { ApiError } from "@/lib/api/errors";
 import { claimIdempotencyKey, completeIdempotencyKey, fingerprintRequest, releaseIdempotencyKey } from "@/lib/credits";
-import { isCredentialActive, isFinalOutcome, readApiKey, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
+import {
+  isCredentialActive,
+  isFinalOutcome,
+  readApiKey,
+  withApiKey,
+  withRequest,
+  type ApiContext,
+  type RouteHandler,
+} from "@/lib/http";
 import type { OpenCharge } from "@/lib/process";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
 import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
@@ -104,7 +112,8 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
       }
       return openStream(withoutIdempotencyKey(req));
     },
-    post: (context, sessionId, settings, idempotencyKey) => postToSession(context, sessionId, wakeups, settings, idempotencyKey),
+    post: (context, sessionId, settings, idempotencyKey) =>
+      postToSession(context, sessionId, wakeups, settings, idempotencyKey),
   };
 }
 
@@ -185,7 +194,8 @@ async function postToSession(
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
   if (streamEnd === null || Date.now() >= streamEnd) throw unknownSession();
-  if (idempotencyKey === undefined) return (await runOnSession(context, body, mailboxId, streamEnd, wakeups, settings)).response;
+  if (idempotencyKey === undefined)
+    return (await runOnSession(context, body, mailboxId, streamEnd, wakeups, settings)).response;
 
   // The key names the messages whatever JSON-RPC ids they carry: an SDK client's retry of a call has a new id.
   const fingerprint = fingerprintRequest(["POST", "/api/mcp (SSE session)", JSON.stringify(withoutIds(body))]);
@@ -201,9 +211,15 @@ async function postToSession(
       return new Response(null, { status: 202, headers: { "Idempotent-Replayed": "true" } });
     }
     case "in-progress":
-      throw new ApiError("conflict", "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response");
+      throw new ApiError(
+        "conflict",
+        "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response",
+      );
     case "mismatch":
-      throw new ApiError("idempotency_mismatch", "This Idempotency-Key was already used with a different request body; use a new key for a new request");
+      throw new ApiError(
+        "idempotency_mismatch",
+        "This Idempotency-Key was already used with a different request body; use a new key for a new request",
+      );
     case "claimed":
       break;
   }
@@ -214,7 +230,9 @@ async function postToSession(
   } finally {
     const key = { userId: account.userId, key: idempotencyKey, token: claim.token };
     const logFailure = (operation: string) => (error: unknown) =>
-      console.error(`[${requestId}] idempotency ${operation} failed (${error instanceof Error ? error.name : "error"})`);
+      console.error(
+        `[${requestId}] idempotency ${operation} failed (${error instanceof Error ? error.name : "error"})`,
+      );
     if (outcome?.final === true) {
       const stored = { status: 202, headers: {}, body: JSON.stringify(withIndexIds(outcome.messages, body)) };
       await completeIdempotencyKey({ ...key, response: stored }).catch(logFailure("complete"));
@@ -261,13 +279,16 @@ async function runOnSession(
   // The stream may close while the calls run (the client went away): checked every second with an empty note (which
   // the stream drops), and then the calls stop waiting for their jobs (see `JobCallContext.signal`).
   const gone = new AbortController();
-  const watch = setInterval(() => {
-    notes = notes
-      .then(async () => {
-        if (!gone.signal.aborted && !(await queueSessionNotes(mailboxId, token, []))) gone.abort();
-      })
-      .catch(() => undefined);
-  }, Math.min(STREAM_CHECK_MS, jobPollMs ?? STREAM_CHECK_MS));
+  const watch = setInterval(
+    () => {
+      notes = notes
+        .then(async () => {
+          if (!gone.signal.aborted && !(await queueSessionNotes(mailboxId, token, []))) gone.abort();
+        })
+        .catch(() => undefined);
+    },
+    Math.min(STREAM_CHECK_MS, jobPollMs ?? STREAM_CHECK_MS),
+  );
   let messages: RelayedMessage[] = [];
   let response: Response;
   let delivered: boolean | Error = false;
@@ -302,7 +323,9 @@ async function runOnSession(
       jobPollMs,
     });
     const sdkReq = withoutProtocolVersion(req);
-    response = streamed ? await serveStreamedExchange(sdkReq, body, server) : await serveJsonExchange(sdkReq, body, server);
+    response = streamed
+      ? await serveStreamedExchange(sdkReq, body, server)
+      : await serveJsonExchange(sdkReq, body, server);
     if (response.status === 200) {
       messages = streamed ? await readStreamedExchange(response, relayNote) : parseResponses(await response.text());
     }
@@ -310,7 +333,9 @@ async function runOnSession(
     clearInterval(watch);
     await notes;
     // Also after a failure: the stream must learn that this POST is over.
-    delivered = gone.signal.aborted ? false : await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
+    delivered = gone.signal.aborted
+      ? false
+      : await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
     await closeCharges(charges, delivered === true && messages.length > 0, report);
   }
@@ -369,7 +394,9 @@ function withoutIds(body: unknown): unknown {
 function requestIds(body: unknown): unknown[] {
   const messages: unknown[] = Array.isArray(body) ? body : [body];
   return messages.flatMap((message) =>
-    typeof message === "object" && message !== null && "method" in message && "id" in message ? [(message as { id: unknown }).id] : [],
+    typeof message === "object" && message !== null && "method" in message && "id" in message
+      ? [(message as { id: unknown }).id]
+      : [],
   );
 }
 
@@ -382,7 +409,10 @@ function withIndexIds(messages: RelayedMessage[], body: unknown): RelayedMessage
 /** Stored responses with their places turned back into the `id`s of this POST's requests. */
 function withIds(messages: RelayedMessage[], body: unknown): RelayedMessage[] {
   const ids = requestIds(body);
-  return messages.map((message) => ({ ...message, id: typeof message.id === "number" ? (ids[message.id] ?? null) : null }));
+  return messages.map((message) => ({
+    ...message,
+    id: typeof message.id === "number" ? (ids[message.id] ?? null) : null,
+  }));
 }
 
 function storedMessages(text: string): RelayedMessage[] {
@@ -430,5 +460,7 @@ function toError(error: unknown): Error {
 function parseResponses(text: string): RelayedMessage[] {
   const parsed: unknown = JSON.parse(text);
   const list: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
-  return list.filter((item): item is RelayedMessage => typeof item === "object" && item !== null && !Array.isArray(item));
+  return list.filter(
+    (item): item is RelayedMessage => typeof item === "object" && item !== null && !Array.isArray(item),
+  );
 }

@@ -242,9 +242,19 @@ export class Engine {
 
   private async readTiffPage(job: ReadTiffPageJob, deadline: number): Promise<PageResult> {
     const tiff = openTiff(job.doc);
-    const image = await profiledAsync("decode", () => decodeTiffPage(tiff.bytes, job.number, job.limits.maxImagePixels, tiff.pages));
+    const image = await profiledAsync("decode", () =>
+      decodeTiffPage(tiff.bytes, job.number, job.limits.maxImagePixels, tiff.pages),
+    );
     try {
-      return await this.readSource(image.source, image.width, image.height, job.number, job.language, job.available, deadline);
+      return await this.readSource(
+        image.source,
+        image.width,
+        image.height,
+        job.number,
+        job.language,
+        job.available,
+        deadline,
+      );
     } finally {
       releaseSource(image.source);
     }
@@ -292,7 +302,15 @@ export class Engine {
     }
     try {
       checkImageLimit(job.number, job.limits);
-      const { page: read, language } = await this.readSource(canvas, canvas.width, canvas.height, job.number, job.language, job.available, deadline);
+      const { page: read, language } = await this.readSource(
+        canvas,
+        canvas.width,
+        canvas.height,
+        job.number,
+        job.language,
+        job.available,
+        deadline,
+      );
       return { page: pickSparsePage(job.textLayer, read), language };
     } finally {
       releaseSource(canvas);
@@ -343,7 +361,10 @@ function hazardError(hazard: PdfHazard): OcrError {
         `The PDF holds ${hazard.inline ? "an inline image" : "an image"} of more than ${Math.round(hazard.limit / 1e6)} megapixels, the limit per image${object(hazard.object)}: it is ${hazard.width}×${hazard.height} pixels`,
       );
     case "structure":
-      return new OcrError("unreadable", "The PDF is built so that reading its objects would take far more work than its size: it was not read");
+      return new OcrError(
+        "unreadable",
+        "The PDF is built so that reading its objects would take far more work than its size: it was not read",
+      );
   }
 }
 

@@ -5,13 +5,25 @@
  * without accents because the English model drops them.
  */
 const STOPWORDS: Record<string, string[]> = {
-  eng: "the and of to in is that for it with as was on are be by this from or an at which not have you your we our".split(" "),
-  fra: "le la les des est et une du dans que qui pour pas sur avec sont nous vous ils elles au aux ce cette mais je tu il elle etre avoir leur ses son sa".split(" "),
-  deu: "der die das und ist nicht mit den dem ein eine einer zu von fur auf ich sie es wir ihr sind auch werden wird oder aber bei nach sich des im".split(" "),
-  spa: "el los las del que y en un una es por con para no se su al lo como mas pero sus ya este esta son muy tambien".split(" "),
-  ita: "il lo gli di che e un una per non con del della sono si da in ma come anche questo alla nel delle dei".split(" "),
+  eng: "the and of to in is that for it with as was on are be by this from or an at which not have you your we our".split(
+    " ",
+  ),
+  fra: "le la les des est et une du dans que qui pour pas sur avec sont nous vous ils elles au aux ce cette mais je tu il elle etre avoir leur ses son sa".split(
+    " ",
+  ),
+  deu: "der die das und ist nicht mit den dem ein eine einer zu von fur auf ich sie es wir ihr sind auch werden wird oder aber bei nach sich des im".split(
+    " ",
+  ),
+  spa: "el los las del que y en un una es por con para no se su al lo como mas pero sus ya este esta son muy tambien".split(
+    " ",
+  ),
+  ita: "il lo gli di che e un una per non con del della sono si da in ma come anche questo alla nel delle dei".split(
+    " ",
+  ),
   por: "o os as do da em um uma para com nao se na no por mais dos das como mas ao sao ou tambem muito".split(" "),
-  nld: "de het een en van ik te dat die in is niet op zijn met voor er maar ook als aan bij door wordt naar ze".split(" "),
+  nld: "de het een en van ik te dat die in is niet op zijn met voor er maar ook als aan bij door wordt naar ze".split(
+    " ",
+  ),
 };
 
 const sets = new Map(Object.entries(STOPWORDS).map(([lang, words]) => [lang, new Set(words)]));

@@ -48,11 +48,14 @@ const engine = new Engine(config, {
     new Promise<boolean>((resolve) => {
       // Past `waitMs` the job goes on without the heavy step: the request is withdrawn (a grant already on its way
       // is given back when it arrives).
-      const timer = setTimeout(() => {
-        granted = undefined;
-        send({ type: "heavy", acquire: false });
-        resolve(false);
-      }, Math.max(0, waitMs));
+      const timer = setTimeout(
+        () => {
+          granted = undefined;
+          send({ type: "heavy", acquire: false });
+          resolve(false);
+        },
+        Math.max(0, waitMs),
+      );
       granted = () => {
         clearTimeout(timer);
         resolve(true);
@@ -99,7 +102,9 @@ const warming = config.warmLanguages
   ? engine
       .warm(config.warmLanguages)
       .catch((error: unknown) =>
-        console.error(`[engine] warming Tesseract failed: ${describeError(isOcrError(error) ? (error.cause ?? error) : error)}`),
+        console.error(
+          `[engine] warming Tesseract failed: ${describeError(isOcrError(error) ? (error.cause ?? error) : error)}`,
+        ),
       )
   : Promise.resolve();
 // It says which Tesseract it loaded (native or tesseract.js: OCR_TESSERACT), for the start log and /api/health.

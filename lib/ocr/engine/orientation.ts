@@ -134,9 +134,13 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
     quarter = across > along * QUARTER_MARGIN ? 90 : 0;
     margin = quarter === 90 ? across / Math.max(1, along) : along / Math.max(1, across);
   }
-  return { quarter, tilt: estimateTilt(glyphs, textHeight, quarter), margin, manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS };
+  return {
+    quarter,
+    tilt: estimateTilt(glyphs, textHeight, quarter),
+    margin,
+    manyGlyphs: glyphs.length >= SPREAD_MIN_GLYPHS,
+  };
 }
-
 
 /**
  * The tilt of lines running at `quarter` (0: across the raster, 90: up or down it), degrees clockwise: the angle near
@@ -148,8 +152,14 @@ export function estimateTilt(glyphs: readonly Glyph[], textHeight: number, quart
   // Glyph edges across the lines: bottoms and tops (one of them is the baseline, the other jagged with ascenders).
   const edges =
     quarter === 0
-      ? [glyphs.map((g) => ({ x: (g.x0 + g.x1) / 2, y: g.y1 + 1 })), glyphs.map((g) => ({ x: (g.x0 + g.x1) / 2, y: g.y0 }))]
-      : [glyphs.map((g) => ({ x: g.x1 + 1, y: (g.y0 + g.y1) / 2 })), glyphs.map((g) => ({ x: g.x0, y: (g.y0 + g.y1) / 2 }))];
+      ? [
+          glyphs.map((g) => ({ x: (g.x0 + g.x1) / 2, y: g.y1 + 1 })),
+          glyphs.map((g) => ({ x: (g.x0 + g.x1) / 2, y: g.y0 })),
+        ]
+      : [
+          glyphs.map((g) => ({ x: g.x1 + 1, y: (g.y0 + g.y1) / 2 })),
+          glyphs.map((g) => ({ x: g.x0, y: (g.y0 + g.y1) / 2 })),
+        ];
   const bin = Math.max(1, textHeight * 0.25);
   const counts = new Float64Array(Math.ceil((2 * extent) / bin) + 8);
   const angle = bestAngle(edges, quarter, bin, counts);
@@ -233,7 +243,10 @@ export type Uprightness = "upright" | "upside-down" | "unsure";
  * Which way up text stands whose lines run across the raster (glyph boxes of the straightened page): neighbouring
  * glyphs in a line vote "upright" when their bottoms line up and their tops do not, "upside down" for the reverse.
  */
-export function judgeUprightness(glyphs: readonly Glyph[], textHeight: number | null): { verdict: Uprightness; up: number; down: number } {
+export function judgeUprightness(
+  glyphs: readonly Glyph[],
+  textHeight: number | null,
+): { verdict: Uprightness; up: number; down: number } {
   if (!textHeight || glyphs.length < MIN_GLYPHS) return { verdict: "unsure", up: 0, down: 0 };
   const th = textHeight;
   const aligned = Math.max(1, th * 0.1);
@@ -312,7 +325,8 @@ export function turnGlyphs(glyphs: readonly Glyph[], quarter: Quarter, width: nu
   return glyphs.map((g) => {
     // Pixel (x, y) of a w×h raster lands at: 90° → (h-1-y, x); 180° → (w-1-x, h-1-y); 270° → (y, w-1-x).
     if (quarter === 90) return { x0: height - 1 - g.y1, y0: g.x0, x1: height - 1 - g.y0, y1: g.x1 };
-    if (quarter === 180) return { x0: width - 1 - g.x1, y0: height - 1 - g.y1, x1: width - 1 - g.x0, y1: height - 1 - g.y0 };
+    if (quarter === 180)
+      return { x0: width - 1 - g.x1, y0: height - 1 - g.y1, x1: width - 1 - g.x0, y1: height - 1 - g.y0 };
     return { x0: g.y0, y0: width - 1 - g.x1, x1: g.y1, y1: width - 1 - g.x0 };
   });
 }
@@ -391,7 +405,14 @@ export async function imageOf(canvas: Canvas): Promise<Image> {
  * strip by strip (as `drawGrey`: no full-size RGBA copy), each strip drawing only the source rectangle it covers.
  * The corners the turn uncovers are filled with `paper` (see {@link paperGrey}).
  */
-export function drawGreyTurned(source: RasterSource, turn: PageTurn, width: number, height: number, crop?: Rect, paper = 255): GreyRaster {
+export function drawGreyTurned(
+  source: RasterSource,
+  turn: PageTurn,
+  width: number,
+  height: number,
+  crop?: Rect,
+  paper = 255,
+): GreyRaster {
   const region = crop ?? { x: 0, y: 0, width: turn.turnedWidth, height: turn.turnedHeight };
   const { width: w, height: h } = turn;
   const out = greyRaster(width, height);

@@ -19,8 +19,22 @@ import { detectLanguage } from "./language-detect";
 import { loadPaddle } from "./paddle";
 import { releaseSource, type RasterSource } from "./raster";
 import { orderReading } from "./reading-order";
-import { prepareRaster, recognizeRaster, retryReading, wordScore, type PageReading, type PreparedRaster, type RecognizeContext } from "./recognize";
-import { chooseReading, confidentTesseractWords, paddlePageReading, tesseractGaps, wantsSecondReading } from "./second-reading";
+import {
+  prepareRaster,
+  recognizeRaster,
+  retryReading,
+  wordScore,
+  type PageReading,
+  type PreparedRaster,
+  type RecognizeContext,
+} from "./recognize";
+import {
+  chooseReading,
+  confidentTesseractWords,
+  paddlePageReading,
+  tesseractGaps,
+  wantsSecondReading,
+} from "./second-reading";
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import type { TesseractReader } from "./tesseract";
 
@@ -88,7 +102,9 @@ export const PAGE_STAGES: readonly PageStage[] = [
     name: "orientation",
     async run(state) {
       const first = prepareRaster(state.source, state.width, state.height);
-      state.straight = await profiledAsync("orientation", () => straightenRaster(state.source, state.width, state.height, first));
+      state.straight = await profiledAsync("orientation", () =>
+        straightenRaster(state.source, state.width, state.height, first),
+      );
       state.orientation = state.straight.verdict;
     },
   },
@@ -96,7 +112,11 @@ export const PAGE_STAGES: readonly PageStage[] = [
     // Tesseract, automatic page segmentation; its further passes wait when a later stage may read the page again.
     name: "first-reading",
     async run(state, tools) {
-      state.reading = await recognizeRaster(state.straight!.prepared, state.number, firstContext(state, tools, "first-reading"));
+      state.reading = await recognizeRaster(
+        state.straight!.prepared,
+        state.number,
+        firstContext(state, tools, "first-reading"),
+      );
     },
   },
   {
@@ -121,8 +141,15 @@ export const PAGE_STAGES: readonly PageStage[] = [
       const decided: LanguageChoice = { langs: [guess, "eng"], auto: false };
       const context: RecognizeContext = { pool: tools.tesseract, deadline: state.deadline, langs: decided.langs };
       const before = state.reading!;
-      const again = await profiledAsync("language-reread", () => recognizeRaster(state.straight!.prepared, state.number, context), true);
-      again.page.trace = { ...again.page.trace, passes: (again.page.trace?.passes ?? 1) + (before.page.trace?.passes ?? 1) };
+      const again = await profiledAsync(
+        "language-reread",
+        () => recognizeRaster(state.straight!.prepared, state.number, context),
+        true,
+      );
+      again.page.trace = {
+        ...again.page.trace,
+        passes: (again.page.trace?.passes ?? 1) + (before.page.trace?.passes ?? 1),
+      };
       state.reading = again;
       state.languages = decided;
       state.rereadInLanguage = true;
@@ -156,7 +183,11 @@ export const PAGE_STAGES: readonly PageStage[] = [
 ];
 
 /** Run the stages over a page; the caller releases `state.straight.turned` afterwards. */
-export async function readPage(state: PageState, tools: PageTools, stages: readonly PageStage[] = PAGE_STAGES): Promise<PageState> {
+export async function readPage(
+  state: PageState,
+  tools: PageTools,
+  stages: readonly PageStage[] = PAGE_STAGES,
+): Promise<PageState> {
   for (const stage of stages) await stage.run(state, tools);
   return state;
 }
@@ -195,7 +226,10 @@ async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
   const { flipped, other, band } = await profiledAsync(
     "flip-probe",
     async () => {
-      const flipped = await turnTo(state.source, { ...straight.turn, rotation: ((straight.turn.rotation + 180) % 360) as Quarter });
+      const flipped = await turnTo(state.source, {
+        ...straight.turn,
+        rotation: ((straight.turn.rotation + 180) % 360) as Quarter,
+      });
       const probeContext = { ...context, deferRetries: () => true };
       // A band of the page first: only when its lines read better upside down is the whole page read so.
       const band = flipBand(flipped.prepared, reading);
@@ -203,21 +237,32 @@ async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
         const banded = await recognizeRaster(band.prepared, state.number, probeContext);
         if (banded.score <= band.uprightScore * FLIP_PROBE_MARGIN) return { flipped, other: null, band: true };
       }
-      return { flipped, other: await recognizeRaster(flipped.prepared, state.number, probeContext), band: band !== null };
+      return {
+        flipped,
+        other: await recognizeRaster(flipped.prepared, state.number, probeContext),
+        band: band !== null,
+      };
     },
     true,
   );
   if (other && other.score > reading.score * FLIP_PROBE_MARGIN) {
     if (straight.turned) releaseSource(straight.turned);
-    state.straight = { ...flipped, verdict: straight.verdict === "upside-down" ? "upright" : "upside-down", lines: straight.lines };
+    state.straight = {
+      ...flipped,
+      verdict: straight.verdict === "upside-down" ? "upright" : "upside-down",
+      lines: straight.lines,
+    };
     state.reading = other;
     state.orientation += `, flipped by a reading${band ? " (a band of it first)" : ""}`;
   } else {
     if (flipped.turned) releaseSource(flipped.turned);
-    state.orientation += other ? `, a reading upside down was worse${band ? " (a band of it first)" : ""}` : ", a band of it read upside down was worse";
+    state.orientation += other
+      ? `, a reading upside down was worse${band ? " (a band of it first)" : ""}`
+      : ", a band of it read upside down was worse";
   }
   // Whichever was kept, its further passes run now unless a later stage may still read the page again.
-  if (!context.deferRetries!(state.reading!)) state.reading = await retryReading(state.straight!.prepared, state.reading!, state.number, context);
+  if (!context.deferRetries!(state.reading!))
+    state.reading = await retryReading(state.straight!.prepared, state.reading!, state.number, context);
 }
 
 /**
@@ -263,7 +308,10 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
   const paddle = paddlePageReading(result, prepared, state.number);
   const kept = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
   // PaddleOCR's page keeps the trace of Tesseract's first pass; Tesseract's reading has its own (with its retries).
-  kept.page.trace = { ...(kept === paddle ? reading.page.trace : kept.page.trace), second: kept.page.engine ?? "tesseract" };
+  kept.page.trace = {
+    ...(kept === paddle ? reading.page.trace : kept.page.trace),
+    second: kept.page.engine ?? "tesseract",
+  };
   return kept;
 }
 
@@ -277,7 +325,10 @@ const FLIP_BAND_MIN_CHARACTERS = 40;
  * poor page upside down tells a page that stands upright from one that does not: a faded receipt cost a whole second
  * reading (2.8 s) only to keep its first. Null on pages of few lines (read whole).
  */
-export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepared: PreparedRaster; uprightScore: number } | null {
+export function flipBand(
+  flipped: PreparedRaster,
+  reading: PageReading,
+): { prepared: PreparedRaster; uprightScore: number } | null {
   const lines = reading.page.blocks.flatMap((b) => b.lines).sort((a, b) => a.bbox[1] - b.bbox[1]);
   if (lines.length < FLIP_BAND_MIN_LINES) return null;
   const chosen = lines.slice(Math.floor(lines.length / 3), Math.ceil((2 * lines.length) / 3));
@@ -302,7 +353,11 @@ export function flipBand(flipped: PreparedRaster, reading: PageReading): { prepa
   const r0 = Math.max(0, row(1 - bottom - margin));
   const r1 = Math.min(raster.height, row(1 - top + margin));
   if (r1 - r0 < 8 || r1 - r0 > raster.height * 0.8) return null;
-  const band = { width: raster.width, height: r1 - r0, data: raster.data.subarray(r0 * raster.width, r1 * raster.width) };
+  const band = {
+    width: raster.width,
+    height: r1 - r0,
+    data: raster.data.subarray(r0 * raster.width, r1 * raster.width),
+  };
   return {
     prepared: { ...flipped, raster: band, crop: { ...crop, y: crop.y + r0 / scale, height: (r1 - r0) / scale } },
     uprightScore,

@@ -6,7 +6,8 @@ import zlib from "node:zlib";
  * through unchanged (pdf.js warns and goes on), and each decoder producing pdf.js's bytes so that the next filter of a
  * chain sees what pdf.js's would. Every decoder stops as soon as its output passes a cap.
  */
-export type PdfFilter = "flate" | "lzw" | "ahx" | "a85" | "rl" | "brotli" | "dct" | "jpx" | "jbig2" | "ccf" | "crypt" | "none";
+export type PdfFilter =
+  "flate" | "lzw" | "ahx" | "a85" | "rl" | "brotli" | "dct" | "jpx" | "jbig2" | "ccf" | "crypt" | "none";
 
 const FILTER_NAMES: Record<string, PdfFilter> = {
   Fl: "flate",
@@ -73,14 +74,25 @@ export interface DecodeParams {
  * longer than `keepUpTo` (otherwise only counted). Corrupt data ends the output where pdf.js's would (it reads what it
  * can), never with an error.
  */
-export async function decodeFilter(filter: PdfFilter, input: Uint8Array, cap: number, keepUpTo: number, params: DecodeParams = {}): Promise<Decoded> {
+export async function decodeFilter(
+  filter: PdfFilter,
+  input: Uint8Array,
+  cap: number,
+  keepUpTo: number,
+  params: DecodeParams = {},
+): Promise<Decoded> {
   switch (filter) {
     case "flate":
       // pdf.js checks the zlib header as Node does; it does not check the trailing checksum (Z_SYNC_FLUSH: partial
       // output of a truncated stream counts).
       return pipeThrough(zlib.createInflate({ finishFlush: zlib.constants.Z_SYNC_FLUSH }), input, cap, keepUpTo);
     case "brotli":
-      return pipeThrough(zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH }), input, cap, keepUpTo);
+      return pipeThrough(
+        zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH }),
+        input,
+        cap,
+        keepUpTo,
+      );
     case "lzw":
       return collect(decodeLzw(input, params.earlyChange ?? 1), cap, keepUpTo);
     case "rl":
@@ -90,7 +102,10 @@ export async function decodeFilter(filter: PdfFilter, input: Uint8Array, cap: nu
     case "a85":
       return collect(decodeAscii85(input), cap, keepUpTo);
     default:
-      return { total: input.length, ...(input.length <= keepUpTo && { bytes: Buffer.from(input.buffer, input.byteOffset, input.byteLength) }) };
+      return {
+        total: input.length,
+        ...(input.length <= keepUpTo && { bytes: Buffer.from(input.buffer, input.byteOffset, input.byteLength) }),
+      };
   }
 }
 
@@ -118,7 +133,12 @@ class Sink {
   }
 }
 
-function pipeThrough(transform: zlib.Inflate | zlib.BrotliDecompress, input: Uint8Array, cap: number, keepUpTo: number): Promise<Decoded> {
+function pipeThrough(
+  transform: zlib.Inflate | zlib.BrotliDecompress,
+  input: Uint8Array,
+  cap: number,
+  keepUpTo: number,
+): Promise<Decoded> {
   return new Promise((resolve) => {
     const sink = new Sink(cap, keepUpTo);
     let done = false;

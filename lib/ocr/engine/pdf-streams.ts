@@ -68,7 +68,10 @@ export async function findPdfHazard(bytes: Uint8Array, limits: PdfLimits): Promi
 }
 
 /** The first stream that decodes to more than `limit` bytes (pixel limits not applied), or null. */
-export async function findOversizedStream(bytes: Uint8Array, limit: number): Promise<{ object?: string; limit: number } | null> {
+export async function findOversizedStream(
+  bytes: Uint8Array,
+  limit: number,
+): Promise<{ object?: string; limit: number } | null> {
   const hazard = await findPdfHazard(bytes, { maxStreamBytes: limit, maxImagePixels: Number.POSITIVE_INFINITY });
   if (!hazard || hazard.kind === "structure") return null;
   return { ...(hazard.object && { object: hazard.object }), limit };
@@ -90,7 +93,9 @@ class Precheck {
   async run(): Promise<PdfHazard | null> {
     this.readObjects();
     // Object streams first: the other streams' filters may be objects packed in them.
-    const objectStreams = new Set(this.streams.filter((stream) => nameOf(this.first(stream.dict.get("Type"))) === "ObjStm"));
+    const objectStreams = new Set(
+      this.streams.filter((stream) => nameOf(this.first(stream.dict.get("Type"))) === "ObjStm"),
+    );
     for (const stream of objectStreams) {
       const hazard = await this.checkStream(stream, (decoded) => this.indexObjectStream(stream, decoded));
       if (hazard) return hazard;
@@ -130,7 +135,12 @@ class Precheck {
     const first = this.first(stream.dict.get("First"));
     if (!isCount(count) || !isCount(first)) return;
     const reader = new PdfReader(decoded);
-    const pairs = decoded.subarray(0, Math.min(first, decoded.length)).toString("latin1").trim().split(/[\0\t\n\f\r ]+/).map(Number);
+    const pairs = decoded
+      .subarray(0, Math.min(first, decoded.length))
+      .toString("latin1")
+      .trim()
+      .split(/[\0\t\n\f\r ]+/)
+      .map(Number);
     for (let i = 0; i + 1 < Math.min(pairs.length, count * 2); i += 2) {
       const num = pairs[i]!;
       const at = first + pairs[i + 1]!;
@@ -188,7 +198,9 @@ class Precheck {
         filter.forEach((element, i) => {
           const param = Array.isArray(params[0]) ? this.first(params[0][i]) : undefined;
           const names = this.resolve(element).filter((value): value is PdfName => value instanceof PdfName);
-          partial = partial.flatMap((chain) => names.map((name) => [...chain, this.link(name, param)])).slice(0, MAX_CHAINS);
+          partial = partial
+            .flatMap((chain) => names.map((name) => [...chain, this.link(name, param)]))
+            .slice(0, MAX_CHAINS);
         });
         chains.push(...partial);
       } else {
@@ -217,7 +229,12 @@ class Precheck {
     return null;
   }
 
-  private async checkChain(data: Buffer, chain: Link[], stream: StreamObject, onDecoded?: (decoded: Buffer) => void): Promise<PdfHazard | null> {
+  private async checkChain(
+    data: Buffer,
+    chain: Link[],
+    stream: StreamObject,
+    onDecoded?: (decoded: Buffer) => void,
+  ): Promise<PdfHazard | null> {
     const { maxStreamBytes: limit } = this.limits;
     const imageAt = chain.findIndex((link) => isImageFilter(link.filter));
     const before = imageAt < 0 ? chain : chain.slice(0, imageAt);
@@ -265,7 +282,12 @@ class Precheck {
       for (const chain of this.chains(image.dict)) {
         const dctAt = chain.findIndex((link) => link.filter === "dct");
         if (dctAt < 0) continue;
-        const decoded = await decodeChain(data, chain.slice(0, dctAt), this.limits.maxStreamBytes, this.limits.maxStreamBytes);
+        const decoded = await decodeChain(
+          data,
+          chain.slice(0, dctAt),
+          this.limits.maxStreamBytes,
+          this.limits.maxStreamBytes,
+        );
         if (decoded === "over" || decoded === null) continue; // pdf.js reads inline data only up to `EI`
         const frame = pdfJsJpegFrame(decoded);
         if (frame && frame.width * frame.height > this.limits.maxImagePixels) {
@@ -281,7 +303,12 @@ class Precheck {
  * Decode `data` through `chain`, each filter's output capped at `limit` bytes (pdf.js keeps every stage's output in
  * memory). The result is kept when it is at most `keepUpTo` bytes (null otherwise: only counted).
  */
-async function decodeChain(data: Buffer, chain: Link[], limit: number, keepUpTo: number): Promise<Buffer | null | "over"> {
+async function decodeChain(
+  data: Buffer,
+  chain: Link[],
+  limit: number,
+  keepUpTo: number,
+): Promise<Buffer | null | "over"> {
   const links = chain.filter((link) => link.filter !== "none" && link.filter !== "crypt");
   let bytes: Buffer = data;
   for (const [i, link] of links.entries()) {

@@ -124,7 +124,8 @@ class Lexer {
       const after = this.peek();
       if (after >= 0x20 && after <= 0x7f) return new PdfCmd(word);
     }
-    for (ch = this.peek(); ch >= 0 && !SPECIAL[ch] && word.length < 128; ch = this.peek()) word += String.fromCharCode(this.take());
+    for (ch = this.peek(); ch >= 0 && !SPECIAL[ch] && word.length < 128; ch = this.peek())
+      word += String.fromCharCode(this.take());
     if (word === "true") return true;
     if (word === "false") return false;
     if (word === "null") return null;
@@ -333,7 +334,12 @@ class Parser {
     }
     if (typeof token === "number" && Number.isInteger(token)) {
       const [gen, r] = this.peek(2);
-      if (typeof gen?.token === "number" && Number.isInteger(gen.token) && r?.token instanceof PdfCmd && r.token.cmd === "R") {
+      if (
+        typeof gen?.token === "number" &&
+        Number.isInteger(gen.token) &&
+        r?.token instanceof PdfCmd &&
+        r.token.cmd === "R"
+      ) {
         this.shift();
         this.shift();
         return new PdfRef(token, gen.token);

@@ -4,7 +4,16 @@ import { createCanvas, type Canvas } from "@napi-rs/canvas";
 import type { PDFDocumentLoadingTask, PDFDocumentProxy, PDFPageProxy } from "pdfjs-dist";
 import type { TextItem, TextStyle } from "pdfjs-dist/types/src/display/api";
 import { isOcrError, OcrError } from "../model/ocr-error";
-import { round4, unionBBox, type BBox, type ExtractedPage, type LineStyle, type OcrBlock, type OcrLine, type OcrWord } from "../model/document";
+import {
+  round4,
+  unionBBox,
+  type BBox,
+  type ExtractedPage,
+  type LineStyle,
+  type OcrBlock,
+  type OcrLine,
+  type OcrWord,
+} from "../model/document";
 
 type PdfJs = typeof import("pdfjs-dist");
 
@@ -20,7 +29,9 @@ const PDFJS_MIN_NODE: readonly [number, number] = [22, 13];
 function loadPdfJs(): Promise<PdfJs> {
   const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
   if (major < PDFJS_MIN_NODE[0] || (major === PDFJS_MIN_NODE[0] && minor < PDFJS_MIN_NODE[1])) {
-    const error = new Error(`pdf.js needs Node.js ${PDFJS_MIN_NODE.join(".")} or newer; this engine runs on Node.js ${process.versions.node}`);
+    const error = new Error(
+      `pdf.js needs Node.js ${PDFJS_MIN_NODE.join(".")} or newer; this engine runs on Node.js ${process.versions.node}`,
+    );
     return Promise.reject(new OcrError("engine_failed", "The PDF engine cannot run on this server", { cause: error }));
   }
   pdfjsModule ??= import("pdfjs-dist/legacy/build/pdf.mjs") as Promise<PdfJs>;
@@ -173,7 +184,10 @@ const CPU_CHECK_EVERY = 256;
  * pdf.js's `operationsFilter`, called for every operation it draws, used to stop a page past its bounds: it throws an
  * `OcrError` (`too_complex`), which ends the rendering (pdf.js cancels the page's operator list with it).
  */
-async function boundedDrawing(pageNumber: number, work: PageWork): Promise<(index: number, list: { fnArray: number[] }) => boolean> {
+async function boundedDrawing(
+  pageNumber: number,
+  work: PageWork,
+): Promise<(index: number, list: { fnArray: number[] }) => boolean> {
   const { OPS } = await loadPdfJs();
   const started = cpuMs();
   let drawn = 0;
@@ -190,7 +204,9 @@ async function boundedDrawing(pageNumber: number, work: PageWork): Promise<(inde
       throw tooComplex(`draws more than ${work.maxOperations.toLocaleString("en-US")} operations, the limit per page`);
     }
     if (++drawn % CPU_CHECK_EVERY === 0 && cpuMs() - started > work.maxCpuMs) {
-      throw tooComplex(`needs more than ${Math.round(work.maxCpuMs / 1000)} s of processing to draw, the limit per page`);
+      throw tooComplex(
+        `needs more than ${Math.round(work.maxCpuMs / 1000)} s of processing to draw, the limit per page`,
+      );
     }
     return true;
   };

@@ -58,7 +58,7 @@ export function pdfJsJpegFrame(input: Uint8Array): { width: number; height: numb
       } else if (marker === 0xffc4) {
         const length = u16(offset);
         offset += 2;
-        for (let i = 2; i < length; ) {
+        for (let i = 2; i < length;) {
           let sum = 0;
           for (let j = 0; j < 16; j++) sum += data[offset + 1 + j] ?? 0;
           offset += 17 + sum;

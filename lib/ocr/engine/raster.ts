@@ -51,11 +51,7 @@ function assertComplete(bytes: Uint8Array, type: ImageType): void {
  * bombs), truncated files are refused. EXIF orientation is applied (phone photos are stored sideways); the
  * returned size is the upright one.
  */
-export async function decodeImage(
-  bytes: Uint8Array,
-  type: ImageType,
-  maxPixels: number,
-): Promise<DecodedImage> {
+export async function decodeImage(bytes: Uint8Array, type: ImageType, maxPixels: number): Promise<DecodedImage> {
   const info = readImageInfo(bytes, type);
   if (info.width * info.height > maxPixels) {
     throw new OcrError(

@@ -61,7 +61,9 @@ type Stretch = Unit[];
  */
 export function orderReading(page: ExtractedPage): ExtractedPage {
   const { width, height } = page;
-  const wordHeight = median(page.blocks.flatMap((b) => b.lines.flatMap((l) => l.words.map((w) => (w.bbox[3] - w.bbox[1]) * height))));
+  const wordHeight = median(
+    page.blocks.flatMap((b) => b.lines.flatMap((l) => l.words.map((w) => (w.bbox[3] - w.bbox[1]) * height))),
+  );
   const units: Unit[] = page.blocks.flatMap((block, b) =>
     block.lines.flatMap((line, l) =>
       segmentsOf(line, SEGMENT_GAP * wordHeight, width).map((segment) => ({
@@ -85,7 +87,9 @@ export function orderReading(page: ExtractedPage): ExtractedPage {
   const lineStyles: LineStyle[][] = [];
   // A recognizer's block that the cuts parted (Tesseract ran it across a gutter) says nothing of paragraphs.
   const stretchesOf = new Map<number, Set<number>>();
-  stretches.forEach((stretch, i) => stretch.forEach((u) => stretchesOf.set(u.block, (stretchesOf.get(u.block) ?? new Set()).add(i))));
+  stretches.forEach((stretch, i) =>
+    stretch.forEach((u) => stretchesOf.set(u.block, (stretchesOf.get(u.block) ?? new Set()).add(i))),
+  );
   const parted = new Set([...stretchesOf].filter(([, seen]) => seen.size > 1).map(([block]) => block));
   for (const stretch of stretches) {
     for (const cells of tablesOf(stretch)) {
@@ -96,7 +100,11 @@ export function orderReading(page: ExtractedPage): ExtractedPage {
     }
   }
   // The same words: the page's confidence stays; its text follows the new order.
-  const { text } = ocrPageOf({ number: page.number, width, height, engine: page.engine ?? "tesseract" }, blocks, lineStyles);
+  const { text } = ocrPageOf(
+    { number: page.number, width, height, engine: page.engine ?? "tesseract" },
+    blocks,
+    lineStyles,
+  );
   return { ...page, blocks, lineStyles, text };
 }
 
@@ -117,7 +125,10 @@ function segmentsOf(line: OcrLine, gap: number, width: number): OcrLine[] {
     const [bx0, by0, bx1, by1] = baseline;
     const at = (x: number) => (bx1 === bx0 ? by0 : by0 + ((by1 - by0) * (x - bx0)) / (bx1 - bx0));
     const round = (v: number) => Math.round(v * 10_000) / 10_000;
-    return { ...segment, baseline: [segment.bbox[0], round(at(segment.bbox[0])), segment.bbox[2], round(at(segment.bbox[2]))] };
+    return {
+      ...segment,
+      baseline: [segment.bbox[0], round(at(segment.bbox[0])), segment.bbox[2], round(at(segment.bbox[2]))],
+    };
   });
 }
 
@@ -172,7 +183,8 @@ function findGutter(units: Unit[], textHeight: number): { x0: number; x1: number
         if (u.x1 > gap.x0 && u.x1 < gap.x1) gap.x0 = u.x1;
       }
       const wide = gap.x1 - gap.x0 >= MIN_GUTTER * textHeight;
-      if (wide && (!best || gap.x1 - gap.x0 > best.x1 - best.x0) && separatesColumns(units, gap, textHeight)) best = gap;
+      if (wide && (!best || gap.x1 - gap.x0 > best.x1 - best.x0) && separatesColumns(units, gap, textHeight))
+        best = gap;
     }
     reach = Math.max(reach, x1);
   }
@@ -236,7 +248,9 @@ function alignedCells(a: Unit[], b: Unit[]): boolean {
   const box = (rows: Unit[]) => ({ x0: Math.min(...rows.map((r) => r.x0)), x1: Math.max(...rows.map((r) => r.x1)) });
   const [ba, bb] = [box(a), box(b)];
   if (!(ba.x1 <= bb.x0 || bb.x1 <= ba.x0)) return false;
-  const sameRow = a.some((r) => b.some((o) => Math.min(o.y1, r.y1) - Math.max(o.y0, r.y0) > 0.5 * Math.min(o.y1 - o.y0, r.y1 - r.y0)));
+  const sameRow = a.some((r) =>
+    b.some((o) => Math.min(o.y1, r.y1) - Math.max(o.y0, r.y0) > 0.5 * Math.min(o.y1 - o.y0, r.y1 - r.y0)),
+  );
   if (!sameRow) return false;
   const height = median([...a, ...b].map((r) => r.y1 - r.y0)) || 1;
   return !isRunningText(a, height) && !isRunningText(b, height);
@@ -278,7 +292,10 @@ function joinRow(row: Unit[]): Unit {
   const line = lineOf(row.flatMap((u) => u.line.words));
   const baseline = first.line.baseline && last.line.baseline;
   const joined: OcrLine = baseline
-    ? { ...line, baseline: [first.line.baseline![0], first.line.baseline![1], last.line.baseline![2], last.line.baseline![3]] }
+    ? {
+        ...line,
+        baseline: [first.line.baseline![0], first.line.baseline![1], last.line.baseline![2], last.line.baseline![3]],
+      }
     : line;
   return {
     line: joined,
@@ -301,7 +318,8 @@ function blocksOf(rows: Unit[], parted: Set<number>): Unit[][] {
   let previous: Unit | undefined;
   for (const row of rows) {
     const height = Math.max(row.y1 - row.y0, previous ? previous.y1 - previous.y0 : 0);
-    const changed = previous !== undefined && row.block !== previous.block && !parted.has(row.block) && !parted.has(previous.block);
+    const changed =
+      previous !== undefined && row.block !== previous.block && !parted.has(row.block) && !parted.has(previous.block);
     const apart = !previous || changed || row.y0 - previous.y1 > BLOCK_GAP * height;
     if (apart) blocks.push([row]);
     else blocks[blocks.length - 1]!.push(row);

@@ -78,7 +78,8 @@ export type DrawGrey = (width: number, height: number, crop?: Rect) => GreyRaste
 
 export function chooseScale(textHeight: number | null, width: number, height: number): number {
   let scale = 1;
-  if (textHeight !== null && textHeight < MIN_TEXT_HEIGHT) scale = Math.min(MAX_UPSCALE, TARGET_TEXT_HEIGHT / textHeight);
+  if (textHeight !== null && textHeight < MIN_TEXT_HEIGHT)
+    scale = Math.min(MAX_UPSCALE, TARGET_TEXT_HEIGHT / textHeight);
   else if (textHeight !== null && textHeight > MAX_TEXT_HEIGHT) scale = TARGET_TEXT_HEIGHT / textHeight;
   const maxScale = Math.sqrt(MAX_OCR_PIXELS / (width * height));
   return Math.min(scale, maxScale);
@@ -111,7 +112,10 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   const drawPage: DrawGrey = draw ?? ((w, h, crop) => drawGrey(source, w, h, crop));
   const analysisScale = Math.min(1, ANALYSIS_MAX_SIDE / Math.max(width, height));
   const { analysisRaster, analysis } = profiled("text-size", () => {
-    const analysisRaster = drawPage(Math.max(1, Math.round(width * analysisScale)), Math.max(1, Math.round(height * analysisScale)));
+    const analysisRaster = drawPage(
+      Math.max(1, Math.round(width * analysisScale)),
+      Math.max(1, Math.round(height * analysisScale)),
+    );
     return { analysisRaster, analysis: analyzeInk(analysisRaster, makesLines) };
   });
   const crop = contentCrop(analysis, analysisScale, width, height);
@@ -120,10 +124,14 @@ export function prepareRaster(source: RasterSource, width: number, height: numbe
   const whole = crop.width === width && crop.height === height;
   if (whole && Math.abs(scale - analysisScale) < 0.02) scale = analysisScale;
   // Drawn when first read: a page turned or straightened before it is read (lib/ocr/engine/straighten.ts) never needs it.
-  let raster: GreyRaster | null = whole && scale === analysisScale ? flattenMargins(analysisRaster, analysis.margins) : null;
+  let raster: GreyRaster | null =
+    whole && scale === analysisScale ? flattenMargins(analysisRaster, analysis.margins) : null;
   const drawRaster = () =>
     profiled("rescale", () =>
-      flattenMargins(drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop), analysis.margins),
+      flattenMargins(
+        drawPage(Math.max(1, Math.round(crop.width * scale)), Math.max(1, Math.round(crop.height * scale)), crop),
+        analysis.margins,
+      ),
     );
   return {
     source,
@@ -246,7 +254,11 @@ function isBlank(analysis: InkAnalysis): boolean {
 }
 
 function blankReading(prepared: PreparedRaster, number: number): PageReading {
-  const page = ocrPageOf({ number, width: prepared.sourceWidth, height: prepared.sourceHeight, engine: "tesseract" }, [], []);
+  const page = ocrPageOf(
+    { number, width: prepared.sourceWidth, height: prepared.sourceHeight, engine: "tesseract" },
+    [],
+    [],
+  );
   page.trace = { scale: 1, psm: "blank", coverage: 1, passes: 0 };
   return { page, score: 0, psm: "blank", coverage: 1 };
 }
@@ -280,7 +292,13 @@ async function readOnce(
     x1 / scale + crop.x,
     y1 / scale + crop.y,
   ];
-  const parsed = parseTsv(tsv, { number, width: sourceWidth, height: sourceHeight, toSource, baselines: hocr === undefined ? undefined : hocrBaselines(hocr) });
+  const parsed = parseTsv(tsv, {
+    number,
+    width: sourceWidth,
+    height: sourceHeight,
+    toSource,
+    baselines: hocr === undefined ? undefined : hocrBaselines(hocr),
+  });
   const boxes: Glyph[] = parsed.wordBoxes.map(([x0, y0, x1, y1]) => ({
     x0: x0 * analysisScale,
     y0: y0 * analysisScale,
@@ -332,7 +350,9 @@ interface Baseline {
 /** The baselines of Tesseract's hOCR lines (any line class), keyed by the line box `left top right bottom`. */
 export function hocrBaselines(hocr: string): Map<string, Baseline> {
   const baselines = new Map<string, Baseline>();
-  for (const match of hocr.matchAll(/class='ocr_(?:line|header|caption|textfloat)'[^>]*title="bbox (\d+ \d+ \d+ \d+); baseline (-?[\d.e-]+) (-?[\d.e-]+)/g)) {
+  for (const match of hocr.matchAll(
+    /class='ocr_(?:line|header|caption|textfloat)'[^>]*title="bbox (\d+ \d+ \d+ \d+); baseline (-?[\d.e-]+) (-?[\d.e-]+)/g,
+  )) {
     const slope = Number(match[2]);
     const offset = Number(match[3]);
     if (Number.isFinite(slope) && Number.isFinite(offset)) baselines.set(match[1]!, { slope, offset });
@@ -350,7 +370,10 @@ export function wordScore(text: string, confidence: number): number {
  * height, conf, text. Tesseract's paragraphs become our blocks (the unit markdown needs); lines and words
  * keep Tesseract's reading order.
  */
-export function parseTsv(tsv: string, { number, width, height, toSource = (box) => box, baselines }: TsvPage): ParsedTsv {
+export function parseTsv(
+  tsv: string,
+  { number, width, height, toSource = (box) => box, baselines }: TsvPage,
+): ParsedTsv {
   const paragraphs = new Map<string, Map<string, WordRow[]>>();
   const wordBoxes: PixelBox[] = [];
   // Each line's baseline, from its row (level 4) box: its two ends in source pixels.
@@ -359,7 +382,12 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
   for (const row of tsv.split("\n")) {
     const cols = row.split("\t");
     if (cols.length >= 10 && cols[0] === "4" && baselines) {
-      const [left, top, right, bottom] = [Number(cols[6]), Number(cols[7]), Number(cols[6]) + Number(cols[8]), Number(cols[7]) + Number(cols[9])];
+      const [left, top, right, bottom] = [
+        Number(cols[6]),
+        Number(cols[7]),
+        Number(cols[6]) + Number(cols[8]),
+        Number(cols[7]) + Number(cols[9]),
+      ];
       const baseline = baselines.get(`${left} ${top} ${right} ${bottom}`);
       if (baseline) {
         const [x0, y0] = toSource([left, bottom + baseline.offset, left, bottom + baseline.offset]);
@@ -393,7 +421,9 @@ export function parseTsv(tsv: string, { number, width, height, toSource = (box) 
     const blockLines: OcrLine[] = [];
     const styles: LineStyle[] = [];
     for (const [lineKey, rows] of lines) {
-      const line = lineOf(rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: normalizeBox(r.px, width, height) })));
+      const line = lineOf(
+        rows.map((r) => ({ text: r.text, confidence: round1(r.confidence), bbox: normalizeBox(r.px, width, height) })),
+      );
       const baseline = lineBaselines.get(`${paragraphKey}/${lineKey}`);
       blockLines.push(baseline ? { ...line, baseline: normalizePoints(baseline, width, height) } : line);
       styles.push({ size: lineGlyphSize(rows) });

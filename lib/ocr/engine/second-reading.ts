@@ -71,7 +71,8 @@ export function chooseReading(tesseract: PageReading, paddle: PageReading): Page
   if (characters(paddle.page, 0) < 0.8 * characters(tesseract.page, CREDIBLE_CONFIDENCE)) return tesseract;
   const confidence = paddle.page.confidence;
   const sure =
-    confidence >= PADDLE_SURE || (confidence >= PADDLE_FAIRLY_SURE && confidence - tesseract.page.confidence >= PADDLE_MARGIN);
+    confidence >= PADDLE_SURE ||
+    (confidence >= PADDLE_FAIRLY_SURE && confidence - tesseract.page.confidence >= PADDLE_MARGIN);
   return sure ? paddle : tesseract;
 }
 
@@ -80,7 +81,8 @@ function characters(page: ExtractedPage, minConfidence: number): number {
   let count = 0;
   for (const block of page.blocks) {
     for (const line of block.lines) {
-      for (const word of line.words) if (word.confidence >= minConfidence) count += word.text.replace(/\s+/g, "").length;
+      for (const word of line.words)
+        if (word.confidence >= minConfidence) count += word.text.replace(/\s+/g, "").length;
     }
   }
   return count;
@@ -136,7 +138,11 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
     const lineHeight = bottom - top;
     if (previous && top - previous.bottom > BLOCK_GAP * Math.max(lineHeight, previous.height)) flush();
     previous = { bottom, height: lineHeight };
-    const words: OcrWord[] = source.map((w) => ({ text: w.text, confidence: round1(w.confidence), bbox: normalizeBox(w.box, width, height) }));
+    const words: OcrWord[] = source.map((w) => ({
+      text: w.text,
+      confidence: round1(w.confidence),
+      bbox: normalizeBox(w.box, width, height),
+    }));
     for (const w of words) if (w.confidence >= 40) score += (w.text.length * w.confidence) / 100;
     lines.push(lineOf(words));
     const heights = source.map((w) => w.box[3] - w.box[1]).sort((a, b) => a - b);

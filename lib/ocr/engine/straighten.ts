@@ -1,4 +1,19 @@
-import { CLEAR_LINES, drawGreyTurned, drawTurned, estimateLineDirection, estimateTilt, imageOf, judgeUprightness, MIN_DESKEW, refineTilt, round2, turnGlyphs, turnRaster, type RefineOptions, type Uprightness } from "./orientation";
+import {
+  CLEAR_LINES,
+  drawGreyTurned,
+  drawTurned,
+  estimateLineDirection,
+  estimateTilt,
+  imageOf,
+  judgeUprightness,
+  MIN_DESKEW,
+  refineTilt,
+  round2,
+  turnGlyphs,
+  turnRaster,
+  type RefineOptions,
+  type Uprightness,
+} from "./orientation";
 import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-turn";
 import { drawGrey, releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
@@ -27,7 +42,12 @@ const MANY_GLYPHS: RefineOptions = { range: 1, step: 0.05, maxPixels: 400_000 };
  * the decision reads); it is returned untouched when the page is upright and straight enough, which is the common
  * case and costs only the estimate.
  */
-export async function straightenRaster(source: RasterSource, width: number, height: number, first: PreparedRaster): Promise<StraightenedRaster> {
+export async function straightenRaster(
+  source: RasterSource,
+  width: number,
+  height: number,
+  first: PreparedRaster,
+): Promise<StraightenedRaster> {
   const asSent = pageTurn(0, 0, width, height);
   const { glyphs, textHeight } = first.analysis;
   const direction = estimateLineDirection(glyphs, textHeight);
@@ -35,8 +55,14 @@ export async function straightenRaster(source: RasterSource, width: number, heig
   if (!direction.manyGlyphs) {
     // A few words: their glyph boxes place the lines' tilt to a degree or two, their pixels to a tenth or two.
     const { crop, scale, analysisScale } = first;
-    const toRaster = (x: number, y: number): [number, number] => [(x / analysisScale - crop.x) * scale, (y / analysisScale - crop.y) * scale];
-    direction.tilt = round2(refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt, first.analysis.ink) - direction.quarter);
+    const toRaster = (x: number, y: number): [number, number] => [
+      (x / analysisScale - crop.x) * scale,
+      (y / analysisScale - crop.y) * scale,
+    ];
+    direction.tilt = round2(
+      refineTilt(first.raster, glyphs, toRaster, direction.quarter + direction.tilt, first.analysis.ink) -
+        direction.quarter,
+    );
   }
   const lines = direction.margin >= CLEAR_LINES;
   const aw = Math.round(width * first.analysisScale);
@@ -44,7 +70,8 @@ export async function straightenRaster(source: RasterSource, width: number, heig
   // Glyph boxes turned by a quarter are exact: which way up is judged on the boxes already found.
   const quarterGlyphs = turnGlyphs(glyphs, direction.quarter, aw, ah);
   const { verdict: judged } = judgeUprightness(quarterGlyphs, modeHeight(quarterGlyphs, Math.max(aw, ah)));
-  const rotationOf = (verdict: Uprightness) => ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
+  const rotationOf = (verdict: Uprightness) =>
+    ((direction.quarter + (verdict === "upside-down" ? 180 : 0)) % 360) as Quarter;
   const rotation = rotationOf(judged);
   // The tilt again on the glyphs turned as the page will be (upright, when the glyphs told which way up), on a page of
   // many glyphs: a page sent turned by a quarter then gets the upright page's own estimate (the same boxes in the same
@@ -68,7 +95,11 @@ export async function straightenRaster(source: RasterSource, width: number, heig
     return { ...(await turnTo(source, pageTurn(rotation, 0, width, height))), verdict: judged, lines };
   }
   if (judged !== "unsure") {
-    return { ...(await turnTo(source, fitToText(pageTurn(rotation, -tilt, width, height), first))), verdict: judged, lines };
+    return {
+      ...(await turnTo(source, fitToText(pageTurn(rotation, -tilt, width, height), first))),
+      verdict: judged,
+      lines,
+    };
   }
 
   // Which way up is left to the straightened page's glyphs (a tilt can blur the pairs' alignment).
@@ -97,7 +128,7 @@ function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
   let halfHeight = 0;
   // Glyphs the text-size analysis keeps whichever way the page is sent (its size limits are per side of the raster:
   // a page sent sideways keeps other outsized ones), so that a page sent turned is fitted as the upright one.
-  const side = Math.min(first.sourceWidth, first.sourceHeight) * scale / 8;
+  const side = (Math.min(first.sourceWidth, first.sourceHeight) * scale) / 8;
   for (const g of glyphs) {
     const w = g.x1 - g.x0 + 1;
     const h = g.y1 - g.y0 + 1;
@@ -137,7 +168,10 @@ function fitToText(turn: PageTurn, first: PreparedRaster): PageTurn {
  *   from `source` itself or from the quarter-turned image (so that a tilted page sent sideways is drawn as the same
  *   page sent upright is).
  */
-export async function turnTo(source: RasterSource, turn: PageTurn): Promise<{ prepared: PreparedRaster; turn: PageTurn; turned?: RasterSource }> {
+export async function turnTo(
+  source: RasterSource,
+  turn: PageTurn,
+): Promise<{ prepared: PreparedRaster; turn: PageTurn; turned?: RasterSource }> {
   if (turn.rotation === 0 && turn.skew === 0) return { prepared: prepareRaster(source, turn.width, turn.height), turn };
   let turned: RasterSource | undefined;
   let skewed = turn;

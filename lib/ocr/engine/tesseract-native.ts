@@ -38,7 +38,14 @@ export interface Libtesseract {
   setVariable(handle: Handle, name: string, value: string): boolean;
   /** The parameter's value as text, or null when Tesseract has no such parameter. */
   getVariable(handle: Handle, name: string): string | null;
-  setImage(handle: Handle, data: Uint8Array, width: number, height: number, bytesPerPixel: number, bytesPerLine: number): void;
+  setImage(
+    handle: Handle,
+    data: Uint8Array,
+    width: number,
+    height: number,
+    bytesPerPixel: number,
+    bytesPerLine: number,
+  ): void;
   recognize(handle: Handle, monitor: Handle): Promise<number>;
   tsv(handle: Handle, page: number): string;
   hocr(handle: Handle, page: number): string;
@@ -85,12 +92,16 @@ async function bind(library: string): Promise<Libtesseract> {
   // Text Tesseract allocates: copied into a JS string, then freed by Tesseract's own function.
   const text = koffi.disposable("const char*", deleteText);
   const create = lib.func("TessBaseAPI* TessBaseAPICreate()");
-  const init = lib.func("int TessBaseAPIInit2(TessBaseAPI* handle, const char* datapath, const char* language, int oem)");
+  const init = lib.func(
+    "int TessBaseAPIInit2(TessBaseAPI* handle, const char* datapath, const char* language, int oem)",
+  );
   // The C API's BOOL is an int.
   const setVariable = lib.func("int TessBaseAPISetVariable(TessBaseAPI* handle, const char* name, const char* value)");
   const getInt = lib.func("int TessBaseAPIGetIntVariable(TessBaseAPI* handle, const char* name, _Out_ int* value)");
   const getBool = lib.func("int TessBaseAPIGetBoolVariable(TessBaseAPI* handle, const char* name, _Out_ int* value)");
-  const getDouble = lib.func("int TessBaseAPIGetDoubleVariable(TessBaseAPI* handle, const char* name, _Out_ double* value)");
+  const getDouble = lib.func(
+    "int TessBaseAPIGetDoubleVariable(TessBaseAPI* handle, const char* name, _Out_ double* value)",
+  );
   const getString = lib.func("const char* TessBaseAPIGetStringVariable(TessBaseAPI* handle, const char* name)");
   const setImage = lib.func(
     "void TessBaseAPISetImage(TessBaseAPI* handle, const uint8_t* data, int width, int height, int bpp, int bpl)",
@@ -171,7 +182,13 @@ export class NativeTesseract implements TesseractReader {
     if (refused) return Promise.reject(refused);
     const remaining = job.deadline - Date.now();
     return new Promise<TesseractOutput>((resolve, reject) => {
-      const entry: QueuedJob = { job, resolve, reject, settled: false, timer: setTimeout(() => this.expire(entry), remaining) };
+      const entry: QueuedJob = {
+        job,
+        resolve,
+        reject,
+        settled: false,
+        timer: setTimeout(() => this.expire(entry), remaining),
+      };
       this.queue.push(entry);
       this.pump();
     });
@@ -193,7 +210,8 @@ export class NativeTesseract implements TesseractReader {
 
   async terminate(): Promise<void> {
     this.closed = true;
-    for (const entry of this.queue.splice(0)) this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
+    for (const entry of this.queue.splice(0))
+      this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
     // A recognition still running finishes first (deleting the instance under it would crash the process).
     if (!this.running) this.release();
   }
@@ -207,13 +225,15 @@ export class NativeTesseract implements TesseractReader {
     const entry = this.queue.shift();
     if (!entry) return;
     this.running = true;
-    this.run(entry.job).then(
-      (output) => this.settle(entry, null, output),
-      (error: unknown) => this.settle(entry, toRecognizeError(error)),
-    ).finally(() => {
-      this.running = false;
-      this.pump();
-    });
+    this.run(entry.job)
+      .then(
+        (output) => this.settle(entry, null, output),
+        (error: unknown) => this.settle(entry, toRecognizeError(error)),
+      )
+      .finally(() => {
+        this.running = false;
+        this.pump();
+      });
   }
 
   private async run(job: RecognizeJob): Promise<TesseractOutput> {
@@ -290,11 +310,13 @@ export class NativeTesseract implements TesseractReader {
 function greyOf(image: GreyRaster | Uint8Array): GreyRaster {
   if (!(image instanceof Uint8Array)) return image;
   const header = /^P5\s+(\d+)\s+(\d+)\s+255\s/.exec(new TextDecoder("latin1").decode(image.subarray(0, 64)));
-  if (!header) throw new OcrError("unreadable", "The image could not be read (the native reader takes grey pixels or PGM)");
+  if (!header)
+    throw new OcrError("unreadable", "The image could not be read (the native reader takes grey pixels or PGM)");
   const width = Number(header[1]);
   const height = Number(header[2]);
   const data = image.subarray(header[0].length);
-  if (data.length < width * height || width < 1 || height < 1) throw new OcrError("unreadable", "The image is truncated");
+  if (data.length < width * height || width < 1 || height < 1)
+    throw new OcrError("unreadable", "The image is truncated");
   return { width, height, data: data.subarray(0, width * height) };
 }
 

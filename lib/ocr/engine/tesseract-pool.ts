@@ -115,12 +115,15 @@ export class TesseractPool implements TesseractReader {
    * again. For a process about to need memory for something else (a second recognizer).
    */
   async shed(): Promise<void> {
-    await profiledAsync("tesseract-shed", () => Promise.all(this.slots.filter((s) => !s.busy).map((slot) => this.retire(slot))));
+    await profiledAsync("tesseract-shed", () =>
+      Promise.all(this.slots.filter((s) => !s.busy).map((slot) => this.retire(slot))),
+    );
   }
 
   async terminate(): Promise<void> {
     this.closed = true;
-    for (const entry of this.queue.splice(0)) this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
+    for (const entry of this.queue.splice(0))
+      this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
     await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot)));
   }
 
@@ -245,7 +248,9 @@ export class TesseractPool implements TesseractReader {
   private failQueued(error: unknown): void {
     // Workers could not start: fail the jobs nobody can serve rather than leaving them to their deadline.
     if (this.slots.length > 0 || this.spawning > 0) return;
-    const failure = isOcrError(error) ? error : new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
+    const failure = isOcrError(error)
+      ? error
+      : new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
     for (const entry of this.queue.splice(0)) this.settle(entry, failure);
   }
 

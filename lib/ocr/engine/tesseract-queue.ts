@@ -7,6 +7,7 @@ import { deadlineError, OcrError } from "../model/ocr-error";
 export function refuseJob(closed: boolean, deadline: number, waiting: number, queueLimit: number): OcrError | null {
   if (closed) return new OcrError("shutting_down", "The OCR engine is shutting down");
   if (deadline - Date.now() <= 0) return deadlineError();
-  if (waiting >= queueLimit) return new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 });
+  if (waiting >= queueLimit)
+    return new OcrError("overloaded", "The OCR queue is full; retry shortly", { retryAfterSeconds: 5 });
   return null;
 }

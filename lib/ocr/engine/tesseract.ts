@@ -68,8 +68,12 @@ export async function openTesseract(
       };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      if (mode === "native") throw new Error(`OCR_TESSERACT=native, but ${library} could not be loaded: ${reason}`, { cause: error });
-      return { reader: new TesseractPool(poolOptions), inUse: { kind: "wasm", note: `${library} not used: ${reason}`.slice(0, 500) } };
+      if (mode === "native")
+        throw new Error(`OCR_TESSERACT=native, but ${library} could not be loaded: ${reason}`, { cause: error });
+      return {
+        reader: new TesseractPool(poolOptions),
+        inUse: { kind: "wasm", note: `${library} not used: ${reason}`.slice(0, 500) },
+      };
     }
   }
   return { reader: new TesseractPool(poolOptions), inUse: { kind: "wasm" } };

@@ -104,7 +104,10 @@ function otsuOfHistogram(hist: Float64Array, lo: number, hi: number): number | n
  * heights. This is what decides how much to scale an image before Tesseract, whose models read text best at
  * roughly 300 DPI body-text size.
  */
-export function analyzeInk(raster: GreyRaster, makesText?: (glyphs: readonly Glyph[], textHeight: number | null) => boolean): InkAnalysis {
+export function analyzeInk(
+  raster: GreyRaster,
+  makesText?: (glyphs: readonly Glyph[], textHeight: number | null) => boolean,
+): InkAnalysis {
   const hist = histogram(raster.data);
   const threshold = otsuOfHistogram(hist, 0, 255) ?? 127;
   const first = analyzeAt(raster, threshold);
@@ -114,7 +117,10 @@ export function analyzeInk(raster: GreyRaster, makesText?: (glyphs: readonly Gly
   // So each of its two classes is split again on its own, and the split that finds the most glyphs kept — if they
   // make text (`makesText`: lines): split again, a blank grey sheet's grain makes glyph-sized specks too.
   let best = first;
-  for (const [lo, hi] of [[0, threshold], [threshold + 1, 255]] as const) {
+  for (const [lo, hi] of [
+    [0, threshold],
+    [threshold + 1, 255],
+  ] as const) {
     const inner = otsuOfHistogram(hist, lo, hi);
     if (inner === null) continue;
     const again = analyzeAt(raster, inner);
@@ -256,7 +262,13 @@ function analyzeAt(raster: GreyRaster, threshold: number): InkAnalysis {
     glyphs.push({ x0: x0[r]!, y0: y0[r]!, x1: x1[r]!, y1: y1[r]! });
   }
 
-  return { textHeight: modeHeight(glyphs, h), glyphs, inkRatio: inkCount / data.length, content, ink: { threshold, dark: inkIsDark } };
+  return {
+    textHeight: modeHeight(glyphs, h),
+    glyphs,
+    inkRatio: inkCount / data.length,
+    content,
+    ink: { threshold, dark: inkIsDark },
+  };
 }
 
 /** Most common glyph height, smoothed over ±1 px; null when there are too few glyphs to say. */

@@ -33,11 +33,17 @@ export function closeTiff(id: string): void {
 }
 
 /** Decode page `number` (1-based) of a TIFF: its canvas at square pixels (a fax's rows are doubled), upright as stored. */
-export async function decodeTiffPage(bytes: Uint8Array, number: number, maxPixels: number, pages = readTiffPages(bytes)): Promise<DecodedImage> {
+export async function decodeTiffPage(
+  bytes: Uint8Array,
+  number: number,
+  maxPixels: number,
+  pages = readTiffPages(bytes),
+): Promise<DecodedImage> {
   const page = pages[number - 1];
   if (!page) throw new OcrError("unreadable", `The TIFF has no page ${number}`);
   checkTiffPage(page, maxPixels);
-  const canvas = page.compression === 7 ? await drawJpegPage(bytes, page, maxPixels) : drawSamples(page, decodeSamples(bytes, page));
+  const canvas =
+    page.compression === 7 ? await drawJpegPage(bytes, page, maxPixels) : drawSamples(page, decodeSamples(bytes, page));
   const height = squareHeight(page);
   if (height === page.height) return { source: canvas, width: page.width, height };
   // Non-square pixels (a fax at 204 × 98 dpi): stretched, or every letter is half as tall as it should be.
@@ -130,13 +136,18 @@ async function drawJpegPage(bytes: Uint8Array, page: TiffPage, maxPixels: number
       throw new OcrError("unreadable", `The TIFF's page ${page.number} has a corrupt JPEG strip`, { cause: error });
     }
     if (frame.width > boxWidth || frame.height > boxHeight || frame.width * frame.height > maxPixels) {
-      throw new OcrError("image_too_large", `The TIFF's page ${page.number} hides a ${frame.width}×${frame.height} JPEG in a ${boxWidth}×${boxHeight} strip`);
+      throw new OcrError(
+        "image_too_large",
+        `The TIFF's page ${page.number} hides a ${frame.width}×${frame.height} JPEG in a ${boxWidth}×${boxHeight} strip`,
+      );
     }
     let image;
     try {
       image = await loadImage(Buffer.from(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength));
     } catch (error) {
-      throw new OcrError("unreadable", `The TIFF's page ${page.number} has a JPEG strip that could not be decoded`, { cause: error });
+      throw new OcrError("unreadable", `The TIFF's page ${page.number} has a JPEG strip that could not be decoded`, {
+        cause: error,
+      });
     }
     ctx.drawImage(image, (i % across) * boxWidth, Math.floor(i / across) * boxHeight);
     releaseSource(image);

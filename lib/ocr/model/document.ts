@@ -23,7 +23,9 @@ const ocrLineSchema = z.object({
   baseline: z
     .tuple([z.number(), z.number(), z.number(), z.number()])
     .optional()
-    .describe("[x0, y0, x1, y1]: the line's baseline from its left end to its right end, normalized like bbox; where the recognizer gave one (Tesseract)"),
+    .describe(
+      "[x0, y0, x1, y1]: the line's baseline from its left end to its right end, normalized like bbox; where the recognizer gave one (Tesseract)",
+    ),
   words: z.array(ocrWordSchema),
 });
 export type OcrLine = z.infer<typeof ocrLineSchema>;
@@ -48,13 +50,17 @@ const ocrPageSchema = z.object({
   source: pageSourceSchema.describe("`text-layer`: the PDF's own text; `ocr`: recognized from pixels"),
   engine: ocrEngineSchema
     .optional()
-    .describe("OCR pages: the recognizer whose reading this is (`tesseract`, or `paddle` where PaddleOCR read it better)"),
+    .describe(
+      "OCR pages: the recognizer whose reading this is (`tesseract`, or `paddle` where PaddleOCR read it better)",
+    ),
   rotation: z
     .union([z.literal(0), z.literal(90), z.literal(180), z.literal(270)])
     .describe("degrees the page as sent was turned clockwise to read it upright (0, 90, 180 or 270)"),
   skew: z
     .number()
-    .describe("degrees it was then turned clockwise to straighten its lines (−10 to 10; 0 when it was straight enough)"),
+    .describe(
+      "degrees it was then turned clockwise to straighten its lines (−10 to 10; 0 when it was straight enough)",
+    ),
   confidence,
   text: z.string(),
   blocks: z.array(ocrBlockSchema),
@@ -148,7 +154,11 @@ export function unionBBox(boxes: Iterable<BBox>): BBox {
 }
 
 /** A box in page pixels `[x0, y0, x1, y1]` → the document's box, normalized to 0–1 of a `width`×`height` page. */
-export function normalizeBox([x0, y0, x1, y1]: readonly [number, number, number, number], width: number, height: number): BBox {
+export function normalizeBox(
+  [x0, y0, x1, y1]: readonly [number, number, number, number],
+  width: number,
+  height: number,
+): BBox {
   const clamp = (v: number) => Math.min(1, Math.max(0, v));
   return [round4(clamp(x0 / width)), round4(clamp(y0 / height)), round4(clamp(x1 / width)), round4(clamp(y1 / height))];
 }

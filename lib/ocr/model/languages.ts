@@ -24,7 +24,11 @@ export function languageSpec(choice: LanguageChoice): string {
 
 export function fromLanguageSpec(spec: string): LanguageChoice {
   // Records written before the spec was canonical held the request's own spelling (`ENG, deu`): read the same.
-  const langs = spec.trim().toLowerCase().split(/[\s+,]+/).filter(Boolean);
+  const langs = spec
+    .trim()
+    .toLowerCase()
+    .split(/[\s+,]+/)
+    .filter(Boolean);
   return langs.length === 0 || langs[0] === "auto" ? { langs: ["eng"], auto: true } : { langs, auto: false };
 }
 
@@ -36,7 +40,10 @@ const requireFromApp = createRequire(path.join(process.cwd(), "noop.js"));
 /** The directory of `@tesseract.js-data/<lang>`'s LSTM model, or null when the package is not installed. */
 function packageDataDir(lang: string): string | null {
   try {
-    const dir = path.join(path.dirname(requireFromApp.resolve(`@tesseract.js-data/${lang}/package.json`)), DATA_VARIANT);
+    const dir = path.join(
+      path.dirname(requireFromApp.resolve(`@tesseract.js-data/${lang}/package.json`)),
+      DATA_VARIANT,
+    );
     return existsSync(path.join(dir, `${lang}.traineddata.gz`)) ? dir : null;
   } catch {
     return null;
@@ -115,7 +122,9 @@ const unpacked = new Map<string, Promise<void>>();
  * states (another package version); the write is atomic, so concurrent processes never read half a file.
  */
 export async function nativeLanguageDataPath(langs: string[]): Promise<string> {
-  nativeDir ??= privateDirectory(path.join(os.tmpdir(), `ocr-tessdata-${DATA_VARIANT}-native-${process.getuid?.() ?? "user"}`));
+  nativeDir ??= privateDirectory(
+    path.join(os.tmpdir(), `ocr-tessdata-${DATA_VARIANT}-native-${process.getuid?.() ?? "user"}`),
+  );
   nativeDir.catch(() => (nativeDir = undefined));
   const dir = await nativeDir;
   await Promise.all(

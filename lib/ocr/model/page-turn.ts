@@ -55,7 +55,12 @@ type PixelBox = readonly [number, number, number, number];
 
 /** The box on the page as sent that covers a box of the turned raster (the bounding box of its four corners). */
 export function boxFromTurned(turn: PageTurn, [x0, y0, x1, y1]: PixelBox): [number, number, number, number] {
-  const corners = [fromTurned(turn, x0, y0), fromTurned(turn, x1, y0), fromTurned(turn, x0, y1), fromTurned(turn, x1, y1)];
+  const corners = [
+    fromTurned(turn, x0, y0),
+    fromTurned(turn, x1, y0),
+    fromTurned(turn, x0, y1),
+    fromTurned(turn, x1, y1),
+  ];
   const xs = corners.map((c) => c[0]);
   const ys = corners.map((c) => c[1]);
   return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
@@ -84,14 +89,18 @@ export function boxToTurned(turn: PageTurn, [x0, y0, x1, y1]: PixelBox): [number
   return [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2];
 }
 
-
 /** A page's boxes, normalized to the turned raster it was read from, → boxes on the page as sent (and its size). */
 export function pageAsSent(page: ExtractedPage, turn: PageTurn): ExtractedPage {
   const asSent = { ...page, width: turn.width, height: turn.height, rotation: turn.rotation, skew: turn.skew };
   if (!isTurned(turn)) return asSent;
   const map = (bbox: readonly [number, number, number, number]) => {
     const [x0, y0, x1, y1] = bbox;
-    const px = boxFromTurned(turn, [x0 * turn.turnedWidth, y0 * turn.turnedHeight, x1 * turn.turnedWidth, y1 * turn.turnedHeight]);
+    const px = boxFromTurned(turn, [
+      x0 * turn.turnedWidth,
+      y0 * turn.turnedHeight,
+      x1 * turn.turnedWidth,
+      y1 * turn.turnedHeight,
+    ]);
     return normalizeBox(px, turn.width, turn.height);
   };
   const point = (x: number, y: number) => {
@@ -120,7 +129,14 @@ export function pageAsRead(page: ExtractedPage): ExtractedPage {
     const [px, py] = toTurned(turn, x * turn.width, y * turn.height);
     return [px / turn.turnedWidth, py / turn.turnedHeight] as const;
   };
-  return { ...page, width: turn.turnedWidth, height: turn.turnedHeight, rotation: 0, skew: 0, blocks: mapBlocks(page.blocks, map, point) };
+  return {
+    ...page,
+    width: turn.turnedWidth,
+    height: turn.turnedHeight,
+    rotation: 0,
+    skew: 0,
+    blocks: mapBlocks(page.blocks, map, point),
+  };
 }
 
 function mapBlocks(
@@ -137,7 +153,10 @@ function mapBlocks(
         if (!line.baseline) return mapped;
         const [x0, y0, x1, y1] = line.baseline;
         const [a, b] = [point(x0, y0), point(x1, y1)];
-        return { ...mapped, baseline: [round(a[0]), round(a[1]), round(b[0]), round(b[1])] as [number, number, number, number] };
+        return {
+          ...mapped,
+          baseline: [round(a[0]), round(a[1]), round(b[0]), round(b[1])] as [number, number, number, number],
+        };
       }),
     ),
   );

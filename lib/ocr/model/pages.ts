@@ -50,7 +50,7 @@ export function parsePageSelection(spec: string | undefined, pageCount: number, 
 /** Page numbers as a compact selection: `[1,2,3,5]` → `"1-3,5"` (what `parsePageSelection` reads back). */
 export function formatPageRanges(pages: readonly number[]): string {
   const parts: string[] = [];
-  for (let i = 0; i < pages.length; ) {
+  for (let i = 0; i < pages.length;) {
     let j = i;
     while (j + 1 < pages.length && pages[j + 1] === pages[j]! + 1) j++;
     parts.push(i === j ? String(pages[i]) : `${pages[i]}-${pages[j]}`);
@@ -58,4 +58,3 @@ export function formatPageRanges(pages: readonly number[]): string {
   }
   return parts.join(",");
 }
-

@@ -93,7 +93,8 @@ export function takeProfile(): StageProfile | undefined {
   const staged = profileStages.reduce((sum, stage) => sum + (profile[stage] ?? 0), 0);
   profile.other = Math.max(0, total - staged);
   profile.total = total;
-  for (const key of Object.keys(profile) as Array<keyof StageProfile>) profile[key] = Math.round(profile[key]! * 10) / 10;
+  for (const key of Object.keys(profile) as Array<keyof StageProfile>)
+    profile[key] = Math.round(profile[key]! * 10) / 10;
   return profile;
 }
 

@@ -166,9 +166,7 @@ export const ENGINE_DEADLINE_SLACK_MS = 2_000;
 
 /** `grant`: the process may start its memory-heavy step now (the answer to `heavy` with `acquire: true`). */
 export type ToEngine =
-  | { type: "job"; id: number; deadline: number; job: EngineJob }
-  | { type: "drop"; docId: string }
-  | { type: "grant" };
+  { type: "job"; id: number; deadline: number; job: EngineJob } | { type: "drop"; docId: string } | { type: "grant" };
 
 /** A failed job's `OcrError`: its engine code and what the server needs to word it (its cause stays in the process). */
 const jobErrorSchema = z.object({

@@ -14,13 +14,24 @@ import type { TiffPage } from "./tiff";
  */
 
 interface UtifDecoder {
-  _decompress: (img: unknown, ifds: unknown, data: Uint8Array, off: number, len: number, cmpr: number, tgt: Uint8Array, toff: number, ...rest: unknown[]) => void;
+  _decompress: (
+    img: unknown,
+    ifds: unknown,
+    data: Uint8Array,
+    off: number,
+    len: number,
+    cmpr: number,
+    tgt: Uint8Array,
+    toff: number,
+    ...rest: unknown[]
+  ) => void;
 }
 const decoder = (UTIF as unknown as { decode: UtifDecoder }).decode;
 const utifDecompress = decoder._decompress;
 // Deflate and LZW here, with the strip's room in the page as their ceiling (what utif2 would have kept anyway).
 decoder._decompress = function (img, ifds, data, off, len, cmpr, tgt, toff, ...rest) {
-  if (cmpr !== 8 && cmpr !== 32946 && cmpr !== 5) return utifDecompress.call(this, img, ifds, data, off, len, cmpr, tgt, toff, ...rest);
+  if (cmpr !== 8 && cmpr !== 32946 && cmpr !== 5)
+    return utifDecompress.call(this, img, ifds, data, off, len, cmpr, tgt, toff, ...rest);
   const room = tgt.length - toff;
   if (cmpr === 5) {
     decodeLzw(data.subarray(off, off + len), tgt.subarray(toff));
@@ -66,7 +77,8 @@ export function decodeLzw(input: Uint8Array, out: Uint8Array): number {
       previous = -1;
       continue;
     }
-    if (code > next || (code === next && previous < 0)) throw new OcrError("unreadable", "The TIFF's LZW data is corrupt");
+    if (code > next || (code === next && previous < 0))
+      throw new OcrError("unreadable", "The TIFF's LZW data is corrupt");
     let first: number;
     if (code < next) {
       // The string of `code`, written backwards from its end.
@@ -107,7 +119,8 @@ export function decodeSamples(bytes: Uint8Array, page: TiffPage): Uint8Array {
   // utif2 keeps its results on the IFD object it is given: a copy, so a page can be decoded again.
   // The colour model as read (utif2 looks at t262 unguarded, and a file may leave it out).
   const ifd: Record<string, unknown> = { ...page.tags, t262: [page.photometric] };
-  const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
+  const buffer =
+    bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
   // utif2 prints to the console on some paths (tiles, unknown tags): not into the engine's log.
   // eslint-disable-next-line no-console -- silenced, not used
   const log = console.log;
@@ -123,7 +136,8 @@ export function decodeSamples(bytes: Uint8Array, page: TiffPage): Uint8Array {
     console.log = log;
   }
   const data = ifd.data;
-  if (!(data instanceof Uint8Array) || data.length === 0) throw new OcrError("unreadable", `The TIFF's page ${page.number} could not be decoded`);
+  if (!(data instanceof Uint8Array) || data.length === 0)
+    throw new OcrError("unreadable", `The TIFF's page ${page.number} could not be decoded`);
   return data;
 }
 
@@ -140,4 +154,3 @@ export function stripJpeg(bytes: Uint8Array, page: TiffPage, index: number): Uin
   out.set(body, head.length);
   return out;
 }
-

@@ -51,9 +51,26 @@ export interface TiffPage {
 const corrupt = (detail: string) => new OcrError("unreadable", `The TIFF file is truncated or corrupt: ${detail}`);
 
 /** TIFF field types → bytes per value (BYTE, ASCII, SHORT, LONG, RATIONAL, SBYTE, UNDEFINED, SSHORT, SLONG, SRATIONAL, FLOAT, DOUBLE, IFD). */
-const TYPE_BYTES: Record<number, number> = { 1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8, 13: 4 };
+const TYPE_BYTES: Record<number, number> = {
+  1: 1,
+  2: 1,
+  3: 2,
+  4: 4,
+  5: 8,
+  6: 1,
+  7: 1,
+  8: 2,
+  9: 4,
+  10: 8,
+  11: 4,
+  12: 8,
+  13: 4,
+};
 /** The tags read (the rest are skipped unread). */
-const WANTED = new Set([254, 255, 256, 257, 258, 259, 262, 266, 273, 277, 278, 279, 282, 283, 284, 292, 293, 296, 317, 320, 322, 323, 324, 325, 338, 339, 347]);
+const WANTED = new Set([
+  254, 255, 256, 257, 258, 259, 262, 266, 273, 277, 278, 279, 282, 283, 284, 292, 293, 296, 317, 320, 322, 323, 324,
+  325, 338, 339, 347,
+]);
 
 /** Whether the bytes start like a TIFF (II*\0 or MM\0*), or a BigTIFF (version 43), which `readTiffPages` refuses. */
 export function isTiff(bytes: Uint8Array): boolean {
@@ -75,13 +92,15 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u16 = (o: number) => view.getUint16(o, little);
   const u32 = (o: number) => view.getUint32(o, little);
-  if (u16(2) === 43) throw new OcrError("unsupported_type", "Unsupported TIFF: BigTIFF (64-bit offsets) is not read; save it as a TIFF");
+  if (u16(2) === 43)
+    throw new OcrError("unsupported_type", "Unsupported TIFF: BigTIFF (64-bit offsets) is not read; save it as a TIFF");
   const pages: TiffPage[] = [];
   const seen = new Set<number>();
   let offset = u32(4);
   while (offset !== 0) {
     if (seen.has(offset)) throw corrupt("its directories form a loop");
-    if (seen.size >= MAX_IFDS) throw new OcrError("too_many_pages", `The TIFF has more than ${MAX_IFDS} directories`, { limit: MAX_IFDS });
+    if (seen.size >= MAX_IFDS)
+      throw new OcrError("too_many_pages", `The TIFF has more than ${MAX_IFDS} directories`, { limit: MAX_IFDS });
     seen.add(offset);
     if (offset + 2 > bytes.length) throw corrupt("a directory lies past the end of the file");
     const count = u16(offset);
@@ -107,7 +126,14 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
   return pages;
 }
 
-function readValues(bytes: Uint8Array, view: DataView, little: boolean, type: number, at: number, n: number): number[] | Uint8Array {
+function readValues(
+  bytes: Uint8Array,
+  view: DataView,
+  little: boolean,
+  type: number,
+  at: number,
+  n: number,
+): number[] | Uint8Array {
   if (type === 7 || type === 1 || type === 2 || type === 6) return bytes.slice(at, at + n);
   const values: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -153,15 +179,19 @@ function toPage(tags: TiffTags, number: number, fileLength: number): TiffPage | 
   if (!PHOTOMETRICS.has(photometric) || (photometric === 6 && compression !== 7)) {
     throw unsupported(`uses colour model ${photometric}; read are black and white, grey, RGB, palette and CMYK`);
   }
-  if (first(tags, 339, 1) !== 1 && compression !== 7) throw unsupported("stores its samples as floating point or signed numbers");
-  if (samplesPerPixel > 1 && first(tags, 284, 1) === 2) throw unsupported("stores its colour planes apart (PlanarConfiguration 2)");
+  if (first(tags, 339, 1) !== 1 && compression !== 7)
+    throw unsupported("stores its samples as floating point or signed numbers");
+  if (samplesPerPixel > 1 && first(tags, 284, 1) === 2)
+    throw unsupported("stores its colour planes apart (PlanarConfiguration 2)");
   if (compression !== 7) {
     const depths = photometric === 3 ? [1, 2, 4, 8] : photometric <= 1 ? [1, 2, 4, 8, 16] : [8, 16];
     if (!depths.includes(bitsPerSample) || samplesPerPixel < 1 || samplesPerPixel > 5) {
       throw unsupported(`has ${samplesPerPixel} samples of ${bitsPerSample} bits per pixel`);
     }
-    if (photometric === 5 && (samplesPerPixel < 4 || bitsPerSample !== 8)) throw unsupported("is CMYK with other than 4 samples of 8 bits");
-    if (photometric === 3 && (tags.t320?.length ?? 0) < 3 * 2 ** bitsPerSample) throw corrupt(`${where} has no colour map`);
+    if (photometric === 5 && (samplesPerPixel < 4 || bitsPerSample !== 8))
+      throw unsupported("is CMYK with other than 4 samples of 8 bits");
+    if (photometric === 3 && (tags.t320?.length ?? 0) < 3 * 2 ** bitsPerSample)
+      throw corrupt(`${where} has no colour map`);
   }
   if (compression >= 2 && compression <= 4 && (bitsPerSample !== 1 || samplesPerPixel !== 1)) {
     throw corrupt(`${where} is CCITT-compressed but not black and white`);
@@ -172,7 +202,8 @@ function toPage(tags: TiffTags, number: number, fileLength: number): TiffPage | 
   const tileWidth = first(tags, 322);
   const tileHeight = first(tags, 323);
   const tiled = tileWidth !== undefined || tileHeight !== undefined;
-  if (tiled && (!tileWidth || !tileHeight || tileWidth > 65_536 || tileHeight > 65_536)) throw corrupt(`${where} has a bad tile size`);
+  if (tiled && (!tileWidth || !tileHeight || tileWidth > 65_536 || tileHeight > 65_536))
+    throw corrupt(`${where} has a bad tile size`);
   const rowsPerStrip = Math.max(1, Math.min(first(tags, 278, height)!, height));
   const offsets = tags[tiled ? "t324" : "t273"];
   const lengths = tags[tiled ? "t325" : "t279"];
@@ -182,9 +213,13 @@ function toPage(tags: TiffTags, number: number, fileLength: number): TiffPage | 
   if (!offsets || !lengths || offsets.length < expected || lengths.length < expected) {
     throw corrupt(`${where} does not say where all its ${tiled ? "tiles" : "strips"} are`);
   }
-  const segments = Array.from({ length: expected }, (_, i) => ({ offset: Number(offsets[i]), length: Number(lengths[i]) }));
+  const segments = Array.from({ length: expected }, (_, i) => ({
+    offset: Number(offsets[i]),
+    length: Number(lengths[i]),
+  }));
   for (const segment of segments) {
-    if (segment.offset + segment.length > fileLength) throw corrupt(`${where}'s image data ends past the end of the file`);
+    if (segment.offset + segment.length > fileLength)
+      throw corrupt(`${where}'s image data ends past the end of the file`);
   }
   const dpi = resolution(tags);
   return {

@@ -90,5 +90,6 @@ export function judgeAdmission({ waitMs, queued, queueLimit, estimateMs, deadlin
 
 /** A later job of an admitted request (`{ kind: "follows" }`): refused only when the queue is far past its limit. */
 export function judgeFollowing(queued: number, queueLimit: number): void {
-  if (queued >= queueLimit * FOLLOWING_QUEUE_FACTOR) throw new OcrError("overloaded", "The OCR queue is full; retry shortly");
+  if (queued >= queueLimit * FOLLOWING_QUEUE_FACTOR)
+    throw new OcrError("overloaded", "The OCR queue is full; retry shortly");
 }

@@ -154,7 +154,8 @@ export class EngineProcess implements TurnTaker {
       });
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
-        if (!this.ready) reject(new OcrError("engine_failed", `The OCR engine process exited at start (${signal ?? code})`));
+        if (!this.ready)
+          reject(new OcrError("engine_failed", `The OCR engine process exited at start (${signal ?? code})`));
         events.exit(this, code, signal);
       });
     });
@@ -242,10 +243,14 @@ export class EngineProcess implements TurnTaker {
    * ceiling) or a crash — someone else killed it (an operator, a supervisor), which a client retries, not
    * `out_of_memory`, which tells it the page is too large.
    */
-  exitReason(signal: NodeJS.Signals | null, memoryMb: number): { error: OcrError; cause: "ours" | "memory" | "crashed" } {
+  exitReason(
+    signal: NodeJS.Signals | null,
+    memoryMb: number,
+  ): { error: OcrError; cause: "ours" | "memory" | "crashed" } {
     if (this.killedFor) return { error: this.killedFor, cause: "ours" };
     const nearCeiling = this.rssMb >= memoryMb * OOM_KILL_SHARE;
-    const outOfMemory = /heap out of memory|Allocation failed/i.test(this.stderrTail) || (signal === "SIGKILL" && nearCeiling);
+    const outOfMemory =
+      /heap out of memory|Allocation failed/i.test(this.stderrTail) || (signal === "SIGKILL" && nearCeiling);
     if (outOfMemory) return { error: memoryError(memoryMb), cause: "memory" };
     return { error: new OcrError("engine_crashed", "The OCR engine process stopped unexpectedly"), cause: "crashed" };
   }

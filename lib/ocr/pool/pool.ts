@@ -10,7 +10,14 @@ import {
   type TesseractInUse,
 } from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
-import { defaultEngineScript, EngineProcess, type EngineProcessEvents, type JobAnswer, type Lane, type QueuedJob } from "./engine-process";
+import {
+  defaultEngineScript,
+  EngineProcess,
+  type EngineProcessEvents,
+  type JobAnswer,
+  type Lane,
+  type QueuedJob,
+} from "./engine-process";
 import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
 import { HeavyTurn } from "./heavy-turn";
 import { FairQueue } from "./queue";
@@ -121,7 +128,9 @@ export interface PoolStats {
 
 /** Why a request's signal aborted: its reason when it is an error (the API's own), else the engine's `deadline`. */
 function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error && signal.reason.name !== "AbortError" && signal.reason.name !== "TimeoutError" ? signal.reason : deadlineError();
+  return signal.reason instanceof Error && signal.reason.name !== "AbortError" && signal.reason.name !== "TimeoutError"
+    ? signal.reason
+    : deadlineError();
 }
 
 /** Documents the server keeps open in one process (the process itself allows a few more). */
@@ -147,7 +156,10 @@ export class OcrPool {
   /** Requests' waiting jobs per lane. */
   private readonly queues: Record<Lane, FairQueue<QueuedJob>> = { ocr: new FairQueue(), inspect: new FairQueue() };
   /** Waiting background jobs (`RunOptions.background`), likewise: served only when no request's job waits. */
-  private readonly backgroundQueues: Record<Lane, FairQueue<QueuedJob>> = { ocr: new FairQueue(), inspect: new FairQueue() };
+  private readonly backgroundQueues: Record<Lane, FairQueue<QueuedJob>> = {
+    ocr: new FairQueue(),
+    inspect: new FairQueue(),
+  };
   private readonly capacityListeners = new Set<() => void>();
   private readonly durations = new DurationModel();
   private readonly stopped = { timeout: 0, work: 0, memory: 0, crashed: 0 };
@@ -181,7 +193,11 @@ export class OcrPool {
   }
 
   /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `OcrError`. */
-  run<K extends JobKind>(lane: Lane, job: Extract<EngineJob, { kind: K }>, options: RunOptions): Promise<JobResults[K]> {
+  run<K extends JobKind>(
+    lane: Lane,
+    job: Extract<EngineJob, { kind: K }>,
+    options: RunOptions,
+  ): Promise<JobResults[K]> {
     if (this.closed) return Promise.reject(new OcrError("shutting_down", "The OCR engine is shutting down"));
     const now = Date.now();
     if (options.deadline <= now) return Promise.reject(deadlineError());
@@ -189,7 +205,8 @@ export class OcrPool {
     const estimateMs = options.estimateMs ?? this.estimate(job.kind, options.pixels);
     try {
       // A background job is judged by the job runner, which asks only when a process is free (`capacity`).
-      if (!options.background) this.passAdmission(lane, options.admission ?? { kind: "judge" }, estimateMs, options.deadline, now);
+      if (!options.background)
+        this.passAdmission(lane, options.admission ?? { kind: "judge" }, estimateMs, options.deadline, now);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -291,7 +308,11 @@ export class OcrPool {
    * starts, then the pages spread over the OCR processes (the first alone when it decides the language of the rest).
    * What the intake weighs against a caller's budget (read now, or a job).
    */
-  estimateRead(kind: JobKind, pages: number, { pixels, firstAlone = false }: { pixels?: number; firstAlone?: boolean } = {}): number {
+  estimateRead(
+    kind: JobKind,
+    pages: number,
+    { pixels, firstAlone = false }: { pixels?: number; firstAlone?: boolean } = {},
+  ): number {
     if (pages <= 0) return 0;
     const pageMs = this.estimate(kind, pixels);
     const lanes = this.laneSize("ocr");
@@ -305,7 +326,11 @@ export class OcrPool {
     for (const process of this.processes) {
       const entry = process.current;
       if (process.lane !== lane || !entry?.startedAt) continue;
-      running.push({ estimateMs: entry.estimateMs, elapsedMs: now - entry.startedAt, ...(entry.cpuBudgetMs !== undefined && { cpuBudgetMs: entry.cpuBudgetMs }) });
+      running.push({
+        estimateMs: entry.estimateMs,
+        elapsedMs: now - entry.startedAt,
+        ...(entry.cpuBudgetMs !== undefined && { cpuBudgetMs: entry.cpuBudgetMs }),
+      });
     }
     const queuedMs = Array.from(this.queues[lane], (entry) => entry.estimateMs);
     return expectedWaitMs({ processes: this.laneSize(lane), heldMs: this.held[lane].ms, queuedMs, running });
@@ -328,7 +353,13 @@ export class OcrPool {
       recycled: this.recycled,
       processes: this.processes
         .filter((process) => !process.retired && process.pid !== undefined)
-        .map((process) => ({ pid: process.pid!, lane: process.lane, busy: process.busy, jobs: process.jobs, rssMb: process.rssMb })),
+        .map((process) => ({
+          pid: process.pid!,
+          lane: process.lane,
+          busy: process.busy,
+          jobs: process.jobs,
+          rssMb: process.rssMb,
+        })),
       tesseract: this.tesseract,
     };
   }
@@ -357,7 +388,9 @@ export class OcrPool {
       this.queues[lane].clear();
       this.backgroundQueues[lane].clear();
     }
-    await Promise.all(this.processes.map((process) => process.stop(new OcrError("shutting_down", "The OCR engine stopped"))));
+    await Promise.all(
+      this.processes.map((process) => process.stop(new OcrError("shutting_down", "The OCR engine stopped"))),
+    );
   }
 
   private passAdmission(lane: Lane, admission: JobAdmission, estimateMs: number, deadline: number, now: number): void {
@@ -413,7 +446,11 @@ export class OcrPool {
       this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
     }
     const current = members();
-    if (current.length === size && current.every((p) => p.busy) && this.overflowTenant(lane, this.holdings(lane)) !== undefined) {
+    if (
+      current.length === size &&
+      current.every((p) => p.busy) &&
+      this.overflowTenant(lane, this.holdings(lane)) !== undefined
+    ) {
       this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
     }
     // Back to the lane's size once no such tenant waits: a process beyond it exits when idle.
@@ -640,7 +677,8 @@ export class OcrPool {
         return;
       }
       const now = Date.now();
-      for (const process of inspect) if (!process.busy && now - process.idleSince > INSPECT_IDLE_MS) void process.stop();
+      for (const process of inspect)
+        if (!process.busy && now - process.idleSince > INSPECT_IDLE_MS) void process.stop();
     }, INSPECT_IDLE_MS / 4);
     this.idleTimer.unref();
   }

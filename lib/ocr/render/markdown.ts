@@ -78,7 +78,9 @@ function pageItems(page: ExtractedPage, tables: DetectedTable[], body: number): 
       last.text = joinLines([last.text, own.shift()!.text]);
     }
     items.push(...own);
-    const lines = block.lines.map((line, l) => [line.text.trim(), styles[l]?.size ?? 0] as const).filter(([text]) => text);
+    const lines = block.lines
+      .map((line, l) => [line.text.trim(), styles[l]?.size ?? 0] as const)
+      .filter(([text]) => text);
     const end = lines.at(-1);
     if (end) preceding = { text: end[0], size: end[1] };
   };
@@ -183,7 +185,12 @@ function continuesSentence(first: string, size: number, preceding: Preceding | u
   return Math.abs(size - preceding.size) <= SAME_SIZE * Math.max(size, preceding.size);
 }
 
-function blockItems(block: OcrBlock, styles: LineStyle[], body: number, preceding?: Preceding): { items: Item[]; continues: boolean } {
+function blockItems(
+  block: OcrBlock,
+  styles: LineStyle[],
+  body: number,
+  preceding?: Preceding,
+): { items: Item[]; continues: boolean } {
   const kept = block.lines.filter((line) => line.text.trim());
   const lines = kept.map((line) => line.text.trim());
   if (lines.length === 0) return { items: [], continues: false };
@@ -191,14 +198,20 @@ function blockItems(block: OcrBlock, styles: LineStyle[], body: number, precedin
   const blockSize = median(sizes);
 
   if (styles.length > 0 && styles.every((s) => s.monospace)) {
-    return { items: [{ kind: "code", text: "```\n" + block.lines.map((l) => l.text).join("\n") + "\n```" }], continues: false };
+    return {
+      items: [{ kind: "code", text: "```\n" + block.lines.map((l) => l.text).join("\n") + "\n```" }],
+      continues: false,
+    };
   }
 
   const level = headingLevel(blockSize, body);
   const joined = lines.join(" ");
   const continues = continuesSentence(lines[0]!, styles[0]?.size ?? blockSize, preceding);
   if (level > 0 && !continues && lines.length <= 3 && joined.length <= MAX_HEADING_CHARS && !BULLET.test(joined)) {
-    return { items: [{ kind: "heading", text: `${"#".repeat(level)} ${joined.replace(/\s+/g, " ")}` }], continues: false };
+    return {
+      items: [{ kind: "heading", text: `${"#".repeat(level)} ${joined.replace(/\s+/g, " ")}` }],
+      continues: false,
+    };
   }
 
   const breaks = hardBreaks(kept);

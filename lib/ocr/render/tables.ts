@@ -273,7 +273,9 @@ function flowsPast(table: Table, rows: Row[]): boolean {
       const words = rowWords(row).filter(isContent);
       const inside = words.filter((w) => (w.x0 + w.x1) / 2 >= c0 && (w.x0 + w.x1) / 2 <= c1);
       // Across the gutter's middle: a line of the page running over the table's width, not beside it.
-      const across = words.some((w) => (w.x0 < (left + c0) / 2 && w.x1 > left) || (w.x1 > (c1 + right) / 2 && w.x0 < right));
+      const across = words.some(
+        (w) => (w.x0 < (left + c0) / 2 && w.x1 > left) || (w.x1 > (c1 + right) / 2 && w.x0 < right),
+      );
       return inside.length > SHORT_CELL_WORDS && !across;
     };
     const near = (row: Row) => {
@@ -303,12 +305,20 @@ function embedded(table: Table, rows: Row[], slack: number): boolean {
   // Justified: the paragraph's lines start and end where the "table" does.
   const wide = (row: Row) => {
     const words = rowWords(row).filter(isContent);
-    return Math.abs(Math.min(...words.map((w) => w.x0)) - table.x0) <= slack && Math.abs(Math.max(...words.map((w) => w.x1)) - table.x1) <= slack;
+    return (
+      Math.abs(Math.min(...words.map((w) => w.x0)) - table.x0) <= slack &&
+      Math.abs(Math.max(...words.map((w) => w.x1)) - table.x1) <= slack
+    );
   };
   const above = rows.filter((row) => row.y1 <= table.y0 + height / 2 && !inside.includes(row)).at(-1);
   const below = rows.find((row) => row.y0 >= table.y1 - height / 2 && !inside.includes(row));
   return (
-    above !== undefined && below !== undefined && table.y0 - above.y1 <= tight && below.y0 - table.y1 <= tight && wide(above) && wide(below)
+    above !== undefined &&
+    below !== undefined &&
+    table.y0 - above.y1 <= tight &&
+    below.y0 - table.y1 <= tight &&
+    wide(above) &&
+    wide(below)
   );
 }
 
@@ -348,7 +358,8 @@ function groupRows(fragments: Fragment[]): Row[] {
 
 /** Lines above one another (a skewed receipt) are not one row even when their bands overlap: cells sit side by side. */
 function collides(row: Row, fragment: Fragment): boolean {
-  const over = (a: Word, b: Word) => Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 0.3 * Math.min(a.x1 - a.x0, b.x1 - b.x0);
+  const over = (a: Word, b: Word) =>
+    Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 0.3 * Math.min(a.x1 - a.x0, b.x1 - b.x0);
   const placed = rowWords(row).filter((w) => w.kind !== "mark");
   return fragment.words.some((a) => a.kind !== "mark" && placed.some((b) => over(a, b)));
 }
@@ -549,13 +560,20 @@ function fitTable(run: Row[], minGutter: number, cw: number): Table | null {
     let b = rows.length - 1;
     while (a <= b && filledColumns(rows[a]!, columns) < 2) a++;
     // A last row whose one cell is not in the first column continues the row above (a wrapped description).
-    while (b >= a && filledColumns(rows[b]!, columns) < 2 && (filledColumns(rows[b]!, columns) === 0 || firstColumnFilled(rows[b]!, columns))) b--;
+    while (
+      b >= a &&
+      filledColumns(rows[b]!, columns) < 2 &&
+      (filledColumns(rows[b]!, columns) === 0 || firstColumnFilled(rows[b]!, columns))
+    )
+      b--;
     if (b - a + 1 < MIN_ROWS) return null;
     if (a > 0 || b < rows.length - 1) {
       rows = rows.slice(a, b + 1);
       continue;
     }
-    const filled = columns.map((_, k) => rows.filter((row) => rowWords(row).some((w) => isContent(w) && columnIndex(w, columns) === k)).length);
+    const filled = columns.map(
+      (_, k) => rows.filter((row) => rowWords(row).some((w) => isContent(w) && columnIndex(w, columns) === k)).length,
+    );
     const fill = filled.map((n) => (n < 2 ? 0 : n / rows.length));
     if (fill[0]! < MIN_EDGE_FILL) {
       rows = restrict(rows, (columns[0]![1] + columns[1]![0]) / 2, Infinity);
@@ -617,7 +635,7 @@ function placeWord(word: Word, columns: Interval[], cw: number): number {
  * own, half overlapping the row above: when its filled columns are all empty there, it joins that row.
  */
 function mergeOffsetRows(table: Table, spans: Interval[]): void {
-  for (let r = 1; r < table.cells.length; ) {
+  for (let r = 1; r < table.cells.length;) {
     const row = table.cells[r]!;
     const above = table.cells[r - 1]!;
     const overlaps = spans[r]![0] < spans[r - 1]![1];
@@ -666,7 +684,8 @@ function judge(table: Table): Table | null {
   // A row with only running text, under a row that has its first cell, continues that row's description.
   for (let r = table.cells.length - 1; r > 0; r--) {
     const row = table.cells[r]!;
-    const continues = row.every((cell, k) => text(cell).length === 0 || table.long.includes(k)) && text(row[0]!).length === 0;
+    const continues =
+      row.every((cell, k) => text(cell).length === 0 || table.long.includes(k)) && text(row[0]!).length === 0;
     if (!continues || table.long.length === 0) continue;
     row.forEach((cell, k) => table.cells[r - 1]![k]!.push(...cell));
     table.cells.splice(r, 1);

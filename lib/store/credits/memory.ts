@@ -116,7 +116,10 @@ export function createMemoryCreditStore(balances: MemoryBalances): CreditStore {
       const before = !Number.isFinite(parsed) || parsed < 0 || parsed > ledger.length ? ledger.length : parsed;
       const first = Math.max(0, before - limit);
       return {
-        entries: ledger.slice(first, before).reverse().map((item) => ({ ...item })),
+        entries: ledger
+          .slice(first, before)
+          .reverse()
+          .map((item) => ({ ...item })),
         nextCursor: first > 0 ? String(first) : null,
       };
     },

@@ -87,7 +87,10 @@ export interface CreditStore {
     day: string;
   }): Promise<{ refunded: number; balance: number }>;
   /** Open reservations whose deadline is before `before` (epoch ms), oldest first, at most `limit`. */
-  listOverdueReservations(before: number, limit: number): Promise<Array<{ userId: string; requestId: string; deadline: number }>>;
+  listOverdueReservations(
+    before: number,
+    limit: number,
+  ): Promise<Array<{ userId: string; requestId: string; deadline: number }>>;
   /** How many open reservations have a deadline before `before` (epoch ms). */
   countOverdueReservations(before: number): Promise<number>;
   /** Add credits with a ledger entry (reason `grant` or `signup`). */

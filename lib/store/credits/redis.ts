@@ -67,7 +67,12 @@ export function createRedisCreditStore({ redis, key }: RedisContext): CreditStor
 
     async listOverdueReservations(before, limit) {
       const reply = await call("listOverdueReservations", () =>
-        redis.zrange(key.openReservations(), "-inf", before, { byScore: true, offset: 0, count: limit, withScores: true }),
+        redis.zrange(key.openReservations(), "-inf", before, {
+          byScore: true,
+          offset: 0,
+          count: limit,
+          withScores: true,
+        }),
       );
       const flat = z.array(z.union([z.string(), z.number()])).parse(reply);
       const overdue: Array<{ userId: string; requestId: string; deadline: number }> = [];
@@ -79,7 +84,9 @@ export function createRedisCreditStore({ redis, key }: RedisContext): CreditStor
     },
 
     async countOverdueReservations(before) {
-      return integer.parse(await call("countOverdueReservations", () => redis.zcount(key.openReservations(), "-inf", before)));
+      return integer.parse(
+        await call("countOverdueReservations", () => redis.zcount(key.openReservations(), "-inf", before)),
+      );
     },
 
     async grantCredits({ userId, credits, entry }) {

@@ -15,7 +15,10 @@ export function createRedisIdempotencyStore({ redis, key }: RedisContext): Idemp
   return {
     async claimIdempotency(scope, claim, leaseMs) {
       const reply = await call("claimIdempotency", () =>
-        scripts.claim.exec([key.idempotency(scope)], [claim.fingerprint, claim.token, claim.createdAt, String(leaseMs)]),
+        scripts.claim.exec(
+          [key.idempotency(scope)],
+          [claim.fingerprint, claim.token, claim.createdAt, String(leaseMs)],
+        ),
       );
       const parsed = claimReply.parse(reply);
       if (parsed[0] === "claimed") return { claimed: true };

@@ -50,7 +50,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
     }
     return job;
   };
-  const lowerQueued = (userId: string, pages: number) => queued.set(userId, Math.max(0, (queued.get(userId) ?? 0) - pages));
+  const lowerQueued = (userId: string, pages: number) =>
+    queued.set(userId, Math.max(0, (queued.get(userId) ?? 0) - pages));
 
   const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
   const activeJob = (jobId: string, now: number): MemoryJob | undefined => {
@@ -64,7 +65,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
   return {
     async createJob(job, { entry, day, maxQueuedPages, ttlMs }) {
       const reservation = reservationKey(job.userId, job.id);
-      if (jobs.get(job.id) || balances.reservations.get(reservation) !== undefined) return { ok: false, reason: "duplicate" };
+      if (jobs.get(job.id) || balances.reservations.get(reservation) !== undefined)
+        return { ok: false, reason: "duplicate" };
       const waiting = queued.get(job.userId) ?? 0;
       if (waiting + job.pagesTotal > maxQueuedPages) return { ok: false, reason: "queue_full", queued: waiting };
       const balance = balances.get(job.userId);
@@ -73,9 +75,20 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       balances.addUsage(job.userId, day, job.pagesTotal);
       balances.reservations.set(reservation, job.pagesTotal, RESERVATION_TTL_MS);
       balances.openReservations.set(reservationMember(job.userId, job.id), job.deadline);
-      const record: JobRecord = { ...job, status: "queued", pagesDone: 0, pagesFailed: 0, creditsUsed: 0, creditsRefunded: 0 };
+      const record: JobRecord = {
+        ...job,
+        status: "queued",
+        pagesDone: 0,
+        pagesFailed: 0,
+        creditsUsed: 0,
+        creditsRefunded: 0,
+      };
       const score = indexScore(job.createdAt, job.id);
-      jobs.set(job.id, { record, pages: new Map(), failed: new Map(), score }, job.deadline + ttlMs + JOB_RECORD_KEEP_MS - Date.now());
+      jobs.set(
+        job.id,
+        { record, pages: new Map(), failed: new Map(), score },
+        job.deadline + ttlMs + JOB_RECORD_KEEP_MS - Date.now(),
+      );
       // The file takes the job's lifetime (it was stored with a short one).
       sources.expire(job.id, job.expiresAt - Date.now());
       const index = indexes.get(job.userId) ?? [];
@@ -139,7 +152,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
     async failPage(jobId, page, failure, now) {
       const job = live(jobId);
       if (!job || !activeJobStatuses.includes(job.record.status)) return INACTIVE;
-      if (job.pages.has(page) || job.failed.has(page)) return { stored: 0, duplicates: 1, inactive: false, last: false };
+      if (job.pages.has(page) || job.failed.has(page))
+        return { stored: 0, duplicates: 1, inactive: false, last: false };
       activeJob(jobId, now);
       job.failed.set(page, failure);
       job.record.pagesFailed++;
@@ -200,7 +214,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
 
     async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
       const chunks: Uint8Array[] = [];
-      for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes) chunks.push(bytes.slice(offset, offset + chunkBytes));
+      for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes)
+        chunks.push(bytes.slice(offset, offset + chunkBytes));
       renderings.set(`${jobId}:${variant}`, { chunks, bytes: bytes.byteLength, info }, ttlMs);
     },
 

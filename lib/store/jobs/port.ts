@@ -81,7 +81,10 @@ export function jobCounts(record: JobRecord) {
 }
 
 /** What `createJob` writes: the record with its counters at their start. */
-export type NewJob = Omit<JobRecord, "status" | "pagesDone" | "pagesFailed" | "creditsUsed" | "creditsRefunded" | "startedAt" | "finishedAt" | "error">;
+export type NewJob = Omit<
+  JobRecord,
+  "status" | "pagesDone" | "pagesFailed" | "creditsUsed" | "creditsRefunded" | "startedAt" | "finishedAt" | "error"
+>;
 
 export type CreateJobResult =
   | { ok: true; balance: number }
@@ -113,7 +116,10 @@ export interface JobStore {
    * is short, when the account already has `maxQueuedPages` pages waiting in its active jobs, or when the id exists.
    * The reservation's ledger entry (`ocr`, its request id the job id) is `entry`.
    */
-  createJob(job: NewJob, input: { entry: LedgerDraft; day: string; maxQueuedPages: number; ttlMs: number }): Promise<CreateJobResult>;
+  createJob(
+    job: NewJob,
+    input: { entry: LedgerDraft; day: string; maxQueuedPages: number; ttlMs: number },
+  ): Promise<CreateJobResult>;
   /** A queued job is running from `now` (its document is being opened). False when it was not queued. */
   startJob(jobId: string, now: number): Promise<boolean>;
   getJob(jobId: string): Promise<JobRecord | null>;
@@ -135,7 +141,14 @@ export interface JobStore {
    */
   endJob(
     jobId: string,
-    input: { end: "finish" | "cancel" | "fail"; error?: string; now: number; resultTtlMs: number; entry: LedgerDraft; day: string },
+    input: {
+      end: "finish" | "cancel" | "fail";
+      error?: string;
+      now: number;
+      resultTtlMs: number;
+      entry: LedgerDraft;
+      day: string;
+    },
   ): Promise<{ status: JobStatus; refunded: number } | null>;
   /** Page results by number (missing ones are null), in the order asked. */
   getPages(jobId: string, pages: number[]): Promise<Array<string | null>>;
@@ -160,7 +173,12 @@ export interface JobStore {
    * `info` (what the answer needs beside the bytes), for `ttlMs`: it is read again instead of rendered again. The
    * chunks are written first and the record naming them last, so a reader never sees part of one.
    */
-  putRendering(jobId: string, variant: string, bytes: Uint8Array, input: { chunkBytes: number; ttlMs: number; info: string }): Promise<void>;
+  putRendering(
+    jobId: string,
+    variant: string,
+    bytes: Uint8Array,
+    input: { chunkBytes: number; ttlMs: number; info: string },
+  ): Promise<void>;
   /** What `putRendering` kept for `variant`: its chunk count, size and info; null when there is none (or it expired). */
   getRenderingInfo(jobId: string, variant: string): Promise<{ chunks: number; bytes: number; info: string } | null>;
   /** One chunk of a kept rendering, or null when it is gone. */

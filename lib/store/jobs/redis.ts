@@ -4,15 +4,31 @@ import { fixedFields } from "../credits/redis";
 import { call, flatHash, integer, integerPair, type RedisContext } from "../redis-support";
 import { JOB_RECORD_KEEP_MS, indexScore, jobFields, parseJobRecord } from "./common";
 import type { JobStore, PageOutcome } from "./port";
-import { createJobScript, endJobScript, failPageScript, reserveSourceScript, startJobScript, storePagesScript } from "./scripts";
+import {
+  createJobScript,
+  endJobScript,
+  failPageScript,
+  reserveSourceScript,
+  startJobScript,
+  storePagesScript,
+} from "./scripts";
 
-const outcomeReply = z.tuple([integer, integer, integer, integer]).transform(
-  ([stored, duplicates, inactive, last]): PageOutcome => ({ stored, duplicates, inactive: inactive === 1, last: last === 1 }),
-);
+const outcomeReply = z
+  .tuple([integer, integer, integer, integer])
+  .transform(([stored, duplicates, inactive, last]): PageOutcome => ({
+    stored,
+    duplicates,
+    inactive: inactive === 1,
+    last: last === 1,
+  }));
 const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
 
 /** Jobs on Redis: each change of a job's counters and of its credits is one Lua script (./scripts.ts). */
-const renderingInfoSchema = z.object({ chunks: z.number().int().min(1), bytes: z.number().int().min(0), info: z.string() });
+const renderingInfoSchema = z.object({
+  chunks: z.number().int().min(1),
+  bytes: z.number().int().min(0),
+  info: z.string(),
+});
 
 export function createRedisJobStore({ redis, binary, key }: RedisContext): JobStore {
   const scripts = {
@@ -23,11 +39,13 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     endJob: redis.createScript<unknown>(endJobScript),
     reserveSource: redis.createScript<unknown>(reserveSourceScript),
   };
-  const chunkKeys = (jobId: string, chunks: number) => Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk));
+  const chunkKeys = (jobId: string, chunks: number) =>
+    Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk));
   const deleteSource: JobStore["deleteSource"] = async (jobId, chunks, owner) => {
     const keys = chunkKeys(jobId, chunks);
     if (keys.length > 0) await call("deleteSource", () => redis.del(...keys));
-    if (owner) await call("deleteSource", () => redis.zrem(key.jobSourceBytes(owner.userId), sourceMember(jobId, owner.bytes)));
+    if (owner)
+      await call("deleteSource", () => redis.zrem(key.jobSourceBytes(owner.userId), sourceMember(jobId, owner.bytes)));
   };
   const pageKeys = (jobId: string, userId: string) => [
     key.job(jobId),
@@ -48,7 +66,11 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     return reply;
   };
 
-  const pageStep = async (jobId: string, operation: string, run: (keys: string[]) => Promise<unknown>): Promise<PageOutcome> => {
+  const pageStep = async (
+    jobId: string,
+    operation: string,
+    run: (keys: string[]) => Promise<unknown>,
+  ): Promise<PageOutcome> => {
     const userId = await ownerOf(jobId);
     if (!userId) return INACTIVE;
     return outcomeReply.parse(await call(operation, () => run(pageKeys(jobId, userId))));
@@ -110,7 +132,13 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     async listJobs(userId, { limit, cursor }) {
       const max: `(${number}` | "+inf" = cursor && /^\d+$/.test(cursor) ? `(${Number(cursor)}` : "+inf";
       const reply = await call("listJobs", () =>
-        redis.zrange(key.jobs(userId), max, "-inf", { byScore: true, rev: true, offset: 0, count: limit, withScores: true }),
+        redis.zrange(key.jobs(userId), max, "-inf", {
+          byScore: true,
+          rev: true,
+          offset: 0,
+          count: limit,
+          withScores: true,
+        }),
       );
       const flat = z.array(z.union([z.string(), z.number()])).parse(reply);
       const ids: Array<{ id: string; score: string }> = [];
@@ -122,7 +150,8 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
       const jobs = [];
       const gone: string[] = [];
       for (const [index, raw] of records.entries()) {
-        const fields = raw === null ? {} : Array.isArray(raw) ? flatHash.parse(raw) : z.record(z.string(), z.unknown()).parse(raw);
+        const fields =
+          raw === null ? {} : Array.isArray(raw) ? flatHash.parse(raw) : z.record(z.string(), z.unknown()).parse(raw);
         if (Object.keys(fields).length === 0) gone.push(ids[index]!.id);
         else jobs.push(parseJobRecord(fields));
       }
@@ -189,7 +218,12 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
 
     async getFailedPages(jobId) {
       const reply = await call("getFailedPages", () => redis.hgetall(key.jobFailed(jobId)));
-      const fields = reply === null ? {} : Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.string()).parse(reply);
+      const fields =
+        reply === null
+          ? {}
+          : Array.isArray(reply)
+            ? flatHash.parse(reply)
+            : z.record(z.string(), z.string()).parse(reply);
       return new Map(Object.entries(fields).map(([page, code]) => [Number(page), String(code)]));
     },
 
@@ -225,7 +259,11 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
           if (binary) {
             await call("putSource", () => binary.set(target, withRawMarker(part), pendingTtlMs));
           } else {
-            await call("putSource", () => redis.set(target, Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString("base64"), { px: pendingTtlMs }));
+            await call("putSource", () =>
+              redis.set(target, Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString("base64"), {
+                px: pendingTtlMs,
+              }),
+            );
           }
         }
       } catch (error) {
@@ -259,8 +297,14 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
       const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
       for (let chunk = 0; chunk < chunks; chunk++) {
-        const part = Buffer.from(bytes.buffer, bytes.byteOffset + chunk * chunkBytes, Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes));
-        await call("putRendering", () => redis.set(key.jobRenderingChunk(jobId, variant, chunk), part.toString("base64"), { px: ttlMs }));
+        const part = Buffer.from(
+          bytes.buffer,
+          bytes.byteOffset + chunk * chunkBytes,
+          Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes),
+        );
+        await call("putRendering", () =>
+          redis.set(key.jobRenderingChunk(jobId, variant, chunk), part.toString("base64"), { px: ttlMs }),
+        );
       }
       const record = JSON.stringify({ chunks, bytes: bytes.byteLength, info });
       await call("putRendering", () => redis.set(key.jobRendering(jobId, variant), record, { px: ttlMs }));
@@ -276,7 +320,6 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
       const reply = await call("getRenderingChunk", () => redis.get(key.jobRenderingChunk(jobId, variant, chunk)));
       return typeof reply === "string" ? new Uint8Array(Buffer.from(reply, "base64")) : null;
     },
-
   };
 }
 

@@ -33,7 +33,13 @@ export function createMemoryApiKeyStore(): ApiKeyStore {
       if (!indexed) return null;
       const { record, lastUsedMs } = indexed;
       if (now.getTime() - (lastUsedMs ?? 0) >= touchIntervalMs) indexed.lastUsedMs = now.getTime();
-      return { keyId: record.id, userId: record.userId, name: record.name, start: record.start, lastUsedAt: isoOrNull(lastUsedMs) };
+      return {
+        keyId: record.id,
+        userId: record.userId,
+        name: record.name,
+        start: record.start,
+        lastUsedAt: isoOrNull(lastUsedMs),
+      };
     },
 
     async isApiKeyActive(userId, keyId) {

@@ -26,7 +26,15 @@ export function createRedisApiKeyStore({ redis, key }: RedisContext): ApiKeyStor
       const reply = await call("createApiKey", () =>
         scripts.createApiKey.exec(
           [key.keys(stored.userId), key.apiKey(stored.hash)],
-          [stored.id, JSON.stringify(stored), String(maxActive), stored.userId, stored.start, stored.name, stored.createdAt],
+          [
+            stored.id,
+            JSON.stringify(stored),
+            String(maxActive),
+            stored.userId,
+            stored.start,
+            stored.name,
+            stored.createdAt,
+          ],
         ),
       );
       return integer.parse(reply) === 1;
@@ -49,7 +57,9 @@ export function createRedisApiKeyStore({ redis, key }: RedisContext): ApiKeyStor
       // lastUsed lives on the hash index, where the hot path writes it.
       const pipeline = redis.pipeline();
       for (const record of stored) pipeline.hget(key.apiKey(record.hash), "lastUsedMs");
-      const lastUsed = z.array(z.union([z.string(), z.number()]).nullable()).parse(await call("listApiKeys", () => pipeline.exec()));
+      const lastUsed = z
+        .array(z.union([z.string(), z.number()]).nullable())
+        .parse(await call("listApiKeys", () => pipeline.exec()));
       const active = stored.map((record, index) => {
         const ms = lastUsed[index];
         return { ...record, lastUsedAt: ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString() };
@@ -82,7 +92,10 @@ export function createRedisApiKeyStore({ redis, key }: RedisContext): ApiKeyStor
       if (json === null) return false;
       const record: ApiKeyRecord = { ...apiKeyRecordSchema.parse(JSON.parse(json)), revokedAt };
       const revoked = await call("revokeApiKey", () =>
-        scripts.revokeApiKey.exec([key.keys(userId), key.revokedKeys(userId), key.apiKey(record.hash)], [keyId, JSON.stringify(record)]),
+        scripts.revokeApiKey.exec(
+          [key.keys(userId), key.revokedKeys(userId), key.apiKey(record.hash)],
+          [keyId, JSON.stringify(record)],
+        ),
       );
       return integer.parse(revoked) === 1;
     },

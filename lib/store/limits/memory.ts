@@ -15,7 +15,8 @@ export function createMemoryLimitStore(): LimitStore {
     if (holders.size === 0) slots.delete(group);
     return holders;
   };
-  const sortedHolders = (holders: Map<string, number>) => [...holders].sort((a, b) => a[1] - b[1]).map(([holder]) => holder);
+  const sortedHolders = (holders: Map<string, number>) =>
+    [...holders].sort((a, b) => a[1] - b[1]).map(([holder]) => holder);
   return {
     async rateLimit({ bucket, identifier, limit, windowMs, weight = 1 }) {
       // Same algorithm as @upstash/ratelimit's fixedWindow, which the redis adapter uses.

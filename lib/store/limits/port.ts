@@ -41,7 +41,13 @@ export interface LimitStore {
    * nothing: a hit that does not fit in what is left of the window is refused and not counted, so a refused MCP batch
    * takes none of the key's remaining requests (`remaining` is then what is still left).
    */
-  rateLimit(input: { bucket: string; identifier: string; limit: number; windowMs: number; weight?: number }): Promise<RateLimitResult>;
+  rateLimit(input: {
+    bucket: string;
+    identifier: string;
+    limit: number;
+    windowMs: number;
+    weight?: number;
+  }): Promise<RateLimitResult>;
   /** The back-off record of `subject`, or null when it has none. */
   getBackoff(subject: string): Promise<BackoffState | null>;
   /** Count one more failure of `subject` at `now` and return its new state (atomic: concurrent failures all count). */

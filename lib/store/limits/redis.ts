@@ -37,9 +37,16 @@ export function createRedisLimitStore({ redis, key }: RedisContext): LimitStore 
       try {
         const result = await limiter.limit(identifier, { rate: weight });
         if (result.reason === "timeout") return failOpen("timeout");
-        const answer = { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
+        const answer = {
+          success: result.success,
+          limit: result.limit,
+          remaining: result.remaining,
+          reset: result.reset,
+        };
         // A refused single hit changes nothing (the window is full either way); a refused heavier one is given back.
-        return result.success || weight === 1 ? answer : { ...answer, remaining: await giveBack(limiter, bucket, identifier, weight) };
+        return result.success || weight === 1
+          ? answer
+          : { ...answer, remaining: await giveBack(limiter, bucket, identifier, weight) };
       } catch (error) {
         // Rate limits fail open: a Redis hiccup should not turn into an outage of its own.
         return failOpen(error instanceof Error ? error.name : "error");
@@ -105,7 +112,9 @@ async function giveBack(limiter: Ratelimit, bucket: string, identifier: string, 
   try {
     return (await limiter.limit(identifier, { rate: -weight })).remaining;
   } catch (error) {
-    console.warn(`[store] rate limit ${bucket}: a refused hit of ${weight} could not be given back (${error instanceof Error ? error.name : "error"})`);
+    console.warn(
+      `[store] rate limit ${bucket}: a refused hit of ${weight} could not be given back (${error instanceof Error ? error.name : "error"})`,
+    );
     return 0;
   }
 }

@@ -21,7 +21,10 @@ export function createRedisMailboxStore({ redis, key }: RedisContext): MailboxSt
 
     async pushMailbox(id, message, ttlMs) {
       const reply = await call("pushMailbox", () =>
-        scripts.push.exec([key.mailboxOpen(id), key.mailbox(id)], [message, String(ttlMs), String(MAILBOX_MAX_MESSAGES)]),
+        scripts.push.exec(
+          [key.mailboxOpen(id), key.mailbox(id)],
+          [message, String(ttlMs), String(MAILBOX_MAX_MESSAGES)],
+        ),
       );
       return integer.parse(reply) === 1;
     },

@@ -11,7 +11,10 @@ export interface StoreMarker {
   dataLostAt?: string;
 }
 
-export const storeMarkerSchema = z.object({ initializedAt: z.string().min(1), dataLostAt: z.string().min(1).optional() });
+export const storeMarkerSchema = z.object({
+  initializedAt: z.string().min(1),
+  dataLostAt: z.string().min(1).optional(),
+});
 
 /** Redis's memory, from `INFO memory`. */
 export interface StoreMemory {
@@ -23,7 +26,8 @@ export interface StoreMemory {
 }
 
 /** Why a store refused a write, in fixed words (never the raw error: it could carry a connection string). */
-export type WriteRefusal = "out of memory (maxmemory)" | "read-only (a replica)" | "cannot persist (MISCONF)" | "refused";
+export type WriteRefusal =
+  "out of memory (maxmemory)" | "read-only (a replica)" | "cannot persist (MISCONF)" | "refused";
 
 export interface MetaStore {
   /** Redis's memory use and its limit, or null when the store cannot say (the memory store, a REST API without INFO). */

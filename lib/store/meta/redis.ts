@@ -31,7 +31,11 @@ export function createRedisMetaStore({ redis, key }: RedisContext): MetaStore {
       const used = Number(field("used_memory"));
       if (!Number.isFinite(used)) return null;
       const max = Number(field("maxmemory"));
-      return { usedBytes: used, maxBytes: Number.isFinite(max) && max > 0 ? max : null, policy: field("maxmemory_policy") ?? null };
+      return {
+        usedBytes: used,
+        maxBytes: Number.isFinite(max) && max > 0 ? max : null,
+        policy: field("maxmemory_policy") ?? null,
+      };
     },
 
     async probeWrite() {
@@ -50,7 +54,9 @@ export function createRedisMetaStore({ redis, key }: RedisContext): MetaStore {
     },
 
     async createMarker(marker) {
-      const reply = await call("createMarker", () => create.exec([key.marker()], Object.entries(fields(marker)).flat()));
+      const reply = await call("createMarker", () =>
+        create.exec([key.marker()], Object.entries(fields(marker)).flat()),
+      );
       const stored = parse(reply);
       if (!stored) throw new Error("the store marker could not be read back");
       return stored;

@@ -1,5 +1,13 @@
 import { ExpiringMap } from "../memory-support";
-import type { GrantRef, OAuthClientRecord, OAuthCodeRecord, OAuthGrantRecord, OAuthStore, OAuthTokenRecord, SingleUse } from "./port";
+import type {
+  GrantRef,
+  OAuthClientRecord,
+  OAuthCodeRecord,
+  OAuthGrantRecord,
+  OAuthStore,
+  OAuthTokenRecord,
+  SingleUse,
+} from "./port";
 
 /** The OAuth records for one process (the development default), following the same rules as the redis adapter. */
 export function createMemoryOAuthStore(): OAuthStore {
@@ -60,7 +68,8 @@ export function createMemoryOAuthStore(): OAuthStore {
     async markCodeRedeemed(hash, grant) {
       // Keeps the marker's TTL, as Redis `SET … XX KEEPTTL` does.
       const remaining = usedCodes.remainingMs(hash);
-      if (remaining !== undefined) usedCodes.set(hash, { ...grant }, Number.isFinite(remaining) ? remaining : undefined);
+      if (remaining !== undefined)
+        usedCodes.set(hash, { ...grant }, Number.isFinite(remaining) ? remaining : undefined);
     },
 
     async upsertGrant(grant) {
@@ -69,7 +78,12 @@ export function createMemoryOAuthStore(): OAuthStore {
       const existingId = index.get(grant.clientId);
       const existing = existingId === undefined ? undefined : byId.get(existingId);
       if (existing) {
-        const updated = { ...existing, scopes: [...grant.scopes], resource: grant.resource, clientName: grant.clientName };
+        const updated = {
+          ...existing,
+          scopes: [...grant.scopes],
+          resource: grant.resource,
+          clientName: grant.clientName,
+        };
         byId.set(existing.id, updated);
         return withLastUse(updated);
       }
@@ -125,5 +139,4 @@ export function createMemoryOAuthStore(): OAuthStore {
     const ms = lastUse.get(grant.id);
     return { ...structuredClone(grant), lastUsedAt: ms === undefined ? null : new Date(ms).toISOString() };
   }
-
 }

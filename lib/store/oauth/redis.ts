@@ -11,7 +11,13 @@ import {
   type OAuthStore,
   type SingleUse,
 } from "./port";
-import { consumeSingleUseScript, revokeGrantScript, touchGrantScript, updateGrantScript, upsertGrantScript } from "./scripts";
+import {
+  consumeSingleUseScript,
+  revokeGrantScript,
+  touchGrantScript,
+  updateGrantScript,
+  upsertGrantScript,
+} from "./scripts";
 
 const nullableString = z.string().nullable();
 const clientKeyOf = (clientId: string) => createHash("sha256").update(clientId).digest("hex");
@@ -49,11 +55,18 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
     touchGrant: redis.createScript<unknown>(touchGrantScript),
   };
 
-  async function findSingleUse<T>(operation: string, recordKey: string, usedKey: string, schema: z.ZodType<T>): Promise<SingleUse<T>> {
+  async function findSingleUse<T>(
+    operation: string,
+    recordKey: string,
+    usedKey: string,
+    schema: z.ZodType<T>,
+  ): Promise<SingleUse<T>> {
     const pipeline = redis.pipeline();
     pipeline.get(recordKey);
     pipeline.get(usedKey);
-    const [record, used] = z.tuple([nullableString, nullableString]).parse(await call(operation, () => pipeline.exec()));
+    const [record, used] = z
+      .tuple([nullableString, nullableString])
+      .parse(await call(operation, () => pipeline.exec()));
     if (record !== null) return { record: schema.parse(JSON.parse(record)) };
     if (used !== null) return { reused: parseGrantMarker(used) };
     return null;
@@ -66,7 +79,9 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
     async saveClient(client, ttlMs) {
       const stored = JSON.stringify(oauthClientSchema.parse(client));
       await call("saveClient", () =>
-        ttlMs === null ? redis.set(keys.client(client.clientId), stored) : redis.set(keys.client(client.clientId), stored, { px: ttlMs }),
+        ttlMs === null
+          ? redis.set(keys.client(client.clientId), stored)
+          : redis.set(keys.client(client.clientId), stored, { px: ttlMs }),
       );
     },
     async getClient(clientId) {
@@ -82,24 +97,39 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
     },
     findCode: (hash) => findSingleUse("findCode", keys.code(hash), keys.codeUsed(hash), oauthCodeSchema),
     async consumeCode(hash, usedTtlMs) {
-      const reply = await call("consumeCode", () => scripts.consume.exec([keys.code(hash), keys.codeUsed(hash)], [String(usedTtlMs), ""]));
+      const reply = await call("consumeCode", () =>
+        scripts.consume.exec([keys.code(hash), keys.codeUsed(hash)], [String(usedTtlMs), ""]),
+      );
       return integer.parse(reply) === 1;
     },
     async markCodeRedeemed(hash, grant) {
-      await call("markCodeRedeemed", () => redis.set(keys.codeUsed(hash), grantMarker(grant), { xx: true, keepTtl: true }));
+      await call("markCodeRedeemed", () =>
+        redis.set(keys.codeUsed(hash), grantMarker(grant), { xx: true, keepTtl: true }),
+      );
     },
 
     async upsertGrant(grant) {
       const stored = oauthGrantSchema.parse(grant);
       const reply = await call("upsertGrant", () =>
-        scripts.upsertGrant.exec([keys.grants(grant.userId), keys.grantOf(grant.userId)], [grant.clientId, grant.id, JSON.stringify(stored)]),
+        scripts.upsertGrant.exec(
+          [keys.grants(grant.userId), keys.grantOf(grant.userId)],
+          [grant.clientId, grant.id, JSON.stringify(stored)],
+        ),
       );
       const existing = z.string().parse(reply);
       if (existing === "") return stored;
       const previous = oauthGrantSchema.parse(JSON.parse(existing));
-      const updated: OAuthGrantRecord = { ...previous, scopes: stored.scopes, resource: stored.resource, clientName: stored.clientName };
+      const updated: OAuthGrantRecord = {
+        ...previous,
+        scopes: stored.scopes,
+        resource: stored.resource,
+        clientName: stored.clientName,
+      };
       const written = await call("upsertGrant", () =>
-        scripts.updateGrant.exec([keys.grants(grant.userId)], [previous.id, JSON.stringify({ ...updated, lastUsedAt: null })]),
+        scripts.updateGrant.exec(
+          [keys.grants(grant.userId)],
+          [previous.id, JSON.stringify({ ...updated, lastUsedAt: null })],
+        ),
       );
       // Revoked in between: the new grant is stored instead.
       if (integer.parse(written) === 0) return this.upsertGrant(grant);
@@ -109,7 +139,9 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
       const pipeline = redis.pipeline();
       pipeline.hgetall(keys.grants(userId));
       pipeline.hgetall(keys.grantUsed(userId));
-      const [grants, used] = z.tuple([flatHash.nullable(), flatHash.nullable()]).parse(await call("listGrants", () => pipeline.exec()));
+      const [grants, used] = z
+        .tuple([flatHash.nullable(), flatHash.nullable()])
+        .parse(await call("listGrants", () => pipeline.exec()));
       return Object.values(grants ?? {}).map((json) => {
         const grant = oauthGrantSchema.parse(JSON.parse(json));
         const ms = used?.[grant.id];
@@ -124,7 +156,10 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
       if (json === null) return false;
       const { clientId } = oauthGrantSchema.parse(JSON.parse(json));
       const reply = await call("revokeGrant", () =>
-        scripts.revokeGrant.exec([keys.grants(userId), keys.grantOf(userId), keys.grantUsed(userId)], [grantId, clientId]),
+        scripts.revokeGrant.exec(
+          [keys.grants(userId), keys.grantOf(userId), keys.grantUsed(userId)],
+          [grantId, clientId],
+        ),
       );
       return integer.parse(reply) === 1;
     },
@@ -138,7 +173,10 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
       const token = oauthTokenSchema.parse(JSON.parse(json));
       if (token.expiresAt <= now) return null;
       const active = await call("resolveAccessToken", () =>
-        scripts.touchGrant.exec([keys.grants(token.userId), keys.grantUsed(token.userId)], [token.grantId, String(now), String(touchIntervalMs)]),
+        scripts.touchGrant.exec(
+          [keys.grants(token.userId), keys.grantUsed(token.userId)],
+          [token.grantId, String(now), String(touchIntervalMs)],
+        ),
       );
       return integer.parse(active) === 1 ? token : null;
     },
@@ -149,7 +187,8 @@ export function createRedisOAuthStore({ redis, key }: RedisContext): OAuthStore 
     async saveRefreshToken(hash, token, ttlMs) {
       await setJson("saveRefreshToken", keys.refresh(hash), oauthTokenSchema.parse(token), ttlMs);
     },
-    findRefreshToken: (hash) => findSingleUse("findRefreshToken", keys.refresh(hash), keys.refreshUsed(hash), oauthTokenSchema),
+    findRefreshToken: (hash) =>
+      findSingleUse("findRefreshToken", keys.refresh(hash), keys.refreshUsed(hash), oauthTokenSchema),
     async consumeRefreshToken(hash, usedTtlMs) {
       const json = nullableString.parse(await call("consumeRefreshToken", () => redis.get(keys.refresh(hash))));
       if (json === null) return false;

@@ -1,5 +1,12 @@
 import { ExpiringMap } from "../memory-support";
-import { DELIVERY_LOG_SIZE, type DeliveryAttempt, type EndpointState, JOB_LOG_KEEP_MS, type WebhookAccount, type WebhookStore } from "./port";
+import {
+  DELIVERY_LOG_SIZE,
+  type DeliveryAttempt,
+  type EndpointState,
+  JOB_LOG_KEEP_MS,
+  type WebhookAccount,
+  type WebhookStore,
+} from "./port";
 
 export function createMemoryWebhookStore(): WebhookStore {
   const accounts = new Map<string, WebhookAccount>();
@@ -9,7 +16,8 @@ export function createMemoryWebhookStore(): WebhookStore {
   const endpoints = new ExpiringMap<EndpointState>();
   const endpointKey = (userId: string, receiver: string) => `${userId}\n${receiver}`;
   const endpointIndex = new Map<string, Set<string>>();
-  const push = (list: DeliveryAttempt[] | undefined, attempt: DeliveryAttempt) => [{ ...attempt }, ...(list ?? [])].slice(0, DELIVERY_LOG_SIZE);
+  const push = (list: DeliveryAttempt[] | undefined, attempt: DeliveryAttempt) =>
+    [{ ...attempt }, ...(list ?? [])].slice(0, DELIVERY_LOG_SIZE);
 
   return {
     async getAccount(userId) {

@@ -95,7 +95,8 @@ export interface WebhookStore {
   /** Replace the account's secrets (a creation or a rotation). */
   setSecrets(
     userId: string,
-    secrets: Required<Pick<WebhookAccount, "secret" | "secretCreatedAt">> & Pick<WebhookAccount, "previousSecret" | "previousUntil" | "olderSecrets">,
+    secrets: Required<Pick<WebhookAccount, "secret" | "secretCreatedAt">> &
+      Pick<WebhookAccount, "previousSecret" | "previousUntil" | "olderSecrets">,
   ): Promise<void>;
   /** Set (or, with null, clear) the account's default URL. */
   setDefaultUrl(userId: string, url: string | null): Promise<void>;
@@ -112,7 +113,10 @@ export interface WebhookStore {
    * past `policy.free` the receiver is paused for `pauseMs × 2^(failures − free − 1)` (at most `maxPauseMs`); failing
    * `disableAfterMs` since the first failure disables it. Returns the state after.
    */
-  recordEndpointFailure(userId: string, input: { receiver: string; url: string; error: string; now: number; policy: BreakerPolicy }): Promise<EndpointState>;
+  recordEndpointFailure(
+    userId: string,
+    input: { receiver: string; url: string; error: string; now: number; policy: BreakerPolicy },
+  ): Promise<EndpointState>;
   /** A delivery to the receiver succeeded, or the account re-enabled it: it is healthy again (its record is deleted). */
   clearEndpoint(userId: string, receiver: string): Promise<void>;
   /** The account's failing, paused and disabled receivers, most recent failure first. */

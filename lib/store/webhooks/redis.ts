@@ -26,7 +26,12 @@ const receiverId = (receiver: string) => createHash("sha256").update(receiver).d
 
 /** A receiver's hash (HGETALL: a flat array, or an object from the REST client), null when it has none. */
 const parseEndpoint = (reply: unknown) => {
-  const fields = reply === null ? null : Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.unknown()).parse(reply);
+  const fields =
+    reply === null
+      ? null
+      : Array.isArray(reply)
+        ? flatHash.parse(reply)
+        : z.record(z.string(), z.unknown()).parse(reply);
   return fields && fields.receiver !== undefined ? endpointStateSchema.parse(fields) : null;
 };
 
@@ -35,12 +40,20 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
   return {
     async getAccount(userId) {
       const reply = await call("getWebhookAccount", () => redis.hgetall(key.webhook(userId)));
-      const fields = reply === null ? {} : Array.isArray(reply) ? flatHash.parse(reply) : z.record(z.string(), z.unknown()).parse(reply);
+      const fields =
+        reply === null
+          ? {}
+          : Array.isArray(reply)
+            ? flatHash.parse(reply)
+            : z.record(z.string(), z.unknown()).parse(reply);
       return webhookAccountSchema.parse(fields);
     },
 
     async setSecrets(userId, secrets) {
-      const fields: Record<string, string> = { secret: secrets.secret, secretCreatedAt: String(secrets.secretCreatedAt) };
+      const fields: Record<string, string> = {
+        secret: secrets.secret,
+        secretCreatedAt: String(secrets.secretCreatedAt),
+      };
       if (secrets.previousSecret && secrets.previousUntil !== undefined) {
         Object.assign(fields, { previousSecret: secrets.previousSecret, previousUntil: String(secrets.previousUntil) });
       }
@@ -52,7 +65,11 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
     },
 
     async setDefaultUrl(userId, url) {
-      await call("setWebhookUrl", () => (url === null ? redis.hdel(key.webhook(userId), "defaultUrl") : redis.hset(key.webhook(userId), { defaultUrl: url })));
+      await call("setWebhookUrl", () =>
+        url === null
+          ? redis.hdel(key.webhook(userId), "defaultUrl")
+          : redis.hset(key.webhook(userId), { defaultUrl: url }),
+      );
     },
 
     async recordAttempt(userId, attempt) {
@@ -69,15 +86,21 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
     },
 
     async listAttempts(userId) {
-      return parseAttempts(await call("listWebhookAttempts", () => redis.lrange(key.webhookLog(userId), 0, DELIVERY_LOG_SIZE - 1)));
+      return parseAttempts(
+        await call("listWebhookAttempts", () => redis.lrange(key.webhookLog(userId), 0, DELIVERY_LOG_SIZE - 1)),
+      );
     },
 
     async listJobAttempts(jobId) {
-      return parseAttempts(await call("listJobWebhookAttempts", () => redis.lrange(key.jobWebhookLog(jobId), 0, DELIVERY_LOG_SIZE - 1)));
+      return parseAttempts(
+        await call("listJobWebhookAttempts", () => redis.lrange(key.jobWebhookLog(jobId), 0, DELIVERY_LOG_SIZE - 1)),
+      );
     },
 
     async getEndpoint(userId, receiver) {
-      return parseEndpoint(await call("getWebhookEndpoint", () => redis.hgetall(key.webhookEndpoint(userId, receiverId(receiver)))));
+      return parseEndpoint(
+        await call("getWebhookEndpoint", () => redis.hgetall(key.webhookEndpoint(userId, receiverId(receiver)))),
+      );
     },
 
     async recordEndpointFailure(userId, { receiver, url, error, now, policy }) {
@@ -114,7 +137,9 @@ export function createRedisWebhookStore({ redis, key }: RedisContext): WebhookSt
     async listEndpoints(userId) {
       const ids = z
         .array(z.string())
-        .parse(await call("listWebhookEndpoints", () => redis.zrange(key.webhookEndpoints(userId), 0, 49, { rev: true })));
+        .parse(
+          await call("listWebhookEndpoints", () => redis.zrange(key.webhookEndpoints(userId), 0, 49, { rev: true })),
+        );
       if (ids.length === 0) return [];
       const pipeline = redis.pipeline();
       for (const id of ids) pipeline.hgetall(key.webhookEndpoint(userId, id));

@@ -16,11 +16,14 @@ export const POST = withApiKey(async (context) => {
 });
 
 // GET /api/ocr/jobs – the account's jobs, newest first (?limit=20&cursor=…)
-export const GET = withApiKey(async ({ req, account }) => {
-  const query = jobsListQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
-  const page = await listJobViews(account.userId, query);
-  return Response.json({ success: true, ...page });
-}, { limit: "reads" });
+export const GET = withApiKey(
+  async ({ req, account }) => {
+    const query = jobsListQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
+    const page = await listJobViews(account.userId, query);
+    return Response.json({ success: true, ...page });
+  },
+  { limit: "reads" },
+);
 
 export const OPTIONS = preflight(methods);
 export const HEAD = methodNotAllowed(methods);

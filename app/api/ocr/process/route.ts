@@ -14,11 +14,22 @@ export const POST = withApiKey(async (context) => {
   const { req, body: requestBody, account, requestId, receivedAt, report } = context;
   const { body, file } = await readOcrBody(req, requestBody);
   if (prefersAsync(req)) {
-    return acceptJob(context, { body: parseOcrRequest(body, file), file }, { "Preference-Applied": "respond-async", Vary: "Prefer" });
+    return acceptJob(
+      context,
+      { body: parseOcrRequest(body, file), file },
+      { "Preference-Applied": "respond-async", Vary: "Prefer" },
+    );
   }
   // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
   const serverHost = req.headers.get("host") ?? undefined;
-  const { response, creditsRemaining } = await processDocument({ body, file, account, requestId, receivedAt, serverHost });
+  const { response, creditsRemaining } = await processDocument({
+    body,
+    file,
+    account,
+    requestId,
+    receivedAt,
+    serverHost,
+  });
   report({ pages: response.creditsUsed, creditsRemaining });
   return Response.json(response);
 });

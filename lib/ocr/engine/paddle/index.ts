@@ -139,7 +139,9 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
   const classes = output?.isTensor ? output.shape[2] : undefined;
   if (classes !== dictionary.length + 1) {
     await Promise.all([detector.release(), recognizer.release()]);
-    throw new Error(`PaddleOCR recognizer has ${String(classes)} classes; its dictionary gives ${dictionary.length + 1}`);
+    throw new Error(
+      `PaddleOCR recognizer has ${String(classes)} classes; its dictionary gives ${dictionary.length + 1}`,
+    );
   }
   const spaceClass = dictionary.length;
   let released = false;
@@ -194,7 +196,11 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
   }
 
   /** One crop per run: no padding to compute, and measured fastest (batches of 4–6 cost 10–25% more CPU). */
-  async function recognize(raster: GreyRaster, boxes: TextBox[], { known, gaps }: PaddleReadOptions): Promise<BoxReading[]> {
+  async function recognize(
+    raster: GreyRaster,
+    boxes: TextBox[],
+    { known, gaps }: PaddleReadOptions,
+  ): Promise<BoxReading[]> {
     const readings: BoxReading[] = [];
     for (const box of boxes) {
       const words = known?.(box);
@@ -230,7 +236,9 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
     async read(raster, options = {}) {
       if (released) throw new Error("The PaddleOCR recognizer was released");
       if (raster.width === 0 || raster.height === 0) return { lines: [], boxes: [], confidence: 0 };
-      const boxes = await profiledAsync("paddle-detect", () => detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE));
+      const boxes = await profiledAsync("paddle-detect", () =>
+        detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE),
+      );
       const readings = await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options));
       const lines = readingOrder(readings);
       let chars = 0;

@@ -25,7 +25,9 @@ export function renderAltoPage(page: ExtractedPage): string {
   // A page the engine read turned: ROTATION (ALTO 4.4, counterclockwise degrees) says how its text lies.
   const turned = textAngle(page);
   const rotation = turned === 0 ? "" : ` ROTATION="${turned}"`;
-  out.push(`    <Page ID="page_${n}" WIDTH="${page.width}" HEIGHT="${page.height}" PHYSICAL_IMG_NR="${n}"${rotation}>\n`);
+  out.push(
+    `    <Page ID="page_${n}" WIDTH="${page.width}" HEIGHT="${page.height}" PHYSICAL_IMG_NR="${n}"${rotation}>\n`,
+  );
   out.push(`      <PrintSpace ID="space_${n}" ${position(0, 0, page.width, page.height)}>\n`);
   let lineId = 0;
   let wordId = 0;

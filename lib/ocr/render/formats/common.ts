@@ -29,7 +29,8 @@ export function wordsOf<W extends Pick<OcrWord, "text">>(words: readonly W[]): W
 }
 
 /** Characters XML 1.0 cannot carry at all (controls other than tab and line breaks, lone surrogates, U+FFFE/F). */
-const XML_INVALID = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const XML_INVALID =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /** Text for XML or HTML content and attribute values (either quote style). */
 export function escapeXml(text: string): string {

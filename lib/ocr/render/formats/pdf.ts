@@ -73,16 +73,23 @@ export async function renderSearchablePdf(pages: readonly ExtractedPage[], sourc
     // pdf-lib parses less than pdf.js: a page object it cannot read (a MediaBox of 400-digit or `1e9` numbers) is
     // missing from its tree, and copying it fails deep inside — a 422 that says so, not a 500.
     try {
-      const copied = await output.copyPages(input, pages.map((page) => page.number - 1));
+      const copied = await output.copyPages(
+        input,
+        pages.map((page) => page.number - 1),
+      );
       copied.forEach((pdfPage, i) => {
         output.addPage(pdfPage);
         const page = pages[i]!;
         if (page.source === "ocr") drawInvisibleWords(pdfPage, page, font, displayedToUser(pdfPage));
       });
     } catch (error) {
-      throw new OcrError("unreadable", "This PDF could be read but its pages could not be rebuilt as a searchable PDF (a page's structure, such as its MediaBox, is beyond what the PDF writer reads); ask for another format", {
-        cause: error,
-      });
+      throw new OcrError(
+        "unreadable",
+        "This PDF could be read but its pages could not be rebuilt as a searchable PDF (a page's structure, such as its MediaBox, is beyond what the PDF writer reads); ask for another format",
+        {
+          cause: error,
+        },
+      );
     }
   } else if (source.type === "tiff") {
     const tiffPages = readTiffPages(source.bytes);
@@ -128,11 +135,19 @@ async function chooseFont(output: PDFDocument, pages: readonly ExtractedPage[]):
 async function loadSourcePdf(bytes: Uint8Array): Promise<PDFDocument> {
   let input: PDFDocument;
   try {
-    input = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, throwOnInvalidObject: false });
-  } catch (error) {
-    throw new OcrError("unreadable", "This PDF could be read but not rebuilt as a searchable PDF; ask for another format", {
-      cause: error,
+    input = await PDFDocument.load(bytes, {
+      ignoreEncryption: true,
+      updateMetadata: false,
+      throwOnInvalidObject: false,
     });
+  } catch (error) {
+    throw new OcrError(
+      "unreadable",
+      "This PDF could be read but not rebuilt as a searchable PDF; ask for another format",
+      {
+        cause: error,
+      },
+    );
   }
   if (input.isEncrypted) {
     throw new OcrError(
@@ -191,7 +206,12 @@ function toUpright(rotation: number): (x: number, y: number) => [number, number]
  */
 function drawInvisibleWords(pdfPage: PDFPage, page: ExtractedPage, font: PDFFont, toUser: ToUser): void {
   const fontKey = pdfPage.node.newFontDictionary(font.name, font.ref);
-  const operators = [pushGraphicsState(), beginText(), setTextRenderingMode(TextRenderingMode.Invisible), setFontAndSize(fontKey, 1)];
+  const operators = [
+    pushGraphicsState(),
+    beginText(),
+    setTextRenderingMode(TextRenderingMode.Invisible),
+    setFontAndSize(fontKey, 1),
+  ];
   const rotation = pageRotation(page);
   const upright = toUpright(rotation);
   const back = fromUpright(rotation);
@@ -291,7 +311,8 @@ function drawImage(pdfPage: PDFPage, embedded: EmbeddedImage): void {
 /** Resolution from a JPEG's JFIF APP0 segment (units 1: dots per inch, 2: per cm), if it says one. */
 export function jpegDpi(bytes: Uint8Array): number | undefined {
   // SOI, then APP0 "JFIF\0": version (2), units (1), Xdensity (2), Ydensity (2).
-  if (bytes.length < 18 || bytes[0] !== 0xff || bytes[1] !== 0xd8 || bytes[2] !== 0xff || bytes[3] !== 0xe0) return undefined;
+  if (bytes.length < 18 || bytes[0] !== 0xff || bytes[1] !== 0xd8 || bytes[2] !== 0xff || bytes[3] !== 0xe0)
+    return undefined;
   if (String.fromCharCode(...bytes.subarray(6, 11)) !== "JFIF\0") return undefined;
   const units = bytes[13];
   const density = (bytes[14]! << 8) | bytes[15]!;
@@ -303,7 +324,7 @@ export function jpegDpi(bytes: Uint8Array): number | undefined {
 export function pngDpi(bytes: Uint8Array): number | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // Chunks after the 8-byte signature, before the image data.
-  for (let offset = 8; offset + 12 <= bytes.length; ) {
+  for (let offset = 8; offset + 12 <= bytes.length;) {
     const length = view.getUint32(offset);
     const type = String.fromCharCode(...bytes.subarray(offset + 4, offset + 8));
     if (type === "IDAT" || type === "IEND") return undefined;

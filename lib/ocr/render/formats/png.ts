@@ -32,13 +32,19 @@ function readPng(bytes: Uint8Array): PngHeader | null {
   let palette: Uint8Array | undefined;
   let transparency = false;
   const data: Uint8Array[] = [];
-  for (let offset = 8; offset + 8 <= bytes.length; ) {
+  for (let offset = 8; offset + 8 <= bytes.length;) {
     const length = view.getUint32(offset);
     const type = String.fromCharCode(...bytes.subarray(offset + 4, offset + 8));
     const body = bytes.subarray(offset + 8, offset + 8 + length);
     if (body.length < length) return null;
     if (type === "IHDR" && length >= 13) {
-      header = { width: view.getUint32(offset + 8), height: view.getUint32(offset + 12), bitDepth: body[8]!, colorType: body[9]!, interlace: body[12]! };
+      header = {
+        width: view.getUint32(offset + 8),
+        height: view.getUint32(offset + 12),
+        bitDepth: body[8]!,
+        colorType: body[9]!,
+        interlace: body[12]!,
+      };
     } else if (type === "PLTE") palette = body;
     else if (type === "tRNS") transparency = true;
     else if (type === "IDAT") data.push(body);

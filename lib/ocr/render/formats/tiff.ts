@@ -26,7 +26,8 @@ export async function embedTiffPage(output: PDFDocument, bytes: Uint8Array, page
   const pageWidth = (page.width * 72) / (page.dpi?.x ?? 72);
   const pageHeight = (page.height * 72) / (page.dpi?.y ?? 72);
   if (page.compression === 7) {
-    if (page.segments.length === 1) return { ref: (await output.embedJpg(stripJpeg(bytes, page, 0))).ref, pageWidth, pageHeight };
+    if (page.segments.length === 1)
+      return { ref: (await output.embedJpg(stripJpeg(bytes, page, 0))).ref, pageWidth, pageHeight };
     return { ref: await jpegStripsAsPng(output, bytes, page), pageWidth, pageHeight };
   }
   const samples = decodeSamples(bytes, page);
@@ -56,7 +57,8 @@ function pdfSamples(output: PDFDocument, page: TiffPage, samples: Uint8Array) {
     const out = new Uint8Array(width * height * keep);
     for (let y = 0, o = 0; y < height; y++) {
       for (let x = 0; x < width; x++) {
-        for (let c = 0; c < keep; c++) out[o++] = bps === 16 ? samples[y * stride + 2 * (x * spp + c) + 1]! : samples[y * stride + x * spp + c]!;
+        for (let c = 0; c < keep; c++)
+          out[o++] = bps === 16 ? samples[y * stride + 2 * (x * spp + c) + 1]! : samples[y * stride + x * spp + c]!;
       }
     }
     return out;
@@ -74,11 +76,27 @@ function pdfSamples(output: PDFDocument, page: TiffPage, samples: Uint8Array) {
     for (let i = 0; i < levels; i++) {
       for (let c = 0; c < 3; c++) palette[i * 3 + c] = Number(map[c * levels + i]) >> 8;
     }
-    const colorSpace = output.context.obj([PDFName.of("Indexed"), PDFName.of("DeviceRGB"), levels - 1, PDFHexString.of(palette.toString("hex"))]);
+    const colorSpace = output.context.obj([
+      PDFName.of("Indexed"),
+      PDFName.of("DeviceRGB"),
+      levels - 1,
+      PDFHexString.of(palette.toString("hex")),
+    ]);
     return { colorSpace, bitsPerComponent: bps, data: spp === 1 ? samples : eightBit(1), decode: undefined };
   }
-  if (photometric === 5) return { colorSpace: "DeviceCMYK", bitsPerComponent: 8, data: spp === 4 ? samples : eightBit(4), decode: undefined };
-  return { colorSpace: "DeviceRGB", bitsPerComponent: 8, data: spp === 3 && bps === 8 ? samples : eightBit(3), decode: undefined };
+  if (photometric === 5)
+    return {
+      colorSpace: "DeviceCMYK",
+      bitsPerComponent: 8,
+      data: spp === 4 ? samples : eightBit(4),
+      decode: undefined,
+    };
+  return {
+    colorSpace: "DeviceRGB",
+    bitsPerComponent: 8,
+    data: spp === 3 && bps === 8 ? samples : eightBit(3),
+    decode: undefined,
+  };
 }
 
 /** A JPEG page of several strips or tiles: drawn together (by Skia) and embedded as one PNG. */

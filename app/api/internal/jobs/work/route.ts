@@ -21,7 +21,8 @@ export const POST = withRequest(async ({ req }) => {
   }
   afterResponse(async () => {
     const ran = await workJobsFor(maxDuration * 1000 - BUDGET_MARGIN_MS);
-    if (ran.documents + ran.pages > 0) console.info(`[jobs] invocation worked ${ran.documents} documents, ${ran.pages} pages`);
+    if (ran.documents + ran.pages > 0)
+      console.info(`[jobs] invocation worked ${ran.documents} documents, ${ran.pages} pages`);
   });
   return new Response(null, { status: 202 });
 });

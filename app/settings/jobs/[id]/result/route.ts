@@ -64,7 +64,10 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     }
     first = await readJobResult(account.id, id, { format: query.data.format });
   } catch (error) {
-    if (isApiError(error) && (error.code === "not_found" || error.code === "gone" || error.code === "unavailable" || error.code === "conflict")) {
+    if (
+      isApiError(error) &&
+      (error.code === "not_found" || error.code === "gone" || error.code === "unavailable" || error.code === "conflict")
+    ) {
       return plain({ not_found: 404, gone: 410, unavailable: 503, conflict: 409 }[error.code], error.message);
     }
     throw error;
@@ -84,7 +87,9 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     async pull(controller) {
       try {
         if (!part) {
-          controller.enqueue(encoder.encode(format === "tsv" ? "" : tail === "" ? "\n" : tail.endsWith("\n") ? tail : `${tail}\n`));
+          controller.enqueue(
+            encoder.encode(format === "tsv" ? "" : tail === "" ? "\n" : tail.endsWith("\n") ? tail : `${tail}\n`),
+          );
           controller.close();
           return;
         }
@@ -94,10 +99,17 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
           written += 1;
         }
         const next: string | null = part.next;
-        part = next ? await readJobResult(account.id, jobId, { format, pages: new URL(next, request.url).searchParams.get("pages") ?? undefined }) : null;
+        part = next
+          ? await readJobResult(account.id, jobId, {
+              format,
+              pages: new URL(next, request.url).searchParams.get("pages") ?? undefined,
+            })
+          : null;
       } catch (error) {
         // The status is already sent: the download ends as a failed one rather than a silently short file.
-        console.error(`[settings] job result download failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`);
+        console.error(
+          `[settings] job result download failed (${isApiError(error) ? error.code : error instanceof Error ? error.name : "error"})`,
+        );
         controller.error(error);
       }
     },

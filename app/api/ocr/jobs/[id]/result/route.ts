@@ -33,7 +33,11 @@ export const GET = withApiKey(async ({ req, account }) => {
   // Rendered once for an ended job, kept in the store and streamed from there at every read (docs/decisions.md#result-reads).
   const { body, bytes, next } = await readJobResultBody(account.userId, jobId, query);
   return new Response(body, {
-    headers: { "content-type": "application/json", "content-length": String(bytes), ...(next && { Link: `<${next}>; rel="next"` }) },
+    headers: {
+      "content-type": "application/json",
+      "content-length": String(bytes),
+      ...(next && { Link: `<${next}>; rel="next"` }),
+    },
   });
 }, READS);
 
