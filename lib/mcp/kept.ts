@@ -39,20 +39,26 @@ export async function keepRecord(
 
 /** The record kept under (`kind`, `userId`, `name`), or null (never kept, or expired). */
 export async function readRecord(kind: string, userId: string, name: string): Promise<string | null> {
+  const record = await peekRecord(kind, userId, name);
+  return record?.state === "done" && record.fingerprint === WRITTEN ? (record.response ?? null) : null;
+}
+
+/**
+ * What the idempotency store holds under (`kind`, `userId`, `name`), or null for nothing: a read is a claim that finds
+ * the record, and one that finds nothing is given back at once.
+ */
+async function peekRecord(kind: string, userId: string, name: string) {
   const store = getStore().idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  // A read is a claim that finds the record; one that finds nothing is given back at once.
   const claim = await store.claimIdempotency(
     scope,
     { fingerprint: "read", token, createdAt: new Date().toISOString() },
     WRITE_LEASE_MS,
   );
-  if (claim.claimed) {
-    await store.releaseIdempotency(scope, token).catch(() => undefined);
-    return null;
-  }
-  return claim.record.state === "done" && claim.record.fingerprint === WRITTEN ? (claim.record.response ?? null) : null;
+  if (!claim.claimed) return claim.record;
+  await store.releaseIdempotency(scope, token).catch(() => undefined);
+  return null;
 }
 
 /**
@@ -84,18 +90,8 @@ export async function holdRecord(
 
 /** The value held under (`kind`, `userId`, `name`) by {@link holdRecord}, or null. */
 export async function readHeld(kind: string, userId: string, name: string): Promise<string | null> {
-  const store = getStore().idempotency;
-  const scope = scopeOf(kind, userId, name);
-  const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(
-    scope,
-    { fingerprint: "read", token, createdAt: new Date().toISOString() },
-    WRITE_LEASE_MS,
-  );
-  if (claim.claimed) {
-    await store.releaseIdempotency(scope, token).catch(() => undefined);
-    return null;
-  }
-  const { state, fingerprint } = claim.record;
+  const record = await peekRecord(kind, userId, name);
+  if (record === null) return null;
+  const { state, fingerprint } = record;
   return state === "in-progress" && fingerprint.startsWith("held:") ? fingerprint.slice("held:".length) : null;
 }
