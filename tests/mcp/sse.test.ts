@@ -168,7 +168,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
     }
   });
 
-  it("a result its stream can no longer carry is refunded, not replayed for its Idempotency-Key, and the retry on a new stream gets it", async () => {
+  it("a call whose stream closes is refunded or stopped, not replayed for its Idempotency-Key, and the retry on a new stream gets it", async () => {
     const account = await createAccount(5);
     const handlers = route();
     // The scan is served once the client has gone away, so the call is certainly still running when the stream closes.
@@ -197,7 +197,8 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       serve();
 
       // The call was charged, but its answer has no stream to go to: 404, and the charge is given back — whether the read
-      // finished first (its open charge refunded) or the closed stream stopped it (the call's signal: unread pages refunded).
+      // finished first (its open charge refunded) or the closed stream stopped it (the call's signal: unread pages
+      // refunded, or nothing reserved yet when it stopped during the fetch).
       const lost = await answer;
       await expectApiError(
         lost,
@@ -210,10 +211,13 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       const own = entries
         .filter((entry) => entry.requestId === requestId)
         .map((entry) => [entry.reason, entry.delta, entry.pages]);
-      expect(own).toEqual([
-        ["refund", 2, 2],
-        ["ocr", -2, 2],
-      ]);
+      expect([
+        [],
+        [
+          ["refund", 2, 2],
+          ["ocr", -2, 2],
+        ],
+      ]).toContainEqual(own);
       await expectLedgerConsistent(account);
       // The log line says so: nothing charged (and the refund, when the read had finished before the stream closed).
       const line = logs.mock.calls
