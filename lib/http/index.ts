@@ -6,7 +6,7 @@ export { logRequest } from "./log";
 export { newRequestId } from "./request-id";
 export { requestOrigin } from "./origin";
 export { methodNotAllowed, preflight, withRequest, type RouteHandler } from "./routes";
-export { isCredentialActive, isFinalOutcome, withApiKey } from "./with-api-key";
+export { idempotencyRefusal, isCredentialActive, isFinalOutcome, withApiKey } from "./with-api-key";
 export { afterResponse } from "./after";
 export { authorizeCron } from "./cron";
 export { readOcrBody, type OcrBody } from "./upload";

@@ -288,15 +288,8 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
       outcome.replayed = true;
       return replay(claim.response);
     case "in-progress":
-      throw new ApiError(
-        "conflict",
-        "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response",
-      );
     case "mismatch":
-      throw new ApiError(
-        "idempotency_mismatch",
-        "This Idempotency-Key was already used with a different request body; use a new key for a new request",
-      );
+      throw idempotencyRefusal(claim.status);
     case "claimed":
       break;
   }
@@ -331,4 +324,17 @@ function replay(stored: StoredResponse): Response {
 function logStoreFailure(requestId: string, operation: string, error: unknown): void {
   const reason = isApiError(error) ? error.code : error instanceof Error ? error.name : "error";
   console.error(`[${requestId}] idempotency ${operation} failed (${reason})`);
+}
+
+/** The answer to a claim of an `Idempotency-Key` that is still running (`409`) or was used for another request (`422`). */
+export function idempotencyRefusal(status: "in-progress" | "mismatch"): ApiError {
+  return status === "in-progress"
+    ? new ApiError(
+        "conflict",
+        "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response",
+      )
+    : new ApiError(
+        "idempotency_mismatch",
+        "This Idempotency-Key was already used with a different request body; use a new key for a new request",
+      );
 }

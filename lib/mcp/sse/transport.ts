@@ -1,6 +1,7 @@
 import { ApiError } from "@/lib/api/errors";
 import { claimIdempotencyKey, completeIdempotencyKey, fingerprintRequest, releaseIdempotencyKey } from "@/lib/credits";
 import {
+  idempotencyRefusal,
   isCredentialActive,
   isFinalOutcome,
   readApiKey,
@@ -211,15 +212,8 @@ async function postToSession(
       return new Response(null, { status: 202, headers: { "Idempotent-Replayed": "true" } });
     }
     case "in-progress":
-      throw new ApiError(
-        "conflict",
-        "A request with this Idempotency-Key is still in progress; retry when it has finished to receive its response",
-      );
     case "mismatch":
-      throw new ApiError(
-        "idempotency_mismatch",
-        "This Idempotency-Key was already used with a different request body; use a new key for a new request",
-      );
+      throw idempotencyRefusal(claim.status);
     case "claimed":
       break;
   }
