@@ -84,6 +84,17 @@ export async function enterDelivery(
     if (!slot.acquired)
       return { kind: "wait", reason: "probing", until: now + Math.round(settings.timeoutMs * (0.5 + random())) };
     held.push(probe);
+    // The state read above may predate the last probe's failure (which paused the receiver again before giving the
+    // slot back): read it again now that this event holds the probe.
+    const current = await store.webhooks.getEndpoint(userId, receiver);
+    if (current?.disabledAt !== undefined) {
+      await releaseAll();
+      return { kind: "disabled", since: current.disabledAt, receiver };
+    }
+    if (current && current.pausedUntil > now) {
+      await releaseAll();
+      return { kind: "wait", reason: "paused", until: pausedUntil(current, now, settings.breaker.pauseMs, random()) };
+    }
   }
   const share = { group: accountGroup(userId), holder: holderToken(now) };
   const slot = await store.limits.acquireSlot({ ...share, limit: settings.accountConcurrency, ttlMs: leaseMs });
@@ -100,7 +111,7 @@ export async function enterDelivery(
   return {
     kind: "go",
     async done({ ok, countsForReceiver, error }) {
-      await releaseAll();
+      // The receiver's new state is written before the slots are given back: the next probe must find the new pause.
       try {
         if (ok && state) await store.webhooks.clearEndpoint(userId, receiver);
         if (!ok && countsForReceiver) {
@@ -115,6 +126,8 @@ export async function enterDelivery(
         }
       } catch (caught) {
         console.warn(`[webhooks] the receiver's state was not updated (${errorLabel(caught)})`);
+      } finally {
+        await releaseAll();
       }
     },
   };

@@ -25,7 +25,8 @@ describe("credits through the route (redis store)", () => {
     const refused = responses.filter((response) => response.status === 402);
     expect({ ok: ok.length, refused: refused.length }).toEqual({ ok: 10, refused: 40 });
     for (const response of ok) expect((await expectOcrOk(response)).creditsUsed).toBe(1);
-    for (const response of refused) await expectApiError(response, "insufficient_credits", /needs 1 credit \(1 page\)/);
+    for (const response of refused)
+      await expectApiError(response, "insufficient_credits", /needs 1 credit (\(1 page\)|or more \(1 per page\))/);
 
     expect(await account.balance()).toBe(0);
     await expectLedgerConsistent(account);
