@@ -15,6 +15,7 @@ const UNIT = [
   "tests/async.test.ts",
   "tests/import-cycles.test.ts",
   "tests/configuration.test.ts",
+  "tests/api/api-docs.test.ts",
   "tests/api/client-ip.test.ts",
   "tests/api/error-catalogue.test.ts",
   "tests/api/examples-node.test.ts",

@@ -24,20 +24,33 @@ export type Json = { [key: string]: unknown };
 const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema });
 
 export const headers = {
-  requestId: header("This request's id (`req_…`), on every response; quote it when asking for help."),
-  rateLimitLimit: header("Requests allowed per window for this key.", { type: "integer" }),
+  requestId: header(
+    "This request's id, `req_` and 22 characters, on every response (errors and preflights included); quote it when " +
+      "asking for help. An incoming `x-request-id` is ignored.",
+  ),
+  rateLimitLimit: header(
+    "Requests allowed per window for this key. The three `RateLimit-*` headers are on every response to an " +
+      "authenticated request.",
+    { type: "integer" },
+  ),
   rateLimitRemaining: header("Requests left in the current window.", { type: "integer" }),
   rateLimitReset: header("Seconds until the window resets.", { type: "integer" }),
-  creditsRemaining: header("The account's credit balance after this request.", { type: "integer" }),
-  retryAfter: header("Seconds to wait before retrying.", { type: "integer" }),
-  wwwAuthenticate: header('`Bearer realm="ocr"`.'),
-  allow: header("Methods this path serves."),
+  creditsRemaining: header(
+    "The account's credit balance after this request, or the balance that was too low (`402`). On a replay, the " +
+      "value at the time of the original request.",
+    { type: "integer" },
+  ),
+  retryAfter: header("Seconds to wait before retrying: on every `429` and every `503`.", { type: "integer" }),
+  wwwAuthenticate: header('`Bearer realm="ocr"`, on `401`.'),
+  allow: header("Methods this path serves: on `405` and on the `OPTIONS` answer."),
   replayed: header("`true` when the response is a replay for an Idempotency-Key (not charged again)."),
-  location: header("The job's status URL, relative: `/api/ocr/jobs/{id}`."),
+  location: header("On `202`: the job's status URL, relative: `/api/ocr/jobs/{id}`."),
   preferenceApplied: header("`respond-async`: the request became an asynchronous job (RFC 7240)."),
   jobRetryAfter: header(
-    "Seconds to wait before asking again, while the job is `queued` or `running` (1–30: about one second per 20 pages " +
-      "left); absent once it has ended.",
+    "Seconds to wait before asking again, while the job is `queued` or `running`; absent once it has ended. When " +
+      "the job's next change is likely, from its pace (the time since it started over the pages read so far; before " +
+      "the first page, the expected time of a page, or half the time it has waited when longer), 1–30 s. Pages of " +
+      "17 s each: `Retry-After: 17`.",
     { type: "integer" },
   ),
   link: header('`<URL of the next part>; rel="next"` when this part does not hold every page asked for (as `next`).'),

@@ -52,7 +52,8 @@ export function openApiPaths(env: Env): Json {
     description:
       "One of four forms: `multipart/form-data` with the file in `file` and the options as fields; the file's bytes as " +
       "the body with its type, the options as query parameters (`format`, `language`, `pages`, `webhook`); JSON with " +
-      "`image` (base64) or `imageUrl`. A body over its limit is `413` before it is read (declared `Content-Length`) or " +
+      "`image` (base64) or `imageUrl` (`application/*+json`, or no `Content-Type`, is read as JSON too). Any other " +
+      "type is `415` before the body is read. A body over its limit is `413` before it is read (declared `Content-Length`) or " +
       "as soon as it passes it (chunked), nothing charged.",
     content: {
       "multipart/form-data": {

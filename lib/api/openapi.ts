@@ -1,4 +1,4 @@
-import { getEnv } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { componentSchemas, headers, type Json } from "@/lib/api/openapi-parts";
 import { openApiPaths } from "@/lib/api/openapi-paths";
 import { formatMegabytes } from "@/lib/input";
@@ -10,8 +10,8 @@ import { SERVICE_VERSION } from "@/lib/version";
  * components, parameters, examples) and lib/api/openapi-paths.ts (the operations).
  */
 
-function buildOpenApiDocument(): Json {
-  const env = getEnv();
+/** The document for a configuration: its limits are stated in it (docs/api.md's reference uses the defaults). */
+export function buildOpenApiDocument(env: Env): Json {
   const limits = [
     `a file in the request (multipart, raw body, or base64 decoded) ${formatMegabytes(env.MAX_INLINE_BYTES)} ` +
       "(20 MB self-hosted, 4 MB on Vercel, whose request bodies stop at 4.5 MB: larger files by `imageUrl`)",
@@ -126,6 +126,6 @@ let cached: Json | undefined;
  * configuration, which does not change while it runs.
  */
 export function getOpenApiDocument(): Json {
-  cached ??= buildOpenApiDocument();
+  cached ??= buildOpenApiDocument(getEnv());
   return cached;
 }

@@ -46,7 +46,8 @@ export const ocrOptionsSchema = z.strictObject(
       .max(100)
       .optional()
       .describe(
-        "Tesseract language codes joined by `+`, e.g. `eng` or `eng+deu`, from the installed ones. Default `auto`: " +
+        "Tesseract language codes joined by `+`, e.g. `eng` or `eng+deu`, from the installed ones (`eng, fra, deu, " +
+          "spa, ita, por, nld` by default, `OCR_LANGUAGES`). Default `auto`: " +
           "English, re-read in another installed language when the text is clearly in it.",
       ),
     pages: z
@@ -54,7 +55,8 @@ export const ocrOptionsSchema = z.strictObject(
       .max(256)
       .optional()
       .describe(
-        'PDF pages to read, 1-based: `"1-3,5"`, `"7-"` (to the end). Default: every page. Only those are charged.',
+        'PDF or TIFF pages to read, 1-based: `"1-3,5"`, `"7-"` (to the end). Default: every page. Only those are ' +
+          "read and charged. A page that does not exist is a `400`.",
       ),
   },
   { error: unknownKeys(OPTION_KEYS) },
@@ -97,7 +99,7 @@ export const ocrRequestSchema = z
         .string()
         .optional()
         .describe(
-          "The file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
+          "The file as base64 (standard or URL-safe alphabet, whitespace ignored, padding optional) or as a data URL " +
             "(`data:application/pdf;base64,…`). PDF, JPEG, PNG, WebP or TIFF, decided from the bytes. At most `MAX_INLINE_BYTES` " +
             "decoded (20 MB self-hosted, 4 MB on Vercel, where a JSON body stops at 4.5 MB: about 3.3 MB of file as base64). " +
             "Larger files: send the file itself (multipart/form-data or a raw body), or imageUrl.",
@@ -156,7 +158,14 @@ export const ocrResponseSchema = z.object({
   ),
   extractedText: z
     .string()
-    .describe("The text in the requested format. For `json`, `JSON.parse(extractedText)` gives an OcrDocument."),
+    .describe(
+      "Always a string, in the requested format. `text`: plain text, pages separated by a form feed `\\f`. " +
+        "`markdown`: headings, paragraphs (lines the document ended, such as an invoice's item rows, end with a " +
+        "Markdown hard break: two spaces and a newline), lists and simple ruled or aligned tables (as GitHub tables, " +
+        "first row as header) reconstructed from the layout, pages separated by `\\n\\n---\\n\\n`. `json`: the " +
+        "OcrDocument serialized, so `JSON.parse(extractedText)` gives it. `hocr`, `alto`, `tsv`: the documents of " +
+        "their formats. `pdf`: the searchable PDF as base64.",
+    ),
   confidence: z
     .number()
     .min(0)
@@ -169,12 +178,14 @@ export const ocrResponseSchema = z.object({
     .number()
     .int()
     .min(0)
-    .describe("One credit per page read: 1 for an image, the pages processed for a PDF."),
+    .describe(
+      "One credit per page read: 1 for an image, the pages processed for a PDF or TIFF. Failed requests are never charged.",
+    ),
   pageCount: z
     .number()
     .int()
     .min(1)
-    .describe("Pages in the file (a PDF may have more than were read, see `options.pages`)."),
+    .describe("Pages in the file (a PDF or TIFF may have more than were read, see `options.pages`)."),
   requestId: z.string().describe("Also in the `x-request-id` header; quote it when asking for help."),
 });
 export type OcrResponse = z.infer<typeof ocrResponseSchema>;
@@ -194,26 +205,35 @@ export const jobsListQuerySchema = z.strictObject({
     .string()
     .regex(/^\d{1,20}$/, "cursor is the nextCursor of a previous page")
     .optional()
-    .describe("`nextCursor` of the previous page, for older jobs."),
+    .describe("`nextCursor` of the previous page, for older jobs (until it is `null`)."),
 });
 
 /** `GET /api/ocr/jobs/{id}/result` query. */
 export const jobResultQuerySchema = z.strictObject({
-  format: outputFormatSchema.optional().describe("The result's format (default: the job's `options.format`)."),
+  format: outputFormatSchema
+    .optional()
+    .describe(
+      "The result's format (default: the job's `options.format`). The pages are stored as documents, so any format " +
+        "can be asked for at any time. `pdf` answers the searchable PDF itself (`application/pdf`), not JSON.",
+    ),
   pages: z
     .string()
     .max(256)
     .optional()
     .describe(
-      'Pages of the job to return, e.g. `"51-100"` (default: all). A part that does not hold them all names the next in `next`.',
+      'Pages of the job to return, e.g. `"51-100"` (default: all of the job\'s). A page the job did not read is `400`. ' +
+        "A part that does not hold them all names the next in `next`.",
     ),
 });
 
 const jobStatusSchema = z
   .enum(["queued", "running", "succeeded", "failed", "cancelled"])
   .describe(
-    "`queued` (accepted, no page read yet), `running`, then one of `succeeded` (at least one page delivered; see " +
-      "`pagesFailed`), `failed` (no page could be read, or the document itself could not be), `cancelled`.",
+    "`queued` (accepted, no page read yet), `running` (pages are being read; `pagesDone` and `pagesFailed` grow), " +
+      "then one of `succeeded` (at least one page delivered; check `pagesFailed`: a page that cannot be read fails " +
+      "alone, with its code, and the rest go on), `failed` (no page could be read, the document itself could not be " +
+      "opened, or the job did not end within `JOB_MAX_DURATION`, 24 h; `error` says why), `cancelled` (with " +
+      "`DELETE`; `error.code` is `cancelled`).",
   );
 
 const failureSchema = z.object({ code: z.string(), message: z.string() });
@@ -241,9 +261,9 @@ export type WebhookAttempt = z.infer<typeof webhookAttemptSchema>;
 /** A job, as `POST /api/ocr/jobs` (202), `GET /api/ocr/jobs/{id}`, `DELETE` and the list answer it. */
 export const jobViewSchema = z.object({
   success: z.literal(true),
-  jobId: z.string().describe("`job_` and 22 characters."),
+  jobId: z.string().describe("`job_` and 22 letters, digits, `-` or `_`."),
   status: jobStatusSchema,
-  pageCount: z.number().int().min(1).describe("Pages in the file."),
+  pageCount: z.number().int().min(1).describe("Pages in the file (`pagesTotal`: those the job reads)."),
   pagesTotal: z
     .number()
     .int()
@@ -254,7 +274,7 @@ export const jobViewSchema = z.object({
   failedPages: z
     .array(z.object({ page: z.number().int(), code: z.string(), message: z.string() }))
     .optional()
-    .describe("Each failed page with its error code (the status of a single job only)."),
+    .describe("Each failed page's number, error code and message (the status of a single job only, not the list)."),
   creditsReserved: z.number().int().min(0).describe("Credits taken when the job was accepted: one per page."),
   creditsUsed: z.number().int().min(0).describe("Credits spent: the pages delivered."),
   creditsRefunded: z
@@ -263,20 +283,30 @@ export const jobViewSchema = z.object({
     .min(0)
     .describe("Credits given back when the job ended (failed, cancelled and unread pages)."),
   format: outputFormatSchema.describe("The result's default format (`options.format`)."),
-  inputSource: inputSourceSchema,
-  createdAt: z.iso.datetime(),
-  startedAt: z.iso.datetime().nullable(),
-  finishedAt: z.iso.datetime().nullable(),
-  expiresAt: z.iso.datetime().describe("When its results are gone (`JOB_RESULT_TTL` after it ends); then `410`."),
+  inputSource: inputSourceSchema.describe("`base64`, `url` or `upload`, as on `/api/ocr/process`."),
+  createdAt: z.iso.datetime().describe("When it was submitted (ISO 8601)."),
+  startedAt: z.iso.datetime().nullable().describe("When its first page was taken up; `null` until then."),
+  finishedAt: z.iso.datetime().nullable().describe("When it ended; `null` until then."),
+  expiresAt: z.iso
+    .datetime()
+    .describe(
+      "When its results are gone: `JOB_RESULT_TTL` (24 h) after it ends, then `410`; before it ends, the latest that " +
+        "can be (`JOB_MAX_DURATION` + `JOB_RESULT_TTL` after submission).",
+    ),
   error: failureSchema.optional().describe("A failed or cancelled job: why."),
-  links: z.object({ self: z.string(), result: z.string() }).describe("Relative URLs of its status and its result."),
+  links: z
+    .object({ self: z.string(), result: z.string() })
+    .describe("`self` (this status) and `result`, URLs relative to the service's origin."),
   webhook: z
     .object({
       url: z.string(),
       deliveries: z.array(webhookAttemptSchema).describe("The last attempts to deliver its event, newest first."),
     })
     .optional()
-    .describe("A job with a webhook (the status of a single job only)."),
+    .describe(
+      "A job with a webhook (the status of a single job only): its `url` and `deliveries`, its last 20 delivery " +
+        "attempts, newest first.",
+    ),
 });
 export type JobViewBody = z.infer<typeof jobViewSchema>;
 
@@ -322,9 +352,9 @@ export const jobListSchema = z.object({
 /** `GET /api/ocr/jobs/{id}/result`: one part of the result (the whole of it when it fits one response). */
 export const jobResultSchema = z.object({
   success: z.literal(true),
-  jobId: z.string(),
+  jobId: z.string().describe("The job's id."),
   status: jobStatusSchema,
-  format: outputFormatSchema,
+  format: outputFormatSchema.describe("The format of `extractedText` (`pdf` is answered as `application/pdf`)."),
   pages: z.string().describe("The pages this part holds, as ranges (`1-50`); empty when none is ready."),
   extractedText: z
     .string()
