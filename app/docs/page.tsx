@@ -1,9 +1,10 @@
 import type { Metadata } from "next";
 import { headers } from "next/headers";
 import Link from "next/link";
-import { Fragment } from "react";
 import { CodeExample } from "@/app/components/code-example";
-import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
+import { ReferenceTableView } from "@/app/docs/reference-table";
+import { getOpenApiDocument } from "@/lib/api/openapi";
+import { referenceTables, type ReferenceTable } from "@/lib/api/reference";
 import { getEnv } from "@/lib/env";
 import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
@@ -11,37 +12,14 @@ import { formatMegabytes } from "@/lib/input";
 
 export const metadata: Metadata = { title: "Documentation" };
 
-/**
- * A catalogue `when` (inline Markdown whose only markup is backticks) as text and `<code>`. A long name in it may
- * wrap after an underscore (`URL_FETCH_TIMEOUT_MS`), never inside a word.
- */
-function InlineMarkdown({ text }: { text: string }) {
-  return (
-    <>
-      {text.split("`").map((part, index) =>
-        index % 2 === 1 ? (
-          <code key={index}>
-            {part.split(/(?<=_)/).map((piece, p) => (
-              <Fragment key={p}>
-                {p > 0 && <wbr />}
-                {piece}
-              </Fragment>
-            ))}
-          </code>
-        ) : (
-          part
-        ),
-      )}
-    </>
-  );
-}
-
 /** The product's manual: every example carries this server's own address. */
 export default async function DocsPage() {
   // A Host that is not a plain host name never reaches the examples (they are pasted into shells).
   const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
   const inlineLimit = formatMegabytes(getEnv().MAX_INLINE_BYTES);
+  // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts).
+  const reference = referenceTables(getOpenApiDocument());
   return (
     <article className="prose docs">
       <h1>Documentation</h1>
@@ -95,6 +73,8 @@ export default async function DocsPage() {
         same words; word boxes are in the coordinates of the page as you sent it. Send an <code>Idempotency-Key</code>{" "}
         header to retry safely: a retry replays the first answer and is not charged again.
       </p>
+      <h3 id="request-fields">Request fields (JSON)</h3>
+      <ReferenceTableView table={reference["request-fields"]!} />
       <pre>
         <code>{`{ "success": true, "userId": "usr_…", "inputSource": "base64", "extractedText": "…",
   "confidence": 91.4, "processingTime": 812, "creditsUsed": 1, "pageCount": 1, "requestId": "req_…" }`}</code>
@@ -105,38 +85,17 @@ export default async function DocsPage() {
         <code>x-credits-remaining</code>. The machine-readable description is{" "}
         <a href="/api/openapi.json">/api/openapi.json</a>.
       </p>
+      <h3 id="response-fields">Response fields</h3>
+      <ReferenceTableView table={reference["response-fields"]!} />
 
-      <JobsSection target={target} />
+      <JobsSection target={target} jobFields={reference["job-fields"]!} />
 
       <h2 id="errors">Errors</h2>
       <p>
         Every failure is <code>{`{"success": false, "error": {"code", "message"}, "requestId"}`}</code> with the status
         below:
       </p>
-      <div className="table-wrap">
-        <table className="error-table">
-          <thead>
-            <tr>
-              <th>Status</th>
-              <th>Code</th>
-              <th>When</th>
-            </tr>
-          </thead>
-          <tbody>
-            {errorCodes.map((code) => (
-              <tr key={code}>
-                <td>{errorCatalogue[code].status}</td>
-                <td>
-                  <code>{code}</code>
-                </td>
-                <td>
-                  <InlineMarkdown text={errorCatalogue[code].when} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ReferenceTableView table={reference.errors!} className="error-table" />
 
       <h2 id="mcp">MCP clients</h2>
       <p>
@@ -176,8 +135,8 @@ export default async function DocsPage() {
   );
 }
 
-/** Asynchronous jobs: when to use one, the routes in a paragraph, and the examples that submit, poll and fetch. */
-function JobsSection({ target }: { target: { origin: string } }) {
+/** Asynchronous jobs: when to use one, the routes in a paragraph, the job's fields, and the examples that submit, poll and fetch. */
+function JobsSection({ target, jobFields }: { target: { origin: string }; jobFields: ReferenceTable }) {
   const env = getEnv();
   return (
     <>
@@ -212,6 +171,8 @@ function JobsSection({ target }: { target: { origin: string } }) {
         page was read sends no event; a receiver that keeps failing is paused, and disabled after 5 days until you
         re-enable it on the <Link href="/settings#webhooks">settings page</Link>.
       </p>
+      <h3 id="job-fields">The job</h3>
+      <ReferenceTableView table={jobFields} />
       {jobExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />
       ))}
