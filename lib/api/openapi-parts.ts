@@ -82,7 +82,8 @@ function errorHeaders(codes: ErrorCode[]): Json {
 
 /**
  * One response object per status, listing the codes that use it and when; `notes` adds what a code also means on
- * this operation (the catalogue's `when` is the service-wide text).
+ * this operation (the catalogue's `when` is the service-wide text), in the description and as its example's own
+ * `description` (docs/api.md's table of the job routes' errors reads it there).
  */
 export function errorResponses(codes: ErrorCode[], notes: Partial<Record<ErrorCode, string>> = {}): Json {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -108,7 +109,10 @@ export function errorResponses(codes: ErrorCode[], notes: Partial<Record<ErrorCo
           examples: Object.fromEntries(
             statusCodes.map((code) => [
               code,
-              { value: { success: false, error: { code, message: "…" }, requestId: "req_3q2Vw0mVnUuD8bFq6xkKjg" } },
+              {
+                ...(notes[code] && { description: notes[code] }),
+                value: { success: false, error: { code, message: "…" }, requestId: "req_3q2Vw0mVnUuD8bFq6xkKjg" },
+              },
             ]),
           ),
         },

@@ -138,10 +138,24 @@ export function openApiPaths(env: Env): Json {
       "application/json": { schema: { $ref: "#/components/schemas/JobView" }, example: exampleJob("queued") },
     },
   });
+  /** What reading about jobs (status, result, list) also answers. */
+  const readNotes: Partial<Record<ErrorCode, string>> = {
+    not_found: "a malformed job id, an unknown one, another account's, or one forgotten 7 days after it expired",
+    rate_limited:
+      `reads about jobs count against \`READ_RATE_LIMIT_PER_MINUTE\` (${env.READ_RATE_LIMIT_PER_MINUTE} per key), ` +
+      "not against the request limit",
+  };
   /** What submitting a job may also be refused for, beyond the synchronous route's reasons. */
   const submitNotes: Partial<Record<ErrorCode, string>> = {
+    invalid_request:
+      "a `webhook.url` that is not allowed (not https, a private address, does not resolve), or a `webhook` while the " +
+      "account has no webhook signing secret",
+    insufficient_credits: "the balance is below the job's pages: all of them are reserved at submit",
     payload_too_large: `a job of more than \`MAX_JOB_PAGES\` (${env.MAX_JOB_PAGES}) pages, or a URL file over \`MAX_JOB_URL_BYTES\` (${formatMegabytes(env.MAX_JOB_URL_BYTES)})`,
-    rate_limited: `the account already has \`MAX_QUEUED_PAGES_PER_ACCOUNT\` (${env.MAX_QUEUED_PAGES_PER_ACCOUNT}) pages waiting in its unfinished jobs (\`Retry-After\`)`,
+    rate_limited:
+      `the account already has \`MAX_QUEUED_PAGES_PER_ACCOUNT\` (${env.MAX_QUEUED_PAGES_PER_ACCOUNT}) pages waiting in its unfinished jobs (\`Retry-After: 60\`); ` +
+      "or its jobs' stored files (queued, running, and succeeded ones kept with their results) and this one would pass " +
+      `\`MAX_JOB_BYTES_PER_ACCOUNT\` (${formatMegabytes(env.MAX_JOB_BYTES_PER_ACCOUNT)}; \`Retry-After\` until the first of them goes, the message says when)`,
     unavailable:
       "a deployment without a TCP connection to its Redis (`REDIS_URL`), which the job queue needs: jobs are not available there, the message says so",
   };
@@ -265,14 +279,10 @@ export function openApiPaths(env: Env): Json {
               },
             },
           },
-          ...errorResponses([
-            "invalid_request",
-            "unauthorized",
-            "method_not_allowed",
-            "rate_limited",
-            "internal_error",
-            "unavailable",
-          ]),
+          ...errorResponses(
+            ["invalid_request", "unauthorized", "method_not_allowed", "rate_limited", "internal_error", "unavailable"],
+            { invalid_request: "a bad `limit` or `cursor`", rate_limited: readNotes.rate_limited },
+          ),
         },
       },
       options: preflightOperation("jobsPreflight"),
@@ -301,7 +311,7 @@ export function openApiPaths(env: Env): Json {
               },
             },
           },
-          ...errorResponses(jobErrors),
+          ...errorResponses(jobErrors, readNotes),
         },
       },
       delete: {
@@ -317,7 +327,10 @@ export function openApiPaths(env: Env): Json {
             headers: readHeaders,
             content: { "application/json": { schema: { $ref: "#/components/schemas/JobView" } } },
           },
-          ...errorResponses(jobErrors),
+          ...errorResponses(jobErrors, {
+            not_found: readNotes.not_found,
+            rate_limited: "cancelling counts against the request limit (`RATE_LIMIT_PER_MINUTE`)",
+          }),
         },
       },
       options: preflightOperation("jobPreflight"),
@@ -363,6 +376,7 @@ export function openApiPaths(env: Env): Json {
             },
           },
           ...errorResponses(["invalid_request", "conflict", "unreadable_document", ...jobErrors], {
+            ...readNotes,
             invalid_request: "a `pages` list that is malformed or names a page the job did not read",
             conflict: "`format=pdf` while no page of the job is read yet",
             unreadable_document: "`format=pdf` of a PDF that pdf-lib cannot rebuild (encrypted, or broken past repair)",

@@ -175,6 +175,30 @@ function headerTable(document: Json): ReferenceTable {
   return { columns: ["header", "direction", ""], rows };
 }
 
+/**
+ * What an error code also means on an operation, beyond the catalogue's service-wide `when`: the `description` of its
+ * example in the operation's error responses. One row per operation and code that has one, by status.
+ */
+function operationErrorTable(document: Json, operations: ReadonlyArray<readonly [string, string]>): ReferenceTable {
+  const rows: Array<{ status: number; order: number; row: string[] }> = [];
+  operations.forEach(([path, method], index) => {
+    for (const [status, response] of Object.entries(asJson(operation(document, path, method).responses))) {
+      const examples = asJson(asJson(asJson(asJson(response).content)["application/json"]).examples);
+      for (const [code, example] of Object.entries(examples)) {
+        const note = asString(asJson(example).description);
+        if (!note || Number(status) < 400) continue;
+        rows.push({
+          status: Number(status),
+          order: errorCodes.indexOf(code as (typeof errorCodes)[number]) * 100 + index,
+          row: [status, `\`${code}\``, `\`${method.toUpperCase()} ${path}\``, note],
+        });
+      }
+    }
+  });
+  rows.sort((a, b) => a.status - b.status || a.order - b.order);
+  return { columns: ["status", "code", "operation", "on this operation"], rows: rows.map(({ row }) => row) };
+}
+
 /** The error catalogue (lib/api/error-catalogue.ts), from which the document's error responses are made too. */
 function errorTable(): ReferenceTable {
   return {
@@ -194,6 +218,13 @@ export function referenceTables(document: Json): Record<string, ReferenceTable> 
     "result-fields": schemaTable(document, "JobResult"),
     "list-query": queryTable(document, "/api/ocr/jobs", "get"),
     errors: errorTable(),
+    "job-errors": operationErrorTable(document, [
+      ["/api/ocr/jobs", "post"],
+      ["/api/ocr/jobs", "get"],
+      ["/api/ocr/jobs/{id}", "get"],
+      ["/api/ocr/jobs/{id}", "delete"],
+      ["/api/ocr/jobs/{id}/result", "get"],
+    ]),
     headers: headerTable(document),
   };
 }
