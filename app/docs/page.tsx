@@ -18,7 +18,9 @@ export default async function DocsPage() {
   const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
   const inlineLimit = formatMegabytes(getEnv().MAX_INLINE_BYTES);
-  // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts).
+  // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts). All take the error
+  // table's layout (app/globals.css `.error-table`): names never broken inside; on a phone, what a row means under
+  // its name and type.
   const reference = referenceTables(getOpenApiDocument());
   return (
     <article className="prose docs">
@@ -74,7 +76,7 @@ export default async function DocsPage() {
         header to retry safely: a retry replays the first answer and is not charged again.
       </p>
       <h3 id="request-fields">Request fields (JSON)</h3>
-      <ReferenceTableView table={reference["request-fields"]!} />
+      <ReferenceTableView table={reference["request-fields"]!} className="error-table" />
       <pre>
         <code>{`{ "success": true, "userId": "usr_…", "inputSource": "base64", "extractedText": "…",
   "confidence": 91.4, "processingTime": 812, "creditsUsed": 1, "pageCount": 1, "requestId": "req_…" }`}</code>
@@ -86,7 +88,7 @@ export default async function DocsPage() {
         <a href="/api/openapi.json">/api/openapi.json</a>.
       </p>
       <h3 id="response-fields">Response fields</h3>
-      <ReferenceTableView table={reference["response-fields"]!} />
+      <ReferenceTableView table={reference["response-fields"]!} className="error-table" />
 
       <JobsSection target={target} jobFields={reference["job-fields"]!} />
 
@@ -172,7 +174,7 @@ function JobsSection({ target, jobFields }: { target: { origin: string }; jobFie
         re-enable it on the <Link href="/settings#webhooks">settings page</Link>.
       </p>
       <h3 id="job-fields">The job</h3>
-      <ReferenceTableView table={jobFields} />
+      <ReferenceTableView table={jobFields} className="error-table" />
       {jobExamples(target).map((example) => (
         <CodeExample key={example.id} example={example} />
       ))}

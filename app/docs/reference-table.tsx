@@ -29,7 +29,10 @@ export function InlineMarkdown({ text }: { text: string }) {
 /** docs/api.md leaves a description column's header empty; here it is named, for screen readers. */
 const heading = (column: string) => (column ? column.charAt(0).toUpperCase() + column.slice(1) : "Description");
 
-/** One of the reference tables docs/api.md is generated with (lib/api/reference.ts), as the page shows it. */
+/**
+ * One of the reference tables docs/api.md is generated with (lib/api/reference.ts), as the page shows it. A cell that
+ * is one name (a field, an error code) is never broken inside; names in longer text may wrap after an underscore.
+ */
 export function ReferenceTableView({ table, className }: { table: ReferenceTable; className?: string }) {
   return (
     <div className="table-wrap">
@@ -46,7 +49,7 @@ export function ReferenceTableView({ table, className }: { table: ReferenceTable
             <tr key={index}>
               {row.map((cell, column) => (
                 <td key={column}>
-                  <InlineMarkdown text={cell} />
+                  {/^`[^`]*`$/.test(cell) ? <code>{cell.slice(1, -1)}</code> : <InlineMarkdown text={cell} />}
                 </td>
               ))}
             </tr>
