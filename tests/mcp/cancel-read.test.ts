@@ -74,28 +74,31 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
       const client = await connect(kind, account.key);
       try {
         const pool = getOcrPool();
-        const stoppedBefore = pool.stats().stopped.timeout;
+        const before = pool.stats();
         const controller = new AbortController();
         const params = { name: "extract_text", arguments: extractArgs() };
         const options = { signal: controller.signal, timeout: 60_000 };
         const call = (
           client instanceof ClientV2 ? client.callTool(params, options) : client.callTool(params, undefined, options)
         ).catch((error: unknown) => error);
+        // Reserved, and an engine process reading a page.
         await readStarted(account, 10);
-        await sleep(500);
+        await eventually(() => pool.stats().busy > 0, 60_000);
         const cancelledAt = Date.now();
         controller.abort("the user gave up");
         expect(await call).toBeInstanceOf(Error);
 
-        // The engine process reading the page is stopped (not left to finish the document within its budget).
-        await eventually(() => pool.stats().stopped.timeout > stoppedBefore, 10_000);
+        // The engine stops (the page being read is stopped, the next ones never start) and the pages come back.
+        await eventually(() => pool.stats().busy === 0, 10_000);
         const stoppedMs = Date.now() - cancelledAt;
         await eventually(async () => (await account.balance()) === 10, 10_000);
         const refundedMs = Date.now() - cancelledAt;
-        // No page is read after it.
-        const completed = pool.stats().completed;
+        // No page is read after it: not the whole document, and nothing more a while later.
+        const after = pool.stats();
+        expect(after.completed - before.completed).toBeLessThan(PAGES);
         await sleep(1_500);
-        expect(pool.stats().completed).toBe(completed);
+        expect(pool.stats().completed).toBe(after.completed);
+        expect(pool.stats().busy).toBe(0);
         expect(await account.balance()).toBe(10);
         const { entries } = await listLedger(account.userId);
         expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
@@ -104,7 +107,8 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         ]);
         await expectLedgerConsistent(account);
         console.info(
-          `[cancel a read, ${store}, ${kind}] engine stopped ${stoppedMs} ms after the client's cancel, ${PAGES} pages refunded after ${refundedMs} ms`,
+          `[cancel a read, ${store}, ${kind}] engine idle ${stoppedMs} ms after the client's cancel (${after.completed - before.completed} of ${PAGES} pages read, ` +
+            `${after.stopped.timeout - before.stopped.timeout} process stopped), ${PAGES} credits refunded after ${refundedMs} ms`,
         );
       } finally {
         await client.close().catch(() => undefined);
