@@ -70,7 +70,7 @@ export interface JobCallContext {
   deadline: number;
   /** The request's `Host` (an `imageUrl` of this deployment's samples is read from disk). */
   serverHost?: string;
-  /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}). */
+  /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}), and a synchronous read for a cancel. */
   pollMs?: number;
   /** Called with the balance after a job's pages were reserved. */
   onSubmitted?: (creditsRemaining: number) => void;
