@@ -83,39 +83,21 @@ export interface RunningRead {
 /**
  * Name a synchronous read under the call's key and JSON-RPC id (a random token), open the token's mailbox, and drain
  * it every `pollMs` while the read runs: a cancel mark there (`cancelRunningCall`, from any instance) aborts
- * `signal`. Costs one store command per `pollMs` while the read runs, five around it. Null when the name is taken (a
- * call with the same key and id is running: it keeps it) or the store failed (the read runs uncancellable, as before).
+ * `signal`. The naming goes on beside the read (it costs the read no time); a cancel that comes before it is done is
+ * not seen. Not named — the read runs uncancellable, as before — when the name is taken (a call with the same key and
+ * id is running: it keeps it) or the store failed. Costs one store command per `pollMs` while the read runs, five
+ * around it.
  */
-export async function holdRunningRead(
+export function holdRunningRead(
   account: Account,
   deadline: number,
   rpcId: string | number,
   pollMs: number = CANCEL_POLL_MS,
-): Promise<RunningRead | null> {
+): RunningRead {
   const mailboxes = getStore().mailbox;
   const token = randomBytes(16).toString("base64url");
   const mailboxId = cancelMailboxId(token);
   const ttlMs = holdTtlMs(deadline);
-  let held: { release(): Promise<void> } | null = null;
-  try {
-    // The mailbox before the name: a cancel that finds the name finds the mailbox open.
-    await mailboxes.openMailbox(mailboxId, ttlMs);
-    held = await holdRecord(
-      RUNNING_CALL,
-      account.userId,
-      runningCallName(account.keyId, rpcId),
-      `${READ_PREFIX}${token}`,
-      ttlMs,
-    );
-  } catch (error) {
-    console.error("[mcp] naming a running read failed:", describeError(error));
-  }
-  if (held === null) {
-    await mailboxes.closeMailbox(mailboxId).catch(() => undefined);
-    return null;
-  }
-  const release = held.release;
-
   const cancelled = new AbortController();
   const look = async () => {
     if (cancelled.signal.aborted) return;
@@ -123,35 +105,75 @@ export async function holdRunningRead(
     const marks = await mailboxes.drainMailbox(mailboxId).catch(() => []);
     if (marks.length > 0) cancelled.abort(new Error("The client cancelled the call (notifications/cancelled)"));
   };
+  let timer: NodeJS.Timeout | undefined;
   let looking: Promise<void> | null = null;
-  const timer = setInterval(() => {
-    looking ??= look().finally(() => {
-      looking = null;
-    });
-  }, pollMs);
-  let stopped: Promise<void> | null = null;
-  /** Stop the timer, look once more (a mark pushed before the mailbox closes is seen), close the mailbox. */
+  let ended = false;
+
+  const naming = (async (): Promise<{ release(): Promise<void> } | null> => {
+    let held: { release(): Promise<void> } | null;
+    try {
+      // The mailbox before the name: a cancel that finds the name finds the mailbox open.
+      await mailboxes.openMailbox(mailboxId, ttlMs);
+      held = await holdRecord(
+        RUNNING_CALL,
+        account.userId,
+        runningCallName(account.keyId, rpcId),
+        `${READ_PREFIX}${token}`,
+        ttlMs,
+      );
+    } catch (error) {
+      // A mailbox left open expires by itself, and nothing names it.
+      console.error("[mcp] naming a running read failed:", describeError(error));
+      return null;
+    }
+    if (held === null) {
+      await mailboxes.closeMailbox(mailboxId).catch(() => undefined);
+      return null;
+    }
+    if (!ended) {
+      timer = setInterval(() => {
+        looking ??= look().finally(() => {
+          looking = null;
+        });
+      }, pollMs);
+    }
+    return held;
+  })();
+
+  let stopped: Promise<boolean> | null = null;
+  /**
+   * Stop watching once named: stop the timer, look once more (a mark pushed before the mailbox closes is seen), close
+   * the mailbox. False when the read was never named.
+   */
   const stop = () =>
     (stopped ??= (async () => {
+      ended = true;
+      if ((await naming) === null) return false;
       clearInterval(timer);
       await looking;
       await look();
       await mailboxes.closeMailbox(mailboxId).catch(() => undefined);
+      return true;
     })());
 
   return {
     signal: cancelled.signal,
     async becameJob(jobId) {
+      if ((await naming) === null) return;
       // Named before the mailbox closes: a cancel that finds it closed finds the job.
       await keepRecord(READ_JOB, account.userId, token, jobId, ttlMs).catch((error: unknown) =>
         console.error("[mcp] naming the job of a running read failed:", describeError(error)),
       );
       await stop();
-      if (cancelled.signal.aborted) await cancelActiveJob(account.userId, jobId);
+      if (cancelled.signal.aborted) {
+        await cancelActiveJob(account.userId, jobId).catch((error: unknown) =>
+          console.error("[mcp] cancelling the job of a cancelled read failed:", describeError(error)),
+        );
+      }
     },
     async end() {
-      await stop();
-      await release();
+      const named = await stop();
+      if (named) await (await naming)?.release();
     },
   };
 }

@@ -291,11 +291,11 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   ): Promise<CallToolResult> => {
     // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
     // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
-    const running = await holdRunningRead(account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
+    const running = holdRunningRead(account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
     try {
       return await readOrWait(input, callId, context, running, progress);
     } finally {
-      await running?.end();
+      await running.end();
     }
   };
 
@@ -303,12 +303,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     input: ExtractTextInput,
     callId: string,
     context: JobCallContext,
-    running: RunningRead | null,
+    running: RunningRead,
     progress?: ProgressChannel,
   ): Promise<CallToolResult> => {
     // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
     // the call, page by page.
-    const cancels = [context.signal, running?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    const cancel = context.signal ? AbortSignal.any([context.signal, running.signal]) : running.signal;
     let outcome: IntakeOutcome;
     try {
       outcome = await intake({
@@ -320,7 +320,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         deadline: context.deadline,
         // The client cancelled (`notifications/cancelled`, noticed through the store; the SDK's request signal on a
         // transport that delivers it to the call) or went away: the read stops and its reserved pages are refunded.
-        ...(cancels.length > 0 && { cancel: cancels.length === 1 ? cancels[0] : AbortSignal.any(cancels) }),
+        cancel,
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
         origin: configuredOrigin() ?? undefined,
@@ -333,7 +333,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       try {
         const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
         // From here on a cancel cancels the job.
-        await running?.becameJob(view.jobId);
+        await running.becameJob(view.jobId);
         // From here on the notifications count pages.
         progress?.stopTimer();
         return await answerWithJob(
