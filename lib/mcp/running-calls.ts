@@ -193,8 +193,9 @@ export async function cancelRunningCall(account: Account, rpcId: string | number
     return;
   }
   const token = held.slice(READ_PREFIX.length);
-  if (await getStore().mailbox.pushMailbox(cancelMailboxId(token), CANCEL_MARK, CANCEL_MARK_TTL_MS)) return;
-  // The mailbox is closed: the read answered, or became a job (named before the mailbox closed).
+  await getStore().mailbox.pushMailbox(cancelMailboxId(token), CANCEL_MARK, CANCEL_MARK_TTL_MS);
+  // The read may have become a job, named before its last look at the mailbox: a mark that came after that look (to
+  // a mailbox still open, or already closed) would not be seen, so the job is cancelled here.
   const jobId = await readRecord(READ_JOB, account.userId, token);
   if (jobId !== null) await cancelActiveJob(account.userId, jobId);
 }
