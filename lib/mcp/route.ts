@@ -22,7 +22,7 @@ interface McpRouteOptions extends SseTransportOptions {
   toolDeadlineMs?: number;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
   progressIntervalMs?: number;
-  /** How often a call waiting for a job looks at it (default 1 s; tests shorten it). */
+  /** How often a call waiting for a job looks at it, and a synchronous read for a cancel (default 1 s; tests shorten it). */
   jobPollMs?: number;
 }
 

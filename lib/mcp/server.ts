@@ -42,14 +42,13 @@ import {
   ProgressChannel,
   answerWithJob,
   createTaskResult,
-  cancelRunningCall,
   jobAccepted,
   findCallJob,
-  holdRunningCall,
   registerTaskHandlers,
   submitToolJob,
   type JobCallContext,
 } from "./tasks";
+import { CANCEL_POLL_MS, cancelRunningCall, holdRunningCall, holdRunningRead, type RunningRead } from "./running-calls";
 import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
 
@@ -207,7 +206,10 @@ interface BuildServerOptions {
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
-  /** How often a call that waits for a job looks at it (default `JOB_POLL_MS`, 1 s; tests shorten it). */
+  /**
+   * How often a call that waits for a job looks at it, and a synchronous read at its cancel mailbox (default 1 s:
+   * `JOB_POLL_MS`, `CANCEL_POLL_MS`; tests shorten it).
+   */
   jobPollMs?: number;
   /** Called with the balance after a job's pages were reserved (the route reports `x-credits-remaining`). */
   onJobSubmitted?: (creditsRemaining: number) => void;
@@ -284,10 +286,29 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     input: ExtractTextInput,
     callId: string,
     context: JobCallContext,
+    rpcId: string | number,
+    progress?: ProgressChannel,
+  ): Promise<CallToolResult> => {
+    // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
+    // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
+    const running = holdRunningRead(account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
+    try {
+      return await readOrWait(input, callId, context, running, progress);
+    } finally {
+      await running.end();
+    }
+  };
+
+  const readOrWait = async (
+    input: ExtractTextInput,
+    callId: string,
+    context: JobCallContext,
+    running: RunningRead,
     progress?: ProgressChannel,
   ): Promise<CallToolResult> => {
     // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
     // the call, page by page.
+    const cancel = context.signal ? AbortSignal.any([context.signal, running.signal]) : running.signal;
     let outcome: IntakeOutcome;
     try {
       outcome = await intake({
@@ -297,9 +318,9 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         requestId: callId,
         receivedAt: options.receivedAt,
         deadline: context.deadline,
-        // The SDK's request signal (`notifications/cancelled` on a transport that delivers it to the call): the read
-        // stops and its unread pages are refunded.
-        ...(context.signal && { cancel: context.signal }),
+        // The client cancelled (`notifications/cancelled`, noticed through the store; the SDK's request signal on a
+        // transport that delivers it to the call) or went away: the read stops and its reserved pages are refunded.
+        cancel,
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
         origin: configuredOrigin() ?? undefined,
@@ -311,6 +332,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     if (outcome.kind === "job") {
       try {
         const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
+        // From here on a cancel cancels the job.
+        await running.becameJob(view.jobId);
         // From here on the notifications count pages.
         progress?.stopTimer();
         return await answerWithJob(
@@ -379,18 +402,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       signal: ctx.mcpReq.signal,
       maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS,
     });
-    // A call that waits for its job can be cancelled by the client (`notifications/cancelled`, another request).
-    const releases: Promise<() => Promise<void>>[] = [];
-    const onJob = context.onJob;
-    context.onJob = (jobId) => {
-      onJob?.(jobId);
-      if (request.params.task === undefined) releases.push(holdRunningCall(context, ctx.mcpReq.id, jobId));
-    };
-    try {
-      return await runExtractText(input, request, ctx, callId, context);
-    } finally {
-      for (const release of await Promise.all(releases)) await release();
-    }
+    return runExtractText(input, request, ctx, callId, context);
   };
 
   const runExtractText = async (
@@ -419,14 +431,20 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     try {
       if (earlier !== null) {
         progress?.stopTimer();
-        return await answerWithJob(
-          earlier,
-          context,
-          "This call was made before with the same Idempotency-Key.",
-          progress,
-        );
+        // While the call waits for the job, the client's `notifications/cancelled` finds it (./running-calls.ts).
+        const release = await holdRunningCall(account, context.deadline, ctx.mcpReq.id, earlier.jobId);
+        try {
+          return await answerWithJob(
+            earlier,
+            context,
+            "This call was made before with the same Idempotency-Key.",
+            progress,
+          );
+        } finally {
+          await release();
+        }
       }
-      return await extractText(input, callId, context, progress);
+      return await extractText(input, callId, context, ctx.mcpReq.id, progress);
     } catch (error) {
       return toolFailure(error, callId, TOOL_NAME);
     } finally {
@@ -520,7 +538,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
 
   registerTaskHandlers(server, { ...jobContext(requestId), progress: options.progressIntervalMs !== undefined });
   // The client gave up a request it sent in another POST (stateless: that request runs elsewhere, maybe on another
-  // instance): a call waiting for its job is found through the store, and its job cancelled.
+  // instance): the call is found through the store — a call waiting for its job has the job cancelled, a synchronous
+  // read gets a cancel mark it notices within a poll (./running-calls.ts).
   server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
     const rpcId = notification.params.requestId;
     if (rpcId === undefined) return;

@@ -15,7 +15,7 @@ import { toApiError, type ApiError } from "@/lib/api/errors";
 import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
-import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
+import { keepRecord, readRecord } from "./kept";
 import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
 
 /*
@@ -70,7 +70,7 @@ export interface JobCallContext {
   deadline: number;
   /** The request's `Host` (an `imageUrl` of this deployment's samples is read from disk). */
   serverHost?: string;
-  /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}). */
+  /** How often a waiting call looks at its job (default {@link JOB_POLL_MS}), and a synchronous read for a cancel. */
   pollMs?: number;
   /** Called with the balance after a job's pages were reserved. */
   onSubmitted?: (creditsRemaining: number) => void;
@@ -178,48 +178,6 @@ export async function jobAccepted(view: JobView, creditsRemaining: number, conte
 
 /** The kind of kept record (./kept.ts) that names the job of a keyed call. */
 const CALL_JOB = "call-job";
-/** The kind of held record (./kept.ts) that names the job a running call waits for, by its key and JSON-RPC id. */
-const RUNNING_CALL = "running-call";
-
-/** The name of a running call's record: the API key (or OAuth grant) that sent it and its JSON-RPC id. */
-function runningCallName(keyId: string | undefined, rpcId: string | number): string {
-  return `${keyId ?? "-"}:${JSON.stringify(rpcId)}`;
-}
-
-/**
- * While a call waits for its job, the job is named under the call's key and JSON-RPC id, so that the client's
- * `notifications/cancelled` — which comes in another HTTP request, maybe to another instance — finds it. Returns
- * what ends the hold (when the call answers). A second call with the same key and id meanwhile is not named (the
- * first one stays: a cancel never reaches a job its sender did not start).
- */
-export async function holdRunningCall(
-  context: JobCallContext,
-  rpcId: string | number,
-  jobId: string,
-): Promise<() => Promise<void>> {
-  const ttlMs = Math.max(10_000, context.deadline - Date.now() + 60_000);
-  const held = await holdRecord(
-    RUNNING_CALL,
-    context.account.userId,
-    runningCallName(context.account.keyId, rpcId),
-    jobId,
-    ttlMs,
-  ).catch(() => null);
-  return held ? () => held.release() : async () => undefined;
-}
-
-/**
- * `notifications/cancelled` (MCP): the client gave up the request `rpcId`. If that request is a call waiting for
- * its job, the job is cancelled — its engine work stops, its unread pages are refunded — and the call, which watches
- * the job, answers at once (the client ignores that answer). Anything else is ignored, as the spec allows.
- */
-export async function cancelRunningCall(account: JobCallContext["account"], rpcId: string | number): Promise<void> {
-  const jobId = await readHeld(RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
-  if (jobId === null) return;
-  const view = await getJobView(account.userId, jobId);
-  if (isJobActive(view)) await cancelJob(account.userId, jobId);
-}
-
 /**
  * The job an earlier call with the same `callKey` started, if it is still there (the retry of a call whose answer
  * was lost): its view, or null. A job whose results expired (or that another account owns) is not found.

@@ -3,7 +3,8 @@ export const MAILBOX_MAX_MESSAGES = 1_000;
 
 /**
  * Mailboxes of the MCP legacy SSE relay (lib/mcp/sse/relay.ts, docs/decisions.md#mcp-sse-relay): the instance that
- * takes a POST pushes, the instance holding the stream drains.
+ * takes a POST pushes, the instance holding the stream drains. Also the cancel marks of a running MCP read
+ * (lib/mcp/running-calls.ts, docs/decisions.md#mcp-cancel-read).
  */
 export interface MailboxStore {
   /** Create or extend a mailbox for `ttlMs`. */
