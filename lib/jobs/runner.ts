@@ -1,14 +1,14 @@
 import { errorLabel } from "@/lib/error-log";
-import { apiCode, isApiError } from "@/lib/api/errors";
+import { apiCode } from "@/lib/api/errors";
 import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
 import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";
 import type { LeasedTask, PageTask, PageTaskPage, TaskKind, WorkQueue } from "./queue/port";
 import type { JobSettings } from "./settings";
-import { SourceCache, SourceGoneError, jobDocId } from "./sources";
+import { SourceCache, jobDocId } from "./sources";
+import { asError, describe, isTransient, PAGE_BOUND_CODES } from "./task-failures";
 
 export interface RunnerOptions {
   queue: WorkQueue;
@@ -20,12 +20,6 @@ export interface RunnerOptions {
   /** The job port (default: the process-wide store's, taken at each use: tests swap the store). */
   store?: () => JobStore;
 }
-
-/** Engine failures that belong to one page of a document (its work, its memory, its time), not to the document. */
-const PAGE_BOUND_CODES: ReadonlySet<string> = new Set(["too_complex", "out_of_memory", "deadline", "image_too_large"]);
-
-/** Engine failures worth another attempt on a page: the process died or could not start, or the engine stopped. */
-const TRANSIENT_ENGINE_CODES = new Set(["engine_crashed", "engine_failed", "shutting_down", "overloaded"]);
 
 /**
  * Works the job queue with this process's engine (lib/jobs/queue/port.ts): takes a page task only when an engine
@@ -477,31 +471,6 @@ export function pageTask(jobId: string, page: PageTaskPage, language: LanguageCh
 /** The job's language choice as its pages read it: checked when the job was accepted, kept as `languageSpec`. */
 function jobLanguage(record: JobRecord): LanguageChoice {
   return fromLanguageSpec(record.language);
-}
-
-function isTransient(error: unknown): boolean {
-  if (isOcrError(error)) return TRANSIENT_ENGINE_CODES.has(error.code);
-  if (isApiError(error)) return error.code === "unavailable";
-  if (error instanceof SourceGoneError) return false;
-  return true;
-}
-
-/** A failure as the API names it (catalogued code and message). */
-function describe(error: unknown): { code: string; message: string } {
-  if (error instanceof SourceGoneError)
-    return { code: "internal_error", message: "The job's file is no longer stored" };
-  const translated = fromEngineError(error);
-  if (isApiError(translated)) {
-    return {
-      code: translated.code,
-      message: translated.code === "internal_error" ? "The page could not be read" : translated.message,
-    };
-  }
-  return { code: "internal_error", message: "The page could not be read" };
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }
 
 function sleep(ms: number): Promise<void> {

@@ -9,7 +9,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, render } from "@/lib/ocr";
 import type { ExtractedDocument } from "@/lib/ocr/model";
 import { renderSearchablePdf } from "@/lib/ocr/render/formats/pdf";
-import { drawTurned } from "@/lib/ocr/engine/orientation";
+import { drawTurned } from "@/lib/ocr/engine/turned-raster";
 import { pageTurn, toTurned, type Quarter } from "@/lib/ocr/model/page-turn";
 import { releaseSource } from "@/lib/ocr/engine/raster";
 import { createTestPool } from "../support/ocr";

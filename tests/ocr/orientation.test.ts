@@ -6,13 +6,8 @@ import { extractDocument, render } from "@/lib/ocr";
 import type { ExtractedDocument } from "@/lib/ocr/model";
 import { blockOf, lineOf, ocrPageOf, type ExtractedPage } from "@/lib/ocr/model/document";
 import { renderMarkdown } from "@/lib/ocr/render/markdown";
-import {
-  drawTurned,
-  estimateLineDirection,
-  judgeUprightness,
-  turnGlyphs,
-  turnRaster,
-} from "@/lib/ocr/engine/orientation";
+import { estimateLineDirection, judgeUprightness } from "@/lib/ocr/engine/orientation";
+import { drawTurned, turnGlyphs, turnRaster } from "@/lib/ocr/engine/turned-raster";
 import {
   boxFromTurned,
   boxToTurned,

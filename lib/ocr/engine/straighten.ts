@@ -1,16 +1,11 @@
 import {
   CLEAR_LINES,
-  drawGreyTurned,
-  drawTurned,
   estimateLineDirection,
   estimateTilt,
-  imageOf,
   judgeUprightness,
   MIN_DESKEW,
   refineTilt,
   round2,
-  turnGlyphs,
-  turnRaster,
   type RefineOptions,
   type Uprightness,
 } from "./orientation";
@@ -18,6 +13,7 @@ import { pageTurn, toTurned, type PageTurn, type Quarter } from "../model/page-t
 import { drawGrey, releaseSource, type RasterSource, type Rect } from "./raster";
 import { prepareRaster, type PreparedRaster } from "./recognize";
 import { medianGrey, modeHeight } from "./text-size";
+import { drawGreyTurned, drawTurned, imageOf, turnGlyphs, turnRaster } from "./turned-raster";
 
 /** A page made ready to read: turned upright and straightened when it needed it. */
 export interface StraightenedRaster {

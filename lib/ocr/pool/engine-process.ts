@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { OcrError } from "../model/ocr-error";
+import { deadlineError, OcrError } from "../model/ocr-error";
 import {
   ENGINE_CONFIG_VARIABLE,
   fromEngineSchema,
@@ -43,6 +43,23 @@ export interface QueuedJob {
   startedAt?: number;
   /** The process running it. */
   process?: EngineProcess;
+}
+
+/** Answer a job once: its result, or `error`; it stops listening to its deadline and its request's signal. */
+export function settleJob(entry: QueuedJob, error: Error | null, value?: unknown): void {
+  if (entry.settled) return;
+  entry.settled = true;
+  clearTimeout(entry.timer);
+  entry.unlisten?.();
+  if (error) entry.reject(error);
+  else entry.resolve(value);
+}
+
+/** Why a request's signal aborted: its reason when it is an error (the API's own), else the engine's `deadline`. */
+export function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error && signal.reason.name !== "AbortError" && signal.reason.name !== "TimeoutError"
+    ? signal.reason
+    : deadlineError();
 }
 
 /**

@@ -1,29 +1,46 @@
-import { existsSync, statSync } from "node:fs";
-import type { OcrEngine } from "../model/document";
 import { deadlineError, fromOcrErrorData, OcrError } from "../model/ocr-error";
 import {
   ENGINE_DEADLINE_SLACK_MS,
   type EngineJob,
-  type EngineProcessConfig,
   type JobKind,
   type JobResults,
   type TesseractInUse,
 } from "../model/protocol";
 import { HeldPlaces, judgeAdmission, judgeFollowing, type Admission, type JobAdmission } from "./admission";
 import {
-  defaultEngineScript,
+  abortReason,
   EngineProcess,
+  settleJob,
   type EngineProcessEvents,
   type JobAnswer,
   type Lane,
   type QueuedJob,
 } from "./engine-process";
-import { DurationModel, expectedWaitMs, sizeOf, type RunningJob } from "./estimates";
+import { DurationModel, expectedWaitMs, sizeOf } from "./estimates";
 import { HeavyTurn } from "./heavy-turn";
+import {
+  dropDocument,
+  holdings,
+  jobForProcess,
+  overflowTenant,
+  pickProcess,
+  processList,
+  runningJobs,
+} from "./lane-dispatch";
+import {
+  processConfig,
+  resolvePoolOptions,
+  type PoolOptions,
+  type PoolStats,
+  type ResolvedPoolOptions,
+  type RunOptions,
+} from "./pool-options";
+import { engineScript, keepsTooMuchMemory, ProcessWatch, RebuildWatch } from "./process-watch";
 import { FairQueue } from "./queue";
 
 export type { Admission, JobAdmission } from "./admission";
 export type { Lane } from "./engine-process";
+export type { PoolOptions, PoolStats, RunOptions } from "./pool-options";
 
 /**
  * The engine's processes, seen from the server: the queue and the dispatch of jobs to them. Every byte of a document
@@ -34,123 +51,19 @@ export type { Lane } from "./engine-process";
  * Two lanes: `ocr` processes (Tesseract, one per core by default) and `inspect` processes that only open PDFs and
  * read their text layers, so that opening a document never waits behind someone else's OCR.
  *
- * The parts: the duration model and the expected wait (estimates.ts), admission (admission.ts), one engine process
- * (engine-process.ts), the one-at-a-time turn for the heavy recognizer (heavy-turn.ts), the round-robin queue
- * (queue.ts). Waiting jobs are served round-robin by tenant (the account), then by request. A job may carry a budget
- * of processor time, watched from outside its process like the memory ceiling: past it, the process is killed and
- * the job answered `too_complex` (a PDF whose pages draw without end cannot hold an inspect process until its
- * deadline).
+ * The parts: the options and statistics (pool-options.ts), the duration model and the expected wait (estimates.ts),
+ * admission (admission.ts), one engine process (engine-process.ts), the watch over processes' memory, idleness and
+ * bundle (process-watch.ts), which job goes to which process (lane-dispatch.ts), the one-at-a-time turn for the heavy
+ * recognizer (heavy-turn.ts), the round-robin queue (queue.ts). Waiting jobs are served round-robin by tenant (the
+ * account), then by request. A job may carry a budget of processor time, watched from outside its process like the
+ * memory ceiling: past it, the process is killed and the job answered `too_complex` (a PDF whose pages draw without
+ * end cannot hold an inspect process until its deadline).
  */
 
-export interface PoolOptions {
-  /** OCR processes. */
-  size: number;
-  /**
-   * Inspect processes (PDF structure and text layers). Default 2: the second starts only when a PDF waits while the
-   * first is busy, and exits after a minute idle.
-   */
-  inspectSize?: number;
-  /** Jobs allowed to wait per lane, whatever their expected duration; past it `overloaded`. */
-  queueLimit: number;
-  /** The Tesseract worker inside a process is replaced after this many jobs (wasm memory only grows). */
-  maxJobsPerWorker: number;
-  /** How long starting a process (and its Tesseract worker) may take. */
-  createTimeoutMs: number;
-  /** Resident-memory ceiling of one process, MB: a job that passes it is stopped with `out_of_memory`. Default 1024. */
-  memoryMb?: number;
-  /** Recognizers the OCR processes use (`OCR_ENGINES`). Default `["tesseract"]`. */
-  engines?: OcrEngine[];
-  /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
-  secondReadingBelow?: number;
-  /** Keep Tesseract's thread while PaddleOCR reads (`OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
-  keepTesseract?: boolean;
-  /** Which Tesseract the OCR processes read with (`OCR_TESSERACT`). Default `auto`: libtesseract where it loads. */
-  tesseract?: EngineProcessConfig["tesseract"];
-  /** The libtesseract to load (`OCR_TESSERACT_LIBRARY`). */
-  tesseractLibrary?: string;
-  /** Languages the OCR processes load at start. Default `["eng"]`. */
-  warmLanguages?: string[];
-  /** The engine process bundle (default: `build/engine/ocr-worker.mjs` under the app's directory). */
-  engineScript?: string;
-}
-
-export interface RunOptions {
-  /** Epoch ms: a job still waiting then is dropped, a running one is stopped; both answer `deadline`. */
-  deadline: number;
-  /**
-   * The request's signal (lib/request-scope.ts): when it aborts (its deadline, or the client went away) a waiting job
-   * is dropped and a running one's process stopped, and the job answers at once with the signal's reason.
-   */
-  signal?: AbortSignal;
-  /** Jobs of one request share a key: waiting jobs are served round-robin by key, and `cancel(key)` drops them. */
-  session?: string;
-  /** Whose request it is (an account): waiting jobs are served round-robin by tenant first. Default: the session. */
-  tenant?: string;
-  /**
-   * Processor time the job may use, ms (its process's, read from /proc; wall time where that cannot be read). Past
-   * it the process is stopped and the job answered `too_complex` with `overBudget` as its message.
-   */
-  cpuBudgetMs?: number;
-  overBudget?: string;
-  /** Expected duration in ms (admission and queue estimates). Default: `estimate(kind, pixels)`. */
-  estimateMs?: number;
-  /** Pixels of the image the job reads, when known (it scales the estimate, and what the pool learns). */
-  pixels?: number;
-  /** How the job passes admission (admission.ts). Default `{ kind: "judge" }`. */
-  admission?: JobAdmission;
-  /**
-   * A job of an asynchronous OCR job (lib/jobs): it starts only when no request's job waits in its lane, and is not
-   * judged by admission (the job runner asks for work only when `capacity()` says a process is free). Default false.
-   */
-  background?: boolean;
-}
-
-export interface PoolStats {
-  size: number;
-  /** Live OCR processes (the name is the health report's). */
-  workers: number;
-  busy: number;
-  queued: number;
-  /** Jobs answered by OCR processes (results and errors; not stopped ones). */
-  completed: number;
-  /** Expected wait in ms for a new OCR job to start. */
-  expectedWaitMs: number;
-  inspect: { size: number; workers: number; busy: number; queued: number; completed: number };
-  /** Processes stopped for their job's deadline, its processor-time budget, the memory ceiling, or that died on their own. */
-  stopped: { timeout: number; work: number; memory: number; crashed: number };
-  /** Processes replaced between jobs because they kept too much memory. */
-  recycled: number;
-  /** The live engine processes. */
-  processes: Array<{ pid: number; lane: Lane; busy: boolean; jobs: number; rssMb: number }>;
-  /** The Tesseract the last OCR process to start reads with (native or tesseract.js); null before one started. */
-  tesseract: TesseractInUse | null;
-}
-
-/** Why a request's signal aborted: its reason when it is an error (the API's own), else the engine's `deadline`. */
-function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error && signal.reason.name !== "AbortError" && signal.reason.name !== "TimeoutError"
-    ? signal.reason
-    : deadlineError();
-}
-
-/** Documents the server keeps open in one process (the process itself allows a few more). */
-const MAX_DOCS_PER_PROCESS = 2;
-/** How often busy processes' memory is read. */
-const MEMORY_POLL_MS = 100;
-/**
- * A process whose resident memory stays above this (MB) after a job is replaced: Tesseract's wasm heap and glibc
- * keep what a large page needed, and only a new process gives it back (docs/decisions.md#engine-process-memory).
- */
-const RECYCLE_MB = 320;
-/** An inspect process idle this long exits, its memory back to the system (docs/decisions.md#engine-process-memory). */
-const INSPECT_IDLE_MS = 60_000;
 const LANES = ["ocr", "inspect"] as const;
 
 export class OcrPool {
-  private readonly options: Required<
-    Omit<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">
-  > &
-    Pick<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">;
+  private readonly options: ResolvedPoolOptions;
   private readonly processes: EngineProcess[] = [];
   private readonly spawning: Record<Lane, number> = { ocr: 0, inspect: 0 };
   /** Requests' waiting jobs per lane. */
@@ -184,12 +97,12 @@ export class OcrPool {
   private nextSession = 1;
   private readonly completed: Record<Lane, number> = { ocr: 0, inspect: 0 };
   private closed = false;
-  private memoryTimer?: NodeJS.Timeout;
-  private idleTimer?: NodeJS.Timeout;
-  private scriptStamp?: number;
+  private readonly watch: ProcessWatch;
+  private readonly rebuild = new RebuildWatch();
 
   constructor(options: PoolOptions) {
-    this.options = { inspectSize: 2, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
+    this.options = resolvePoolOptions(options);
+    this.watch = new ProcessWatch(this.processes, this.options.memoryMb, (cause) => this.stopped[cause]++);
   }
 
   /** Run one job in an engine process of `lane`; resolves with its result or rejects with an `OcrError`. */
@@ -266,7 +179,7 @@ export class OcrPool {
   cancel(session: string, error: OcrError): void {
     for (const lane of LANES) {
       for (const queue of [this.queues[lane], this.backgroundQueues[lane]]) {
-        for (const entry of queue.takeSession(session)) this.settle(entry, error);
+        for (const entry of queue.takeSession(session)) settleJob(entry, error);
       }
     }
   }
@@ -289,13 +202,7 @@ export class OcrPool {
 
   /** Close a document in every process that holds it (the end of a request). */
   release(docId: string): void {
-    for (const process of this.processes) {
-      const index = process.docs.indexOf(docId);
-      if (index < 0) continue;
-      process.docs.splice(index, 1);
-      process.docBytes.delete(docId);
-      process.send({ type: "drop", docId });
-    }
+    dropDocument(this.processes, docId);
   }
 
   /** Expected duration of a job (ms), from the jobs run so far (estimates.ts `DurationModel`). */
@@ -322,16 +229,7 @@ export class OcrPool {
 
   /** Expected wait before a new job of `lane` starts (estimates.ts `expectedWaitMs`). */
   expectedWaitMs(lane: Lane = "ocr", now = Date.now()): number {
-    const running: RunningJob[] = [];
-    for (const process of this.processes) {
-      const entry = process.current;
-      if (process.lane !== lane || !entry?.startedAt) continue;
-      running.push({
-        estimateMs: entry.estimateMs,
-        elapsedMs: now - entry.startedAt,
-        ...(entry.cpuBudgetMs !== undefined && { cpuBudgetMs: entry.cpuBudgetMs }),
-      });
-    }
+    const running = runningJobs(this.processes, lane, now);
     const queuedMs = Array.from(this.queues[lane], (entry) => entry.estimateMs);
     return expectedWaitMs({ processes: this.laneSize(lane), heldMs: this.held[lane].ms, queuedMs, running });
   }
@@ -351,15 +249,7 @@ export class OcrPool {
       inspect: { size: this.laneSize("inspect"), ...lane("inspect") },
       stopped: { ...this.stopped },
       recycled: this.recycled,
-      processes: this.processes
-        .filter((process) => !process.retired && process.pid !== undefined)
-        .map((process) => ({
-          pid: process.pid!,
-          lane: process.lane,
-          busy: process.busy,
-          jobs: process.jobs,
-          rssMb: process.rssMb,
-        })),
+      processes: processList(this.processes),
       tesseract: this.tesseract,
     };
   }
@@ -380,10 +270,10 @@ export class OcrPool {
 
   async terminate(): Promise<void> {
     this.closed = true;
-    clearInterval(this.idleTimer);
+    this.watch.stopIdleWatch();
     for (const lane of LANES) {
       for (const entry of [...this.queues[lane], ...this.backgroundQueues[lane]]) {
-        this.settle(entry, new OcrError("shutting_down", "The OCR engine stopped"));
+        settleJob(entry, new OcrError("shutting_down", "The OCR engine stopped"));
       }
       this.queues[lane].clear();
       this.backgroundQueues[lane].clear();
@@ -422,7 +312,7 @@ export class OcrPool {
    */
   private pump(lane: Lane): void {
     if (this.closed) return;
-    this.recycleIfRebuilt();
+    this.rebuild.recycleIfRebuilt(() => engineScript(this.options.engineScript), this.processes);
     const requests = this.queues[lane];
     const background = this.backgroundQueues[lane];
     const size = this.laneSize(lane);
@@ -430,15 +320,12 @@ export class OcrPool {
     while (!requests.isEmpty || !background.isEmpty) {
       const idle = members().filter((p) => p.ready && !p.busy);
       if (idle.length === 0) break;
-      const holdings = this.holdings(lane);
+      const held = holdings(this.processes, lane);
       const busy = members().filter((p) => p.busy).length;
       // At the lane's size, only a tenant with nothing while another holds more than one takes a process more.
-      if (busy >= size && this.overflowTenant(lane, holdings) === undefined) break;
-      const entry = (requests.isEmpty ? background : requests).shift((tenant) => holdings.get(tenant) ?? 0)!;
-      const docId = "doc" in entry.job ? entry.job.doc.id : undefined;
-      // A process that holds the job's document already takes it (the document is not sent again).
-      const process = idle.find((p) => docId !== undefined && p.docs.includes(docId)) ?? idle[0]!;
-      this.dispatch(process, entry);
+      if (busy >= size && overflowTenant(lane, held, requests.waitingTenants()) === undefined) break;
+      const entry = (requests.isEmpty ? background : requests).shift((tenant) => held.get(tenant) ?? 0)!;
+      this.dispatch(pickProcess(idle, entry), entry);
     }
     // Grow towards the lane's size while jobs wait for more processes than are starting. (A starting process is a
     // member already: counting `spawning` too kept a second PDF waiting while the first process started.)
@@ -449,7 +336,7 @@ export class OcrPool {
     if (
       current.length === size &&
       current.every((p) => p.busy) &&
-      this.overflowTenant(lane, this.holdings(lane)) !== undefined
+      overflowTenant(lane, holdings(this.processes, lane), requests.waitingTenants()) !== undefined
     ) {
       this.spawn(lane).catch((error: unknown) => this.failQueued(lane, error));
     }
@@ -468,31 +355,6 @@ export class OcrPool {
     }
   }
 
-  /** Processes of `lane` running a job, per tenant. */
-  private holdings(lane: Lane): Map<string, number> {
-    const held = new Map<string, number>();
-    for (const process of this.processes) {
-      const tenant = process.lane === lane && !process.retired ? process.current?.tenant : undefined;
-      if (tenant !== undefined) held.set(tenant, (held.get(tenant) ?? 0) + 1);
-    }
-    return held;
-  }
-
-  /**
-   * A tenant whose request waits in the inspect lane holding no process of it while another tenant holds two or more:
-   * it may have one process beyond the lane's size. Inspect jobs may run for their whole processor budget (a PDF
-   * that draws without end: 10 s), so one account's two such PDFs would otherwise hold everyone else's PDFs that long;
-   * an OCR job is one page, and a waiting tenant gets the next process that frees.
-   */
-  private overflowTenant(lane: Lane, holdings: Map<string, number>): string | undefined {
-    if (lane !== "inspect") return undefined;
-    let most = 0;
-    for (const held of holdings.values()) most = Math.max(most, held);
-    if (most < 2) return undefined;
-    for (const tenant of this.queues[lane].waitingTenants()) if (!holdings.get(tenant)) return tenant;
-    return undefined;
-  }
-
   private dispatch(process: EngineProcess, entry: QueuedJob): void {
     process.busy = true;
     process.current = entry;
@@ -500,25 +362,10 @@ export class OcrPool {
     entry.startedAt = Date.now();
     const cpu = process.cpuMs();
     if (cpu !== null) entry.cpuAtStart = cpu;
-    let job = entry.job;
-    if ("doc" in job) {
-      const { id, bytes } = job.doc;
-      if (process.docs.includes(id)) {
-        job = { ...job, doc: { id } };
-      } else {
-        while (process.docs.length >= MAX_DOCS_PER_PROCESS) {
-          const dropped = process.docs.shift()!;
-          process.docBytes.delete(dropped);
-          process.send({ type: "drop", docId: dropped });
-        }
-        process.docs.push(id);
-        process.docBytes.set(id, bytes?.byteLength ?? 0);
-        job = { ...job, doc: { id, bytes } };
-      }
-    }
+    const job = jobForProcess(process, entry.job);
     // The process is stopped from here at the deadline; its own deadline, a little later, is only a backstop.
     process.send({ type: "job", id: entry.id, deadline: entry.deadline + ENGINE_DEADLINE_SLACK_MS, job });
-    this.watchMemory();
+    this.watch.watchMemory();
   }
 
   private spawn(lane: Lane): Promise<void> {
@@ -535,29 +382,19 @@ export class OcrPool {
   }
 
   private startProcess(lane: Lane): Promise<void> {
-    const config: EngineProcessConfig = {
-      maxJobsPerWorker: this.options.maxJobsPerWorker,
-      createTimeoutMs: this.options.createTimeoutMs,
-      engines: this.options.engines,
-      ...(this.options.secondReadingBelow !== undefined && { secondReadingBelow: this.options.secondReadingBelow }),
-      ...(this.options.keepTesseract && { keepTesseract: true }),
-      tesseract: this.options.tesseract ?? "auto",
-      ...(this.options.tesseractLibrary && { tesseractLibrary: this.options.tesseractLibrary }),
-      ...(lane === "ocr" && { warmLanguages: this.options.warmLanguages }),
-    };
     const process = new EngineProcess(
       {
         id: this.nextProcessId++,
         lane,
-        script: this.engineScript(),
-        config,
+        script: engineScript(this.options.engineScript),
+        config: processConfig(this.options, lane),
         memoryMb: this.options.memoryMb,
         createTimeoutMs: this.options.createTimeoutMs,
       },
       this.events,
     );
     this.processes.push(process);
-    if (lane === "inspect") this.watchIdle();
+    if (lane === "inspect") this.watch.watchIdle();
     return process.started;
   }
 
@@ -567,9 +404,9 @@ export class OcrPool {
     this.finishJob(process, entry);
     if (message.ok) {
       if (entry.startedAt) this.durations.learn(entry.job.kind, Date.now() - entry.startedAt, entry.size);
-      this.settle(entry, null, message.value);
+      settleJob(entry, null, message.value);
     } else {
-      this.settle(entry, fromOcrErrorData(message.error));
+      settleJob(entry, fromOcrErrorData(message.error));
     }
     this.afterJob(process);
   }
@@ -586,12 +423,7 @@ export class OcrPool {
 
   /** After a job: a process that kept too much memory is replaced (glibc and wasm rarely give memory back). */
   private afterJob(process: EngineProcess): void {
-    const rss = process.readMemory();
-    // An open document is memory the process keeps on purpose (a job's large PDF, read page after page): its bytes,
-    // and a quarter more for what pdf.js builds from them.
-    let keptMb = 0;
-    for (const bytes of process.docBytes.values()) keptMb += (1.25 * bytes) / (1024 * 1024);
-    if (rss !== null && rss > Math.min(RECYCLE_MB, this.options.memoryMb * 0.6) + keptMb) {
+    if (keepsTooMuchMemory(process, this.options.memoryMb)) {
       this.recycled++;
       void process.stop();
       // Its replacement starts now, while other work runs, rather than when the next job waits for it.
@@ -619,7 +451,7 @@ export class OcrPool {
       return;
     }
     this.queueOf(entry).remove(entry);
-    this.settle(entry, reason);
+    settleJob(entry, reason);
   }
 
   private onExit(process: EngineProcess, code: number | null, signal: NodeJS.Signals | null): void {
@@ -637,50 +469,9 @@ export class OcrPool {
         this.stopped.crashed++;
         console.error(`[engine] an engine process died during ${entry.job.kind} (${signal ?? `exit ${code}`})`);
       }
-      this.settle(entry, entry.abortedWith ?? error);
+      settleJob(entry, entry.abortedWith ?? error);
     }
     this.pump(process.lane);
-  }
-
-  /**
-   * Read the memory (and, for jobs with a budget, the processor time) of busy processes every 100 ms while any is busy;
-   * kill one past the ceiling or its budget. This runs in the server, so a process whose event loop is stuck in pdf.js
-   * is stopped all the same.
-   */
-  private watchMemory(): void {
-    if (this.memoryTimer) return;
-    this.memoryTimer = setInterval(() => {
-      const busy = this.processes.filter((p) => p.busy && !p.retired);
-      if (busy.length === 0) {
-        clearInterval(this.memoryTimer);
-        this.memoryTimer = undefined;
-        return;
-      }
-      for (const process of busy) {
-        const over = process.overLimit(this.options.memoryMb);
-        if (!over) continue;
-        this.stopped[over.cause]++;
-        void process.stop(over.error);
-      }
-    }, MEMORY_POLL_MS);
-    this.memoryTimer.unref();
-  }
-
-  /** Inspect processes that had nothing to do for a minute exit (OCR processes stay warm: Tesseract takes ~0.4 s). */
-  private watchIdle(): void {
-    if (this.idleTimer) return;
-    this.idleTimer = setInterval(() => {
-      const inspect = this.processes.filter((p) => p.lane === "inspect" && !p.retired);
-      if (inspect.length === 0) {
-        clearInterval(this.idleTimer);
-        this.idleTimer = undefined;
-        return;
-      }
-      const now = Date.now();
-      for (const process of inspect)
-        if (!process.busy && now - process.idleSince > INSPECT_IDLE_MS) void process.stop();
-    }, INSPECT_IDLE_MS / 4);
-    this.idleTimer.unref();
   }
 
   private failQueued(lane: Lane, error: unknown): void {
@@ -688,43 +479,8 @@ export class OcrPool {
     if (this.processes.some((p) => p.lane === lane && !p.retired) || this.spawning[lane] > 0) return;
     console.error(`[engine] ${error instanceof Error ? error.message : String(error)}`);
     const failure = new OcrError("engine_failed", "The OCR engine could not start", { cause: error });
-    for (const entry of [...this.queues[lane], ...this.backgroundQueues[lane]]) this.settle(entry, failure);
+    for (const entry of [...this.queues[lane], ...this.backgroundQueues[lane]]) settleJob(entry, failure);
     this.queues[lane].clear();
     this.backgroundQueues[lane].clear();
-  }
-
-  private settle(entry: QueuedJob, error: Error | null, value?: unknown): void {
-    if (entry.settled) return;
-    entry.settled = true;
-    clearTimeout(entry.timer);
-    entry.unlisten?.();
-    if (error) entry.reject(error);
-    else entry.resolve(value);
-  }
-
-  private engineScript(): string {
-    const script = this.options.engineScript ?? defaultEngineScript();
-    if (!existsSync(script)) {
-      throw new OcrError(
-        "engine_failed",
-        `The OCR engine is not built (${script} is missing): run \`npm run build:engine\` (npm run dev and npm run build do it)`,
-      );
-    }
-    return script;
-  }
-
-  /** In development the engine bundle is rebuilt on change: idle processes running the old one are replaced. */
-  private recycleIfRebuilt(): void {
-    if (process.env.NODE_ENV !== "development") return;
-    let stamp: number;
-    try {
-      stamp = statSync(this.engineScript()).mtimeMs;
-    } catch {
-      return;
-    }
-    if (this.scriptStamp !== undefined && stamp !== this.scriptStamp) {
-      for (const engineProcess of this.processes) if (!engineProcess.busy) void engineProcess.stop();
-    }
-    this.scriptStamp = stamp;
   }
 }
