@@ -100,6 +100,11 @@ export default defineConfig({
     expect: { poll: { timeout: 30_000, interval: 100 } },
     // OCR tests are CPU-bound and each file warms its own Tesseract workers: two files at a time fit 2 cores.
     maxWorkers: 2,
+    // With VITEST_TIMINGS=<file> (.ci/run sets it), the results also go there as JSON: CI prints the slowest files last.
+    ...(process.env.VITEST_TIMINGS && {
+      reporters: ["default", "json"],
+      outputFile: { json: process.env.VITEST_TIMINGS },
+    }),
     projects: [
       {
         extends: true,
