@@ -23,16 +23,15 @@ import {
   GET_EXTRACTION,
   MAX_SLICE_CHARS,
   MIN_SLICE_CHARS,
-  keepAnswerText,
   extractTextOutputSchema,
   getExtractionInputSchema,
   getExtractionOutputSchema,
-  readExtractionSlice,
   waitForJob,
   type ExtractTextOutput,
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
+import { keepAnswerText, readExtractionSlice } from "./extraction-slices";
 import { jobSettings } from "@/lib/jobs";
 import type { JobView } from "@/lib/jobs";
 import {
