@@ -8,32 +8,25 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { MAX_IMAGE_URL_LENGTH, ocrRequestSchema, outputFormatSchema, type OcrRequestInput } from "@/lib/api/schemas";
+import { ocrRequestSchema } from "@/lib/api/schemas";
 import { getEnv } from "@/lib/env";
-import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
 import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { configuredOrigin } from "@/lib/service-origin";
 import { SERVICE_VERSION } from "@/lib/version";
-import { toolInputSources } from "@/lib/vocabulary";
 import {
   DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
-  MAX_SLICE_CHARS,
-  MIN_SLICE_CHARS,
-  keepAnswerText,
   extractTextOutputSchema,
   getExtractionInputSchema,
   getExtractionOutputSchema,
-  readExtractionSlice,
   waitForJob,
-  type ExtractTextOutput,
   type GetExtractionInput,
   type GetExtractionOutput,
 } from "./jobs";
-import { jobSettings } from "@/lib/jobs";
+import { readExtractionSlice } from "./extraction-slices";
 import type { JobView } from "@/lib/jobs";
 import {
   ANSWER_MARGIN_MS,
@@ -51,107 +44,26 @@ import {
 import { CANCEL_POLL_MS, cancelRunningCall, holdRunningCall, holdRunningRead, type RunningRead } from "./running-calls";
 import { serveTools, servedTool } from "./tool-calls";
 import { inToolTerms } from "./tool-terms";
+import { answerWithin, extractionResult, toolErrorResult } from "./tool-answers";
+import {
+  GET_EXTRACTION_DESCRIPTION,
+  TOOL_DESCRIPTION,
+  TOOL_NAME,
+  extractTextInputSchema,
+  toOcrRequest,
+  type ExtractTextInput,
+} from "./tool-definitions";
+
+/*
+ * The MCP server of one HTTP request (`buildServer`): `initialize`'s capabilities, the two tools registered
+ * (`extract_text`, `get_extraction`; what the model is told about them is ./tool-definitions.ts), and the flow of a
+ * call — a keyed retry's earlier job, a task-augmented call, the intake that reads a document within the call or makes
+ * it a job, the wait for a job's next page, progress notifications, a cancel from another POST. The results are
+ * written by ./tool-answers.ts and ./job-answers.ts; the tasks requests are ./tasks.ts.
+ */
 
 /** `serverInfo` of `initialize`, with the service's one version (lib/version.ts). */
 const SERVER_INFO = { name: "ocr-service", title: "OCR service", version: SERVICE_VERSION } as const;
-
-const TOOL_NAME = "extract_text";
-
-/*
- * The tool's input (docs/mcp.md, the tools), described field by field for
- * the model. Strict objects like the REST body: an unknown or misspelt field is a malformed call, not ignored.
- */
-const imageSourceSchema = z
-  .strictObject({
-    type: z
-      .enum(toolInputSources)
-      .describe(
-        "How `data` carries the file: `base64` for the file's bytes in base64, `url` for a link the service downloads.",
-      ),
-    data: z
-      .string()
-      .min(1)
-      .describe(
-        "When type is `base64`: the file as base64 (standard or URL-safe alphabet, whitespace ignored) or as a data URL " +
-          "(`data:application/pdf;base64,…`), at most 20 MB decoded (4 MB on Vercel). When type is `url`: an http(s) URL of the file on a " +
-          `public host (at most 25 MB, 3 redirects, 15 s; ${MAX_IMAGE_URL_LENGTH} characters). Prefer base64 under 1 MB and a URL above.`,
-      ),
-    filename: z
-      .string()
-      .max(255)
-      .optional()
-      .describe(
-        "Optional file name such as `invoice.pdf` or `scan.png`. Only a hint: the file type is decided from the bytes " +
-          "(PDF, JPEG, PNG, WebP or TIFF), never from the name.",
-      ),
-  })
-  .describe("The document or image to read: PDF, JPEG, PNG, WebP or TIFF.");
-
-const extractTextInputSchema = z.strictObject({
-  image_source: imageSourceSchema,
-  pages: z
-    .string()
-    .max(256)
-    .optional()
-    .describe(
-      'PDF pages to read, 1-based: "1-5", "3,7-9", "10-" (to the end). Default: every page. Only those are charged. A scanned ' +
-        "page takes about 2–6 s: a few pages per call answer at once; a longer selection is read as a job.",
-    ),
-  max_chars: z
-    .number()
-    .int()
-    .min(MIN_SLICE_CHARS)
-    .max(MAX_SLICE_CHARS)
-    .optional()
-    .describe(
-      `Most characters of text in the answer (default ${DEFAULT_SLICE_CHARS}, at most ${MAX_SLICE_CHARS}). A longer text ` +
-        `comes with a cursor: call ${GET_EXTRACTION} with it for the rest (free: the pages were charged once).`,
-    ),
-  output_format: outputFormatSchema
-    .optional()
-    .describe(
-      "`text` (default), `markdown`, `json` (the OcrDocument), `hocr` (hOCR 1.2), `alto` (ALTO 4 XML), `tsv` " +
-        "(Tesseract's TSV of words with boxes and confidences; boxes in pixels of the page as sent), or `pdf`: a " +
-        "searchable PDF as base64 in `extractedText`, for files up to 3 MB (larger: the REST job route).",
-    ),
-});
-type ExtractTextInput = z.infer<typeof extractTextInputSchema>;
-
-const TOOL_DESCRIPTION =
-  "Extract the text of a PDF, JPEG, PNG, WebP or TIFF file by OCR (PDF pages that carry a text layer are read directly). " +
-  "Send the file as base64 or as a URL. The text comes back as plain text (default), Markdown (headings, paragraphs, " +
-  "lists) or JSON (pages → blocks → lines → words, each with a 0–100 confidence and a bounding box normalized to the " +
-  "page). Costs 1 credit per page read (an image is 1 page); the result reports creditsUsed, and nothing is charged " +
-  'when it fails. `pages` reads only some pages of a PDF (e.g. "1-5"; only those are charged). ' +
-  `An answer holds at most max_chars characters (default ${DEFAULT_SLICE_CHARS}): a longer text comes with a cursor ` +
-  `(structuredContent.nextCursor, and the exact call in the answer's last line); call ${GET_EXTRACTION} with it for the ` +
-  "rest, free. " +
-  "Timing: an image or a scanned page takes about 2–6 s (a PDF page with a text layer far less), and a call must " +
-  "finish in under 30 s (many MCP clients give up at 30 s). A document whose reading is not expected to fit the call " +
-  "(by its pages' expected work, e.g. a scanned PDF of more than a few pages) is read as an asynchronous job instead: " +
-  "the answer holds the text read so far, " +
-  `names the job (structuredContent.job.jobId) and gives the exact ${GET_EXTRACTION} call that reads on, in slices, as ` +
-  "its pages are read. Clients that support MCP tasks can also call this tool as a task (tasks/get, tasks/result, tasks/cancel).";
-
-const GET_EXTRACTION_DESCRIPTION =
-  "Continue an extract_text answer: pass its cursor alone to get the next slice of a text longer than its max_chars. " +
-  "Or read the text of a document that extract_text is reading (or has read) as an asynchronous job: the job's status " +
-  `and progress, and the next slice of its text of at most max_chars characters (default 20000, at most ${MAX_SLICE_CHARS}), ` +
-  "in page order. Pass the nextCursor of an answer as cursor to continue; it is null once every page asked for was " +
-  "delivered. While the job is still reading, an answer holds the pages read so far and a cursor to come back with. " +
-  "Free: the pages were paid when the job read them.";
-
-/** Map the tool's arguments onto the REST request body that `processDocument` takes. */
-function toOcrRequest(input: ExtractTextInput): OcrRequestInput {
-  const chosen = {
-    ...(input.output_format && { format: input.output_format }),
-    ...(input.pages !== undefined && { pages: input.pages }),
-  };
-  const options = Object.keys(chosen).length > 0 ? { options: chosen } : {};
-  return input.image_source.type === "base64"
-    ? { image: input.image_source.data, ...options }
-    : { imageUrl: input.image_source.data, ...options };
-}
 
 /** A `tools/call` request that asks for progress notifications (MCP: `params._meta.progressToken`). */
 const progressCallSchema = z.looseObject({
@@ -163,17 +75,6 @@ const progressCallSchema = z.looseObject({
 /** True when the JSON-RPC message, or a message of the batch, is a `tools/call` that carries a progress token. */
 export function asksForProgress(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((message) => progressCallSchema.safeParse(message).success);
-}
-
-/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/api/error-catalogue.ts). */
-function toolErrorResult(error: ApiError): CallToolResult {
-  // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has one.
-  const { hint }: ErrorEntry = errorCatalogue[error.code];
-  const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
-  return {
-    content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }],
-    isError: true,
-  };
 }
 
 interface BuildServerOptions {
@@ -349,46 +250,12 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     const result = outcome.result;
     options.onExtracted?.(result);
     try {
-      return await answerWithin(result, input);
+      return await answerWithin(account.userId, result, input);
     } catch (error) {
       // The text was read and charged: it is answered whole rather than lost.
       console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
       return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
     }
-  };
-
-  /**
-   * A synchronous answer within `max_chars`: a longer text is cut there, the whole of it kept (as long as a job's
-   * results) and the answer carries the cursor `get_extraction` continues from. A searchable PDF (`pdf`, base64 of a
-   * file) is answered whole.
-   */
-  const answerWithin = async (result: ProcessDocumentResult, input: ExtractTextInput): Promise<CallToolResult> => {
-    const { response } = result;
-    const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
-    const format = input.output_format ?? "text";
-    if (format === "pdf" || response.extractedText.length <= maxChars) {
-      return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
-    }
-    const kept = {
-      format,
-      text: response.extractedText,
-      pageCount: response.pageCount,
-      creditsUsed: response.creditsUsed,
-    };
-    const nextCursor = await keepAnswerText(account.userId, kept, maxChars, jobSettings().resultTtlMs);
-    const first = response.extractedText.slice(0, maxChars);
-    const note =
-      `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
-      `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
-      "and so on while the answer has a nextCursor.]";
-    const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
-    return {
-      content: [
-        { type: "text", text: first },
-        { type: "text", text: note },
-      ],
-      structuredContent: structured,
-    };
   };
 
   const callExtractText = async (
@@ -549,35 +416,4 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   });
 
   return server;
-}
-
-/** A `get_extraction` answer: the slice's text, then a line on where the job (or the kept answer) stands and how to go on. */
-function extractionResult(slice: GetExtractionOutput): CallToolResult {
-  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
-  if (slice.jobId === null) {
-    const next =
-      slice.nextCursor !== null
-        ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.`
-        : " That is the end of the text.";
-    content.push({
-      type: "text",
-      text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]`,
-    });
-    return { content, structuredContent: slice };
-  }
-  const where =
-    slice.pages === ""
-      ? "no page of this selection is ready yet"
-      : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
-  const failed =
-    slice.failedPages.length > 0
-      ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.`
-      : "";
-  const next =
-    slice.nextCursor !== null
-      ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`
-      : " Nothing more to read for this selection.";
-  const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
-  content.push({ type: "text", text: status });
-  return { content, structuredContent: slice };
 }

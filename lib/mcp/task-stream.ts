@@ -2,7 +2,8 @@ import { ProtocolError, RELATED_TASK_META_KEY, type CallToolResult } from "@mode
 import { z } from "zod";
 import { getJobView, type JobView } from "@/lib/jobs";
 import { SSE_HEADERS } from "./sse/relay";
-import { isJobActive, jobToolResult, pagesSettled, waitForJob } from "./jobs";
+import { jobToolResult } from "./job-answers";
+import { isJobActive, pagesSettled, waitForJob } from "./jobs";
 import { JOB_POLL_MS, taskError } from "./tasks";
 
 /*

@@ -16,7 +16,8 @@ import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
 import { keepRecord, readRecord } from "./kept";
-import { GET_EXTRACTION, describeJob, isJobActive, jobToolResult, pagesSettled, toTask, waitForJob } from "./jobs";
+import { jobToolResult } from "./job-answers";
+import { GET_EXTRACTION, describeJob, isJobActive, pagesSettled, toTask, waitForJob } from "./jobs";
 
 /*
  * The MCP 2025-11-25 tasks over our jobs. `@modelcontextprotocol/server` 2.4 carries the tasks' wire schemas but no

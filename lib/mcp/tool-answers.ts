@@ -1,0 +1,95 @@
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
+import type { ApiError } from "@/lib/api/errors";
+import { jobSettings } from "@/lib/jobs";
+import type { ProcessDocumentResult } from "@/lib/process";
+import { keepAnswerText } from "./extraction-slices";
+import { DEFAULT_SLICE_CHARS, GET_EXTRACTION, type ExtractTextOutput, type GetExtractionOutput } from "./jobs";
+import type { ExtractTextInput } from "./tool-definitions";
+
+/*
+ * How the tools' outcomes are written as the `CallToolResult` the model reads, apart from a job's (./job-answers.ts):
+ * a failure the model can act on (the catalogued error code first, then its hint), a synchronous `extract_text` answer
+ * cut at `max_chars` with the rest kept and a cursor to it, and a `get_extraction` slice with the line that says where
+ * the job (or the kept answer) stands and the exact call that goes on.
+ */
+
+/** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/api/error-catalogue.ts). */
+export function toolErrorResult(error: ApiError): CallToolResult {
+  // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has one.
+  const { hint }: ErrorEntry = errorCatalogue[error.code];
+  const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
+  return {
+    content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }],
+    isError: true,
+  };
+}
+
+/**
+ * A synchronous answer within `max_chars`: a longer text is cut there, the whole of it kept under `userId` (as long as
+ * a job's results) and the answer carries the cursor `get_extraction` continues from. A searchable PDF (`pdf`, base64
+ * of a file) is answered whole.
+ */
+export async function answerWithin(
+  userId: string,
+  result: ProcessDocumentResult,
+  input: ExtractTextInput,
+): Promise<CallToolResult> {
+  const { response } = result;
+  const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
+  const format = input.output_format ?? "text";
+  if (format === "pdf" || response.extractedText.length <= maxChars) {
+    return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
+  }
+  const kept = {
+    format,
+    text: response.extractedText,
+    pageCount: response.pageCount,
+    creditsUsed: response.creditsUsed,
+  };
+  const nextCursor = await keepAnswerText(userId, kept, maxChars, jobSettings().resultTtlMs);
+  const first = response.extractedText.slice(0, maxChars);
+  const note =
+    `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
+    `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
+    "and so on while the answer has a nextCursor.]";
+  const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
+  return {
+    content: [
+      { type: "text", text: first },
+      { type: "text", text: note },
+    ],
+    structuredContent: structured,
+  };
+}
+
+/** A `get_extraction` answer: the slice's text, then a line on where the job (or the kept answer) stands and how to go on. */
+export function extractionResult(slice: GetExtractionOutput): CallToolResult {
+  const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
+  if (slice.jobId === null) {
+    const next =
+      slice.nextCursor !== null
+        ? ` Continue with ${GET_EXTRACTION} {"cursor": "${slice.nextCursor}"}.`
+        : " That is the end of the text.";
+    content.push({
+      type: "text",
+      text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]`,
+    });
+    return { content, structuredContent: slice };
+  }
+  const where =
+    slice.pages === ""
+      ? "no page of this selection is ready yet"
+      : `pages ${slice.pages}${slice.offset > 0 ? ` from character ${slice.offset} of page ${slice.pages.split(/[-,]/)[0]}` : ""}`;
+  const failed =
+    slice.failedPages.length > 0
+      ? ` Passed over (could not be read): ${slice.failedPages.map((page) => `${page.page} (${page.code})`).join(", ")}.`
+      : "";
+  const next =
+    slice.nextCursor !== null
+      ? ` Continue with ${GET_EXTRACTION} {"job_id": "${slice.jobId}", "cursor": "${slice.nextCursor}"}${slice.pages === "" ? " in a few seconds" : ""}.`
+      : " Nothing more to read for this selection.";
+  const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
+  content.push({ type: "text", text: status });
+  return { content, structuredContent: slice };
+}
