@@ -6,7 +6,7 @@ import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { getJobView } from "@/lib/jobs";
 import { longScan } from "@/scripts/make-fixtures";
-import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp } from "../support/browser";
+import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
@@ -232,6 +232,7 @@ describe("the settings page's jobs", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.reload();
     await longRow.waitFor();
+    await waitForHydration(page);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-jobs-phone.png"), fullPage: true });
     expect(
       await overflowOf(page),

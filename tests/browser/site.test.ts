@@ -12,8 +12,8 @@ import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
 import { freePort } from "../../tooling";
-import { ARTIFACTS, createKeyOnPage, launchChromium, signUp } from "../support/browser";
-import { startDevServer, type DevServer } from "../support/dev-server";
+import { ARTIFACTS, createKeyOnPage, launchChromium, signUp, waitForHydration } from "../support/browser";
+import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { inOneWindow, TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -59,7 +59,15 @@ describe("the site in headless Chromium", () => {
         browser = launched;
       }),
     ]);
-  });
+    // The pages the tests open, compiled now (a cold build directory takes longer than a page's 20 s on a busy machine).
+    await warmRoutes(baseUrl, [
+      ["GET", "/"],
+      ["GET", "/signin"],
+      ["GET", "/settings"],
+      ["GET", "/docs"],
+      ["POST", "/api/ocr/process"],
+    ]);
+  }, 300_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -330,6 +338,7 @@ describe("the site in headless Chromium", () => {
     await page.reload();
     await page.locator(`.ledger-table tr[data-request-id="${requestId}"]`).first().waitFor();
     expect(await overflowOf(page), "with the ledger").toBeLessThanOrEqual(0);
+    await waitForHydration(page);
     await page.screenshot({ path: path.join(ARTIFACTS, "settings-phone.png"), fullPage: true });
   }, 180_000);
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { ARTIFACTS, launchChromium, overflowOf, signUp } from "../support/browser";
+import { ARTIFACTS, launchChromium, overflowOf, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { getStore } from "@/lib/store";
 import { webhookSettings } from "@/lib/webhooks";
@@ -195,6 +195,7 @@ describe("the settings page's webhooks", () => {
     await page.reload();
     await logRows(page).first().waitFor();
     expect(await overflowOf(page), "horizontal overflow at 390 px").toBeLessThanOrEqual(0);
+    await waitForHydration(page);
     await section.screenshot({ path: path.join(ARTIFACTS, "settings-webhooks-phone.png") });
     expect(problems, "errors in the page's console").toEqual([]);
     await context.close();

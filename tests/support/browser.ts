@@ -46,3 +46,15 @@ export async function createKeyOnPage(page: Page, name: string): Promise<string>
   await keyField.waitFor();
   return keyField.inputValue();
 }
+
+/**
+ * Resolves once React has hydrated every form field of the page. A screenshot hides the text caret by setting a style
+ * on each field; taken before hydration (a slow development server), React reports the attribute as a mismatch.
+ */
+export async function waitForHydration(page: Page): Promise<void> {
+  await page.waitForFunction(() =>
+    Array.from(document.querySelectorAll("input, textarea, select")).every((field) =>
+      Object.keys(field).some((name) => name.startsWith("__reactFiber$")),
+    ),
+  );
+}
