@@ -93,7 +93,7 @@ export async function acceptWorkCall(header: string | null, secret: string, now 
 }
 
 /**
- * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `JOB_FANOUT` signed calls of the
+ * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `jobSettings().fanout` (4) signed calls of the
  * internal work route, each working the queue until it is empty or its budget ends. Only their `202`s are awaited
  * (the route works after answering). A process that works the queue itself (`background`) does nothing. The calls go
  * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request.
