@@ -13,7 +13,7 @@ export const metadata: Metadata = { title: "Documentation" };
 
 /**
  * A catalogue `when` (inline Markdown whose only markup is backticks) as text and `<code>`. A long name in it may
- * wrap after an underscore (`URL_FETCH_TIMEOUT_MS`), never inside a word.
+ * wrap after an underscore (`MAX_QUEUED_PAGES_PER_ACCOUNT`), never inside a word.
  */
 function InlineMarkdown({ text }: { text: string }) {
   return (

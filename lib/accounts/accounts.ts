@@ -20,7 +20,7 @@ export const PASSWORD_MIN_LENGTH = 8;
 const PASSWORD_MAX_LENGTH = 256;
 
 const HOUR_MS = 60 * 60 * 1000;
-/** The window of the per-address sign-in limit (`SIGNIN_PER_ADDRESS` attempts). */
+/** The window of the per-address sign-in limit (`accountSettings().signinPerAddress` attempts). */
 export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
 
 /** The account limits that are not variables. */
@@ -148,7 +148,7 @@ async function limitSignUp(address: string | undefined): Promise<void> {
 
 /**
  * Check an e-mail and password. Throws `unauthorized` ("Wrong e-mail or password.", the same for an unknown
- * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `SIGNIN_PER_ADDRESS` attempts per 15
+ * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `accountSettings().signinPerAddress` attempts per 15
  * minutes from one address (any e-mails), and {@link SIGNIN_BACKOFF} per (e-mail, address) pair — wrong passwords
  * sent from elsewhere never block the right one from the owner's address.
  */

@@ -69,7 +69,7 @@ export function rateLimitHeaders(result: RateLimitResult, now = Date.now()): Rec
   return headers;
 }
 
-/** The window of the failed-key-lookup limit (`KEY_FAILURES_PER_ADDRESS_PER_MINUTE`). */
+/** The window of the failed-key-lookup limit (`keySettings().keyFailuresPerAddressPerMinute`). */
 const KEY_FAILURE_WINDOW_MS = MINUTE_MS;
 /** Most addresses remembered as blocked on one instance; past it the oldest is forgotten (the store still counts it). */
 const MAX_BLOCKED_ADDRESSES = 10_000;
@@ -95,7 +95,7 @@ export function refuseBlockedAddress(address: string, now = Date.now()): void {
 }
 
 /**
- * Count a lookup of an unknown or revoked key from `address` against `KEY_FAILURES_PER_ADDRESS_PER_MINUTE` (all
+ * Count a lookup of an unknown or revoked key from `address` against `keySettings().keyFailuresPerAddressPerMinute` (all
  * instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
  * before any lookup until its window ends. Fails open like every rate limit: a store outage counts nothing.
  */
