@@ -25,6 +25,7 @@ const UNIT = [
   "tests/credits/ledger-csv.test.ts",
   "tests/input/address.test.ts",
   "tests/jobs/poll.test.ts",
+  "tests/jobs/work-services.test.ts",
   "tests/input/base64.test.ts",
   "tests/input/fetch-remote-guard.test.ts",
   "tests/input/fetch-remote-pinning.test.ts",

@@ -30,7 +30,7 @@ import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
 import { envSchema } from "../lib/env";
-import { documentConfidence, extractDocument, render } from "../lib/ocr";
+import { documentConfidence, extractDocument, ocrSettings, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import type { ExtractedDocument } from "../lib/ocr/model";
 import { median, percentile } from "../tooling";
@@ -44,8 +44,8 @@ import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
 /** `OCR_TESSERACT` (native libtesseract where it loads, or tesseract.js), as the service reads it. */
 const TESSERACT = envSchema.shape.OCR_TESSERACT.parse(process.env.OCR_TESSERACT);
-/** `OCR_KEEP_TESSERACT_FOR_PADDLE`, as the service reads it. */
-const KEEP_TESSERACT = envSchema.shape.OCR_KEEP_TESSERACT_FOR_PADDLE.parse(process.env.OCR_KEEP_TESSERACT_FOR_PADDLE);
+/** `ocrSettings().keepTesseractForPaddle` (off), or on with `--keep-tesseract` (docs/decisions.md#speed-profile). */
+const KEEP_TESSERACT = process.argv.includes("--keep-tesseract") || ocrSettings().keepTesseractForPaddle;
 
 const execFileAsync = promisify(execFile);
 // bench/index.mjs runs a bundled copy of this file from node_modules/.cache and says where the repo is.
@@ -107,6 +107,7 @@ const { values: args, positionals } = parseArgs({
     concurrency: { type: "string" },
     "cold-child": { type: "string" },
     profile: { type: "boolean", default: false },
+    "keep-tesseract": { type: "boolean", default: false },
     "second-below": { type: "string" },
   },
 });

@@ -3,7 +3,7 @@ import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
-import { deprecationNotices } from "@/lib/env";
+import { ignoredVariablesNotice } from "@/lib/env";
 import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 
 /**
@@ -34,7 +34,8 @@ export function startNodeServer(): void {
     process.exit(1);
   }
 
-  for (const notice of deprecationNotices()) console.warn(`[startup] ${notice}`);
+  const ignored = ignoredVariablesNotice();
+  if (ignored) console.warn(`[startup] ${ignored}`);
 
   // The store's marker is read (written on a new Redis) now, so this instance can tell if Redis later comes back empty.
   // Redis not reachable at start is said once by the store (lib/store/redis-link.ts); health checks read the marker again.

@@ -6,14 +6,17 @@
 //   no proxy a client could name any address it likes. Here a random header name is chosen at start and published
 //   in OCR_PEER_ADDRESS_HEADER; any header of that name a client sends is removed and the socket's address put in
 //   its place. lib/client-ip.ts builds the one trusted client address from it and TRUSTED_PROXY_HOPS.
-// - Slow clients are cut off: headers must arrive within SERVER_HEADERS_TIMEOUT_MS (10 s) and the whole request
-//   within SERVER_REQUEST_TIMEOUT_MS (30 s; bodies are at most ~4.5 MB), checked every second (Node's default is
+// - Slow clients are cut off: headers must arrive within 10 s and the whole request within 30 s (bodies are at most
+//   ~4.5 MB), checked every second (Node's default is
 //   60 s and 300 s, checked every 30 s: 40 slow-loris connections stayed open for minutes).
 // - Methods no path serves (TRACE, PROPFIND, …) get `501 not_implemented` with the API's error body. Next.js turns
 //   every request into a fetch `Request`, which refuses TRACE, TRACK and CONNECT with a TypeError: Next answered
 //   500 with an HTML error page and logged the stack, on every path. Other unknown methods ended in 400 or a page.
 //
 //   node scripts/serve.mjs [--dev] [--port 3000] [--hostname 0.0.0.0]      (PORT and HOSTNAME work too)
+//                          [--headers-timeout-ms 10000]                     (tests shorten it; no variable)
+//                          [--settings '{"webhooks":{"retryBaseMs":500}}'] (overrides of the modules' constant
+//                          settings, lib/settings-overrides.ts: tests pass short timings here, not in variables)
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -25,6 +28,8 @@ const { values } = parseArgs({
     dev: { type: "boolean", default: false },
     port: { type: "string", short: "p" },
     hostname: { type: "string", short: "H" },
+    "headers-timeout-ms": { type: "string" },
+    settings: { type: "string" },
   },
 });
 
@@ -36,24 +41,25 @@ const hostname = values.hostname ?? process.env.HOSTNAME ?? (dev ? "localhost" :
 // Origin headers (DNS-rebinding protection).
 globalThis[Symbol.for("ocr-service.listen-hostname")] = hostname;
 
-/**
- * A whole number of milliseconds from the environment, or the default; exits on a bad value. The variables and their
- * defaults are in lib/env.ts's schema (which the app checks too); this script runs before the app and cannot load it.
- */
-function milliseconds(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1000) {
-    console.error(
-      `Invalid configuration: ${name} must be a whole number of milliseconds ≥ 1000 (got ${JSON.stringify(raw)})`,
-    );
+// The app reads these through lib/settings-overrides.ts (same process, same globalThis key).
+if (values.settings) {
+  const overrides = JSON.parse(values.settings);
+  if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) {
+    console.error('--settings is a JSON object of sections, e.g. \'{"webhooks":{"retryBaseMs":500}}\'');
     process.exit(1);
   }
-  return value;
+  globalThis[Symbol.for("ocr-service.settings-overrides")] = overrides;
 }
-const headersTimeout = milliseconds("SERVER_HEADERS_TIMEOUT_MS", 10_000);
-const requestTimeout = Math.max(headersTimeout, milliseconds("SERVER_REQUEST_TIMEOUT_MS", 30_000));
+
+/** Headers must arrive within this, the whole request within `REQUEST_TIMEOUT_MS` (were SERVER_*_TIMEOUT_MS). */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+const headersTimeout = Number(values["headers-timeout-ms"] ?? HEADERS_TIMEOUT_MS);
+if (!Number.isSafeInteger(headersTimeout) || headersTimeout < 1000) {
+  console.error(`--headers-timeout-ms is a whole number of milliseconds ≥ 1000 (got ${values["headers-timeout-ms"]})`);
+  process.exit(1);
+}
+const requestTimeout = Math.max(headersTimeout, REQUEST_TIMEOUT_MS);
 
 /**
  * Development only: the key Next.js derives server action ids from (and encrypts their bound arguments with), kept in

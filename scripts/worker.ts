@@ -2,14 +2,27 @@
 // (`OCR_ENGINE_PROCESSES`, default: one per core). Start as many as you like, on this machine or others, against the
 // same Redis (`REDIS_URL`): each takes pages of any job whenever one of its engine processes is free. SIGTERM or Ctrl-C
 // finishes the pages in hand, then exits (pages of a process that is killed are taken over by the others after
-// `JOB_LOCK_MS`).
-import { deprecationNotices, getEnv } from "@/lib/env";
+// the task lock, 30 s: `jobSettings().lockMs`).
+//
+//   npm run worker [-- --name worker-eu-1] [-- --settings '{"jobs":{"lockMs":4000}}']
+//
+// `--name`: the name on the pages it reads (`readBy`; default: a hash of host and pid). `--settings`: overrides of the
+// modules' constant settings (lib/settings-overrides.ts; tests pass short timings there).
+import { parseArgs } from "node:util";
+import { getEnv, ignoredVariablesNotice } from "@/lib/env";
+import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
 import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
+const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
+const given = JSON.parse(args.settings ?? "{}") as Partial<Record<SettingsSection, Record<string, unknown>>>;
+for (const [section, values] of Object.entries(given)) overrideSettings(section as SettingsSection, values);
+if (args.name) overrideSettings("jobs", { workerName: args.name });
+
 const env = getEnv();
-for (const notice of deprecationNotices()) console.warn(`[worker] ${notice}`);
+const ignored = ignoredVariablesNotice();
+if (ignored) console.warn(`[worker] ${ignored}`);
 if (!env.REDIS_URL) {
   console.error(
     "[worker] REDIS_URL is not set: a worker reads the jobs of a server that shares its Redis (redis:// or rediss://).",

@@ -1,7 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { deprecationNotices, envSchema, parseEnv } from "@/lib/env";
+import { envSchema, IGNORED_VARIABLES, ignoredVariablesNotice, parseEnv } from "@/lib/env";
+import { fetchSettings } from "@/lib/input";
+import { ocrSettings } from "@/lib/ocr";
+import { webhookSettings } from "@/lib/webhooks";
 
 /*
  * lib/env.ts is the one schema of the configuration; .env.example and docs/configuration.md are written by hand. These
@@ -58,30 +61,37 @@ describe("vercel.json", () => {
   });
 });
 
-describe("renamed variables", () => {
-  it("OCR_WORKERS, OCR_INSPECT_WORKERS and OCR_WORKER_MEMORY_MB still work, each with a deprecation line", () => {
-    const old = { OCR_WORKERS: "3", OCR_INSPECT_WORKERS: "1", OCR_WORKER_MEMORY_MB: "512" };
-    expect(parseEnv(old)).toMatchObject({
-      OCR_ENGINE_PROCESSES: 3,
-      OCR_INSPECT_PROCESSES: 1,
-      OCR_ENGINE_MEMORY_MB: 512,
-    });
-    expect(deprecationNotices(old)).toEqual([
-      "OCR_WORKERS is deprecated: rename it OCR_ENGINE_PROCESSES",
-      "OCR_INSPECT_WORKERS is deprecated: rename it OCR_INSPECT_PROCESSES",
-      "OCR_WORKER_MEMORY_MB is deprecated: rename it OCR_ENGINE_MEMORY_MB",
-    ]);
+describe("variables no longer read", () => {
+  it("are ignored, and one warning line names those that are set", () => {
+    const set = { OCR_WORKERS: "3", WEBHOOK_RETRY_BASE_MS: "200", MCP_SSE_PING_MS: "soon", OCR_ENGINE_PROCESSES: "2" };
+    const env = parseEnv(set);
+    expect(env.OCR_ENGINE_PROCESSES).toBe(2);
+    expect(env).not.toHaveProperty("OCR_WORKERS");
+    expect(webhookSettings().retryBaseMs).toBe(60_000);
+    expect(ignoredVariablesNotice(set)).toBe(
+      "ignored (no longer read; see docs/configuration.md): WEBHOOK_RETRY_BASE_MS, MCP_SSE_PING_MS, OCR_WORKERS",
+    );
   });
 
-  it("the new name wins when both are set, and the old one is said to be ignored", () => {
-    const both = { OCR_WORKERS: "3", OCR_ENGINE_PROCESSES: "2" };
-    expect(parseEnv(both).OCR_ENGINE_PROCESSES).toBe(2);
-    expect(deprecationNotices(both)).toEqual(["OCR_WORKERS is deprecated and ignored: OCR_ENGINE_PROCESSES is set"]);
+  it("says nothing when only the variables still read are set", () => {
+    expect(ignoredVariablesNotice({ OCR_ENGINE_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" })).toBeUndefined();
   });
 
-  it("says nothing when only the new names are used", () => {
-    expect(
-      deprecationNotices({ OCR_ENGINE_PROCESSES: "2", OCR_INSPECT_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" }),
-    ).toEqual([]);
+  it("at most 30 operator-set variables; every ignored one is documented as such", () => {
+    const platform = ["NODE_ENV", "PORT", "VERCEL_URL", "VERCEL_PROJECT_PRODUCTION_URL", "VERCEL_ENV"];
+    platform.push("VERCEL_AUTOMATION_BYPASS_SECRET", "KV_REST_API_URL", "KV_REST_API_TOKEN");
+    expect(variables.filter((name) => !platform.includes(name)).length).toBeLessThanOrEqual(30);
+    const docs = read("docs/configuration.md");
+    for (const name of IGNORED_VARIABLES) expect(docs, name).toContain(`\`${name}\``);
+    for (const name of IGNORED_VARIABLES) expect(variables, name).not.toContain(name);
+  });
+
+  it("the values lib/api/openapi.ts still reads off Env are the modules' own", () => {
+    const env = parseEnv({ RATE_LIMIT_PER_MINUTE: "7" });
+    expect(env.URL_FETCH_TIMEOUT_MS).toBe(fetchSettings().timeoutMs);
+    expect(env.URL_MAX_REDIRECTS).toBe(fetchSettings().maxRedirects);
+    expect(env.MAX_IMAGE_PIXELS).toBe(ocrSettings().maxImagePixels);
+    expect(env.WEBHOOK_TIMEOUT_MS).toBe(webhookSettings().timeoutMs);
+    expect(env.READ_RATE_LIMIT_PER_MINUTE).toBe(70);
   });
 });

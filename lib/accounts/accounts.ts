@@ -4,6 +4,7 @@ import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { addressLimitKey } from "@/lib/client-ip";
+import { settingsOverrides } from "@/lib/settings-overrides";
 import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";
 import { decoyPasswordHash, hashPassword, verifyPassword } from "./password";
@@ -19,8 +20,19 @@ export const PASSWORD_MIN_LENGTH = 8;
 const PASSWORD_MAX_LENGTH = 256;
 
 const HOUR_MS = 60 * 60 * 1000;
-/** The window of the per-address sign-in limit (`SIGNIN_PER_ADDRESS` attempts). */
+/** The window of the per-address sign-in limit (`accountSettings().signinPerAddress` attempts). */
 export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
+
+/** The account limits that are not variables. */
+export interface AccountSettings {
+  /** Sign-in attempts per client address per `SIGNIN_WINDOW_MS`, whatever the e-mail (was `SIGNIN_PER_ADDRESS`). */
+  signinPerAddress: number;
+}
+
+/** The account limits, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+export function accountSettings(overrides: Partial<AccountSettings> = {}): AccountSettings {
+  return { signinPerAddress: 30, ...settingsOverrides<AccountSettings>("accounts"), ...overrides };
+}
 /**
  * Wrong passwords for one e-mail from one client address: 5 cost nothing, then each waits twice as long as the one
  * before (2 s, 4 s, 8 s, … up to 15 minutes); forgotten a day after the last failure or at the next success. Counted
@@ -136,7 +148,7 @@ async function limitSignUp(address: string | undefined): Promise<void> {
 
 /**
  * Check an e-mail and password. Throws `unauthorized` ("Wrong e-mail or password.", the same for an unknown
- * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `SIGNIN_PER_ADDRESS` attempts per 15
+ * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `accountSettings().signinPerAddress` attempts per 15
  * minutes from one address (any e-mails), and {@link SIGNIN_BACKOFF} per (e-mail, address) pair — wrong passwords
  * sent from elsewhere never block the right one from the owner's address.
  */
@@ -151,7 +163,7 @@ export async function signIn(input: Credentials): Promise<Account> {
     {
       bucket: "signin-address",
       identifier: addressKey,
-      limit: getEnv().SIGNIN_PER_ADDRESS,
+      limit: accountSettings().signinPerAddress,
       windowMs: SIGNIN_WINDOW_MS,
     },
     "Too many sign-in attempts from your network.",

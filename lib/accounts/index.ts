@@ -2,6 +2,8 @@ export {
   PASSWORD_MIN_LENGTH,
   SIGNIN_BACKOFF,
   SIGNIN_WINDOW_MS,
+  accountSettings,
+  type AccountSettings,
   formatWait,
   getAccount,
   getAccountByEmail,

@@ -55,7 +55,7 @@ interface WithApiKeyOptions {
   protectedResource?: boolean;
   /**
    * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
-   * about jobs, `READ_RATE_LIMIT_PER_MINUTE`: polling does not use up what a key may submit).
+   * about jobs, ten times as many: `keySettings().readsPerMinute`; polling does not use up what a key may submit).
    */
   limit?: "requests" | "reads";
 }

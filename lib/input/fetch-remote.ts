@@ -5,6 +5,7 @@ import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
 import { getEnv } from "@/lib/env";
+import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { SERVICE_VERSION } from "@/lib/version";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
@@ -19,9 +20,9 @@ export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface FetchRemoteOptions {
   /** Largest body accepted, in bytes after content decoding. Default: `MAX_URL_BYTES` (25 MiB). */
   maxBytes?: number;
-  /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `URL_FETCH_TIMEOUT_MS` (15 s). */
+  /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `fetchSettings().timeoutMs` (15 s). */
   timeoutMs?: number;
-  /** Redirects followed before giving up with `fetch_failed`. Default: `URL_MAX_REDIRECTS` (3). */
+  /** Redirects followed before giving up with `fetch_failed`. Default: `fetchSettings().maxRedirects` (3). */
   maxRedirects?: number;
   /** The caller's deadline. When it aborts, its reason is rethrown if it is an ApiError, else `timeout`. */
   signal?: AbortSignal;
@@ -29,6 +30,19 @@ export interface FetchRemoteOptions {
   resolveHost?: ResolveHost;
   /** Private hosts let through (lib/input/allow-hosts.ts). Default: `URL_ALLOW_HOSTS`. */
   allowHosts?: AllowList;
+}
+
+/** Constants of an `imageUrl` fetch (they were `URL_FETCH_TIMEOUT_MS` and `URL_MAX_REDIRECTS`). */
+export interface FetchSettings {
+  /** Budget of a request's fetch: every hop's DNS, connect, headers and body (a job's may take longer). */
+  timeoutMs: number;
+  /** Redirects followed, each hop checked again. */
+  maxRedirects: number;
+}
+
+/** The fetch constants, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+export function fetchSettings(overrides: Partial<FetchSettings> = {}): FetchSettings {
+  return { timeoutMs: 15_000, maxRedirects: 3, ...settingsOverrides<FetchSettings>("fetch"), ...overrides };
 }
 
 interface RemoteFile {
@@ -57,10 +71,10 @@ const systemResolveHost: ResolveHost = async (hostname) => {
  *   TLS, non-2xx, too many redirects, timed out), or `timeout` / the caller's ApiError when `signal` aborts.
  */
 export async function fetchRemoteFile(url: string, options: FetchRemoteOptions = {}): Promise<RemoteFile> {
-  const env = getEnv();
-  const maxBytes = options.maxBytes ?? env.MAX_URL_BYTES;
-  const timeoutMs = options.timeoutMs ?? env.URL_FETCH_TIMEOUT_MS;
-  const maxRedirects = options.maxRedirects ?? env.URL_MAX_REDIRECTS;
+  const settings = fetchSettings();
+  const maxBytes = options.maxBytes ?? getEnv().MAX_URL_BYTES;
+  const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
+  const maxRedirects = options.maxRedirects ?? settings.maxRedirects;
   const resolveHost = options.resolveHost ?? systemResolveHost;
   const allow = options.allowHosts ?? configuredAllowList();
 

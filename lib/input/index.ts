@@ -13,6 +13,8 @@ export {
   checkRemoteUrl,
   fetchRemoteFile,
   type FetchRemoteOptions,
+  fetchSettings,
+  type FetchSettings,
   type GuardOptions,
   isAllowListed,
   postRemote,

@@ -2,7 +2,7 @@ import { ApiError, toApiError } from "@/lib/api/errors";
 import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
-import type { ResolveHost } from "@/lib/input";
+import { fetchSettings, type ResolveHost } from "@/lib/input";
 import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
 import {
@@ -119,7 +119,9 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
     signal: scope.signal,
     maxUrlBytes: mode === "job" ? settings.maxUrlBytes : env.MAX_URL_BYTES,
     // A large file may need longer than a request's fetch; the request's deadline still bounds it.
-    ...(mode === "job" && { fetchTimeoutMs: Math.max(env.URL_FETCH_TIMEOUT_MS, scope.deadline - Date.now() - 10_000) }),
+    ...(mode === "job" && {
+      fetchTimeoutMs: Math.max(fetchSettings().timeoutMs, scope.deadline - Date.now() - 10_000),
+    }),
     resolveHost: input.resolveHost,
     serverHost: input.serverHost,
   });

@@ -34,7 +34,7 @@ export interface LoadOptions {
   signal: AbortSignal;
   /** Most bytes fetched from a URL: `MAX_URL_BYTES` for a request read now, `MAX_JOB_URL_BYTES` when a job may read it. */
   maxUrlBytes: number;
-  /** The fetch's own time limit (`502` past it). Default `URL_FETCH_TIMEOUT_MS`. */
+  /** The fetch's own time limit (`502` past it). Default `fetchSettings().timeoutMs` (15 s). */
   fetchTimeoutMs?: number;
   resolveHost?: ResolveHost;
   /** The `Host` the request came to: an `imageUrl` of this deployment's samples is read from disk. */

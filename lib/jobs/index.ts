@@ -20,6 +20,7 @@ export {
   stopJobRunner,
   verifyWorkCall,
   workJobsFor,
+  type JobWorkServices,
   WORK_PATH,
   WORK_SIGNATURE_MAX_AGE_MS,
 } from "./workers";

@@ -10,7 +10,7 @@ import type { ExtractedPage, LanguageChoice } from "@/lib/ocr/model";
 export interface StoredPage {
   page: ExtractedPage;
   language: LanguageChoice;
-  /** The process that read it (`JOB_WORKER_NAME`, or a name made of its host and pid). */
+  /** The process that read it (`npm run worker -- --name`, or a name made of its host and pid). */
   readBy: string;
   /** Milliseconds its reading took in the engine. */
   ms: number;

@@ -138,7 +138,7 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
 /** How much longer than its submission's deadline a job's file, written before the job, lives without it. */
 const SOURCE_PENDING_GRACE_MS = 5 * 60_000;
 
-/** `429`: the account's stored job files and this one would pass `MAX_JOB_BYTES_PER_ACCOUNT`. */
+/** `429`: the account's stored job files and this one would pass `jobSettings().maxAccountBytes` (twice `MAX_JOB_URL_BYTES`). */
 function accountFilesFull(
   bytes: number,
   { used, releasedAt }: { used: number; releasedAt: number | null },
@@ -149,7 +149,7 @@ function accountFilesFull(
   return new ApiError(
     "rate_limited",
     `This account's jobs already hold ${formatMegabytes(used)} of files (queued, running, or kept with their results), and ` +
-      `this one (${formatMegabytes(bytes)}) would pass the ${formatMegabytes(max)} they may hold (MAX_JOB_BYTES_PER_ACCOUNT).${when} ` +
+      `this one (${formatMegabytes(bytes)}) would pass the ${formatMegabytes(max)} they may hold (twice MAX_JOB_URL_BYTES).${when} ` +
       "Submit it when earlier jobs have ended (a failed or cancelled job's file goes at once), or read it synchronously " +
       "(POST /api/ocr/process) if it fits one request. Nothing was charged.",
     { headers: { "Retry-After": String(retryAfterS) } },
@@ -172,7 +172,7 @@ export async function findJob(userId: string, jobId: string): Promise<JobRecord>
     // Past its time (its processes were gone for a day): it ends now, and what it did not read comes back.
     await endJob(jobId, "fail", {
       code: "timeout",
-      message: `The job did not finish within ${Math.round(jobSettings().maxDurationMs / 3_600_000)} h (JOB_MAX_DURATION)`,
+      message: `The job did not finish within ${Math.round(jobSettings().maxDurationMs / 3_600_000)} h`,
     });
     return findJob(userId, jobId);
   }

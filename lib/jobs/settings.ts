@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import os from "node:os";
 import { getEnv, type Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
+import { settingsOverrides } from "@/lib/settings-overrides";
 import { getStore } from "@/lib/store";
 import { createBullQueue } from "./queue/bullmq";
 import { createMemoryQueue } from "./queue/memory";
@@ -25,34 +26,56 @@ export interface JobSettings extends TaskSettings {
    * 4 MiB size class instead of taking the 5 MiB one (docs/decisions.md#job-source).
    */
   chunkBytes: number;
-  /** Most bytes of job files one account may have stored (queued, running, kept with results): `MAX_JOB_BYTES_PER_ACCOUNT`. */
+  /**
+   * Most bytes of job files one account may have stored (queued, running, kept with results): two files of the largest
+   * size a job fetches (`MAX_JOB_URL_BYTES`; was `MAX_JOB_BYTES_PER_ACCOUNT`).
+   */
   maxAccountBytes: number;
   /** Source files one process keeps in memory for the pages it reads. */
   sourceCacheBytes: number;
   /** Pages one inspect job reads the text layers of: small, so a request's PDF never waits long behind a job's. */
   inspectChunk: number;
+  /** This process's name on the pages it reads (`readBy`): `npm run worker -- --name`, else a hash of host and pid. */
+  workerName?: string;
 }
 
-export function jobSettings(env: Env = getEnv()): JobSettings {
+/** Seconds a job may take from submission to its end; past it what it did not read is refunded (was `JOB_MAX_DURATION`). */
+const JOB_MAX_DURATION_MS = 24 * 60 * 60 * 1000;
+/** Most time one page of a job may take in an engine process; past it the page fails alone (was `JOB_PAGE_DEADLINE_MS`). */
+const JOB_PAGE_DEADLINE_MS = 120_000;
+/** Invocations of the internal work route one submission starts, `invoke` runner (was `JOB_FANOUT`). */
+const JOB_FANOUT = 4;
+/** A taken task's lock: a process that died lets it lapse and its task is taken over (was `JOB_LOCK_MS`). */
+const JOB_LOCK_MS = 30_000;
+/** How often every process looks for tasks whose process died (was `JOB_STALLED_INTERVAL_MS`). */
+const JOB_STALLED_INTERVAL_MS = 30_000;
+
+/**
+ * The jobs' settings: the operator's variables (`env`), the constants above, then this process's overrides
+ * (lib/settings-overrides.ts) and `overrides` (tests pass short timings there).
+ */
+export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env = getEnv()): JobSettings {
   return {
     maxPages: env.MAX_JOB_PAGES,
     maxUrlBytes: env.MAX_JOB_URL_BYTES,
     resultTtlMs: env.JOB_RESULT_TTL * 1000,
-    maxDurationMs: env.JOB_MAX_DURATION * 1000,
+    maxDurationMs: JOB_MAX_DURATION_MS,
     maxQueuedPages: env.MAX_QUEUED_PAGES_PER_ACCOUNT,
-    pageDeadlineMs: env.JOB_PAGE_DEADLINE_MS,
+    pageDeadlineMs: JOB_PAGE_DEADLINE_MS,
     runner: env.JOBS_RUNNER === "auto" ? (process.env.VERCEL ? "invoke" : "background") : env.JOBS_RUNNER,
-    fanout: env.JOB_FANOUT,
-    lockMs: env.JOB_LOCK_MS,
-    stalledIntervalMs: env.JOB_STALLED_INTERVAL_MS,
+    fanout: JOB_FANOUT,
+    lockMs: JOB_LOCK_MS,
+    stalledIntervalMs: JOB_STALLED_INTERVAL_MS,
     maxStalls: 2,
     pageAttempts: 3,
     backoffMs: 2_000,
     blockSeconds: 2,
     chunkBytes: 4 * MiB - 1024,
-    maxAccountBytes: env.MAX_JOB_BYTES_PER_ACCOUNT,
+    maxAccountBytes: 2 * env.MAX_JOB_URL_BYTES,
     sourceCacheBytes: 512 * MiB,
     inspectChunk: 20,
+    ...settingsOverrides<JobSettings>("jobs"),
+    ...overrides,
   };
 }
 
@@ -67,7 +90,7 @@ export function getWorkQueue(): WorkQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
   const env = getEnv();
-  const settings = jobSettings(env);
+  const settings = jobSettings({}, env);
   let queue: WorkQueue | null = null;
   if (env.REDIS_URL) {
     queue = createBullQueue({
@@ -108,9 +131,9 @@ export async function resetWorkQueue(): Promise<void> {
   await queue?.close();
 }
 
-/** This process's name on the pages it reads: `JOB_WORKER_NAME`, else a short hash of its host and pid. */
+/** This process's name on the pages it reads: `jobSettings().workerName`, else a short hash of its host and pid. */
 export function workerName(): string {
-  const configured = getEnv().JOB_WORKER_NAME;
+  const configured = jobSettings().workerName;
   if (configured) return configured.slice(0, 64);
   return `w-${createHash("sha256").update(`${os.hostname()}:${process.pid}`).digest("hex").slice(0, 10)}`;
 }

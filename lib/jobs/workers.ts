@@ -3,9 +3,10 @@ import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
 import { getStore } from "@/lib/store";
-import { drainWebhooks, resetDeliveryQueue, startWebhookWorker, webhookSettings } from "@/lib/webhooks";
+import { resetDeliveryQueue, startWebhookWorker } from "@/lib/webhooks";
 import { JobRunner } from "./runner";
-import { getWorkQueue, jobSettings, workerName } from "./settings";
+import type { WorkQueue } from "./queue/port";
+import { getWorkQueue, jobSettings, workerName, type JobSettings } from "./settings";
 
 const RUNNER_KEY = Symbol.for("ocr-service.job-runner");
 type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
@@ -39,19 +40,33 @@ export async function stopJobRunner(): Promise<void> {
   if (runner) await resetDeliveryQueue();
 }
 
+/** What `workJobsFor` works with: an entry point hands it down (lib/services.ts `services().jobWork`). */
+export interface JobWorkServices {
+  queue: WorkQueue | null;
+  settings: JobSettings;
+  /** This process's name on the pages it reads. */
+  name: string;
+  /** One webhook delivery attempt's budget: what is kept of the invocation's budget for the deliveries. */
+  deliveryTimeoutMs: number;
+  /** Deliver the webhook events that are due within a budget (lib/webhooks `drainWebhooks`). */
+  drainDeliveries: (budgetMs: number) => Promise<number>;
+}
+
 /**
  * Work the queue in this invocation for `budgetMs` (the `invoke` runner: the internal route and the cron route), then
  * deliver the webhook events that are due with what is left of it (at least one attempt's time when the budget
- * allows: the pages get the rest).
+ * allows: the pages get the rest). The queue, settings and deliveries are the caller's (`services().jobWork`).
  */
-export async function workJobsFor(budgetMs: number): Promise<{ documents: number; pages: number }> {
-  const queue = getWorkQueue();
+export async function workJobsFor(
+  budgetMs: number,
+  { queue, settings, name, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
+): Promise<{ documents: number; pages: number }> {
   if (!queue) return { documents: 0, pages: 0 };
   const started = Date.now();
-  const runner = new JobRunner({ queue, settings: jobSettings(), name: workerName() });
-  const reserve = Math.min(Math.floor(budgetMs * 0.2), webhookSettings().timeoutMs + 5_000);
+  const runner = new JobRunner({ queue, settings, name });
+  const reserve = Math.min(Math.floor(budgetMs * 0.2), deliveryTimeoutMs + 5_000);
   const worked = await runner.drain(budgetMs - reserve);
-  await drainWebhooks(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>
+  await drainDeliveries(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>
     console.warn(`[webhooks] delivering events failed (${errorLabel(error)})`),
   );
   return worked;
@@ -93,7 +108,7 @@ export async function acceptWorkCall(header: string | null, secret: string, now 
 }
 
 /**
- * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `JOB_FANOUT` signed calls of the
+ * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `jobSettings().fanout` (4) signed calls of the
  * internal work route, each working the queue until it is empty or its budget ends. Only their `202`s are awaited
  * (the route works after answering). A process that works the queue itself (`background`) does nothing. The calls go
  * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request.

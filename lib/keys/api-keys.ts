@@ -119,7 +119,7 @@ export async function resolveApiKey(key: string): Promise<ApiKeyIdentity | null>
 
 /**
  * `resolveApiKey` for a request from client `address` (`addressLimitKey`), with failed lookups limited per address:
- * an address that sent more than `KEY_FAILURES_PER_ADDRESS_PER_MINUTE` unknown or revoked keys is refused with `429`
+ * an address that sent more than `keySettings().keyFailuresPerAddressPerMinute` (30) unknown or revoked keys is refused with `429`
  * (`Retry-After`) for the rest of its minute, before its key is looked up, so it costs no store round trip. A
  * malformed key costs none either and is not counted. Null for a refused key; throws `unavailable` (store down).
  */

@@ -13,4 +13,11 @@ export {
   type ApiKeyIdentity,
   type ApiKeyInfo,
 } from "./api-keys";
-export { checkRateLimit, checkReadRateLimit, rateLimitHeaders, type RateLimitResult } from "./rate-limit";
+export {
+  checkRateLimit,
+  checkReadRateLimit,
+  keySettings,
+  rateLimitHeaders,
+  type KeySettings,
+  type RateLimitResult,
+} from "./rate-limit";

@@ -1,4 +1,5 @@
-import { getEnv } from "@/lib/env";
+import { getEnv, READ_RATE_LIMIT_FACTOR } from "@/lib/env";
+import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError } from "@/lib/api/errors";
 import { getStore, type RateLimitResult } from "@/lib/store";
 
@@ -21,15 +22,33 @@ export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLim
   });
 }
 
+/** The key limits that are not variables (they were `READ_RATE_LIMIT_PER_MINUTE` and `KEY_FAILURES_PER_ADDRESS_PER_MINUTE`). */
+export interface KeySettings {
+  /** Reads about jobs per key per minute: ten times `RATE_LIMIT_PER_MINUTE` (600 by default). */
+  readsPerMinute: number;
+  /** Unknown or revoked keys one client address (IPv6: its /64) may send per minute. */
+  keyFailuresPerAddressPerMinute: number;
+}
+
+/** The key limits, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+export function keySettings(overrides: Partial<KeySettings> = {}): KeySettings {
+  return {
+    readsPerMinute: READ_RATE_LIMIT_FACTOR * getEnv().RATE_LIMIT_PER_MINUTE,
+    keyFailuresPerAddressPerMinute: 30,
+    ...settingsOverrides<KeySettings>("keys"),
+    ...overrides,
+  };
+}
+
 /**
- * The limit of reads about jobs (status, result parts, the list): `READ_RATE_LIMIT_PER_MINUTE` per key, apart from
+ * The limit of reads about jobs (status, result parts, the list): `keySettings().readsPerMinute` per key, apart from
  * `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
  */
 export async function checkReadRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
   return getStore().limits.rateLimit({
     bucket: "api-read",
     identifier: keyId,
-    limit: getEnv().READ_RATE_LIMIT_PER_MINUTE,
+    limit: keySettings().readsPerMinute,
     windowMs: MINUTE_MS,
     weight,
   });
@@ -50,7 +69,7 @@ export function rateLimitHeaders(result: RateLimitResult, now = Date.now()): Rec
   return headers;
 }
 
-/** The window of the failed-key-lookup limit (`KEY_FAILURES_PER_ADDRESS_PER_MINUTE`). */
+/** The window of the failed-key-lookup limit (`keySettings().keyFailuresPerAddressPerMinute`). */
 const KEY_FAILURE_WINDOW_MS = MINUTE_MS;
 /** Most addresses remembered as blocked on one instance; past it the oldest is forgotten (the store still counts it). */
 const MAX_BLOCKED_ADDRESSES = 10_000;
@@ -76,7 +95,7 @@ export function refuseBlockedAddress(address: string, now = Date.now()): void {
 }
 
 /**
- * Count a lookup of an unknown or revoked key from `address` against `KEY_FAILURES_PER_ADDRESS_PER_MINUTE` (all
+ * Count a lookup of an unknown or revoked key from `address` against `keySettings().keyFailuresPerAddressPerMinute` (all
  * instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
  * before any lookup until its window ends. Fails open like every rate limit: a store outage counts nothing.
  */
@@ -84,7 +103,7 @@ export async function countKeyFailure(address: string): Promise<void> {
   const limit = await getStore().limits.rateLimit({
     bucket: "key-failures",
     identifier: address,
-    limit: getEnv().KEY_FAILURES_PER_ADDRESS_PER_MINUTE,
+    limit: keySettings().keyFailuresPerAddressPerMinute,
     windowMs: KEY_FAILURE_WINDOW_MS,
   });
   if (limit.success) return;
@@ -97,7 +116,7 @@ function keyFailuresError(until: number, now = Date.now()): ApiError {
   const seconds = Math.max(1, Math.ceil((until - now) / 1000));
   return new ApiError(
     "rate_limited",
-    `Too many requests with unknown or revoked API keys from your address (${getEnv().KEY_FAILURES_PER_ADDRESS_PER_MINUTE} a minute). Retry in ${seconds} s, with a valid key.`,
+    `Too many requests with unknown or revoked API keys from your address (${keySettings().keyFailuresPerAddressPerMinute} a minute). Retry in ${seconds} s, with a valid key.`,
     { headers: { "Retry-After": String(seconds) } },
   );
 }

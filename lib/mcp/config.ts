@@ -1,7 +1,7 @@
-import { getEnv, type Env } from "@/lib/env";
+import { getEnv, MCP_MAX_DURATION_S, type Env } from "@/lib/env";
 
-// The MCP variables and their defaults are in the one schema, lib/env.ts; this module derives the route's settings.
-export { MCP_MAX_DURATION_S } from "@/lib/env";
+// The route's settings: constants beside their code, the tool budget capped by `REQUEST_DEADLINE_MS` (lib/env.ts).
+export { MCP_MAX_DURATION_S };
 
 /**
  * Interval of `notifications/progress` during a `tools/call` that asks for them (`_meta.progressToken`). Clients
@@ -32,6 +32,19 @@ export interface SseTiming {
    */
   unusedMs: number;
 }
+
+/**
+ * Budget of one `tools/call` (was `MCP_TOOL_DEADLINE_MS`): under the 30 s timeout of the sample client configuration
+ * (docs/mcp.md), so that a call too slow for it ends as a `timeout` tool error (refunded) before the client gives up.
+ */
+const MCP_TOOL_DEADLINE_MS = 28_000;
+/** Hard end of an SSE stream, before the function's `maxDuration` (was `MCP_SSE_LIFETIME_MS`). */
+const SSE_LIFETIME_MS = (MCP_MAX_DURATION_S - 5) * 1000;
+/** Interval of the `: ping` comment that keeps proxies from closing an idle stream (was `MCP_SSE_PING_MS`). */
+const SSE_PING_MS = 15_000;
+/** Open streams one account may hold across all instances, and one instance at most (were `MCP_SSE_MAX_STREAMS_*`). */
+const STREAMS_PER_ACCOUNT = 20;
+const STREAMS_PER_INSTANCE = 200;
 
 /** `SseTiming.pollMs`: a posted message's answer reaches the stream within a tenth of a second. */
 const SSE_POLL_MS = 100;
@@ -68,20 +81,24 @@ export interface McpConfig {
  * The MCP settings of a parsed configuration (default: this process's, `getEnv()`): the variables' values with the
  * rules that tie them together (the tool budget within the request deadline, the drain within the lifetime).
  */
-export function mcpConfig(env: Env = getEnv()): McpConfig {
-  const toolDeadlineMs = Math.min(env.MCP_TOOL_DEADLINE_MS, env.REQUEST_DEADLINE_MS);
+export function mcpConfig(
+  env: Env = getEnv(),
+  given: { toolDeadlineMs?: number; lifetimeMs?: number; pingMs?: number } = {},
+): McpConfig {
+  const toolDeadlineMs = Math.min(given.toolDeadlineMs ?? MCP_TOOL_DEADLINE_MS, env.REQUEST_DEADLINE_MS);
+  const lifetimeMs = given.lifetimeMs ?? SSE_LIFETIME_MS;
   return {
     toolDeadlineMs,
     sse: {
-      lifetimeMs: env.MCP_SSE_LIFETIME_MS,
-      drainMs: Math.min(toolDeadlineMs + SSE_DRAIN_MARGIN_MS, env.MCP_SSE_LIFETIME_MS / 2),
-      pingMs: env.MCP_SSE_PING_MS,
+      lifetimeMs,
+      drainMs: Math.min(toolDeadlineMs + SSE_DRAIN_MARGIN_MS, lifetimeMs / 2),
+      pingMs: given.pingMs ?? SSE_PING_MS,
       pollMs: SSE_POLL_MS,
       idlePollMs: SSE_IDLE_POLL_MS,
       storeOutageMs: SSE_STORE_OUTAGE_MS,
       refreshMs: SSE_REFRESH_MS,
       unusedMs: SSE_UNUSED_MS,
     },
-    streams: { perAccount: env.MCP_SSE_MAX_STREAMS_PER_ACCOUNT, perInstance: env.MCP_SSE_MAX_STREAMS_PER_INSTANCE },
+    streams: { perAccount: STREAMS_PER_ACCOUNT, perInstance: STREAMS_PER_INSTANCE },
   };
 }

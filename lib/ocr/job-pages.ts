@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
+import { ocrSettings } from "./settings";
 import type { ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
 import { fromOcrErrorData, OcrError } from "./model/ocr-error";
@@ -55,11 +56,11 @@ export async function describeDocument(
   if (type === "tiff") {
     const pages = readTiffPages(bytes);
     const selectedPages = parsePageSelection(options.pages, pages.length, options.maxPages);
-    for (const number of selectedPages) checkTiffPage(pages[number - 1]!, env.MAX_IMAGE_PIXELS);
+    for (const number of selectedPages) checkTiffPage(pages[number - 1]!, ocrSettings().maxImagePixels);
     return { type, pageCount: pages.length, selectedPages, language };
   }
   if (type !== "pdf") {
-    checkImageSize(bytes, type, env.MAX_IMAGE_PIXELS);
+    checkImageSize(bytes, type, ocrSettings().maxImagePixels);
     return { type, pageCount: 1, selectedPages: parsePageSelection(options.pages, 1), language };
   }
   const pool = options.pool ?? getOcrPool();
@@ -99,8 +100,7 @@ export async function inspectJobPages(
   document: JobDocument,
   options: { pages: number[]; deadline: number; pool?: OcrPool; session?: string; tenant?: string },
 ): Promise<Pick<InspectPdfResult, "done" | "ocr"> & { failed: Array<{ number: number; error: OcrError }> }> {
-  const env = getEnv();
-  const seconds = Math.round(env.MAX_PDF_WORK_MS / 1000);
+  const seconds = Math.round(ocrSettings().maxPdfWorkMs / 1000);
   const pool = options.pool ?? getOcrPool();
   const inspected = await pool.run(
     "inspect",
@@ -179,10 +179,10 @@ export async function readJobPage(
 
 /** The engine's limits while it reads a job's pages: the configuration's, as for a request. */
 function jobReadLimits(): ReadLimits {
-  const env = getEnv();
+  const settings = ocrSettings();
   return {
-    maxImagePixels: env.MAX_IMAGE_PIXELS,
-    maxStreamBytes: env.MAX_PDF_STREAM_BYTES,
-    maxWorkMs: env.MAX_PDF_WORK_MS,
+    maxImagePixels: settings.maxImagePixels,
+    maxStreamBytes: settings.maxStreamBytes,
+    maxWorkMs: settings.maxPdfWorkMs,
   };
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { getEnv } from "@/lib/env";
+import { ocrSettings } from "./settings";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
 import { deadlineError, isOcrError, OcrError } from "./model/ocr-error";
@@ -109,15 +110,16 @@ export function getOcrPool(): OcrPool {
   const holder = globalThis as PoolHolder;
   if (!holder[POOL_KEY]) {
     const env = getEnv();
+    const settings = ocrSettings();
     holder[POOL_KEY] = new OcrPool({
       size: env.OCR_ENGINE_PROCESSES,
-      inspectSize: env.OCR_INSPECT_PROCESSES,
-      queueLimit: env.OCR_QUEUE_LIMIT,
+      inspectSize: settings.inspectProcesses,
+      queueLimit: settings.queueLimit,
       maxJobsPerWorker: TESSERACT_WORKER_MAX_JOBS,
       createTimeoutMs: ENGINE_START_TIMEOUT_MS,
       memoryMb: env.OCR_ENGINE_MEMORY_MB,
       engines: env.OCR_ENGINES,
-      keepTesseract: env.OCR_KEEP_TESSERACT_FOR_PADDLE,
+      keepTesseract: settings.keepTesseractForPaddle,
       tesseract: env.OCR_TESSERACT,
       ...(env.OCR_TESSERACT_LIBRARY && { tesseractLibrary: env.OCR_TESSERACT_LIBRARY }),
     });
@@ -133,11 +135,12 @@ export function getOcrPool(): OcrPool {
  */
 export async function openDocument(bytes: Uint8Array, options: OpenOptions = {}): Promise<OpenedDocument> {
   const env = getEnv();
+  const settings = ocrSettings();
   const limits: EngineLimits = {
     maxPdfPages: options.limits?.maxPdfPages ?? env.MAX_PDF_PAGES,
-    maxImagePixels: options.limits?.maxImagePixels ?? env.MAX_IMAGE_PIXELS,
-    maxStreamBytes: options.limits?.maxStreamBytes ?? env.MAX_PDF_STREAM_BYTES,
-    maxPdfWorkMs: options.limits?.maxPdfWorkMs ?? env.MAX_PDF_WORK_MS,
+    maxImagePixels: options.limits?.maxImagePixels ?? settings.maxImagePixels,
+    maxStreamBytes: options.limits?.maxStreamBytes ?? settings.maxStreamBytes,
+    maxPdfWorkMs: options.limits?.maxPdfWorkMs ?? settings.maxPdfWorkMs,
   };
   const readLimits: ReadLimits = {
     maxImagePixels: limits.maxImagePixels,
@@ -361,10 +364,10 @@ export function checkImageSize(bytes: Uint8Array, type: Exclude<FileType, "pdf" 
 }
 
 /**
- * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`MAX_PDF_WORK_MS`), or a
+ * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`ocrSettings().maxPdfWorkMs`), or a
  * second per 10 MB of file when that is more — the same for a request, a job's acceptance and a job's pages.
  */
-export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs = getEnv().MAX_PDF_WORK_MS): number {
+export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs = ocrSettings().maxPdfWorkMs): number {
   return Math.max(baseMs, (bytes.byteLength / 10_000_000) * 1000);
 }
 

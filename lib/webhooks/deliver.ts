@@ -44,7 +44,7 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+webhook)`;
 /**
  * One attempt to deliver an event: signed now with the account's secrets (Standard Webhooks, through the
  * `standardwebhooks` package: `webhook-id`, `webhook-timestamp` = this attempt's time, `webhook-signature` with one
- * `v1,…` per secret), POSTed through the SSRF guard within `WEBHOOK_TIMEOUT_MS`, and recorded in the account's and the
+ * `v1,…` per secret), POSTed through the SSRF guard within `webhookSettings().timeoutMs`, and recorded in the account's and the
  * job's delivery log. A 2xx answer is a delivery; anything else is a failure the queue retries (after the receiver's
  * `Retry-After` when it sent one).
  */

@@ -15,7 +15,7 @@ import type { WebhookSettings } from "./settings";
  *   delayed set without using an attempt), so the other accounts' events are taken meanwhile: a receiver that never
  *   answers holds two delivery slots, not all of them.
  * - **A failing receiver backs off as a whole.** A receiver is a URL's origin, per account. After `free` failed
- *   attempts in a row it is paused (the first pause `WEBHOOK_RETRY_BASE_MS`, doubling, at most 6 h): its events wait
+ *   attempts in a row it is paused (the first pause the retry base, 60 s, doubling, at most 6 h): its events wait
  *   without using attempts, and when the pause ends one event at a time probes it. A success makes it healthy again;
  *   failing for five days without one disables it: its events are dropped (each recorded once) until the account
  *   re-enables it on the settings page, or a test event to it succeeds.

@@ -233,8 +233,8 @@ export function getDeliveryQueue(): DeliveryQueue | null {
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
   const env = getEnv();
   let queue: DeliveryQueue | null = null;
-  if (env.REDIS_URL) queue = createBullDeliveryQueue(env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings(env));
-  else if (getStore().kind === "memory") queue = createMemoryDeliveryQueue(webhookSettings(env));
+  if (env.REDIS_URL) queue = createBullDeliveryQueue(env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
+  else if (getStore().kind === "memory") queue = createMemoryDeliveryQueue(webhookSettings());
   holder[QUEUE_KEY] = queue;
   return queue;
 }

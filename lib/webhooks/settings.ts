@@ -1,19 +1,22 @@
-import { getEnv, type Env } from "@/lib/env";
+import { settingsOverrides } from "@/lib/settings-overrides";
 import type { BreakerPolicy } from "@/lib/store";
 
-/** Webhook delivery settings: the configuration's (docs/configuration.md#webhooks) and the constants beside them. */
+/**
+ * Webhook delivery settings: constants (docs/configuration.md#webhooks; they were the `WEBHOOK_*` variables), which
+ * this process's overrides and a caller's `overrides` may shorten (tests).
+ */
 export interface WebhookSettings {
-  /** One attempt's budget: DNS, connect, send and the receiver's answer (`WEBHOOK_TIMEOUT_MS`, 10 s). */
+  /** One attempt's budget: DNS, connect, send and the receiver's answer (10 s). */
   timeoutMs: number;
-  /** The first retry's delay; each next one doubles (`WEBHOOK_RETRY_BASE_MS`, 60 s). */
+  /** The first retry's delay; each next one doubles (60 s). */
   retryBaseMs: number;
   /** Longest delay between two attempts. */
   retryCapMs: number;
-  /** Attempts of one event in all (`WEBHOOK_MAX_ATTEMPTS`, 13: about a day with the defaults). */
+  /** Attempts of one event in all (13: about a day). */
   maxAttempts: number;
   /** How long the secret before a rotation keeps signing beside the new one. */
   previousSecretMs: number;
-  /** Deliveries one account may have in flight at once, all processes together (`WEBHOOK_ACCOUNT_CONCURRENCY`, 2). */
+  /** Deliveries one account may have in flight at once, all processes together (2). */
   accountConcurrency: number;
   /** Deliveries one process makes at once (BullMQ's worker concurrency). */
   processConcurrency: number;
@@ -29,21 +32,32 @@ const BREAKER_FREE_FAILURES = 4;
 /** A receiver failing this long without a single success is disabled (Svix: 5 days; Stripe: 3). */
 const DISABLE_AFTER_MS = 5 * DAY;
 
-export function webhookSettings(env: Env = getEnv()): WebhookSettings {
-  return {
-    timeoutMs: env.WEBHOOK_TIMEOUT_MS,
-    retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
+/** Overrides of the webhook settings; `breaker.pauseMs` follows `retryBaseMs` unless given. */
+export type WebhookSettingsOverrides = Partial<Omit<WebhookSettings, "breaker">> & {
+  breaker?: Partial<WebhookSettings["breaker"]>;
+};
+
+export function webhookSettings(overrides: WebhookSettingsOverrides = {}): WebhookSettings {
+  const { breaker, ...given } = { ...settingsOverrides<WebhookSettingsOverrides>("webhooks"), ...overrides };
+  const base = {
+    timeoutMs: 10_000,
+    retryBaseMs: 60_000,
     retryCapMs: 6 * HOUR,
-    maxAttempts: env.WEBHOOK_MAX_ATTEMPTS,
+    maxAttempts: 13,
     previousSecretMs: 24 * HOUR,
-    accountConcurrency: env.WEBHOOK_ACCOUNT_CONCURRENCY,
+    accountConcurrency: 2,
     processConcurrency: 8,
+    ...given,
+  };
+  return {
+    ...base,
     breaker: {
       free: BREAKER_FREE_FAILURES,
-      pauseMs: env.WEBHOOK_RETRY_BASE_MS,
+      pauseMs: base.retryBaseMs,
       maxPauseMs: 6 * HOUR,
       disableAfterMs: DISABLE_AFTER_MS,
       keepMs: 30 * DAY,
+      ...breaker,
     },
   };
 }

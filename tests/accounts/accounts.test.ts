@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   SIGNIN_BACKOFF,
   SIGNIN_WINDOW_MS,
+  type AccountSettings,
   createSession,
   deleteSession,
   formatWait,
@@ -17,6 +18,7 @@ import {
   verifyPassword,
 } from "@/lib/accounts";
 import { getBalance, listLedger } from "@/lib/credits";
+import { overrideSettings } from "@/lib/settings-overrides";
 import { getStore } from "@/lib/store";
 import { withEnv } from "../support/env";
 import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
@@ -26,8 +28,12 @@ withRedisStoreEnv("accounts", {
   FREE_CREDITS: "100",
   SIGNUP_PER_ADDRESS_PER_HOUR: "1000",
   SIGNUP_PER_HOUR: "1000",
-  SIGNIN_PER_ADDRESS: "1000",
 });
+let restoreAccountSettings = () => {};
+beforeAll(() => {
+  restoreAccountSettings = overrideSettings<AccountSettings>("accounts", { signinPerAddress: 1000 });
+});
+afterAll(() => restoreAccountSettings());
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -226,9 +232,10 @@ describe("sign-in", () => {
     });
   });
 
-  it("SIGNIN_PER_ADDRESS attempts per 15 minutes from one address across e-mails; other addresses unaffected", async () => {
+  it("accountSettings().signinPerAddress attempts per 15 minutes from one address across e-mails; other addresses unaffected", async () => {
     await waitForWindowRoom(SIGNIN_WINDOW_MS, 20_000);
-    await withEnv({ SIGNIN_PER_ADDRESS: "5" }, async () => {
+    const restore = overrideSettings<AccountSettings>("accounts", { signinPerAddress: 5 });
+    try {
       const address = newAddress();
       for (let i = 0; i < 5; i++) {
         await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({ code: "unauthorized" });
@@ -242,7 +249,9 @@ describe("sign-in", () => {
       await expect(signIn({ email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({
         code: "unauthorized",
       });
-    });
+    } finally {
+      restore();
+    }
   });
 
   it("states waits as a person reads them", () => {

@@ -11,6 +11,7 @@ import {
   expectApiError,
   expectLedgerConsistent,
   expectOcrOk,
+  withSettings,
   withStore,
 } from "./support";
 
@@ -20,7 +21,8 @@ import {
  * timeout, nothing is charged, and other accounts' documents are read meanwhile. Opening a PDF may take 3 s of
  * processor time here (10 by default): on a machine shared with other test runs that is still well within the deadline.
  */
-withStore("redis", { OCR_ENGINE_PROCESSES: "1", MAX_PDF_WORK_MS: "3000" });
+withStore("redis", { OCR_ENGINE_PROCESSES: "1" });
+withSettings("ocr", { maxPdfWorkMs: 3000 });
 afterAll(() => getOcrPool().terminate());
 
 const report = readFileSync(path.join(SAMPLES.dir, "report.pdf")).toString("base64");

@@ -17,7 +17,7 @@ import {
   expectApiError,
   fixture,
   ocrRequest,
-  setEnv,
+  overrideSettings,
   sleep,
   tinyPng,
   withRemoteFiles,
@@ -110,7 +110,7 @@ describe("the intake", () => {
     it("a PDF a job accepts passes a read's structure check too: one work budget, growing with the file", async () => {
       // A 12 MB PDF (one page of text, and an incompressible stream its structure check reads through) with a
       // 100 ms budget per document: both paths give it 1.2 s, a second per 10 MB (the read path gave 100 ms before).
-      const restore = setEnv({ MAX_PDF_WORK_MS: "100" });
+      const restore = overrideSettings("ocr", { maxPdfWorkMs: 100 });
       try {
         const pdf = await PDFDocument.create();
         const font = await pdf.embedFont("Helvetica");

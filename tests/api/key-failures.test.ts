@@ -4,10 +4,10 @@ import * as mcpRoute from "@/app/api/mcp/route";
 import { generateApiKey } from "@/lib/keys";
 import { expectKeyRefused, rpcRequest } from "../mcp/support";
 import { waitForWindowRoom } from "../support/redis";
-import { createAccount, expectApiError, withStore } from "./support";
+import { createAccount, expectApiError, withSettings, withStore } from "./support";
 
 /*
- * Failed key lookups are limited per client address (KEY_FAILURES_PER_ADDRESS_PER_MINUTE, 5 here): each unknown or
+ * Failed key lookups are limited per client address (`keySettings().keyFailuresPerAddressPerMinute`, 5 here): each unknown or
  * revoked key costs a store round trip, so past the limit an address gets `429` with `Retry-After` — on REST and on
  * MCP alike, counted together — while other addresses, and valid keys from them, go on as before.
  */
@@ -39,7 +39,8 @@ async function expectKeyFailuresLimited(response: Response): Promise<void> {
 }
 
 describe("failed key lookups per client address (redis store)", () => {
-  withStore("redis", { KEY_FAILURES_PER_ADDRESS_PER_MINUTE: String(LIMIT) });
+  withStore("redis");
+  withSettings("keys", { keyFailuresPerAddressPerMinute: LIMIT });
 
   it("REST: past the limit an address gets 429 with Retry-After, also for a valid key; other addresses are not affected", async () => {
     await waitForWindowRoom(60_000, 10_000);

@@ -12,6 +12,7 @@ import { getBalance, grantCredits, listLedger } from "@/lib/credits";
 import { resetEnv } from "@/lib/env";
 import { errorCodeSchema, errorStatus, type ErrorBody, type ErrorCode } from "@/lib/api/errors";
 import { createApiKey } from "@/lib/keys";
+import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
 import { resetStore } from "@/lib/store";
 import { withRedisStoreEnv } from "../support/redis";
 
@@ -66,6 +67,21 @@ export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}
     resetEnv();
   });
 }
+
+/**
+ * Override some of a module's constant settings (`jobSettings()`, `webhookSettings()`, `ocrSettings()` …, through
+ * lib/settings-overrides.ts) for the tests of the enclosing `describe`: short timings and small limits that are not
+ * environment variables. For one test, call `overrideSettings` itself (it returns the restore function).
+ */
+export function withSettings<T extends object>(section: SettingsSection, values: Partial<T>): void {
+  let restore = () => {};
+  beforeAll(() => {
+    restore = overrideSettings(section, values);
+  });
+  afterAll(() => restore());
+}
+
+export { overrideSettings };
 
 /**
  * Set environment variables for one test, and make the service read them (`resetEnv()`: it parses `process.env` once

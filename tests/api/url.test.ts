@@ -9,6 +9,7 @@ import {
   fixture,
   fixtureArrayBuffer,
   groundTruth,
+  overrideSettings,
   setEnv,
   sleep,
   withRemoteFiles,
@@ -172,7 +173,7 @@ describe("imageUrl served by msw", () => {
   });
 
   it("a slow body past the fetch timeout → 502 fetch_failed", async () => {
-    const restore = setEnv({ URL_FETCH_TIMEOUT_MS: "400" });
+    const restore = overrideSettings("fetch", { timeoutMs: 400 });
     try {
       const account = await createAccount(10);
       server.use(

@@ -44,14 +44,17 @@ async function newApiAccount(credits = 100): Promise<{ key: string; balance: () 
 describe("the site in headless Chromium", () => {
   beforeAll(async () => {
     await Promise.all([
-      startDevServer({
-        REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: prefix,
-        FREE_CREDITS,
-        SIGNUP_PER_ADDRESS_PER_HOUR: String(SIGNUPS_PER_ADDRESS),
-        SERVER_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-        LOG_REQUESTS: "true",
-      }).then((started) => {
+      startDevServer(
+        {
+          REDIS_URL: TEST_REDIS_URL,
+          REDIS_PREFIX: prefix,
+          FREE_CREDITS,
+          SIGNUP_PER_ADDRESS_PER_HOUR: String(SIGNUPS_PER_ADDRESS),
+          LOG_REQUESTS: "true",
+        },
+        "/signin",
+        ["--headers-timeout-ms", String(HEADERS_TIMEOUT_MS)],
+      ).then((started) => {
         server = started;
         baseUrl = started.baseUrl;
       }),

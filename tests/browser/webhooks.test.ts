@@ -33,15 +33,18 @@ describe("the settings page's webhooks", () => {
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
     await Promise.all([
-      startDevServer({
-        NEXT_DIST_DIR: ".next-test-webhooks",
-        REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: prefix,
-        OCR_ENGINE_PROCESSES: "1",
-        LOG_REQUESTS: "false",
-        URL_ALLOW_HOSTS: "127.0.0.1",
-        WEBHOOK_RETRY_BASE_MS: "500",
-      }).then((started) => {
+      startDevServer(
+        {
+          NEXT_DIST_DIR: ".next-test-webhooks",
+          REDIS_URL: TEST_REDIS_URL,
+          REDIS_PREFIX: prefix,
+          OCR_ENGINE_PROCESSES: "1",
+          LOG_REQUESTS: "false",
+          URL_ALLOW_HOSTS: "127.0.0.1",
+        },
+        "/signin",
+        ["--settings", JSON.stringify({ webhooks: { retryBaseMs: 500 } })],
+      ).then((started) => {
         server = started;
         baseUrl = started.baseUrl;
       }),

@@ -6,7 +6,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { webhookEventSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { jobEventId, newSigningSecret, resetDeliveryQueue, rotateWebhookSecret } from "@/lib/webhooks";
-import { FIXTURE_DIR, createAccount, groundTruth, withStore } from "../api/support";
+import { FIXTURE_DIR, createAccount, groundTruth, withSettings, withStore } from "../api/support";
 import {
   startWebhookReceiver,
   waitFor,
@@ -31,7 +31,8 @@ const VECTOR = {
   signature: "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
 };
 
-withStore("redis", { URL_ALLOW_HOSTS: "127.0.0.1", WEBHOOK_RETRY_BASE_MS: "200" });
+withStore("redis", { URL_ALLOW_HOSTS: "127.0.0.1" });
+withSettings("webhooks", { retryBaseMs: 200 });
 const cli = withBuiltCli();
 const server = withTestServer();
 const tempDir = withTempDirs();

@@ -37,6 +37,9 @@ interface JobStatus {
   links: { self: string; result: string };
 }
 
+/** A process that dies lets its pages' locks lapse within seconds here (30 s by default: `jobSettings()`). */
+const FAST_LOCKS = { jobs: { lockMs: 4000, stalledIntervalMs: 1000 } };
+
 describe("jobs across two server instances and a worker", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ocr-cluster-"));
   let redis: OwnRedis;
@@ -56,9 +59,6 @@ describe("jobs across two server instances and a worker", () => {
       OCR_ENGINE_PROCESSES: "1",
       OCR_ENGINES: "tesseract",
       OCR_DEFAULT_LANGUAGE: "eng",
-      // A process that dies lets its pages' locks lapse within seconds here (30 s by default).
-      JOB_LOCK_MS: "4000",
-      JOB_STALLED_INTERVAL_MS: "1000",
     };
     for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
       delete process.env[name];
@@ -67,10 +67,10 @@ describe("jobs across two server instances and a worker", () => {
     await resetStore();
     [scan, a, b] = await Promise.all([
       longScan(PAGES),
-      startInstance("server", "instance-a", env),
-      startInstance("server", "instance-b", env),
+      startInstance("server", "instance-a", env, FAST_LOCKS),
+      startInstance("server", "instance-b", env, FAST_LOCKS),
     ]);
-    instances.push(a, b, await startInstance("worker", "worker-1", env));
+    instances.push(a, b, await startInstance("worker", "worker-1", env, FAST_LOCKS));
   }, 240_000);
 
   afterAll(async () => {

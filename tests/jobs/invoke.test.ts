@@ -10,7 +10,7 @@ import { WORK_PATH, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/j
 import { getOcrPool } from "@/lib/ocr";
 import { resetEnv } from "@/lib/env";
 import { resetStore } from "@/lib/store";
-import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withStore } from "../api/support";
+import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withSettings, withStore } from "../api/support";
 import { TEST_REDIS_URL, createTestPrefix, deleteKeysWithPrefix } from "../support/redis";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
 
@@ -67,10 +67,10 @@ describe("jobs on a runner of invocations", () => {
     SERVICE_URL: ORIGIN,
     JOBS_RUNNER: "invoke",
     CRON_SECRET: SECRET,
-    JOB_FANOUT: "2",
     OCR_ENGINE_PROCESSES: "1",
     OCR_ENGINES: "tesseract",
   });
+  withSettings("jobs", { fanout: 2 });
   const calls: Array<{ signature: string | null; status: number }> = [];
   const server = setupServer(
     http.post(`${ORIGIN}${WORK_PATH}`, async ({ request }) => {

@@ -7,7 +7,7 @@ import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { jobResultSchema } from "@/lib/api/schemas";
 import { encodePage } from "@/lib/jobs/payload";
 import { getStore } from "@/lib/store";
-import { createAccount, expectApiError, setEnv, withStore, type TestAccount } from "../api/support";
+import { createAccount, expectApiError, overrideSettings, withStore, type TestAccount } from "../api/support";
 import { deleteKeysWithPrefix, waitForWindowRoom } from "../support/redis";
 
 /*
@@ -186,7 +186,7 @@ describe("every message of an MCP batch counts against the key's limits", () => 
     }));
 
   it("a batch of 5 tasks/result takes 5 reads; one of 30 with fewer left is 429, nothing taken", async () => {
-    const restore = setEnv({ READ_RATE_LIMIT_PER_MINUTE: "20" });
+    const restore = overrideSettings("keys", { readsPerMinute: 20 });
     try {
       await waitForWindowRoom(60_000, 3_000);
       const account = await createAccount(10);

@@ -17,6 +17,7 @@ import {
   fixture,
   groundTruth,
   ocrRequest,
+  overrideSettings,
   setEnv,
   withStore,
   type TestAccount,
@@ -189,7 +190,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   it("a page whose text layer takes unbounded work fails alone (too complex), the pages beside it are read", async () => {
     const account = await createAccount(20);
     const pdf = await mergedPdf(["born-digital.pdf", "hostile/nested-forms.pdf", "born-digital.pdf"]);
-    const restore = setEnv({ MAX_PDF_WORK_MS: "1500" });
+    const restore = overrideSettings("ocr", { maxPdfWorkMs: 1500 });
     try {
       const view = await accepted(await submit(account, { image: Buffer.from(pdf).toString("base64") }));
       const final = await waitEnded(account, view);

@@ -11,7 +11,7 @@ import { listLedger } from "@/lib/credits";
 import { resetWorkQueue } from "@/lib/jobs";
 import { createRedisStore, createTcpRedis, resetStore, type Store } from "@/lib/store";
 import { freePort } from "../../tooling";
-import { createAccount, expectApiError, setEnv, tinyPng, withStore } from "../api/support";
+import { createAccount, expectApiError, overrideSettings, tinyPng, withStore } from "../api/support";
 import { OwnRedis } from "../support/own-redis";
 
 /*
@@ -210,7 +210,7 @@ describe("/api/health and Redis's memory (issue 30 point 3)", () => {
   );
 });
 
-describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)", () => {
+describe("each account's stored job files are capped (twice MAX_JOB_URL_BYTES)", () => {
   withStore("redis", { RATE_LIMIT_PER_MINUTE: "100000", JOBS_RUNNER: "off" });
   afterAll(() => resetWorkQueue());
 
@@ -225,7 +225,7 @@ describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)
 
   it("the job past the cap is 429 with when room comes back, nothing charged; another account is not affected", async () => {
     const png = new Uint8Array(tinyPng("CAPPED 1", 900, 300));
-    const restore = setEnv({ MAX_JOB_BYTES_PER_ACCOUNT: String(Math.floor(png.byteLength * 2.5)) });
+    const restore = overrideSettings("jobs", { maxAccountBytes: Math.floor(png.byteLength * 2.5) });
     try {
       const account = await createAccount(10);
       expect((await submit(account.key, png)).status).toBe(202);
@@ -234,7 +234,7 @@ describe("each account's stored job files are capped (MAX_JOB_BYTES_PER_ACCOUNT)
       const body = await expectApiError(
         refused,
         "rate_limited",
-        /already hold .* of files .*MAX_JOB_BYTES_PER_ACCOUNT.*released at .*Nothing was charged/,
+        /already hold .* of files .*twice MAX_JOB_URL_BYTES.*released at .*Nothing was charged/,
       );
       expect(body.error.message).toMatch(/would pass the/);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);

@@ -117,7 +117,7 @@ describe("stage profile", () => {
       expect(profile.total).toBeGreaterThanOrEqual(sumOfStages(profile) - 0.5);
     });
 
-    it("OCR_KEEP_TESSERACT_FOR_PADDLE: Tesseract's thread stays through PaddleOCR, and the next page does not start one", async () => {
+    it("keepTesseract (ocrSettings().keepTesseractForPaddle): Tesseract's thread stays through PaddleOCR, and the next page does not start one", async () => {
       const keeping = new OcrPool({
         size: 1,
         queueLimit: 16,

@@ -75,13 +75,18 @@ async function spawnServer(
  * group, on a free port of 127.0.0.1, with `env` over the test's environment and no Upstash variables. Resolves once
  * `readyPath` answers 200.
  */
-export async function startDevServer(env: Record<string, string>, readyPath = "/signin"): Promise<DevServer> {
+export async function startDevServer(
+  env: Record<string, string>,
+  readyPath = "/signin",
+  /** More arguments of scripts/serve.mjs: `--headers-timeout-ms`, `--settings '<json>'`. */
+  serveArgs: string[] = [],
+): Promise<DevServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   // Its own build directory: `npm test` works while `npm run dev` holds .next/dev (next.config.ts reads NEXT_DIST_DIR).
   return spawnServer(
     process.execPath,
-    [path.join(ROOT, "scripts/serve.mjs"), "--dev", "--port", String(port), "--hostname", "127.0.0.1"],
+    [path.join(ROOT, "scripts/serve.mjs"), "--dev", "--port", String(port), "--hostname", "127.0.0.1", ...serveArgs],
     serverEnv({ NEXT_DIST_DIR: ".next-test", ...env }),
     baseUrl,
     port,

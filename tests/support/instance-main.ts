@@ -1,8 +1,10 @@
 // A server instance for the multi-process job tests, without Next: the same route handlers and the same job runner
 // as a built server (instrumentation.ts starts the runner there), served by node:http. Started by
 // tests/support/instance.ts with `tsx --conditions=react-server`; its configuration comes from the environment
-// (REDIS_URL, REDIS_PREFIX, OCR_ENGINE_PROCESSES, JOB_*). Prints `ready <port>` when it listens.
+// (REDIS_URL, REDIS_PREFIX, OCR_ENGINE_PROCESSES) and its arguments, as `npm run worker`'s (`--name`, `--settings`
+// '<json>': lib/settings-overrides.ts). Prints `ready <port>` when it listens.
 import http from "node:http";
+import { parseArgs } from "node:util";
 import * as credits from "@/app/api/credits/route";
 import * as process_ from "@/app/api/ocr/process/route";
 import * as jobs from "@/app/api/ocr/jobs/route";
@@ -10,6 +12,12 @@ import * as job from "@/app/api/ocr/jobs/[id]/route";
 import * as result from "@/app/api/ocr/jobs/[id]/result/route";
 import { ensureJobRunner, stopJobRunner } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
+import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
+
+const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
+const given = JSON.parse(args.settings ?? "{}") as Partial<Record<SettingsSection, Record<string, unknown>>>;
+for (const [section, values] of Object.entries(given)) overrideSettings(section as SettingsSection, values);
+if (args.name) overrideSettings("jobs", { workerName: args.name });
 
 type Handler = (req: Request) => Promise<Response>;
 type Module = Partial<Record<string, Handler>>;

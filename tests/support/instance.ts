@@ -26,12 +26,15 @@ export async function startInstance(
   kind: "server" | "worker",
   name: string,
   env: Record<string, string>,
+  /** Overrides of the modules' settings (lib/settings-overrides.ts), passed as `--settings '<json>'`. */
+  settings: Record<string, Record<string, unknown>> = {},
 ): Promise<Instance> {
   const script =
     kind === "server" ? path.join(ROOT, "tests/support/instance-main.ts") : path.join(ROOT, "scripts/worker.ts");
-  const child: ChildProcess = spawn(TSX, ["--conditions=react-server", script], {
+  const args = ["--name", name, "--settings", JSON.stringify(settings)];
+  const child: ChildProcess = spawn(TSX, ["--conditions=react-server", script, ...args], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: "test", LOG_REQUESTS: "false", JOB_WORKER_NAME: name, ...env },
+    env: { ...process.env, NODE_ENV: "test", LOG_REQUESTS: "false", ...env },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

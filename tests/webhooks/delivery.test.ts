@@ -19,6 +19,7 @@ import {
   sendTestEvent,
   setDefaultWebhookUrl,
   startWebhookWorker,
+  type WebhookSettings,
 } from "@/lib/webhooks";
 import {
   createAccount,
@@ -26,6 +27,7 @@ import {
   ocrRequest,
   setEnv,
   tinyPng,
+  withSettings,
   withStore,
   type TestAccount,
 } from "../api/support";
@@ -41,12 +43,9 @@ import packageJson from "@/package.json";
  */
 
 const BASE = "http://localhost:3000";
-const FAST = {
-  URL_ALLOW_HOSTS: "127.0.0.1",
-  WEBHOOK_RETRY_BASE_MS: "200",
-  WEBHOOK_TIMEOUT_MS: "1500",
-  WEBHOOK_MAX_ATTEMPTS: "3",
-};
+const FAST = { URL_ALLOW_HOSTS: "127.0.0.1" };
+/** Short retries and attempts (`webhookSettings()`'s constants: 60 s, 10 s, 13 attempts). */
+const FAST_WEBHOOKS: Partial<WebhookSettings> = { retryBaseMs: 200, timeoutMs: 1500, maxAttempts: 3 };
 
 const submit = (account: TestAccount, body: unknown) =>
   jobsRoute.POST(ocrRequest(body, { key: account.key, url: `${BASE}/api/ocr/jobs` }));
@@ -86,6 +85,7 @@ const image = () => tinyPng("WEBHOOK 42").toString("base64");
 
 describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (kind) => {
   withStore(kind, FAST);
+  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
@@ -385,6 +385,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
 describe("a job that succeeds is announced once, by the runner that ended it (redis)", () => {
   withStore("redis", FAST);
+  withSettings("webhooks", FAST_WEBHOOKS);
   const pool = createTestPool();
   let runners: JobRunner[] = [];
   let receiver: WebhookReceiver;
@@ -433,6 +434,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
 
 describe("deliveries in invocations (the invoke runner: no worker, drained within a budget; redis)", () => {
   withStore("redis", FAST);
+  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
@@ -477,6 +479,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
     OCR_ENGINE_PROCESSES: "1",
     OCR_ENGINES: "tesseract",
   });
+  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
   /** The work calls the service makes to itself, held until the test runs them (no network: fetch is stubbed). */
   const workCalls: Request[] = [];

@@ -13,7 +13,7 @@ import {
   webhookSettings,
   type Delivery,
 } from "@/lib/webhooks";
-import { createAccount, withStore, type TestAccount } from "../api/support";
+import { createAccount, withSettings, withStore, type TestAccount } from "../api/support";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
 
 /*
@@ -55,12 +55,8 @@ function watchConnections(receiver: WebhookReceiver): { stop(): number } {
 
 describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kind) => {
   // Retries far apart: what a test sees is first attempts and the gate's decisions.
-  withStore(kind, {
-    URL_ALLOW_HOSTS: "127.0.0.1",
-    WEBHOOK_TIMEOUT_MS: "3000",
-    WEBHOOK_RETRY_BASE_MS: "60000",
-    WEBHOOK_MAX_ATTEMPTS: "3",
-  });
+  withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1" });
+  withSettings("webhooks", { timeoutMs: 3000, retryBaseMs: 60_000, maxAttempts: 3 });
   let sink: WebhookReceiver;
   let victimReceiver: WebhookReceiver;
 
@@ -76,7 +72,7 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
   });
 
   it("40 events to a receiver that never answers hold the account's 2 slots, not all 8: another account's event goes out at once", async () => {
-    const share = 2; // WEBHOOK_ACCOUNT_CONCURRENCY's default
+    const share = 2; // webhookSettings().accountConcurrency
     const attacker = await accountFor(sink);
     const victim = await accountFor(victimReceiver);
     sink.script = Array.from({ length: 40 }, () => "hang" as const);
@@ -99,12 +95,8 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
 
 describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs off as a whole (%s store)", (kind) => {
   // A pause of about 1 s, doubling; the events' own retries 1 s apart too (they find the receiver paused).
-  withStore(kind, {
-    URL_ALLOW_HOSTS: "127.0.0.1",
-    WEBHOOK_TIMEOUT_MS: "1500",
-    WEBHOOK_RETRY_BASE_MS: "1000",
-    WEBHOOK_MAX_ATTEMPTS: "13",
-  });
+  withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1" });
+  withSettings("webhooks", { timeoutMs: 1500, retryBaseMs: 1000, maxAttempts: 13 });
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {

@@ -113,7 +113,7 @@ void warming.then(() => send({ type: "ready", ...(engine.tesseractInUse && { tes
 /**
  * pdf.js's work on a page is one chain of promises that never yields to the event loop, so an engine process busy with
  * a hostile PDF does not see its channel close when the server dies (killed, or a test process ending), and spins on,
- * orphaned, for as long as the page's work lasts (minutes and more: the server's work budget, MAX_PDF_WORK_MS, stops it
+ * orphaned, for as long as the page's work lasts (minutes and more: the server's work budget, `ocrSettings().maxPdfWorkMs`, stops it
  * only while the server lives). A thread watches instead: once this process is no longer its parent's child (the
  * parent died), it kills it. Started at the first PDF job: the thread costs ~18 MB, which image-only processes never pay.
  */

@@ -69,7 +69,7 @@ export interface PageTools {
   paddle: boolean;
   /** The second reading's threshold (default: second-reading.ts's). */
   secondReadingBelow?: number;
-  /** Keep Tesseract's idle thread while PaddleOCR reads (OCR_KEEP_TESSERACT_FOR_PADDLE). */
+  /** Keep Tesseract's idle thread while PaddleOCR reads (`ocrSettings().keepTesseractForPaddle`). */
   keepTesseract?: boolean;
   /** The pool's one memory-heavy slot (main.ts); without it no waiting. */
   heavy?: { acquire(waitMs: number): Promise<boolean>; release(): void };
@@ -285,7 +285,7 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
   try {
     // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up (engine
     // processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). A native Tesseract has nothing to
-    // give back. OCR_KEEP_TESSERACT_FOR_PADDLE trades that memory for CPU (docs/decisions.md#speed-profile).
+    // give back. `ocrSettings().keepTesseractForPaddle` trades that memory for CPU (docs/decisions.md#speed-profile).
     if (!tools.keepTesseract) await tools.tesseract.shed();
     // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
     // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.

@@ -190,7 +190,7 @@ export interface PutSourceInput {
   /** How long the chunks (and their count on the account) live unless `createJob` takes them. */
   pendingTtlMs: number;
   userId: string;
-  /** Most bytes of job files the account may have stored at once (`MAX_JOB_BYTES_PER_ACCOUNT`). */
+  /** Most bytes of job files the account may have stored at once (`jobSettings().maxAccountBytes`). */
   maxAccountBytes: number;
 }
 

@@ -1,5 +1,6 @@
 import { authorizeCron, methodNotAllowed, withRequest } from "@/lib/http";
 import { workJobsFor } from "@/lib/jobs";
+import { services } from "@/lib/services";
 
 export const runtime = "nodejs";
 export const dynamic = "force-dynamic";
@@ -15,7 +16,7 @@ const methods = ["GET"];
 // queue for this invocation's budget. `Authorization: Bearer $CRON_SECRET`, as Vercel Cron sends it.
 export const GET = withRequest(async ({ req }) => {
   authorizeCron(req);
-  const ran = await workJobsFor(maxDuration * 1000 - BUDGET_MARGIN_MS);
+  const ran = await workJobsFor(maxDuration * 1000 - BUDGET_MARGIN_MS, services().jobWork);
   return Response.json({ success: true, ...ran }, { headers: { "Cache-Control": "no-store" } });
 });
 
