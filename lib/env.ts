@@ -161,29 +161,16 @@ export const envSchema = z.object({
   // MCP (/api/mcp): lib/mcp/config.ts turns these into the route's settings (`mcpConfig`)
 });
 
-/**
- * Values lib/api/openapi.ts still reads off `Env` (that file is being rewritten elsewhere): no longer variables, but
- * constants of their modules — `fetchSettings()` (lib/input/fetch-remote.ts), `ocrSettings()` (lib/ocr/settings.ts),
- * `webhookSettings()` — or derived (`READ_RATE_LIMIT_PER_MINUTE`: lib/keys/rate-limit.ts). tests/configuration.test.ts
- * checks they agree. Read the module's settings instead.
- */
-export interface LegacyEnvFields {
-  /** @deprecated `fetchSettings().timeoutMs` */
-  URL_FETCH_TIMEOUT_MS: number;
-  /** @deprecated `fetchSettings().maxRedirects` */
-  URL_MAX_REDIRECTS: number;
-  /** @deprecated `ocrSettings().maxImagePixels` */
-  MAX_IMAGE_PIXELS: number;
-  /** @deprecated `readRateLimitPerMinute()` */
-  READ_RATE_LIMIT_PER_MINUTE: number;
-  /** @deprecated `webhookSettings().timeoutMs` */
-  WEBHOOK_TIMEOUT_MS: number;
-}
-
-export type Env = z.infer<typeof envSchema> & { OCR_ENGINE_PROCESSES: number } & LegacyEnvFields;
+export type Env = z.infer<typeof envSchema> & { OCR_ENGINE_PROCESSES: number };
 
 /** Reads about jobs per key per minute: ten times `RATE_LIMIT_PER_MINUTE` (was `READ_RATE_LIMIT_PER_MINUTE`, 600). */
 export const READ_RATE_LIMIT_FACTOR = 10;
+
+/**
+ * Bytes of job files one account may have stored: twice `MAX_JOB_URL_BYTES` (was `MAX_JOB_BYTES_PER_ACCOUNT`). Here,
+ * not in lib/jobs/settings.ts, so the OpenAPI document states it without importing the job queue.
+ */
+export const JOB_ACCOUNT_BYTES_FACTOR = 2;
 
 /**
  * Variables this service no longer reads (docs/configuration.md#which-variables-there-are-classification): tuning
@@ -246,11 +233,6 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   return {
     ...parsed.data,
     OCR_ENGINE_PROCESSES: parsed.data.OCR_ENGINE_PROCESSES ?? Math.max(1, os.availableParallelism()),
-    URL_FETCH_TIMEOUT_MS: 15_000,
-    URL_MAX_REDIRECTS: 3,
-    MAX_IMAGE_PIXELS: 50_000_000,
-    READ_RATE_LIMIT_PER_MINUTE: READ_RATE_LIMIT_FACTOR * parsed.data.RATE_LIMIT_PER_MINUTE,
-    WEBHOOK_TIMEOUT_MS: 10_000,
   };
 }
 

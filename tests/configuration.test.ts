@@ -2,8 +2,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { envSchema, IGNORED_VARIABLES, ignoredVariablesNotice, parseEnv } from "@/lib/env";
+import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { fetchSettings } from "@/lib/input";
-import { ocrSettings } from "@/lib/ocr";
+import { keySettings } from "@/lib/keys";
+import { ocrSettings } from "@/lib/ocr/settings";
 import { webhookSettings } from "@/lib/webhooks";
 
 /*
@@ -86,12 +88,16 @@ describe("variables no longer read", () => {
     for (const name of IGNORED_VARIABLES) expect(variables, name).not.toContain(name);
   });
 
-  it("the values lib/api/openapi.ts still reads off Env are the modules' own", () => {
+  it("the OpenAPI document states the modules' constants and the read limit derived from the configuration", () => {
     const env = parseEnv({ RATE_LIMIT_PER_MINUTE: "7" });
-    expect(env.URL_FETCH_TIMEOUT_MS).toBe(fetchSettings().timeoutMs);
-    expect(env.URL_MAX_REDIRECTS).toBe(fetchSettings().maxRedirects);
-    expect(env.MAX_IMAGE_PIXELS).toBe(ocrSettings().maxImagePixels);
-    expect(env.WEBHOOK_TIMEOUT_MS).toBe(webhookSettings().timeoutMs);
-    expect(env.READ_RATE_LIMIT_PER_MINUTE).toBe(70);
+    expect(keySettings({}, env).readsPerMinute).toBe(70);
+    const document = buildOpenApiDocument(env) as { info: { description: string } };
+    const { timeoutMs, maxRedirects } = fetchSettings();
+    expect(document.info.description).toContain(`URL fetch ${timeoutMs / 1000} s and ${maxRedirects} redirects`);
+    expect(document.info.description).toContain(
+      `image pixels ${Math.round(ocrSettings().maxImagePixels / 1e6)} megapixels`,
+    );
+    expect(document.info.description).toContain("7 requests per minute per key, and 70 reads");
+    expect(JSON.stringify(document)).toContain(`within ${webhookSettings().timeoutMs / 1000} s is a delivery`);
   });
 });

@@ -9,6 +9,8 @@ import { getEnv } from "@/lib/env";
 import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
+// eslint-disable-next-line no-restricted-imports -- the constants alone: the barrel pulls the delivery queue
+import { webhookSettings } from "@/lib/webhooks/settings";
 
 export const metadata: Metadata = { title: "Documentation" };
 
@@ -168,10 +170,10 @@ function JobsSection({ target, jobFields }: { target: { origin: string }; jobFie
         or <code>job.cancelled</code> event there — the job&apos;s id, status, pages, credits and result URL, never its
         text — signed per Standard Webhooks with the account&apos;s secret (created on the settings page; verify with
         the <code>standardwebhooks</code> package for Node or Python). A delivery is a <code>2xx</code> answer within{" "}
-        {env.WEBHOOK_TIMEOUT_MS / 1000} s; failed ones are retried for about a day with the same <code>webhook-id</code>
-        . The job&apos;s status lists its last attempts in <code>webhook.deliveries</code>. A job cancelled before any
-        page was read sends no event; a receiver that keeps failing is paused, and disabled after 5 days until you
-        re-enable it on the <Link href="/settings#webhooks">settings page</Link>.
+        {webhookSettings().timeoutMs / 1000} s; failed ones are retried for about a day with the same{" "}
+        <code>webhook-id</code>. The job&apos;s status lists its last attempts in <code>webhook.deliveries</code>. A job
+        cancelled before any page was read sends no event; a receiver that keeps failing is paused, and disabled after 5
+        days until you re-enable it on the <Link href="/settings#webhooks">settings page</Link>.
       </p>
       <h3 id="job-fields">The job</h3>
       <ReferenceTableView table={jobFields} className="error-table" />

@@ -1,5 +1,5 @@
 import { jobResultQuerySchema, jobsListQuerySchema } from "@/lib/api/schemas";
-import type { Env } from "@/lib/env";
+import { JOB_ACCOUNT_BYTES_FACTOR, type Env } from "@/lib/env";
 import { errorCodes } from "@/lib/api/error-catalogue";
 import type { ErrorCode } from "@/lib/api/errors";
 import {
@@ -15,6 +15,7 @@ import {
   type Json,
 } from "@/lib/api/openapi-parts";
 import { formatMegabytes } from "@/lib/input";
+import { keySettings } from "@/lib/keys";
 import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";
 import { outputFormats } from "@/lib/vocabulary";
 
@@ -142,8 +143,8 @@ export function openApiPaths(env: Env): Json {
   const readNotes: Partial<Record<ErrorCode, string>> = {
     not_found: "a malformed job id, an unknown one, another account's, or one forgotten 7 days after it expired",
     rate_limited:
-      `reads about jobs count against \`READ_RATE_LIMIT_PER_MINUTE\` (${env.READ_RATE_LIMIT_PER_MINUTE} per key), ` +
-      "not against the request limit",
+      `reads about jobs count against their own limit, ${keySettings({}, env).readsPerMinute} per key per minute ` +
+      "(ten times `RATE_LIMIT_PER_MINUTE`), not against the request limit",
   };
   /** What submitting a job may also be refused for, beyond the synchronous route's reasons. */
   const submitNotes: Partial<Record<ErrorCode, string>> = {
@@ -155,7 +156,7 @@ export function openApiPaths(env: Env): Json {
     rate_limited:
       `the account already has \`MAX_QUEUED_PAGES_PER_ACCOUNT\` (${env.MAX_QUEUED_PAGES_PER_ACCOUNT}) pages waiting in its unfinished jobs (\`Retry-After: 60\`); ` +
       "or its jobs' stored files (queued, running, and succeeded ones kept with their results) and this one would pass " +
-      `\`MAX_JOB_BYTES_PER_ACCOUNT\` (${formatMegabytes(env.MAX_JOB_BYTES_PER_ACCOUNT)}; \`Retry-After\` until the first of them goes, the message says when)`,
+      `${formatMegabytes(JOB_ACCOUNT_BYTES_FACTOR * env.MAX_JOB_URL_BYTES)} (twice \`MAX_JOB_URL_BYTES\`; \`Retry-After\` until the first of them goes, the message says when)`,
     unavailable:
       "a deployment without a TCP connection to its Redis (`REDIS_URL`), which the job queue needs: jobs are not available there, the message says so",
   };
@@ -266,7 +267,7 @@ export function openApiPaths(env: Env): Json {
         summary: "The account's jobs, newest first",
         description:
           "Jobs of the account behind the key (every key of the account), newest first, as long as they are " +
-          "kept. Counts against the read limit (`READ_RATE_LIMIT_PER_MINUTE`), not the request limit.",
+          "kept. Counts against the read limit (ten times `RATE_LIMIT_PER_MINUTE`), not the request limit.",
         parameters: queryParameters(jobsListQuerySchema),
         responses: {
           "200": {
@@ -296,7 +297,7 @@ export function openApiPaths(env: Env): Json {
           "`queued`, `running`, then `succeeded` (at least one page delivered: check `pagesFailed` and " +
           "`failedPages`), `failed` or `cancelled`. While it is queued or running, `Retry-After` says when to ask " +
           "again. Its results are kept `JOB_RESULT_TTL` after it ends (`expiresAt`), then `410` for 7 days, then `404`. " +
-          "Counts against the read limit (`READ_RATE_LIMIT_PER_MINUTE`).",
+          "Counts against the read limit (ten times `RATE_LIMIT_PER_MINUTE`).",
         responses: {
           "200": {
             description: "The job.",
@@ -348,7 +349,7 @@ export function openApiPaths(env: Env): Json {
           "asked for (default: all of the job's) as fit one response of about 4 MB, from the first. When some did " +
           'not fit, `next` (and `Link: <…>; rel="next"`) is the URL of the part with the rest: follow it until it ' +
           "is null. Works while the job runs too: pages not read yet are listed in `missingPages` as `pending`, " +
-          "failed ones as `failed` with their code. Counts against the read limit (`READ_RATE_LIMIT_PER_MINUTE`).",
+          "failed ones as `failed` with their code. Counts against the read limit (ten times `RATE_LIMIT_PER_MINUTE`).",
         parameters: queryParameters(jobResultQuerySchema),
         responses: {
           "200": {

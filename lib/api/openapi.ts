@@ -1,7 +1,12 @@
 import { getEnv, type Env } from "@/lib/env";
 import { componentSchemas, headers, type Json } from "@/lib/api/openapi-parts";
 import { openApiPaths } from "@/lib/api/openapi-paths";
-import { formatMegabytes } from "@/lib/input";
+import { fetchSettings, formatMegabytes } from "@/lib/input";
+import { keySettings } from "@/lib/keys";
+// eslint-disable-next-line no-restricted-imports -- the constants alone: "@/lib/ocr" is the reading entry
+import { ocrSettings } from "@/lib/ocr/settings";
+// eslint-disable-next-line no-restricted-imports -- the constants alone: the barrel pulls the delivery queue
+import { webhookSettings } from "@/lib/webhooks/settings";
 import { SERVICE_VERSION } from "@/lib/version";
 
 /*
@@ -12,16 +17,17 @@ import { SERVICE_VERSION } from "@/lib/version";
 
 /** The document for a configuration: its limits are stated in it (docs/api.md's reference uses the defaults). */
 export function buildOpenApiDocument(env: Env): Json {
+  const urlFetch = fetchSettings();
   const limits = [
     `a file in the request (multipart, raw body, or base64 decoded) ${formatMegabytes(env.MAX_INLINE_BYTES)} ` +
       "(20 MB self-hosted, 4 MB on Vercel, whose request bodies stop at 4.5 MB: larger files by `imageUrl`)",
     `URL file ${formatMegabytes(env.MAX_URL_BYTES)} (jobs: ${formatMegabytes(env.MAX_JOB_URL_BYTES)})`,
-    `URL fetch ${env.URL_FETCH_TIMEOUT_MS / 1000} s and ${env.URL_MAX_REDIRECTS} redirects, public http(s) addresses only`,
+    `URL fetch ${urlFetch.timeoutMs / 1000} s and ${urlFetch.maxRedirects} redirects, public http(s) addresses only`,
     `PDF pages ${env.MAX_PDF_PAGES} needing OCR per request (a page read from its text layer counts a tenth), ` +
       `${env.MAX_JOB_PAGES} per job`,
-    `image pixels ${Math.round(env.MAX_IMAGE_PIXELS / 1e6)} megapixels`,
+    `image pixels ${Math.round(ocrSettings().maxImagePixels / 1e6)} megapixels`,
     `request deadline ${env.REQUEST_DEADLINE_MS / 1000} s`,
-    `rate limit ${env.RATE_LIMIT_PER_MINUTE} requests per minute per key, and ${env.READ_RATE_LIMIT_PER_MINUTE} reads ` +
+    `rate limit ${env.RATE_LIMIT_PER_MINUTE} requests per minute per key, and ${keySettings({}, env).readsPerMinute} reads ` +
       "about jobs (status, result, list)",
     `job results kept ${Math.round(env.JOB_RESULT_TTL / 3600)} h after the job ends`,
   ];
@@ -51,7 +57,7 @@ export function buildOpenApiDocument(env: Env): Json {
             "Sent when a job with a `webhook` (or the account's default webhook URL) ends: `job.succeeded`, `job.failed` " +
             "or `job.cancelled` (and `webhook.test` from the settings page). Signed per Standard Webhooks with the " +
             "account's `whsec_` secret: verify the raw body with the `standardwebhooks` package. A `2xx` answer within " +
-            `${env.WEBHOOK_TIMEOUT_MS / 1000} s is a delivery; anything else is retried with exponential back-off ` +
+            `${webhookSettings().timeoutMs / 1000} s is a delivery; anything else is retried with exponential back-off ` +
             "(about a day), each attempt with the same `webhook-id`; `410` stops the retries. A job cancelled before " +
             "any page was read sends no event. A receiver (the URL's origin) that fails 5 times in a row is paused as a " +
             "whole (its events wait, one probe after each pause); one failing for 5 days is disabled until the settings " +

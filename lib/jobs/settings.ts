@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import os from "node:os";
-import { getEnv, type Env } from "@/lib/env";
+import { getEnv, JOB_ACCOUNT_BYTES_FACTOR, type Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { settingsOverrides } from "@/lib/settings-overrides";
 import { getStore } from "@/lib/store";
@@ -71,7 +71,7 @@ export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env = get
     backoffMs: 2_000,
     blockSeconds: 2,
     chunkBytes: 4 * MiB - 1024,
-    maxAccountBytes: 2 * env.MAX_JOB_URL_BYTES,
+    maxAccountBytes: JOB_ACCOUNT_BYTES_FACTOR * env.MAX_JOB_URL_BYTES,
     sourceCacheBytes: 512 * MiB,
     inspectChunk: 20,
     ...settingsOverrides<JobSettings>("jobs"),

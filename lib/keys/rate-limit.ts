@@ -1,4 +1,4 @@
-import { getEnv, READ_RATE_LIMIT_FACTOR } from "@/lib/env";
+import { getEnv, READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
 import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError } from "@/lib/api/errors";
 import { getStore, type RateLimitResult } from "@/lib/store";
@@ -30,10 +30,13 @@ export interface KeySettings {
   keyFailuresPerAddressPerMinute: number;
 }
 
-/** The key limits, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
-export function keySettings(overrides: Partial<KeySettings> = {}): KeySettings {
+/**
+ * The key limits of a configuration (default: this process's), with this process's overrides
+ * (lib/settings-overrides.ts) and `overrides` on top.
+ */
+export function keySettings(overrides: Partial<KeySettings> = {}, env: Env = getEnv()): KeySettings {
   return {
-    readsPerMinute: READ_RATE_LIMIT_FACTOR * getEnv().RATE_LIMIT_PER_MINUTE,
+    readsPerMinute: READ_RATE_LIMIT_FACTOR * env.RATE_LIMIT_PER_MINUTE,
     keyFailuresPerAddressPerMinute: 30,
     ...settingsOverrides<KeySettings>("keys"),
     ...overrides,
