@@ -3,7 +3,7 @@
 // in the environment (the accounts are made in its store).
 //
 // Times another account's 2-page born-digital PDF alone, then beside two nested-forms PDFs of one account (each
-// opened until its work budget, MAX_PDF_WORK_MS) sent a second before it. Prints the times as JSON.
+// opened until its work budget, 10 s: `ocrSettings().maxPdfWorkMs`) sent a second before it. Prints the times as JSON.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { grantCredits } from "@/lib/credits";

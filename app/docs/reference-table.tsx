@@ -3,7 +3,7 @@ import type { ReferenceTable } from "@/lib/api/reference";
 
 /**
  * Inline Markdown whose only markup is backticks (the catalogue's `when`, the OpenAPI descriptions) as text and
- * `<code>`. A long name in it may wrap after an underscore (`URL_FETCH_TIMEOUT_MS`), never inside a word.
+ * `<code>`. A long name in it may wrap after an underscore (`MAX_QUEUED_PAGES_PER_ACCOUNT`), never inside a word.
  */
 export function InlineMarkdown({ text }: { text: string }) {
   return (

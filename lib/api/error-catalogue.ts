@@ -73,8 +73,8 @@ export const errorCatalogue = {
     status: 413,
     when:
       "body, decoded file, fetched file, page count or pixel count over its limit; an image inside a PDF over the " +
-      "pixel limit; a PDF stream that inflates past `MAX_PDF_STREAM_BYTES`; a PDF that needs more work than " +
-      "`MAX_PDF_WORK_MS` of processing to open or to draw a page, or a page drawing more than 1,000,000 operations or " +
+      "pixel limit; a PDF stream that inflates past 128 MiB; a PDF that needs more than 10 s of " +
+      "processing to open (or a second per 10 MB of file when that is more) or to draw a page, or a page drawing more than 1,000,000 operations or " +
       "nesting forms more than 16 deep; a page whose reading needs more memory than an engine process may use; a " +
       'searchable PDF (`format: "pdf"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the ' +
       "PDF made): the message names the job route",
@@ -98,9 +98,9 @@ export const errorCatalogue = {
     status: 429,
     when:
       "per-key rate limit (`Retry-After` and `RateLimit-*` say when to retry); or more than `ACCOUNT_MAX_IN_FLIGHT` " +
-      "(4) OCR requests of the account in flight on the instance (`Retry-After`); or more than " +
-      "`KEY_FAILURES_PER_ADDRESS_PER_MINUTE` (30) unknown or revoked keys from the client's address (`Retry-After`); " +
-      "or, opening an MCP SSE stream, the account already holds `MCP_SSE_MAX_STREAMS_PER_ACCOUNT` (20) (`Retry-After`)",
+      "(4) OCR requests of the account in flight on the instance (`Retry-After`); or more than 30 " +
+      "unknown or revoked keys a minute from the client's address (`Retry-After`); or, opening an MCP SSE stream, the " +
+      "account already holds 20 open streams (`Retry-After`)",
     hint: "Too many requests with this key: retry after a minute.",
   },
   internal_error: {
@@ -115,17 +115,15 @@ export const errorCatalogue = {
   },
   fetch_failed: {
     status: 502,
-    when:
-      "`imageUrl` could not be fetched: DNS, connect, TLS, non-2xx, more than `URL_MAX_REDIRECTS` (3) redirects, " +
-      "over `URL_FETCH_TIMEOUT_MS` (15 s)",
+    when: "`imageUrl` could not be fetched: DNS, connect, TLS, non-2xx, more than 3 redirects, over 15 s",
     hint: "The service could not download the URL: check that it is public, returns the file itself (not a login page) and is reachable.",
   },
   overloaded: {
     status: 503,
     when:
       "the instance could not start this request before its deadline (the work ahead of it, in expected seconds), " +
-      "or `OCR_QUEUE_LIMIT` jobs wait; `Retry-After` is the expected wait. Opening an MCP SSE stream: the instance " +
-      "already holds `MCP_SSE_MAX_STREAMS_PER_INSTANCE` (200) (`Retry-After`)",
+      "or 64 recognition jobs already wait for an engine process; `Retry-After` is the expected wait. Opening an " +
+      "MCP SSE stream: the instance already holds 200 open streams (`Retry-After`)",
     hint: "The service is busy: retry in a few seconds.",
   },
   unavailable: {

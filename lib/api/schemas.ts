@@ -232,7 +232,7 @@ const jobStatusSchema = z
     "`queued` (accepted, no page read yet), `running` (pages are being read; `pagesDone` and `pagesFailed` grow), " +
       "then one of `succeeded` (at least one page delivered; check `pagesFailed`: a page that cannot be read fails " +
       "alone, with its code, and the rest go on), `failed` (no page could be read, the document itself could not be " +
-      "opened, or the job did not end within `JOB_MAX_DURATION`, 24 h; `error` says why), `cancelled` (with " +
+      "opened, or the job did not end within 24 h of its submission; `error` says why), `cancelled` (with " +
       "`DELETE`; `error.code` is `cancelled`).",
   );
 
@@ -291,7 +291,7 @@ export const jobViewSchema = z.object({
     .datetime()
     .describe(
       "When its results are gone: `JOB_RESULT_TTL` (24 h) after it ends, then `410`; before it ends, the latest that " +
-        "can be (`JOB_MAX_DURATION` + `JOB_RESULT_TTL` after submission).",
+        "can be (24 h, the longest a job may run, plus `JOB_RESULT_TTL` after submission).",
     ),
   error: failureSchema.optional().describe("A failed or cancelled job: why."),
   links: z

@@ -12,7 +12,7 @@ import { readsJobsOnly } from "./tasks";
 
 /** How a route instance runs tool calls (from the configuration, or shortened by tests). */
 export interface ToolCallSettings {
-  /** Budget of one `tools/call` in ms (`MCP_TOOL_DEADLINE_MS`, capped by `REQUEST_DEADLINE_MS`). */
+  /** Budget of one `tools/call` in ms (`mcpConfig().toolDeadlineMs`: 28 s, capped by `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs: number;
   /** Interval of a tool call's progress notifications (`MCP_PROGRESS_INTERVAL_MS`). */
   progressIntervalMs: number;

@@ -18,7 +18,7 @@ import { pollableTaskResult, resumedTaskResult, serveTaskResult, taskErrorAnswer
 
 /** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
 interface McpRouteOptions extends SseTransportOptions {
-  /** Budget of one `tools/call` in ms (default: `MCP_TOOL_DEADLINE_MS`, capped by `REQUEST_DEADLINE_MS`). */
+  /** Budget of one `tools/call` in ms (default: `mcpConfig().toolDeadlineMs`, 28 s capped by `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs?: number;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
   progressIntervalMs?: number;

@@ -82,7 +82,7 @@ interface BuildServerOptions {
   receivedAt?: number;
   /**
    * Epoch ms past which a tool call stops with `timeout` and nothing is charged. Default: `receivedAt +
-   * REQUEST_DEADLINE_MS` (the routes pass the MCP tool budget, `MCP_TOOL_DEADLINE_MS`).
+   * REQUEST_DEADLINE_MS` (the routes pass the MCP tool budget, `mcpConfig().toolDeadlineMs`).
    */
   deadline?: number;
   /**

@@ -31,7 +31,7 @@ export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { cal
 /** The `_meta` key of a `CreateTaskResult` whose text a host may hand the model at once (MCP 2025-11-25, Tasks). */
 const IMMEDIATE_RESPONSE_META_KEY = "io.modelcontextprotocol/model-immediate-response";
 
-/** Requests that only read about jobs: they count against the key's reads (`READ_RATE_LIMIT_PER_MINUTE`), as polling a job over REST does. */
+/** Requests that only read about jobs: they count against the key's reads (`keySettings().readsPerMinute`), as polling a job over REST does. */
 const JOB_READ_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list"]);
 
 const messageSchema = z.looseObject({

@@ -90,7 +90,7 @@ describe("503 overloaded", () => {
     await expectOcrOk(await callOcr({ image }, { key: other.key }));
   });
 
-  it("the job queue has a hard limit too (OCR_QUEUE_LIMIT): past it 503 at once, nothing charged", async () => {
+  it("the job queue has a hard limit too (ocrSettings().queueLimit): past it 503 at once, nothing charged", async () => {
     const account = await createAccount(10);
     const pool = new OcrPool({ size: 1, queueLimit: 1, maxJobsPerWorker: 100, createTimeoutMs: 30_000 });
     try {

@@ -350,7 +350,7 @@ describe("tool errors the model can act on → isError with the catalogued code;
     );
   });
 
-  it("timeout: a call over MCP_TOOL_DEADLINE_MS stops in time and is refunded", async () => {
+  it("timeout: a call over the tool budget (mcpConfig().toolDeadlineMs) stops in time and is refunded", async () => {
     let fileAnswered = false;
     server.use(
       http.get("https://files.example/slow.png", async () => {

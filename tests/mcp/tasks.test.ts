@@ -366,7 +366,7 @@ function expectPageProgress(reports: ProgressReport[], last = PAGES): void {
 }
 
 describe("rate limits", () => {
-  it("polling a task counts against the key's reads (READ_RATE_LIMIT_PER_MINUTE), other messages against its requests", async () => {
+  it("polling a task counts against the key's reads (ten times RATE_LIMIT_PER_MINUTE), other messages against its requests", async () => {
     const account = await createAccount(0);
     const read = await route.POST(
       rpcRequest(

@@ -1,7 +1,7 @@
 import { createMcpRoute } from "@/lib/mcp";
 
 export const runtime = "nodejs";
-// The Vercel Hobby maximum: the SSE stream closes itself before it (MCP_SSE_LIFETIME_MS, default 295 s); a tool
+// The Vercel Hobby maximum: the SSE stream closes itself before it (at 295 s: lib/mcp/config.ts); a tool
 // call is bounded by REQUEST_DEADLINE_MS like REST. Keep equal to MCP_MAX_DURATION_S (a literal: Next reads it statically).
 export const maxDuration = 300;
 

@@ -29,7 +29,7 @@ export interface PoolOptions {
   engines?: OcrEngine[];
   /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
   secondReadingBelow?: number;
-  /** Keep Tesseract's thread while PaddleOCR reads (`OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
+  /** Keep Tesseract's thread while PaddleOCR reads (`ocrSettings().keepTesseractForPaddle`, was `OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
   keepTesseract?: boolean;
   /** Which Tesseract the OCR processes read with (`OCR_TESSERACT`). Default `auto`: libtesseract where it loads. */
   tesseract?: EngineProcessConfig["tesseract"];
