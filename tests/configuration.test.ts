@@ -89,7 +89,7 @@ describe("variables no longer read", () => {
   });
 
   it("the OpenAPI document states the modules' constants and the read limit derived from the configuration", () => {
-    const env = parseEnv({ RATE_LIMIT_PER_MINUTE: "7" });
+    const env = parseEnv({ RATE_LIMIT_PER_MINUTE: "7", MAX_JOB_URL_BYTES: String(3 * 1024 * 1024) });
     expect(keySettings({}, env).readsPerMinute).toBe(70);
     const document = buildOpenApiDocument(env) as { info: { description: string } };
     const { timeoutMs, maxRedirects } = fetchSettings();
@@ -99,5 +99,6 @@ describe("variables no longer read", () => {
     );
     expect(document.info.description).toContain("7 requests per minute per key, and 70 reads");
     expect(JSON.stringify(document)).toContain(`within ${webhookSettings().timeoutMs / 1000} s is a delivery`);
+    expect(JSON.stringify(document)).toContain("would pass 6 MB (twice `MAX_JOB_URL_BYTES`");
   });
 });
