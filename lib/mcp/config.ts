@@ -64,9 +64,9 @@ const SSE_UNUSED_MS = 10_000;
 
 /** Caps on open SSE streams (docs/mcp.md#behaviour-and-decisions). */
 export interface StreamCaps {
-  /** Streams one account holds across all instances (`MCP_SSE_MAX_STREAMS_PER_ACCOUNT`); past it `429`. */
+  /** Streams one account holds across all instances (20; was `MCP_SSE_MAX_STREAMS_PER_ACCOUNT`); past it `429`. */
   perAccount: number;
-  /** Streams one route instance holds (`MCP_SSE_MAX_STREAMS_PER_INSTANCE`); past it `503 overloaded`. */
+  /** Streams one route instance holds (200; was `MCP_SSE_MAX_STREAMS_PER_INSTANCE`); past it `503 overloaded`. */
   perInstance: number;
 }
 
