@@ -53,7 +53,8 @@ export async function createKeyOnPage(page: Page, name: string): Promise<string>
  */
 export async function waitForHydration(page: Page): Promise<void> {
   await page.waitForFunction(() =>
-    Array.from(document.querySelectorAll("input, textarea, select")).every((field) =>
+    // The hidden `$ACTION_…` fields React renders for a server action on the server are not hydrated (not in its tree).
+    Array.from(document.querySelectorAll('input:not([name^="$ACTION"]), textarea, select')).every((field) =>
       Object.keys(field).some((name) => name.startsWith("__reactFiber$")),
     ),
   );
