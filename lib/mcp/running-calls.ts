@@ -76,6 +76,11 @@ export interface RunningRead {
    * for marks; a mark that came meanwhile cancels the job at once.
    */
   becameJob(jobId: string): Promise<void>;
+  /**
+   * The read ended: stop watching, after one last look at the mailbox. True when the client cancelled meanwhile (a
+   * mark that came after the previous look): its answer is not wanted, and is not charged.
+   */
+  finished(): Promise<boolean>;
   /** The call answers: stop watching and give the name back. */
   end(): Promise<void>;
 }
@@ -170,6 +175,10 @@ export function holdRunningRead(
           console.error("[mcp] cancelling the job of a cancelled read failed:", describeError(error)),
         );
       }
+    },
+    async finished() {
+      await stop();
+      return cancelled.signal.aborted;
     },
     async end() {
       const named = await stop();

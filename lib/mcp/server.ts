@@ -13,7 +13,8 @@ import { getEnv } from "@/lib/env";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
-import { type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { fromEngineError, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import { ScopeEnded } from "@/lib/request-scope";
 import { configuredOrigin } from "@/lib/service-origin";
 import { SERVICE_VERSION } from "@/lib/version";
 import {
@@ -225,7 +226,8 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
         origin: configuredOrigin() ?? undefined,
-        deferSettlement: options.deferSettlement,
+        // Settled below, once it is known that the client still wants the answer.
+        deferSettlement: true,
       });
     } catch (error) {
       return toolFailure(error, callId, TOOL_NAME);
@@ -247,7 +249,18 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         return toolFailure(error, callId, TOOL_NAME);
       }
     }
-    const result = outcome.result;
+    let result = outcome.result;
+    // A cancel that came after the read's last look (it ended between two): the client ignores the answer, so the
+    // reserved pages go back, as for a read the cancel stopped.
+    if (await running.finished()) {
+      await result.charge?.refund();
+      return toolFailure(fromEngineError(new ScopeEnded("cancelled")), callId, TOOL_NAME);
+    }
+    if (!options.deferSettlement && result.charge) {
+      // No transport to wait for (Streamable HTTP): settled now.
+      const { charge, ...settled } = result;
+      result = { ...settled, creditsRemaining: await charge.settle() };
+    }
     options.onExtracted?.(result);
     try {
       return await answerWithin(account.userId, result, input);

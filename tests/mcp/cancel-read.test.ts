@@ -145,4 +145,34 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     expect(await other.balance()).toBe(10);
     await expectLedgerConsistent(account);
   }, 120_000);
+
+  it("a cancel that comes after the read's last look (it ends between two) is seen before the charge: nothing charged", async () => {
+    // Never looked at while it runs (a poll longer than the read): only the look when the read ends can see the mark.
+    const slowLooks = createMcpRoute({ toolDeadlineMs: 50_000, sse: { pingMs: 60_000 }, jobPollMs: 600_000 });
+    const account = await createAccount(10);
+    const pool = getOcrPool();
+    const before = pool.stats();
+    const call = slowLooks.POST(
+      rpcRequest(
+        { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "extract_text", arguments: extractArgs() } },
+        { key: account.key },
+      ),
+    );
+    await readStarted(account, 10);
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 9, reason: "gave up" } };
+    expect((await slowLooks.POST(rpcRequest(cancel, { key: account.key }))).status).toBe(202);
+    const response = await call;
+    const result = toolResultSchema.parse(((await response.json()) as { result: CallToolResult }).result);
+    // Read to its end (nothing stopped it), then refunded: the client had gone.
+    expect(result.isError).toBe(true);
+    expect(result.content[0]!.text).toMatch(/cancelled by its client/);
+    expect(pool.stats().completed - before.completed).toBe(PAGES);
+    expect(await account.balance()).toBe(10);
+    const { entries } = await listLedger(account.userId);
+    expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
+      ["refund", PAGES],
+      ["ocr", -PAGES],
+    ]);
+    await expectLedgerConsistent(account);
+  }, 120_000);
 });
