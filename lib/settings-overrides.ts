@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /**
  * This process's overrides of the modules' settings (`jobSettings()`, `webhookSettings()`, `ocrSettings()`,
  * `fetchSettings()`, `keySettings()`, `accountSettings()`): the tuning values that are constants beside their code,
@@ -6,7 +8,8 @@
  * to pass them down from) and for the processes a test starts (`npm run worker -- --settings '<json>'`). Tests set
  * short timings here, never through `process.env`. Kept on globalThis, like the store (dev-server reloads share it).
  */
-export type SettingsSection = "jobs" | "webhooks" | "ocr" | "fetch" | "keys" | "accounts";
+const SECTIONS = ["jobs", "webhooks", "ocr", "fetch", "keys", "accounts"] as const;
+export type SettingsSection = (typeof SECTIONS)[number];
 
 const KEY = Symbol.for("ocr-service.settings-overrides");
 type Holder = { [KEY]?: Partial<Record<SettingsSection, Record<string, unknown>>> };
@@ -31,4 +34,27 @@ export function overrideSettings<T extends object>(section: SettingsSection, val
     if (previous === undefined) delete all[section];
     else all[section] = previous;
   };
+}
+
+/** `--settings '<json>'` of a process a test starts: known sections of plain values (numbers, strings, booleans). */
+const overridesSchema = z.partialRecord(
+  z.enum(SECTIONS),
+  z.record(z.string(), z.union([z.number(), z.string(), z.boolean()])),
+);
+
+/** Parse and apply a `--settings` argument; throws a readable error naming what is wrong. */
+export function applySettingsArgument(json: string): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new Error(`--settings is not JSON: ${json.slice(0, 80)}`);
+  }
+  const result = overridesSchema.safeParse(parsed);
+  if (!result.success)
+    throw new Error(`--settings: ${z.prettifyError(result.error)} (sections: ${SECTIONS.join(", ")})`);
+  for (const section of SECTIONS) {
+    const values = result.data[section];
+    if (values) overrideSettings(section, values);
+  }
 }

@@ -43,9 +43,27 @@ globalThis[Symbol.for("ocr-service.listen-hostname")] = hostname;
 
 // The app reads these through lib/settings-overrides.ts (same process, same globalThis key).
 if (values.settings) {
-  const overrides = JSON.parse(values.settings);
-  if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) {
-    console.error('--settings is a JSON object of sections, e.g. \'{"webhooks":{"retryBaseMs":500}}\'');
+  // The same check as lib/settings-overrides.ts's `applySettingsArgument` (the worker's), written here in plain JS.
+  const sections = ["jobs", "webhooks", "ocr", "fetch", "keys", "accounts"];
+  const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
+  let overrides;
+  try {
+    overrides = JSON.parse(values.settings);
+  } catch {
+    overrides = undefined;
+  }
+  const valid =
+    isObject(overrides) &&
+    Object.entries(overrides).every(
+      ([section, entries]) =>
+        sections.includes(section) &&
+        isObject(entries) &&
+        Object.values(entries).every((value) => ["number", "string", "boolean"].includes(typeof value)),
+    );
+  if (!valid) {
+    console.error(
+      `--settings is a JSON object of sections (${sections.join(", ")}) of plain values, e.g. '{"webhooks":{"retryBaseMs":500}}'`,
+    );
     process.exit(1);
   }
   globalThis[Symbol.for("ocr-service.settings-overrides")] = overrides;

@@ -10,14 +10,20 @@
 // modules' constant settings (lib/settings-overrides.ts; tests pass short timings there).
 import { parseArgs } from "node:util";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
-import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
+import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
 import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
-const given = JSON.parse(args.settings ?? "{}") as Partial<Record<SettingsSection, Record<string, unknown>>>;
-for (const [section, values] of Object.entries(given)) overrideSettings(section as SettingsSection, values);
+if (args.settings) {
+  try {
+    applySettingsArgument(args.settings);
+  } catch (error) {
+    console.error(`[worker] ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  }
+}
 if (args.name) overrideSettings("jobs", { workerName: args.name });
 
 const env = getEnv();

@@ -12,11 +12,10 @@ import * as job from "@/app/api/ocr/jobs/[id]/route";
 import * as result from "@/app/api/ocr/jobs/[id]/result/route";
 import { ensureJobRunner, stopJobRunner } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
-import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
+import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
-const given = JSON.parse(args.settings ?? "{}") as Partial<Record<SettingsSection, Record<string, unknown>>>;
-for (const [section, values] of Object.entries(given)) overrideSettings(section as SettingsSection, values);
+if (args.settings) applySettingsArgument(args.settings);
 if (args.name) overrideSettings("jobs", { workerName: args.name });
 
 type Handler = (req: Request) => Promise<Response>;
