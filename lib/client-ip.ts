@@ -65,7 +65,7 @@ export function clientAddress(
 function clientAddressOptions(): ClientAddressOptions {
   return {
     trustedHops: getEnv().TRUSTED_PROXY_HOPS,
-    onVercel: process.env.VERCEL === "1",
+    onVercel: getEnv().onVercel,
     peerHeader: process.env[PEER_HEADER_VARIABLE] || undefined,
   };
 }

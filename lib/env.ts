@@ -68,9 +68,9 @@ export const envSchema = z.object({
   // Limits (docs/api.md#limits)
   /**
    * Largest file sent in the request: base64 (decoded), a multipart `file` or a raw body. Default 20 MiB, 4 MiB on
-   * Vercel (`VERCEL=1`: its request bodies stop at 4.5 MB).
+   * Vercel (`VERCEL=1`: its request bodies stop at 4.5 MB); filled in by `parseEnv`.
    */
-  MAX_INLINE_BYTES: int(process.env.VERCEL === "1" ? VERCEL_MAX_INLINE_BYTES : DEFAULT_MAX_INLINE_BYTES, 1),
+  MAX_INLINE_BYTES: z.coerce.number().int().min(1).optional(),
   MAX_URL_BYTES: int(25 * MiB, 1),
   /**
    * Private hosts `imageUrl` may reach (self-hosters: an internal MinIO, `127.0.0.1:9000`): host names, addresses
@@ -125,6 +125,8 @@ export const envSchema = z.object({
   ),
   /** The port a self-hosted server listens on (scripts/serve.mjs reads it too). */
   PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
+  /** Set by Vercel (`1`) on its functions and builds: the platform's defaults apply (body limit, job runner, client address). */
+  VERCEL: optionalString,
   /** Set by Vercel: the deployment's own host name (`ocr-abc123.vercel.app`) and the project's production one. */
   VERCEL_URL: optionalString,
   VERCEL_PROJECT_PRODUCTION_URL: optionalString,
@@ -161,7 +163,12 @@ export const envSchema = z.object({
   // MCP (/api/mcp): lib/mcp/config.ts turns these into the route's settings (`mcpConfig`)
 });
 
-export type Env = z.infer<typeof envSchema> & { OCR_ENGINE_PROCESSES: number };
+export type Env = z.infer<typeof envSchema> & {
+  OCR_ENGINE_PROCESSES: number;
+  MAX_INLINE_BYTES: number;
+  /** On Vercel (`VERCEL` set): its request body limit, its job runner, its edge's client address. */
+  onVercel: boolean;
+};
 
 /** Reads about jobs per key per minute: ten times `RATE_LIMIT_PER_MINUTE` (was `READ_RATE_LIMIT_PER_MINUTE`, 600). */
 export const READ_RATE_LIMIT_FACTOR = 10;
@@ -230,19 +237,33 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   if (!parsed.success) {
     throw new Error(`Invalid configuration:\n${z.prettifyError(parsed.error)}`);
   }
+  const onVercel = parsed.data.VERCEL !== undefined && parsed.data.VERCEL !== "0" && parsed.data.VERCEL !== "false";
   return {
     ...parsed.data,
     OCR_ENGINE_PROCESSES: parsed.data.OCR_ENGINE_PROCESSES ?? Math.max(1, os.availableParallelism()),
+    MAX_INLINE_BYTES: parsed.data.MAX_INLINE_BYTES ?? (onVercel ? VERCEL_MAX_INLINE_BYTES : DEFAULT_MAX_INLINE_BYTES),
+    onVercel,
   };
 }
 
-/** The configuration of this process, parsed from `process.env` on first use and kept. */
+/**
+ * The configuration of this process: the one installed (`installEnv`), else `process.env` parsed on first use and
+ * kept. Entry points read it and hand it down (lib/services.ts); the layers below take what they need as arguments.
+ */
 export function getEnv(): Env {
   cached ??= parseEnv(process.env);
   return cached;
 }
 
-/** Forget the parsed configuration so the next `getEnv()` reads `process.env` again (tests, CLI). */
+/**
+ * Make `env` this process's configuration until `resetEnv()`: a test builds one with `parseEnv({ ... })` and
+ * installs it, instead of changing `process.env` (which child processes and other files of the run would see).
+ */
+export function installEnv(env: Env): void {
+  cached = env;
+}
+
+/** Forget the configuration so the next `getEnv()` reads `process.env` again (tests, CLI). */
 export function resetEnv(): void {
   cached = undefined;
 }

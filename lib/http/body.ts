@@ -86,7 +86,7 @@ export function requestBody(req: Request, options: ReadBodyOptions = {}): Reques
 
 /** Running on Vercel, whose platform refuses request bodies over 4.5 MB before the function runs. */
 export function onVercel(): boolean {
-  return process.env.VERCEL === "1";
+  return getEnv().onVercel;
 }
 
 /** What to do instead of a body too large: by URL, synchronously or as a job; and Vercel's own limit where it applies. */

@@ -1,12 +1,22 @@
+import type { Env } from "@/lib/env";
 import type { ApiKeyIdentity, RateLimitResult } from "@/lib/keys";
+import type { Store } from "@/lib/store";
 import type { RequestBody } from "./body";
 
-/** What every handler gets from its wrapper (`withRequest`, `withApiKey`). */
+/**
+ * What every handler gets from its wrapper (`withRequest`, `withApiKey`): the request, and the process's services
+ * (its configuration and its store), taken once by the wrapper and handed down as arguments — the layers below do
+ * not reach for `getEnv()` / `getStore()` themselves (issue 33; lib/services.ts).
+ */
 export interface RequestContext {
   req: Request;
   requestId: string;
   /** Epoch ms when the request arrived: the base of `processingTime` and of the request deadline. */
   receivedAt: number;
+  /** The configuration (`getEnv()` when the request arrived). */
+  readonly env: Env;
+  /** The store, built on first read (a route that never touches it does not connect). */
+  readonly store: Store;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
+import { getEnv } from "@/lib/env";
+import { getStore } from "@/lib/store";
 import { preflightHeaders } from "./cors";
 import type { RequestContext } from "./context";
 import { newRequestId } from "./request-id";
@@ -9,15 +11,30 @@ export type RouteHandler = (req: Request) => Promise<Response>;
 /** For routes without a key (`/api/openapi.json`, health): request id, CORS, the one catch, one log line. */
 export function withRequest(handler: (context: RequestContext) => Promise<Response>): RouteHandler {
   return async (req) => {
-    const context: RequestContext = { req, requestId: newRequestId(), receivedAt: Date.now() };
+    const requestId = newRequestId();
+    const receivedAt = Date.now();
     let response: Response;
     let code: string | undefined;
     try {
-      response = await handler(context);
+      response = await handler(requestContext(req, requestId, receivedAt));
     } catch (error) {
-      ({ response, code } = errorAnswer(error, context.requestId));
+      ({ response, code } = errorAnswer(error, requestId));
     }
-    return finishResponse(response, { ...context, facts: { code } });
+    return finishResponse(response, { req, requestId, receivedAt, facts: { code } });
+  };
+}
+
+/** A request's context: its configuration read now (a bad one throws here, inside the wrapper's catch), the store on first read. */
+export function requestContext(req: Request, requestId: string, receivedAt: number): RequestContext {
+  const env = getEnv();
+  return {
+    req,
+    requestId,
+    receivedAt,
+    env,
+    get store() {
+      return getStore();
+    },
   };
 }
 

@@ -32,7 +32,7 @@ import { fingerprintParts, requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
 import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
-import type { RouteHandler } from "./routes";
+import { requestContext, type RouteHandler } from "./routes";
 
 type ApiHandler = (context: ApiContext) => Promise<Response>;
 
@@ -125,6 +125,7 @@ async function serve(
   let response: Response;
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
+    const { env, store } = requestContext(req, requestId, receivedAt);
     const account = await authenticate(req, credential, options.protectedResource === true);
     keyId = account.keyId;
     const kind = options.limit ?? "requests";
@@ -137,7 +138,17 @@ async function serve(
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };
-    const context: ApiContext = { req, requestId, receivedAt, account, body: requestBody(req), report, countRequests };
+    const context: ApiContext = {
+      req,
+      requestId,
+      receivedAt,
+      env,
+      store,
+      account,
+      body: requestBody(req),
+      report,
+      countRequests,
+    };
     response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   } catch (error) {
     response = fail(error, requestId, outcome);

@@ -62,7 +62,7 @@ export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env = get
     maxDurationMs: JOB_MAX_DURATION_MS,
     maxQueuedPages: env.MAX_QUEUED_PAGES_PER_ACCOUNT,
     pageDeadlineMs: JOB_PAGE_DEADLINE_MS,
-    runner: env.JOBS_RUNNER === "auto" ? (process.env.VERCEL ? "invoke" : "background") : env.JOBS_RUNNER,
+    runner: env.JOBS_RUNNER === "auto" ? (env.onVercel ? "invoke" : "background") : env.JOBS_RUNNER,
     fanout: JOB_FANOUT,
     lockMs: JOB_LOCK_MS,
     stalledIntervalMs: JOB_STALLED_INTERVAL_MS,
