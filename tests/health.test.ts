@@ -6,7 +6,7 @@ import { createClient } from "redis";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
-import { resetEnv } from "@/lib/env";
+import { pushEnv } from "./support/env";
 import { errorBodySchema } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
@@ -94,18 +94,15 @@ const STORE_VARIABLES = [
   "REDIS_PREFIX",
   "NODE_ENV",
 ] as const;
-const saved = Object.fromEntries(STORE_VARIABLES.map((name) => [name, process.env[name]]));
-/** `process.env` without Next's read-only `NODE_ENV` typing. */
-const env = process.env as Record<string, string | undefined>;
+let restoreEnv = () => {};
 
-/** Point the process-wide store at a configuration (unset variables are deleted), as the server would see it. */
+/**
+ * Point the process-wide store at a configuration (the variables not given are unset), as the server would see it:
+ * installed over the run's variables (tests/support/env.ts), not written to `process.env`.
+ */
 async function useStoreEnv(values: Partial<Record<(typeof STORE_VARIABLES)[number], string>>): Promise<void> {
-  for (const name of STORE_VARIABLES) {
-    const value = values[name];
-    if (value === undefined) delete env[name];
-    else env[name] = value;
-  }
-  resetEnv();
+  restoreEnv();
+  restoreEnv = pushEnv(Object.fromEntries(STORE_VARIABLES.map((name) => [name, values[name]])));
   await resetStore();
 }
 
@@ -129,11 +126,7 @@ afterEach(async () => {
   await resetStore();
 });
 afterAll(async () => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete env[name];
-    else env[name] = value;
-  }
-  resetEnv();
+  restoreEnv();
   await getOcrPool().terminate();
 });
 

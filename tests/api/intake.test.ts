@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { getEnv } from "@/lib/env";
 import { http as mswHttp, HttpResponse, passthrough } from "msw";
 import { PDFDocument } from "pdf-lib";
 import { createClient } from "redis";
@@ -36,7 +37,7 @@ const remote = withRemoteFiles();
 
 /** Store keys whose names say they hold a job or its file. */
 async function jobKeys(): Promise<string[]> {
-  const prefix = process.env.REDIS_PREFIX ?? "";
+  const prefix = getEnv().REDIS_PREFIX;
   const client = createClient({ url: process.env.REDIS_URL });
   await client.connect();
   try {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
 import { signUp } from "@/lib/accounts";
 import { getBalance, grantTestCredits, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
+import { pushEnv } from "../support/env";
 import { createMemoryStore, installStore, resetStore } from "@/lib/store";
 import { withRedisStoreEnv } from "../support/redis";
 
@@ -16,18 +16,15 @@ const newAccount = (label: string) =>
   signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
 
 describe("test credits on the embedded store", () => {
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   beforeAll(async () => {
-    delete process.env.REDIS_URL;
-    Object.assign(process.env, { FREE_CREDITS: "100" });
-    resetEnv();
+    restoreEnv = pushEnv({ REDIS_URL: undefined, FREE_CREDITS: "100" });
     await resetStore();
     installStore(createMemoryStore());
   });
   afterAll(async () => {
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
   });
 
   it("are offered, and add TEST_CREDITS as a grant in the ledger", async () => {

@@ -3,7 +3,6 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
 import { createApiKey } from "@/lib/keys";
 import { resetStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
@@ -11,6 +10,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { startInstance, type Instance } from "../support/instance";
 import { freePort } from "../../tooling";
 import { OwnRedis } from "../support/own-redis";
+import { pushStoreEnv } from "../support/redis";
 
 /*
  * Asynchronous jobs across processes, as deployed: two server instances (the route handlers and the job runner,
@@ -48,7 +48,7 @@ describe("jobs across two server instances and a worker", () => {
   let a: Instance;
   let b: Instance;
   let scan: { pdf: Uint8Array; truth: string[] };
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
 
   beforeAll(async () => {
     redis = new OwnRedis(await freePort(), dir);
@@ -60,10 +60,7 @@ describe("jobs across two server instances and a worker", () => {
       OCR_ENGINES: "tesseract",
       OCR_DEFAULT_LANGUAGE: "eng",
     };
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, env, { LOG_REQUESTS: "false" });
-    resetEnv();
+    restoreEnv = pushStoreEnv({ ...env, LOG_REQUESTS: "false" });
     await resetStore();
     [scan, a, b] = await Promise.all([
       longScan(PAGES),
@@ -76,8 +73,7 @@ describe("jobs across two server instances and a worker", () => {
   afterAll(async () => {
     await Promise.allSettled(instances.map((instance) => instance.stop()));
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     await redis.kill();
     rmSync(dir, { recursive: true, force: true });
   }, 180_000);

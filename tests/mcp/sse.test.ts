@@ -1,5 +1,6 @@
 import { delay, http, HttpResponse } from "msw";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { getEnv } from "@/lib/env";
 import { listLedger } from "@/lib/credits";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
 import {
@@ -323,7 +324,7 @@ describe("legacy HTTP+SSE across two instances sharing one Redis", () => {
     await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
   });
 
-  const mailboxKeys = () => countKeysWithPrefix(`${process.env.REDIS_PREFIX}mailbox`);
+  const mailboxKeys = () => countKeysWithPrefix(`${getEnv().REDIS_PREFIX}mailbox`);
 
   it("the stream is held by A and every POST goes to B: the client gets every response", async () => {
     const account = await createAccount(10);
