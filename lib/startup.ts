@@ -3,7 +3,7 @@ import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
-import { ignoredVariablesNotice } from "@/lib/env";
+import { getEnv, ignoredVariablesNotice } from "@/lib/env";
 import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 
 /**
@@ -26,7 +26,7 @@ import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
 export function startNodeServer(): void {
   try {
     assertStoreConfigured();
-    configuredAllowList();
+    configuredAllowList(getEnv());
   } catch (error) {
     // Exit rather than stay up answering 500 on every path: a self-hosted `npm start` stops here with the message; on
     // Vercel the function fails to start and its log shows the same line.

@@ -288,7 +288,11 @@ async function readSample(type: SampleReading["type"], base64: string, expected:
   const elapsed = () => Math.round(performance.now() - started);
   try {
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
-    const document = await extractDocument(bytes, { language: "eng", deadline: Date.now() + DEEP_DEADLINE_MS });
+    const document = await extractDocument(bytes, {
+      env: getEnv(),
+      language: "eng",
+      deadline: Date.now() + DEEP_DEADLINE_MS,
+    });
     const text = render(document, "text").trim();
     const ok = normalize(text).includes(normalize(expected));
     const page = document.pages[0];

@@ -6,7 +6,7 @@ import {
   releaseIdempotencyKey,
   type StoredResponse,
 } from "@/lib/credits";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress } from "@/lib/client-ip";
 import {
@@ -26,6 +26,7 @@ import {
   serviceOrigin,
 } from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
+import type { Store } from "@/lib/store";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { fingerprintParts, requestBody } from "./body";
@@ -88,16 +89,7 @@ export function isFinalOutcome(status: number): boolean {
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
-    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
-    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
-    // SSE GET) outlives any request deadline and keeps the default command timeout.
-    const response =
-      options.stream === true
-        ? await serve(handler, options, req, receivedAt)
-        : await runInScope(
-            requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }),
-            () => serve(handler, options, req, receivedAt),
-          );
+    const response = await serve(handler, options, req, receivedAt);
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(afterResponse);
     return response;
@@ -126,6 +118,23 @@ async function serve(
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
     const { env, store } = requestContext(req, requestId, receivedAt);
+    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
+    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
+    // SSE GET) outlives any request deadline and keeps the default command timeout.
+    response =
+      options.stream === true
+        ? await authenticated(env, store)
+        : await runInScope(requestScope({ deadline: receivedAt + env.REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
+            authenticated(env, store),
+          );
+  } catch (error) {
+    response = fail(error, requestId, outcome);
+    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier))
+      response = forbidden(response);
+  }
+  return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
+
+  async function authenticated(env: Env, store: Store): Promise<Response> {
     const account = await authenticate(req, credential, options.protectedResource === true);
     keyId = account.keyId;
     const kind = options.limit ?? "requests";
@@ -145,17 +154,12 @@ async function serve(
       env,
       store,
       account,
-      body: requestBody(req),
+      body: requestBody(req, { env }),
       report,
       countRequests,
     };
-    response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
-  } catch (error) {
-    response = fail(error, requestId, outcome);
-    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier))
-      response = forbidden(response);
+    return runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   }
-  return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
 
 /**

@@ -18,8 +18,8 @@ type ResolvedAddress = IpAddress;
 export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 
 export interface FetchRemoteOptions {
-  /** Largest body accepted, in bytes after content decoding. Default: `MAX_URL_BYTES` (25 MiB). */
-  maxBytes?: number;
+  /** Largest body accepted, in bytes after content decoding (a request's: `MAX_URL_BYTES`, 25 MiB by default). */
+  maxBytes: number;
   /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `fetchSettings().timeoutMs` (15 s). */
   timeoutMs?: number;
   /** Redirects followed before giving up with `fetch_failed`. Default: `fetchSettings().maxRedirects` (3). */
@@ -56,6 +56,12 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+fetch)`;
 const ACCEPT = "application/pdf,image/*;q=0.9,*/*;q=0.5";
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+/**
+ * `URL_ALLOW_HOSTS` of this process's configuration: the default of `allowHosts` (lib/webhooks' guard calls without
+ * one). TODO(i33): hand down.
+ */
+const processAllowList = (): AllowList => configuredAllowList(getEnv());
+
 const systemResolveHost: ResolveHost = async (hostname) => {
   const answers = await dns.promises.lookup(hostname, { all: true, verbatim: true });
   return answers.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
@@ -70,13 +76,13 @@ const systemResolveHost: ResolveHost = async (hostname) => {
  * @throws ApiError `invalid_request` (URL not allowed), `payload_too_large`, `fetch_failed` (DNS, connect,
  *   TLS, non-2xx, too many redirects, timed out), or `timeout` / the caller's ApiError when `signal` aborts.
  */
-export async function fetchRemoteFile(url: string, options: FetchRemoteOptions = {}): Promise<RemoteFile> {
+export async function fetchRemoteFile(url: string, options: FetchRemoteOptions): Promise<RemoteFile> {
   const settings = fetchSettings();
-  const maxBytes = options.maxBytes ?? getEnv().MAX_URL_BYTES;
+  const maxBytes = options.maxBytes;
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
   const maxRedirects = options.maxRedirects ?? settings.maxRedirects;
   const resolveHost = options.resolveHost ?? systemResolveHost;
-  const allow = options.allowHosts ?? configuredAllowList();
+  const allow = options.allowHosts ?? processAllowList();
 
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -415,7 +421,7 @@ export interface GuardOptions {
  */
 export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
   const target = parseTarget(url, false, options.label);
-  const allow = options.allowHosts ?? configuredAllowList();
+  const allow = options.allowHosts ?? processAllowList();
   await resolveAllowed(
     target,
     options.resolveHost ?? systemResolveHost,
@@ -429,7 +435,7 @@ export async function checkRemoteUrl(url: string, options: GuardOptions): Promis
 
 /** Whether `URL_ALLOW_HOSTS` (or `allowHosts`) names this URL's host (a name, or an address or range holding it). */
 export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
-  const allow = allowHosts ?? configuredAllowList();
+  const allow = allowHosts ?? processAllowList();
   const port = portOf(url);
   const literal = parseHostLiteral(url.hostname);
   return literal ? allowsAddress(allow, literal, port) : allowsName(allow, url.hostname, port);
@@ -456,7 +462,7 @@ export async function postRemote(
   const signal = guard.signal ? AbortSignal.any([deadline.signal, guard.signal]) : deadline.signal;
   try {
     const target = parseTarget(url, false, guard.label);
-    const allow = guard.allowHosts ?? configuredAllowList();
+    const allow = guard.allowHosts ?? processAllowList();
     const addresses = await resolveAllowed(
       target,
       guard.resolveHost ?? systemResolveHost,

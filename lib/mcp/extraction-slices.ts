@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
+import { getStore } from "@/lib/store";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
 import { keepRecord, readRecord } from "./kept";
 import { DEFAULT_SLICE_CHARS, isJobActive, type GetExtractionInput, type GetExtractionOutput } from "./jobs";
@@ -75,7 +76,8 @@ export async function keepAnswerText(
   ttlMs: number,
 ): Promise<string> {
   const textId = `txt_${randomBytes(16).toString("base64url")}`;
-  if (!(await keepRecord(KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
+  // TODO(i33): hand down
+  if (!(await keepRecord(getStore(), KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
     throw new ApiError("internal_error", "The rest of the answer could not be kept", {
       cause: new Error(`duplicate text id ${textId}`),
     });
@@ -90,7 +92,7 @@ async function readKeptSlice(
   offset: number,
   maxChars: number,
 ): Promise<GetExtractionOutput> {
-  const raw = await readRecord(KEPT_TEXT, userId, textId);
+  const raw = await readRecord(getStore(), KEPT_TEXT, userId, textId); // TODO(i33): hand down
   if (raw === null) {
     throw new ApiError(
       "gone",
