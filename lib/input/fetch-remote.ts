@@ -4,12 +4,11 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
-import { getEnv } from "@/lib/env";
 import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { SERVICE_VERSION } from "@/lib/version";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
-import { allowsAddress, allowsName, configuredAllowList, portOf, type AllowList } from "./allow-hosts";
+import { allowsAddress, allowsName, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
 
 type ResolvedAddress = IpAddress;
@@ -28,8 +27,8 @@ export interface FetchRemoteOptions {
   signal?: AbortSignal;
   /** Stand-in for DNS (tests). Default: the system resolver, `dns.promises.lookup` with `all: true`. */
   resolveHost?: ResolveHost;
-  /** Private hosts let through (lib/input/allow-hosts.ts). Default: `URL_ALLOW_HOSTS`. */
-  allowHosts?: AllowList;
+  /** Private hosts let through (lib/input/allow-hosts.ts): `URL_ALLOW_HOSTS`, `configuredAllowList(env)`. */
+  allowHosts: AllowList;
 }
 
 /** Constants of an `imageUrl` fetch (they were `URL_FETCH_TIMEOUT_MS` and `URL_MAX_REDIRECTS`). */
@@ -56,12 +55,6 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+fetch)`;
 const ACCEPT = "application/pdf,image/*;q=0.9,*/*;q=0.5";
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
-/**
- * `URL_ALLOW_HOSTS` of this process's configuration: the default of `allowHosts` (lib/webhooks' guard calls without
- * one). TODO(i33): hand down.
- */
-const processAllowList = (): AllowList => configuredAllowList(getEnv());
-
 const systemResolveHost: ResolveHost = async (hostname) => {
   const answers = await dns.promises.lookup(hostname, { all: true, verbatim: true });
   return answers.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
@@ -82,7 +75,7 @@ export async function fetchRemoteFile(url: string, options: FetchRemoteOptions):
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
   const maxRedirects = options.maxRedirects ?? settings.maxRedirects;
   const resolveHost = options.resolveHost ?? systemResolveHost;
-  const allow = options.allowHosts ?? processAllowList();
+  const allow = options.allowHosts;
 
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -406,8 +399,8 @@ function describeNetworkError(error: unknown): string {
 export interface GuardOptions {
   /** Stand-in for DNS (tests). Default: the system resolver. */
   resolveHost?: ResolveHost;
-  /** Private hosts let through. Default: `URL_ALLOW_HOSTS`. */
-  allowHosts?: AllowList;
+  /** Private hosts let through: `URL_ALLOW_HOSTS`, `configuredAllowList(env)`. */
+  allowHosts: AllowList;
   /** What the URL is, in messages (`webhook URL`). */
   label: string;
   signal?: AbortSignal;
@@ -421,7 +414,7 @@ export interface GuardOptions {
  */
 export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
   const target = parseTarget(url, false, options.label);
-  const allow = options.allowHosts ?? processAllowList();
+  const allow = options.allowHosts;
   await resolveAllowed(
     target,
     options.resolveHost ?? systemResolveHost,
@@ -433,9 +426,9 @@ export async function checkRemoteUrl(url: string, options: GuardOptions): Promis
   return target;
 }
 
-/** Whether `URL_ALLOW_HOSTS` (or `allowHosts`) names this URL's host (a name, or an address or range holding it). */
-export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
-  const allow = allowHosts ?? processAllowList();
+/** Whether `allowHosts` (`URL_ALLOW_HOSTS`) names this URL's host (a name, or an address or range holding it). */
+export function isAllowListed(url: URL, allowHosts: AllowList): boolean {
+  const allow = allowHosts;
   const port = portOf(url);
   const literal = parseHostLiteral(url.hostname);
   return literal ? allowsAddress(allow, literal, port) : allowsName(allow, url.hostname, port);
@@ -462,7 +455,7 @@ export async function postRemote(
   const signal = guard.signal ? AbortSignal.any([deadline.signal, guard.signal]) : deadline.signal;
   try {
     const target = parseTarget(url, false, guard.label);
-    const allow = guard.allowHosts ?? processAllowList();
+    const allow = guard.allowHosts;
     const addresses = await resolveAllowed(
       target,
       guard.resolveHost ?? systemResolveHost,

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { allowsAddress, allowsName, parseAllowList } from "@/lib/input/allow-hosts";
+import { allowsAddress, allowsName, configuredAllowList, parseAllowList } from "@/lib/input/allow-hosts";
 import { fetchRemoteFile } from "@/lib/input/fetch-remote";
 import { getOcrPool } from "@/lib/ocr";
 import { callOcr, createAccount, expectApiError, expectOcrOk, setEnv, withStore } from "../api/support";
@@ -62,7 +62,9 @@ describe("URL_ALLOW_HOSTS", () => {
 
   it("a file on a private host passes only when that host and port are listed", async () => {
     const url = `http://127.0.0.1:${port}/scan.png`;
-    await refused(fetchRemoteFile(url, { maxBytes: getEnv().MAX_URL_BYTES }));
+    await refused(
+      fetchRemoteFile(url, { allowHosts: configuredAllowList(getEnv()), maxBytes: getEnv().MAX_URL_BYTES }),
+    );
     await refused(
       fetchRemoteFile(url, { maxBytes: getEnv().MAX_URL_BYTES, allowHosts: parseAllowList(`127.0.0.1:${port + 1}`) }),
     );
@@ -117,7 +119,6 @@ describe("URL_ALLOW_HOSTS", () => {
     });
 
     it("a malformed URL_ALLOW_HOSTS stops the configuration with a message naming the entry", async () => {
-      const { configuredAllowList } = await import("@/lib/input");
       const restore = setEnv({ URL_ALLOW_HOSTS: "minio:9000, http://x" });
       try {
         expect(() => configuredAllowList(getEnv())).toThrow(/URL_ALLOW_HOSTS: "http:\/\/x" is not a host name/);

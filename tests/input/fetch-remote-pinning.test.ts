@@ -5,6 +5,7 @@ import tls from "node:tls";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import type * as address from "@/lib/input/address";
+import { configuredAllowList } from "@/lib/input/allow-hosts";
 import { fetchRemoteFile, pinnedLookup, type ResolveHost } from "@/lib/input/fetch-remote";
 import { getEnv } from "@/lib/env";
 
@@ -180,6 +181,7 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   ])("http, %s", async (_name, autoSelectFamily) => {
     net.setDefaultAutoSelectFamily(autoSelectFamily);
     const file = await fetchRemoteFile(`http://files.test:${httpPort}/scan.png`, {
+      allowHosts: configuredAllowList(getEnv()),
       maxBytes: getEnv().MAX_URL_BYTES,
       resolveHost,
     });
@@ -191,6 +193,7 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("https: SNI and certificate checks use the hostname while the socket goes to the checked address", async () => {
     const file = await fetchRemoteFile(`https://files.test:${httpsPort}/scan.png?sig=abc`, {
+      allowHosts: configuredAllowList(getEnv()),
       maxBytes: getEnv().MAX_URL_BYTES,
       resolveHost,
     });
@@ -200,7 +203,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("https: a certificate for another name is 502 fetch_failed", async () => {
     await expectFailure(
-      fetchRemoteFile(`https://other.test:${httpsPort}/scan.png`, { maxBytes: getEnv().MAX_URL_BYTES, resolveHost }),
+      fetchRemoteFile(`https://other.test:${httpsPort}/scan.png`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
       "fetch_failed",
       502,
       /TLS handshake failed/,
@@ -210,6 +217,7 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("re-resolves and re-checks each redirect hop", async () => {
     const file = await fetchRemoteFile(`http://files.test:${httpPort}/hop`, {
+      allowHosts: configuredAllowList(getEnv()),
       maxBytes: getEnv().MAX_URL_BYTES,
       resolveHost,
     });
@@ -223,7 +231,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("refuses a hop whose name resolves to a private address: 400, the hop is never requested", async () => {
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${httpPort}/evil`, { maxBytes: getEnv().MAX_URL_BYTES, resolveHost }),
+      fetchRemoteFile(`http://files.test:${httpPort}/evil`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
       "invalid_request",
       400,
     );
@@ -233,7 +245,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   it("stops reading a real endless body past the limit and closes the connection", async () => {
     const maxBytes = 1024 * 1024;
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${httpPort}/endless`, { resolveHost, maxBytes }),
+      fetchRemoteFile(`http://files.test:${httpPort}/endless`, {
+        allowHosts: configuredAllowList(getEnv()),
+        resolveHost,
+        maxBytes,
+      }),
       "payload_too_large",
       413,
     );
@@ -245,6 +261,7 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   it("times out a server that never answers (502) and closes the connection", async () => {
     await expectFailure(
       fetchRemoteFile(`http://files.test:${httpPort}/hang`, {
+        allowHosts: configuredAllowList(getEnv()),
         maxBytes: getEnv().MAX_URL_BYTES,
         resolveHost,
         timeoutMs: 200,
@@ -258,7 +275,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("maps connection refused to 502 fetch_failed", async () => {
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${closedPort}/scan.png`, { maxBytes: getEnv().MAX_URL_BYTES, resolveHost }),
+      fetchRemoteFile(`http://files.test:${closedPort}/scan.png`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
       "fetch_failed",
       502,
       /connection refused/,

@@ -3,7 +3,7 @@ import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
-import { fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
+import { configuredAllowList, fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
 import packageJson from "@/package.json";
 import { SERVICE_VERSION } from "@/lib/version";
 import { getEnv } from "@/lib/env";
@@ -35,7 +35,12 @@ const resolveHost = vi.fn<ResolveHost>(async (hostname) => {
 });
 
 const fetchFile = (url: string, options: Partial<FetchRemoteOptions> = {}) =>
-  fetchRemoteFile(url, { resolveHost, maxBytes: getEnv().MAX_URL_BYTES, ...options });
+  fetchRemoteFile(url, {
+    resolveHost,
+    maxBytes: getEnv().MAX_URL_BYTES,
+    allowHosts: configuredAllowList(getEnv()),
+    ...options,
+  });
 
 async function failure(promise: Promise<unknown>): Promise<ApiError> {
   const outcome = await promise.then(
@@ -319,7 +324,10 @@ describe("fetchRemoteFile: URLs refused before any request (400 invalid_request)
 
   it("refuses localhost with the system resolver too", async () => {
     await expectFailure(
-      fetchRemoteFile("http://localhost/a.png", { maxBytes: getEnv().MAX_URL_BYTES }),
+      fetchRemoteFile("http://localhost/a.png", {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+      }),
       "invalid_request",
       400,
     );
