@@ -97,12 +97,13 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
   const resumeTaskResult = withApiKey(
-    async ({ req, account, requestId, receivedAt, env }) => {
+    async ({ req, account, requestId, receivedAt, env, store }) => {
       const state = resumedTaskResult(req)!;
       checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
       const { toolDeadlineMs, jobPollMs } = settings(env);
       try {
         return await serveTaskResult(state, {
+          store,
           userId: account.userId,
           requestId,
           deadline: receivedAt + toolDeadlineMs,
@@ -157,6 +158,7 @@ async function postStateless(
   if (polled !== null) {
     try {
       return await serveTaskResult(polled, {
+        store,
         userId: account.userId,
         requestId,
         deadline: receivedAt + toolDeadlineMs,

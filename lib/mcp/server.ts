@@ -274,7 +274,7 @@ export function buildServer(
     }
     options.onExtracted?.(result);
     try {
-      return await answerWithin(account.userId, result, input);
+      return await answerWithin(store, account.userId, result, input);
     } catch (error) {
       // The text was read and charged: it is answered whole rather than lost.
       console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
@@ -350,7 +350,7 @@ export function buildServer(
   ): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
-      slice = await readExtractionSlice(account.userId, input);
+      slice = await readExtractionSlice(store, account.userId, input);
       const { jobId } = slice;
       if (
         slice.text === "" &&
@@ -371,7 +371,7 @@ export function buildServer(
           // Also when the client went away (the SSE session's stream closed).
           signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
         });
-        slice = await readExtractionSlice(account.userId, input);
+        slice = await readExtractionSlice(store, account.userId, input);
       }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);

@@ -237,7 +237,7 @@ export async function answerWithJob(
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
     current = await cancelJob(context.account.userId, current.jobId);
   }
-  return jobToolResult(context.account.userId, current, opening, context.maxChars);
+  return jobToolResult(context.store, context.account.userId, current, opening, context.maxChars);
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
@@ -346,7 +346,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           `Task ${taskId} is still working (${describeJob(view)}) at the end of this call's time: poll tasks/get and call tasks/result again once it is completed`,
         );
       }
-      const result = await jobToolResult(account.userId, view, "");
+      const result = await jobToolResult(options.store, account.userId, view, "");
       return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
     }),
   );
