@@ -2,6 +2,7 @@ import { delay, http, HttpResponse } from "msw";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { listLedger } from "@/lib/credits";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
+import { getStore } from "@/lib/store";
 import {
   REQUEST_ID,
   callOcr,
@@ -207,7 +208,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       );
       const requestId = lost.headers.get("x-request-id")!;
       expect(await account.balance()).toBe(5);
-      const { entries } = await listLedger(account.userId, { limit: 10 });
+      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
       const own = entries
         .filter((entry) => entry.requestId === requestId)
         .map((entry) => [entry.reason, entry.delta, entry.pages]);
