@@ -174,7 +174,7 @@ async function checkStore(): Promise<StoreHealth> {
     await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
     const latencyMs = elapsed();
     const [overdueReservations, marker, memory, writeError] = await Promise.all([
-      withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
+      withTimeout(countOverdueReservations(store), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
       withTimeout(checkStoreMarker(), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
         console.error(
           "[health] the store marker could not be checked:",

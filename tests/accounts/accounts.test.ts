@@ -66,8 +66,8 @@ describe("sign-up", () => {
       email: address,
       createdAt: expect.any(String),
     });
-    expect(await getBalance(account.id)).toBe(100);
-    const { entries } = await listLedger(account.id);
+    expect(await getBalance(getStore(), account.id)).toBe(100);
+    const { entries } = await listLedger(getStore(), account.id);
     expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 100, balanceAfter: 100 })]);
     const stored = await getStore().accounts.getUser(account.id);
     expect(stored?.passwordHash).not.toContain(password);

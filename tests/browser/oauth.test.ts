@@ -11,6 +11,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { listConnectedApps } from "@/lib/oauth";
+import { getStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { base64Of, groundTruth } from "../api/support";
 import { ARTIFACTS, TEST_PASSWORD, launchChromium } from "../support/browser";
@@ -166,7 +167,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       );
       expect(body.userId).toBe(account.id);
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
-      expect(await getBalance(account.id)).toBe(FREE_CREDITS - 1);
+      expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - 1);
 
       // Settings → Connected apps: the app, what it may do, when it was last used; revoke it.
       await page.goto(`${baseUrl}/settings`);
@@ -247,7 +248,7 @@ describe("OAuth sign-in in headless Chromium", () => {
         ),
       );
       expect(body.userId).toBe(account.id);
-      expect(await getBalance(account.id)).toBe(FREE_CREDITS - 1);
+      expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - 1);
       expect(stderr).toMatch(/Connected to remote server using StreamableHTTPClientTransport/);
       expect(await listConnectedApps(account.id)).toEqual([
         expect.objectContaining({ scopes: ["documents:read", "jobs:manage"] }),

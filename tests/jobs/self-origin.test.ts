@@ -141,7 +141,7 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
       { email: `self-${randomBytes(6).toString("hex")}@example.com`, password: "a long test password 42" },
       { operator: true },
     );
-    const { key } = await createApiKey({ userId: user.id, name: "self-origin" });
+    const { key } = await createApiKey(getStore(), { userId: user.id, name: "self-origin" });
     const account: TestAccount = { userId: user.id, keyId: "", key, balance: async () => 0 };
     const view = await submitWithWebhook(account);
     await waitForCalls(1);
