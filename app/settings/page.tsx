@@ -6,6 +6,7 @@ import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailab
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { listConnectedApps } from "@/lib/oauth";
+import { services } from "@/lib/services";
 import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
@@ -43,7 +44,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
     listWebhookReceivers(account.id),
-    listConnectedApps(account.id),
+    listConnectedApps(services().store, account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);

@@ -8,7 +8,7 @@ import {
 } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { addressLimitKey, clientAddress } from "@/lib/client-ip";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
   checkRateLimit,
   checkReadRateLimit,
@@ -26,6 +26,7 @@ import {
   serviceOrigin,
 } from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
+import { getStore } from "@/lib/store";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { fingerprintParts, requestBody } from "./body";
@@ -225,7 +226,7 @@ async function authenticate(
   if (!credential)
     throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
   if (protectedResource && credential.carrier === "bearer" && isAccessToken(credential.value)) {
-    const token = await authenticateAccessToken(credential.value, oauthUrls(origin).resource);
+    const token = await authenticateAccessToken(getStore(), credential.value, oauthUrls(origin).resource); // TODO(i33): hand down
     if ("refused" in token)
       throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
     return {
@@ -244,7 +245,8 @@ async function authenticate(
     );
   }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
-  const account = await resolveApiKeyFrom(credential.value, addressLimitKey(clientAddress(req.headers)));
+  const address = clientAddress(req.headers, clientAddressOptions(getEnv())); // TODO(i33): hand down
+  const account = await resolveApiKeyFrom(credential.value, addressLimitKey(address));
   if (!account) {
     const message = "Invalid or revoked API key";
     throw new ApiError("unauthorized", message, {
@@ -259,7 +261,9 @@ async function authenticate(
  * app) is not. For what outlives the request that authenticated it (an MCP SSE stream checks it while open).
  */
 export async function isCredentialActive(identity: ApiKeyIdentity): Promise<boolean> {
-  return identity.scopes === undefined ? isApiKeyActive(identity) : isGrantActive(identity.userId, identity.keyId);
+  return identity.scopes === undefined
+    ? isApiKeyActive(identity)
+    : isGrantActive(getStore(), identity.userId, identity.keyId); // TODO(i33): hand down
 }
 
 /** The handler's answer with the reported balance as `x-credits-remaining` (before it is stored for replays). */
