@@ -6,6 +6,7 @@ import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { getJobView } from "@/lib/jobs";
 import { longScan } from "@/scripts/make-fixtures";
+import { getStore } from "@/lib/store";
 import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
@@ -127,7 +128,7 @@ describe("the settings page's jobs", () => {
     await signUp(page, baseUrl, email);
     expect(await page.getByTestId("jobs-empty").textContent()).toBe("No jobs yet.");
     const key = await createKeyOnPage(page, "jobs");
-    const account = await getAccountByEmail(email);
+    const account = await getAccountByEmail(getStore(), email);
     if (!account) throw new Error("the account was not made");
 
     const shortJob = await submit(key, short.pdf);

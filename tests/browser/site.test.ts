@@ -11,6 +11,7 @@ import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
+import { getStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { ARTIFACTS, createKeyOnPage, launchChromium, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
@@ -609,7 +610,7 @@ describe("the site in headless Chromium", () => {
       expect(response.request().headers().origin).toBe(`http://localhost:${attackerPort}`);
       expect(response.status()).toBe(403);
       expect(errorBodySchema.parse(await response.json()).error.code).toBe("forbidden");
-      expect(await getAccountByEmail(email)).toBeNull();
+      expect(await getAccountByEmail(getStore(), email)).toBeNull();
       await page.context().close();
     } finally {
       await new Promise((resolve) => attacker.close(resolve));
