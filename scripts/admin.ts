@@ -62,7 +62,7 @@ function positiveInteger(value: string | undefined, option: string): number {
 
 async function accountFor(email: string | undefined): Promise<Account> {
   const address = required(email, "email");
-  const account = await getAccountByEmail(address);
+  const account = await getAccountByEmail(getStore(), address);
   if (!account) throw new Error(`No account with e-mail ${address.trim().toLowerCase()}`);
   return account;
 }
@@ -90,8 +90,9 @@ async function run(argv: string[]): Promise<string> {
   switch (command) {
     case "create-user": {
       const account = await signUp(
+        getStore(),
         { email: required(values.email, "email"), password: required(values.password, "password") },
-        { operator: true },
+        { env: getEnv(), operator: true },
       );
       return account.id;
     }

@@ -45,7 +45,7 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
     listWebhookReceivers(account.id),
-    listConnectedApps(account.id),
+    listConnectedApps(services().store, account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);

@@ -8,7 +8,7 @@ import {
 } from "@/lib/credits";
 import { getEnv, type Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { addressLimitKey, clientAddress } from "@/lib/client-ip";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
   checkRateLimit,
   checkReadRateLimit,
@@ -26,7 +26,7 @@ import {
   serviceOrigin,
 } from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
-import { getStore, type Store } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { fingerprintParts, requestBody } from "./body";
@@ -237,7 +237,7 @@ async function authenticate(
   if (!credential)
     throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
   if (protectedResource && credential.carrier === "bearer" && isAccessToken(credential.value)) {
-    const token = await authenticateAccessToken(credential.value, oauthUrls(origin).resource);
+    const token = await authenticateAccessToken(store, credential.value, oauthUrls(origin).resource);
     if ("refused" in token)
       throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
     return {
@@ -256,7 +256,8 @@ async function authenticate(
     );
   }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
-  const account = await resolveApiKeyFrom(store, env, credential.value, addressLimitKey(clientAddress(req.headers)));
+  const address = clientAddress(req.headers, clientAddressOptions(env));
+  const account = await resolveApiKeyFrom(store, env, credential.value, addressLimitKey(address));
   if (!account) {
     const message = "Invalid or revoked API key";
     throw new ApiError("unauthorized", message, {
@@ -270,10 +271,10 @@ async function authenticate(
  * Whether the credential behind `identity` still stands: its API key is not revoked, or its OAuth grant (a connected
  * app) is not. For what outlives the request that authenticated it (an MCP SSE stream checks it while open).
  */
-export async function isCredentialActive(identity: ApiKeyIdentity): Promise<boolean> {
+export async function isCredentialActive(store: Store, identity: ApiKeyIdentity): Promise<boolean> {
   return identity.scopes === undefined
-    ? isApiKeyActive(getStore(), identity) // TODO(i33): hand down
-    : isGrantActive(identity.userId, identity.keyId);
+    ? isApiKeyActive(store, identity)
+    : isGrantActive(store, identity.userId, identity.keyId);
 }
 
 /** The handler's answer with the reported balance as `x-credits-remaining` (before it is stored for replays). */

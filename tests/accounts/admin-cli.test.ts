@@ -100,7 +100,7 @@ describe("admin CLI (npm run admin)", () => {
   it("webhook-secret prints a new secret once; an existing one is never printed, only replaced with --rotate (issue 29 point 10)", async () => {
     const owner = `hooks-${Date.now()}@example.com`;
     expect((await admin("create-user", "--email", owner, "--password", "operator password")).code).toBe(0);
-    const account = await getAccountByEmail(owner);
+    const account = await getAccountByEmail(getStore(), owner);
 
     const created = await admin("webhook-secret", "--email", owner);
     expect(created).toMatchObject({ code: 0, stderr: "" });

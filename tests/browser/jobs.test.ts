@@ -128,7 +128,7 @@ describe("the settings page's jobs", () => {
     await signUp(page, baseUrl, email);
     expect(await page.getByTestId("jobs-empty").textContent()).toBe("No jobs yet.");
     const key = await createKeyOnPage(page, "jobs");
-    const account = await getAccountByEmail(email);
+    const account = await getAccountByEmail(getStore(), email);
     if (!account) throw new Error("the account was not made");
 
     const shortJob = await submit(key, short.pdf);

@@ -153,7 +153,7 @@ describe("OAuth sign-in in headless Chromium", () => {
 
       const client = new Client({ name: "browser-oauth", version: "1" });
       await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }), SLOW);
-      const account = await getAccountByEmail(email);
+      const account = await getAccountByEmail(getStore(), email);
       if (!account) throw new Error("the account was not created");
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
@@ -180,7 +180,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await row.getByText("Revoke", { exact: true }).click();
       await row.getByRole("button", { name: "Revoke access" }).click();
       await expect.poll(() => page.locator("tr[data-app-id]").count()).toBe(0);
-      expect(await listConnectedApps(account.id)).toEqual([]);
+      expect(await listConnectedApps(getStore(), account.id)).toEqual([]);
       await expect(client.listTools(undefined, SLOW)).rejects.toThrow();
       await client.close();
     } finally {
@@ -234,7 +234,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await page.waitForURL(new RegExp(`^http://(localhost|127\\.0\\.0\\.1):${callbackPort}/oauth/callback`));
       await connecting;
 
-      const account = await getAccountByEmail(email);
+      const account = await getAccountByEmail(getStore(), email);
       if (!account) throw new Error("the account was not created");
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
@@ -250,7 +250,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       expect(body.userId).toBe(account.id);
       expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - 1);
       expect(stderr).toMatch(/Connected to remote server using StreamableHTTPClientTransport/);
-      expect(await listConnectedApps(account.id)).toEqual([
+      expect(await listConnectedApps(getStore(), account.id)).toEqual([
         expect.objectContaining({ scopes: ["documents:read", "jobs:manage"] }),
       ]);
     } finally {

@@ -610,7 +610,7 @@ describe("the site in headless Chromium", () => {
       expect(response.request().headers().origin).toBe(`http://localhost:${attackerPort}`);
       expect(response.status()).toBe(403);
       expect(errorBodySchema.parse(await response.json()).error.code).toBe("forbidden");
-      expect(await getAccountByEmail(email)).toBeNull();
+      expect(await getAccountByEmail(getStore(), email)).toBeNull();
       await page.context().close();
     } finally {
       await new Promise((resolve) => attacker.close(resolve));

@@ -4,6 +4,7 @@ import { signUp } from "@/lib/accounts";
 import { getBalance, grantTestCredits, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
 import { createMemoryStore, getStore, installStore, resetStore } from "@/lib/store";
 import { pushEnv } from "../support/env";
+import { getEnv } from "@/lib/env";
 import { withRedisStoreEnv } from "../support/redis";
 
 /*
@@ -13,7 +14,11 @@ import { withRedisStoreEnv } from "../support/redis";
  */
 
 const newAccount = (label: string) =>
-  signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
+  signUp(
+    getStore(),
+    { email: `${label}-${Date.now()}@example.com`, password: "a long enough password" },
+    { env: getEnv(), operator: true },
+  );
 
 describe("test credits on the embedded store", () => {
   let restoreEnv = () => {};

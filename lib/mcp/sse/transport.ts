@@ -64,7 +64,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
   const slots = new StreamSlots();
 
   const openStream = withApiKey(
-    async ({ req, account, requestId }) => {
+    async ({ req, account, requestId, store }) => {
       const config = mcpConfig();
       const timing = { ...config.sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
@@ -92,7 +92,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
         closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
         // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant) does.
         keepAlive: async () => {
-          const [active] = await Promise.all([isCredentialActive(account), slot.renew()]);
+          const [active] = await Promise.all([isCredentialActive(store, account), slot.renew()]);
           return active;
         },
         onEnd: () => void slot.release(),
