@@ -10,10 +10,11 @@ import { pushEnv } from "./support/env";
 import { errorBodySchema } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { freePort } from "../tooling";
 import { OwnRedis, waitForStore } from "./support/own-redis";
 import packageJson from "@/package.json";
+import { getEnv } from "@/lib/env";
 import { assertRedisReachable, createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "./support/redis";
 
 const storeSchema = z.strictObject({
@@ -254,7 +255,11 @@ describe("a Redis that comes back empty", () => {
       const marker = await readMarker();
       expect(marker.initializedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
       expect(marker.dataLostAt).toBeUndefined();
-      await signUp({ email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" });
+      await signUp(
+        getStore(),
+        { email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" },
+        { env: getEnv() },
+      );
       expect((await getHealth()).body.status).toBe("ok");
 
       // Restarted without persistence: everything is gone, the marker with it.
@@ -262,7 +267,7 @@ describe("a Redis that comes back empty", () => {
       await redis.kill();
       await redis.start();
       await waitForStore();
-      expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();
+      expect(await getAccountByEmail(getStore(), "before-the-loss@example.com")).toBeNull();
 
       const lost = await getHealth();
       expect(lost.response.status).toBe(200);

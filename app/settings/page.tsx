@@ -6,6 +6,7 @@ import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailab
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { listConnectedApps } from "@/lib/oauth";
+import { services } from "@/lib/services";
 import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
@@ -32,18 +33,19 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
   const cursor = typeof params.before === "string" && /^\d+$/.test(params.before) ? params.before : null;
   const requestedKey = typeof params.key === "string" && KEY_ID.test(params.key) ? params.key : null;
 
+  const store = services().store;
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
-  const keys = await listApiKeys(account.id);
+  const keys = await listApiKeys(store, account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
   const [balance, ledger, usage, jobs, webhooks, deliveries, receivers, apps] = await Promise.all([
-    getBalance(account.id),
-    listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
-    getDailyUsage(account.id, { days: 30 }),
+    getBalance(store, account.id),
+    listLedger(store, account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
+    getDailyUsage(store, account.id, { days: 30 }),
     listJobViews(account.id, { limit: JOBS_SHOWN }),
     getWebhookAccount(account.id),
     listWebhookAttempts(account.id),
     listWebhookReceivers(account.id),
-    listConnectedApps(account.id),
+    listConnectedApps(services().store, account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);
@@ -69,7 +71,11 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
         </form>
       </header>
 
-      <CreditsSection balance={balance} usage={usage} testCredits={testCreditsAvailable() ? TEST_CREDITS : undefined} />
+      <CreditsSection
+        balance={balance}
+        usage={usage}
+        testCredits={testCreditsAvailable(store) ? TEST_CREDITS : undefined}
+      />
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <ConnectedAppsSection apps={apps} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />

@@ -122,7 +122,7 @@ async function takeIn(
           }),
         );
   // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
-  if (source.kind === "url") await requireCredit(account.userId);
+  if (source.kind === "url") await requireCredit(store, account.userId);
 
   // Fetched or decoded once. A job takes a larger file by URL than a call that may read it now (REST's, MCP's).
   const bytes = await loadDocument(source, {
@@ -140,7 +140,7 @@ async function takeIn(
   throwIfEnded(scope.signal);
   if (source.kind !== "url") {
     detectFileType(bytes); // `415` from the magic bytes, before the balance
-    await requireCredit(account.userId);
+    await requireCredit(store, account.userId);
   }
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
@@ -207,8 +207,8 @@ async function takeIn(
 }
 
 /** `402` before anything is fetched: not even one credit is left (the exact need is known once the file is inspected). */
-async function requireCredit(userId: string): Promise<void> {
-  const balance = await getBalance(userId);
+async function requireCredit(store: Store, userId: string): Promise<void> {
+  const balance = await getBalance(store, userId);
   if (balance >= 1) return;
   throw new ApiError(
     "insufficient_credits",

@@ -121,7 +121,7 @@ export async function kickJobWorkers(pages: number): Promise<void> {
     console.error("[jobs] CRON_SECRET is not set: no invocation can be started to read the job (docs/deploy.md#jobs)");
     return;
   }
-  const url = new URL(WORK_PATH, selfOrigin());
+  const url = new URL(WORK_PATH, selfOrigin(getEnv())); // TODO(i33): hand down
   const calls = Math.min(settings.fanout, Math.max(1, pages));
   await Promise.allSettled(
     Array.from({ length: calls }, () =>

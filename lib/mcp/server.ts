@@ -236,7 +236,7 @@ export function buildServer(
         cancel,
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
-        origin: configuredOrigin() ?? undefined,
+        origin: configuredOrigin(options.env) ?? undefined,
         // Settled below, once it is known that the client still wants the answer.
         deferSettlement: true,
       });

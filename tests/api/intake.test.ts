@@ -98,7 +98,7 @@ describe("the intake", () => {
     expect(fetched).toBe(0);
     expect(await jobKeys()).toEqual(before);
     expect((await getStore().jobs.listJobs(account.userId, { limit: 10, cursor: null })).jobs).toEqual([]);
-    expect((await listLedger(account.userId)).entries).toEqual([]);
+    expect((await listLedger(getStore(), account.userId)).entries).toEqual([]);
   });
 
   describe("with an engine pool of its own", () => {
@@ -300,7 +300,7 @@ describe("the intake", () => {
         expect(i, "the reserved pages never came back").toBeLessThan(100);
         await sleep(100);
       }
-      const { entries } = await listLedger(account.userId);
+      const { entries } = await listLedger(getStore(), account.userId);
       expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
         ["refund", 3],
         ["ocr", -3],

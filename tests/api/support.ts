@@ -12,7 +12,7 @@ import { getBalance, grantCredits, listLedger } from "@/lib/credits";
 import { errorCodeSchema, errorStatus, type ErrorBody, type ErrorCode } from "@/lib/api/errors";
 import { createApiKey } from "@/lib/keys";
 import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { pushEnv } from "../support/env";
 import { STORE_VARIABLES, withRedisStoreEnv } from "../support/redis";
 
@@ -93,9 +93,9 @@ export interface TestAccount {
 /** A user with `credits` credits and one API key (no password: the key is all a REST caller has). */
 export async function createAccount(credits = 100): Promise<TestAccount> {
   const userId = `usr_test${randomBytes(8).toString("hex")}`;
-  if (credits > 0) await grantCredits({ userId, credits });
-  const { key, info } = await createApiKey({ userId, name: "api tests" });
-  return { userId, keyId: info.id, key, balance: () => getBalance(userId) };
+  if (credits > 0) await grantCredits(getStore(), { userId, credits });
+  const { key, info } = await createApiKey(getStore(), { userId, name: "api tests" });
+  return { userId, keyId: info.id, key, balance: () => getBalance(getStore(), userId) };
 }
 
 export interface CallOptions {
@@ -192,7 +192,7 @@ export async function expectOcrOk(response: Response): Promise<OcrResponse> {
 
 /** Sum of the account's ledger deltas equals its balance (every change is an entry). */
 export async function expectLedgerConsistent(account: TestAccount): Promise<void> {
-  const { entries } = await listLedger(account.userId, { limit: 100 });
+  const { entries } = await listLedger(getStore(), account.userId, { limit: 100 });
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await account.balance());
 }
 

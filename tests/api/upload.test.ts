@@ -7,6 +7,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import { phonePhoto } from "../support/phone-photo";
 import {
@@ -86,7 +87,7 @@ function countedStream(total: number, chunk = 64 * 1024): { stream: ReadableStre
 
 async function expectNothingCharged(account: TestAccount, credits: number): Promise<void> {
   expect(await account.balance()).toBe(credits);
-  const { entries } = await listLedger(account.userId, { limit: 10 });
+  const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
   expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([]);
 }
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
 import { createApiKey } from "@/lib/keys";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { characterErrorRate } from "@/bench/metrics";
 import { startInstance, type Instance } from "../support/instance";
@@ -80,9 +80,9 @@ describe("jobs across two server instances and a worker", () => {
 
   async function account(credits: number) {
     const userId = `usr_cluster${Math.random().toString(36).slice(2, 10)}`;
-    await grantCredits({ userId, credits });
-    const { key } = await createApiKey({ userId, name: "cluster" });
-    return { userId, key, balance: () => getBalance(userId) };
+    await grantCredits(getStore(), { userId, credits });
+    const { key } = await createApiKey(getStore(), { userId, name: "cluster" });
+    return { userId, key, balance: () => getBalance(getStore(), userId) };
   }
 
   async function call(
@@ -142,7 +142,7 @@ describe("jobs across two server instances and a worker", () => {
     expect(final.creditsUsed).toBe(final.pagesDone);
     expect(final.creditsUsed + final.creditsRefunded).toBe(final.creditsReserved);
     expect(await user.balance()).toBe(start - final.pagesDone);
-    const { entries } = await listLedger(user.userId, { limit: 100 });
+    const { entries } = await listLedger(getStore(), user.userId, { limit: 100 });
     const jobEntries = entries.filter((entry) => entry.requestId === final.jobId);
     // The reservation, and at most one refund when it ended.
     expect(jobEntries.map((entry) => entry.reason).sort()).toEqual(

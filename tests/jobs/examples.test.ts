@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
 import { jobExamples } from "@/lib/api/examples";
 import { createApiKey } from "@/lib/keys";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { startInstance, type Instance } from "../support/instance";
 import {
   TEST_REDIS_URL,
@@ -147,9 +147,9 @@ describe("the jobs examples, run against a server", () => {
 
   async function account(credits: number) {
     const userId = `usr_jobdocs${Math.random().toString(36).slice(2, 10)}`;
-    if (credits > 0) await grantCredits({ userId, credits });
-    const { key } = await createApiKey({ userId, name: "job examples" });
-    return { userId, key, balance: () => getBalance(userId) };
+    if (credits > 0) await grantCredits(getStore(), { userId, credits });
+    const { key } = await createApiKey(getStore(), { userId, name: "job examples" });
+    return { userId, key, balance: () => getBalance(getStore(), userId) };
   }
 
   it.each(ids)(
@@ -162,7 +162,7 @@ describe("the jobs examples, run against a server", () => {
       expect(rest).toEqual([]);
       expect(text).toMatch(/ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/);
       expect(await user.balance()).toBe(9);
-      const { entries } = await listLedger(user.userId);
+      const { entries } = await listLedger(getStore(), user.userId);
       expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([
         expect.objectContaining({ reason: "ocr", delta: -1, requestId: expect.stringMatching(/^job_/) }),
       ]);

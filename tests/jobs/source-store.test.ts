@@ -8,7 +8,7 @@ import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import { GET as health } from "@/app/api/health/route";
 import { listLedger } from "@/lib/credits";
 import { resetWorkQueue } from "@/lib/jobs";
-import { createRedisStore, createTcpRedis, resetStore, type Store } from "@/lib/store";
+import { createRedisStore, createTcpRedis, getStore, resetStore, type Store } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { createAccount, expectApiError, overrideSettings, tinyPng, withStore } from "../api/support";
 import { OwnRedis } from "../support/own-redis";
@@ -235,7 +235,7 @@ describe("each account's stored job files are capped (twice MAX_JOB_URL_BYTES)",
       expect(body.error.message).toMatch(/would pass the/);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(await account.balance()).toBe(8);
-      const { entries } = await listLedger(account.userId, { limit: 10 });
+      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
       expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(2);
       const other = await createAccount(10);
       expect((await submit(other.key, png)).status).toBe(202);

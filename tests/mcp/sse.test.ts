@@ -3,6 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listLedger } from "@/lib/credits";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
+import { getStore } from "@/lib/store";
 import {
   REQUEST_ID,
   callOcr,
@@ -208,7 +209,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       );
       const requestId = lost.headers.get("x-request-id")!;
       expect(await account.balance()).toBe(5);
-      const { entries } = await listLedger(account.userId, { limit: 10 });
+      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
       const own = entries
         .filter((entry) => entry.requestId === requestId)
         .map((entry) => [entry.reason, entry.delta, entry.pages]);
