@@ -36,7 +36,7 @@ export interface EngineLimits {
 export type OpenEnv = Pick<Env, "MAX_PDF_PAGES" | "OCR_LANGUAGES" | "OCR_DEFAULT_LANGUAGE" | "REQUEST_DEADLINE_MS">;
 
 export interface OpenOptions {
-  /** The configuration (the request context's; `getEnv()` in a script or a test). */
+  /** The configuration (the request context's; a script or a test passes the process's). */
   env: OpenEnv;
   /** PDF page selection, e.g. `"1-3,5"`; all pages by default. */
   pages?: string;
