@@ -227,7 +227,7 @@ async function authenticate(
   credential: ReturnType<typeof readCredential>,
   protectedResource: boolean,
 ): Promise<ApiKeyIdentity> {
-  const origin = protectedResource ? serviceOrigin(req) : "";
+  const origin = protectedResource ? serviceOrigin(env, req) : "";
   const challenge = (problem?: { description: string }) =>
     protectedResource
       ? {

@@ -192,7 +192,7 @@ async function takeIn(
   await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
   if (document.overWork)
     return toJob(document, fitReason(document.overWork, document.estimateMs, by, env.MAX_PDF_PAGES));
-  const result = await readNow({
+  const result = await readNow(store, {
     document,
     bytes,
     inputSource,

@@ -99,7 +99,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const resumeTaskResult = withApiKey(
     async ({ req, account, requestId, receivedAt, env, store }) => {
       const state = resumedTaskResult(req)!;
-      checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
+      checkScopes({ account, req, env }, { jsonrpc: "2.0", method: "tasks/result" });
       const { toolDeadlineMs, jobPollMs } = settings(env);
       try {
         return await serveTaskResult(state, {
@@ -152,7 +152,7 @@ async function postStateless(
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
   const body = await requestBody.json();
-  checkScopes(account, req, body);
+  checkScopes({ account, req, env }, body);
   await countBatchCalls(countRequests, body);
   const polled = pollableTaskResult(req, body);
   if (polled !== null) {

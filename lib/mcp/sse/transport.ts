@@ -192,9 +192,9 @@ async function postToSession(
   settings: ToolCallSettings,
   idempotencyKey?: string,
 ): Promise<Response> {
-  const { req, body: requestBody, account, requestId, countRequests, store } = context;
+  const { body: requestBody, account, requestId, countRequests, store } = context;
   const body = await requestBody.json();
-  checkScopes(account, req, body);
+  checkScopes(context, body);
   await countBatchCalls(countRequests, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
