@@ -3,8 +3,8 @@ import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
-import { ignoredVariablesNotice } from "@/lib/env";
-import { assertStoreConfigured, isRedisConnectionError } from "@/lib/store";
+import { getEnv, ignoredVariablesNotice } from "@/lib/env";
+import { assertStoreConfigured, getStore, isRedisConnectionError } from "@/lib/store";
 
 /**
  * What a Node.js server instance does once at start, before it serves requests (called by instrumentation.ts):
@@ -49,7 +49,7 @@ export function startNodeServer(): void {
   });
 
   startEventLoopMonitor();
-  ensureJobRunner();
+  ensureJobRunner(getStore(), getEnv());
 
   const started = performance.now();
   const pool = getOcrPool();

@@ -6,6 +6,7 @@ import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailab
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { listConnectedApps } from "@/lib/oauth";
+import { getStore } from "@/lib/store";
 import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
@@ -28,6 +29,7 @@ type SearchParams = Promise<{ before?: string | string[]; key?: string | string[
 export default async function SettingsPage({ searchParams }: { searchParams: SearchParams }) {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
+  const store = getStore();
   const params = await searchParams;
   const cursor = typeof params.before === "string" && /^\d+$/.test(params.before) ? params.before : null;
   const requestedKey = typeof params.key === "string" && KEY_ID.test(params.key) ? params.key : null;
@@ -39,10 +41,10 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
     getBalance(account.id),
     listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(account.id, { days: 30 }),
-    listJobViews(account.id, { limit: JOBS_SHOWN }),
-    getWebhookAccount(account.id),
-    listWebhookAttempts(account.id),
-    listWebhookReceivers(account.id),
+    listJobViews(store, account.id, { limit: JOBS_SHOWN }),
+    getWebhookAccount(store, account.id),
+    listWebhookAttempts(store, account.id),
+    listWebhookReceivers(store, account.id),
     listConnectedApps(account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));

@@ -12,7 +12,7 @@ import type { ApiContext } from "./context";
  * the answer.
  */
 export async function acceptJob(
-  { req, account, requestId, receivedAt, report }: ApiContext,
+  { req, account, requestId, receivedAt, report, env }: ApiContext,
   { body, file }: { body: OcrRequest; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
@@ -29,7 +29,7 @@ export async function acceptJob(
     origin,
   });
   report({ creditsRemaining });
-  afterResponse(() => kickJobWorkers(view.pagesTotal));
+  afterResponse(() => kickJobWorkers(env, view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 

@@ -14,6 +14,7 @@ import {
 } from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
 import type { OutputFormat } from "@/lib/vocabulary";
+import { getStore } from "@/lib/store";
 import { resolveJobWebhook } from "@/lib/webhooks";
 import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type DocumentSource } from "./source";
 
@@ -98,9 +99,10 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 
   // Cheap checks, before any byte is fetched or decoded.
   if (mode === "job") requireWorkQueue();
+  // TODO(i33): hand down
   const webhookUrl =
     mode === "job"
-      ? await resolveJobWebhook(account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
+      ? await resolveJobWebhook(getStore(), account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
       : undefined;
   checkDeclaredSize(source);
   const pool = input.pool ?? getOcrPool();
@@ -133,10 +135,11 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
   const toJob = async (
-    document: Parameters<typeof queueJob>[0]["document"],
+    document: Parameters<typeof queueJob>[1]["document"],
     reason?: string,
   ): Promise<IntakeOutcome> => {
-    const queued = await queueJob({
+    // TODO(i33): hand down
+    const queued = await queueJob(getStore(), {
       bytes,
       inputSource,
       document,

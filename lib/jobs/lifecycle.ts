@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { getStore, type JobStatus, type LedgerDraft } from "@/lib/store";
+import type { JobStatus, LedgerDraft, Store } from "@/lib/store";
 import { announceJobEnd } from "@/lib/webhooks";
 import { jobSettings } from "./settings";
 
@@ -9,6 +9,7 @@ import { jobSettings } from "./settings";
  * by this caller only, the one whose end step changed the job. Null when it had already ended.
  */
 export async function endJob(
+  store: Store,
   jobId: string,
   end: "finish" | "cancel" | "fail",
   error?: { code: string; message: string },
@@ -20,7 +21,7 @@ export async function endJob(
     reason: "refund",
     requestId: jobId,
   };
-  const ended = await getStore().jobs.endJob(jobId, {
+  const ended = await store.jobs.endJob(jobId, {
     end,
     ...(error && { error: JSON.stringify(error) }),
     now: now.getTime(),
@@ -28,7 +29,7 @@ export async function endJob(
     entry,
     day: now.toISOString().slice(0, 10),
   });
-  if (ended) await announceJobEnd(jobId);
+  if (ended) await announceJobEnd(store, jobId);
   return ended;
 }
 

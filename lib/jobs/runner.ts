@@ -2,7 +2,7 @@ import { errorLabel } from "@/lib/error-log";
 import { apiCode } from "@/lib/api/errors";
 import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
-import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
+import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";
 import type { LeasedTask, PageTask, PageTaskPage, TaskKind, WorkQueue } from "./queue/port";
@@ -17,8 +17,8 @@ export interface RunnerOptions {
   name: string;
   /** The engine processes (default: the process-wide pool). */
   pool?: OcrPool;
-  /** The job port (default: the process-wide store's, taken at each use: tests swap the store). */
-  store?: () => JobStore;
+  /** The store whose jobs it works (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
+  store: Store;
 }
 
 /**
@@ -45,7 +45,7 @@ export class JobRunner {
 
   constructor(private readonly options: RunnerOptions) {
     this.pool = options.pool ?? getOcrPool();
-    this.store = options.store ?? (() => getStore().jobs);
+    this.store = () => options.store.jobs;
     this.sources = new SourceCache(this.store, options.settings.sourceCacheBytes);
   }
 
@@ -351,7 +351,7 @@ export class JobRunner {
         Date.now(),
       );
     }
-    await endJob(record.id, "finish");
+    await endJob(this.options.store, record.id, "finish");
     this.forget(record.id);
     await task.complete();
   }
@@ -378,7 +378,7 @@ export class JobRunner {
   }
 
   private async endAsFailed(jobId: string, code: string, message: string): Promise<void> {
-    await endJob(jobId, "fail", { code, message });
+    await endJob(this.options.store, jobId, "fail", { code, message });
   }
 
   // ─── pages ───

@@ -210,6 +210,6 @@ export async function cancelRunningCall(account: Account, rpcId: string | number
 }
 
 async function cancelActiveJob(userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(userId, jobId);
-  if (isJobActive(view)) await cancelJob(userId, jobId);
+  const view = await getJobView(getStore(), userId, jobId); // TODO(i33): hand down
+  if (isJobActive(view)) await cancelJob(getStore(), userId, jobId); // TODO(i33): hand down
 }
