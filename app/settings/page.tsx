@@ -6,7 +6,7 @@ import { getBalance, getDailyUsage, listLedger, TEST_CREDITS, testCreditsAvailab
 import { listJobViews } from "@/lib/jobs";
 import { listApiKeys } from "@/lib/keys";
 import { listConnectedApps } from "@/lib/oauth";
-import { getStore } from "@/lib/store";
+import { services } from "@/lib/services";
 import { getWebhookAccount, listWebhookAttempts, listWebhookReceivers } from "@/lib/webhooks";
 import { ConnectedAppsSection } from "./connected-apps-section";
 import { CreditsSection } from "./credits-section";
@@ -29,7 +29,7 @@ type SearchParams = Promise<{ before?: string | string[]; key?: string | string[
 export default async function SettingsPage({ searchParams }: { searchParams: SearchParams }) {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
-  const store = getStore();
+  const { store } = services();
   const params = await searchParams;
   const cursor = typeof params.before === "string" && /^\d+$/.test(params.before) ? params.before : null;
   const requestedKey = typeof params.key === "string" && KEY_ID.test(params.key) ? params.key : null;

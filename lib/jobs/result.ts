@@ -210,7 +210,12 @@ export interface JobPdf {
  * the pages asked for (default: all of the job's) that have been read; the others are listed in `missingPages`. One
  * file, however large: the route streams it.
  */
-export async function readJobPdf(store: Store, userId: string, jobId: string, options: { pages?: string }): Promise<JobPdf> {
+export async function readJobPdf(
+  store: Store,
+  userId: string,
+  jobId: string,
+  options: { pages?: string },
+): Promise<JobPdf> {
   const record = await findJob(store, userId, jobId);
   const wanted = wantedPages(record, options.pages);
   const jobs = store.jobs;

@@ -38,7 +38,10 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
  * page reserved with the job's creation (`402` when short, before any work), and the job queued. Its pages are read
  * by whichever processes have a free engine process (lib/jobs/runner.ts).
  */
-export async function queueJob(store: Store, input: QueueJobInput): Promise<{ view: JobView; creditsRemaining: number }> {
+export async function queueJob(
+  store: Store,
+  input: QueueJobInput,
+): Promise<{ view: JobView; creditsRemaining: number }> {
   const queue = requireWorkQueue();
   const settings = jobSettings();
   const { bytes, inputSource, document: described, account, requestId, webhookUrl } = input;
@@ -118,7 +121,9 @@ export async function queueJob(store: Store, input: QueueJobInput): Promise<{ vi
     await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(pages) });
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
-    await endJob(store, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(() => undefined);
+    await endJob(store, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
+      () => undefined,
+    );
     throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", {
       cause: error,
     });

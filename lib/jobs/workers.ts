@@ -18,7 +18,11 @@ type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
  * worker process, whose only purpose this is). The process also delivers webhook events (lib/webhooks). The store
  * and the configuration are the entry point's (lib/startup.ts, scripts/worker.ts); the runner keeps the store.
  */
-export function ensureJobRunner(store: Store, env: Env, { always = false }: { always?: boolean } = {}): JobRunner | null {
+export function ensureJobRunner(
+  store: Store,
+  env: Env,
+  { always = false }: { always?: boolean } = {},
+): JobRunner | null {
   const holder = globalThis as RunnerHolder;
   if (holder[RUNNER_KEY]) return holder[RUNNER_KEY];
   const settings = jobSettings({}, env);

@@ -143,7 +143,8 @@ function readPages(
   pages: readonly number[],
   limitBytes?: number,
 ): Promise<JobResultPart> {
-  return readJobResult(getStore(), userId, view.jobId, { // TODO(i33): hand down
+  return readJobResult(getStore(), userId, view.jobId, {
+    // TODO(i33): hand down
     format: textFormatOf(view),
     pages: formatPageRanges(pages),
     ...(limitBytes !== undefined && { limitBytes }),

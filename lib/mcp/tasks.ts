@@ -278,8 +278,10 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   };
 
   // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
-  server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
-    guarded(async () => toTask(await getJobView(getStore(), account.userId, taskId))), // TODO(i33): hand down
+  server.server.setRequestHandler(
+    "tasks/get",
+    { params: taskParamsSchema },
+    ({ taskId }) => guarded(async () => toTask(await getJobView(getStore(), account.userId, taskId))), // TODO(i33): hand down
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>

@@ -153,10 +153,8 @@ async function recordAttempt(
     url: delivery.url,
     ...(error !== undefined && { error: error.slice(0, 300) }),
   };
-  await store.webhooks
-    .recordAttempt(delivery.userId, record)
-    .catch((caught: unknown) => {
-      console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
-    });
+  await store.webhooks.recordAttempt(delivery.userId, record).catch((caught: unknown) => {
+    console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
+  });
   return record;
 }

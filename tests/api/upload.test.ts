@@ -19,6 +19,7 @@ import {
   withStore,
   type TestAccount,
 } from "./support";
+import { getStore } from "@/lib/store";
 
 /*
  * Issue 29 point 8: the files people have. A phone-photo sized JPEG (3.7 MB, over the old 3 MB inline limit) sent as
@@ -99,7 +100,13 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
 
   beforeAll(async () => {
     photo = await phonePhoto();
-    runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "test-upload", pool });
+    runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: "test-upload",
+      pool,
+    });
     runner.start();
   }, 180_000);
   afterAll(async () => {

@@ -40,7 +40,13 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
 
   beforeAll(async () => {
     scan = await longScan(12);
-    runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `test-${kind}`, pool });
+    runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: `test-${kind}`,
+      pool,
+    });
     runner.start();
   }, 180_000);
   afterAll(async () => {
@@ -329,7 +335,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     const seen: number[] = [];
     let pages: string | undefined;
     for (let parts = 0; ; parts++) {
-      const part = await readJobResult(account.userId, view.jobId, { pages, limitBytes: 2_000 });
+      const part = await readJobResult(getStore(), account.userId, view.jobId, { pages, limitBytes: 2_000 });
       const document = JSON.parse(part.extractedText) as { pages: Array<{ number: number; readBy: string }> };
       seen.push(...document.pages.map((page) => page.number));
       expect(document.pages.every((page) => page.readBy === `test-${kind}`)).toBe(true);

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { isApiError } from "@/lib/api/errors";
 import { jobResultFormat, jobResultFrame, readJobPdf, readJobResult, type JobResultPart } from "@/lib/jobs";
-import { getStore } from "@/lib/store";
+import { services } from "@/lib/services";
 import { outputFormats, type OutputFormat } from "@/lib/vocabulary";
 
 /*
@@ -45,7 +45,7 @@ function plain(status: number, message: string): Response {
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }): Promise<Response> {
   const account = await getCurrentAccount();
   if (!account) return plain(401, "Sign in (/signin) to download your jobs' results.");
-  const store = getStore();
+  const { store } = services();
   const { id } = await params;
   const query = querySchema.safeParse({ format: new URL(request.url).searchParams.get("format") ?? undefined });
   if (!query.success) return plain(400, `The format is one of ${outputFormats.join(", ")}.`);
