@@ -149,6 +149,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
       deadline: scope.deadline,
       webhookUrl,
       origin: input.origin,
+      settings,
     });
     return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
   };

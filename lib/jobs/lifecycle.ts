@@ -1,15 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { JobStatus, LedgerDraft, Store } from "@/lib/store";
 import { announceJobEnd } from "@/lib/webhooks";
-import { jobSettings } from "./settings";
+import type { JobSettings } from "./settings";
 
 /**
  * End a job (finished, cancelled or failed): what it still has reserved is refunded with one `refund` ledger entry
  * (its request id the job's), its results expire `JOB_RESULT_TTL` from now, and its webhook (if any) is announced —
- * by this caller only, the one whose end step changed the job. Null when it had already ended.
+ * by this caller only, the one whose end step changed the job. Null when it had already ended. `settings`: the
+ * caller's job settings (the results' lifetime).
  */
 export async function endJob(
   store: Store,
+  settings: Pick<JobSettings, "resultTtlMs">,
   jobId: string,
   end: "finish" | "cancel" | "fail",
   error?: { code: string; message: string },
@@ -25,7 +27,7 @@ export async function endJob(
     end,
     ...(error && { error: JSON.stringify(error) }),
     now: now.getTime(),
-    resultTtlMs: jobSettings().resultTtlMs,
+    resultTtlMs: settings.resultTtlMs,
     entry,
     day: now.toISOString().slice(0, 10),
   });

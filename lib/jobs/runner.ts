@@ -351,7 +351,7 @@ export class JobRunner {
         Date.now(),
       );
     }
-    await endJob(this.options.store, record.id, "finish");
+    await endJob(this.options.store, this.options.settings, record.id, "finish");
     this.forget(record.id);
     await task.complete();
   }
@@ -378,7 +378,7 @@ export class JobRunner {
   }
 
   private async endAsFailed(jobId: string, code: string, message: string): Promise<void> {
-    await endJob(this.options.store, jobId, "fail", { code, message });
+    await endJob(this.options.store, this.options.settings, jobId, "fail", { code, message });
   }
 
   // ─── pages ───

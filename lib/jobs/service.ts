@@ -8,7 +8,7 @@ import type { JobRecord, NewJob, Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { jobWebhookView } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
-import { getWorkQueue, jobSettings, requireWorkQueue } from "./settings";
+import { getWorkQueue, jobSettings, requireWorkQueue, type JobSettings } from "./settings";
 import { toJobView, type JobView } from "./view";
 
 /** A document the intake (lib/intake) loaded, checked and decided to read as a job. */
@@ -26,6 +26,8 @@ export interface QueueJobInput {
   webhookUrl?: string;
   /** The origin the job was submitted to (`https://ocr.example.com`): its webhook event's links are absolute with it. */
   origin?: string;
+  /** The jobs' settings (the caller's `jobSettings(overrides, env)`): limits, lifetimes, chunk size. */
+  settings: JobSettings;
 }
 
 /** Job ids: `job_` and 16 random bytes (base64url). */
@@ -43,8 +45,7 @@ export async function queueJob(
   input: QueueJobInput,
 ): Promise<{ view: JobView; creditsRemaining: number }> {
   const queue = requireWorkQueue();
-  const settings = jobSettings();
-  const { bytes, inputSource, document: described, account, requestId, webhookUrl } = input;
+  const { bytes, inputSource, document: described, account, requestId, webhookUrl, settings } = input;
   const jobs = store.jobs;
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
@@ -121,7 +122,7 @@ export async function queueJob(
     await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(pages) });
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
-    await endJob(store, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
+    await endJob(store, settings, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
       () => undefined,
     );
     throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", {
@@ -175,7 +176,7 @@ export async function findJob(store: Store, userId: string, jobId: string): Prom
   }
   if ((record.status === "queued" || record.status === "running") && record.deadline <= Date.now()) {
     // Past its time (its processes were gone for a day): it ends now, and what it did not read comes back.
-    await endJob(store, jobId, "fail", {
+    await endJob(store, jobSettings(), jobId, "fail", {
       code: "timeout",
       message: `The job did not finish within ${Math.round(jobSettings().maxDurationMs / 3_600_000)} h`,
     });
@@ -203,7 +204,7 @@ export async function getJobView(store: Store, userId: string, jobId: string): P
 /** `DELETE /api/ocr/jobs/{id}`: pages not read yet are refunded; a job that has ended is answered as it is. */
 export async function cancelJob(store: Store, userId: string, jobId: string): Promise<JobView> {
   await findJob(store, userId, jobId);
-  const ended = await endJob(store, jobId, "cancel", { code: "cancelled", message: "Cancelled by the account" });
+  const ended = await endJob(store, jobSettings(), jobId, "cancel", { code: "cancelled", message: "Cancelled by the account" });
   if (ended)
     await getWorkQueue()
       ?.dropPages(jobId)
