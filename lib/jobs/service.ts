@@ -204,7 +204,10 @@ export async function getJobView(store: Store, userId: string, jobId: string): P
 /** `DELETE /api/ocr/jobs/{id}`: pages not read yet are refunded; a job that has ended is answered as it is. */
 export async function cancelJob(store: Store, userId: string, jobId: string): Promise<JobView> {
   await findJob(store, userId, jobId);
-  const ended = await endJob(store, jobSettings(), jobId, "cancel", { code: "cancelled", message: "Cancelled by the account" });
+  const ended = await endJob(store, jobSettings(), jobId, "cancel", {
+    code: "cancelled",
+    message: "Cancelled by the account",
+  });
   if (ended)
     await getWorkQueue()
       ?.dropPages(jobId)

@@ -13,8 +13,8 @@ const methods = ["POST"];
 
 // POST /api/internal/jobs/work – signed by the deployment itself (CRON_SECRET, single-use): work the job queue for this
 // invocation's budget. Answered 202 at once; the work goes on after the answer (on Vercel, `after`).
-export const POST = withRequest(async ({ req }) => {
-  const { env, store, jobWork } = services();
+export const POST = withRequest(async ({ req, store }) => {
+  const { env, jobWork } = services();
   const secret = env.CRON_SECRET;
   // Each signature is accepted once, within a minute of its making: a captured one cannot be replayed.
   if (!secret || !(await acceptWorkCall(store, req.headers.get("x-work-signature"), secret))) {
