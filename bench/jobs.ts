@@ -26,7 +26,6 @@ import { createClient } from "redis";
 import { freePort, median } from "../tooling";
 import { characterErrorRate } from "./metrics";
 import { descendants, machineBusySeconds } from "./procfs";
-import { getStore } from "@/lib/store";
 
 const { values: args } = parseArgs({
   allowPositionals: true,
@@ -275,14 +274,14 @@ export async function jobsMain(): Promise<void> {
       runner.start();
       // Polled once a second, as a client would: its commands count in the job's.
       for (;;) {
-        const status = await getJobView(getStore(), userId, view.jobId);
+        const status = await getJobView(getStore(), getEnv(), userId, view.jobId);
         if (status.status !== "queued" && status.status !== "running") break;
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       let text = "";
       for (let part: string | null = ""; part !== null;) {
         const pages = part ? (new URL(part, "http://x").searchParams.get("pages") ?? undefined) : undefined;
-        const result = await readJobResult(getStore(), userId, view.jobId, { format: "text", pages });
+        const result = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: "text", pages });
         text += (text ? "\f" : "") + result.extractedText;
         part = result.next;
       }
@@ -297,7 +296,7 @@ export async function jobsMain(): Promise<void> {
     const after = await redisCounters(redis.url);
     await runner.stop();
     await pool.terminate();
-    const final = await getJobView(getStore(), userId, view.jobId);
+    const final = await getJobView(getStore(), getEnv(), userId, view.jobId);
     rows.push({
       processes,
       "sync pages/s": f2(pageCount / syncSeconds),
@@ -349,6 +348,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { OcrPool } = await import("../lib/ocr/pool/pool");
   const { grantCredits } = await import("../lib/credits");
   const { getEnv } = await import("../lib/env");
+  const { getStore } = await import("../lib/store");
   console.log(`generating a ${megabytes} MB scanned PDF…`);
   const pdf = await bigScan(megabytes);
   const server = http.createServer((_, res) => {
@@ -392,10 +392,10 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
     pool,
   });
   runner.start();
-  let final = await getJobView(getStore(), userId, view.jobId);
+  let final = await getJobView(getStore(), getEnv(), userId, view.jobId);
   while (final.status === "queued" || final.status === "running") {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    final = await getJobView(getStore(), userId, view.jobId);
+    final = await getJobView(getStore(), getEnv(), userId, view.jobId);
   }
   const readSeconds = (performance.now() - readStarted) / 1000;
   const readPeaks = reading.stop();

@@ -17,7 +17,7 @@ export async function cancelJobAction(formData: FormData): Promise<void> {
   if (!account) redirect("/signin");
   const { store, env } = services();
   try {
-    const view = await cancelJob(store, account.id, String(formData.get("jobId") ?? "").slice(0, 100));
+    const view = await cancelJob(store, env, account.id, String(formData.get("jobId") ?? "").slice(0, 100));
     // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it (at the
     // configured origin: never one from the request's Host, lib/service-origin.ts).
     if (view.webhook) afterResponse(() => kickJobWorkers(env, 1));

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JobResultBody } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
+import type { Env } from "@/lib/env";
 import { documentConfidence, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
 import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
@@ -27,11 +28,12 @@ export type JobResultPart = JobResultBody;
  */
 export async function readJobResult(
   store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<JobResultPart> {
-  const record = await findJob(store, userId, jobId);
+  const record = await findJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) return renderResultPart(store, record, wanted, options);
   // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:
@@ -52,11 +54,12 @@ export async function readJobResult(
  */
 export async function readJobResultBody(
   store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<{ body: ReadableStream<Uint8Array>; bytes: number; next: string | null }> {
-  const record = await findJob(store, userId, jobId);
+  const record = await findJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) {
     const part = await renderResultPart(store, record, wanted, options);
@@ -187,11 +190,12 @@ function wantedPages(record: JobRecord, pages: string | undefined): number[] {
 /** The format a result request gets: the one asked for, or the job's. */
 export async function jobResultFormat(
   store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   format: OutputFormat | undefined,
 ): Promise<OutputFormat> {
-  return format ?? (await findJob(store, userId, jobId)).format;
+  return format ?? (await findJob(store, env, userId, jobId)).format;
 }
 
 export interface JobPdf {
@@ -212,11 +216,12 @@ export interface JobPdf {
  */
 export async function readJobPdf(
   store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   options: { pages?: string },
 ): Promise<JobPdf> {
-  const record = await findJob(store, userId, jobId);
+  const record = await findJob(store, env, userId, jobId);
   const wanted = wantedPages(record, options.pages);
   const jobs = store.jobs;
   const pages: ExtractedPage[] = [];

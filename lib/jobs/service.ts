@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { InputSource } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
+import type { Env } from "@/lib/env";
 import { languageSpec, type DescribedDocument } from "@/lib/ocr";
 import { formatPageRanges } from "@/lib/ocr/model";
 import { formatMegabytes } from "@/lib/input";
@@ -163,7 +164,8 @@ function accountFilesFull(
 }
 
 /** The job `jobId` of `userId`: `404` for another account's or an unknown one, `410` once its results expired. */
-export async function findJob(store: Store, userId: string, jobId: string): Promise<JobRecord> {
+export async function findJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobRecord> {
+  const settings = jobSettings({}, env);
   if (!JOB_ID_PATTERN.test(jobId)) {
     throw new ApiError("not_found", "No such job: job ids look like job_ followed by 22 letters, digits, - or _");
   }
@@ -176,24 +178,24 @@ export async function findJob(store: Store, userId: string, jobId: string): Prom
   }
   if ((record.status === "queued" || record.status === "running") && record.deadline <= Date.now()) {
     // Past its time (its processes were gone for a day): it ends now, and what it did not read comes back.
-    await endJob(store, jobSettings(), jobId, "fail", {
+    await endJob(store, settings, jobId, "fail", {
       code: "timeout",
-      message: `The job did not finish within ${Math.round(jobSettings().maxDurationMs / 3_600_000)} h`,
+      message: `The job did not finish within ${Math.round(settings.maxDurationMs / 3_600_000)} h`,
     });
-    return findJob(store, userId, jobId);
+    return findJob(store, env, userId, jobId);
   }
   if (record.finishedAt !== undefined && record.expiresAt <= Date.now()) {
     throw new ApiError(
       "gone",
-      `Job ${jobId} expired at ${new Date(record.expiresAt).toISOString()}: results are kept ${Math.round(jobSettings().resultTtlMs / 3_600_000)} h after a job ends`,
+      `Job ${jobId} expired at ${new Date(record.expiresAt).toISOString()}: results are kept ${Math.round(settings.resultTtlMs / 3_600_000)} h after a job ends`,
     );
   }
   return record;
 }
 
 /** `GET /api/ocr/jobs/{id}`. */
-export async function getJobView(store: Store, userId: string, jobId: string): Promise<JobView> {
-  const record = await findJob(store, userId, jobId);
+export async function getJobView(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
+  const record = await findJob(store, env, userId, jobId);
   const failed = record.pagesFailed > 0 ? await store.jobs.getFailedPages(jobId) : new Map<number, string>();
   const view = toJobView(record, failed);
   const webhook = await jobWebhookView(store, record);
@@ -202,9 +204,9 @@ export async function getJobView(store: Store, userId: string, jobId: string): P
 }
 
 /** `DELETE /api/ocr/jobs/{id}`: pages not read yet are refunded; a job that has ended is answered as it is. */
-export async function cancelJob(store: Store, userId: string, jobId: string): Promise<JobView> {
-  await findJob(store, userId, jobId);
-  const ended = await endJob(store, jobSettings(), jobId, "cancel", {
+export async function cancelJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
+  await findJob(store, env, userId, jobId);
+  const ended = await endJob(store, jobSettings({}, env), jobId, "cancel", {
     code: "cancelled",
     message: "Cancelled by the account",
   });
@@ -212,7 +214,7 @@ export async function cancelJob(store: Store, userId: string, jobId: string): Pr
     await getWorkQueue()
       ?.dropPages(jobId)
       .catch(() => undefined);
-  return getJobView(store, userId, jobId);
+  return getJobView(store, env, userId, jobId);
 }
 
 /** `GET /api/ocr/jobs`: the account's jobs, newest first. */

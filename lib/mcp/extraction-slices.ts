@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
@@ -143,7 +144,7 @@ function readPages(
   pages: readonly number[],
   limitBytes?: number,
 ): Promise<JobResultPart> {
-  return readJobResult(getStore(), userId, view.jobId, {
+  return readJobResult(getStore(), getEnv(), userId, view.jobId, {
     // TODO(i33): hand down
     format: textFormatOf(view),
     pages: formatPageRanges(pages),
@@ -171,7 +172,7 @@ export async function readExtractionSlice(userId: string, input: GetExtractionIn
   if (jobId === undefined)
     throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
-  const record = await findJob(getStore(), userId, jobId); // TODO(i33): hand down
+  const record = await findJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
   const view = toJobView(record);
   const start = cursor ?? { pages: input.pages?.trim() ?? "", offset: 0 };
   const field = input.cursor !== undefined ? "cursor" : "pages";
@@ -285,7 +286,7 @@ export async function readJobText(
   userId: string,
   view: JobView,
 ): Promise<{ part: JobResultPart; nextCursor: string | null }> {
-  const part = await readJobResult(getStore(), userId, view.jobId, { format: textFormatOf(view) }); // TODO(i33): hand down
+  const part = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: textFormatOf(view) }); // TODO(i33): hand down
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
   return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
 }

@@ -1,6 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { readJobResult, type JobView } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { readExtractionSlice, readJobText } from "./extraction-slices";
 import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutput, type JobSummary } from "./jobs";
@@ -97,7 +98,8 @@ async function jobSliceResult(
   const confidence =
     slice.pages === ""
       ? 0
-      : (await readJobResult(getStore(), userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence; // TODO(i33): hand down
+      : (await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: slice.format, pages: slice.pages }))
+          .confidence; // TODO(i33): hand down
   const structured: ExtractTextOutput = {
     success: true,
     userId,

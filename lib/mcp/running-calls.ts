@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describeError } from "@/lib/error-log";
 import { cancelJob, getJobView } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { isJobActive } from "./jobs";
@@ -210,6 +211,6 @@ export async function cancelRunningCall(account: Account, rpcId: string | number
 }
 
 async function cancelActiveJob(userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(getStore(), userId, jobId); // TODO(i33): hand down
-  if (isJobActive(view)) await cancelJob(getStore(), userId, jobId); // TODO(i33): hand down
+  const view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+  if (isJobActive(view)) await cancelJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
 }

@@ -190,7 +190,7 @@ export async function findCallJob(context: JobCallContext): Promise<JobView | nu
   const jobId = await readRecord(CALL_JOB, context.account.userId, context.callKey);
   if (jobId === null) return null;
   try {
-    const view = await getJobView(getStore(), context.account.userId, jobId); // TODO(i33): hand down
+    const view = await getJobView(getStore(), getEnv(), context.account.userId, jobId); // TODO(i33): hand down
     context.onJob?.(view.jobId);
     return view;
   } catch {
@@ -229,7 +229,7 @@ export async function answerWithJob(
   });
   if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
-    current = await cancelJob(getStore(), context.account.userId, current.jobId); // TODO(i33): hand down
+    current = await cancelJob(getStore(), getEnv(), context.account.userId, current.jobId); // TODO(i33): hand down
   }
   return jobToolResult(context.account.userId, current, opening, context.maxChars);
 }
@@ -281,7 +281,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   server.server.setRequestHandler(
     "tasks/get",
     { params: taskParamsSchema },
-    ({ taskId }) => guarded(async () => toTask(await getJobView(getStore(), account.userId, taskId))), // TODO(i33): hand down
+    ({ taskId }) => guarded(async () => toTask(await getJobView(getStore(), getEnv(), account.userId, taskId))), // TODO(i33): hand down
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
@@ -299,14 +299,14 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
 
   server.server.setRequestHandler("tasks/cancel", { params: taskParamsSchema }, ({ taskId }) =>
     guarded(async () => {
-      const before = await getJobView(getStore(), account.userId, taskId); // TODO(i33): hand down
+      const before = await getJobView(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
       if (!isJobActive(before)) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
           `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`,
         );
       }
-      const after = await cancelJob(getStore(), account.userId, taskId); // TODO(i33): hand down
+      const after = await cancelJob(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
       if (after.status !== "cancelled") {
         // It ended on its own between the two reads.
         throw new ProtocolError(

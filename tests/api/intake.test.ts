@@ -10,6 +10,7 @@ import { listLedger } from "@/lib/credits";
 import { intake, type IntakeOutcome } from "@/lib/intake";
 import { cancelJob, resetWorkQueue } from "@/lib/jobs";
 import { getOcrPool, type OcrPool } from "@/lib/ocr";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import {
@@ -139,7 +140,7 @@ describe("the intake", () => {
           const read = await intake({ source, account, requestId: "req_budget_read", mode: "read", pool });
           expect(job.kind).toBe("job");
           expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
-          if (job.kind === "job") await cancelJob(getStore(), account.userId, job.view.jobId);
+          if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
         } finally {
           spy.mockRestore();
         }
@@ -175,7 +176,7 @@ describe("the intake", () => {
       expect(outcome.view).toMatchObject({ pageCount: 80, pagesTotal: 80, creditsReserved: 80, status: "queued" });
       expect(outcome.reason).toBe("it has more than 50 pages of OCR work, the most one call reads");
       expect(await account.balance()).toBe(20);
-      await cancelJob(getStore(), account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(100);
     }, 60_000);
 
@@ -195,7 +196,7 @@ describe("the intake", () => {
       if (outcome.kind !== "job") return;
       expect(outcome.reason).toMatch(/^reading it is expected to take about \d+ s, and this call has \d+ s for it$/);
       expect(outcome.view).toMatchObject({ pagesTotal: 12, creditsReserved: 12 });
-      await cancelJob(getStore(), account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(20);
     }, 60_000);
 

@@ -99,7 +99,8 @@ describe("ocr extract --webhook", () => {
 
     // `ocr jobs get` says where the event went and how.
     await waitFor(
-      async () => ((await getJobView(getStore(), account.userId, jobId)).webhook?.deliveries.length ? true : undefined),
+      async () =>
+        (await getJobView(getStore(), getEnv(), account.userId, jobId)).webhook?.deliveries.length ? true : undefined,
       30_000,
       "the recorded attempt",
     );

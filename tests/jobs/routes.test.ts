@@ -6,6 +6,7 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import { jobListSchema, jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { characterErrorRate } from "@/bench/metrics";
 import { PDFDocument } from "pdf-lib";
@@ -335,7 +336,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     const seen: number[] = [];
     let pages: string | undefined;
     for (let parts = 0; ; parts++) {
-      const part = await readJobResult(getStore(), account.userId, view.jobId, { pages, limitBytes: 2_000 });
+      const part = await readJobResult(getStore(), getEnv(), account.userId, view.jobId, { pages, limitBytes: 2_000 });
       const document = JSON.parse(part.extractedText) as { pages: Array<{ number: number; readBy: string }> };
       seen.push(...document.pages.map((page) => page.number));
       expect(document.pages.every((page) => page.readBy === `test-${kind}`)).toBe(true);

@@ -22,6 +22,7 @@ import {
   type Handlers,
   type ProgressReport,
 } from "./support";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 
 /*
@@ -617,7 +618,7 @@ describe("clients without tasks", () => {
     expect(cut.length).toBeGreaterThanOrEqual(LONG_PAGES.size);
     const whole = slices.map((slice, index) => (index > 0 && slice.offset === 0 ? "\f" : "") + slice.text).join("");
     expect(slices.at(-1)!.status).toBe("succeeded");
-    const full = await readJobResult(getStore(), account.userId, jobId, {});
+    const full = await readJobResult(getStore(), getEnv(), account.userId, jobId, {});
     expect(whole).toBe(full.extractedText);
     expectPagesRead(whole, document);
 
