@@ -1,5 +1,6 @@
 import path from "node:path";
 import { defineConfig } from "vitest/config";
+import LongestFirst from "./tests/support/sequencer";
 
 /*
  * The tests in four tiers (vitest projects), by what they need beside Node:
@@ -101,6 +102,8 @@ export default defineConfig({
     expect: { poll: { timeout: 30_000, interval: 100 } },
     // OCR tests are CPU-bound and each file warms its own Tesseract workers: two files at a time fit 2 cores.
     maxWorkers: 2,
+    // The longest files first, whatever their tier (tests/durations.json; tests/support/sequencer.ts).
+    sequence: { sequencer: LongestFirst },
     // With VITEST_TIMINGS=<file> (.ci/run sets it), the results also go there as JSON: CI prints the slowest files last.
     ...(process.env.VITEST_TIMINGS && {
       reporters: ["default", "json"],

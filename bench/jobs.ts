@@ -233,7 +233,7 @@ export async function jobsMain(): Promise<void> {
     });
     await pool.warm({ ocr: processes });
     const userId = `usr_bench${randomBytes(6).toString("hex")}`;
-    await grantCredits({ userId, credits: pageCount * 2 });
+    await grantCredits(getStore(), { userId, credits: pageCount * 2 });
     const before = await redisCounters(redis.url);
     memory = samplePerProcess();
     busy = machineBusySeconds();
@@ -347,8 +347,8 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { submitJob } = await import("../lib/intake");
   const { OcrPool } = await import("../lib/ocr/pool/pool");
   const { grantCredits } = await import("../lib/credits");
-  const { getEnv } = await import("../lib/env");
   const { getStore } = await import("../lib/store");
+  const { getEnv } = await import("../lib/env");
   console.log(`generating a ${megabytes} MB scanned PDF…`);
   const pdf = await bigScan(megabytes);
   const server = http.createServer((_, res) => {
@@ -358,7 +358,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address() as net.AddressInfo;
   const userId = `usr_bench${randomBytes(6).toString("hex")}`;
-  await grantCredits({ userId, credits: 10_000 });
+  await grantCredits(getStore(), { userId, credits: 10_000 });
   const before = await redisCounters(redisUrl);
   const memory = samplePerProcess();
   const started = performance.now();

@@ -17,8 +17,8 @@ const bornDigital = readFileSync(path.join(generated, "born-digital.pdf")).toStr
 
 async function account(name: string): Promise<string> {
   const userId = `usr_${name}${Date.now().toString(36)}`;
-  await grantCredits({ userId, credits: 100 });
-  return (await createApiKey({ userId, name })).key;
+  await grantCredits(getStore(), { userId, credits: 100 });
+  return (await createApiKey(getStore(), { userId, name })).key;
 }
 
 async function ocr(key: string, image: string): Promise<{ status: number; ms: number }> {

@@ -30,8 +30,8 @@ const mcpRoute = await import("@/app/api/mcp/route");
 const PAGES = Number(process.env.PAGES ?? 200);
 const PDF_MB = Number(process.env.PDF_MB ?? 60);
 const userId = `usr_bench${randomBytes(6).toString("hex")}`;
-await grantCredits({ userId, credits: 10_000 });
-const { key } = await createApiKey({ userId, name: "bench" });
+await grantCredits(getStore(), { userId, credits: 10_000 });
+const { key } = await createApiKey(getStore(), { userId, name: "bench" });
 const jobs = getStore().jobs;
 
 function words(pageNumber: number) {

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { formatIPv6, parseIPv6 } from "@/lib/input";
 
 /**
@@ -37,10 +37,7 @@ export interface ClientAddressOptions {
  *
  * Returns a normalized IP address (IPv4-mapped IPv6 as IPv4), or undefined when none is known.
  */
-export function clientAddress(
-  headers: Headers,
-  options: ClientAddressOptions = clientAddressOptions(),
-): string | undefined {
+export function clientAddress(headers: Headers, options: ClientAddressOptions): string | undefined {
   if (options.onVercel) {
     return (
       normalizeAddress(headers.get("x-real-ip")) ??
@@ -59,13 +56,13 @@ export function clientAddress(
 }
 
 /**
- * The options of this process: `TRUSTED_PROXY_HOPS` (configuration), and two facts of the platform: `VERCEL` (set
- * by Vercel) and the socket header `scripts/serve.mjs` set up.
+ * The options of this process: `TRUSTED_PROXY_HOPS` (configuration, `env`), and two facts of the platform: `VERCEL`
+ * (set by Vercel, parsed into `env.onVercel`) and the socket header `scripts/serve.mjs` set up.
  */
-function clientAddressOptions(): ClientAddressOptions {
+export function clientAddressOptions(env: Pick<Env, "TRUSTED_PROXY_HOPS" | "onVercel">): ClientAddressOptions {
   return {
-    trustedHops: getEnv().TRUSTED_PROXY_HOPS,
-    onVercel: getEnv().onVercel,
+    trustedHops: env.TRUSTED_PROXY_HOPS,
+    onVercel: env.onVercel,
     peerHeader: process.env[PEER_HEADER_VARIABLE] || undefined,
   };
 }

@@ -127,6 +127,11 @@ export const envSchema = z.object({
   PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
   /** Set by Vercel (`1`) on its functions and builds: the platform's defaults apply (body limit, job runner, client address). */
   VERCEL: optionalString,
+  /**
+   * The address the standalone build's `server.js` listens on (Next reads it; Docker sets it to the container's
+   * name): lib/mcp/rebinding.ts protects it like loopback when it is one.
+   */
+  HOSTNAME: optionalString,
   /** Set by Vercel: the deployment's own host name (`ocr-abc123.vercel.app`) and the project's production one. */
   VERCEL_URL: optionalString,
   VERCEL_PROJECT_PRODUCTION_URL: optionalString,

@@ -1,4 +1,4 @@
-import { getEnv, type Env } from "@/lib/env";
+import type { Env } from "@/lib/env";
 
 /*
  * The service's own origin, from configuration only. A request's `Host` (and `X-Forwarded-Host`, and the URL Next.js
@@ -9,7 +9,7 @@ import { getEnv, type Env } from "@/lib/env";
 type OriginSettings = Pick<Env, "SERVICE_URL" | "PORT" | "VERCEL_URL" | "VERCEL_PROJECT_PRODUCTION_URL" | "VERCEL_ENV">;
 
 /** `SERVICE_URL` when the operator set it (an origin, checked by lib/env.ts), else null. */
-export function configuredOrigin(env: Pick<Env, "SERVICE_URL"> = getEnv()): string | null {
+export function configuredOrigin(env: Pick<Env, "SERVICE_URL">): string | null {
   return env.SERVICE_URL ?? null;
 }
 
@@ -19,7 +19,7 @@ export function configuredOrigin(env: Pick<Env, "SERVICE_URL"> = getEnv()): stri
  * Deployment Protection's Standard Protection), the deployment's own URL elsewhere (a preview calls itself, with the
  * bypass secret); else the address a self-hosted server listens on, `http://127.0.0.1:$PORT`.
  */
-export function selfOrigin(env: OriginSettings = getEnv()): string {
+export function selfOrigin(env: OriginSettings): string {
   const configured = configuredOrigin(env);
   if (configured) return configured;
   const production = env.VERCEL_ENV === "production" ? env.VERCEL_PROJECT_PRODUCTION_URL : undefined;

@@ -39,14 +39,17 @@ export function startNodeServer(): void {
 
   // The store's marker is read (written on a new Redis) now, so this instance can tell if Redis later comes back empty.
   // Redis not reachable at start is said once by the store (lib/store/redis-link.ts); health checks read the marker again.
-  checkStoreMarker().catch((error: unknown) => {
-    if (!isRedisConnectionError(error)) {
-      console.error(
-        "[startup] the store marker could not be checked (health checks retry):",
-        error instanceof Error ? error.message : error,
-      );
-    }
-  });
+  // (The store is taken inside the promise: one that cannot be built is logged, as before, not thrown from here.)
+  Promise.resolve()
+    .then(() => checkStoreMarker(getStore()))
+    .catch((error: unknown) => {
+      if (!isRedisConnectionError(error)) {
+        console.error(
+          "[startup] the store marker could not be checked (health checks retry):",
+          error instanceof Error ? error.message : error,
+        );
+      }
+    });
 
   startEventLoopMonitor();
   ensureJobRunner(getStore(), getEnv());

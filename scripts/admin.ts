@@ -62,7 +62,7 @@ function positiveInteger(value: string | undefined, option: string): number {
 
 async function accountFor(email: string | undefined): Promise<Account> {
   const address = required(email, "email");
-  const account = await getAccountByEmail(address);
+  const account = await getAccountByEmail(getStore(), address);
   if (!account) throw new Error(`No account with e-mail ${address.trim().toLowerCase()}`);
   return account;
 }
@@ -90,28 +90,32 @@ async function run(argv: string[]): Promise<string> {
   switch (command) {
     case "create-user": {
       const account = await signUp(
+        getStore(),
         { email: required(values.email, "email"), password: required(values.password, "password") },
-        { operator: true },
+        { env: getEnv(), operator: true },
       );
       return account.id;
     }
     case "create-key": {
       const account = await accountFor(values.email);
-      const { key } = await createApiKey({ userId: account.id, name: values.name ?? "admin CLI" });
+      const { key } = await createApiKey(getStore(), { userId: account.id, name: values.name ?? "admin CLI" });
       return key;
     }
     case "grant": {
       const account = await accountFor(values.email);
       const credits = positiveInteger(values.credits, "credits");
-      return String((await grantCredits({ userId: account.id, credits })).balance);
+      return String((await grantCredits(getStore(), { userId: account.id, credits })).balance);
     }
     case "balance": {
       const account = await accountFor(values.email);
-      return String(await getBalance(account.id));
+      return String(await getBalance(getStore(), account.id));
     }
     case "revoke-key": {
       const account = await accountFor(values.email);
-      const revoked = await revokeApiKeyByStart({ userId: account.id, start: required(values.start, "start") });
+      const revoked = await revokeApiKeyByStart(getStore(), {
+        userId: account.id,
+        start: required(values.start, "start"),
+      });
       return `revoked ${revoked.start}… (${revoked.name})`;
     }
     case "webhook-secret": {

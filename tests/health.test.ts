@@ -6,14 +6,15 @@ import { createClient } from "redis";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
-import { resetEnv } from "@/lib/env";
+import { pushEnv } from "./support/env";
 import { errorBodySchema } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { freePort } from "../tooling";
 import { OwnRedis, waitForStore } from "./support/own-redis";
 import packageJson from "@/package.json";
+import { getEnv } from "@/lib/env";
 import { assertRedisReachable, createTestPrefix, deleteKeysWithPrefix, TEST_REDIS_URL } from "./support/redis";
 
 const storeSchema = z.strictObject({
@@ -94,18 +95,15 @@ const STORE_VARIABLES = [
   "REDIS_PREFIX",
   "NODE_ENV",
 ] as const;
-const saved = Object.fromEntries(STORE_VARIABLES.map((name) => [name, process.env[name]]));
-/** `process.env` without Next's read-only `NODE_ENV` typing. */
-const env = process.env as Record<string, string | undefined>;
+let restoreEnv = () => {};
 
-/** Point the process-wide store at a configuration (unset variables are deleted), as the server would see it. */
+/**
+ * Point the process-wide store at a configuration (the variables not given are unset), as the server would see it:
+ * installed over the run's variables (tests/support/env.ts), not written to `process.env`.
+ */
 async function useStoreEnv(values: Partial<Record<(typeof STORE_VARIABLES)[number], string>>): Promise<void> {
-  for (const name of STORE_VARIABLES) {
-    const value = values[name];
-    if (value === undefined) delete env[name];
-    else env[name] = value;
-  }
-  resetEnv();
+  restoreEnv();
+  restoreEnv = pushEnv(Object.fromEntries(STORE_VARIABLES.map((name) => [name, values[name]])));
   await resetStore();
 }
 
@@ -129,11 +127,7 @@ afterEach(async () => {
   await resetStore();
 });
 afterAll(async () => {
-  for (const [name, value] of Object.entries(saved)) {
-    if (value === undefined) delete env[name];
-    else env[name] = value;
-  }
-  resetEnv();
+  restoreEnv();
   await getOcrPool().terminate();
 });
 
@@ -261,7 +255,11 @@ describe("a Redis that comes back empty", () => {
       const marker = await readMarker();
       expect(marker.initializedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
       expect(marker.dataLostAt).toBeUndefined();
-      await signUp({ email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" });
+      await signUp(
+        getStore(),
+        { email: "before-the-loss@example.com", password: "a long enough password", address: "192.0.2.1" },
+        { env: getEnv() },
+      );
       expect((await getHealth()).body.status).toBe("ok");
 
       // Restarted without persistence: everything is gone, the marker with it.
@@ -269,7 +267,7 @@ describe("a Redis that comes back empty", () => {
       await redis.kill();
       await redis.start();
       await waitForStore();
-      expect(await getAccountByEmail("before-the-loss@example.com")).toBeNull();
+      expect(await getAccountByEmail(getStore(), "before-the-loss@example.com")).toBeNull();
 
       const lost = await getHealth();
       expect(lost.response.status).toBe(200);

@@ -8,6 +8,7 @@ import { redirect } from "next/navigation";
 import { signIn, signUp, type Account } from "@/lib/accounts";
 import { endSession, getClientAddress, startSession } from "@/lib/accounts/current";
 import { signInReturnPath } from "@/lib/oauth";
+import { services } from "@/lib/services";
 import { formErrorMessage, type FormError } from "./form-state";
 
 export interface AuthFormState extends FormError {
@@ -21,8 +22,11 @@ async function authenticate(mode: "signin" | "signup", formData: FormData): Prom
   let account: Account;
   try {
     const address = await getClientAddress();
+    const { store, env } = services();
     account =
-      mode === "signup" ? await signUp({ email, password, address }) : await signIn({ email, password, address });
+      mode === "signup"
+        ? await signUp(store, { email, password, address }, { env })
+        : await signIn(store, { email, password, address });
     await startSession(account.id);
   } catch (error) {
     return { error: formErrorMessage(error, mode), email };

@@ -9,6 +9,7 @@ import { redirect } from "next/navigation";
 import { requestOrigin } from "@/lib/http";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
+import { services } from "@/lib/services";
 import { formErrorMessage, type FormError } from "./form-state";
 
 /** Stands in for this server's origin in the snippets when the request's Host is unusable (see requestOrigin). */
@@ -31,7 +32,10 @@ async function requireAccount() {
 export async function createKeyAction(_previous: CreateKeyState, formData: FormData): Promise<CreateKeyState> {
   const account = await requireAccount();
   try {
-    const { key, info } = await createApiKey({ userId: account.id, name: String(formData.get("name") ?? "") });
+    const { key, info } = await createApiKey(services().store, {
+      userId: account.id,
+      name: String(formData.get("name") ?? ""),
+    });
     revalidatePath("/settings");
     const origin = requestOrigin(await headers()) ?? PLACEHOLDER_ORIGIN;
     return { created: { key, name: info.name, start: info.start, origin } };
@@ -43,6 +47,6 @@ export async function createKeyAction(_previous: CreateKeyState, formData: FormD
 export async function revokeKeyAction(formData: FormData): Promise<void> {
   const account = await requireAccount();
   // Only the signed-in user's own keys can be revoked: the store checks the key belongs to account.id.
-  await revokeApiKey({ userId: account.id, keyId: String(formData.get("keyId") ?? "") });
+  await revokeApiKey(services().store, { userId: account.id, keyId: String(formData.get("keyId") ?? "") });
   revalidatePath("/settings");
 }

@@ -8,6 +8,7 @@ import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { answerAuthorization, revokeConnectedApp, serviceOrigin } from "@/lib/oauth";
+import { services } from "@/lib/services";
 
 /** The authorization request's parameters the consent form carries back. */
 const REQUEST_FIELDS = [
@@ -30,7 +31,7 @@ export async function consentAction(formData: FormData): Promise<void> {
   }
   const account = await getCurrentAccount();
   if (!account) redirect(`/signin?next=${encodeURIComponent(`/oauth/authorize?${params}`)}`);
-  const answer = await answerAuthorization(params, {
+  const answer = await answerAuthorization(services().store, params, {
     userId: account.id,
     origin: serviceOrigin(await headers()),
     allowed: formData.get("decision") === "allow",
@@ -44,6 +45,9 @@ export async function revokeAppAction(formData: FormData): Promise<void> {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
   // Only the signed-in user's own apps: the store looks the grant up under account.id.
-  await revokeConnectedApp({ userId: account.id, grantId: String(formData.get("grantId") ?? "") });
+  await revokeConnectedApp(services().store, {
+    userId: account.id,
+    grantId: String(formData.get("grantId") ?? ""),
+  });
   revalidatePath("/settings");
 }

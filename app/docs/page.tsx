@@ -5,7 +5,7 @@ import { CodeExample } from "@/app/components/code-example";
 import { ReferenceTableView } from "@/app/docs/reference-table";
 import { getOpenApiDocument } from "@/lib/api/openapi";
 import { referenceTables, type ReferenceTable } from "@/lib/api/reference";
-import { getEnv } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
@@ -19,7 +19,8 @@ export default async function DocsPage() {
   // A Host that is not a plain host name never reaches the examples (they are pasted into shells).
   const origin = requestOrigin(await headers()) ?? "https://ocr.example.com";
   const target = { origin };
-  const inlineLimit = formatMegabytes(getEnv().MAX_INLINE_BYTES);
+  const env = getEnv();
+  const inlineLimit = formatMegabytes(env.MAX_INLINE_BYTES);
   // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts). All take the error
   // table's layout (app/globals.css `.error-table`): names never broken inside; on a phone, what a row means under
   // its name and type.
@@ -92,7 +93,7 @@ export default async function DocsPage() {
       <h3 id="response-fields">Response fields</h3>
       <ReferenceTableView table={reference["response-fields"]!} className="error-table" />
 
-      <JobsSection target={target} jobFields={reference["job-fields"]!} />
+      <JobsSection target={target} jobFields={reference["job-fields"]!} env={env} />
 
       <h2 id="errors">Errors</h2>
       <p>
@@ -140,8 +141,15 @@ export default async function DocsPage() {
 }
 
 /** Asynchronous jobs: when to use one, the routes in a paragraph, the job's fields, and the examples that submit, poll and fetch. */
-function JobsSection({ target, jobFields }: { target: { origin: string }; jobFields: ReferenceTable }) {
-  const env = getEnv();
+function JobsSection({
+  target,
+  jobFields,
+  env,
+}: {
+  target: { origin: string };
+  jobFields: ReferenceTable;
+  env: Pick<Env, "MAX_PDF_PAGES" | "REQUEST_DEADLINE_MS" | "MAX_JOB_PAGES" | "MAX_JOB_URL_BYTES" | "JOB_RESULT_TTL">;
+}) {
   return (
     <>
       <h2 id="jobs">Asynchronous jobs: long documents</h2>

@@ -29,23 +29,23 @@ type SearchParams = Promise<{ before?: string | string[]; key?: string | string[
 export default async function SettingsPage({ searchParams }: { searchParams: SearchParams }) {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
-  const { store } = services();
   const params = await searchParams;
   const cursor = typeof params.before === "string" && /^\d+$/.test(params.before) ? params.before : null;
   const requestedKey = typeof params.key === "string" && KEY_ID.test(params.key) ? params.key : null;
 
+  const store = services().store;
   // The keys first: the ledger filter only takes one of this account's keys (revoked ones included).
-  const keys = await listApiKeys(account.id);
+  const keys = await listApiKeys(store, account.id);
   const keyFilter = keys.find((key) => key.id === requestedKey) ?? null;
   const [balance, ledger, usage, jobs, webhooks, deliveries, receivers, apps] = await Promise.all([
-    getBalance(account.id),
-    listLedger(account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
-    getDailyUsage(account.id, { days: 30 }),
+    getBalance(store, account.id),
+    listLedger(store, account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
+    getDailyUsage(store, account.id, { days: 30 }),
     listJobViews(store, account.id, { limit: JOBS_SHOWN }),
     getWebhookAccount(store, account.id),
     listWebhookAttempts(store, account.id),
     listWebhookReceivers(store, account.id),
-    listConnectedApps(account.id),
+    listConnectedApps(services().store, account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));
   const active = keys.filter((key) => key.revokedAt === null);
@@ -71,7 +71,11 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
         </form>
       </header>
 
-      <CreditsSection balance={balance} usage={usage} testCredits={testCreditsAvailable() ? TEST_CREDITS : undefined} />
+      <CreditsSection
+        balance={balance}
+        usage={usage}
+        testCredits={testCreditsAvailable(store) ? TEST_CREDITS : undefined}
+      />
       <KeysSection listed={listed} activeCount={active.length} unlisted={unlisted} />
       <ConnectedAppsSection apps={apps} />
       <JobsSection jobs={jobs.jobs} more={jobs.nextCursor !== null} />

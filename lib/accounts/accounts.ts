@@ -1,11 +1,11 @@
 import "server-only"; // signs up and signs in with passwords: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { addressLimitKey } from "@/lib/client-ip";
 import { settingsOverrides } from "@/lib/settings-overrides";
-import { getStore, type BackoffPolicy, type UserRecord } from "@/lib/store";
+import type { BackoffPolicy, Store, UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";
 import { decoyPasswordHash, hashPassword, verifyPassword } from "./password";
 
@@ -76,10 +76,11 @@ function parseCredentials(input: Credentials): { email: string; password: string
 
 /** Count one attempt against a fixed-window limit; past it `429` saying `what` and the real wait. */
 async function limit(
+  store: Store,
   check: { bucket: string; identifier: string; limit: number; windowMs: number },
   what: string,
 ): Promise<void> {
-  const result = await getStore().limits.rateLimit(check);
+  const result = await store.limits.rateLimit(check);
   if (!result.success) throw tooMany(what, result.reset);
 }
 
@@ -100,19 +101,26 @@ export function formatWait(seconds: number): string {
 
 const hashIdentifier = (value: string) => createHash("sha256").update(value).digest("hex").slice(0, 32);
 
+/** The variables sign-up reads: the credits a new account gets and the two sign-up limits. */
+export type SignUpSettings = Pick<Env, "FREE_CREDITS" | "SIGNUP_PER_ADDRESS_PER_HOUR" | "SIGNUP_PER_HOUR">;
+
 /**
- * Create an account with `FREE_CREDITS` (a `signup` ledger entry). Throws `invalid_request` (bad e-mail, short or
+ * Create an account with `FREE_CREDITS` (`options.env`; a `signup` ledger entry). Throws `invalid_request` (bad e-mail, short or
  * common password), `rate_limited` (`SIGNUP_PER_ADDRESS_PER_HOUR` from this address, or `SIGNUP_PER_HOUR` in all),
  * `conflict` (e-mail taken) or `unavailable`. The limits are counted before any work (the scrypt hash) and before
  * anything is granted.
  */
-export async function signUp(input: Credentials, options: { operator?: boolean } = {}): Promise<Account> {
+export async function signUp(
+  store: Store,
+  input: Credentials,
+  options: { env: SignUpSettings; operator?: boolean },
+): Promise<Account> {
   const { email, password } = parseCredentials(input);
   await rejectCommonPassword(password, email);
-  const env = getEnv();
+  const { env } = options;
   // The address's own limit first, so one address's flood does not use up everybody's hour. An operator (the admin
   // CLI) is not a visitor: no limits.
-  if (!options.operator) await limitSignUp(input.address);
+  if (!options.operator) await limitSignUp(store, env, input.address);
   const now = new Date().toISOString();
   const user: UserRecord = {
     id: `usr_${randomBytes(12).toString("base64url")}`,
@@ -120,7 +128,7 @@ export async function signUp(input: Credentials, options: { operator?: boolean }
     passwordHash: await hashPassword(password),
     createdAt: now,
   };
-  const created = await getStore().accounts.createUser({
+  const created = await store.accounts.createUser({
     user,
     signupCredits: env.FREE_CREDITS,
     signupEntry: { id: `led_${randomBytes(12).toString("base64url")}`, at: now, reason: "signup" },
@@ -129,9 +137,9 @@ export async function signUp(input: Credentials, options: { operator?: boolean }
   return toAccount(user);
 }
 
-async function limitSignUp(address: string | undefined): Promise<void> {
-  const env = getEnv();
+async function limitSignUp(store: Store, env: SignUpSettings, address: string | undefined): Promise<void> {
   await limit(
+    store,
     {
       bucket: "signup-address",
       identifier: addressLimitKey(address),
@@ -141,6 +149,7 @@ async function limitSignUp(address: string | undefined): Promise<void> {
     "Too many sign-ups from your network.",
   );
   await limit(
+    store,
     { bucket: "signup-all", identifier: "all", limit: env.SIGNUP_PER_HOUR, windowMs: HOUR_MS },
     "Too many new accounts this hour.",
   );
@@ -152,14 +161,15 @@ async function limitSignUp(address: string | undefined): Promise<void> {
  * minutes from one address (any e-mails), and {@link SIGNIN_BACKOFF} per (e-mail, address) pair — wrong passwords
  * sent from elsewhere never block the right one from the owner's address.
  */
-export async function signIn(input: Credentials): Promise<Account> {
+export async function signIn(store: Store, input: Credentials): Promise<Account> {
   const email = normalizeEmail(input.email);
-  const limits = getStore().limits;
+  const limits = store.limits;
   const addressKey = addressLimitKey(input.address);
   const subject = `signin:${hashIdentifier(`${email}\n${addressKey}`)}`;
   const backoff = await limits.getBackoff(subject);
   if (backoff && backoff.until > Date.now()) throw tooMany("Too many wrong passwords for this e-mail.", backoff.until);
   await limit(
+    store,
     {
       bucket: "signin-address",
       identifier: addressKey,
@@ -168,7 +178,7 @@ export async function signIn(input: Credentials): Promise<Account> {
     },
     "Too many sign-in attempts from your network.",
   );
-  const user = await findUserByEmail(email);
+  const user = await findUserByEmail(store, email);
   const ok = user
     ? await verifyPassword(input.password, user.passwordHash)
     : await verifyPassword(input.password, await decoyPasswordHash()).then(() => false);
@@ -184,18 +194,18 @@ export async function signIn(input: Credentials): Promise<Account> {
   return toAccount(user);
 }
 
-async function findUserByEmail(email: string): Promise<UserRecord | null> {
-  const accounts = getStore().accounts;
+async function findUserByEmail(store: Store, email: string): Promise<UserRecord | null> {
+  const accounts = store.accounts;
   const userId = await accounts.getUserIdByEmail(normalizeEmail(email));
   return userId ? accounts.getUser(userId) : null;
 }
 
-export async function getAccountByEmail(email: string): Promise<Account | null> {
-  const user = await findUserByEmail(email);
+export async function getAccountByEmail(store: Store, email: string): Promise<Account | null> {
+  const user = await findUserByEmail(store, email);
   return user ? toAccount(user) : null;
 }
 
-export async function getAccount(userId: string): Promise<Account | null> {
-  const user = await getStore().accounts.getUser(userId);
+export async function getAccount(store: Store, userId: string): Promise<Account | null> {
+  const user = await store.accounts.getUser(userId);
   return user ? toAccount(user) : null;
 }

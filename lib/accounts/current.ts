@@ -1,6 +1,8 @@
 import "server-only"; // reads and sets the session cookie: never in a client bundle (Next fails the build)
 import { cookies, headers } from "next/headers";
-import { clientAddress } from "@/lib/client-ip";
+import { clientAddress, clientAddressOptions } from "@/lib/client-ip";
+import { getEnv } from "@/lib/env";
+import { getStore } from "@/lib/store";
 import type { Account } from "./accounts";
 import {
   SESSION_COOKIE,
@@ -14,12 +16,12 @@ import {
 /** The signed-in account of the current request (server components and server actions), or null. */
 export async function getCurrentAccount(): Promise<Account | null> {
   const jar = await cookies();
-  return getSessionAccount(jar.get(SESSION_COOKIE)?.value);
+  return getSessionAccount(getStore(), jar.get(SESSION_COOKIE)?.value); // TODO(i33): hand down
 }
 
 /** Start a session for `userId` and set its cookie (server actions only: cookies are read-only while rendering). */
 export async function startSession(userId: string): Promise<void> {
-  const session = await createSession(userId);
+  const session = await createSession(getStore(), userId); // TODO(i33): hand down
   const jar = await cookies();
   jar.set(SESSION_COOKIE, session.id, sessionCookieOptions({ expiresAt: session.expiresAt, secure: await isSecure() }));
 }
@@ -29,7 +31,7 @@ export async function endSession(): Promise<void> {
   const jar = await cookies();
   const sessionId = jar.get(SESSION_COOKIE)?.value;
   jar.delete(SESSION_COOKIE);
-  await deleteSession(sessionId);
+  await deleteSession(getStore(), sessionId); // TODO(i33): hand down
 }
 
 async function isSecure(): Promise<boolean> {
@@ -42,5 +44,5 @@ async function isSecure(): Promise<boolean> {
 
 /** The client's address for the sign-up and sign-in limits: the one trusted address (lib/client-ip.ts). */
 export async function getClientAddress(): Promise<string | undefined> {
-  return clientAddress(await headers());
+  return clientAddress(await headers(), clientAddressOptions(getEnv())); // TODO(i33): hand down
 }

@@ -9,6 +9,7 @@ export {
   getAccountByEmail,
   signIn,
   signUp,
+  type SignUpSettings,
   type Account,
 } from "./accounts";
 export { hashPassword, verifyPassword } from "./password";

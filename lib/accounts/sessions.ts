@@ -1,6 +1,6 @@
 import "server-only"; // creates and resolves session tokens: never in a client bundle (Next fails the build)
 import { createHash, randomBytes } from "node:crypto";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { getAccount, type Account } from "./accounts";
 
 export const SESSION_COOKIE = "ocr_session";
@@ -17,11 +17,11 @@ interface NewSession {
   expiresAt: Date;
 }
 
-export async function createSession(userId: string, ttlMs = SESSION_TTL_MS): Promise<NewSession> {
+export async function createSession(store: Store, userId: string, ttlMs = SESSION_TTL_MS): Promise<NewSession> {
   const id = randomBytes(32).toString("base64url");
   const now = new Date();
   const expiresAt = new Date(now.getTime() + ttlMs);
-  await getStore().accounts.createSession(
+  await store.accounts.createSession(
     storageKey(id),
     { userId, createdAt: now.toISOString(), expiresAt: expiresAt.toISOString() },
     ttlMs,
@@ -30,16 +30,16 @@ export async function createSession(userId: string, ttlMs = SESSION_TTL_MS): Pro
 }
 
 /** The account behind a session id, or null (unknown, expired, signed out, malformed). */
-export async function getSessionAccount(sessionId: string | undefined): Promise<Account | null> {
+export async function getSessionAccount(store: Store, sessionId: string | undefined): Promise<Account | null> {
   if (!sessionId || !SESSION_ID.test(sessionId)) return null;
-  const session = await getStore().accounts.getSession(storageKey(sessionId));
+  const session = await store.accounts.getSession(storageKey(sessionId));
   if (!session || Date.parse(session.expiresAt) <= Date.now()) return null;
-  return getAccount(session.userId);
+  return getAccount(store, session.userId);
 }
 
-export async function deleteSession(sessionId: string | undefined): Promise<void> {
+export async function deleteSession(store: Store, sessionId: string | undefined): Promise<void> {
   if (!sessionId || !SESSION_ID.test(sessionId)) return;
-  await getStore().accounts.deleteSession(storageKey(sessionId));
+  await store.accounts.deleteSession(storageKey(sessionId));
 }
 
 /**

@@ -1,15 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
-import {
-  getStore,
-  type LedgerDraft,
-  type LedgerEntry,
-  type LedgerFormat,
-  type LedgerPage,
-  type LedgerReason,
-} from "@/lib/store";
+import type { LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason, Store } from "@/lib/store";
 
 export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";
 
@@ -40,6 +33,14 @@ function draft(reason: LedgerReason, refs: LedgerRefs = {}): LedgerDraft {
 type ReserveResult = { ok: true; balance: number } | { ok: false; balance: number };
 
 /**
+ * A reservation's deadline (epoch ms; an unsettled reservation is refunded by the sweeper after it): the request's,
+ * or else `REQUEST_DEADLINE_MS` of the configuration `env` from now.
+ */
+type ReserveDeadline =
+  | { deadline: number; env?: Pick<Env, "REQUEST_DEADLINE_MS"> }
+  | { deadline?: undefined; env: Pick<Env, "REQUEST_DEADLINE_MS"> };
+
+/**
  * Take `pages` credits before any OCR work, atomically (concurrent requests never overdraw), with an `ocr`
  * ledger entry. `{ ok: false }` (nothing charged) when the balance is below `pages` — answer 402.
  * Throws `unavailable` when the store is down: no OCR is done for free.
@@ -50,28 +51,30 @@ type ReserveResult = { ok: true; balance: number } | { ok: false; balance: numbe
  * and refuses. If that release fails too, the reservation (if any) is in the open index with its deadline, and the
  * sweeper refunds it (`sweepExpiredReservations`).
  */
-export async function reserveCredits({
-  userId,
-  pages,
-  requestId,
-  keyId,
-  format,
-  deadline = Date.now() + getEnv().REQUEST_DEADLINE_MS,
-}: {
-  userId: string;
-  pages: number;
-  requestId: string;
-  keyId?: string;
-  /** The output format the request asked for, recorded on its ledger entries. */
-  format?: LedgerFormat;
-  /** Epoch ms: the request's deadline. An unsettled reservation is refunded by the sweeper after it. */
-  deadline?: number;
-}): Promise<ReserveResult> {
-  const store = getStore().credits;
+export async function reserveCredits(
+  store: Store,
+  {
+    userId,
+    pages,
+    requestId,
+    keyId,
+    format,
+    ...when
+  }: {
+    userId: string;
+    pages: number;
+    requestId: string;
+    keyId?: string;
+    /** The output format the request asked for, recorded on its ledger entries. */
+    format?: LedgerFormat;
+  } & ReserveDeadline,
+): Promise<ReserveResult> {
+  const deadline = when.deadline !== undefined ? when.deadline : Date.now() + when.env.REQUEST_DEADLINE_MS;
+  const { credits } = store;
   const count = pagesSchema.parse(pages);
-  let result: Awaited<ReturnType<typeof store.reserveCredits>>;
+  let result: Awaited<ReturnType<typeof credits.reserveCredits>>;
   try {
-    result = await store.reserveCredits({
+    result = await credits.reserveCredits({
       userId,
       requestId,
       pages: count,
@@ -80,7 +83,7 @@ export async function reserveCredits({
       deadline,
     });
   } catch (error) {
-    await store
+    await credits
       .releaseCredits({
         userId,
         requestId,
@@ -113,23 +116,26 @@ export async function reserveCredits({
  * After the work: give back `reserved − used` as a `refund` entry (nothing when equal) and close the reservation.
  * Safe to call twice: only what is still reserved for `requestId` can come back.
  */
-export async function settleCredits({
-  userId,
-  requestId,
-  keyId,
-  format,
-  reserved,
-  used,
-}: {
-  userId: string;
-  requestId: string;
-  keyId?: string;
-  format?: LedgerFormat;
-  reserved: number;
-  used: number;
-}): Promise<{ refunded: number; balance: number }> {
+export async function settleCredits(
+  store: Store,
+  {
+    userId,
+    requestId,
+    keyId,
+    format,
+    reserved,
+    used,
+  }: {
+    userId: string;
+    requestId: string;
+    keyId?: string;
+    format?: LedgerFormat;
+    reserved: number;
+    used: number;
+  },
+): Promise<{ refunded: number; balance: number }> {
   const unused = refundPagesSchema.parse(Math.max(0, reserved - used));
-  return getStore().credits.releaseCredits({
+  return store.credits.releaseCredits({
     userId,
     requestId,
     pages: unused,
@@ -139,20 +145,23 @@ export async function settleCredits({
 }
 
 /** The request failed: give back what it reserved (at most `pages`), as a `refund` entry. */
-export async function refundCredits({
-  userId,
-  requestId,
-  keyId,
-  format,
-  pages,
-}: {
-  userId: string;
-  requestId: string;
-  keyId?: string;
-  format?: LedgerFormat;
-  pages: number;
-}): Promise<{ refunded: number; balance: number }> {
-  return getStore().credits.releaseCredits({
+export async function refundCredits(
+  store: Store,
+  {
+    userId,
+    requestId,
+    keyId,
+    format,
+    pages,
+  }: {
+    userId: string;
+    requestId: string;
+    keyId?: string;
+    format?: LedgerFormat;
+    pages: number;
+  },
+): Promise<{ refunded: number; balance: number }> {
+  return store.credits.releaseCredits({
     userId,
     requestId,
     pages: refundPagesSchema.parse(pages),
@@ -177,17 +186,16 @@ interface SweepResult {
  * deadline plus `graceMs` has passed: each gets a ledger entry `expired` with its request id. Safe to run from any
  * number of instances at once: each reservation is refunded exactly once (the release is atomic and closes it).
  */
-export async function sweepExpiredReservations({
-  now = Date.now(),
-  graceMs = SWEEP_GRACE_MS,
-  limit = 200,
-}: { now?: number; graceMs?: number; limit?: number } = {}): Promise<SweepResult> {
-  const store = getStore().credits;
-  const overdue = await store.listOverdueReservations(now - graceMs, limit);
+export async function sweepExpiredReservations(
+  store: Store,
+  { now = Date.now(), graceMs = SWEEP_GRACE_MS, limit = 200 }: { now?: number; graceMs?: number; limit?: number } = {},
+): Promise<SweepResult> {
+  const { credits: ledger } = store;
+  const overdue = await ledger.listOverdueReservations(now - graceMs, limit);
   let refunded = 0;
   let credits = 0;
   for (const { userId, requestId } of overdue) {
-    const released = await store.releaseCredits({
+    const released = await ledger.releaseCredits({
       userId,
       requestId,
       pages: 100_000,
@@ -203,8 +211,8 @@ export async function sweepExpiredReservations({
 }
 
 /** Open reservations whose deadline has passed (for `/api/health`): nonzero for long means nothing sweeps. */
-export async function countOverdueReservations(now = Date.now()): Promise<number> {
-  return getStore().credits.countOverdueReservations(now);
+export async function countOverdueReservations(store: Store, now = Date.now()): Promise<number> {
+  return store.credits.countOverdueReservations(now);
 }
 
 const SWEEP_EVERY_MS = 30_000;
@@ -216,14 +224,17 @@ type SweepHolder = { [SWEEP_KEY]?: number };
  * so as long as anyone uses the service, a crashed instance's reservations come back within a minute of their
  * deadline (the cron route covers quiet times).
  */
-export function maybeSweepReservations(schedule: (task: () => Promise<void>) => void = (task) => void task()): void {
+export function maybeSweepReservations(
+  store: Store,
+  schedule: (task: () => Promise<void>) => void = (task) => void task(),
+): void {
   const holder = globalThis as SweepHolder;
   const now = Date.now();
   if (now - (holder[SWEEP_KEY] ?? 0) < SWEEP_EVERY_MS) return;
   holder[SWEEP_KEY] = now;
   schedule(async () => {
     try {
-      const result = await sweepExpiredReservations({ now });
+      const result = await sweepExpiredReservations(store, { now });
       if (result.refunded > 0)
         console.info(`[credits] sweep refunded ${result.credits} credits of ${result.refunded} expired reservations`);
     } catch (error) {
@@ -235,18 +246,15 @@ export function maybeSweepReservations(schedule: (task: () => Promise<void>) => 
 }
 
 /** Add credits (operators, the admin CLI) with a `grant` ledger entry. */
-export async function grantCredits({
-  userId,
-  credits,
-}: {
-  userId: string;
-  credits: number;
-}): Promise<{ balance: number }> {
-  return getStore().credits.grantCredits({ userId, credits: grantSchema.parse(credits), entry: draft("grant") });
+export async function grantCredits(
+  store: Store,
+  { userId, credits }: { userId: string; credits: number },
+): Promise<{ balance: number }> {
+  return store.credits.grantCredits({ userId, credits: grantSchema.parse(credits), entry: draft("grant") });
 }
 
-export async function getBalance(userId: string): Promise<number> {
-  return getStore().credits.getBalance(userId);
+export async function getBalance(store: Store, userId: string): Promise<number> {
+  return store.credits.getBalance(userId);
 }
 
 /** The store's own page size when the ledger is read through (a filter, the CSV export). */
@@ -265,18 +273,19 @@ const safeCursorOf = (cursor: string | null | undefined) => (cursor && /^\d+$/.t
  * amount of work per page).
  */
 export async function listLedger(
+  store: Store,
   userId: string,
   { limit = 20, cursor, keyId }: { limit?: number; cursor?: string | null; keyId?: string | null } = {},
 ): Promise<LedgerPage> {
   const safeLimit = Math.min(100, Math.max(1, Math.trunc(limit) || 20));
-  const store = getStore().credits;
-  if (!keyId) return store.listLedger(userId, { limit: safeLimit, cursor: safeCursorOf(cursor) });
+  const { credits } = store;
+  if (!keyId) return credits.listLedger(userId, { limit: safeLimit, cursor: safeCursorOf(cursor) });
 
   const entries: LedgerEntry[] = [];
   let next = safeCursorOf(cursor);
   let scanned = 0;
   for (;;) {
-    const page = await store.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor: next });
+    const page = await credits.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor: next });
     // The page holds list indexes first … first + length − 1, newest first.
     const first = page.nextCursor ? Number(page.nextCursor) : 0;
     for (const [offset, entry] of page.entries.entries()) {
@@ -295,13 +304,14 @@ export async function listLedger(
 
 /** Every ledger entry of `userId`, newest first (only `keyId`'s when given), read from the store 100 at a time. */
 export async function* iterateLedger(
+  store: Store,
   userId: string,
   { keyId }: { keyId?: string | null } = {},
 ): AsyncGenerator<LedgerEntry> {
-  const store = getStore().credits;
+  const { credits } = store;
   let cursor: string | null = null;
   do {
-    const page: LedgerPage = await store.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor });
+    const page: LedgerPage = await credits.listLedger(userId, { limit: LEDGER_SCAN_PAGE, cursor });
     for (const entry of page.entries) if (!keyId || entry.keyId === keyId) yield entry;
     cursor = page.nextCursor;
   } while (cursor);
@@ -316,12 +326,13 @@ export interface DailyUsage {
 
 /** Pages used per day for the last `days` days (UTC), oldest first, today last. */
 export async function getDailyUsage(
+  store: Store,
   userId: string,
   { days = 30, now = new Date() }: { days?: number; now?: Date } = {},
 ): Promise<DailyUsage[]> {
   const dates = Array.from({ length: days }, (_, index) =>
     dayOf(new Date(now.getTime() - (days - 1 - index) * DAY_MS)),
   );
-  const pages = await getStore().credits.getDailyUsage(userId, dates);
+  const pages = await store.credits.getDailyUsage(userId, dates);
   return dates.map((day, index) => ({ day, pages: pages[index] ?? 0 }));
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 
 /** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -51,20 +51,15 @@ export function fingerprintRequest(parts: Array<string | Uint8Array>): string {
  * `in-progress`; after completion, retries with the same fingerprint get `replay`. Throws `invalid_request` for
  * a malformed key and `unavailable` when the store is down.
  */
-export async function claimIdempotencyKey({
-  userId,
-  key,
-  fingerprint,
-}: {
-  userId: string;
-  key: string;
-  fingerprint: string;
-}): Promise<IdempotencyClaim> {
+export async function claimIdempotencyKey(
+  store: Store,
+  { userId, key, fingerprint }: { userId: string; key: string; fingerprint: string },
+): Promise<IdempotencyClaim> {
   const parsedKey = idempotencyKeySchema.safeParse(key);
   if (!parsedKey.success)
     throw new ApiError("invalid_request", parsedKey.error.issues[0]?.message ?? "Invalid Idempotency-Key");
   const token = randomBytes(16).toString("base64url");
-  const result = await getStore().idempotency.claimIdempotency(
+  const result = await store.idempotency.claimIdempotency(
     scopeOf(userId, parsedKey.data),
     { fingerprint, token, createdAt: new Date().toISOString() },
     IDEMPOTENCY_LEASE_MS,
@@ -77,18 +72,11 @@ export async function claimIdempotencyKey({
 }
 
 /** Store the response of a claimed request for replays (24 h). False when the claim had expired meanwhile. */
-export async function completeIdempotencyKey({
-  userId,
-  key,
-  token,
-  response,
-}: {
-  userId: string;
-  key: string;
-  token: string;
-  response: StoredResponse;
-}): Promise<boolean> {
-  return getStore().idempotency.completeIdempotency(
+export async function completeIdempotencyKey(
+  store: Store,
+  { userId, key, token, response }: { userId: string; key: string; token: string; response: StoredResponse },
+): Promise<boolean> {
+  return store.idempotency.completeIdempotency(
     scopeOf(userId, key),
     token,
     JSON.stringify(storedResponseSchema.parse(response)),
@@ -97,14 +85,9 @@ export async function completeIdempotencyKey({
 }
 
 /** Give up a claim (the request failed in a way worth retrying) so the next retry runs again. */
-export async function releaseIdempotencyKey({
-  userId,
-  key,
-  token,
-}: {
-  userId: string;
-  key: string;
-  token: string;
-}): Promise<boolean> {
-  return getStore().idempotency.releaseIdempotency(scopeOf(userId, key), token);
+export async function releaseIdempotencyKey(
+  store: Store,
+  { userId, key, token }: { userId: string; key: string; token: string },
+): Promise<boolean> {
+  return store.idempotency.releaseIdempotency(scopeOf(userId, key), token);
 }

@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { grantCredits } from "./credits";
 
 /*
@@ -14,21 +14,21 @@ export const TEST_CREDITS = 1_000;
 /** No balance grows past this by test credits (a held-down button makes no six-figure balances). */
 const TEST_CREDITS_CEILING = 100_000;
 
-/** Whether this server gives test credits: only on the embedded development store. */
-export function testCreditsAvailable(): boolean {
-  return getStore().kind === "memory";
+/** Whether this server (its store `store`) gives test credits: only on the embedded development store. */
+export function testCreditsAvailable(store: Store): boolean {
+  return store.kind === "memory";
 }
 
 /** Add `TEST_CREDITS` to the account (a `grant` in its ledger); refused unless `testCreditsAvailable()`. */
-export async function grantTestCredits(userId: string): Promise<{ balance: number }> {
-  if (!testCreditsAvailable()) {
+export async function grantTestCredits(store: Store, userId: string): Promise<{ balance: number }> {
+  if (!testCreditsAvailable(store)) {
     throw new ApiError(
       "forbidden",
       "Test credits exist only on a development server with the embedded store; an operator grants credits with " +
         "npm run admin -- grant",
     );
   }
-  const balance = await getStore().credits.getBalance(userId);
+  const balance = await store.credits.getBalance(userId);
   if (balance >= TEST_CREDITS_CEILING) return { balance };
-  return grantCredits({ userId, credits: Math.min(TEST_CREDITS, TEST_CREDITS_CEILING - balance) });
+  return grantCredits(store, { userId, credits: Math.min(TEST_CREDITS, TEST_CREDITS_CEILING - balance) });
 }

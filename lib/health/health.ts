@@ -1,5 +1,5 @@
 import { TimeoutError, withTimeout } from "@/lib/async";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { isApiError } from "@/lib/api/errors";
 import {
   HEALTH_SAMPLE_PDF_BASE64,
@@ -11,7 +11,7 @@ import { availableLanguages, extractDocument, getOcrPool, render } from "@/lib/o
 import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
-import { getStore, MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
+import { MISSING_STORE_MESSAGE, type Store, type StoreMarker } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 
 /**
@@ -118,15 +118,26 @@ export interface HealthBody {
 /**
  * The health report: `status` is `degraded` when the store is down, when Redis lost its data (within the last 24 h),
  * when Redis refuses writes or is at 90 % of its `maxmemory`, or (deep) the engine misread a sample. `healthStatusCode` says which of those make it a `503`.
+ *
+ * `store` is called inside the check (a route context's lazy `store`): a store that cannot be built (no Redis
+ * configured in production, a bad configuration) is reported, not thrown. `env.OCR_LANGUAGES` is what is listed.
  */
-export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBody> {
-  const [store, check] = await Promise.all([checkStore(), deep ? checkEngine() : undefined]);
+export async function checkHealth(
+  store: () => Store,
+  { deep, env }: { deep: boolean; env: Pick<Env, "OCR_LANGUAGES"> },
+): Promise<HealthBody> {
+  const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine() : undefined]);
   const pool = getOcrPool().stats();
-  const healthy = store.ok && !store.dataLoss && !store.writeError && !nearlyFull(store) && (check?.ok ?? true);
+  const healthy =
+    storeHealth.ok &&
+    !storeHealth.dataLoss &&
+    !storeHealth.writeError &&
+    !nearlyFull(storeHealth) &&
+    (check?.ok ?? true);
   return {
     status: healthy ? "ok" : "degraded",
     version: SERVICE_VERSION,
-    store,
+    store: storeHealth,
     engine: {
       ready: check ? check.ok : pool.workers > 0,
       workers: pool.workers,
@@ -140,7 +151,7 @@ export async function checkHealth({ deep }: { deep: boolean }): Promise<HealthBo
         server: Math.round(process.memoryUsage.rss() / 1048576),
         engine: pool.processes.map((p) => p.rssMb),
       },
-      languages: availableLanguages(getEnv().OCR_LANGUAGES),
+      languages: availableLanguages(env.OCR_LANGUAGES),
       tesseract: pool.tesseract,
       ...(check && { check }),
     },
@@ -164,18 +175,18 @@ function nearlyFull({ memory }: StoreHealth): boolean {
   return memory !== undefined && memory.maxMb !== null && memory.usedMb >= memory.maxMb * MEMORY_WARN_RATIO;
 }
 
-async function checkStore(): Promise<StoreHealth> {
+async function checkStore(openStore: () => Store): Promise<StoreHealth> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   let kind = "none";
   try {
-    const store = getStore(); // throws in production when no Redis is configured
+    const store = openStore(); // throws in production when no Redis is configured
     kind = store.kind;
     await withTimeout(store.ping(), PING_TIMEOUT_MS, `no answer within ${PING_TIMEOUT_MS} ms`);
     const latencyMs = elapsed();
     const [overdueReservations, marker, memory, writeError] = await Promise.all([
-      withTimeout(countOverdueReservations(), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
-      withTimeout(checkStoreMarker(), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
+      withTimeout(countOverdueReservations(store), PING_TIMEOUT_MS, "no answer").catch(() => undefined),
+      withTimeout(checkStoreMarker(store), PING_TIMEOUT_MS, "no answer").catch((error: unknown) => {
         console.error(
           "[health] the store marker could not be checked:",
           error instanceof Error ? error.message : error,
@@ -226,7 +237,7 @@ const markerSlot = globalThis as typeof globalThis & { __ocrSeenMarkers?: WeakMa
  * or data from before markers existed); so is one emptied while no running instance had seen it — only a process that
  * saw the marker can tell. Called at startup (instrumentation.ts) and by every health check.
  */
-export async function checkStoreMarker(store: Store = getStore()): Promise<StoreMarker> {
+export async function checkStoreMarker(store: Store): Promise<StoreMarker> {
   const seen = (markerSlot.__ocrSeenMarkers ??= new WeakMap());
   const now = new Date().toISOString();
   let marker = (await store.meta.readMarker()) ?? (await store.meta.createMarker({ initializedAt: now }));

@@ -6,9 +6,9 @@ import {
   releaseIdempotencyKey,
   type StoredResponse,
 } from "@/lib/credits";
-import { getEnv } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { addressLimitKey, clientAddress } from "@/lib/client-ip";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
   checkRateLimit,
   checkReadRateLimit,
@@ -26,6 +26,7 @@ import {
   serviceOrigin,
 } from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
+import type { Store } from "@/lib/store";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { fingerprintParts, requestBody } from "./body";
@@ -55,7 +56,7 @@ interface WithApiKeyOptions {
   protectedResource?: boolean;
   /**
    * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
-   * about jobs, ten times as many: `keySettings().readsPerMinute`; polling does not use up what a key may submit).
+   * about jobs, ten times as many: `keySettings({}, env).readsPerMinute`; polling does not use up what a key may submit).
    */
   limit?: "requests" | "reads";
 }
@@ -98,8 +99,6 @@ export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {})
             requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }),
             () => serve(handler, options, req, receivedAt),
           );
-    // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
-    maybeSweepReservations(afterResponse);
     return response;
   };
 }
@@ -126,15 +125,19 @@ async function serve(
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
     const { env, store } = requestContext(req, requestId, receivedAt);
-    const account = await authenticate(req, credential, options.protectedResource === true);
+    // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
+    maybeSweepReservations(store, afterResponse);
+    const account = await authenticate(store, env, req, credential, options.protectedResource === true);
     keyId = account.keyId;
     const kind = options.limit ?? "requests";
-    await limitRate(account.keyId, headers, kind);
+    await limitRate(store, env, account.keyId, headers, kind);
     const report = (facts: Report) => addReport(outcome, facts);
     // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
       const limit =
-        kind === "reads" ? await checkReadRateLimit(account.keyId, extra) : await checkRateLimit(account.keyId, extra);
+        kind === "reads"
+          ? await checkReadRateLimit(store, env, account.keyId, extra)
+          : await checkRateLimit(store, env, account.keyId, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };
@@ -184,8 +187,15 @@ function fail(error: unknown, requestId: string, outcome: Outcome): Response {
 }
 
 /** The per-key rate limit: its `RateLimit-*` headers go into `headers` (every later answer carries them), or `429`. */
-async function limitRate(keyId: string, headers: Record<string, string>, kind: "requests" | "reads"): Promise<void> {
-  const limit = kind === "reads" ? await checkReadRateLimit(keyId) : await checkRateLimit(keyId);
+async function limitRate(
+  store: Store,
+  env: Env,
+  keyId: string,
+  headers: Record<string, string>,
+  kind: "requests" | "reads",
+): Promise<void> {
+  const limit =
+    kind === "reads" ? await checkReadRateLimit(store, env, keyId) : await checkRateLimit(store, env, keyId);
   Object.assign(headers, rateLimitHeaders(limit));
   if (!limit.success) {
     throw new ApiError(
@@ -208,6 +218,8 @@ function forbidden(response: Response): Response {
 }
 
 async function authenticate(
+  store: Store,
+  env: Env,
   req: Request,
   credential: ReturnType<typeof readCredential>,
   protectedResource: boolean,
@@ -225,7 +237,7 @@ async function authenticate(
   if (!credential)
     throw new ApiError("unauthorized", missingKeyMessage(req.headers, protectedResource), { headers: challenge() });
   if (protectedResource && credential.carrier === "bearer" && isAccessToken(credential.value)) {
-    const token = await authenticateAccessToken(credential.value, oauthUrls(origin).resource);
+    const token = await authenticateAccessToken(store, credential.value, oauthUrls(origin).resource);
     if ("refused" in token)
       throw new ApiError("unauthorized", token.refused, { headers: challenge({ description: token.refused }) });
     return {
@@ -244,7 +256,8 @@ async function authenticate(
     );
   }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
-  const account = await resolveApiKeyFrom(credential.value, addressLimitKey(clientAddress(req.headers)));
+  const address = clientAddress(req.headers, clientAddressOptions(env));
+  const account = await resolveApiKeyFrom(store, env, credential.value, addressLimitKey(address));
   if (!account) {
     const message = "Invalid or revoked API key";
     throw new ApiError("unauthorized", message, {
@@ -258,8 +271,10 @@ async function authenticate(
  * Whether the credential behind `identity` still stands: its API key is not revoked, or its OAuth grant (a connected
  * app) is not. For what outlives the request that authenticated it (an MCP SSE stream checks it while open).
  */
-export async function isCredentialActive(identity: ApiKeyIdentity): Promise<boolean> {
-  return identity.scopes === undefined ? isApiKeyActive(identity) : isGrantActive(identity.userId, identity.keyId);
+export async function isCredentialActive(store: Store, identity: ApiKeyIdentity): Promise<boolean> {
+  return identity.scopes === undefined
+    ? isApiKeyActive(store, identity)
+    : isGrantActive(store, identity.userId, identity.keyId);
 }
 
 /** The handler's answer with the reported balance as `x-credits-remaining` (before it is stored for replays). */
@@ -293,7 +308,7 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
     ...(await fingerprintParts(req, context.body)),
   ]);
   const { userId } = account;
-  const claim = await claimIdempotencyKey({ userId, key, fingerprint });
+  const claim = await claimIdempotencyKey(context.store, { userId, key, fingerprint });
   switch (claim.status) {
     case "replay":
       outcome.replayed = true;
@@ -308,7 +323,7 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
   const { token } = claim;
   const response = await run();
   if (!isFinalOutcome(response.status) || !outcome.replayable) {
-    await releaseIdempotencyKey({ userId, key, token }).catch((error: unknown) =>
+    await releaseIdempotencyKey(context.store, { userId, key, token }).catch((error: unknown) =>
       logStoreFailure(requestId, "release", error),
     );
     return response;
@@ -320,7 +335,7 @@ async function runIdempotently(context: ApiContext, outcome: Outcome, run: () =>
     if (value !== null) stored.headers[name] = value;
   }
   // The work is done and charged: a failure to store it must not turn the answer into an error.
-  await completeIdempotencyKey({ userId, key, token, response: stored }).catch((error: unknown) =>
+  await completeIdempotencyKey(context.store, { userId, key, token, response: stored }).catch((error: unknown) =>
     logStoreFailure(requestId, "complete", error),
   );
   return withHeaders(response, {}, text);

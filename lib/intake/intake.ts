@@ -13,8 +13,8 @@ import {
   type ProcessDocumentResult,
 } from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
-import type { OutputFormat } from "@/lib/vocabulary";
 import { getStore } from "@/lib/store";
+import type { OutputFormat } from "@/lib/vocabulary";
 import { resolveJobWebhook } from "@/lib/webhooks";
 import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type DocumentSource } from "./source";
 
@@ -197,7 +197,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 
 /** `402` before anything is fetched: not even one credit is left (the exact need is known once the file is inspected). */
 async function requireCredit(userId: string): Promise<void> {
-  const balance = await getBalance(userId);
+  const balance = await getBalance(getStore(), userId); // TODO(i33): hand down
   if (balance >= 1) return;
   throw new ApiError(
     "insufficient_credits",

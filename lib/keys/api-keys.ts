@@ -2,7 +2,8 @@ import "server-only"; // creates and hashes API keys: never in a client bundle (
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
-import { getStore, type ApiKeyRecord } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { ApiKeyRecord, Store } from "@/lib/store";
 import { BASE58_PATTERN, encodeBase58 } from "./base58";
 import { countKeyFailure, refuseBlockedAddress } from "./rate-limit";
 
@@ -61,13 +62,10 @@ export function hashApiKey(key: string): string {
  * Create a key named `name` for `userId`. The full key is in the result and nowhere else: show it once.
  * Throws `invalid_request` (bad name), `conflict` (already {@link MAX_ACTIVE_KEYS} active keys) or `unavailable`.
  */
-export async function createApiKey({
-  userId,
-  name,
-}: {
-  userId: string;
-  name: string;
-}): Promise<{ key: string; info: ApiKeyInfo }> {
+export async function createApiKey(
+  store: Store,
+  { userId, name }: { userId: string; name: string },
+): Promise<{ key: string; info: ApiKeyInfo }> {
   const parsedName = apiKeyNameSchema.safeParse(name);
   if (!parsedName.success) throw new ApiError("invalid_request", parsedName.error.issues[0]?.message ?? "Invalid name");
   const key = generateApiKey();
@@ -81,7 +79,7 @@ export async function createApiKey({
     lastUsedAt: null,
     revokedAt: null,
   };
-  if (!(await getStore().keys.createApiKey(record, MAX_ACTIVE_KEYS))) {
+  if (!(await store.keys.createApiKey(record, MAX_ACTIVE_KEYS))) {
     throw new ApiError(
       "conflict",
       `This account already has ${MAX_ACTIVE_KEYS} active API keys, the most allowed. Revoke one to create another.`,
@@ -94,8 +92,8 @@ export async function createApiKey({
  * Every key of a user, without hashes: the active ones newest first, then the revoked ones (kept, to show and to
  * name the ledger's entries), most recently revoked first.
  */
-export async function listApiKeys(userId: string): Promise<ApiKeyInfo[]> {
-  const records = await getStore().keys.listApiKeys(userId);
+export async function listApiKeys(store: Store, userId: string): Promise<ApiKeyInfo[]> {
+  const records = await store.keys.listApiKeys(userId);
   const order = (record: ApiKeyRecord) => record.revokedAt ?? record.createdAt;
   return records
     .sort((a, b) => Number(a.revokedAt !== null) - Number(b.revokedAt !== null) || order(b).localeCompare(order(a)))
@@ -103,31 +101,36 @@ export async function listApiKeys(userId: string): Promise<ApiKeyInfo[]> {
 }
 
 /** The active keys of a user, newest first. */
-export async function listActiveApiKeys(userId: string): Promise<ApiKeyInfo[]> {
-  return (await listApiKeys(userId)).filter((key) => key.revokedAt === null);
+export async function listActiveApiKeys(store: Store, userId: string): Promise<ApiKeyInfo[]> {
+  return (await listApiKeys(store, userId)).filter((key) => key.revokedAt === null);
 }
 
 /**
  * The account a key belongs to, or null for an unknown, revoked or malformed key — one store round trip (which
  * also records the use, at most once a minute). Throws `unavailable` when the store is down: fail closed.
  */
-export async function resolveApiKey(key: string): Promise<ApiKeyIdentity | null> {
+export async function resolveApiKey(store: Store, key: string): Promise<ApiKeyIdentity | null> {
   if (!API_KEY_FORMAT.test(key)) return null;
-  const resolved = await getStore().keys.resolveApiKey(hashApiKey(key), new Date(), LAST_USED_INTERVAL_MS);
+  const resolved = await store.keys.resolveApiKey(hashApiKey(key), new Date(), LAST_USED_INTERVAL_MS);
   return resolved ? { ...resolved } : null;
 }
 
 /**
  * `resolveApiKey` for a request from client `address` (`addressLimitKey`), with failed lookups limited per address:
- * an address that sent more than `keySettings().keyFailuresPerAddressPerMinute` (30) unknown or revoked keys is refused with `429`
+ * an address that sent more than `keySettings({}, env).keyFailuresPerAddressPerMinute` (30) unknown or revoked keys is refused with `429`
  * (`Retry-After`) for the rest of its minute, before its key is looked up, so it costs no store round trip. A
  * malformed key costs none either and is not counted. Null for a refused key; throws `unavailable` (store down).
  */
-export async function resolveApiKeyFrom(key: string, address: string): Promise<ApiKeyIdentity | null> {
-  refuseBlockedAddress(address);
+export async function resolveApiKeyFrom(
+  store: Store,
+  env: Pick<Env, "RATE_LIMIT_PER_MINUTE">,
+  key: string,
+  address: string,
+): Promise<ApiKeyIdentity | null> {
+  refuseBlockedAddress(env, address);
   if (!API_KEY_FORMAT.test(key)) return null;
-  const identity = await resolveApiKey(key);
-  if (!identity) await countKeyFailure(address);
+  const identity = await resolveApiKey(store, key);
+  if (!identity) await countKeyFailure(store, env, address);
   return identity;
 }
 
@@ -135,26 +138,37 @@ export async function resolveApiKeyFrom(key: string, address: string): Promise<A
  * Whether the key behind `identity` is still active: one cheap store read, for what outlives the request that
  * authenticated it (an MCP SSE stream checks it while open, and closes once the key is revoked).
  */
-export async function isApiKeyActive(identity: Pick<ApiKeyIdentity, "userId" | "keyId">): Promise<boolean> {
-  return getStore().keys.isApiKeyActive(identity.userId, identity.keyId);
+export async function isApiKeyActive(
+  store: Store,
+  identity: Pick<ApiKeyIdentity, "userId" | "keyId">,
+): Promise<boolean> {
+  return store.keys.isApiKeyActive(identity.userId, identity.keyId);
 }
 
 /** Revoke one of the user's keys; effective on the next request. False when it is not an active key of theirs. */
-export async function revokeApiKey({ userId, keyId }: { userId: string; keyId: string }): Promise<boolean> {
-  return getStore().keys.revokeApiKey(userId, keyId, new Date().toISOString());
+export async function revokeApiKey(
+  store: Store,
+  { userId, keyId }: { userId: string; keyId: string },
+): Promise<boolean> {
+  return store.keys.revokeApiKey(userId, keyId, new Date().toISOString());
 }
 
 /**
  * Revoke the user's active key whose visible start is `start` (the admin CLI). Throws `not_found` when none
  * matches and `conflict` when several do.
  */
-export async function revokeApiKeyByStart({ userId, start }: { userId: string; start: string }): Promise<ApiKeyInfo> {
-  const matches = (await listActiveApiKeys(userId)).filter((key) => key.start === start || key.start.startsWith(start));
+export async function revokeApiKeyByStart(
+  store: Store,
+  { userId, start }: { userId: string; start: string },
+): Promise<ApiKeyInfo> {
+  const matches = (await listActiveApiKeys(store, userId)).filter(
+    (key) => key.start === start || key.start.startsWith(start),
+  );
   const [match, ...more] = matches;
   if (!match) throw new ApiError("not_found", `No active key starting with ${start}.`);
   if (more.length > 0)
     throw new ApiError("conflict", `${matches.length} keys start with ${start}; give more characters.`);
-  if (!(await revokeApiKey({ userId, keyId: match.id })))
+  if (!(await revokeApiKey(store, { userId, keyId: match.id })))
     throw new ApiError("not_found", `No active key starting with ${start}.`);
   return match;
 }

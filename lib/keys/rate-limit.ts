@@ -1,22 +1,30 @@
-import { getEnv, READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
+import { READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
 import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError } from "@/lib/api/errors";
-import { getStore, type RateLimitResult } from "@/lib/store";
+import type { RateLimitResult, Store } from "@/lib/store";
 
 export type { RateLimitResult } from "@/lib/store";
 
 const MINUTE_MS = 60_000;
 
+/** What the key limits depend on in the configuration. */
+type KeyLimitsEnv = Pick<Env, "RATE_LIMIT_PER_MINUTE">;
+
 /**
- * Count `weight` requests (default 1) against the key's limit: `RATE_LIMIT_PER_MINUTE` requests per fixed one-minute
- * window. An MCP batch counts each of its `tools/call`s. Never throws for a store outage: rate limits fail open
- * (logged), unlike credits.
+ * Count `weight` requests (default 1) against the key's limit: `env.RATE_LIMIT_PER_MINUTE` requests per fixed
+ * one-minute window. An MCP batch counts each of its `tools/call`s. Never throws for a store outage: rate limits fail
+ * open (logged), unlike credits.
  */
-export async function checkRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
-  return getStore().limits.rateLimit({
+export async function checkRateLimit(
+  store: Store,
+  env: KeyLimitsEnv,
+  keyId: string,
+  weight = 1,
+): Promise<RateLimitResult> {
+  return store.limits.rateLimit({
     bucket: "api",
     identifier: keyId,
-    limit: getEnv().RATE_LIMIT_PER_MINUTE,
+    limit: env.RATE_LIMIT_PER_MINUTE,
     windowMs: MINUTE_MS,
     weight,
   });
@@ -31,10 +39,10 @@ export interface KeySettings {
 }
 
 /**
- * The key limits of a configuration (default: this process's), with this process's overrides
- * (lib/settings-overrides.ts) and `overrides` on top.
+ * The key limits of the configuration `env`, with this process's overrides (lib/settings-overrides.ts) and
+ * `overrides` on top.
  */
-export function keySettings(overrides: Partial<KeySettings> = {}, env: Env = getEnv()): KeySettings {
+export function keySettings(overrides: Partial<KeySettings>, env: KeyLimitsEnv): KeySettings {
   return {
     readsPerMinute: READ_RATE_LIMIT_FACTOR * env.RATE_LIMIT_PER_MINUTE,
     keyFailuresPerAddressPerMinute: 30,
@@ -44,14 +52,19 @@ export function keySettings(overrides: Partial<KeySettings> = {}, env: Env = get
 }
 
 /**
- * The limit of reads about jobs (status, result parts, the list): `keySettings().readsPerMinute` per key, apart from
- * `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
+ * The limit of reads about jobs (status, result parts, the list): `keySettings({}, env).readsPerMinute` per key,
+ * apart from `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
  */
-export async function checkReadRateLimit(keyId: string, weight = 1): Promise<RateLimitResult> {
-  return getStore().limits.rateLimit({
+export async function checkReadRateLimit(
+  store: Store,
+  env: KeyLimitsEnv,
+  keyId: string,
+  weight = 1,
+): Promise<RateLimitResult> {
+  return store.limits.rateLimit({
     bucket: "api-read",
     identifier: keyId,
-    limit: keySettings().readsPerMinute,
+    limit: keySettings({}, env).readsPerMinute,
     windowMs: MINUTE_MS,
     weight,
   });
@@ -72,7 +85,7 @@ export function rateLimitHeaders(result: RateLimitResult, now = Date.now()): Rec
   return headers;
 }
 
-/** The window of the failed-key-lookup limit (`keySettings().keyFailuresPerAddressPerMinute`). */
+/** The window of the failed-key-lookup limit (`keySettings(…).keyFailuresPerAddressPerMinute`). */
 const KEY_FAILURE_WINDOW_MS = MINUTE_MS;
 /** Most addresses remembered as blocked on one instance; past it the oldest is forgotten (the store still counts it). */
 const MAX_BLOCKED_ADDRESSES = 10_000;
@@ -85,41 +98,42 @@ const blockedAddresses = new Map<string, number>();
 
 /**
  * `429` for a client address (`addressLimitKey`) that sent too many unknown or revoked keys in its window, as this
- * instance has seen; nothing when it may go on. No store command: it is asked before every key lookup.
+ * instance has seen; nothing when it may go on. No store command: it is asked before every key lookup. `env` is only
+ * for the limit the answer names.
  */
-export function refuseBlockedAddress(address: string, now = Date.now()): void {
+export function refuseBlockedAddress(env: KeyLimitsEnv, address: string, now = Date.now()): void {
   const until = blockedAddresses.get(address);
   if (until === undefined) return;
   if (until <= now) {
     blockedAddresses.delete(address);
     return;
   }
-  throw keyFailuresError(until, now);
+  throw keyFailuresError(env, until, now);
 }
 
 /**
- * Count a lookup of an unknown or revoked key from `address` against `keySettings().keyFailuresPerAddressPerMinute` (all
- * instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
+ * Count a lookup of an unknown or revoked key from `address` against `keySettings({}, env).keyFailuresPerAddressPerMinute`
+ * (all instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
  * before any lookup until its window ends. Fails open like every rate limit: a store outage counts nothing.
  */
-export async function countKeyFailure(address: string): Promise<void> {
-  const limit = await getStore().limits.rateLimit({
+export async function countKeyFailure(store: Store, env: KeyLimitsEnv, address: string): Promise<void> {
+  const limit = await store.limits.rateLimit({
     bucket: "key-failures",
     identifier: address,
-    limit: keySettings().keyFailuresPerAddressPerMinute,
+    limit: keySettings({}, env).keyFailuresPerAddressPerMinute,
     windowMs: KEY_FAILURE_WINDOW_MS,
   });
   if (limit.success) return;
   if (blockedAddresses.size >= MAX_BLOCKED_ADDRESSES) blockedAddresses.delete(blockedAddresses.keys().next().value!);
   blockedAddresses.set(address, limit.reset);
-  throw keyFailuresError(limit.reset);
+  throw keyFailuresError(env, limit.reset);
 }
 
-function keyFailuresError(until: number, now = Date.now()): ApiError {
+function keyFailuresError(env: KeyLimitsEnv, until: number, now = Date.now()): ApiError {
   const seconds = Math.max(1, Math.ceil((until - now) / 1000));
   return new ApiError(
     "rate_limited",
-    `Too many requests with unknown or revoked API keys from your address (${keySettings().keyFailuresPerAddressPerMinute} a minute). Retry in ${seconds} s, with a valid key.`,
+    `Too many requests with unknown or revoked API keys from your address (${keySettings({}, env).keyFailuresPerAddressPerMinute} a minute). Retry in ${seconds} s, with a valid key.`,
     { headers: { "Retry-After": String(seconds) } },
   );
 }

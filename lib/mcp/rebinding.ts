@@ -9,6 +9,8 @@
  * elsewhere and keys, not origins, authenticate.
  */
 
+import { getEnv } from "@/lib/env";
+
 /** Where scripts/serve.mjs records the address it listens on (the same process as the routes). */
 export const LISTEN_HOST_KEY = Symbol.for("ocr-service.listen-hostname");
 
@@ -22,7 +24,8 @@ type ListenHolder = { [LISTEN_HOST_KEY]?: string };
 function listenHostname(): string | undefined {
   const recorded = (globalThis as ListenHolder)[LISTEN_HOST_KEY];
   if (recorded !== undefined) return recorded;
-  return process.env.VERCEL ? undefined : process.env.HOSTNAME?.trim() || undefined;
+  const env = getEnv();
+  return env.onVercel ? undefined : env.HOSTNAME;
 }
 
 /** Whether a host name (no port; IPv6 with or without brackets) is this machine's loopback. */

@@ -225,7 +225,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         cancel,
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
-        origin: configuredOrigin() ?? undefined,
+        origin: configuredOrigin(getEnv()) ?? undefined, // TODO(i33): hand down
         // Settled below, once it is known that the client still wants the answer.
         deferSettlement: true,
       });

@@ -1,4 +1,4 @@
-import type { OAuthClientRecord } from "@/lib/store";
+import type { OAuthClientRecord, Store } from "@/lib/store";
 import { CODE_TTL_S, SCOPES, oauthUrls, type Scope } from "./config";
 import { findClient } from "./clients";
 import { grantedScopes, oauthModel } from "./model";
@@ -56,7 +56,11 @@ function single(params: URLSearchParams, name: string): string | null {
  * fields are not trusted). Only the authorization code flow with PKCE S256 is served; the token is bound to this
  * server's MCP endpoint (`resource`, RFC 8707; absent means that one); unknown scopes are ignored, none known means all.
  */
-export async function checkAuthorizationRequest(params: URLSearchParams, origin: string): Promise<AuthorizationCheck> {
+export async function checkAuthorizationRequest(
+  store: Store,
+  params: URLSearchParams,
+  origin: string,
+): Promise<AuthorizationCheck> {
   const urls = oauthUrls(origin);
   const repeated = PARAMS.filter((name) => params.getAll(name).length > 1);
   const clientId = single(params, "client_id");
@@ -64,7 +68,7 @@ export async function checkAuthorizationRequest(params: URLSearchParams, origin:
     return { kind: "error", title: "Unknown app", message: "The app did not say who it is (client_id is missing)." };
   let client: OAuthClientRecord | null;
   try {
-    client = await findClient(clientId);
+    client = await findClient(store, clientId);
   } catch (error) {
     if (isOAuthProblem(error)) return { kind: "error", title: "This app cannot sign in", message: error.message };
     throw error;
@@ -140,10 +144,11 @@ export function describeScopes(scopes: readonly Scope[]): string[] {
  * longer holds (checked again from scratch: the form's fields come from the browser).
  */
 export async function answerAuthorization(
+  store: Store,
   params: URLSearchParams,
   { userId, origin, allowed }: { userId: string; origin: string; allowed: boolean },
 ): Promise<AuthorizationCheck> {
-  const check = await checkAuthorizationRequest(params, origin);
+  const check = await checkAuthorizationRequest(store, params, origin);
   if (check.kind !== "consent") return check;
   const { request } = check;
   const issuer = oauthUrls(origin).issuer;
@@ -161,8 +166,9 @@ export async function answerAuthorization(
   // also builds its redirect with Node's deprecated url.parse): the code is made and stored by the same model.
   const client = { id: request.client.clientId, redirectUris: [request.redirectUri], grants: ["authorization_code"] };
   const user = { id: userId, resource: request.resource };
-  const authorizationCode = await oauthModel.generateAuthorizationCode!(client, user, request.scopes);
-  await oauthModel.saveAuthorizationCode(
+  const model = oauthModel(store);
+  const authorizationCode = await model.generateAuthorizationCode!(client, user, request.scopes);
+  await model.saveAuthorizationCode(
     {
       authorizationCode,
       expiresAt: new Date(Date.now() + CODE_TTL_S * 1000),

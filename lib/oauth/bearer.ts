@@ -1,4 +1,4 @@
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { ALL_SCOPES, LAST_USED_INTERVAL_MS, oauthUrls } from "./config";
 import { ACCESS_TOKEN_PREFIX, hashSecret, isSecret } from "./values";
 
@@ -21,11 +21,12 @@ export function isAccessToken(value: string): boolean {
  * good only where it was meant to be used). One store read, plus the grant's check (which records its use).
  */
 export async function authenticateAccessToken(
+  store: Store,
   token: string,
   resource: string,
 ): Promise<AccessTokenIdentity | { refused: string }> {
   if (!isSecret(token, ACCESS_TOKEN_PREFIX)) return { refused: "The access token is malformed" };
-  const record = await getStore().oauth.resolveAccessToken(hashSecret(token), Date.now(), LAST_USED_INTERVAL_MS);
+  const record = await store.oauth.resolveAccessToken(hashSecret(token), Date.now(), LAST_USED_INTERVAL_MS);
   if (!record) return { refused: "The access token is unknown, expired or revoked: refresh it or sign in again" };
   if (record.resource !== resource) {
     return {
@@ -36,8 +37,8 @@ export async function authenticateAccessToken(
 }
 
 /** Whether the grant an SSE stream was opened with is still there (the stream closes once it is revoked). */
-export async function isGrantActive(userId: string, grantId: string): Promise<boolean> {
-  return getStore().oauth.isGrantActive(userId, grantId);
+export async function isGrantActive(store: Store, userId: string, grantId: string): Promise<boolean> {
+  return store.oauth.isGrantActive(userId, grantId);
 }
 
 /** A `"`-free rendering of a challenge parameter (RFC 9110 quoted-string; descriptions are ours, but be safe). */

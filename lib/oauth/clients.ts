@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
 import { fetchRemoteFile } from "@/lib/input";
-import { getStore, type OAuthClientRecord } from "@/lib/store";
+import type { OAuthClientRecord, Store } from "@/lib/store";
 import {
   CLIENT_METADATA_CACHE_MS,
   CLIENT_METADATA_MAX_BYTES,
@@ -114,8 +114,8 @@ export interface RegisteredClient {
  *
  * @throws OAuthProblem `invalid_client_metadata`, `invalid_redirect_uri`, or `429` past the limit
  */
-export async function registerClient(body: unknown, address: string): Promise<RegisteredClient> {
-  const limit = await getStore().limits.rateLimit({
+export async function registerClient(store: Store, body: unknown, address: string): Promise<RegisteredClient> {
+  const limit = await store.limits.rateLimit({
     bucket: "oauth-register",
     identifier: address,
     limit: REGISTRATIONS_PER_ADDRESS_PER_HOUR,
@@ -147,7 +147,7 @@ export async function registerClient(body: unknown, address: string): Promise<Re
     clientUri: metadata.client_uri ?? null,
     createdAt: new Date().toISOString(),
   };
-  await getStore().oauth.saveClient(client, UNUSED_REGISTRATION_TTL_MS);
+  await store.oauth.saveClient(client, UNUSED_REGISTRATION_TTL_MS);
   return {
     client_id: client.clientId,
     client_id_issued_at: Math.floor(Date.parse(client.createdAt) / 1000),
@@ -177,14 +177,13 @@ export function isMetadataDocumentId(clientId: string): boolean {
  *
  * @throws OAuthProblem `invalid_client` when the document cannot be fetched or is not a valid document for this id
  */
-export async function findClient(clientId: string): Promise<OAuthClientRecord | null> {
+export async function findClient(store: Store, clientId: string): Promise<OAuthClientRecord | null> {
   if (clientId.length === 0 || clientId.length > 2048) return null;
-  const store = getStore().oauth;
-  const known = await store.getClient(clientId);
+  const known = await store.oauth.getClient(clientId);
   if (known) return known;
   if (!isMetadataDocumentId(clientId)) return null;
   const client = await fetchClientMetadata(clientId);
-  await store.saveClient(client, CLIENT_METADATA_CACHE_MS);
+  await store.oauth.saveClient(client, CLIENT_METADATA_CACHE_MS);
   return client;
 }
 

@@ -1,4 +1,5 @@
 import { isSecureRequest } from "@/lib/accounts";
+import { getEnv } from "@/lib/env";
 import { configuredOrigin } from "@/lib/service-origin";
 
 /*
@@ -65,7 +66,7 @@ const HOST =
  * takes `selfOrigin()` from configuration only).
  */
 export function serviceOrigin(source: Request | Headers): string {
-  const configured = configuredOrigin();
+  const configured = configuredOrigin(getEnv()); // TODO(i33): hand down
   if (configured) return configured;
   const headers = source instanceof Headers ? source : source.headers;
   const url = source instanceof Headers ? null : new URL(source.url);

@@ -1,6 +1,7 @@
 import OAuth2Server from "@node-oauth/oauth2-server";
-import { clientAddress } from "@/lib/client-ip";
-import { getStore } from "@/lib/store";
+import { clientAddress, clientAddressOptions } from "@/lib/client-ip";
+import type { Env } from "@/lib/env";
+import type { Store } from "@/lib/store";
 import { ALL_SCOPES, oauthUrls, serviceOrigin } from "./config";
 import { registerClient } from "./clients";
 import { oauthServer } from "./model";
@@ -74,7 +75,7 @@ async function answer(run: () => Promise<Response>): Promise<Response> {
  * (rotated: the old one stops working; presenting it again ends the app's access). A `resource` (RFC 8707), when
  * given, must be this server's MCP endpoint — the only resource its tokens are for.
  */
-export function handleTokenRequest(req: Request): Promise<Response> {
+export function handleTokenRequest(store: Store, req: Request): Promise<Response> {
   return answer(async () => {
     const form = await readForm(req);
     const resource = form.get("resource");
@@ -92,13 +93,20 @@ export function handleTokenRequest(req: Request): Promise<Response> {
     if (authorization !== null) headers.authorization = authorization;
     const libraryRequest = new OAuth2Server.Request({ method: "POST", headers, query: {}, body });
     const libraryResponse = new OAuth2Server.Response({});
-    await oauthServer.token(libraryRequest, libraryResponse);
+    await oauthServer(store).token(libraryRequest, libraryResponse);
     return Response.json(libraryResponse.body, { headers: { "Cache-Control": "no-store", Pragma: "no-cache" } });
   });
 }
 
-/** `POST /oauth/register`: dynamic client registration (RFC 7591), JSON in and out, `201`. */
-export function handleRegistration(req: Request): Promise<Response> {
+/**
+ * `POST /oauth/register`: dynamic client registration (RFC 7591), JSON in and out, `201`. `env` says how the client's
+ * address is found (lib/client-ip.ts), which the registrations are limited by.
+ */
+export function handleRegistration(
+  store: Store,
+  req: Request,
+  env: Pick<Env, "TRUSTED_PROXY_HOPS" | "onVercel">,
+): Promise<Response> {
   return answer(async () => {
     let body: unknown;
     try {
@@ -107,7 +115,11 @@ export function handleRegistration(req: Request): Promise<Response> {
       if (isOAuthProblem(error)) throw error;
       throw new OAuthProblem("invalid_client_metadata", "The body is not JSON");
     }
-    const client = await registerClient(body, clientAddress(req.headers) ?? "unknown");
+    const client = await registerClient(
+      store,
+      body,
+      clientAddress(req.headers, clientAddressOptions(env)) ?? "unknown",
+    );
     return Response.json(client, { status: 201, headers: { "Cache-Control": "no-store" } });
   });
 }
@@ -117,21 +129,21 @@ export function handleRegistration(req: Request): Promise<Response> {
  * grant, with every token of it). Always `200` for a well-formed request, known token or not (§2.2). When the request
  * names a `client_id`, only that client's tokens are revoked.
  */
-export function handleRevocation(req: Request): Promise<Response> {
+export function handleRevocation(store: Store, req: Request): Promise<Response> {
   return answer(async () => {
     const form = await readForm(req);
     const token = form.get("token");
     if (!token) throw new OAuthProblem("invalid_request", "Missing parameter: token");
     const clientId = form.get("client_id");
-    const store = getStore().oauth;
+    const oauth = store.oauth;
     if (isSecret(token, ACCESS_TOKEN_PREFIX)) {
       const hash = hashSecret(token);
-      const record = await store.resolveAccessToken(hash, Date.now(), Number.MAX_SAFE_INTEGER);
-      if (record && (clientId === null || clientId === record.clientId)) await store.deleteAccessToken(hash);
+      const record = await oauth.resolveAccessToken(hash, Date.now(), Number.MAX_SAFE_INTEGER);
+      if (record && (clientId === null || clientId === record.clientId)) await oauth.deleteAccessToken(hash);
     } else if (isSecret(token, REFRESH_TOKEN_PREFIX)) {
-      const found = await store.findRefreshToken(hashSecret(token));
+      const found = await oauth.findRefreshToken(hashSecret(token));
       if (found && "record" in found && (clientId === null || clientId === found.record.clientId)) {
-        await store.revokeGrant(found.record.userId, found.record.grantId);
+        await oauth.revokeGrant(found.record.userId, found.record.grantId);
       }
     }
     return new Response(null, { status: 200, headers: { "Cache-Control": "no-store" } });

@@ -1,4 +1,4 @@
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { isMetadataDocumentId } from "./clients";
 
 /** An app the account authorized, as the settings page shows it. */
@@ -13,8 +13,8 @@ export interface ConnectedApp {
 }
 
 /** The account's connected apps, most recently authorized first. */
-export async function listConnectedApps(userId: string): Promise<ConnectedApp[]> {
-  const grants = await getStore().oauth.listGrants(userId);
+export async function listConnectedApps(store: Store, userId: string): Promise<ConnectedApp[]> {
+  const grants = await store.oauth.listGrants(userId);
   return grants
     .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
     .map((grant) => ({
@@ -31,6 +31,9 @@ export async function listConnectedApps(userId: string): Promise<ConnectedApp[]>
  * End an app's access: every token of it stops working on its next use, and its open SSE streams close within their
  * keep-alive interval. False when it is not an app of this account.
  */
-export async function revokeConnectedApp({ userId, grantId }: { userId: string; grantId: string }): Promise<boolean> {
-  return getStore().oauth.revokeGrant(userId, grantId);
+export async function revokeConnectedApp(
+  store: Store,
+  { userId, grantId }: { userId: string; grantId: string },
+): Promise<boolean> {
+  return store.oauth.revokeGrant(userId, grantId);
 }

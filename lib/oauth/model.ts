@@ -1,5 +1,5 @@
 import OAuth2Server from "@node-oauth/oauth2-server";
-import { getStore, type OAuthClientRecord } from "@/lib/store";
+import type { OAuthClientRecord, Store } from "@/lib/store";
 import { ACCESS_TOKEN_TTL_S, ALL_SCOPES, CODE_TTL_S, REFRESH_TOKEN_TTL_S, type Scope } from "./config";
 import { findClient } from "./clients";
 import {
@@ -38,18 +38,18 @@ export function grantedScopes(requested: readonly string[] | undefined): Scope[]
  * End a grant whose code or refresh token was replayed (OAuth 2.1 §4.1.3 and §4.3.1): whoever holds the copy loses
  * the tokens it produced, and so does the app, which signs in again.
  */
-async function endReplayedGrant(reused: { userId: string; grantId: string } | null): Promise<void> {
-  if (reused) await getStore().oauth.revokeGrant(reused.userId, reused.grantId);
+async function endReplayedGrant(store: Store, reused: { userId: string; grantId: string } | null): Promise<void> {
+  if (reused) await store.oauth.revokeGrant(reused.userId, reused.grantId);
 }
 
 /**
- * @node-oauth/oauth2-server's model over our store (docs/decisions.md#oauth-library): the library checks the grants
+ * @node-oauth/oauth2-server's model over `store` (docs/decisions.md#oauth-library): the library checks the grants
  * (code expiry, the client, the redirect URI, the PKCE verifier, the refresh token's client and scope) and this model
  * stores and looks up what it hands out, under the SHA-256 of each value.
  */
-export const oauthModel: Model = {
+export const oauthModel = (store: Store): Model => ({
   async getClient(clientId) {
-    const client = await findClient(clientId).catch(() => null);
+    const client = await findClient(store, clientId).catch(() => null);
     return client ? libraryClient(client) : null;
   },
 
@@ -77,7 +77,7 @@ export const oauthModel: Model = {
     // PKCE S256 is required; the authorization request was refused earlier without it (authorize.ts).
     if (!code.codeChallenge || code.codeChallengeMethod !== "S256")
       throw new OAuth2Server.InvalidRequestError("PKCE with S256 is required");
-    await getStore().oauth.saveCode(
+    await store.oauth.saveCode(
       hashSecret(code.authorizationCode),
       {
         clientId: client.id,
@@ -95,10 +95,10 @@ export const oauthModel: Model = {
 
   async getAuthorizationCode(authorizationCode) {
     if (!isSecret(authorizationCode, CODE_PREFIX)) return null;
-    const found = await getStore().oauth.findCode(hashSecret(authorizationCode));
+    const found = await store.oauth.findCode(hashSecret(authorizationCode));
     if (found === null) return null;
     if ("reused" in found) {
-      await endReplayedGrant(found.reused);
+      await endReplayedGrant(store, found.reused);
       return null;
     }
     const code = found.record;
@@ -115,18 +115,18 @@ export const oauthModel: Model = {
   },
 
   async revokeAuthorizationCode(code) {
-    return getStore().oauth.consumeCode(hashSecret(code.authorizationCode), USED_CODE_MEMORY_MS);
+    return store.oauth.consumeCode(hashSecret(code.authorizationCode), USED_CODE_MEMORY_MS);
   },
 
   async saveToken(token, client, user) {
-    const store = getStore().oauth;
+    const oauth = store.oauth;
     const userId = String(user.id);
     const resource = String(user.resource);
     const scopes = token.scope ?? [];
     let grantId: string;
     if (typeof token.authorizationCode === "string") {
-      const known = await findClient(client.id);
-      const grant = await store.upsertGrant({
+      const known = await findClient(store, client.id);
+      const grant = await oauth.upsertGrant({
         id: newGrantId(),
         userId,
         clientId: client.id,
@@ -137,25 +137,25 @@ export const oauthModel: Model = {
         lastUsedAt: null,
       });
       grantId = grant.id;
-      await store.markCodeRedeemed(hashSecret(token.authorizationCode), { userId, grantId });
+      await oauth.markCodeRedeemed(hashSecret(token.authorizationCode), { userId, grantId });
       // A registration is kept once someone authorized it.
-      if (known?.kind === "registered") await store.keepClient(client.id);
+      if (known?.kind === "registered") await oauth.keepClient(client.id);
     } else {
       grantId = String(user.grantId);
-      if (!(await store.isGrantActive(userId, grantId)))
+      if (!(await oauth.isGrantActive(userId, grantId)))
         throw new OAuth2Server.InvalidGrantError("Invalid grant: the app's access was revoked");
     }
     const now = Date.now();
     const record = { grantId, userId, clientId: client.id, scopes, resource };
     const accessExpires = now + ACCESS_TOKEN_TTL_S * 1000;
     const refreshExpires = now + REFRESH_TOKEN_TTL_S * 1000;
-    await store.saveAccessToken(
+    await oauth.saveAccessToken(
       hashSecret(token.accessToken),
       { ...record, expiresAt: accessExpires },
       ACCESS_TOKEN_TTL_S * 1000,
     );
     if (token.refreshToken) {
-      await store.saveRefreshToken(
+      await oauth.saveRefreshToken(
         hashSecret(token.refreshToken),
         { ...record, expiresAt: refreshExpires },
         REFRESH_TOKEN_TTL_S * 1000,
@@ -174,7 +174,7 @@ export const oauthModel: Model = {
 
   async getAccessToken(accessToken) {
     if (!isSecret(accessToken, ACCESS_TOKEN_PREFIX)) return null;
-    const token = await getStore().oauth.resolveAccessToken(hashSecret(accessToken), Date.now(), 60_000);
+    const token = await store.oauth.resolveAccessToken(hashSecret(accessToken), Date.now(), 60_000);
     if (!token) return null;
     return {
       accessToken,
@@ -187,15 +187,15 @@ export const oauthModel: Model = {
 
   async getRefreshToken(refreshToken) {
     if (!isSecret(refreshToken, REFRESH_TOKEN_PREFIX)) return null;
-    const store = getStore().oauth;
-    const found = await store.findRefreshToken(hashSecret(refreshToken));
+    const oauth = store.oauth;
+    const found = await oauth.findRefreshToken(hashSecret(refreshToken));
     if (found === null) return null;
     if ("reused" in found) {
-      await endReplayedGrant(found.reused);
+      await endReplayedGrant(store, found.reused);
       return null;
     }
     const token = found.record;
-    if (!(await store.isGrantActive(token.userId, token.grantId))) return null;
+    if (!(await oauth.isGrantActive(token.userId, token.grantId))) return null;
     return {
       refreshToken,
       refreshTokenExpiresAt: new Date(token.expiresAt),
@@ -206,18 +206,22 @@ export const oauthModel: Model = {
   },
 
   async revokeToken(token) {
-    return getStore().oauth.consumeRefreshToken(hashSecret(token.refreshToken), REFRESH_TOKEN_TTL_S * 1000);
+    return store.oauth.consumeRefreshToken(hashSecret(token.refreshToken), REFRESH_TOKEN_TTL_S * 1000);
   },
-};
-
-/** The library's server over `oauthModel`: code grant with PKCE (S256 only) and rotating refresh tokens, public clients. */
-export const oauthServer = new OAuth2Server({
-  model: oauthModel,
-  accessTokenLifetime: ACCESS_TOKEN_TTL_S,
-  refreshTokenLifetime: REFRESH_TOKEN_TTL_S,
-  authorizationCodeLifetime: CODE_TTL_S,
-  allowEmptyState: true,
-  allowBearerTokensInQueryString: false,
-  alwaysIssueNewRefreshToken: true,
-  requireClientAuthentication: { authorization_code: false, refresh_token: false },
 });
+
+/**
+ * The library's server over `oauthModel(store)`: code grant with PKCE (S256 only) and rotating refresh tokens, public
+ * clients. Built for each token request (the library keeps no state of its own between requests).
+ */
+export const oauthServer = (store: Store): OAuth2Server =>
+  new OAuth2Server({
+    model: oauthModel(store),
+    accessTokenLifetime: ACCESS_TOKEN_TTL_S,
+    refreshTokenLifetime: REFRESH_TOKEN_TTL_S,
+    authorizationCodeLifetime: CODE_TTL_S,
+    allowEmptyState: true,
+    allowBearerTokensInQueryString: false,
+    alwaysIssueNewRefreshToken: true,
+    requireClientAuthentication: { authorization_code: false, refresh_token: false },
+  });

@@ -5,6 +5,7 @@ import { errorLabel } from "@/lib/error-log";
 import { documentConfidence, render, renderSearchablePdf, type OpenedDocument } from "@/lib/ocr";
 import { MAX_SYNC_PDF_BYTES, type ExtractedDocument } from "@/lib/ocr/model";
 import { throwIfEnded, type RequestScope } from "@/lib/request-scope";
+import { getStore } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
@@ -71,12 +72,12 @@ export async function readNow(input: ReadNowInput): Promise<ProcessDocumentResul
   // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
   const ledger = { userId: account.userId, requestId, keyId: account.keyId, format };
   const pages = document.selectedPages.length;
-  const reservation = await reserveCredits({ ...ledger, pages, deadline: scope.deadline });
+  const reservation = await reserveCredits(getStore(), { ...ledger, pages, deadline: scope.deadline }); // TODO(i33): hand down
   if (!reservation.ok) throw insufficientCredits(pages, reservation.balance);
   /** Give back every credit reserved. A store failure is logged, with what then becomes of the reservation. */
   const refund = async (what: string, then: string): Promise<void> => {
     try {
-      await refundCredits({ ...ledger, pages });
+      await refundCredits(getStore(), { ...ledger, pages }); // TODO(i33): hand down
     } catch (error) {
       console.error(`[${requestId}] refund of ${pages} ${what} failed (${errorLabel(error, apiCode)}); ${then}`);
     }
@@ -108,7 +109,7 @@ export async function readNow(input: ReadNowInput): Promise<ProcessDocumentResul
   const used = response.creditsUsed;
   const settle = async (): Promise<number> => {
     try {
-      return (await settleCredits({ ...ledger, reserved: pages, used })).balance;
+      return (await settleCredits(getStore(), { ...ledger, reserved: pages, used })).balance; // TODO(i33): hand down
     } catch (error) {
       console.error(`[${requestId}] settling ${used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
       return reservation.balance;

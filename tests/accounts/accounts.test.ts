@@ -20,6 +20,7 @@ import {
 import { getBalance, listLedger } from "@/lib/credits";
 import { overrideSettings } from "@/lib/settings-overrides";
 import { getStore } from "@/lib/store";
+import { getEnv } from "@/lib/env";
 import { withEnv } from "../support/env";
 import { waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
@@ -60,24 +61,26 @@ describe("passwords", () => {
 describe("sign-up", () => {
   it("normalizes the e-mail, grants FREE_CREDITS as a signup ledger entry and never stores the password", async () => {
     const address = email();
-    const account = await signUp({ email: `  ${address.toUpperCase()} `, password });
+    const account = await signUp(getStore(), { email: `  ${address.toUpperCase()} `, password }, { env: getEnv() });
     expect(account).toEqual({
       id: expect.stringMatching(/^usr_[\w-]{16}$/),
       email: address,
       createdAt: expect.any(String),
     });
-    expect(await getBalance(account.id)).toBe(100);
-    const { entries } = await listLedger(account.id);
+    expect(await getBalance(getStore(), account.id)).toBe(100);
+    const { entries } = await listLedger(getStore(), account.id);
     expect(entries).toEqual([expect.objectContaining({ reason: "signup", delta: 100, balanceAfter: 100 })]);
     const stored = await getStore().accounts.getUser(account.id);
     expect(stored?.passwordHash).not.toContain(password);
-    expect(await getAccountByEmail(address.toUpperCase())).toEqual(account);
+    expect(await getAccountByEmail(getStore(), address.toUpperCase())).toEqual(account);
   });
 
   it("refuses a duplicate e-mail, whatever its case, with a clear message", async () => {
     const address = email();
-    await signUp({ email: address, password });
-    await expect(signUp({ email: address.toUpperCase(), password })).rejects.toMatchObject({
+    await signUp(getStore(), { email: address, password }, { env: getEnv() });
+    await expect(
+      signUp(getStore(), { email: address.toUpperCase(), password }, { env: getEnv() }),
+    ).rejects.toMatchObject({
       code: "conflict",
       message: "An account with this e-mail already exists. Sign in instead.",
     });
@@ -88,28 +91,37 @@ describe("sign-up", () => {
     [{ email: email(), password: "short" }, "Use at least 8 characters for the password."],
     [{ email: email(), password: "x".repeat(257) }, "Use at most 256 characters for the password."],
   ])("refuses invalid input %#", async (input, message) => {
-    await expect(signUp(input)).rejects.toMatchObject({ code: "invalid_request", message });
+    await expect(signUp(getStore(), input, { env: getEnv() })).rejects.toMatchObject({
+      code: "invalid_request",
+      message,
+    });
   });
 
   it.each(["password", "Password", "12345678", "iloveyou", "qwertyuiop", "trustno1", "football"])(
     "refuses the common password %s with a clear message, and creates nothing",
     async (common) => {
       const address = email();
-      await expect(signUp({ email: address, password: common })).rejects.toMatchObject({
+      await expect(signUp(getStore(), { email: address, password: common }, { env: getEnv() })).rejects.toMatchObject({
         code: "invalid_request",
         message: expect.stringMatching(/one of the most common ones/),
       });
-      expect(await getAccountByEmail(address)).toBeNull();
+      expect(await getAccountByEmail(getStore(), address)).toBeNull();
     },
   );
 
   it("refuses the e-mail address (or its name) as the password; accepts an uncommon passphrase", async () => {
     const address = `someone-${randomBytes(4).toString("hex")}@example.com`;
-    await expect(signUp({ email: address, password: address })).rejects.toMatchObject({ message: /not your e-mail/ });
-    await expect(signUp({ email: address, password: address.split("@")[0]! })).rejects.toMatchObject({
+    await expect(signUp(getStore(), { email: address, password: address }, { env: getEnv() })).rejects.toMatchObject({
       message: /not your e-mail/,
     });
-    await expect(signUp({ email: address, password: "violet tram ledger 42" })).resolves.toMatchObject({
+    await expect(
+      signUp(getStore(), { email: address, password: address.split("@")[0]! }, { env: getEnv() }),
+    ).rejects.toMatchObject({
+      message: /not your e-mail/,
+    });
+    await expect(
+      signUp(getStore(), { email: address, password: "violet tram ledger 42" }, { env: getEnv() }),
+    ).resolves.toMatchObject({
       email: address,
     });
   });
@@ -120,19 +132,25 @@ describe("sign-up limits", () => {
     await waitForWindowRoom(HOUR_MS, 20_000);
     await withEnv({ SIGNUP_PER_ADDRESS_PER_HOUR: "3" }, async () => {
       const address = newAddress();
-      for (let i = 0; i < 3; i++) await signUp({ email: email(), password, address });
+      for (let i = 0; i < 3; i++) await signUp(getStore(), { email: email(), password, address }, { env: getEnv() });
       const refused = email();
-      const error = await signUp({ email: refused, password, address }).catch((caught: unknown) => caught);
+      const error = await signUp(getStore(), { email: refused, password, address }, { env: getEnv() }).catch(
+        (caught: unknown) => caught,
+      );
       expect(error).toMatchObject({
         code: "rate_limited",
         status: 429,
         message: expect.stringMatching(/^Too many sign-ups from your network\. Try again in \d+ (minute|second)s?\.$/),
       });
       expect(error).toHaveProperty("headers.Retry-After", expect.stringMatching(/^\d+$/));
-      expect(await getAccountByEmail(refused)).toBeNull();
+      expect(await getAccountByEmail(getStore(), refused)).toBeNull();
       // Another address is not affected.
       await expect(
-        signUp({ email: email(), password, address: newAddress().replace(/\d+$/, "251") }),
+        signUp(
+          getStore(),
+          { email: email(), password, address: newAddress().replace(/\d+$/, "251") },
+          { env: getEnv() },
+        ),
       ).resolves.toBeTruthy();
     });
   });
@@ -141,12 +159,16 @@ describe("sign-up limits", () => {
     await waitForWindowRoom(HOUR_MS, 20_000);
     await withEnv({ SIGNUP_PER_ADDRESS_PER_HOUR: "2" }, async () => {
       const network = `2001:db8:${randomBytes(2).toString("hex")}:1`;
-      await signUp({ email: email(), password, address: `${network}::a` });
-      await signUp({ email: email(), password, address: `${network}:0:0:0:b` });
-      await expect(signUp({ email: email(), password, address: `${network}::c` })).rejects.toMatchObject({
+      await signUp(getStore(), { email: email(), password, address: `${network}::a` }, { env: getEnv() });
+      await signUp(getStore(), { email: email(), password, address: `${network}:0:0:0:b` }, { env: getEnv() });
+      await expect(
+        signUp(getStore(), { email: email(), password, address: `${network}::c` }, { env: getEnv() }),
+      ).rejects.toMatchObject({
         code: "rate_limited",
       });
-      await expect(signUp({ email: email(), password, address: `2001:db8:ffff:2::c` })).resolves.toBeTruthy();
+      await expect(
+        signUp(getStore(), { email: email(), password, address: `2001:db8:ffff:2::c` }, { env: getEnv() }),
+      ).resolves.toBeTruthy();
     });
   });
 
@@ -157,7 +179,11 @@ describe("sign-up limits", () => {
       let created = 0;
       let error: unknown;
       for (let i = 0; i < 6 && !error; i++) {
-        error = await signUp({ email: email(), password, address: `198.51.100.${10 + i}` }).then(
+        error = await signUp(
+          getStore(),
+          { email: email(), password, address: `198.51.100.${10 + i}` },
+          { env: getEnv() },
+        ).then(
           () => void created++,
           (caught: unknown) => caught,
         );
@@ -174,13 +200,13 @@ describe("sign-up limits", () => {
 describe("sign-in", () => {
   it("accepts the right password with any e-mail case, refuses a wrong one and an unknown e-mail alike", async () => {
     const address = email();
-    const account = await signUp({ email: address, password });
-    expect(await signIn({ email: ` ${address.toUpperCase()}`, password })).toEqual(account);
-    await expect(signIn({ email: address, password: "wrong password" })).rejects.toMatchObject({
+    const account = await signUp(getStore(), { email: address, password }, { env: getEnv() });
+    expect(await signIn(getStore(), { email: ` ${address.toUpperCase()}`, password })).toEqual(account);
+    await expect(signIn(getStore(), { email: address, password: "wrong password" })).rejects.toMatchObject({
       code: "unauthorized",
       message: "Wrong e-mail or password.",
     });
-    await expect(signIn({ email: email(), password })).rejects.toMatchObject({
+    await expect(signIn(getStore(), { email: email(), password })).rejects.toMatchObject({
       code: "unauthorized",
       message: "Wrong e-mail or password.",
     });
@@ -188,46 +214,62 @@ describe("sign-in", () => {
 
   it("wrong passwords from one address back off that address only: the owner still signs in from their own", async () => {
     const address = email();
-    await signUp({ email: address, password });
+    await signUp(getStore(), { email: address, password }, { env: getEnv() });
     const attacker = newAddress();
     const owner = "198.51.100.200";
     for (let i = 1; i <= SIGNIN_BACKOFF.free; i++) {
-      await expect(signIn({ email: address, password: "wrong password", address: attacker })).rejects.toMatchObject({
+      await expect(
+        signIn(getStore(), { email: address, password: "wrong password", address: attacker }),
+      ).rejects.toMatchObject({
         code: "unauthorized",
         message: "Wrong e-mail or password.",
       });
     }
     // One failure past the free ones: refused, and told how long to wait; the next try is refused at once with the wait.
-    await expect(signIn({ email: address, password: "wrong password", address: attacker })).rejects.toMatchObject({
+    await expect(
+      signIn(getStore(), { email: address, password: "wrong password", address: attacker }),
+    ).rejects.toMatchObject({
       code: "unauthorized",
       message: "Wrong e-mail or password. Wait 2 seconds before the next try.",
     });
-    const blocked = await signIn({ email: address, password, address: attacker }).catch((caught: unknown) => caught);
+    const blocked = await signIn(getStore(), { email: address, password, address: attacker }).catch(
+      (caught: unknown) => caught,
+    );
     expect(blocked).toMatchObject({
       code: "rate_limited",
       message: expect.stringMatching(/^Too many wrong passwords for this e-mail\. Try again in [12] seconds?\.$/),
     });
     expect(blocked).toHaveProperty("headers.Retry-After", expect.stringMatching(/^[12]$/));
     // The owner, elsewhere, is not locked out.
-    await expect(signIn({ email: address, password, address: owner })).resolves.toMatchObject({ email: address });
+    await expect(signIn(getStore(), { email: address, password, address: owner })).resolves.toMatchObject({
+      email: address,
+    });
     // The wait doubles with each further failure.
     await sleep(2_100);
-    await expect(signIn({ email: address, password: "wrong again", address: attacker })).rejects.toMatchObject({
+    await expect(
+      signIn(getStore(), { email: address, password: "wrong again", address: attacker }),
+    ).rejects.toMatchObject({
       message: "Wrong e-mail or password. Wait 4 seconds before the next try.",
     });
   });
 
   it("a success clears the back-off", async () => {
     const address = email();
-    await signUp({ email: address, password });
+    await signUp(getStore(), { email: address, password }, { env: getEnv() });
     const from = newAddress();
     for (let i = 0; i < SIGNIN_BACKOFF.free; i++) {
-      await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({
+      await expect(
+        signIn(getStore(), { email: address, password: "wrong password", address: from }),
+      ).rejects.toMatchObject({
         code: "unauthorized",
       });
     }
-    await expect(signIn({ email: address, password, address: from })).resolves.toMatchObject({ email: address });
-    await expect(signIn({ email: address, password: "wrong password", address: from })).rejects.toMatchObject({
+    await expect(signIn(getStore(), { email: address, password, address: from })).resolves.toMatchObject({
+      email: address,
+    });
+    await expect(
+      signIn(getStore(), { email: address, password: "wrong password", address: from }),
+    ).rejects.toMatchObject({
       message: "Wrong e-mail or password.",
     });
   });
@@ -238,15 +280,17 @@ describe("sign-in", () => {
     try {
       const address = newAddress();
       for (let i = 0; i < 5; i++) {
-        await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({ code: "unauthorized" });
+        await expect(signIn(getStore(), { email: email(), password, address })).rejects.toMatchObject({
+          code: "unauthorized",
+        });
       }
-      await expect(signIn({ email: email(), password, address })).rejects.toMatchObject({
+      await expect(signIn(getStore(), { email: email(), password, address })).rejects.toMatchObject({
         code: "rate_limited",
         message: expect.stringMatching(
           /^Too many sign-in attempts from your network\. Try again in \d+ (minute|second)s?\.$/,
         ),
       });
-      await expect(signIn({ email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({
+      await expect(signIn(getStore(), { email: email(), password, address: "198.51.100.7" })).rejects.toMatchObject({
         code: "unauthorized",
       });
     } finally {
@@ -266,24 +310,24 @@ describe("sign-in", () => {
 
 describe("sessions", () => {
   it("creates a random 32-byte session id, resolves it to the account and deletes it on sign-out", async () => {
-    const account = await signUp({ email: email(), password });
-    const session = await createSession(account.id);
+    const account = await signUp(getStore(), { email: email(), password }, { env: getEnv() });
+    const session = await createSession(getStore(), account.id);
     expect(session.id).toMatch(/^[\w-]{43}$/);
     expect(session.expiresAt.getTime() - Date.now()).toBeGreaterThan(29 * 24 * 3600 * 1000);
-    expect(await getSessionAccount(session.id)).toEqual(account);
-    await deleteSession(session.id);
-    expect(await getSessionAccount(session.id)).toBeNull();
+    expect(await getSessionAccount(getStore(), session.id)).toEqual(account);
+    await deleteSession(getStore(), session.id);
+    expect(await getSessionAccount(getStore(), session.id)).toBeNull();
   });
 
   it("expires sessions, and ignores unknown or malformed ids", async () => {
-    const account = await signUp({ email: email(), password });
-    const session = await createSession(account.id, 200);
-    expect(await getSessionAccount(session.id)).toEqual(account);
+    const account = await signUp(getStore(), { email: email(), password }, { env: getEnv() });
+    const session = await createSession(getStore(), account.id, 200);
+    expect(await getSessionAccount(getStore(), session.id)).toEqual(account);
     await sleep(400);
-    expect(await getSessionAccount(session.id)).toBeNull();
-    expect(await getSessionAccount(randomBytes(32).toString("base64url"))).toBeNull();
-    expect(await getSessionAccount("../../etc/passwd")).toBeNull();
-    expect(await getSessionAccount(undefined)).toBeNull();
+    expect(await getSessionAccount(getStore(), session.id)).toBeNull();
+    expect(await getSessionAccount(getStore(), randomBytes(32).toString("base64url"))).toBeNull();
+    expect(await getSessionAccount(getStore(), "../../etc/passwd")).toBeNull();
+    expect(await getSessionAccount(getStore(), undefined)).toBeNull();
   });
 
   it("uses HttpOnly, SameSite=Lax cookies that are Secure except over http on this machine", () => {

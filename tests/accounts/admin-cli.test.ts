@@ -83,7 +83,7 @@ describe("admin CLI (npm run admin)", () => {
     expect(key.code).toBe(0);
     expect(key.stdout).toMatch(/^ocr_[1-9A-HJ-NP-Za-km-z]{43,44}\n$/);
     const token = key.stdout.trim();
-    expect(await resolveApiKey(token)).toMatchObject({ userId, name: "batch job" });
+    expect(await resolveApiKey(getStore(), token)).toMatchObject({ userId, name: "batch job" });
 
     expect(await admin("balance", "--email", email)).toMatchObject({ code: 0, stdout: "100\n" });
     expect(await admin("grant", "--email", email, "--credits", "50")).toMatchObject({ code: 0, stdout: "150\n" });
@@ -92,7 +92,7 @@ describe("admin CLI (npm run admin)", () => {
     const revoked = await admin("revoke-key", "--email", email, "--start", token.slice(0, 12));
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toContain(token.slice(0, 12));
-    expect(await resolveApiKey(token)).toBeNull();
+    expect(await resolveApiKey(getStore(), token)).toBeNull();
     const again = await admin("revoke-key", "--email", email, "--start", token.slice(0, 12));
     expect(again.code).toBe(1);
   });
@@ -100,7 +100,7 @@ describe("admin CLI (npm run admin)", () => {
   it("webhook-secret prints a new secret once; an existing one is never printed, only replaced with --rotate (issue 29 point 10)", async () => {
     const owner = `hooks-${Date.now()}@example.com`;
     expect((await admin("create-user", "--email", owner, "--password", "operator password")).code).toBe(0);
-    const account = await getAccountByEmail(owner);
+    const account = await getAccountByEmail(getStore(), owner);
 
     const created = await admin("webhook-secret", "--email", owner);
     expect(created).toMatchObject({ code: 0, stderr: "" });

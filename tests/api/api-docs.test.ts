@@ -4,6 +4,7 @@ import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { markdownTable, referenceTables, renderGeneratedRegions } from "@/lib/api/reference";
 import { parseEnv } from "@/lib/env";
 import { API_DOCS, regenerateApiDocs } from "@/scripts/api-docs";
+import { pushEnv } from "../support/env";
 
 /*
  * docs/api.md's reference sections (endpoints, fields, query parameters, headers, error codes) are written by
@@ -84,15 +85,11 @@ describe("the generator", () => {
 
   it("does not depend on this shell's configuration (the document is built for the defaults)", () => {
     const markdown = fs.readFileSync(API_DOCS, "utf8");
-    const saved = { ...process.env };
-    Object.assign(process.env, { MAX_PDF_PAGES: "7", VERCEL: "1", MAX_INLINE_BYTES: "1000" });
+    const restore = pushEnv({ MAX_PDF_PAGES: "7", VERCEL: "1", MAX_INLINE_BYTES: "1000" });
     try {
       expect(regenerateApiDocs(markdown)).toBe(markdown);
     } finally {
-      for (const name of ["MAX_PDF_PAGES", "VERCEL", "MAX_INLINE_BYTES"]) {
-        if (saved[name] === undefined) delete process.env[name];
-        else process.env[name] = saved[name];
-      }
+      restore();
     }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { listLedger } from "@/lib/credits";
+import { getStore } from "@/lib/store";
 import {
   base64Of,
   callOcr,
@@ -30,7 +31,7 @@ describe("credits through the route (redis store)", () => {
 
     expect(await account.balance()).toBe(0);
     await expectLedgerConsistent(account);
-    const { entries } = await listLedger(account.userId, { limit: 100 });
+    const { entries } = await listLedger(getStore(), account.userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(10);
     expect(entries.filter((entry) => entry.reason === "refund")).toHaveLength(0);
   });
@@ -49,7 +50,7 @@ describe("credits through the route (redis store)", () => {
       "unreadable_document",
     );
     expect(await account.balance()).toBe(3);
-    const { entries } = await listLedger(account.userId, { limit: 10 });
+    const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
       ["refund", 1],
       ["ocr", -1],

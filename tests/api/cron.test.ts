@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GET, POST } from "@/app/api/cron/reservations/route";
 import { getBalance, listLedger, reserveCredits } from "@/lib/credits";
+import { getStore } from "@/lib/store";
 import { createAccount, expectApiError, setEnv, withStore } from "./support";
 
 /* GET /api/cron/reservations: the scheduled sweep of reservations that crashed instances left open. */
@@ -13,7 +14,7 @@ const call = (authorization?: string) =>
 describe("GET /api/cron/reservations", () => {
   it("401 without the secret or with a wrong one; nothing swept", async () => {
     const account = await createAccount(5);
-    await reserveCredits({
+    await reserveCredits(getStore(), {
       userId: account.userId,
       pages: 2,
       requestId: `req_cron_${Date.now()}`,
@@ -22,20 +23,24 @@ describe("GET /api/cron/reservations", () => {
     await expectApiError(await call(), "unauthorized", /cron secret/);
     await expectApiError(await call(`Bearer ${SECRET}x`), "unauthorized", /cron secret/);
     await expectApiError(await call(SECRET), "unauthorized", /cron secret/);
-    expect(await getBalance(account.userId)).toBe(3);
+    expect(await getBalance(getStore(), account.userId)).toBe(3);
   });
 
   it("with the secret: refunds overdue reservations (ledger `expired`) and says how many", async () => {
     const account = await createAccount(5);
     const requestId = `req_cron_${Date.now()}`;
-    await reserveCredits({ userId: account.userId, pages: 2, requestId, deadline: Date.now() - 120_000 });
+    await reserveCredits(getStore(), { userId: account.userId, pages: 2, requestId, deadline: Date.now() - 120_000 });
     const response = await call(`Bearer ${SECRET}`);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { success: boolean; found: number; refunded: number; credits: number };
     expect(body.success).toBe(true);
     expect(body.refunded).toBeGreaterThanOrEqual(1);
-    expect(await getBalance(account.userId)).toBe(5);
-    expect((await listLedger(account.userId)).entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId });
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
+    expect((await listLedger(getStore(), account.userId)).entries[0]).toMatchObject({
+      reason: "expired",
+      delta: 2,
+      requestId,
+    });
   });
 
   it("without CRON_SECRET: open on a development server, refused in production", async () => {

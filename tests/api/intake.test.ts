@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { getEnv } from "@/lib/env";
 import { http as mswHttp, HttpResponse, passthrough } from "msw";
 import { PDFDocument } from "pdf-lib";
 import { createClient } from "redis";
@@ -10,7 +11,6 @@ import { listLedger } from "@/lib/credits";
 import { intake, type IntakeOutcome } from "@/lib/intake";
 import { cancelJob, resetWorkQueue } from "@/lib/jobs";
 import { getOcrPool, type OcrPool } from "@/lib/ocr";
-import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import {
@@ -37,7 +37,7 @@ const remote = withRemoteFiles();
 
 /** Store keys whose names say they hold a job or its file. */
 async function jobKeys(): Promise<string[]> {
-  const prefix = process.env.REDIS_PREFIX ?? "";
+  const prefix = getEnv().REDIS_PREFIX;
   const client = createClient({ url: process.env.REDIS_URL });
   await client.connect();
   try {
@@ -97,7 +97,7 @@ describe("the intake", () => {
     expect(fetched).toBe(0);
     expect(await jobKeys()).toEqual(before);
     expect((await getStore().jobs.listJobs(account.userId, { limit: 10, cursor: null })).jobs).toEqual([]);
-    expect((await listLedger(account.userId)).entries).toEqual([]);
+    expect((await listLedger(getStore(), account.userId)).entries).toEqual([]);
   });
 
   describe("with an engine pool of its own", () => {
@@ -282,7 +282,7 @@ describe("the intake", () => {
         expect(i, "the reserved pages never came back").toBeLessThan(100);
         await sleep(100);
       }
-      const { entries } = await listLedger(account.userId);
+      const { entries } = await listLedger(getStore(), account.userId);
       expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
         ["refund", 3],
         ["ocr", -3],

@@ -2,12 +2,11 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
-import { resetEnv } from "@/lib/env";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore, resetStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { OwnRedis, waitForStore } from "../support/own-redis";
-import { createTestPrefix } from "../support/redis";
+import { createTestPrefix, pushStoreEnv } from "../support/redis";
 import { callOcr, createAccount, expectApiError, expectOcrOk, tinyPng } from "./support";
 
 /*
@@ -21,7 +20,7 @@ const completedJobs = () => getOcrPool().stats().completed;
 describe("Store outage on a redis-server of our own", () => {
   let redis: OwnRedis;
   let dir: string;
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   const image = tinyPng("OUTAGE 3").toString("base64");
   let errors: MockInstance<typeof console.error>;
 
@@ -29,14 +28,11 @@ describe("Store outage on a redis-server of our own", () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-outage-"));
     redis = new OwnRedis(await freePort(), dir);
     await redis.start();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, {
+    restoreEnv = pushStoreEnv({
       REDIS_URL: redis.url,
       REDIS_PREFIX: createTestPrefix("outage"),
       LOG_REQUESTS: "false",
     });
-    resetEnv();
     await resetStore();
     // The store logs each failed operation; the failures are the point here.
     errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
@@ -47,8 +43,7 @@ describe("Store outage on a redis-server of our own", () => {
     await resetStore();
     await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     vi.restoreAllMocks();
   });
 

@@ -8,6 +8,7 @@ import { processDocument, type ProcessDocumentInput } from "@/lib/intake";
 import { createCanvas } from "@napi-rs/canvas";
 import { PDFDocument } from "pdf-lib";
 import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";
+import { getStore } from "@/lib/store";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
@@ -103,7 +104,7 @@ describe("processDocument", () => {
     );
     expect(pool.stats().stopped.timeout).toBe(stopped + 1);
     expect(await account.balance()).toBe(5);
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
       ["refund", 1, id],
       ["ocr", -1, id],
@@ -118,7 +119,7 @@ describe("processDocument", () => {
       "timeout",
     );
     expect(pool.stats()).toMatchObject({ completed: before.completed, stopped: before.stopped });
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
   });
 
@@ -182,7 +183,7 @@ describe("processDocument", () => {
       { body: { image: base64Of("hostile/gif.gif") }, account, requestId: requestId() },
       "unsupported_media_type",
     );
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
   });
 });
@@ -231,7 +232,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
       expect(response.creditsUsed).toBe(1);
     }
     expect(await account.balance()).toBe(2);
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.filter((entry) => entry.reason === "ocr").map((entry) => entry.format)).toEqual([
       "tsv",
       "alto",
@@ -271,7 +272,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     );
     expect(error.message).toMatch(/The searchable PDF is 3\.0 MB[^]*POST \/api\/ocr\/jobs/);
     expect(await account.balance()).toBe(5);
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
       ["refund", 1, id],
       ["ocr", -1, id],
@@ -291,7 +292,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     expect(error.message).toMatch(/POST \/api\/ocr\/jobs/);
     expect(error.message).toMatch(/result\?format=pdf/);
     expect(pool.stats().completed).toBe(completed);
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.map((entry) => entry.reason)).toEqual(["grant"]);
     expect(await account.balance()).toBe(5);
   });

@@ -188,7 +188,7 @@ describe("POST /api/ocr/process (redis store)", () => {
     it("a revoked key is refused on the next request", async () => {
       const account = await createAccount(10);
       await expectOcrOk(await callOcr({ image: base64Of("small-text.png") }, { key: account.key }));
-      expect(await revokeApiKey({ userId: account.userId, keyId: account.keyId })).toBe(true);
+      expect(await revokeApiKey(getStore(), { userId: account.userId, keyId: account.keyId })).toBe(true);
       const response = await callOcr({ image: base64Of("small-text.png") }, { key: account.key });
       await expectApiError(response, "unauthorized", /Invalid or revoked/);
       expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
@@ -426,7 +426,7 @@ describe("POST /api/ocr/process (redis store)", () => {
       const body = { image: base64Of("small-text.png") };
       await expectApiError(await callOcr(body, { key: account.key, headers }), "insufficient_credits");
       const { grantCredits } = await import("@/lib/credits");
-      await grantCredits({ userId: account.userId, credits: 1 });
+      await grantCredits(getStore(), { userId: account.userId, credits: 1 });
       const paid = await callOcr(body, { key: account.key, headers });
       expect(paid.headers.get("idempotent-replayed")).toBeNull();
       expect((await expectOcrOk(paid)).creditsUsed).toBe(1);
@@ -468,7 +468,7 @@ describe("POST /api/ocr/process (redis store)", () => {
       // A claim made with the wrapper's fingerprint for the same bytes is seen as the same request.
       const account = await createAccount(10);
       const raw = JSON.stringify({ image: base64Of("small-text.png") });
-      const claim = await claimIdempotencyKey({
+      const claim = await claimIdempotencyKey(getStore(), {
         userId: account.userId,
         key: "pre-claimed",
         fingerprint: fingerprintRequest(["POST", "/api/ocr/process", new TextEncoder().encode(raw)]),

@@ -9,12 +9,12 @@ import { z } from "zod";
 import * as processRoute from "@/app/api/ocr/process/route";
 import { ocrResponseSchema, type OcrResponse } from "@/lib/api/schemas";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
 import { errorCodeSchema, errorStatus, type ErrorBody, type ErrorCode } from "@/lib/api/errors";
 import { createApiKey } from "@/lib/keys";
 import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
-import { resetStore } from "@/lib/store";
-import { withRedisStoreEnv } from "../support/redis";
+import { getStore, resetStore } from "@/lib/store";
+import { pushEnv } from "../support/env";
+import { STORE_VARIABLES, withRedisStoreEnv } from "../support/redis";
 
 export const FIXTURE_DIR = path.resolve(import.meta.dirname, "../.generated");
 const FONT_DIR = path.resolve(import.meta.dirname, "../fixtures/fonts");
@@ -35,17 +35,10 @@ export const ENDPOINT = "http://localhost:3000/api/ocr/process";
  */
 export type StoreKind = "memory" | "redis";
 
-const STORE_VARIABLES = [
-  "REDIS_URL",
-  "UPSTASH_REDIS_REST_URL",
-  "UPSTASH_REDIS_REST_TOKEN",
-  "KV_REST_API_URL",
-  "KV_REST_API_TOKEN",
-];
-
 /**
  * Point `getStore()` at the memory store or at the test Redis (fresh prefix, deleted afterwards) for the tests of
- * the enclosing `describe`, with request logging off unless `extraEnv` turns it on.
+ * the enclosing `describe`, with request logging off unless `extraEnv` turns it on. The configuration is installed
+ * (tests/support/env.ts), never written to `process.env`.
  */
 export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}): void {
   const env = { LOG_REQUESTS: "false", ...extraEnv };
@@ -53,18 +46,15 @@ export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}
     withRedisStoreEnv("api", env);
     return;
   }
-  let saved: NodeJS.ProcessEnv = { ...process.env };
+  let restore = () => {};
   beforeAll(async () => {
-    saved = { ...process.env };
-    for (const name of STORE_VARIABLES) delete process.env[name];
-    Object.assign(process.env, env);
-    resetEnv();
+    const unset = Object.fromEntries(STORE_VARIABLES.map((name) => [name, undefined]));
+    restore = pushEnv({ ...unset, ...env });
     await resetStore();
   });
   afterAll(async () => {
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restore();
   });
 }
 
@@ -84,22 +74,13 @@ export function withSettings<T extends object>(section: SettingsSection, values:
 export { overrideSettings };
 
 /**
- * Set environment variables for one test, and make the service read them (`resetEnv()`: it parses `process.env` once
- * per process); returns the restore function (call it in `finally`). Settings a route instance takes as options
- * (`createMcpRoute({ sse, toolDeadlineMs })`) are injected there instead. The OpenAPI document is built once and does
- * not follow.
+ * Put variables into the configuration for one test (installed over the file's, not written to `process.env`:
+ * tests/support/env.ts); returns the restore function (call it in `finally`). Settings a route instance takes as
+ * options (`createMcpRoute({ sse, toolDeadlineMs })`) are injected there instead. The OpenAPI document is built once
+ * and does not follow.
  */
-export function setEnv(values: Record<string, string>): () => void {
-  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, values);
-  resetEnv();
-  return () => {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-    resetEnv();
-  };
+export function setEnv(values: Record<string, string | undefined>): () => void {
+  return pushEnv(values);
 }
 
 export interface TestAccount {
@@ -112,9 +93,9 @@ export interface TestAccount {
 /** A user with `credits` credits and one API key (no password: the key is all a REST caller has). */
 export async function createAccount(credits = 100): Promise<TestAccount> {
   const userId = `usr_test${randomBytes(8).toString("hex")}`;
-  if (credits > 0) await grantCredits({ userId, credits });
-  const { key, info } = await createApiKey({ userId, name: "api tests" });
-  return { userId, keyId: info.id, key, balance: () => getBalance(userId) };
+  if (credits > 0) await grantCredits(getStore(), { userId, credits });
+  const { key, info } = await createApiKey(getStore(), { userId, name: "api tests" });
+  return { userId, keyId: info.id, key, balance: () => getBalance(getStore(), userId) };
 }
 
 export interface CallOptions {
@@ -211,7 +192,7 @@ export async function expectOcrOk(response: Response): Promise<OcrResponse> {
 
 /** Sum of the account's ledger deltas equals its balance (every change is an entry). */
 export async function expectLedgerConsistent(account: TestAccount): Promise<void> {
-  const { entries } = await listLedger(account.userId, { limit: 100 });
+  const { entries } = await listLedger(getStore(), account.userId, { limit: 100 });
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await account.balance());
 }
 

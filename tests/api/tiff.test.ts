@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { getBalance } from "@/lib/credits";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
+import { getStore } from "@/lib/store";
 import { writeTiff } from "@/scripts/tiff-writer";
 import { callOcr, createAccount, expectApiError, expectOcrOk, fixture, groundTruth, withStore } from "./support";
 
@@ -46,7 +47,7 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
     const body = await expectOcrOk(await callOcr({ image: bytes.toString("base64") }, { key: account.key }));
     expect(body).toMatchObject({ success: true, creditsUsed: 1, pageCount: 1 });
     expect(characterErrorRate(body.extractedText, paragraph)).toBeLessThan(CER);
-    expect(await getBalance(account.userId)).toBe(4);
+    expect(await getBalance(getStore(), account.userId)).toBe(4);
   });
 
   it("a three-page TIFF is three pages and three credits, in order; options.pages reads and charges one", async () => {
@@ -65,7 +66,7 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
     const second = await expectOcrOk(await callOcr({ image: tiff, options: { pages: "2" } }, { key: account.key }));
     expect(second).toMatchObject({ creditsUsed: 1, pageCount: 3 });
     expect(characterErrorRate(second.extractedText, truths[1]!)).toBeLessThan(CER);
-    expect(await getBalance(account.userId)).toBe(6);
+    expect(await getBalance(getStore(), account.userId)).toBe(6);
     await expectApiError(
       await callOcr({ image: tiff, options: { pages: "4" } }, { key: account.key }),
       "invalid_request",
@@ -122,7 +123,7 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       { key: account.key },
     );
     await expectApiError(response, "payload_too_large", /page 1 is 100000×100000 pixels; the limit is 50 megapixels/);
-    expect(await getBalance(account.userId)).toBe(5);
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
   });
 
   it("a truncated TIFF: 422; a compression not read (JPEG 2000) and BigTIFF: 415; nothing charged", async () => {
@@ -154,7 +155,7 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       await callOcr({ image: bigTiff.toString("base64") }, { key: account.key }),
       "unsupported_media_type",
     );
-    expect(await getBalance(account.userId)).toBe(5);
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
   });
 
   it("more TIFF pages than one request reads: 413 pointing to options.pages and the jobs", async () => {
@@ -174,6 +175,6 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       "payload_too_large",
       /51 pages.*asynchronous job/,
     );
-    expect(await getBalance(account.userId)).toBe(100);
+    expect(await getBalance(getStore(), account.userId)).toBe(100);
   });
 });

@@ -7,6 +7,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import { phonePhoto } from "../support/phone-photo";
 import {
@@ -19,7 +20,6 @@ import {
   withStore,
   type TestAccount,
 } from "./support";
-import { getStore } from "@/lib/store";
 
 /*
  * Issue 29 point 8: the files people have. A phone-photo sized JPEG (3.7 MB, over the old 3 MB inline limit) sent as
@@ -87,7 +87,7 @@ function countedStream(total: number, chunk = 64 * 1024): { stream: ReadableStre
 
 async function expectNothingCharged(account: TestAccount, credits: number): Promise<void> {
   expect(await account.balance()).toBe(credits);
-  const { entries } = await listLedger(account.userId, { limit: 10 });
+  const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
   expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([]);
 }
 

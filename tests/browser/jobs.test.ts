@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { getJobView } from "@/lib/jobs";
+import { getStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
 
 /*
  * The settings page's Jobs section in headless Chromium, on the development server with Redis (BullMQ) and one engine
@@ -129,13 +129,13 @@ describe("the settings page's jobs", () => {
     await signUp(page, baseUrl, email);
     expect(await page.getByTestId("jobs-empty").textContent()).toBe("No jobs yet.");
     const key = await createKeyOnPage(page, "jobs");
-    const account = await getAccountByEmail(email);
+    const account = await getAccountByEmail(getStore(), email);
     if (!account) throw new Error("the account was not made");
 
     const shortJob = await submit(key, short.pdf);
     const longJob = await submit(key, long.pdf);
     // Both reserved at once: the page's balance says so once it is fetched again.
-    expect(await getBalance(account.id)).toBe(FREE_CREDITS - SHORT_PAGES - LONG_PAGES);
+    expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - SHORT_PAGES - LONG_PAGES);
 
     // The page refreshes itself while a job runs: no reload from here on. Newest first.
     await page.reload();
@@ -216,7 +216,7 @@ describe("the settings page's jobs", () => {
     });
     expect(await longRow.getByText("Cancel", { exact: true }).count()).toBe(0);
     const balance = FREE_CREDITS - SHORT_PAGES - view.pagesDone;
-    expect(await getBalance(account.id)).toBe(balance);
+    expect(await getBalance(getStore(), account.id)).toBe(balance);
     await expect.poll(() => page.getByTestId("balance").textContent(), { timeout: 30_000 }).toBe(String(balance));
     // The pages read before the cancel stay readable.
     const soFar = await page.request.get(`${baseUrl}/settings/jobs/${longJob}/result`);

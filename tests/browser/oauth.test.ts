@@ -11,6 +11,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance } from "@/lib/credits";
 import { listConnectedApps } from "@/lib/oauth";
+import { getStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { base64Of, groundTruth } from "../api/support";
 import { ARTIFACTS, TEST_PASSWORD, launchChromium } from "../support/browser";
@@ -152,7 +153,7 @@ describe("OAuth sign-in in headless Chromium", () => {
 
       const client = new Client({ name: "browser-oauth", version: "1" });
       await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }), SLOW);
-      const account = await getAccountByEmail(email);
+      const account = await getAccountByEmail(getStore(), email);
       if (!account) throw new Error("the account was not created");
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
@@ -166,7 +167,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       );
       expect(body.userId).toBe(account.id);
       expect(characterErrorRate(body.extractedText, groundTruth("paragraph.png"))).toBeLessThan(0.05);
-      expect(await getBalance(account.id)).toBe(FREE_CREDITS - 1);
+      expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - 1);
 
       // Settings → Connected apps: the app, what it may do, when it was last used; revoke it.
       await page.goto(`${baseUrl}/settings`);
@@ -179,7 +180,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await row.getByText("Revoke", { exact: true }).click();
       await row.getByRole("button", { name: "Revoke access" }).click();
       await expect.poll(() => page.locator("tr[data-app-id]").count()).toBe(0);
-      expect(await listConnectedApps(account.id)).toEqual([]);
+      expect(await listConnectedApps(getStore(), account.id)).toEqual([]);
       await expect(client.listTools(undefined, SLOW)).rejects.toThrow();
       await client.close();
     } finally {
@@ -233,7 +234,7 @@ describe("OAuth sign-in in headless Chromium", () => {
       await page.waitForURL(new RegExp(`^http://(localhost|127\\.0\\.0\\.1):${callbackPort}/oauth/callback`));
       await connecting;
 
-      const account = await getAccountByEmail(email);
+      const account = await getAccountByEmail(getStore(), email);
       if (!account) throw new Error("the account was not created");
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
@@ -247,9 +248,9 @@ describe("OAuth sign-in in headless Chromium", () => {
         ),
       );
       expect(body.userId).toBe(account.id);
-      expect(await getBalance(account.id)).toBe(FREE_CREDITS - 1);
+      expect(await getBalance(getStore(), account.id)).toBe(FREE_CREDITS - 1);
       expect(stderr).toMatch(/Connected to remote server using StreamableHTTPClientTransport/);
-      expect(await listConnectedApps(account.id)).toEqual([
+      expect(await listConnectedApps(getStore(), account.id)).toEqual([
         expect.objectContaining({ scopes: ["documents:read", "jobs:manage"] }),
       ]);
     } finally {

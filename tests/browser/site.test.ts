@@ -11,6 +11,7 @@ import { getAccountByEmail } from "@/lib/accounts";
 import { getBalance, grantCredits } from "@/lib/credits";
 import { errorBodySchema } from "@/lib/api/errors";
 import { createApiKey, resolveApiKey } from "@/lib/keys";
+import { getStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { ARTIFACTS, createKeyOnPage, launchChromium, signUp, waitForHydration } from "../support/browser";
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
@@ -35,9 +36,9 @@ const shownKeys: string[] = [];
 /** An account with `credits` credits and a key, made directly in the store the server uses (for running examples). */
 async function newApiAccount(credits = 100): Promise<{ key: string; balance: () => Promise<number> }> {
   const userId = `usr_docs${randomBytes(6).toString("hex")}`;
-  if (credits > 0) await grantCredits({ userId, credits });
-  const { key } = await createApiKey({ userId, name: "docs examples" });
-  return { key, balance: () => getBalance(userId) };
+  if (credits > 0) await grantCredits(getStore(), { userId, credits });
+  const { key } = await createApiKey(getStore(), { userId, name: "docs examples" });
+  return { key, balance: () => getBalance(getStore(), userId) };
 }
 
 /** The whole site in headless Chromium, on the development server `npm run dev` runs (scripts/serve.mjs). */
@@ -160,7 +161,7 @@ describe("the site in headless Chromium", () => {
     await row.waitFor();
     expect(await row.textContent()).toContain("browser test key");
     expect(await row.textContent()).toContain(`${start}…`);
-    expect(await resolveApiKey(key)).toMatchObject({ name: "browser test key" });
+    expect(await resolveApiKey(getStore(), key)).toMatchObject({ name: "browser test key" });
 
     // Try-it snippets under it: curl (a file, a URL), the CLI, Claude Code, an MCP configuration — each with the new
     // key and this server's origin, each with its own copy button.
@@ -307,7 +308,7 @@ describe("the site in headless Chromium", () => {
         .locator("tr[data-key-start]")
         .evaluateAll((rows) => rows.map((keyRow) => keyRow.getAttribute("data-key-start"))),
     ).toEqual([secondKey.slice(0, 12), start]);
-    expect(await resolveApiKey(key)).toBeNull();
+    expect(await resolveApiKey(getStore(), key)).toBeNull();
     // The ledger still names it.
     expect((await cells(answer.requestId))[5]).toBe("browser test key (revoked)");
 
@@ -352,7 +353,7 @@ describe("the site in headless Chromium", () => {
 
     const key = await createKeyOnPage(page, "no script");
     shownKeys.push(key);
-    expect(await resolveApiKey(key)).toMatchObject({ name: "no script" });
+    expect(await resolveApiKey(getStore(), key)).toMatchObject({ name: "no script" });
     // The try-it snippets come with the server's answer too.
     expect(await page.locator('[data-snippet="curl-base64"] pre code').textContent()).toContain(key);
 
@@ -361,7 +362,7 @@ describe("the site in headless Chromium", () => {
     await row.getByRole("button", { name: "Revoke key" }).click();
     await page.locator(`tr[data-key-start="${key.slice(0, 12)}"][data-revoked="true"]`).waitFor();
     expect(await row.textContent()).toContain("Revoked");
-    expect(await resolveApiKey(key)).toBeNull();
+    expect(await resolveApiKey(getStore(), key)).toBeNull();
 
     // The ledger's key filter is a plain form: it works without JavaScript too.
     await page.getByLabel("Key", { exact: true }).selectOption({ label: `no script (${key.slice(0, 12)}…) · revoked` });
@@ -609,7 +610,7 @@ describe("the site in headless Chromium", () => {
       expect(response.request().headers().origin).toBe(`http://localhost:${attackerPort}`);
       expect(response.status()).toBe(403);
       expect(errorBodySchema.parse(await response.json()).error.code).toBe("forbidden");
-      expect(await getAccountByEmail(email)).toBeNull();
+      expect(await getAccountByEmail(getStore(), email)).toBeNull();
       await page.context().close();
     } finally {
       await new Promise((resolve) => attacker.close(resolve));

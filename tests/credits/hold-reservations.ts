@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { reserveCredits } from "@/lib/credits";
+import { getStore } from "@/lib/store";
 
 const [userId, count, deadline] = process.argv.slice(2);
 if (!userId || !count || !deadline) {
@@ -13,7 +14,7 @@ if (!userId || !count || !deadline) {
   process.exit(2);
 }
 for (let i = 0; i < Number(count); i++) {
-  const result = await reserveCredits({
+  const result = await reserveCredits(getStore(), {
     userId,
     pages: 2,
     requestId: `req_${randomBytes(8).toString("hex")}`,

@@ -29,8 +29,8 @@ const user = () => `usr_${randomBytes(6).toString("hex")}`;
 const request = () => `req_${randomBytes(6).toString("hex")}`;
 
 async function expectBalanced(userId: string): Promise<void> {
-  const { entries } = await listLedger(userId, { limit: 100 });
-  expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(userId));
+  const { entries } = await listLedger(getStore(), userId, { limit: 100 });
+  expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(getStore(), userId));
 }
 
 /** The real store, except that `credits.reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
@@ -56,7 +56,7 @@ function lossyStore(real: Store, { failRelease = false } = {}): Store & { lost: 
 describe("a reserve whose reply is lost", () => {
   it("is reconciled by request id: the request answers 503 unavailable and the balance is unchanged", async () => {
     const userId = user();
-    await grantCredits({ userId, credits: 5 });
+    await grantCredits(getStore(), { userId, credits: 5 });
     const store = lossyStore(getStore());
     installStore(store);
     const requestId = request();
@@ -68,8 +68,8 @@ describe("a reserve whose reply is lost", () => {
     }).catch((error: unknown) => error);
     expect(outcome).toMatchObject({ code: "unavailable", status: 503 });
     expect(store.lost).toBe(1);
-    expect(await getBalance(userId)).toBe(5);
-    const { entries } = await listLedger(userId);
+    expect(await getBalance(getStore(), userId)).toBe(5);
+    const { entries } = await listLedger(getStore(), userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
       ["refund", 1, requestId],
       ["ocr", -1, requestId],
@@ -79,21 +79,21 @@ describe("a reserve whose reply is lost", () => {
 
   it("when the reconciling release fails too, the sweep refunds it after the deadline", async () => {
     const userId = user();
-    await grantCredits({ userId, credits: 5 });
+    await grantCredits(getStore(), { userId, credits: 5 });
     installStore(lossyStore(getStore(), { failRelease: true }));
     const requestId = request();
     const deadline = Date.now() + 300;
-    await expect(reserveCredits({ userId, pages: 2, requestId, deadline })).rejects.toMatchObject({
+    await expect(reserveCredits(getStore(), { userId, pages: 2, requestId, deadline })).rejects.toMatchObject({
       code: "unavailable",
     });
-    expect(await getBalance(userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
+    expect(await getBalance(getStore(), userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
 
     // Not before its deadline (plus grace): its request might still settle it.
-    expect((await sweepExpiredReservations({ now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
-    const result = await sweepExpiredReservations({ now: deadline + 1, graceMs: 0 });
+    expect((await sweepExpiredReservations(getStore(), { now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
+    const result = await sweepExpiredReservations(getStore(), { now: deadline + 1, graceMs: 0 });
     expect(result.refunded).toBeGreaterThanOrEqual(1);
-    expect(await getBalance(userId)).toBe(5);
-    const { entries } = await listLedger(userId);
+    expect(await getBalance(getStore(), userId)).toBe(5);
+    const { entries } = await listLedger(getStore(), userId);
     expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId });
     await expectBalanced(userId);
   });
@@ -102,21 +102,22 @@ describe("a reserve whose reply is lost", () => {
 describe("the sweep", () => {
   it("refunds only overdue reservations, once each, even when instances sweep at the same time", async () => {
     const userId = user();
-    await grantCredits({ userId, credits: 30 });
+    await grantCredits(getStore(), { userId, credits: 30 });
     const past = Date.now() - 60_000;
-    for (let i = 0; i < 10; i++) await reserveCredits({ userId, pages: 1, requestId: request(), deadline: past });
+    for (let i = 0; i < 10; i++)
+      await reserveCredits(getStore(), { userId, pages: 1, requestId: request(), deadline: past });
     const pending = request();
-    await reserveCredits({ userId, pages: 5, requestId: pending, deadline: Date.now() + 60_000 });
-    expect(await getBalance(userId)).toBe(15);
-    expect(await countOverdueReservations()).toBeGreaterThanOrEqual(10);
+    await reserveCredits(getStore(), { userId, pages: 5, requestId: pending, deadline: Date.now() + 60_000 });
+    expect(await getBalance(getStore(), userId)).toBe(15);
+    expect(await countOverdueReservations(getStore())).toBeGreaterThanOrEqual(10);
 
     const sweeps = await Promise.all([
-      sweepExpiredReservations({ graceMs: 0 }),
-      sweepExpiredReservations({ graceMs: 0 }),
+      sweepExpiredReservations(getStore(), { graceMs: 0 }),
+      sweepExpiredReservations(getStore(), { graceMs: 0 }),
     ]);
     expect(sweeps.reduce((sum, sweep) => sum + sweep.credits, 0)).toBeGreaterThanOrEqual(10);
-    expect(await getBalance(userId)).toBe(25); // the 10 refunded; the pending one untouched
-    const { entries } = await listLedger(userId, { limit: 100 });
+    expect(await getBalance(getStore(), userId)).toBe(25); // the 10 refunded; the pending one untouched
+    const { entries } = await listLedger(getStore(), userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(10);
     expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("req_"))).toBe(true);
     await expectBalanced(userId);
@@ -126,7 +127,7 @@ describe("the sweep", () => {
 describe("an instance killed with reservations open", () => {
   it("a second instance's sweep refunds them after their deadline; the ledger balances", async () => {
     const userId = user();
-    await grantCredits({ userId, credits: 10 });
+    await grantCredits(getStore(), { userId, credits: 10 });
     const deadline = Date.now() + 3_000;
     const script = path.join(import.meta.dirname, "hold-reservations.ts");
     // The server's condition: lib/store is "server-only" (see vitest.config.ts).
@@ -148,16 +149,16 @@ describe("an instance killed with reservations open", () => {
     });
     child.kill("SIGKILL");
     await new Promise((resolve) => child.once("exit", resolve));
-    expect(await getBalance(userId)).toBe(2);
+    expect(await getBalance(getStore(), userId)).toBe(2);
 
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 50));
-    expect(await countOverdueReservations()).toBeGreaterThanOrEqual(4);
-    const result = await sweepExpiredReservations({ graceMs: 0 });
+    expect(await countOverdueReservations(getStore())).toBeGreaterThanOrEqual(4);
+    const result = await sweepExpiredReservations(getStore(), { graceMs: 0 });
     expect(result.credits).toBeGreaterThanOrEqual(8);
-    expect(await getBalance(userId)).toBe(10);
-    const { entries } = await listLedger(userId, { limit: 100 });
+    expect(await getBalance(getStore(), userId)).toBe(10);
+    const { entries } = await listLedger(getStore(), userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "expired").map((entry) => entry.delta)).toEqual([2, 2, 2, 2]);
     await expectBalanced(userId);
-    expect(await countOverdueReservations()).toBe(0);
+    expect(await countOverdueReservations(getStore())).toBe(0);
   });
 });

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
 import { signUp } from "@/lib/accounts";
 import { getBalance, grantTestCredits, listLedger, TEST_CREDITS, testCreditsAvailable } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
-import { createMemoryStore, installStore, resetStore } from "@/lib/store";
+import { createMemoryStore, getStore, installStore, resetStore } from "@/lib/store";
+import { pushEnv } from "../support/env";
+import { getEnv } from "@/lib/env";
 import { withRedisStoreEnv } from "../support/redis";
 
 /*
@@ -13,29 +14,30 @@ import { withRedisStoreEnv } from "../support/redis";
  */
 
 const newAccount = (label: string) =>
-  signUp({ email: `${label}-${Date.now()}@example.com`, password: "a long enough password" }, { operator: true });
+  signUp(
+    getStore(),
+    { email: `${label}-${Date.now()}@example.com`, password: "a long enough password" },
+    { env: getEnv(), operator: true },
+  );
 
 describe("test credits on the embedded store", () => {
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   beforeAll(async () => {
-    delete process.env.REDIS_URL;
-    Object.assign(process.env, { FREE_CREDITS: "100" });
-    resetEnv();
+    restoreEnv = pushEnv({ REDIS_URL: undefined, FREE_CREDITS: "100" });
     await resetStore();
     installStore(createMemoryStore());
   });
   afterAll(async () => {
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
   });
 
   it("are offered, and add TEST_CREDITS as a grant in the ledger", async () => {
-    expect(testCreditsAvailable()).toBe(true);
+    expect(testCreditsAvailable(getStore())).toBe(true);
     const account = await newAccount("dev");
-    expect(await grantTestCredits(account.id)).toEqual({ balance: 100 + TEST_CREDITS });
-    expect(await getBalance(account.id)).toBe(1_100);
-    const [latest] = (await listLedger(account.id, { limit: 1 })).entries;
+    expect(await grantTestCredits(getStore(), account.id)).toEqual({ balance: 100 + TEST_CREDITS });
+    expect(await getBalance(getStore(), account.id)).toBe(1_100);
+    const [latest] = (await listLedger(getStore(), account.id, { limit: 1 })).entries;
     expect(latest).toMatchObject({ reason: "grant", delta: TEST_CREDITS, balanceAfter: 1_100 });
   });
 });
@@ -44,13 +46,13 @@ describe("test credits on Redis", () => {
   withRedisStoreEnv("test-credits", { FREE_CREDITS: "100" });
 
   it("are not offered, and a grant is refused on the server: 403, the balance unchanged", async () => {
-    expect(testCreditsAvailable()).toBe(false);
+    expect(testCreditsAvailable(getStore())).toBe(false);
     const account = await newAccount("prod");
-    const refused = await grantTestCredits(account.id).catch((error: unknown) => error);
+    const refused = await grantTestCredits(getStore(), account.id).catch((error: unknown) => error);
     expect(isApiError(refused) && [refused.code, refused.message]).toEqual([
       "forbidden",
       expect.stringContaining("only on a development server with the embedded store"),
     ]);
-    expect(await getBalance(account.id)).toBe(100);
+    expect(await getBalance(getStore(), account.id)).toBe(100);
   });
 });

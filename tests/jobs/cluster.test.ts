@@ -3,14 +3,14 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
 import { createApiKey } from "@/lib/keys";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { characterErrorRate } from "@/bench/metrics";
 import { startInstance, type Instance } from "../support/instance";
 import { freePort } from "../../tooling";
 import { OwnRedis } from "../support/own-redis";
+import { pushStoreEnv } from "../support/redis";
 
 /*
  * Asynchronous jobs across processes, as deployed: two server instances (the route handlers and the job runner,
@@ -48,7 +48,7 @@ describe("jobs across two server instances and a worker", () => {
   let a: Instance;
   let b: Instance;
   let scan: { pdf: Uint8Array; truth: string[] };
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
 
   beforeAll(async () => {
     redis = new OwnRedis(await freePort(), dir);
@@ -60,10 +60,7 @@ describe("jobs across two server instances and a worker", () => {
       OCR_ENGINES: "tesseract",
       OCR_DEFAULT_LANGUAGE: "eng",
     };
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, env, { LOG_REQUESTS: "false" });
-    resetEnv();
+    restoreEnv = pushStoreEnv({ ...env, LOG_REQUESTS: "false" });
     await resetStore();
     [scan, a, b] = await Promise.all([
       longScan(PAGES),
@@ -76,17 +73,16 @@ describe("jobs across two server instances and a worker", () => {
   afterAll(async () => {
     await Promise.allSettled(instances.map((instance) => instance.stop()));
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     await redis.kill();
     rmSync(dir, { recursive: true, force: true });
   }, 180_000);
 
   async function account(credits: number) {
     const userId = `usr_cluster${Math.random().toString(36).slice(2, 10)}`;
-    await grantCredits({ userId, credits });
-    const { key } = await createApiKey({ userId, name: "cluster" });
-    return { userId, key, balance: () => getBalance(userId) };
+    await grantCredits(getStore(), { userId, credits });
+    const { key } = await createApiKey(getStore(), { userId, name: "cluster" });
+    return { userId, key, balance: () => getBalance(getStore(), userId) };
   }
 
   async function call(
@@ -146,7 +142,7 @@ describe("jobs across two server instances and a worker", () => {
     expect(final.creditsUsed).toBe(final.pagesDone);
     expect(final.creditsUsed + final.creditsRefunded).toBe(final.creditsReserved);
     expect(await user.balance()).toBe(start - final.pagesDone);
-    const { entries } = await listLedger(user.userId, { limit: 100 });
+    const { entries } = await listLedger(getStore(), user.userId, { limit: 100 });
     const jobEntries = entries.filter((entry) => entry.requestId === final.jobId);
     // The reservation, and at most one refund when it ended.
     expect(jobEntries.map((entry) => entry.reason).sort()).toEqual(

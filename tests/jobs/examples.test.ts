@@ -5,12 +5,17 @@ import path from "node:path";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
-import { resetEnv } from "@/lib/env";
 import { jobExamples } from "@/lib/api/examples";
 import { createApiKey } from "@/lib/keys";
-import { resetStore } from "@/lib/store";
+import { getStore, resetStore } from "@/lib/store";
 import { startInstance, type Instance } from "../support/instance";
-import { TEST_REDIS_URL, assertRedisReachable, createTestPrefix, deleteKeysWithPrefix } from "../support/redis";
+import {
+  TEST_REDIS_URL,
+  assertRedisReachable,
+  createTestPrefix,
+  deleteKeysWithPrefix,
+  pushStoreEnv,
+} from "../support/redis";
 
 /*
  * The jobs examples of /docs and docs/api.md (`jobExamples` in lib/api/examples.ts), run as a user runs them — sh with
@@ -110,17 +115,14 @@ describe("the jobs examples, run against a server", () => {
     OCR_ENGINES: "tesseract",
     OCR_DEFAULT_LANGUAGE: "eng",
   };
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   let server: Instance;
   let bigDir = "";
   let slowDir = "";
 
   beforeAll(async () => {
     await assertRedisReachable();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, env, { LOG_REQUESTS: "false" });
-    resetEnv();
+    restoreEnv = pushStoreEnv({ ...env, LOG_REQUESTS: "false" });
     await resetStore();
     const sample = async (bytes: Uint8Array) => {
       const dir = await mkdtemp(path.join(os.tmpdir(), "ocr-job-examples-"));
@@ -138,17 +140,16 @@ describe("the jobs examples, run against a server", () => {
   afterAll(async () => {
     await server?.stop();
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     await deleteKeysWithPrefix(prefix);
     await Promise.all([bigDir, slowDir].filter(Boolean).map((dir) => rm(dir, { recursive: true, force: true })));
   }, 180_000);
 
   async function account(credits: number) {
     const userId = `usr_jobdocs${Math.random().toString(36).slice(2, 10)}`;
-    if (credits > 0) await grantCredits({ userId, credits });
-    const { key } = await createApiKey({ userId, name: "job examples" });
-    return { userId, key, balance: () => getBalance(userId) };
+    if (credits > 0) await grantCredits(getStore(), { userId, credits });
+    const { key } = await createApiKey(getStore(), { userId, name: "job examples" });
+    return { userId, key, balance: () => getBalance(getStore(), userId) };
   }
 
   it.each(ids)(
@@ -161,7 +162,7 @@ describe("the jobs examples, run against a server", () => {
       expect(rest).toEqual([]);
       expect(text).toMatch(/ACME OFFICE SUPPLIES[\s\S]*Total due 82\.40 EUR/);
       expect(await user.balance()).toBe(9);
-      const { entries } = await listLedger(user.userId);
+      const { entries } = await listLedger(getStore(), user.userId);
       expect(entries.filter((entry) => entry.reason !== "grant")).toEqual([
         expect.objectContaining({ reason: "ocr", delta: -1, requestId: expect.stringMatching(/^job_/) }),
       ]);

@@ -8,10 +8,9 @@ import * as cronRoute from "@/app/api/cron/jobs/route";
 import { jobViewSchema } from "@/lib/api/schemas";
 import { WORK_PATH, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
-import { resetEnv } from "@/lib/env";
 import { resetStore } from "@/lib/store";
 import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withSettings, withStore } from "../api/support";
-import { TEST_REDIS_URL, createTestPrefix, deleteKeysWithPrefix } from "../support/redis";
+import { TEST_REDIS_URL, createTestPrefix, deleteKeysWithPrefix, pushStoreEnv } from "../support/redis";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
 
 /*
@@ -25,26 +24,24 @@ const ORIGIN = "http://deployment.test";
 
 describe("a deployment with only Upstash's REST URL (no TCP Redis for BullMQ)", () => {
   let bridge: UpstashBridge;
-  const saved = { ...process.env };
+  const prefix = createTestPrefix("jobs-rest");
+  let restoreEnv = () => {};
   beforeAll(async () => {
     bridge = startUpstashBridge({ redisUrl: TEST_REDIS_URL });
-    for (const name of ["REDIS_URL", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) delete process.env[name];
-    Object.assign(process.env, {
+    restoreEnv = pushStoreEnv({
       UPSTASH_REDIS_REST_URL: bridge.url,
       UPSTASH_REDIS_REST_TOKEN: bridge.token,
-      REDIS_PREFIX: createTestPrefix("jobs-rest"),
+      REDIS_PREFIX: prefix,
       LOG_REQUESTS: "false",
     });
-    resetEnv();
     await resetStore();
     await resetWorkQueue();
   });
   afterAll(async () => {
     await resetWorkQueue();
     await resetStore();
-    await deleteKeysWithPrefix(process.env.REDIS_PREFIX!);
-    process.env = saved;
-    resetEnv();
+    await deleteKeysWithPrefix(prefix);
+    restoreEnv();
     await bridge.close();
   });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { PDFDocument } from "pdf-lib";
 import { describe, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
 import { z } from "zod";
 import * as mcpRoute from "@/app/api/mcp/route";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
@@ -126,7 +127,7 @@ describe("an ended job's result is rendered once, then read from the store", () 
     });
     expect(first.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
     // What a read would render from: taken away. A read that rendered again would find no page.
-    await deleteKeysWithPrefix(`${process.env.REDIS_PREFIX}job:${jobId}:pages`);
+    await deleteKeysWithPrefix(`${getEnv().REDIS_PREFIX}job:${jobId}:pages`);
     const second = await read(account, `/api/ocr/jobs/${jobId}/result`);
     expect(second.status).toBe(200);
     expect(await second.text()).toBe(body);

@@ -115,7 +115,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     expect(result).toMatchObject({ status: "succeeded", format: "text", pages: "1-12", missingPages: [], next: null });
     expect(characterErrorRate(result.extractedText.split("\f").join("\n"), scan.truth.join("\n"))).toBeLessThan(0.03);
 
-    const entries = (await listLedger(account.userId, { limit: 10 })).entries.filter(
+    const entries = (await listLedger(getStore(), account.userId, { limit: 10 })).entries.filter(
       (entry) => entry.requestId === view.jobId,
     );
     expect(entries.map((entry) => [entry.reason, entry.delta])).toEqual([["ocr", -12]]);

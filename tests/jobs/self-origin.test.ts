@@ -13,7 +13,7 @@ import { jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { WORK_PATH, WORK_SIGNATURE_MAX_AGE_MS, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { selfOrigin } from "@/lib/service-origin";
-import { parseEnv } from "@/lib/env";
+import { getEnv, parseEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { rotateWebhookSecret } from "@/lib/webhooks";
 import {
@@ -138,16 +138,17 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
     workCalls.length = 0;
     // A signed-up account (its session resolves to it), with an API key to submit the job.
     const user = await signUp(
+      getStore(),
       { email: `self-${randomBytes(6).toString("hex")}@example.com`, password: "a long test password 42" },
-      { operator: true },
+      { env: getEnv(), operator: true },
     );
-    const { key } = await createApiKey({ userId: user.id, name: "self-origin" });
+    const { key } = await createApiKey(getStore(), { userId: user.id, name: "self-origin" });
     const account: TestAccount = { userId: user.id, keyId: "", key, balance: async () => 0 };
     const view = await submitWithWebhook(account);
     await waitForCalls(1);
     workCalls.length = 0;
     request.headers = new Headers({ ...EVIL_HEADERS, host: evilOrigin, origin: `http://${evilOrigin}` });
-    request.cookie = (await createSession(account.userId)).id;
+    request.cookie = (await createSession(getStore(), account.userId)).id;
     const form = new FormData();
     form.set("jobId", view.jobId);
     await cancelJobAction(form);

@@ -6,13 +6,13 @@ import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import { GET as health } from "@/app/api/health/route";
-import { resetEnv } from "@/lib/env";
 import { listLedger } from "@/lib/credits";
 import { resetWorkQueue } from "@/lib/jobs";
-import { createRedisStore, createTcpRedis, resetStore, type Store } from "@/lib/store";
+import { createRedisStore, createTcpRedis, getStore, resetStore, type Store } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { createAccount, expectApiError, overrideSettings, tinyPng, withStore } from "../api/support";
 import { OwnRedis } from "../support/own-redis";
+import { pushStoreEnv } from "../support/redis";
 
 /*
  * Issue 30 point 3: a job's file is bounded and cleaned. Each account's stored job files are capped (`429`, nothing
@@ -139,20 +139,16 @@ describe("a job's file in Redis: written whole or not at all (issue 30 point 3)"
 
 describe("/api/health and Redis's memory (issue 30 point 3)", () => {
   let own: { redis: OwnRedis; dir: string };
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
 
   beforeAll(async () => {
     own = await ownRedis(["--maxmemory", "8mb", "--maxmemory-policy", "noeviction"]);
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, { REDIS_URL: own.redis.url, REDIS_PREFIX: "h:" });
-    resetEnv();
+    restoreEnv = pushStoreEnv({ REDIS_URL: own.redis.url, REDIS_PREFIX: "h:" });
     await resetStore();
   });
   afterAll(async () => {
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     await own.redis.kill();
     await fs.rm(own.dir, { recursive: true, force: true });
   });
@@ -239,7 +235,7 @@ describe("each account's stored job files are capped (twice MAX_JOB_URL_BYTES)",
       expect(body.error.message).toMatch(/would pass the/);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(await account.balance()).toBe(8);
-      const { entries } = await listLedger(account.userId, { limit: 10 });
+      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
       expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(2);
       const other = await createAccount(10);
       expect((await submit(other.key, png)).status).toBe(202);

@@ -85,7 +85,7 @@ describe.each(["redis", "memory"] as const)("a job swept at its deadline (%s sto
     ).toBe(1);
     expect(await account.balance()).toBe(6);
 
-    const swept = await sweepExpiredReservations({ now: now + 60_000, graceMs: 0 });
+    const swept = await sweepExpiredReservations(getStore(), { now: now + 60_000, graceMs: 0 });
     expect(swept.credits).toBeGreaterThanOrEqual(3);
     expect(await account.balance()).toBe(9);
     const ended = await jobs.endJob(jobId, {
@@ -104,7 +104,7 @@ describe.each(["redis", "memory"] as const)("a job swept at its deadline (%s sto
     expect(ended).toMatchObject({ refunded: 0 });
     expect(await jobs.getJob(jobId)).toMatchObject({ creditsReserved: 4, creditsUsed: 1, creditsRefunded: 3 });
     expect(await account.balance()).toBe(9);
-    const entries = (await listLedger(account.userId, { limit: 20 })).entries.filter(
+    const entries = (await listLedger(getStore(), account.userId, { limit: 20 })).entries.filter(
       (entry) => entry.requestId === jobId,
     );
     expect(entries.map((entry) => [entry.reason, entry.delta])).toContainEqual(["expired", 3]);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
 import {
   MAX_ACTIVE_KEYS,
   checkRateLimit,
@@ -14,6 +15,7 @@ import {
   revokeApiKeyByStart,
 } from "@/lib/keys";
 import { createClient } from "redis";
+import { getStore } from "@/lib/store";
 import { TEST_REDIS_URL, waitForWindowRoom, withRedisStoreEnv } from "../support/redis";
 
 const { prefix } = withRedisStoreEnv("keys", { RATE_LIMIT_PER_MINUTE: "3" });
@@ -28,7 +30,7 @@ describe("API keys", () => {
 
   it("are created with a name, stored only as SHA-256 + a visible start, and resolve to their account", async () => {
     const userId = user();
-    const { key, info } = await createApiKey({ userId, name: "  CI pipeline " });
+    const { key, info } = await createApiKey(getStore(), { userId, name: "  CI pipeline " });
     expect(info).toEqual({
       id: expect.stringMatching(/^key_[\w-]{16}$/),
       name: "CI pipeline",
@@ -60,67 +62,75 @@ describe("API keys", () => {
       client.destroy();
     }
 
-    expect(await resolveApiKey(key)).toEqual({
+    expect(await resolveApiKey(getStore(), key)).toEqual({
       userId,
       keyId: info.id,
       name: "CI pipeline",
       start: info.start,
       lastUsedAt: null,
     });
-    const listed = await listApiKeys(userId);
+    const listed = await listApiKeys(getStore(), userId);
     expect(listed).toEqual([{ ...info, lastUsedAt: expect.any(String) }]);
   });
 
   it("do not resolve when unknown, malformed, or revoked (at once)", async () => {
     const userId = user();
-    const { key, info } = await createApiKey({ userId, name: "temp" });
-    expect(await resolveApiKey(generateApiKey())).toBeNull();
-    expect(await resolveApiKey("")).toBeNull();
-    expect(await resolveApiKey(`${key} `)).toBeNull();
-    expect(await resolveApiKey("Bearer " + key)).toBeNull();
+    const { key, info } = await createApiKey(getStore(), { userId, name: "temp" });
+    expect(await resolveApiKey(getStore(), generateApiKey())).toBeNull();
+    expect(await resolveApiKey(getStore(), "")).toBeNull();
+    expect(await resolveApiKey(getStore(), `${key} `)).toBeNull();
+    expect(await resolveApiKey(getStore(), "Bearer " + key)).toBeNull();
 
-    expect(await revokeApiKey({ userId: user(), keyId: info.id })).toBe(false); // not theirs
-    expect(await resolveApiKey(key)).not.toBeNull();
-    expect(await revokeApiKey({ userId, keyId: info.id })).toBe(true);
-    expect(await resolveApiKey(key)).toBeNull();
+    expect(await revokeApiKey(getStore(), { userId: user(), keyId: info.id })).toBe(false); // not theirs
+    expect(await resolveApiKey(getStore(), key)).not.toBeNull();
+    expect(await revokeApiKey(getStore(), { userId, keyId: info.id })).toBe(true);
+    expect(await resolveApiKey(getStore(), key)).toBeNull();
     // Still listed, revoked, with its last use; no longer active.
-    expect(await listApiKeys(userId)).toEqual([
+    expect(await listApiKeys(getStore(), userId)).toEqual([
       { ...info, lastUsedAt: expect.any(String), revokedAt: expect.any(String) },
     ]);
-    expect(await listActiveApiKeys(userId)).toEqual([]);
-    expect(await revokeApiKey({ userId, keyId: info.id })).toBe(false);
-    expect(await resolveApiKey(key)).toBeNull();
+    expect(await listActiveApiKeys(getStore(), userId)).toEqual([]);
+    expect(await revokeApiKey(getStore(), { userId, keyId: info.id })).toBe(false);
+    expect(await resolveApiKey(getStore(), key)).toBeNull();
   });
 
   it("are revoked by their visible start (the admin CLI)", async () => {
     const userId = user();
-    const { key, info } = await createApiKey({ userId, name: "cli" });
-    await expect(revokeApiKeyByStart({ userId, start: "ocr_nope" })).rejects.toMatchObject({ code: "not_found" });
-    expect(await revokeApiKeyByStart({ userId, start: info.start })).toEqual(info);
-    expect(await resolveApiKey(key)).toBeNull();
+    const { key, info } = await createApiKey(getStore(), { userId, name: "cli" });
+    await expect(revokeApiKeyByStart(getStore(), { userId, start: "ocr_nope" })).rejects.toMatchObject({
+      code: "not_found",
+    });
+    expect(await revokeApiKeyByStart(getStore(), { userId, start: info.start })).toEqual(info);
+    expect(await resolveApiKey(getStore(), key)).toBeNull();
     // A revoked key is not found again by its start.
-    await expect(revokeApiKeyByStart({ userId, start: info.start })).rejects.toMatchObject({ code: "not_found" });
+    await expect(revokeApiKeyByStart(getStore(), { userId, start: info.start })).rejects.toMatchObject({
+      code: "not_found",
+    });
   });
 
   it.each([[""], ["   "], ["x".repeat(65)]])("refuse a bad name %#", async (name) => {
-    await expect(createApiKey({ userId: user(), name })).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(createApiKey(getStore(), { userId: user(), name })).rejects.toMatchObject({ code: "invalid_request" });
   });
 
   it(`are limited to ${MAX_ACTIVE_KEYS} active keys per account`, async () => {
     const userId = user();
     const created = await Promise.all(
-      Array.from({ length: MAX_ACTIVE_KEYS }, (_, i) => createApiKey({ userId, name: `k${i}` })),
+      Array.from({ length: MAX_ACTIVE_KEYS }, (_, i) => createApiKey(getStore(), { userId, name: `k${i}` })),
     );
-    await expect(createApiKey({ userId, name: "one too many" })).rejects.toMatchObject({
+    await expect(createApiKey(getStore(), { userId, name: "one too many" })).rejects.toMatchObject({
       code: "conflict",
       message: expect.stringContaining("50 active API keys"),
     });
-    expect(await listApiKeys(userId)).toHaveLength(MAX_ACTIVE_KEYS);
-    await revokeApiKey({ userId, keyId: created[0]?.info.id ?? "" });
-    await expect(createApiKey({ userId, name: "fits again" })).resolves.toMatchObject({ info: { name: "fits again" } });
+    expect(await listApiKeys(getStore(), userId)).toHaveLength(MAX_ACTIVE_KEYS);
+    await revokeApiKey(getStore(), { userId, keyId: created[0]?.info.id ?? "" });
+    await expect(createApiKey(getStore(), { userId, name: "fits again" })).resolves.toMatchObject({
+      info: { name: "fits again" },
+    });
     // The revoked key is still listed but does not count.
-    expect(await listApiKeys(userId)).toHaveLength(MAX_ACTIVE_KEYS + 1);
-    await expect(createApiKey({ userId, name: "one too many again" })).rejects.toMatchObject({ code: "conflict" });
+    expect(await listApiKeys(getStore(), userId)).toHaveLength(MAX_ACTIVE_KEYS + 1);
+    await expect(createApiKey(getStore(), { userId, name: "one too many again" })).rejects.toMatchObject({
+      code: "conflict",
+    });
   });
 
   it("list the active keys newest first, then the revoked ones, most recently revoked first", async () => {
@@ -128,14 +138,14 @@ describe("API keys", () => {
     const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
-      ids.push((await createApiKey({ userId, name: `k${i}` })).info.id);
+      ids.push((await createApiKey(getStore(), { userId, name: `k${i}` })).info.id);
       await tick();
     }
-    await revokeApiKey({ userId, keyId: ids[2] ?? "" });
+    await revokeApiKey(getStore(), { userId, keyId: ids[2] ?? "" });
     await tick();
-    await revokeApiKey({ userId, keyId: ids[0] ?? "" });
-    expect((await listApiKeys(userId)).map((key) => key.id)).toEqual([ids[3], ids[1], ids[0], ids[2]]);
-    expect((await listActiveApiKeys(userId)).map((key) => key.id)).toEqual([ids[3], ids[1]]);
+    await revokeApiKey(getStore(), { userId, keyId: ids[0] ?? "" });
+    expect((await listApiKeys(getStore(), userId)).map((key) => key.id)).toEqual([ids[3], ids[1], ids[0], ids[2]]);
+    expect((await listActiveApiKeys(getStore(), userId)).map((key) => key.id)).toEqual([ids[3], ids[1]]);
   });
 });
 
@@ -144,7 +154,7 @@ describe("rate limit per key", () => {
     const keyId = `key_${randomBytes(6).toString("hex")}`;
     await waitForWindowRoom(60_000, 5_000);
     const results = [];
-    for (let i = 0; i < 4; i++) results.push(await checkRateLimit(keyId));
+    for (let i = 0; i < 4; i++) results.push(await checkRateLimit(getStore(), getEnv(), keyId));
     expect(results.map((result) => result.success)).toEqual([true, true, true, false]);
     const [allowed, , , rejected] = results;
     if (!allowed || !rejected) throw new Error("missing results");

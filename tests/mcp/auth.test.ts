@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
+import { getStore } from "@/lib/store";
 import { ENDPOINT, createAccount, expectApiError, withStore } from "../api/support";
 import {
   MCP_ENDPOINT,
@@ -122,7 +123,7 @@ describe("refusals", () => {
     const account = await createAccount(0);
     const { events, query } = await openSession(account.key);
     expect((await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": account.key })).status).toBe(202);
-    expect(await revokeApiKey({ userId: account.userId, keyId: account.keyId })).toBe(true);
+    expect(await revokeApiKey(getStore(), { userId: account.userId, keyId: account.keyId })).toBe(true);
 
     for (const carrier of CARRIERS) {
       const refused = (response: Response) =>
@@ -141,7 +142,7 @@ describe("refusals", () => {
   it("a session cannot be used with another account's key, nor with another key of the same account → 404", async () => {
     const owner = await createAccount(0);
     const other = await createAccount(0);
-    const { key: secondKey } = await createApiKey({ userId: owner.userId, name: "second" });
+    const { key: secondKey } = await createApiKey(getStore(), { userId: owner.userId, name: "second" });
     const { events, query } = await openSession(owner.key);
 
     await expectApiError(await post(`${MCP_ENDPOINT}${query}`, ping, { "x-api-key": other.key }), "not_found");

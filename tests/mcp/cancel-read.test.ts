@@ -11,6 +11,7 @@ import { resetWorkQueue } from "@/lib/jobs";
 import { createApiKey } from "@/lib/keys";
 import { createMcpRoute } from "@/lib/mcp";
 import { getOcrPool } from "@/lib/ocr";
+import { getStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, sleep, withStore, type TestAccount } from "../api/support";
 import { eventually, keyCarrier, routeFetch, rpcRequest, toolResultSchema } from "./support";
@@ -100,7 +101,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         expect(pool.stats().completed).toBe(after.completed);
         expect(pool.stats().busy).toBe(0);
         expect(await account.balance()).toBe(10);
-        const { entries } = await listLedger(account.userId);
+        const { entries } = await listLedger(getStore(), account.userId);
         expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
           ["refund", PAGES],
           ["ocr", -PAGES],
@@ -119,7 +120,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
   it("a cancel naming the call's JSON-RPC id with another key (the account's or another account's) does not reach it", async () => {
     const account = await createAccount(10);
     const other = await createAccount(10);
-    const sameAccount = await createApiKey({ userId: account.userId, name: "another key" });
+    const sameAccount = await createApiKey(getStore(), { userId: account.userId, name: "another key" });
     const pool = getOcrPool();
     const stoppedBefore = pool.stats().stopped.timeout;
     // A plain JSON-RPC call with a known id (7), and the same id cancelled with the two other keys while it reads.
@@ -168,7 +169,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     expect(result.content[0]!.text).toMatch(/cancelled by its client/);
     expect(pool.stats().completed - before.completed).toBe(PAGES);
     expect(await account.balance()).toBe(10);
-    const { entries } = await listLedger(account.userId);
+    const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
       ["refund", PAGES],
       ["ocr", -PAGES],

@@ -2,12 +2,11 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { resetEnv } from "@/lib/env";
 import { createMcpRoute } from "@/lib/mcp";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore, resetStore } from "@/lib/store";
 import { createAccount, expectApiError, tinyPng } from "../api/support";
-import { createTestPrefix } from "../support/redis";
+import { createTestPrefix, pushStoreEnv } from "../support/redis";
 import { freePort } from "../../tooling";
 import { OwnRedis, waitForStore } from "../support/own-redis";
 import { MCP_ENDPOINT, expectToolError, jsonRpcResultSchema, readEvents, rpcRequest } from "./support";
@@ -21,7 +20,7 @@ import { MCP_ENDPOINT, expectToolError, jsonRpcResultSchema, readEvents, rpcRequ
 describe("MCP during a Store outage", () => {
   let redis: OwnRedis;
   let dir: string;
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   const route = createMcpRoute({ sse: { pingMs: 60_000, storeOutageMs: 300 } });
   const image = tinyPng("OUTAGE").toString("base64");
 
@@ -29,14 +28,11 @@ describe("MCP during a Store outage", () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), "ocr-mcp-outage-"));
     redis = new OwnRedis(await freePort(), dir);
     await redis.start();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"])
-      delete process.env[name];
-    Object.assign(process.env, {
+    restoreEnv = pushStoreEnv({
       REDIS_URL: redis.url,
       REDIS_PREFIX: createTestPrefix("mcp-outage"),
       LOG_REQUESTS: "false",
     });
-    resetEnv();
     await resetStore();
     // The store logs each failed operation; the failures are the point here.
     vi.spyOn(console, "error").mockImplementation(() => undefined);
@@ -52,8 +48,7 @@ describe("MCP during a Store outage", () => {
     await resetStore();
     await redis.kill();
     await fs.rm(dir, { recursive: true, force: true });
-    process.env = saved;
-    resetEnv();
+    restoreEnv();
     vi.restoreAllMocks();
   });
 

@@ -5,6 +5,7 @@ import * as mcpRoute from "@/app/api/mcp/route";
 import { grantCredits, listLedger } from "@/lib/credits";
 import { parseEnv } from "@/lib/env";
 import { MCP_MAX_DURATION_S, createMcpRoute, mcpConfig, type McpRoute } from "@/lib/mcp";
+import { getStore } from "@/lib/store";
 import {
   REQUEST_ID,
   createAccount,
@@ -194,7 +195,7 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     expect(extracted.map((body) => body.requestId).sort()).toEqual([requestId, `${requestId}.2`]);
     expect(response.headers.get("x-credits-remaining")).toBe("3");
     expect(await account.balance()).toBe(3);
-    const { entries } = await listLedger(account.userId, { limit: 10 });
+    const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
     expect(
       entries
         .filter((entry) => entry.reason === "ocr")
@@ -429,7 +430,7 @@ describe("HTTP around the SDK", () => {
     const headers = { "idempotency-key": "mcp-retry-credits" };
     const body = callTool({ image_source: { type: "base64", data: png } }, 9);
     expectToolError(await resultOf(await rpc(body, { key: account.key, headers })), "insufficient_credits");
-    await grantCredits({ userId: account.userId, credits: 2 });
+    await grantCredits(getStore(), { userId: account.userId, credits: 2 });
     const retry = await rpc(body, { key: account.key, headers });
     expect(retry.headers.get("idempotent-replayed")).toBeNull();
     expectExtracted(await resultOf(retry));

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { LISTEN_HOST_KEY, isLoopbackHostname } from "@/lib/mcp/rebinding";
 import { createAccount, expectApiError, withStore } from "../api/support";
+import { pushEnv } from "../support/env";
 
 /*
  * Issue 29, point 6: DNS-rebinding protection of /api/mcp while the server listens on a loopback address only (the dev
@@ -83,22 +84,17 @@ describe("a server listening on loopback only", () => {
 
   it("the standalone server.js (no scripts/serve.mjs) listens on HOSTNAME: loopback there is protected too, not on Vercel", async () => {
     const account = await createAccount(0);
-    const saved = { HOSTNAME: process.env.HOSTNAME, VERCEL: process.env.VERCEL };
-    try {
-      process.env.HOSTNAME = "127.0.0.1";
-      delete process.env.VERCEL;
-      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(403);
-      process.env.VERCEL = "1";
-      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(200);
-      delete process.env.VERCEL;
-      process.env.HOSTNAME = "build-box-7";
-      expect((await initialize(account.key, "evil.example.com", "http://evil.example.com")).status).toBe(200);
-    } finally {
-      for (const [name, value] of Object.entries(saved)) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
+    const answer = async (env: Record<string, string | undefined>) => {
+      const restore = pushEnv(env);
+      try {
+        return (await initialize(account.key, "evil.example.com", "http://evil.example.com")).status;
+      } finally {
+        restore();
       }
-    }
+    };
+    expect(await answer({ HOSTNAME: "127.0.0.1", VERCEL: undefined })).toBe(403);
+    expect(await answer({ HOSTNAME: "127.0.0.1", VERCEL: "1" })).toBe(200);
+    expect(await answer({ HOSTNAME: "build-box-7", VERCEL: undefined })).toBe(200);
   });
 
   it("loopback names", () => {

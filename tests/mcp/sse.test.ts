@@ -1,7 +1,9 @@
 import { delay, http, HttpResponse } from "msw";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { getEnv } from "@/lib/env";
 import { listLedger } from "@/lib/credits";
 import { createMcpRoute, type McpRoute, type SseTiming } from "@/lib/mcp";
+import { getStore } from "@/lib/store";
 import {
   REQUEST_ID,
   callOcr,
@@ -207,7 +209,7 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       );
       const requestId = lost.headers.get("x-request-id")!;
       expect(await account.balance()).toBe(5);
-      const { entries } = await listLedger(account.userId, { limit: 10 });
+      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
       const own = entries
         .filter((entry) => entry.requestId === requestId)
         .map((entry) => [entry.reason, entry.delta, entry.pages]);
@@ -323,7 +325,7 @@ describe("legacy HTTP+SSE across two instances sharing one Redis", () => {
     await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
   });
 
-  const mailboxKeys = () => countKeysWithPrefix(`${process.env.REDIS_PREFIX}mailbox`);
+  const mailboxKeys = () => countKeysWithPrefix(`${getEnv().REDIS_PREFIX}mailbox`);
 
   it("the stream is held by A and every POST goes to B: the client gets every response", async () => {
     const account = await createAccount(10);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
 import { createMcpRoute, type McpRoute, type SseTiming, type StreamCaps } from "@/lib/mcp";
+import { getStore } from "@/lib/store";
 import { createAccount, expectApiError, withStore } from "../api/support";
 import { MCP_ENDPOINT, eventually, expectKeyRefused, readEvents, rpcRequest } from "./support";
 
@@ -106,7 +107,7 @@ describe("caps on open SSE streams (redis store)", () => {
     const account = await createAccount(0);
     const handlers = route({ perAccount: 1 }, { refreshMs: 100 });
     const { events, query } = await open(handlers, account.key);
-    expect(await revokeApiKey({ userId: account.userId, keyId: account.keyId })).toBe(true);
+    expect(await revokeApiKey(getStore(), { userId: account.userId, keyId: account.keyId })).toBe(true);
     // The stream says why on the wire, then ends (without the revocation it would stay open for its 295 s).
     expect(await events.next()).toEqual({ comment: "closed: the API key of this session was revoked" });
     expect(await events.next()).toBeNull();
@@ -115,7 +116,7 @@ describe("caps on open SSE streams (redis store)", () => {
       await handlers.POST(rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key, query })),
     );
     // The account's slot is free again: its other key opens a stream.
-    const { key } = await createApiKey({ userId: account.userId, name: "second" });
+    const { key } = await createApiKey(getStore(), { userId: account.userId, name: "second" });
     await eventually(async () => {
       const response = await get(handlers, key);
       await response.body?.cancel();

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { answerAuthorization } from "@/lib/oauth";
 import { listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
+import { getStore } from "@/lib/store";
 import { base64Of, createAccount, groundTruth, withRemoteFiles, withStore } from "../api/support";
 import { expectExtracted } from "../mcp/support";
 import { MCP_URL, MemoryProvider, ORIGIN, REDIRECT_URL, postForm, serviceFetch, type Wire } from "./support";
@@ -30,7 +31,7 @@ async function consent(provider: MemoryProvider, userId: string): Promise<URL> {
   const url = provider.authorizationUrls.at(-1);
   if (!url) throw new Error("the client did not start an authorization");
   expect(`${url.origin}${url.pathname}`).toBe(`${ORIGIN}/oauth/authorize`);
-  const answer = await answerAuthorization(url.searchParams, { userId, origin: ORIGIN, allowed: true });
+  const answer = await answerAuthorization(getStore(), url.searchParams, { userId, origin: ORIGIN, allowed: true });
   if (answer.kind !== "redirect") throw new Error(`consent refused: ${JSON.stringify(answer)}`);
   return new URL(answer.location);
 }
@@ -88,7 +89,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(body.userId).toBe(account.userId);
       expect(await account.balance()).toBe(9);
 
-      const [app] = await listConnectedApps(account.userId);
+      const [app] = await listConnectedApps(getStore(), account.userId);
       expect(app).toMatchObject({ name: "OAuth test app", host: null, scopes: ["documents:read", "jobs:manage"] });
       expect(app!.lastUsedAt).not.toBeNull();
     } finally {
@@ -122,7 +123,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
       });
       expect(replay.status).toBe(400);
       expect(await replay.json()).toMatchObject({ error: "invalid_grant" });
-      expect(await listConnectedApps(account.userId)).toEqual([]);
+      expect(await listConnectedApps(getStore(), account.userId)).toEqual([]);
       const refused = await serviceFetch()(MCP_URL, {
         method: "POST",
         headers: { authorization: `Bearer ${second.access_token}`, "content-type": "application/json" },
@@ -143,8 +144,8 @@ describe("the SDK v2 client signs in with OAuth", () => {
     await sse.connect(new SSEClientTransport(new URL(MCP_URL), { authProvider: provider, fetch: serviceFetch() }));
     try {
       expect((await sse.listTools()).tools).toHaveLength(2);
-      const [app] = await listConnectedApps(account.userId);
-      expect(await revokeConnectedApp({ userId: account.userId, grantId: app!.id })).toBe(true);
+      const [app] = await listConnectedApps(getStore(), account.userId);
+      expect(await revokeConnectedApp(getStore(), { userId: account.userId, grantId: app!.id })).toBe(true);
       const direct = await serviceFetch()(MCP_URL, {
         method: "POST",
         headers: { authorization: `Bearer ${provider.saved!.access_token}`, "content-type": "application/json" },
@@ -211,7 +212,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(provider.authorizationUrls[0]!.searchParams.get("client_id")).toBe(documentUrl);
       expect((await client.listTools()).tools).toHaveLength(2);
       expect(fetched).toBe(1);
-      expect(await listConnectedApps(account.userId)).toEqual([
+      expect(await listConnectedApps(getStore(), account.userId)).toEqual([
         expect.objectContaining({ name: "Example Agent", host: "files.example" }),
       ]);
     } finally {

@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createMcpRoute } from "@/lib/mcp";
 import { answerAuthorization, checkAuthorizationRequest, listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
 import { REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "@/lib/oauth/config";
+import { getStore } from "@/lib/store";
 import { createAccount, withRemoteFiles, withStore } from "../api/support";
 import { readEvents } from "../mcp/support";
 import { MCP_URL, ORIGIN, REDIRECT_URL, postForm, serviceFetch } from "./support";
@@ -54,7 +55,7 @@ function authorizeParams(
 /** A code for `userId`, allowed on the consent page, and the verifier that redeems it. */
 async function codeFor(userId: string, clientId: string, extra: Record<string, string | null> = {}) {
   const codeVerifier = verifier();
-  const answer = await answerAuthorization(authorizeParams(clientId, extra, codeVerifier), {
+  const answer = await answerAuthorization(getStore(), authorizeParams(clientId, extra, codeVerifier), {
     userId,
     origin: ORIGIN,
     allowed: true,
@@ -101,7 +102,7 @@ async function expectInvalidToken(response: Response, description: RegExp): Prom
 }
 
 async function expectRedirectError(params: URLSearchParams, error: string, description: RegExp): Promise<void> {
-  const check = await checkAuthorizationRequest(params, ORIGIN);
+  const check = await checkAuthorizationRequest(getStore(), params, ORIGIN);
   if (check.kind !== "redirect") throw new Error(`expected a redirect, got ${JSON.stringify(check)}`);
   const location = new URL(check.location);
   expect(location.origin + location.pathname).toBe(REDIRECT_URL);
@@ -120,10 +121,14 @@ describe("the authorization endpoint refuses", () => {
       "http://127.0.0.1:8977/oauth/callback",
       "https://evil.example/cb",
     ]) {
-      const check = await checkAuthorizationRequest(authorizeParams(clientId, { redirect_uri: redirect }), ORIGIN);
+      const check = await checkAuthorizationRequest(
+        getStore(),
+        authorizeParams(clientId, { redirect_uri: redirect }),
+        ORIGIN,
+      );
       expect(check).toMatchObject({ kind: "error", title: "Wrong redirect address" });
     }
-    expect(await checkAuthorizationRequest(authorizeParams("ocl_unknown"), ORIGIN)).toMatchObject({
+    expect(await checkAuthorizationRequest(getStore(), authorizeParams("ocl_unknown"), ORIGIN)).toMatchObject({
       kind: "error",
       title: "Unknown app",
     });
@@ -164,7 +169,7 @@ describe("the authorization endpoint refuses", () => {
 
   it("a Client ID Metadata Document on a private address (the imageUrl SSRF guard), or one naming another client", async () => {
     const privateDocument = "https://intranet.example/oauth/client.json";
-    const check = await checkAuthorizationRequest(authorizeParams(privateDocument), ORIGIN);
+    const check = await checkAuthorizationRequest(getStore(), authorizeParams(privateDocument), ORIGIN);
     expect(check).toMatchObject({ kind: "error", title: "This app cannot sign in" });
     expect(check.kind === "error" && check.message).toMatch(/private|not allowed|public/i);
 
@@ -174,7 +179,7 @@ describe("the authorization endpoint refuses", () => {
         HttpResponse.json({ client_id: "https://files.example/other.json", redirect_uris: [REDIRECT_URL] }),
       ),
     );
-    expect(await checkAuthorizationRequest(authorizeParams(liar), ORIGIN)).toMatchObject({
+    expect(await checkAuthorizationRequest(getStore(), authorizeParams(liar), ORIGIN)).toMatchObject({
       kind: "error",
       message: expect.stringMatching(/names another client_id/),
     });
@@ -183,7 +188,7 @@ describe("the authorization endpoint refuses", () => {
   it("denied on the consent page: access_denied back to the app, no code", async () => {
     const account = await createAccount(0);
     const clientId = await register();
-    const answer = await answerAuthorization(authorizeParams(clientId), {
+    const answer = await answerAuthorization(getStore(), authorizeParams(clientId), {
       userId: account.userId,
       origin: ORIGIN,
       allowed: false,
@@ -335,8 +340,8 @@ describe("revoking a connected app", () => {
       expect(
         await Promise.race([next.then(() => "event"), new Promise((resolve) => setTimeout(resolve, 600, "open"))]),
       ).toBe("open");
-      const [app] = await listConnectedApps(account.userId);
-      expect(await revokeConnectedApp({ userId: account.userId, grantId: app!.id })).toBe(true);
+      const [app] = await listConnectedApps(getStore(), account.userId);
+      expect(await revokeConnectedApp(getStore(), { userId: account.userId, grantId: app!.id })).toBe(true);
       // Without the revocation the stream would stay open for its 295 s.
       expect(await next).toEqual({ comment: "closed: the API key of this session was revoked" });
       expect(await events.next()).toBeNull();

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiError } from "@/lib/api/errors";
-import { resetEnv } from "@/lib/env";
+import { pushEnv } from "../support/env";
 import {
   MISSING_STORE_MESSAGE,
   createRedisStore,
@@ -71,18 +71,14 @@ describe("resolveStoreConfig", () => {
 });
 
 describe("getStore", () => {
-  const saved = { ...process.env };
+  let restoreEnv = () => {};
   afterEach(async () => {
-    process.env = { ...saved };
-    resetEnv();
+    restoreEnv();
     await resetStore();
   });
 
   it("keeps one store on globalThis, built on first use, until resetStore()", async () => {
-    delete process.env.REDIS_URL;
-    delete process.env.UPSTASH_REDIS_REST_URL;
-    delete process.env.KV_REST_API_URL;
-    resetEnv();
+    restoreEnv = pushEnv({ REDIS_URL: undefined, UPSTASH_REDIS_REST_URL: undefined, KV_REST_API_URL: undefined });
     const store = getStore();
     expect(store.kind).toBe("memory");
     expect(getStore()).toBe(store);
@@ -91,11 +87,12 @@ describe("getStore", () => {
   });
 
   it("throws at first use in production without Redis", () => {
-    delete process.env.REDIS_URL;
-    delete process.env.UPSTASH_REDIS_REST_URL;
-    delete process.env.KV_REST_API_URL;
-    Object.assign(process.env, { NODE_ENV: "production" });
-    resetEnv();
+    restoreEnv = pushEnv({
+      REDIS_URL: undefined,
+      UPSTASH_REDIS_REST_URL: undefined,
+      KV_REST_API_URL: undefined,
+      NODE_ENV: "production",
+    });
     expect(() => getStore()).toThrow(/No Redis is configured/);
   });
 });

@@ -1,17 +1,41 @@
-import { resetEnv } from "@/lib/env";
+import { installEnv, parseEnv, resetEnv } from "@/lib/env";
 
-/** Runs `run` with these environment variables set (and parsed anew), then puts back what was there. */
-export async function withEnv<T>(values: Record<string, string>, run: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(values).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, values);
-  resetEnv();
+/**
+ * The configuration a test runs with, without touching `process.env`: the variables the run started with, then each
+ * layer a test (or its file's `withStore` / `withRedisStoreEnv`) put over them — a value of `undefined` unsets a
+ * variable — parsed with `parseEnv` and installed as the process's configuration (`installEnv`). `process.env` itself
+ * is never written: the child processes a test starts get what it passes them, and a file's settings cannot leak
+ * into what a library reads from the environment.
+ */
+type Layer = Record<string, string | undefined>;
+const layers: Layer[] = [];
+
+function install(): void {
+  if (layers.length === 0) {
+    resetEnv();
+    return;
+  }
+  installEnv(parseEnv(Object.assign({}, process.env, ...layers) as Layer));
+}
+
+/** Put `values` over the test configuration; returns the function that takes exactly this layer off again. */
+export function pushEnv(values: Layer): () => void {
+  const layer = { ...values };
+  layers.push(layer);
+  install();
+  return () => {
+    const index = layers.lastIndexOf(layer);
+    if (index >= 0) layers.splice(index, 1);
+    install();
+  };
+}
+
+/** Runs `run` with these variables in the test configuration, then takes them off. */
+export async function withEnv<T>(values: Layer, run: () => Promise<T>): Promise<T> {
+  const restore = pushEnv(values);
   try {
     return await run();
   } finally {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-    resetEnv();
+    restore();
   }
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
-import { resetEnv } from "@/lib/env";
 import { resetStore } from "@/lib/store";
+import { pushEnv } from "./env";
 
 /** The Redis the tests use: `REDIS_URL`, else a local one (CI starts redis-server when none answers). */
 export const TEST_REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -77,26 +77,42 @@ export async function readPttl(key: string, url = TEST_REDIS_URL): Promise<numbe
   }
 }
 
+/** The variables that choose the store (lib/store `resolveStoreConfig`). */
+export const STORE_VARIABLES = [
+  "REDIS_URL",
+  "REDIS_PREFIX",
+  "UPSTASH_REDIS_REST_URL",
+  "UPSTASH_REDIS_REST_TOKEN",
+  "KV_REST_API_URL",
+  "KV_REST_API_TOKEN",
+] as const;
+
 /**
- * Point `getStore()` at the test Redis under a fresh prefix for the tests of one file (domain modules read the
- * store from the environment, like the server does), and delete that prefix afterwards.
+ * Put a store's variables into the test configuration (tests/support/env.ts) with every other store variable unset
+ * (no Upstash from the run's environment), plus `extra`; returns the function that takes them off. The caller resets
+ * the store (`resetStore()`) so the next `getStore()` builds it from them.
+ */
+export function pushStoreEnv(values: Record<string, string | undefined>): () => void {
+  const unset = Object.fromEntries(STORE_VARIABLES.map((name) => [name, undefined]));
+  return pushEnv({ ...unset, ...values });
+}
+
+/**
+ * Point the store (`getStore()`) at the test Redis under a fresh prefix for the tests of one file, with `extraEnv`
+ * in the configuration (installed, not written to `process.env`: tests/support/env.ts), and delete that prefix
+ * afterwards.
  */
 export function withRedisStoreEnv(label: string, extraEnv: Record<string, string> = {}): { prefix: string } {
   const prefix = createTestPrefix(label);
-  const saved = { ...process.env };
+  let restore = () => {};
   beforeAll(async () => {
     await assertRedisReachable();
-    for (const name of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "KV_REST_API_URL", "KV_REST_API_TOKEN"]) {
-      delete process.env[name];
-    }
-    Object.assign(process.env, { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, ...extraEnv });
-    resetEnv();
+    restore = pushStoreEnv({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, ...extraEnv });
     await resetStore();
   });
   afterAll(async () => {
     await resetStore();
-    process.env = saved;
-    resetEnv();
+    restore();
     await deleteKeysWithPrefix(prefix);
   });
   return { prefix };

@@ -7,8 +7,8 @@ export const runtime = "nodejs";
 const methods = ["GET"];
 
 // GET /api/credits – the balance of the account behind the key (what `ocr balance` shows); nothing is charged
-export const GET = withApiKey(async ({ account, report }) => {
-  const balance = await getBalance(account.userId);
+export const GET = withApiKey(async ({ account, report, store }) => {
+  const balance = await getBalance(store, account.userId);
   report({ creditsRemaining: balance });
   const body: CreditsResponse = { success: true, userId: account.userId, balance };
   return Response.json(body);

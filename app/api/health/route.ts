@@ -8,9 +8,10 @@ export const maxDuration = 60;
 const methods = ["GET", "HEAD"];
 
 // GET /api/health – store reachable, OCR engine ready; `?deep=1` also reads built-in samples end to end. No key.
-export const GET = withRequest(async ({ req }) => {
-  const deep = ["1", "true", "yes"].includes(new URL(req.url).searchParams.get("deep") ?? "");
-  const body = await checkHealth({ deep });
+export const GET = withRequest(async (context) => {
+  const deep = ["1", "true", "yes"].includes(new URL(context.req.url).searchParams.get("deep") ?? "");
+  // The store is read inside the check (not here): one that cannot be built is reported, not a 500.
+  const body = await checkHealth(() => context.store, { deep, env: context.env });
   return Response.json(body, { status: healthStatusCode(body), headers: { "Cache-Control": "no-store" } });
 });
 

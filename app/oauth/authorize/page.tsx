@@ -5,6 +5,7 @@ import { redirect } from "next/navigation";
 import { consentAction } from "@/app/actions/oauth";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { checkAuthorizationRequest, describeScopes, serviceOrigin } from "@/lib/oauth";
+import { services } from "@/lib/services";
 
 export const metadata: Metadata = { title: "Allow access", referrer: "no-referrer" };
 
@@ -21,7 +22,7 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
   for (const [name, value] of Object.entries(await searchParams)) {
     for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) params.append(name, item);
   }
-  const check = await checkAuthorizationRequest(params, serviceOrigin(await headers()));
+  const check = await checkAuthorizationRequest(services().store, params, serviceOrigin(await headers()));
   if (check.kind === "redirect") redirect(check.location);
   if (check.kind === "error") {
     return (

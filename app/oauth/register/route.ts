@@ -7,6 +7,6 @@ export const dynamic = "force-dynamic";
 const methods = ["POST"];
 
 // POST /oauth/register – dynamic client registration, RFC 7591 (lib/oauth/clients.ts)
-export const POST = withRequest(({ req }) => handleRegistration(req));
+export const POST = withRequest(({ req, store, env }) => handleRegistration(store, req, env));
 export const OPTIONS = preflight(methods);
 export const GET = methodNotAllowed(methods);

@@ -7,6 +7,6 @@ export const dynamic = "force-dynamic";
 const methods = ["POST"];
 
 // POST /oauth/revoke – token revocation, RFC 7009 (lib/oauth/endpoints.ts)
-export const POST = withRequest(({ req }) => handleRevocation(req));
+export const POST = withRequest(({ req, store }) => handleRevocation(store, req));
 export const OPTIONS = preflight(methods);
 export const GET = methodNotAllowed(methods);

@@ -3,6 +3,7 @@ import { getCurrentAccount } from "@/lib/accounts/current";
 import { iterateLedger } from "@/lib/credits";
 import { isApiError } from "@/lib/api/errors";
 import { listApiKeys } from "@/lib/keys";
+import { services } from "@/lib/services";
 import { LEDGER_CSV_HEADER, csvRow, ledgerCsvFields, ledgerCsvFilename } from "../ledger-csv";
 import { KEY_ID } from "../ledger-query";
 
@@ -33,9 +34,10 @@ export async function GET(request: Request): Promise<Response> {
   const query = querySchema.safeParse({ key: new URL(request.url).searchParams.get("key") ?? undefined });
   if (!query.success) return plain(400, "The key filter is not a key id (key_…).");
 
+  const store = services().store;
   let keyNames: Map<string, string>;
   try {
-    keyNames = new Map((await listApiKeys(account.id)).map((key) => [key.id, key.name]));
+    keyNames = new Map((await listApiKeys(store, account.id)).map((key) => [key.id, key.name]));
   } catch (error) {
     if (isApiError(error) && error.code === "unavailable")
       return plain(503, "Your activity cannot be read right now. Try again in a moment.");
@@ -45,7 +47,7 @@ export async function GET(request: Request): Promise<Response> {
   if (keyId && !keyNames.has(keyId)) return plain(404, "This account has no such key.");
 
   // Streamed, so a long ledger is never held in memory: the store is read page by page as the client reads.
-  const entries = iterateLedger(account.id, { keyId });
+  const entries = iterateLedger(store, account.id, { keyId });
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     start(controller) {

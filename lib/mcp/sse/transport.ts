@@ -64,7 +64,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
   const slots = new StreamSlots();
 
   const openStream = withApiKey(
-    async ({ req, account, requestId }) => {
+    async ({ req, account, requestId, store }) => {
       const config = mcpConfig();
       const timing = { ...config.sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
@@ -92,7 +92,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
         closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
         // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant) does.
         keepAlive: async () => {
-          const [active] = await Promise.all([isCredentialActive(account), slot.renew()]);
+          const [active] = await Promise.all([isCredentialActive(store, account), slot.renew()]);
           return active;
         },
         onEnd: () => void slot.release(),
@@ -200,7 +200,7 @@ async function postToSession(
 
   // The key names the messages whatever JSON-RPC ids they carry: an SDK client's retry of a call has a new id.
   const fingerprint = fingerprintRequest(["POST", "/api/mcp (SSE session)", JSON.stringify(withoutIds(body))]);
-  const claim = await claimIdempotencyKey({ userId: account.userId, key: idempotencyKey, fingerprint });
+  const claim = await claimIdempotencyKey(context.store, { userId: account.userId, key: idempotencyKey, fingerprint });
   switch (claim.status) {
     case "replay": {
       // The answer delivered before goes to this session's stream again, under this POST's ids; nothing runs.
@@ -229,10 +229,10 @@ async function postToSession(
       );
     if (outcome?.final === true) {
       const stored = { status: 202, headers: {}, body: JSON.stringify(withIndexIds(outcome.messages, body)) };
-      await completeIdempotencyKey({ ...key, response: stored }).catch(logFailure("complete"));
+      await completeIdempotencyKey(context.store, { ...key, response: stored }).catch(logFailure("complete"));
     } else {
       // Not delivered, failed, or a job still reading: a retry runs again (and finds the job, see `findCallJob`).
-      await releaseIdempotencyKey(key).catch(logFailure("release"));
+      await releaseIdempotencyKey(context.store, key).catch(logFailure("release"));
     }
   }
 }
