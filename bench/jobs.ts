@@ -212,6 +212,7 @@ export async function jobsMain(): Promise<void> {
     let busy = machineBusySeconds();
     let started = performance.now();
     const doc = await extractDocument(bytes, {
+      env: getEnv(),
       pool: syncPool,
       limits: { maxPdfPages: pageCount, maxPdfWorkMs: 3_600_000 },
       language: "eng",
@@ -242,7 +243,13 @@ export async function jobsMain(): Promise<void> {
     const onePage = scan.pdf; // its first page, by options.pages
     const requestMs = async () => {
       const t = performance.now();
-      await extractDocument(onePage, { pool, pages: "1", language: "eng", deadline: Date.now() + 120_000 });
+      await extractDocument(onePage, {
+        env: getEnv(),
+        pool,
+        pages: "1",
+        language: "eng",
+        deadline: Date.now() + 120_000,
+      });
       return performance.now() - t;
     };
     const idle: number[] = [];
@@ -264,7 +271,8 @@ export async function jobsMain(): Promise<void> {
       }
     })();
     const counted = await countCommands(redis.url, async () => {
-      const { view } = await submitJob({
+      const { view } = await submitJob(getStore(), {
+        env: getEnv(),
         body: { image: Buffer.from(bytes).toString("base64"), options: { language: "eng" } },
         account: { userId },
         requestId: `req_bench${processes}`,
@@ -362,7 +370,8 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const before = await redisCounters(redisUrl);
   const memory = samplePerProcess();
   const started = performance.now();
-  const { view } = await submitJob({
+  const { view } = await submitJob(getStore(), {
+    env: getEnv(),
     body: { imageUrl: `http://127.0.0.1:${address.port}/big.pdf` },
     account: { userId },
     requestId: "req_benchbig",

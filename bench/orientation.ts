@@ -15,7 +15,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { createCanvas, loadImage, type Image } from "@napi-rs/canvas";
-import { envSchema } from "../lib/env";
+import { envSchema, getEnv } from "../lib/env";
 import { extractDocument, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { findCorpusFiles } from "./corpus";
@@ -141,7 +141,7 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
   }
   await pool.warm({ ocr: 1 });
   const read = async (target: OcrPool, bytes: Uint8Array) => {
-    const doc = await extractDocument(bytes, { pool: target, deadline: Date.now() + 600_000 });
+    const doc = await extractDocument(bytes, { env: getEnv(), pool: target, deadline: Date.now() + 600_000 });
     return { text: render(doc, "text"), page: doc.pages[0], trace: doc.pages[0]?.trace };
   };
 

@@ -29,7 +29,7 @@ import path from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
-import { envSchema } from "../lib/env";
+import { envSchema, getEnv } from "../lib/env";
 import { documentConfidence, extractDocument, ocrSettings, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import type { ExtractedDocument } from "../lib/ocr/model";
@@ -154,7 +154,13 @@ async function enginePass(
   await inLanes(items, size, async (item) => {
     const bytes = new Uint8Array(await fs.readFile(item.file));
     const t = performance.now();
-    const doc = await extractDocument(bytes, { pool, language: args.lang, deadline: Date.now() + 600_000, profile });
+    const doc = await extractDocument(bytes, {
+      env: getEnv(),
+      pool,
+      language: args.lang,
+      deadline: Date.now() + 600_000,
+      profile,
+    });
     const ms = performance.now() - t;
     pages += doc.pages.length;
     await onResult?.(item, doc, ms);
@@ -199,7 +205,7 @@ async function coldChild(file: string): Promise<void> {
     keepTesseract: KEEP_TESSERACT,
     tesseract: TESSERACT,
   });
-  await extractDocument(new Uint8Array(await fs.readFile(file)), { pool, language: args.lang });
+  await extractDocument(new Uint8Array(await fs.readFile(file)), { env: getEnv(), pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
   console.log(JSON.stringify({ inProcessMs: performance.now() - t, resultAtMs: performance.now() }));
   await pool.terminate();
@@ -292,7 +298,7 @@ async function longPdfPass(pages: number): Promise<Record<string, number | strin
   let chars = 0;
   for (let i = 0; i < 3; i++) {
     const t = performance.now();
-    const doc = await extractDocument(new Uint8Array(bytes), { limits: { maxPdfPages: pages } });
+    const doc = await extractDocument(new Uint8Array(bytes), { env: getEnv(), limits: { maxPdfPages: pages } });
     runs.push(performance.now() - t);
     chars = render(doc, "text").length;
   }

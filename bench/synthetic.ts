@@ -13,6 +13,7 @@ import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { characterErrorRate, wordF1 } from "./metrics";
 import { extractDocument, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
+import { getEnv } from "../lib/env";
 
 const { values: args } = parseArgs({ options: { seed: { type: "string", default: "7" } } });
 
@@ -82,7 +83,9 @@ for (const family of Object.keys(FONTS) as Array<keyof typeof FONTS>) {
   for (const px of [14, 18, 24]) {
     for (const shrink of [0.5, 0.7, 1]) {
       const { bytes, truth } = page(family, px, shrink);
-      const [a, b] = await Promise.all([both, alone].map((pool) => extractDocument(bytes, { pool, language: "eng" })));
+      const [a, b] = await Promise.all(
+        [both, alone].map((pool) => extractDocument(bytes, { env: getEnv(), pool, language: "eng" })),
+      );
       const [textA, textB] = [render(a!, "text"), render(b!, "text")];
       const row = [
         characterErrorRate(textA, truth, true),

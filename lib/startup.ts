@@ -26,7 +26,7 @@ import { assertStoreConfigured, getStore, isRedisConnectionError } from "@/lib/s
 export function startNodeServer(): void {
   try {
     assertStoreConfigured();
-    configuredAllowList();
+    configuredAllowList(getEnv());
   } catch (error) {
     // Exit rather than stay up answering 500 on every path: a self-hosted `npm start` stops here with the message; on
     // Vercel the function fails to start and its log shows the same line.

@@ -33,7 +33,7 @@ export async function consentAction(formData: FormData): Promise<void> {
   if (!account) redirect(`/signin?next=${encodeURIComponent(`/oauth/authorize?${params}`)}`);
   const answer = await answerAuthorization(services().store, params, {
     userId: account.id,
-    origin: serviceOrigin(await headers()),
+    origin: serviceOrigin(services().env, await headers()),
     allowed: formData.get("decision") === "allow",
   });
   // A request that no longer holds is shown as the authorization page shows it.

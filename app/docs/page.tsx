@@ -24,7 +24,7 @@ export default async function DocsPage() {
   // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts). All take the error
   // table's layout (app/globals.css `.error-table`): names never broken inside; on a phone, what a row means under
   // its name and type.
-  const reference = referenceTables(getOpenApiDocument());
+  const reference = referenceTables(getOpenApiDocument(getEnv()));
   return (
     <article className="prose docs">
       <h1>Documentation</h1>

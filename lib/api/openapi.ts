@@ -1,4 +1,4 @@
-import { getEnv, type Env } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { componentSchemas, headers, type Json } from "@/lib/api/openapi-parts";
 import { openApiPaths } from "@/lib/api/openapi-paths";
 import { fetchSettings, formatMegabytes } from "@/lib/input";
@@ -128,10 +128,10 @@ export function buildOpenApiDocument(env: Env): Json {
 let cached: Json | undefined;
 
 /**
- * The OpenAPI 3.1 document, built on first use and kept: its description states the limits of this process's
- * configuration, which does not change while it runs.
+ * The OpenAPI 3.1 document, built on first use (of the caller's `env`, this process's configuration) and kept: its
+ * description states the limits of that configuration, which does not change while the process runs.
  */
-export function getOpenApiDocument(): Json {
-  cached ??= buildOpenApiDocument(getEnv());
+export function getOpenApiDocument(env: Env): Json {
+  cached ??= buildOpenApiDocument(env);
   return cached;
 }

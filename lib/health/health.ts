@@ -1,5 +1,4 @@
 import { TimeoutError, withTimeout } from "@/lib/async";
-import type { Env } from "@/lib/env";
 import { isApiError } from "@/lib/api/errors";
 import {
   HEALTH_SAMPLE_PDF_BASE64,
@@ -7,7 +6,7 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, render } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, render, type OpenEnv } from "@/lib/ocr";
 import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
@@ -124,9 +123,9 @@ export interface HealthBody {
  */
 export async function checkHealth(
   store: () => Store,
-  { deep, env }: { deep: boolean; env: Pick<Env, "OCR_LANGUAGES"> },
+  { deep, env }: { deep: boolean; env: OpenEnv },
 ): Promise<HealthBody> {
-  const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine() : undefined]);
+  const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine(env) : undefined]);
   const pool = getOcrPool().stats();
   const healthy =
     storeHealth.ok &&
@@ -269,20 +268,20 @@ let lastCheck: EngineCheck | undefined;
 let running: Promise<EngineCheck> | undefined;
 
 /** Read the built-in samples through the real engine; cached for 60 s (10 s if it failed). */
-async function checkEngine(): Promise<EngineCheck> {
+async function checkEngine(env: OpenEnv): Promise<EngineCheck> {
   const ttl = lastCheck?.ok ? DEEP_CACHE_MS : DEEP_FAILURE_CACHE_MS;
   if (lastCheck && Date.now() - Date.parse(lastCheck.checkedAt) < ttl) return { ...lastCheck, cached: true };
-  running ??= runEngineCheck().finally(() => {
+  running ??= runEngineCheck(env).finally(() => {
     running = undefined;
   });
   return running;
 }
 
-async function runEngineCheck(): Promise<EngineCheck> {
+async function runEngineCheck(env: OpenEnv): Promise<EngineCheck> {
   const started = performance.now();
   const samples = await Promise.all([
-    readSample("png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
-    readSample("pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
+    readSample(env, "png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
+    readSample(env, "pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
   ]);
   lastCheck = {
     ok: samples.every((sample) => sample.ok),
@@ -294,12 +293,21 @@ async function runEngineCheck(): Promise<EngineCheck> {
   return lastCheck;
 }
 
-async function readSample(type: SampleReading["type"], base64: string, expected: string): Promise<SampleReading> {
+async function readSample(
+  env: OpenEnv,
+  type: SampleReading["type"],
+  base64: string,
+  expected: string,
+): Promise<SampleReading> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
-    const document = await extractDocument(bytes, { language: "eng", deadline: Date.now() + DEEP_DEADLINE_MS });
+    const document = await extractDocument(bytes, {
+      env,
+      language: "eng",
+      deadline: Date.now() + DEEP_DEADLINE_MS,
+    });
     const text = render(document, "text").trim();
     const ok = normalize(text).includes(normalize(expected));
     const page = document.pages[0];

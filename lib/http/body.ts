@@ -1,4 +1,4 @@
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { formatMegabytes } from "@/lib/input";
 
@@ -43,7 +43,7 @@ export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
  * around it; for multipart the file plus {@link MULTIPART_OVERHEAD_BYTES}; for a raw file body the file. Checked while
  * reading, before anything is parsed (a declared `Content-Length` over it before reading at all).
  */
-export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES, kind: BodyKind = "json"): number {
+export function maxBodyBytes(maxInlineBytes: number, kind: BodyKind = "json"): number {
   switch (kind) {
     case "multipart":
       return maxInlineBytes + MULTIPART_OVERHEAD_BYTES;
@@ -54,8 +54,13 @@ export function maxBodyBytes(maxInlineBytes = getEnv().MAX_INLINE_BYTES, kind: B
   }
 }
 
+/** What the body's limit and its `413` message are taken from. */
+type BodyEnv = Pick<Env, "MAX_INLINE_BYTES" | "MAX_URL_BYTES" | "MAX_JOB_URL_BYTES" | "onVercel">;
+
 interface ReadBodyOptions {
-  /** Default: {@link maxBodyBytes} for the body's kind (from its Content-Type). */
+  /** The configuration (the request context's): the limits, and the advice of a `413`. */
+  env: BodyEnv;
+  /** Default: {@link maxBodyBytes} of `env.MAX_INLINE_BYTES` for the body's kind (from its Content-Type). */
   maxBytes?: number;
 }
 
@@ -76,23 +81,26 @@ export interface RequestBody {
  * The body of `req`, read lazily and once: the idempotency check fingerprints the raw bytes and the handler parses
  * the same bytes. `withApiKey` makes one per request and hands it to the handler as `ApiContext.body`.
  */
-export function requestBody(req: Request, options: ReadBodyOptions = {}): RequestBody {
+export function requestBody(req: Request, options: ReadBodyOptions): RequestBody {
   const contentType = req.headers.get("content-type");
   const kind = bodyKind(contentType);
   let pending: Promise<Uint8Array> | undefined;
-  const bytes = () => (pending ??= readLimited(req, options.maxBytes ?? maxBodyBytes(undefined, kind), kind));
+  const bytes = () =>
+    (pending ??= readLimited(
+      req,
+      options.maxBytes ?? maxBodyBytes(options.env.MAX_INLINE_BYTES, kind),
+      kind,
+      options.env,
+    ));
   return { kind, bytes, json: () => parseJsonBody(contentType, bytes) };
 }
 
-/** Running on Vercel, whose platform refuses request bodies over 4.5 MB before the function runs. */
-export function onVercel(): boolean {
-  return getEnv().onVercel;
-}
-
-/** What to do instead of a body too large: by URL, synchronously or as a job; and Vercel's own limit where it applies. */
-export function largeFileAdvice(): string {
-  const env = getEnv();
-  const platform = onVercel()
+/**
+ * What to do instead of a body too large: by URL, synchronously or as a job; and Vercel's own limit where it applies
+ * (`env.onVercel`: its platform refuses request bodies over 4.5 MB before the function runs).
+ */
+export function largeFileAdvice(env: Omit<BodyEnv, "MAX_INLINE_BYTES">): string {
+  const platform = env.onVercel
     ? "This deployment runs on Vercel, whose request bodies stop at 4.5 MB, so larger files cannot be sent in the request at all. "
     : "";
   return (
@@ -102,7 +110,7 @@ export function largeFileAdvice(): string {
   );
 }
 
-function bodyTooLarge(maxBytes: number, kind: BodyKind): ApiError {
+function bodyTooLarge(maxBytes: number, kind: BodyKind, env: BodyEnv): ApiError {
   const file =
     kind === "json"
       ? Math.floor(((maxBytes - 64 * 1024) * 3) / 4)
@@ -114,12 +122,12 @@ function bodyTooLarge(maxBytes: number, kind: BodyKind): ApiError {
       ? `The request body is larger than ${formatMegabytes(maxBytes)}, the limit for JSON bodies (about ${formatMegabytes(file)} of file as base64). ` +
         "Send the file itself instead of base64 (curl --data-binary @scan.pdf, or multipart -F file=@scan.pdf): that carries a third more. "
       : `The file is larger than ${formatMegabytes(file)}, the limit for a file sent in the request (MAX_INLINE_BYTES). `;
-  return new ApiError("payload_too_large", what + largeFileAdvice());
+  return new ApiError("payload_too_large", what + largeFileAdvice(env));
 }
 
-async function readLimited(req: Request, maxBytes: number, kind: BodyKind): Promise<Uint8Array> {
+async function readLimited(req: Request, maxBytes: number, kind: BodyKind, env: BodyEnv): Promise<Uint8Array> {
   const declared = req.headers.get("content-length")?.trim();
-  if (declared && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw bodyTooLarge(maxBytes, kind);
+  if (declared && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw bodyTooLarge(maxBytes, kind, env);
   if (!req.body) return new Uint8Array(0);
 
   const reader = req.body.getReader();
@@ -132,7 +140,7 @@ async function readLimited(req: Request, maxBytes: number, kind: BodyKind): Prom
       total += value.byteLength;
       if (total > maxBytes) {
         void reader.cancel().catch(() => undefined);
-        throw bodyTooLarge(maxBytes, kind);
+        throw bodyTooLarge(maxBytes, kind, env);
       }
       chunks.push(value);
     }

@@ -12,14 +12,15 @@ import type { ApiContext } from "./context";
  * the answer.
  */
 export async function acceptJob(
-  { req, env, account, requestId, receivedAt, report }: ApiContext,
+  { req, env, account, requestId, receivedAt, report, store }: ApiContext,
   { body, file }: { body: OcrRequest; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
   // The webhook event's links: the configured origin, else the one the job was submitted to (the account's own
   // events, sent to its own receiver: a Host it forged only misleads itself).
   const origin = configuredOrigin(env) ?? new URL(req.url).origin;
-  const { view, creditsRemaining } = await submitJob({
+  const { view, creditsRemaining } = await submitJob(store, {
+    env,
     body,
     file,
     account,

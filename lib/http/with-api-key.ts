@@ -6,7 +6,7 @@ import {
   releaseIdempotencyKey,
   type StoredResponse,
 } from "@/lib/credits";
-import { getEnv, type Env } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
@@ -89,16 +89,7 @@ export function isFinalOutcome(status: number): boolean {
 export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
   return async (req) => {
     const receivedAt = Date.now();
-    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
-    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
-    // SSE GET) outlives any request deadline and keeps the default command timeout.
-    const response =
-      options.stream === true
-        ? await serve(handler, options, req, receivedAt)
-        : await runInScope(
-            requestScope({ deadline: receivedAt + getEnv().REQUEST_DEADLINE_MS, cancel: req.signal }),
-            () => serve(handler, options, req, receivedAt),
-          );
+    const response = await serve(handler, options, req, receivedAt);
     return response;
   };
 }
@@ -125,6 +116,23 @@ async function serve(
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
     const { env, store } = requestContext(req, requestId, receivedAt);
+    // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
+    // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
+    // SSE GET) outlives any request deadline and keeps the default command timeout.
+    response =
+      options.stream === true
+        ? await authenticated(env, store)
+        : await runInScope(requestScope({ deadline: receivedAt + env.REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
+            authenticated(env, store),
+          );
+  } catch (error) {
+    response = fail(error, requestId, outcome);
+    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier))
+      response = forbidden(response);
+  }
+  return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
+
+  async function authenticated(env: Env, store: Store): Promise<Response> {
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(store, afterResponse);
     const account = await authenticate(store, env, req, credential, options.protectedResource === true);
@@ -148,17 +156,12 @@ async function serve(
       env,
       store,
       account,
-      body: requestBody(req),
+      body: requestBody(req, { env }),
       report,
       countRequests,
     };
-    response = await runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
-  } catch (error) {
-    response = fail(error, requestId, outcome);
-    if (options.protectedResource === true && response.status === 401 && isKeyCarrier(credential?.carrier))
-      response = forbidden(response);
+    return runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
   }
-  return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 }
 
 /**
@@ -224,7 +227,7 @@ async function authenticate(
   credential: ReturnType<typeof readCredential>,
   protectedResource: boolean,
 ): Promise<ApiKeyIdentity> {
-  const origin = protectedResource ? serviceOrigin(req) : "";
+  const origin = protectedResource ? serviceOrigin(env, req) : "";
   const challenge = (problem?: { description: string }) =>
     protectedResource
       ? {

@@ -1,4 +1,4 @@
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { parseHostLiteral, parseIPv4, parseIPv6 } from "./address";
 
 /**
@@ -22,11 +22,11 @@ export interface AllowList {
 let configured: { value: string | undefined; list: AllowList } | undefined;
 
 /**
- * This process's `URL_ALLOW_HOSTS`, parsed (again only when the variable changed). Throws an Error naming the first
- * bad entry: lib/startup.ts calls it before serving, so a malformed value stops the server at start.
+ * The configuration's `URL_ALLOW_HOSTS`, parsed (again only when the variable changed). Throws an Error naming the
+ * first bad entry: lib/startup.ts calls it before serving, so a malformed value stops the server at start.
  */
-export function configuredAllowList(): AllowList {
-  const value = getEnv().URL_ALLOW_HOSTS;
+export function configuredAllowList(env: Pick<Env, "URL_ALLOW_HOSTS">): AllowList {
+  const value = env.URL_ALLOW_HOSTS;
   if (!configured || configured.value !== value) configured = { value, list: parseAllowList(value) };
   return configured.list;
 }

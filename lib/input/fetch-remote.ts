@@ -4,12 +4,11 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
-import { getEnv } from "@/lib/env";
 import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { SERVICE_VERSION } from "@/lib/version";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
-import { allowsAddress, allowsName, configuredAllowList, portOf, type AllowList } from "./allow-hosts";
+import { allowsAddress, allowsName, portOf, type AllowList } from "./allow-hosts";
 import { formatMegabytes } from "./base64";
 
 type ResolvedAddress = IpAddress;
@@ -18,8 +17,8 @@ type ResolvedAddress = IpAddress;
 export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 
 export interface FetchRemoteOptions {
-  /** Largest body accepted, in bytes after content decoding. Default: `MAX_URL_BYTES` (25 MiB). */
-  maxBytes?: number;
+  /** Largest body accepted, in bytes after content decoding (a request's: `MAX_URL_BYTES`, 25 MiB by default). */
+  maxBytes: number;
   /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `fetchSettings().timeoutMs` (15 s). */
   timeoutMs?: number;
   /** Redirects followed before giving up with `fetch_failed`. Default: `fetchSettings().maxRedirects` (3). */
@@ -28,8 +27,8 @@ export interface FetchRemoteOptions {
   signal?: AbortSignal;
   /** Stand-in for DNS (tests). Default: the system resolver, `dns.promises.lookup` with `all: true`. */
   resolveHost?: ResolveHost;
-  /** Private hosts let through (lib/input/allow-hosts.ts). Default: `URL_ALLOW_HOSTS`. */
-  allowHosts?: AllowList;
+  /** Private hosts let through (lib/input/allow-hosts.ts): `URL_ALLOW_HOSTS`, `configuredAllowList(env)`. */
+  allowHosts: AllowList;
 }
 
 /** Constants of an `imageUrl` fetch (they were `URL_FETCH_TIMEOUT_MS` and `URL_MAX_REDIRECTS`). */
@@ -70,13 +69,13 @@ const systemResolveHost: ResolveHost = async (hostname) => {
  * @throws ApiError `invalid_request` (URL not allowed), `payload_too_large`, `fetch_failed` (DNS, connect,
  *   TLS, non-2xx, too many redirects, timed out), or `timeout` / the caller's ApiError when `signal` aborts.
  */
-export async function fetchRemoteFile(url: string, options: FetchRemoteOptions = {}): Promise<RemoteFile> {
+export async function fetchRemoteFile(url: string, options: FetchRemoteOptions): Promise<RemoteFile> {
   const settings = fetchSettings();
-  const maxBytes = options.maxBytes ?? getEnv().MAX_URL_BYTES;
+  const maxBytes = options.maxBytes;
   const timeoutMs = options.timeoutMs ?? settings.timeoutMs;
   const maxRedirects = options.maxRedirects ?? settings.maxRedirects;
   const resolveHost = options.resolveHost ?? systemResolveHost;
-  const allow = options.allowHosts ?? configuredAllowList();
+  const allow = options.allowHosts;
 
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
@@ -400,8 +399,8 @@ function describeNetworkError(error: unknown): string {
 export interface GuardOptions {
   /** Stand-in for DNS (tests). Default: the system resolver. */
   resolveHost?: ResolveHost;
-  /** Private hosts let through. Default: `URL_ALLOW_HOSTS`. */
-  allowHosts?: AllowList;
+  /** Private hosts let through: `URL_ALLOW_HOSTS`, `configuredAllowList(env)`. */
+  allowHosts: AllowList;
   /** What the URL is, in messages (`webhook URL`). */
   label: string;
   signal?: AbortSignal;
@@ -415,7 +414,7 @@ export interface GuardOptions {
  */
 export async function checkRemoteUrl(url: string, options: GuardOptions): Promise<URL> {
   const target = parseTarget(url, false, options.label);
-  const allow = options.allowHosts ?? configuredAllowList();
+  const allow = options.allowHosts;
   await resolveAllowed(
     target,
     options.resolveHost ?? systemResolveHost,
@@ -427,9 +426,9 @@ export async function checkRemoteUrl(url: string, options: GuardOptions): Promis
   return target;
 }
 
-/** Whether `URL_ALLOW_HOSTS` (or `allowHosts`) names this URL's host (a name, or an address or range holding it). */
-export function isAllowListed(url: URL, allowHosts?: AllowList): boolean {
-  const allow = allowHosts ?? configuredAllowList();
+/** Whether `allowHosts` (`URL_ALLOW_HOSTS`) names this URL's host (a name, or an address or range holding it). */
+export function isAllowListed(url: URL, allowHosts: AllowList): boolean {
+  const allow = allowHosts;
   const port = portOf(url);
   const literal = parseHostLiteral(url.hostname);
   return literal ? allowsAddress(allow, literal, port) : allowsName(allow, url.hostname, port);
@@ -456,7 +455,7 @@ export async function postRemote(
   const signal = guard.signal ? AbortSignal.any([deadline.signal, guard.signal]) : deadline.signal;
   try {
     const target = parseTarget(url, false, guard.label);
-    const allow = guard.allowHosts ?? configuredAllowList();
+    const allow = guard.allowHosts;
     const addresses = await resolveAllowed(
       target,
       guard.resolveHost ?? systemResolveHost,

@@ -1,4 +1,4 @@
-export { configuredAllowList } from "./allow-hosts";
+export { configuredAllowList, type AllowList } from "./allow-hosts";
 export { decodeBase64Input, formatMegabytes } from "./base64";
 export {
   formatIPv6,

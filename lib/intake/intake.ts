@@ -1,8 +1,8 @@
 import { ApiError, toApiError } from "@/lib/api/errors";
 import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
-import { getEnv } from "@/lib/env";
-import { fetchSettings, type ResolveHost } from "@/lib/input";
+import type { Env } from "@/lib/env";
+import { configuredAllowList, fetchSettings, type ResolveHost } from "@/lib/input";
 import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
 import {
@@ -13,8 +13,8 @@ import {
   type ProcessDocumentResult,
 } from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
-import { getStore } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
+import type { Store } from "@/lib/store";
 import { resolveJobWebhook } from "@/lib/webhooks";
 import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type DocumentSource } from "./source";
 
@@ -27,6 +27,8 @@ import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type Docu
 export type IntakeMode = "read" | "job" | "fit";
 
 export interface IntakeInput {
+  /** The configuration (the request context's): limits, the default deadline. */
+  env: Env;
   source: DocumentSource;
   options?: { format?: OutputFormat; pages?: string; language?: string };
   /** `webhook.url` of the request (jobs only; the account's default otherwise). */
@@ -79,47 +81,55 @@ const FIT_MARGIN_SHARE = 0.1;
  * once (type, pages, text layers, the expected work from the duration model) → reserve → read now, or a job. Every
  * step ends with the request's one signal (its deadline, or its client gone). Throws `ApiError`s with catalogued codes.
  */
-export async function intake(input: IntakeInput): Promise<IntakeOutcome> {
+export async function intake(store: Store, input: IntakeInput): Promise<IntakeOutcome> {
   const receivedAt = input.receivedAt ?? Date.now();
-  const deadline = input.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS;
+  const deadline = input.deadline ?? receivedAt + input.env.REQUEST_DEADLINE_MS;
   try {
-    return await withinScope({ deadline, cancel: input.cancel }, (scope) => takeIn(input, scope, receivedAt));
+    return await withinScope({ deadline, cancel: input.cancel }, (scope) => takeIn(store, input, scope, receivedAt));
   } catch (error) {
     throw fromEngineError(error, { pages: input.options?.pages, job: input.mode === "job" });
   }
 }
 
-async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: number): Promise<IntakeOutcome> {
-  const { account, source } = input;
-  const env = getEnv();
+async function takeIn(
+  store: Store,
+  input: IntakeInput,
+  scope: RequestScope,
+  receivedAt: number,
+): Promise<IntakeOutcome> {
+  const { account, source, env } = input;
   // `fit` needs somewhere to put what does not fit; without a job queue it reads what it can, as REST does.
   const mode: IntakeMode = input.mode === "fit" && getWorkQueue() === null ? "read" : input.mode;
-  const settings = jobSettings();
+  const settings = jobSettings({}, env);
   const { format = "text", pages, language } = input.options ?? {};
 
   // Cheap checks, before any byte is fetched or decoded.
   if (mode === "job") requireWorkQueue();
-  // TODO(i33): hand down
   const webhookUrl =
     mode === "job"
-      ? await resolveJobWebhook(getStore(), account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
+      ? await resolveJobWebhook(store, account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
       : undefined;
-  checkDeclaredSize(source);
+  checkDeclaredSize(source, env.MAX_INLINE_BYTES);
   const pool = input.pool ?? getOcrPool();
   // One account cannot fill an instance: its requests read now are limited (429 past it).
   using _inFlight =
     mode === "job"
       ? undefined
       : onDispose(
-          acquireInFlight(account.userId, { retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)) }),
+          acquireInFlight(account.userId, {
+            limit: env.ACCOUNT_MAX_IN_FLIGHT,
+            retryAfterS: Math.max(1, Math.ceil(pool.estimate("read-image") / 1000)),
+          }),
         );
   // Not one credit left: `402` before a URL is fetched (a file sent in the body is first checked for its type).
-  if (source.kind === "url") await requireCredit(account.userId);
+  if (source.kind === "url") await requireCredit(store, account.userId);
 
   // Fetched or decoded once. A job takes a larger file by URL than a call that may read it now (REST's, MCP's).
   const bytes = await loadDocument(source, {
     signal: scope.signal,
     maxUrlBytes: mode === "job" ? settings.maxUrlBytes : env.MAX_URL_BYTES,
+    maxInlineBytes: env.MAX_INLINE_BYTES,
+    allowHosts: configuredAllowList(env),
     // A large file may need longer than a request's fetch; the request's deadline still bounds it.
     ...(mode === "job" && {
       fetchTimeoutMs: Math.max(fetchSettings().timeoutMs, scope.deadline - Date.now() - 10_000),
@@ -130,7 +140,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
   throwIfEnded(scope.signal);
   if (source.kind !== "url") {
     detectFileType(bytes); // `415` from the magic bytes, before the balance
-    await requireCredit(account.userId);
+    await requireCredit(store, account.userId);
   }
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
@@ -138,8 +148,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
     document: Parameters<typeof queueJob>[1]["document"],
     reason?: string,
   ): Promise<IntakeOutcome> => {
-    // TODO(i33): hand down
-    const queued = await queueJob(getStore(), {
+    const queued = await queueJob(store, {
       bytes,
       inputSource,
       document,
@@ -164,6 +173,7 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
         maxPages: settings.maxPages,
         deadline: scope.deadline,
         signal,
+        env,
         pool,
         tenant,
       }),
@@ -177,11 +187,13 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
     signal: scope.signal,
     pool,
     tenant,
+    env,
     ...(mode === "fit" && { fit: { by }, maxPages: settings.maxPages }),
   });
   await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));
-  if (document.overWork) return toJob(document, fitReason(document.overWork, document.estimateMs, by));
-  const result = await readNow({
+  if (document.overWork)
+    return toJob(document, fitReason(document.overWork, document.estimateMs, by, env.MAX_PDF_PAGES));
+  const result = await readNow(store, {
     document,
     bytes,
     inputSource,
@@ -196,8 +208,8 @@ async function takeIn(input: IntakeInput, scope: RequestScope, receivedAt: numbe
 }
 
 /** `402` before anything is fetched: not even one credit is left (the exact need is known once the file is inspected). */
-async function requireCredit(userId: string): Promise<void> {
-  const balance = await getBalance(getStore(), userId); // TODO(i33): hand down
+async function requireCredit(store: Store, userId: string): Promise<void> {
+  const balance = await getBalance(store, userId);
   if (balance >= 1) return;
   throw new ApiError(
     "insufficient_credits",
@@ -209,8 +221,8 @@ async function requireCredit(userId: string): Promise<void> {
 }
 
 /** Why a `fit` document became a job, in the words of what the caller can see. */
-function fitReason(why: "work" | "time", estimateMs: number, by: number): string {
-  if (why === "work") return `it has more than ${getEnv().MAX_PDF_PAGES} pages of OCR work, the most one call reads`;
+function fitReason(why: "work" | "time", estimateMs: number, by: number, maxPdfPages: number): string {
+  if (why === "work") return `it has more than ${maxPdfPages} pages of OCR work, the most one call reads`;
   const seconds = Math.max(1, Math.round(estimateMs / 1000));
   const budget = Math.max(0, Math.round((by - Date.now()) / 1000));
   return `reading it is expected to take about ${seconds} s, and this call has ${budget} s for it`;
@@ -227,18 +239,21 @@ export type ProcessDocumentInput = Omit<IntakeInput, "source" | "options" | "mod
 };
 
 /** REST's synchronous read (`POST /api/ocr/process`) of a JSON body, validated here so every caller gets the same 400s. */
-export async function processDocument(input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
+export async function processDocument(store: Store, input: ProcessDocumentInput): Promise<ProcessDocumentResult> {
   const body = validBody(input.body, input.file !== undefined);
   if (body.webhook)
     throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
-  const outcome = await intake({ ...input, ...requestOf(body, input.file), mode: "read" });
+  const outcome = await intake(store, { ...input, ...requestOf(body, input.file), mode: "read" });
   if (outcome.kind !== "read") throw new Error("intake: a read became a job");
   return outcome.result;
 }
 
 /** An asynchronous job of a JSON body (`POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task). */
-export async function submitJob(input: ProcessDocumentInput): Promise<{ view: JobView; creditsRemaining: number }> {
-  const outcome = await intake({
+export async function submitJob(
+  store: Store,
+  input: ProcessDocumentInput,
+): Promise<{ view: JobView; creditsRemaining: number }> {
+  const outcome = await intake(store, {
     ...input,
     ...requestOf(validBody(input.body, input.file !== undefined), input.file),
     mode: "job",

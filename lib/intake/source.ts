@@ -1,7 +1,13 @@
 import { aboutField, ApiError } from "@/lib/api/errors";
 import type { InputSource, OcrRequest } from "@/lib/api/schemas";
-import { getEnv } from "@/lib/env";
-import { decodeBase64Input, fetchRemoteFile, formatMegabytes, readOwnSample, type ResolveHost } from "@/lib/input";
+import {
+  decodeBase64Input,
+  fetchRemoteFile,
+  formatMegabytes,
+  readOwnSample,
+  type AllowList,
+  type ResolveHost,
+} from "@/lib/input";
 
 /**
  * Where a request's document comes from. JSON bodies carry it as base64 (`image`) or a URL (`imageUrl`); a route
@@ -34,17 +40,23 @@ export interface LoadOptions {
   signal: AbortSignal;
   /** Most bytes fetched from a URL: `MAX_URL_BYTES` for a request read now, `MAX_JOB_URL_BYTES` when a job may read it. */
   maxUrlBytes: number;
+  /** Most bytes of a file in the request (base64 or sent itself): `MAX_INLINE_BYTES`. */
+  maxInlineBytes: number;
   /** The fetch's own time limit (`502` past it). Default `fetchSettings().timeoutMs` (15 s). */
   fetchTimeoutMs?: number;
   resolveHost?: ResolveHost;
+  /** The private hosts a URL may reach (`URL_ALLOW_HOSTS`, parsed: `configuredAllowList(env)`). */
+  allowHosts: AllowList;
   /** The `Host` the request came to: an `imageUrl` of this deployment's samples is read from disk. */
   serverHost?: string;
 }
 
-/** The cheap part of a source's checks, before anything is decoded or fetched: its declared size against its limit. */
-export function checkDeclaredSize(source: DocumentSource): void {
+/**
+ * The cheap part of a source's checks, before anything is decoded or fetched: its declared size against its limit
+ * (`limit`: `MAX_INLINE_BYTES`).
+ */
+export function checkDeclaredSize(source: DocumentSource, limit: number): void {
   if (source.kind !== "bytes") return; // base64: checked from its length before decoding; a URL: from its headers
-  const limit = getEnv().MAX_INLINE_BYTES;
   const size = Math.max(source.declaredBytes ?? 0, source.bytes.byteLength);
   if (size > limit) {
     throw new ApiError(
@@ -66,11 +78,11 @@ export function checkDeclaredSize(source: DocumentSource): void {
 export async function loadDocument(source: DocumentSource, options: LoadOptions): Promise<Uint8Array> {
   switch (source.kind) {
     case "bytes":
-      checkDeclaredSize(source);
+      checkDeclaredSize(source, options.maxInlineBytes);
       return source.bytes;
     case "base64":
       try {
-        return decodeBase64Input(source.data, getEnv().MAX_INLINE_BYTES);
+        return decodeBase64Input(source.data, options.maxInlineBytes);
       } catch (error) {
         throw aboutField(error, "image");
       }
@@ -82,6 +94,7 @@ export async function loadDocument(source: DocumentSource, options: LoadOptions)
           signal: options.signal,
           resolveHost: options.resolveHost,
           maxBytes: options.maxUrlBytes,
+          allowHosts: options.allowHosts,
           ...(options.fetchTimeoutMs !== undefined && { timeoutMs: options.fetchTimeoutMs }),
         });
         return file.bytes;

@@ -1,5 +1,6 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode } from "@/lib/api/errors";
+import { getEnv } from "@/lib/env";
 import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
@@ -420,6 +421,7 @@ export class JobRunner {
         pool: this.pool,
         session: `job:${jobId}`,
         tenant: record.userId,
+        languages: getEnv().OCR_LANGUAGES, // TODO(i33): hand down
       });
       handOver(); // queued in the engine's background lane now: `pool.capacity()` counts it
       const result = await reading;

@@ -1,4 +1,4 @@
-import { getEnv, MCP_MAX_DURATION_S, type Env } from "@/lib/env";
+import { MCP_MAX_DURATION_S, type Env } from "@/lib/env";
 
 // The route's settings: constants beside their code, the tool budget capped by `REQUEST_DEADLINE_MS` (lib/env.ts).
 export { MCP_MAX_DURATION_S };
@@ -78,11 +78,11 @@ export interface McpConfig {
 }
 
 /**
- * The MCP settings of a parsed configuration (default: this process's, `getEnv()`): the variables' values with the
+ * The MCP settings of a parsed configuration (the caller's `env`): the variables' values with the
  * rules that tie them together (the tool budget within the request deadline, the drain within the lifetime).
  */
 export function mcpConfig(
-  env: Env = getEnv(),
+  env: Pick<Env, "REQUEST_DEADLINE_MS">,
   given: { toolDeadlineMs?: number; lifetimeMs?: number; pingMs?: number } = {},
 ): McpConfig {
   const toolDeadlineMs = Math.min(given.toolDeadlineMs ?? MCP_TOOL_DEADLINE_MS, env.REQUEST_DEADLINE_MS);

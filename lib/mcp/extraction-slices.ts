@@ -5,6 +5,7 @@ import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } f
 import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
+import type { Store } from "@/lib/store";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
 import { keepRecord, readRecord } from "./kept";
 import { DEFAULT_SLICE_CHARS, isJobActive, type GetExtractionInput, type GetExtractionOutput } from "./jobs";
@@ -71,13 +72,14 @@ type KeptText = z.infer<typeof keptTextSchema>;
  * a job's results are kept, and return the cursor of what comes after the first `delivered` characters.
  */
 export async function keepAnswerText(
+  store: Store,
   userId: string,
   kept: KeptText,
   delivered: number,
   ttlMs: number,
 ): Promise<string> {
   const textId = `txt_${randomBytes(16).toString("base64url")}`;
-  if (!(await keepRecord(KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
+  if (!(await keepRecord(store, KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
     throw new ApiError("internal_error", "The rest of the answer could not be kept", {
       cause: new Error(`duplicate text id ${textId}`),
     });
@@ -87,12 +89,13 @@ export async function keepAnswerText(
 
 /** The next slice of a kept answer's text. Another account's or an expired record is `gone`, as an expired job's results. */
 async function readKeptSlice(
+  store: Store,
   userId: string,
   textId: string,
   offset: number,
   maxChars: number,
 ): Promise<GetExtractionOutput> {
-  const raw = await readRecord(KEPT_TEXT, userId, textId);
+  const raw = await readRecord(store, KEPT_TEXT, userId, textId);
   if (raw === null) {
     throw new ApiError(
       "gone",
@@ -158,10 +161,15 @@ function readPages(
  * in order are delivered: at a page not read yet the slice stops, and the cursor points at that page, so a running
  * job's text can be read as it comes without a page being skipped. Pages that failed are passed over (listed).
  */
-export async function readExtractionSlice(userId: string, input: GetExtractionInput): Promise<GetExtractionOutput> {
+export async function readExtractionSlice(
+  store: Store,
+  userId: string,
+  input: GetExtractionInput,
+): Promise<GetExtractionOutput> {
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
   const cursor = input.cursor !== undefined ? decodeCursor(input.cursor) : undefined;
-  if (cursor !== undefined && "text" in cursor) return readKeptSlice(userId, cursor.text, cursor.offset, maxChars);
+  if (cursor !== undefined && "text" in cursor)
+    return readKeptSlice(store, userId, cursor.text, cursor.offset, maxChars);
   if (cursor?.job !== undefined && input.job_id !== undefined && cursor.job !== input.job_id) {
     throw new ApiError(
       "invalid_request",

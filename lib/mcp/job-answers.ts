@@ -2,7 +2,7 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { readJobResult, type JobView } from "@/lib/jobs";
 import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import { getStore, type Store } from "@/lib/store";
 import { readExtractionSlice, readJobText } from "./extraction-slices";
 import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutput, type JobSummary } from "./jobs";
 
@@ -20,13 +20,14 @@ import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutpu
  * `get_extraction` continues from; without it (`tasks/result`), the first result part of a finished job.
  */
 export async function jobToolResult(
+  store: Store,
   userId: string,
   view: JobView,
   opening: string,
   maxChars?: number,
 ): Promise<CallToolResult> {
   if (view.status === "failed" || view.status === "cancelled") return jobFailureResult(view);
-  if (maxChars !== undefined) return jobSliceResult(userId, view, opening, maxChars);
+  if (maxChars !== undefined) return jobSliceResult(store, userId, view, opening, maxChars);
   const summary: JobSummary = {
     jobId: view.jobId,
     status: view.status,
@@ -88,12 +89,13 @@ function pdfNote(view: JobView): string {
  * the pages read so far, in order), the job and its progress, and the exact next call.
  */
 async function jobSliceResult(
+  store: Store,
   userId: string,
   view: JobView,
   opening: string,
   maxChars: number,
 ): Promise<CallToolResult> {
-  const slice = await readExtractionSlice(userId, { job_id: view.jobId, max_chars: maxChars });
+  const slice = await readExtractionSlice(store, userId, { job_id: view.jobId, max_chars: maxChars });
   const active = slice.status === "queued" || slice.status === "running";
   const confidence =
     slice.pages === ""

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 
 /*
  * Small write-once records that MCP calls leave for later calls, kept in the store with an expiry: the job a keyed
@@ -19,27 +19,28 @@ function scopeOf(kind: string, userId: string, name: string): string {
 
 /** Keep `value` under (`kind`, `userId`, `name`) for `ttlMs`. False when a record is already there (it is kept). */
 export async function keepRecord(
+  store: Store,
   kind: string,
   userId: string,
   name: string,
   value: string,
   ttlMs: number,
 ): Promise<boolean> {
-  const store = getStore().idempotency;
+  const idempotency = store.idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(
+  const claim = await idempotency.claimIdempotency(
     scope,
     { fingerprint: WRITTEN, token, createdAt: new Date().toISOString() },
     WRITE_LEASE_MS,
   );
   if (!claim.claimed) return false;
-  return store.completeIdempotency(scope, token, value, ttlMs);
+  return idempotency.completeIdempotency(scope, token, value, ttlMs);
 }
 
 /** The record kept under (`kind`, `userId`, `name`), or null (never kept, or expired). */
-export async function readRecord(kind: string, userId: string, name: string): Promise<string | null> {
-  const record = await peekRecord(kind, userId, name);
+export async function readRecord(store: Store, kind: string, userId: string, name: string): Promise<string | null> {
+  const record = await peekRecord(store, kind, userId, name);
   return record?.state === "done" && record.fingerprint === WRITTEN ? (record.response ?? null) : null;
 }
 
@@ -47,17 +48,17 @@ export async function readRecord(kind: string, userId: string, name: string): Pr
  * What the idempotency store holds under (`kind`, `userId`, `name`), or null for nothing: a read is a claim that finds
  * the record, and one that finds nothing is given back at once.
  */
-async function peekRecord(kind: string, userId: string, name: string) {
-  const store = getStore().idempotency;
+async function peekRecord(store: Store, kind: string, userId: string, name: string) {
+  const idempotency = store.idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(
+  const claim = await idempotency.claimIdempotency(
     scope,
     { fingerprint: "read", token, createdAt: new Date().toISOString() },
     WRITE_LEASE_MS,
   );
   if (!claim.claimed) return claim.record;
-  await store.releaseIdempotency(scope, token).catch(() => undefined);
+  await idempotency.releaseIdempotency(scope, token).catch(() => undefined);
   return null;
 }
 
@@ -66,16 +67,17 @@ async function peekRecord(kind: string, userId: string, name: string) {
  * removes (an in-progress claim whose fingerprint is the value). Null when another holds it (that one stays).
  */
 export async function holdRecord(
+  store: Store,
   kind: string,
   userId: string,
   name: string,
   value: string,
   ttlMs: number,
 ): Promise<{ release(): Promise<void> } | null> {
-  const store = getStore().idempotency;
+  const idempotency = store.idempotency;
   const scope = scopeOf(kind, userId, name);
   const token = randomBytes(12).toString("base64url");
-  const claim = await store.claimIdempotency(
+  const claim = await idempotency.claimIdempotency(
     scope,
     { fingerprint: `held:${value}`, token, createdAt: new Date().toISOString() },
     ttlMs,
@@ -83,14 +85,14 @@ export async function holdRecord(
   if (!claim.claimed) return null;
   return {
     release: async () => {
-      await store.releaseIdempotency(scope, token).catch(() => undefined);
+      await idempotency.releaseIdempotency(scope, token).catch(() => undefined);
     },
   };
 }
 
 /** The value held under (`kind`, `userId`, `name`) by {@link holdRecord}, or null. */
-export async function readHeld(kind: string, userId: string, name: string): Promise<string | null> {
-  const record = await peekRecord(kind, userId, name);
+export async function readHeld(store: Store, kind: string, userId: string, name: string): Promise<string | null> {
+  const record = await peekRecord(store, kind, userId, name);
   if (record === null) return null;
   const { state, fingerprint } = record;
   return state === "in-progress" && fingerprint.startsWith("held:") ? fingerprint.slice("held:".length) : null;

@@ -116,7 +116,7 @@ const METHOD_SCOPES: Readonly<Record<string, Scope>> = {
  * needs a scope the token lacks refuses the whole POST with `403` and the `insufficient_scope` challenge naming the
  * scopes to ask for (RFC 6750 §3.1; the MCP spec's step-up authorization), before anything runs or is charged.
  */
-export function checkScopes(account: ApiContext["account"], req: Request, body: unknown): void {
+export function checkScopes({ account, req, env }: Pick<ApiContext, "account" | "req" | "env">, body: unknown): void {
   const granted = account.scopes;
   if (granted === undefined) return;
   const methods = (Array.isArray(body) ? body : [body]).map((message) =>
@@ -129,7 +129,7 @@ export function checkScopes(account: ApiContext["account"], req: Request, body: 
   const description = `This app was not allowed to ${missing.map((scope) => SCOPES[scope].toLowerCase()).join(", nor to ")}: sign in again and allow ${missing.join(" and ")}`;
   throw new ApiError("forbidden", description, {
     headers: {
-      "WWW-Authenticate": bearerChallenge(serviceOrigin(req), {
+      "WWW-Authenticate": bearerChallenge(serviceOrigin(env, req), {
         error: "insufficient_scope",
         description,
         scopes: [...new Set([...granted, ...missing])],

@@ -1,4 +1,5 @@
 import { ApiError, toApiError } from "@/lib/api/errors";
+import type { Env } from "@/lib/env";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import {
@@ -16,9 +17,9 @@ import { createSseTransport, type SseTransportOptions } from "./sse";
 import { serveStreamablePost } from "./streamable";
 import { pollableTaskResult, resumedTaskResult, serveTaskResult, taskErrorAnswer } from "./task-stream";
 
-/** Settings a route instance takes instead of the configuration's (`mcpConfig()`); tests shorten them. */
+/** Settings a route instance takes instead of the configuration's (`mcpConfig(env)`); tests shorten them. */
 interface McpRouteOptions extends SseTransportOptions {
-  /** Budget of one `tools/call` in ms (default: `mcpConfig().toolDeadlineMs`, 28 s capped by `REQUEST_DEADLINE_MS`). */
+  /** Budget of one `tools/call` in ms (default: `mcpConfig(env).toolDeadlineMs`, 28 s capped by `REQUEST_DEADLINE_MS`). */
   toolDeadlineMs?: number;
   /** Interval of a tool call's progress notifications (default `MCP_PROGRESS_INTERVAL_MS`; tests shorten it). */
   progressIntervalMs?: number;
@@ -52,8 +53,8 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const sse = createSseTransport(options);
   // Per request (from the configuration parsed once per process), not here: the route module makes its route at import,
   // and `next build` imports it without the runtime's environment.
-  const settings = (): ToolCallSettings => ({
-    toolDeadlineMs: options.toolDeadlineMs ?? mcpConfig().toolDeadlineMs,
+  const settings = (env: Env): ToolCallSettings => ({
+    toolDeadlineMs: options.toolDeadlineMs ?? mcpConfig(env).toolDeadlineMs,
     progressIntervalMs: options.progressIntervalMs ?? MCP_PROGRESS_INTERVAL_MS,
     jobPollMs: options.jobPollMs,
   });
@@ -63,8 +64,8 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const handlePost = async (context: ApiContext) => {
     const sessionId = new URL(context.req.url).searchParams.get("sessionId");
     return sessionId === null
-      ? postStateless(context, settings())
-      : sse.post(context, sessionId, settings(), sessionKeys.get(context.req));
+      ? postStateless(context, settings(context.env))
+      : sse.post(context, sessionId, settings(context.env), sessionKeys.get(context.req));
   };
   const postRequest = withApiKey(handlePost, KEY_OPTIONS);
   // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
@@ -96,12 +97,13 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
   const resumeTaskResult = withApiKey(
-    async ({ req, account, requestId, receivedAt }) => {
+    async ({ req, account, requestId, receivedAt, env, store }) => {
       const state = resumedTaskResult(req)!;
-      checkScopes(account, req, { jsonrpc: "2.0", method: "tasks/result" });
-      const { toolDeadlineMs, jobPollMs } = settings();
+      checkScopes({ account, req, env }, { jsonrpc: "2.0", method: "tasks/result" });
+      const { toolDeadlineMs, jobPollMs } = settings(env);
       try {
         return await serveTaskResult(state, {
+          store,
           userId: account.userId,
           requestId,
           deadline: receivedAt + toolDeadlineMs,
@@ -146,16 +148,17 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
  * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
  */
 async function postStateless(
-  { req, body: requestBody, account, requestId, receivedAt, report, countRequests }: ApiContext,
+  { req, body: requestBody, account, requestId, receivedAt, report, countRequests, env, store }: ApiContext,
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
   const body = await requestBody.json();
-  checkScopes(account, req, body);
+  checkScopes({ account, req, env }, body);
   await countBatchCalls(countRequests, body);
   const polled = pollableTaskResult(req, body);
   if (polled !== null) {
     try {
       return await serveTaskResult(polled, {
+        store,
         userId: account.userId,
         requestId,
         deadline: receivedAt + toolDeadlineMs,
@@ -169,7 +172,8 @@ async function postStateless(
   const accepts = (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
   const stream = accepts && !req.headers.has("idempotency-key") && asksForProgress(body);
   const createServer = () =>
-    buildServer(account, requestId, {
+    buildServer(store, account, requestId, {
+      env,
       receivedAt,
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,

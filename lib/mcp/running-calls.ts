@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { describeError } from "@/lib/error-log";
 import { cancelJob, getJobView } from "@/lib/jobs";
 import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import { getStore, type Store } from "@/lib/store";
 import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { isJobActive } from "./jobs";
 
@@ -53,12 +53,14 @@ function holdTtlMs(deadline: number): number {
  * key and id meanwhile is not named (the first one stays: a cancel never reaches a call another key sent).
  */
 export async function holdRunningCall(
+  store: Store,
   account: Account,
   deadline: number,
   rpcId: string | number,
   jobId: string,
 ): Promise<() => Promise<void>> {
   const held = await holdRecord(
+    store,
     RUNNING_CALL,
     account.userId,
     runningCallName(account.keyId, rpcId),
@@ -95,12 +97,13 @@ export interface RunningRead {
  * around it.
  */
 export function holdRunningRead(
+  store: Store,
   account: Account,
   deadline: number,
   rpcId: string | number,
   pollMs: number = CANCEL_POLL_MS,
 ): RunningRead {
-  const mailboxes = getStore().mailbox;
+  const mailboxes = store.mailbox;
   const token = randomBytes(16).toString("base64url");
   const mailboxId = cancelMailboxId(token);
   const ttlMs = holdTtlMs(deadline);
@@ -121,6 +124,7 @@ export function holdRunningRead(
       // The mailbox before the name: a cancel that finds the name finds the mailbox open.
       await mailboxes.openMailbox(mailboxId, ttlMs);
       held = await holdRecord(
+        store,
         RUNNING_CALL,
         account.userId,
         runningCallName(account.keyId, rpcId),
@@ -167,7 +171,7 @@ export function holdRunningRead(
     async becameJob(jobId) {
       if ((await naming) === null) return;
       // Named before the mailbox closes: a cancel that finds it closed finds the job.
-      await keepRecord(READ_JOB, account.userId, token, jobId, ttlMs).catch((error: unknown) =>
+      await keepRecord(store, READ_JOB, account.userId, token, jobId, ttlMs).catch((error: unknown) =>
         console.error("[mcp] naming the job of a running read failed:", describeError(error)),
       );
       await stop();
@@ -195,18 +199,18 @@ export function holdRunningRead(
  * about a second (`holdRunningRead`). Anything else — nothing running under that key and id — is ignored, as the spec
  * allows.
  */
-export async function cancelRunningCall(account: Account, rpcId: string | number): Promise<void> {
-  const held = await readHeld(RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
+export async function cancelRunningCall(store: Store, account: Account, rpcId: string | number): Promise<void> {
+  const held = await readHeld(store, RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
   if (held === null) return;
   if (!held.startsWith(READ_PREFIX)) {
     await cancelActiveJob(account.userId, held);
     return;
   }
   const token = held.slice(READ_PREFIX.length);
-  await getStore().mailbox.pushMailbox(cancelMailboxId(token), CANCEL_MARK, CANCEL_MARK_TTL_MS);
+  await store.mailbox.pushMailbox(cancelMailboxId(token), CANCEL_MARK, CANCEL_MARK_TTL_MS);
   // The read may have become a job, named before its last look at the mailbox: a mark that came after that look (to
   // a mailbox still open, or already closed) would not be seen, so the job is cancelled here.
-  const jobId = await readRecord(READ_JOB, account.userId, token);
+  const jobId = await readRecord(store, READ_JOB, account.userId, token);
   if (jobId !== null) await cancelActiveJob(account.userId, jobId);
 }
 

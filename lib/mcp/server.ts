@@ -9,13 +9,14 @@ import {
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { ocrRequestSchema } from "@/lib/api/schemas";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
 import { fromEngineError, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
 import { ScopeEnded } from "@/lib/request-scope";
 import { configuredOrigin } from "@/lib/service-origin";
+import type { Store } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 import {
   DEFAULT_SLICE_CHARS,
@@ -79,6 +80,8 @@ export function asksForProgress(body: unknown): boolean {
 }
 
 interface BuildServerOptions {
+  /** The configuration the server works with (the request context's). */
+  env: Env;
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
   /**
@@ -139,7 +142,12 @@ interface BuildServerOptions {
  *
  * `requestId` keys the credit reservation: a batch with several calls gets `requestId`, then `requestId.2`, ….
  */
-export function buildServer(account: ProcessAccount, requestId: string, options: BuildServerOptions = {}): McpServer {
+export function buildServer(
+  store: Store,
+  account: ProcessAccount,
+  requestId: string,
+  options: BuildServerOptions,
+): McpServer {
   const server = new McpServer(SERVER_INFO, {
     // `listChanged: false`: the tool list never changes, and a stateless server could not announce it anyway.
     // `tasks`: task-augmented `tools/call`, `tasks/list` and `tasks/cancel` (MCP 2025-11-25), over the jobs.
@@ -154,9 +162,11 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   ): JobCallContext => {
     const signals = [options.signal, call?.signal].filter((signal): signal is AbortSignal => signal !== undefined);
     return {
+      store,
+      env: options.env,
       account,
       requestId: callId,
-      deadline: options.deadline ?? receivedAt + getEnv().REQUEST_DEADLINE_MS,
+      deadline: options.deadline ?? receivedAt + options.env.REQUEST_DEADLINE_MS,
       ...(call?.maxChars !== undefined && { maxChars: call.maxChars }),
       serverHost: options.serverHost,
       pollMs: options.jobPollMs,
@@ -193,7 +203,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   ): Promise<CallToolResult> => {
     // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
     // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
-    const running = holdRunningRead(account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
+    const running = holdRunningRead(store, account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
     try {
       return await readOrWait(input, callId, context, running, progress);
     } finally {
@@ -213,8 +223,9 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     const cancel = context.signal ? AbortSignal.any([context.signal, running.signal]) : running.signal;
     let outcome: IntakeOutcome;
     try {
-      outcome = await intake({
+      outcome = await intake(store, {
         ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
+        env: options.env,
         mode: "fit",
         account,
         requestId: callId,
@@ -225,7 +236,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
         cancel,
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
-        origin: configuredOrigin(getEnv()) ?? undefined, // TODO(i33): hand down
+        origin: configuredOrigin(options.env) ?? undefined,
         // Settled below, once it is known that the client still wants the answer.
         deferSettlement: true,
       });
@@ -263,7 +274,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
     }
     options.onExtracted?.(result);
     try {
-      return await answerWithin(account.userId, result, input);
+      return await answerWithin(store, account.userId, result, input);
     } catch (error) {
       // The text was read and charged: it is answered whole rather than lost.
       console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
@@ -312,7 +323,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
       if (earlier !== null) {
         progress?.stopTimer();
         // While the call waits for the job, the client's `notifications/cancelled` finds it (./running-calls.ts).
-        const release = await holdRunningCall(account, context.deadline, ctx.mcpReq.id, earlier.jobId);
+        const release = await holdRunningCall(store, account, context.deadline, ctx.mcpReq.id, earlier.jobId);
         try {
           return await answerWithJob(
             earlier,
@@ -339,7 +350,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   ): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
-      slice = await readExtractionSlice(account.userId, input);
+      slice = await readExtractionSlice(store, account.userId, input);
       const { jobId } = slice;
       if (
         slice.text === "" &&
@@ -360,7 +371,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
           // Also when the client went away (the SSE session's stream closed).
           signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
         });
-        slice = await readExtractionSlice(account.userId, input);
+        slice = await readExtractionSlice(store, account.userId, input);
       }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);
@@ -423,7 +434,7 @@ export function buildServer(account: ProcessAccount, requestId: string, options:
   server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
     const rpcId = notification.params.requestId;
     if (rpcId === undefined) return;
-    await cancelRunningCall(account, rpcId).catch((error: unknown) =>
+    await cancelRunningCall(store, account, rpcId).catch((error: unknown) =>
       console.error(`[${requestId}] cancelling a call failed:`, describeError(error)),
     );
   });

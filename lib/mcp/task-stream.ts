@@ -2,7 +2,7 @@ import { ProtocolError, RELATED_TASK_META_KEY, type CallToolResult } from "@mode
 import { z } from "zod";
 import { getJobView, type JobView } from "@/lib/jobs";
 import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import { getStore, type Store } from "@/lib/store";
 import { SSE_HEADERS } from "./sse/relay";
 import { jobToolResult } from "./job-answers";
 import { isJobActive, pagesSettled, waitForJob } from "./jobs";
@@ -88,6 +88,8 @@ function tokenOf(state: ResultStream): string {
 }
 
 interface ServeOptions {
+  /** The store the task's job lives in (the request context's). */
+  store: Store;
   userId: string;
   requestId: string;
   /** Epoch ms the stream must end by (the call's budget). */
@@ -147,7 +149,7 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
               })
             : first;
           if (!isJobActive(view))
-            message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.userId, view) });
+            message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.store, options.userId, view) });
         } catch (error) {
           const failure = taskError(error, options.requestId);
           message({ jsonrpc: "2.0", id: state.i, error: { code: failure.code, message: failure.message } });
@@ -165,8 +167,8 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
 }
 
 /** What `tasks/result` answers for an ended task: the tool's result for its job, tied to the task. */
-export async function taskResult(userId: string, view: JobView): Promise<CallToolResult> {
-  const result = await jobToolResult(userId, view, "");
+export async function taskResult(store: Store, userId: string, view: JobView): Promise<CallToolResult> {
+  const result = await jobToolResult(store, userId, view, "");
   return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId: view.jobId } } };
 }
 

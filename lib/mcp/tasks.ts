@@ -12,11 +12,11 @@ import { z } from "zod";
 import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
+import { getEnv, type Env } from "@/lib/env";
 import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
-import { getEnv } from "@/lib/env";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
-import { getStore } from "@/lib/store";
+import { getStore, type Store } from "@/lib/store";
 import { keepRecord, readRecord } from "./kept";
 import { jobToolResult } from "./job-answers";
 import { GET_EXTRACTION, describeJob, isJobActive, pagesSettled, toTask, waitForJob } from "./jobs";
@@ -66,6 +66,10 @@ export const ANSWER_MARGIN_MS = 3_000;
 export const JOB_POLL_MS = 1_000;
 
 export interface JobCallContext {
+  /** The store the call's records and its job live in (the request context's). */
+  store: Store;
+  /** The configuration (the request context's). */
+  env: Env;
   account: { userId: string; keyId?: string };
   /** Keys the job's reservation and ledger entry (the submitting call's id). */
   requestId: string;
@@ -151,7 +155,8 @@ export class ProgressChannel {
 export async function submitToolJob(body: OcrRequestInput, context: JobCallContext): Promise<JobView> {
   const parsed = ocrRequestSchema.safeParse(body);
   if (!parsed.success) throw toApiError(parsed.error);
-  const { view, creditsRemaining } = await submitJob({
+  const { view, creditsRemaining } = await submitJob(context.store, {
+    env: context.env,
     body: parsed.data,
     account: context.account,
     requestId: context.requestId,
@@ -171,11 +176,12 @@ export async function jobAccepted(view: JobView, creditsRemaining: number, conte
   if (context.callKey !== undefined) {
     // Kept as long as the job's results: a retry with the same key within that time gets this job.
     const ttlMs = Math.max(60_000, Date.parse(view.expiresAt) - Date.now());
-    await keepRecord(CALL_JOB, context.account.userId, context.callKey, view.jobId, ttlMs).catch((error: unknown) =>
-      console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
+    await keepRecord(context.store, CALL_JOB, context.account.userId, context.callKey, view.jobId, ttlMs).catch(
+      (error: unknown) =>
+        console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
     );
   }
-  afterResponse(() => kickJobWorkers(getEnv(), view.pagesTotal)); // TODO(i33): hand down
+  afterResponse(() => kickJobWorkers(context.env, view.pagesTotal));
   return view;
 }
 
@@ -187,10 +193,10 @@ const CALL_JOB = "call-job";
  */
 export async function findCallJob(context: JobCallContext): Promise<JobView | null> {
   if (context.callKey === undefined) return null;
-  const jobId = await readRecord(CALL_JOB, context.account.userId, context.callKey);
+  const jobId = await readRecord(context.store, CALL_JOB, context.account.userId, context.callKey);
   if (jobId === null) return null;
   try {
-    const view = await getJobView(getStore(), getEnv(), context.account.userId, jobId); // TODO(i33): hand down
+    const view = await getJobView(context.store, context.env, context.account.userId, jobId);
     context.onJob?.(view.jobId);
     return view;
   } catch {
@@ -229,9 +235,9 @@ export async function answerWithJob(
   });
   if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
-    current = await cancelJob(getStore(), getEnv(), context.account.userId, current.jobId); // TODO(i33): hand down
+    current = await cancelJob(context.store, context.env, context.account.userId, current.jobId);
   }
-  return jobToolResult(context.account.userId, current, opening, context.maxChars);
+  return jobToolResult(context.store, context.account.userId, current, opening, context.maxChars);
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
@@ -342,7 +348,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           `Task ${taskId} is still working (${describeJob(view)}) at the end of this call's time: poll tasks/get and call tasks/result again once it is completed`,
         );
       }
-      const result = await jobToolResult(account.userId, view, "");
+      const result = await jobToolResult(options.store, account.userId, view, "");
       return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
     }),
   );

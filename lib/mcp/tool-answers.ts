@@ -3,6 +3,7 @@ import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import type { ApiError } from "@/lib/api/errors";
 import { jobSettings } from "@/lib/jobs";
 import type { ProcessDocumentResult } from "@/lib/process";
+import type { Store } from "@/lib/store";
 import { keepAnswerText } from "./extraction-slices";
 import { DEFAULT_SLICE_CHARS, GET_EXTRACTION, type ExtractTextOutput, type GetExtractionOutput } from "./jobs";
 import type { ExtractTextInput } from "./tool-definitions";
@@ -31,6 +32,7 @@ export function toolErrorResult(error: ApiError): CallToolResult {
  * of a file) is answered whole.
  */
 export async function answerWithin(
+  store: Store,
   userId: string,
   result: ProcessDocumentResult,
   input: ExtractTextInput,
@@ -47,7 +49,7 @@ export async function answerWithin(
     pageCount: response.pageCount,
     creditsUsed: response.creditsUsed,
   };
-  const nextCursor = await keepAnswerText(userId, kept, maxChars, jobSettings().resultTtlMs);
+  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, jobSettings().resultTtlMs);
   const first = response.extractedText.slice(0, maxChars);
   const note =
     `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +

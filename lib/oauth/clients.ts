@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
-import { fetchRemoteFile } from "@/lib/input";
+import { getEnv } from "@/lib/env";
+import { configuredAllowList, fetchRemoteFile } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import {
   CLIENT_METADATA_CACHE_MS,
@@ -192,6 +193,7 @@ async function fetchClientMetadata(clientId: string): Promise<OAuthClientRecord>
   try {
     const file = await fetchRemoteFile(clientId, {
       maxBytes: CLIENT_METADATA_MAX_BYTES,
+      allowHosts: configuredAllowList(getEnv()), // TODO(i33): hand down
       timeoutMs: CLIENT_METADATA_TIMEOUT_MS,
       maxRedirects: 0,
     });

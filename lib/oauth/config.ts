@@ -1,5 +1,5 @@
 import { isSecureRequest } from "@/lib/accounts";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { configuredOrigin } from "@/lib/service-origin";
 
 /*
@@ -65,8 +65,8 @@ const HOST =
  * name is refused under the real one), never into a call the server makes nor anything it signs (lib/jobs/workers.ts
  * takes `selfOrigin()` from configuration only).
  */
-export function serviceOrigin(source: Request | Headers): string {
-  const configured = configuredOrigin(getEnv()); // TODO(i33): hand down
+export function serviceOrigin(env: Env, source: Request | Headers): string {
+  const configured = configuredOrigin(env);
   if (configured) return configured;
   const headers = source instanceof Headers ? source : source.headers;
   const url = source instanceof Headers ? null : new URL(source.url);

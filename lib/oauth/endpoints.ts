@@ -75,11 +75,11 @@ async function answer(run: () => Promise<Response>): Promise<Response> {
  * (rotated: the old one stops working; presenting it again ends the app's access). A `resource` (RFC 8707), when
  * given, must be this server's MCP endpoint — the only resource its tokens are for.
  */
-export function handleTokenRequest(store: Store, req: Request): Promise<Response> {
+export function handleTokenRequest(store: Store, env: Env, req: Request): Promise<Response> {
   return answer(async () => {
     const form = await readForm(req);
     const resource = form.get("resource");
-    const expected = oauthUrls(serviceOrigin(req)).resource;
+    const expected = oauthUrls(serviceOrigin(env, req)).resource;
     if (resource !== null && resource !== expected) {
       throw new OAuthProblem("invalid_target", `Tokens are issued only for ${expected}, not ${resource.slice(0, 200)}`);
     }

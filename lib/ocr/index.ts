@@ -4,7 +4,14 @@
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */
 export { ocrSettings, type OcrSettings } from "./settings";
-export { documentConfidence, extractDocument, getOcrPool, openDocument, type OpenedDocument } from "./read";
+export {
+  documentConfidence,
+  extractDocument,
+  getOcrPool,
+  openDocument,
+  type OpenEnv,
+  type OpenedDocument,
+} from "./read";
 export { describeDocument, inspectJobPages, readJobPage, type DescribedDocument, type JobDocument } from "./job-pages";
 export { pagedFormats, render } from "./render";
 export { renderSearchablePdf } from "./render/formats/pdf";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ocrSettings } from "./settings";
 import type { ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
@@ -48,9 +48,11 @@ export async function describeDocument(
     signal?: AbortSignal;
     pool?: OcrPool;
     tenant?: string;
+    /** The configuration (the request context's): the languages. */
+    env: Pick<Env, "OCR_LANGUAGES" | "OCR_DEFAULT_LANGUAGE">;
   },
 ): Promise<DescribedDocument> {
-  const env = getEnv();
+  const { env } = options;
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
   const type = detectFileType(bytes);
   if (type === "tiff") {
@@ -139,12 +141,13 @@ export async function readJobPage(
     pool?: OcrPool;
     session?: string;
     tenant?: string;
+    /** The languages installed (`OCR_LANGUAGES` of the configuration). */
+    languages: Env["OCR_LANGUAGES"];
   },
 ): Promise<{ page: ExtractedPage; language: LanguageChoice }> {
-  const env = getEnv();
   const pool = options.pool ?? getOcrPool();
   const limits = jobReadLimits();
-  const available = availableLanguages(env.OCR_LANGUAGES);
+  const available = availableLanguages(options.languages);
   const run = { deadline: options.deadline, background: true, session: options.session, tenant: options.tenant };
   if (document.type === "tiff") {
     const doc = { id: document.docId, bytes: document.bytes };

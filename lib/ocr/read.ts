@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { getEnv } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { ocrSettings } from "./settings";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
@@ -32,7 +32,12 @@ export interface EngineLimits {
   maxPdfWorkMs: number;
 }
 
+/** The configuration a document is opened with: its limits, languages and default deadline. */
+export type OpenEnv = Pick<Env, "MAX_PDF_PAGES" | "OCR_LANGUAGES" | "OCR_DEFAULT_LANGUAGE" | "REQUEST_DEADLINE_MS">;
+
 export interface OpenOptions {
+  /** The configuration (the request context's; a script or a test passes the process's). */
+  env: OpenEnv;
   /** PDF page selection, e.g. `"1-3,5"`; all pages by default. */
   pages?: string;
   /** `auto` (default), or Tesseract codes such as `eng`, `eng+fra`. */
@@ -133,8 +138,8 @@ export function getOcrPool(): OcrPool {
  * (inflate bombs, structure, page count and selection, text layers, blank pages). Whether the OCR lane could start
  * this document before its deadline is checked too (`overloaded` at once otherwise). Failures are `OcrError`s.
  */
-export async function openDocument(bytes: Uint8Array, options: OpenOptions = {}): Promise<OpenedDocument> {
-  const env = getEnv();
+export async function openDocument(bytes: Uint8Array, options: OpenOptions): Promise<OpenedDocument> {
+  const { env } = options;
   const settings = ocrSettings();
   const limits: EngineLimits = {
     maxPdfPages: options.limits?.maxPdfPages ?? env.MAX_PDF_PAGES,
@@ -303,7 +308,7 @@ export async function openDocument(bytes: Uint8Array, options: OpenOptions = {})
 /** Open, extract and close in one call. */
 export async function extractDocument(
   bytes: Uint8Array,
-  options: OpenOptions & ExtractOptions = {},
+  options: OpenOptions & ExtractOptions,
 ): Promise<ExtractedDocument> {
   const opened = await openDocument(bytes, options);
   try {

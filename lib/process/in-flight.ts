@@ -1,4 +1,3 @@
-import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 
 /**
@@ -15,9 +14,12 @@ function counts(): Map<string, number> {
   return holder[KEY];
 }
 
-/** Take one of the account's in-flight slots on this instance; `429` with `Retry-After` when none is left. */
-export function acquireInFlight(userId: string, options: { limit?: number; retryAfterS?: number } = {}): () => void {
-  const limit = options.limit ?? getEnv().ACCOUNT_MAX_IN_FLIGHT;
+/**
+ * Take one of the account's in-flight slots on this instance (at most `limit`: `ACCOUNT_MAX_IN_FLIGHT`); `429` with
+ * `Retry-After` when none is left.
+ */
+export function acquireInFlight(userId: string, options: { limit: number; retryAfterS?: number }): () => void {
+  const limit = options.limit;
   const map = counts();
   const current = map.get(userId) ?? 0;
   if (current >= limit) {

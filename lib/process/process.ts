@@ -5,7 +5,7 @@ import { errorLabel } from "@/lib/error-log";
 import { documentConfidence, render, renderSearchablePdf, type OpenedDocument } from "@/lib/ocr";
 import { MAX_SYNC_PDF_BYTES, type ExtractedDocument } from "@/lib/ocr/model";
 import { throwIfEnded, type RequestScope } from "@/lib/request-scope";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 
 /** Who pays: the account behind the key (REST and MCP alike). */
@@ -64,7 +64,7 @@ export interface ReadNowInput {
  * OCR) → extract and render → settle with the pages read. A failure after the reservation — the request's signal
  * aborting included (its deadline, or its client gone) — refunds everything. The caller closes the document.
  */
-export async function readNow(input: ReadNowInput): Promise<ProcessDocumentResult> {
+export async function readNow(store: Store, input: ReadNowInput): Promise<ProcessDocumentResult> {
   const { document, bytes, format, account, requestId, scope } = input;
   // The searchable PDF holds the file itself: one already past what an answer carries is refused before any charge.
   if (format === "pdf" && bytes.byteLength > MAX_SYNC_PDF_BYTES) throw syncPdfTooLarge(bytes.byteLength, "file");
@@ -72,12 +72,12 @@ export async function readNow(input: ReadNowInput): Promise<ProcessDocumentResul
   // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
   const ledger = { userId: account.userId, requestId, keyId: account.keyId, format };
   const pages = document.selectedPages.length;
-  const reservation = await reserveCredits(getStore(), { ...ledger, pages, deadline: scope.deadline }); // TODO(i33): hand down
+  const reservation = await reserveCredits(store, { ...ledger, pages, deadline: scope.deadline });
   if (!reservation.ok) throw insufficientCredits(pages, reservation.balance);
   /** Give back every credit reserved. A store failure is logged, with what then becomes of the reservation. */
   const refund = async (what: string, then: string): Promise<void> => {
     try {
-      await refundCredits(getStore(), { ...ledger, pages }); // TODO(i33): hand down
+      await refundCredits(store, { ...ledger, pages });
     } catch (error) {
       console.error(`[${requestId}] refund of ${pages} ${what} failed (${errorLabel(error, apiCode)}); ${then}`);
     }
@@ -109,7 +109,7 @@ export async function readNow(input: ReadNowInput): Promise<ProcessDocumentResul
   const used = response.creditsUsed;
   const settle = async (): Promise<number> => {
     try {
-      return (await settleCredits(getStore(), { ...ledger, reserved: pages, used })).balance; // TODO(i33): hand down
+      return (await settleCredits(store, { ...ledger, reserved: pages, used })).balance;
     } catch (error) {
       console.error(`[${requestId}] settling ${used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
       return reservation.balance;

@@ -2,8 +2,9 @@ import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
+import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
-import { postRemote, type ResolveHost } from "@/lib/input";
+import { configuredAllowList, postRemote, type ResolveHost } from "@/lib/input";
 import type { DeliveryAttempt, Store } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 import { signingSecrets } from "./secrets";
@@ -75,6 +76,7 @@ export async function attemptDelivery(
       let retryAfter: string | undefined;
       ({ status, retryAfter } = await postRemote(delivery.url, {
         label: "webhook URL",
+        allowHosts: configuredAllowList(getEnv()), // TODO(i33): hand down
         body: delivery.payload,
         timeoutMs: settings.timeoutMs,
         resolveHost,

@@ -1,5 +1,6 @@
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { checkRemoteUrl, isAllowListed, type ResolveHost } from "@/lib/input";
+import { getEnv } from "@/lib/env";
+import { checkRemoteUrl, configuredAllowList, isAllowListed, type ResolveHost } from "@/lib/input";
 
 /**
  * Check a webhook URL when it is given (a job's `webhook.url`, the account's default), so that a bad one is a `400`
@@ -13,20 +14,26 @@ export async function checkWebhookUrl(
   raw: string,
   { field = "webhook.url", resolveHost }: { field?: string; resolveHost?: ResolveHost } = {},
 ): Promise<string> {
+  const allowHosts = configuredAllowList(getEnv()); // TODO(i33): hand down
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new ApiError("invalid_request", `${field} is not a valid URL`);
   }
-  if (url.protocol === "http:" && !isAllowListed(url)) {
+  if (url.protocol === "http:" && !isAllowListed(url, allowHosts)) {
     throw new ApiError(
       "invalid_request",
       `${field} must be an https URL (plain http only for a host in URL_ALLOW_HOSTS)`,
     );
   }
   try {
-    await checkRemoteUrl(url.href, { label: "webhook URL", resolveHost, signal: AbortSignal.timeout(5_000) });
+    await checkRemoteUrl(url.href, {
+      label: "webhook URL",
+      allowHosts,
+      resolveHost,
+      signal: AbortSignal.timeout(5_000),
+    });
   } catch (error) {
     if (isApiError(error) && error.code === "invalid_request")
       throw new ApiError("invalid_request", `${field}: ${error.message}`);

@@ -27,6 +27,7 @@ import {
   tinyPng,
   withStore,
 } from "./support";
+import { getEnv } from "@/lib/env";
 
 withStore("memory");
 
@@ -42,8 +43,10 @@ async function apiError(promise: Promise<unknown>): Promise<ApiError> {
 }
 
 /** One-shot reads, as a handler's `ApiContext.body` does them. */
-const readBody = (req: Request, options?: { maxBytes?: number }) => requestBody(req, options).bytes();
-const readJson = (req: Request, options?: { maxBytes?: number }) => requestBody(req, options).json();
+const readBody = (req: Request, options?: { maxBytes?: number }) =>
+  requestBody(req, { env: getEnv(), ...options }).bytes();
+const readJson = (req: Request, options?: { maxBytes?: number }) =>
+  requestBody(req, { env: getEnv(), ...options }).json();
 
 function post(body: BodyInit | null, headers: Record<string, string> = {}): Request {
   const init: RequestInit & { duplex?: "half" } = {
@@ -117,9 +120,9 @@ describe("CORS and methods", () => {
 describe("readJson and readBody", () => {
   it("sizes the body for a MAX_INLINE_BYTES file (20 MiB self-hosted): as base64 plus 64 KiB, multipart plus 64 KiB, raw as is (issue 29 point 8)", () => {
     expect(maxBodyBytes(3 * MiB)).toBe(4 * MiB + 64 * 1024);
-    expect(maxBodyBytes()).toBe(Math.ceil((20 * MiB * 4) / 3) + 64 * 1024);
-    expect(maxBodyBytes(undefined, "multipart")).toBe(20 * MiB + 64 * 1024);
-    expect(maxBodyBytes(undefined, "file")).toBe(20 * MiB);
+    expect(maxBodyBytes(getEnv().MAX_INLINE_BYTES)).toBe(Math.ceil((20 * MiB * 4) / 3) + 64 * 1024);
+    expect(maxBodyBytes(getEnv().MAX_INLINE_BYTES, "multipart")).toBe(20 * MiB + 64 * 1024);
+    expect(maxBodyBytes(getEnv().MAX_INLINE_BYTES, "file")).toBe(20 * MiB);
   });
 
   it.each([
@@ -164,7 +167,7 @@ describe("readJson and readBody", () => {
   });
 
   it("reads the body once: the idempotency fingerprint and the handler see the same bytes", async () => {
-    const body = requestBody(post('{"image":"AAAA"}', { "content-type": "application/json" }));
+    const body = requestBody(post('{"image":"AAAA"}', { "content-type": "application/json" }), { env: getEnv() });
     const first = await body.bytes();
     expect(await body.bytes()).toBe(first);
     expect(await body.json()).toEqual({ image: "AAAA" });

@@ -87,7 +87,8 @@ describe("the intake", () => {
       "insufficient_credits",
     );
     await expectApiError(await processRoute.POST(ocrRequest(body, { key: account.key })), "insufficient_credits");
-    const fit = await intake({
+    const fit = await intake(getStore(), {
+      env: getEnv(),
       source: { kind: "url", url: body.imageUrl },
       account,
       requestId: "req_intake_402",
@@ -136,8 +137,22 @@ describe("the intake", () => {
         const account = await createAccount(10);
         const source = { kind: "url", url: "https://files.example/budget.pdf" } as const;
         try {
-          const job = await intake({ source, account, requestId: "req_budget_job", mode: "job", pool });
-          const read = await intake({ source, account, requestId: "req_budget_read", mode: "read", pool });
+          const job = await intake(getStore(), {
+            env: getEnv(),
+            source,
+            account,
+            requestId: "req_budget_job",
+            mode: "job",
+            pool,
+          });
+          const read = await intake(getStore(), {
+            env: getEnv(),
+            source,
+            account,
+            requestId: "req_budget_read",
+            mode: "read",
+            pool,
+          });
           expect(job.kind).toBe("job");
           expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
           if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
@@ -162,7 +177,8 @@ describe("the intake", () => {
         }),
       );
       const account = await createAccount(100);
-      const outcome: IntakeOutcome = await intake({
+      const outcome: IntakeOutcome = await intake(getStore(), {
+        env: getEnv(),
         source: { kind: "url", url: "https://files.example/eighty.pdf" },
         account,
         requestId: "req_intake_80",
@@ -184,7 +200,8 @@ describe("the intake", () => {
       const account = await createAccount(20);
       const bytes = await scannedPdf(12, tinyPng("Twelve pages", 720, 160), [360, 120]);
       const deadline = Date.now() + 4_000;
-      const outcome = await intake({
+      const outcome = await intake(getStore(), {
+        env: getEnv(),
         source: { kind: "bytes", bytes },
         account,
         requestId: "req_intake_12",
@@ -203,7 +220,8 @@ describe("the intake", () => {
     it("a short scan that fits the call is read now, in MCP's mode too", async () => {
       const account = await createAccount(5);
       const bytes = await scannedPdf(1, tinyPng("Read it now 42", 720, 160), [360, 120]);
-      const outcome = await intake({
+      const outcome = await intake(getStore(), {
+        env: getEnv(),
         source: { kind: "bytes", bytes, declaredBytes: bytes.byteLength },
         account,
         requestId: "req_intake_fit",

@@ -12,6 +12,8 @@ import {
   expectOcrOk,
   withStore,
 } from "./support";
+import { getStore } from "@/lib/store";
+import { getEnv } from "@/lib/env";
 
 /*
  * Admission control: an instance knows its capacity (engine processes, and the work waiting for them in expected
@@ -27,7 +29,8 @@ describe("503 overloaded", () => {
     // One read first, so the instance knows what a dense page costs (4–6 s: a few fit in a 6 s deadline). Its own
     // deadline is long: on a machine busy with other test files this one read alone may take more than 6 s.
     const warm = await createAccount(10);
-    const warmed = await processDocument({
+    const warmed = await processDocument(getStore(), {
+      env: getEnv(),
       body: { image: base64Of("dense-page.png") },
       account: warm,
       requestId: `req_overload_warm_${Date.now()}`,
@@ -96,7 +99,8 @@ describe("503 overloaded", () => {
     try {
       const outcomes = await Promise.all(
         Array.from({ length: 4 }, (_, i) =>
-          processDocument({
+          processDocument(getStore(), {
+            env: getEnv(),
             body: { image: base64Of("small-text.png") },
             account,
             requestId: `req_overload_${i}_${Date.now()}`,

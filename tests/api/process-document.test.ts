@@ -12,6 +12,7 @@ import { getStore } from "@/lib/store";
 import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
+import { getEnv } from "@/lib/env";
 
 /*
  * processDocument on its own, as the MCP tool will call it: no HTTP. The engine is real; `openDocument` and
@@ -52,8 +53,8 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   return outcome as ApiError;
 }
 
-async function expectCode(input: ProcessDocumentInput, code: ErrorCode): Promise<ApiError> {
-  const error = await failure(processDocument(input));
+async function expectCode(input: Omit<ProcessDocumentInput, "env">, code: ErrorCode): Promise<ApiError> {
+  const error = await failure(processDocument(getStore(), { env: getEnv(), ...input }));
   expect(error.code).toBe(code);
   return error;
 }
@@ -68,7 +69,8 @@ describe("processDocument", () => {
   it("returns the response body and the balance, with processingTime from receivedAt", async () => {
     const account = await createAccount(5);
     const receivedAt = Date.now() - 250;
-    const result = await processDocument({
+    const result = await processDocument(getStore(), {
+      env: getEnv(),
       body: { image: tinyPng("MCP 5").toString("base64") },
       account,
       requestId: requestId(),
@@ -168,7 +170,8 @@ describe("processDocument", () => {
     vi.mocked(ocr.render).mockImplementationOnce(() => {
       throw new TypeError("renderer bug");
     });
-    const outcome = await processDocument({
+    const outcome = await processDocument(getStore(), {
+      env: getEnv(),
       body: { image: tinyPng().toString("base64") },
       account,
       requestId: requestId(),
@@ -222,7 +225,8 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
       tsv: /^level\tpage_num\t[^]*\tFORMATS\n/,
     };
     for (const [format, pattern] of Object.entries(heads) as Array<["hocr" | "alto" | "tsv", RegExp]>) {
-      const { response } = await processDocument({
+      const { response } = await processDocument(getStore(), {
+        env: getEnv(),
         body: { image, options: { format } },
         account,
         requestId: requestId(),
@@ -242,7 +246,8 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
 
   it("pdf: the searchable PDF as base64, one credit for the page", async () => {
     const account = await createAccount(5);
-    const { response } = await processDocument({
+    const { response } = await processDocument(getStore(), {
+      env: getEnv(),
       body: { image: tinyPng("SEARCHABLE 7").toString("base64"), options: { format: "pdf" } },
       account,
       requestId: requestId(),

@@ -16,6 +16,7 @@ import { processDocument } from "@/lib/intake";
 import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
+import { getEnv } from "@/lib/env";
 
 /*
  * DESIGN's ledger always balances: credits are never lost, whatever happens between the service and Redis or to the
@@ -60,7 +61,8 @@ describe("a reserve whose reply is lost", () => {
     const store = lossyStore(getStore());
     installStore(store);
     const requestId = request();
-    const outcome = await processDocument({
+    const outcome = await processDocument(getStore(), {
+      env: getEnv(),
       body: { image: tinyPng("LOST 1").toString("base64") },
       account: { userId },
       requestId,

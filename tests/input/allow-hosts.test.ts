@@ -4,10 +4,11 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { allowsAddress, allowsName, parseAllowList } from "@/lib/input/allow-hosts";
+import { allowsAddress, allowsName, configuredAllowList, parseAllowList } from "@/lib/input/allow-hosts";
 import { fetchRemoteFile } from "@/lib/input/fetch-remote";
 import { getOcrPool } from "@/lib/ocr";
 import { callOcr, createAccount, expectApiError, expectOcrOk, setEnv, withStore } from "../api/support";
+import { getEnv } from "@/lib/env";
 
 /*
  * URL_ALLOW_HOSTS lets a self-hoster's private file server through the SSRF guard — only what is listed, on the port
@@ -61,17 +62,24 @@ describe("URL_ALLOW_HOSTS", () => {
 
   it("a file on a private host passes only when that host and port are listed", async () => {
     const url = `http://127.0.0.1:${port}/scan.png`;
-    await refused(fetchRemoteFile(url));
-    await refused(fetchRemoteFile(url, { allowHosts: parseAllowList(`127.0.0.1:${port + 1}`) }));
-    await refused(fetchRemoteFile(url, { allowHosts: parseAllowList("10.0.0.0/8") }));
+    await refused(
+      fetchRemoteFile(url, { allowHosts: configuredAllowList(getEnv()), maxBytes: getEnv().MAX_URL_BYTES }),
+    );
+    await refused(
+      fetchRemoteFile(url, { maxBytes: getEnv().MAX_URL_BYTES, allowHosts: parseAllowList(`127.0.0.1:${port + 1}`) }),
+    );
+    await refused(fetchRemoteFile(url, { maxBytes: getEnv().MAX_URL_BYTES, allowHosts: parseAllowList("10.0.0.0/8") }));
     for (const entry of [`127.0.0.1:${port}`, "127.0.0.1", "127.0.0.0/8"]) {
-      const file = await fetchRemoteFile(url, { allowHosts: parseAllowList(entry) });
+      const file = await fetchRemoteFile(url, { maxBytes: getEnv().MAX_URL_BYTES, allowHosts: parseAllowList(entry) });
       expect(Buffer.from(file.bytes).equals(SAMPLE), entry).toBe(true);
     }
     // A listed name is trusted with whatever it resolves to; an unlisted localhost stays refused before DNS.
     const byName = `http://localhost:${port}/scan.png`;
-    await refused(fetchRemoteFile(byName, { allowHosts: parseAllowList(`127.0.0.1:${port}`) }));
+    await refused(
+      fetchRemoteFile(byName, { maxBytes: getEnv().MAX_URL_BYTES, allowHosts: parseAllowList(`127.0.0.1:${port}`) }),
+    );
     const named = await fetchRemoteFile(byName, {
+      maxBytes: getEnv().MAX_URL_BYTES,
       allowHosts: parseAllowList(`localhost:${port}`),
       resolveHost: async () => [{ address: "127.0.0.1", family: 4 }],
     });
@@ -80,7 +88,10 @@ describe("URL_ALLOW_HOSTS", () => {
 
   it("every redirect hop is checked again: an allowed host cannot bounce the fetch to an unlisted private one", async () => {
     await refused(
-      fetchRemoteFile(`http://127.0.0.1:${port}/to-private`, { allowHosts: parseAllowList(`127.0.0.1:${port}`) }),
+      fetchRemoteFile(`http://127.0.0.1:${port}/to-private`, {
+        maxBytes: getEnv().MAX_URL_BYTES,
+        allowHosts: parseAllowList(`127.0.0.1:${port}`),
+      }),
     );
   });
 
@@ -108,10 +119,9 @@ describe("URL_ALLOW_HOSTS", () => {
     });
 
     it("a malformed URL_ALLOW_HOSTS stops the configuration with a message naming the entry", async () => {
-      const { configuredAllowList } = await import("@/lib/input");
       const restore = setEnv({ URL_ALLOW_HOSTS: "minio:9000, http://x" });
       try {
-        expect(() => configuredAllowList()).toThrow(/URL_ALLOW_HOSTS: "http:\/\/x" is not a host name/);
+        expect(() => configuredAllowList(getEnv())).toThrow(/URL_ALLOW_HOSTS: "http:\/\/x" is not a host name/);
       } finally {
         restore();
       }

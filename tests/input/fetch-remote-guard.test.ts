@@ -2,7 +2,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ApiError } from "@/lib/api/errors";
-import { fetchRemoteFile, type ResolveHost } from "@/lib/input";
+import { configuredAllowList, fetchRemoteFile, type ResolveHost } from "@/lib/input";
+import { getEnv } from "@/lib/env";
 
 /*
  * A real server on 127.0.0.1, no msw and no mocks: whatever spelling of the URL points at it, the guard
@@ -62,7 +63,11 @@ describe("the SSRF guard against a real server on 127.0.0.1", () => {
     ["a name resolving to 127.0.0.1", (p: number) => `http://internal.test:${p}/`, toLoopback],
     ["a name with a public and a loopback address", (p: number) => `http://internal.test:${p}/`, mixed],
   ] as const)("refuses %s with 400 and no connection", async (_name, makeUrl, resolveHost) => {
-    const error = await fetchRemoteFile(makeUrl(port), { resolveHost }).then(
+    const error = await fetchRemoteFile(makeUrl(port), {
+      allowHosts: configuredAllowList(getEnv()),
+      maxBytes: getEnv().MAX_URL_BYTES,
+      resolveHost,
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );

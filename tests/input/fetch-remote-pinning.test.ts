@@ -5,7 +5,9 @@ import tls from "node:tls";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
 import type * as address from "@/lib/input/address";
+import { configuredAllowList } from "@/lib/input/allow-hosts";
 import { fetchRemoteFile, pinnedLookup, type ResolveHost } from "@/lib/input/fetch-remote";
+import { getEnv } from "@/lib/env";
 
 /*
  * Connection pinning, proven on real sockets. A test cannot reach a public server, so this file (and only
@@ -178,7 +180,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
     ["without (lookup called for one address)", false],
   ])("http, %s", async (_name, autoSelectFamily) => {
     net.setDefaultAutoSelectFamily(autoSelectFamily);
-    const file = await fetchRemoteFile(`http://files.test:${httpPort}/scan.png`, { resolveHost });
+    const file = await fetchRemoteFile(`http://files.test:${httpPort}/scan.png`, {
+      allowHosts: configuredAllowList(getEnv()),
+      maxBytes: getEnv().MAX_URL_BYTES,
+      resolveHost,
+    });
     expect(Buffer.from(file.bytes).equals(PNG)).toBe(true);
     expect(file.contentType).toBe("image/png");
     expect(resolveHost).toHaveBeenCalledExactlyOnceWith("files.test");
@@ -186,14 +192,22 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   });
 
   it("https: SNI and certificate checks use the hostname while the socket goes to the checked address", async () => {
-    const file = await fetchRemoteFile(`https://files.test:${httpsPort}/scan.png?sig=abc`, { resolveHost });
+    const file = await fetchRemoteFile(`https://files.test:${httpsPort}/scan.png?sig=abc`, {
+      allowHosts: configuredAllowList(getEnv()),
+      maxBytes: getEnv().MAX_URL_BYTES,
+      resolveHost,
+    });
     expect(Buffer.from(file.bytes).equals(PNG)).toBe(true);
     expect(seen).toEqual([{ path: "/scan.png?sig=abc", host: `files.test:${httpsPort}`, servername: "files.test" }]);
   });
 
   it("https: a certificate for another name is 502 fetch_failed", async () => {
     await expectFailure(
-      fetchRemoteFile(`https://other.test:${httpsPort}/scan.png`, { resolveHost }),
+      fetchRemoteFile(`https://other.test:${httpsPort}/scan.png`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
       "fetch_failed",
       502,
       /TLS handshake failed/,
@@ -202,7 +216,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   });
 
   it("re-resolves and re-checks each redirect hop", async () => {
-    const file = await fetchRemoteFile(`http://files.test:${httpPort}/hop`, { resolveHost });
+    const file = await fetchRemoteFile(`http://files.test:${httpPort}/hop`, {
+      allowHosts: configuredAllowList(getEnv()),
+      maxBytes: getEnv().MAX_URL_BYTES,
+      resolveHost,
+    });
     expect(file.finalUrl).toBe(`http://other.test:${httpPort}/scan.png`);
     expect(resolveHost.mock.calls).toEqual([["files.test"], ["other.test"]]);
     expect(seen.map(({ path, host }) => [path, host])).toEqual([
@@ -212,14 +230,26 @@ describe("fetchRemoteFile connects to the address it checked", () => {
   });
 
   it("refuses a hop whose name resolves to a private address: 400, the hop is never requested", async () => {
-    await expectFailure(fetchRemoteFile(`http://files.test:${httpPort}/evil`, { resolveHost }), "invalid_request", 400);
+    await expectFailure(
+      fetchRemoteFile(`http://files.test:${httpPort}/evil`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
+      "invalid_request",
+      400,
+    );
     expect(seen.map(({ path }) => path)).toEqual(["/evil"]);
   });
 
   it("stops reading a real endless body past the limit and closes the connection", async () => {
     const maxBytes = 1024 * 1024;
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${httpPort}/endless`, { resolveHost, maxBytes }),
+      fetchRemoteFile(`http://files.test:${httpPort}/endless`, {
+        allowHosts: configuredAllowList(getEnv()),
+        resolveHost,
+        maxBytes,
+      }),
       "payload_too_large",
       413,
     );
@@ -230,7 +260,12 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("times out a server that never answers (502) and closes the connection", async () => {
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${httpPort}/hang`, { resolveHost, timeoutMs: 200 }),
+      fetchRemoteFile(`http://files.test:${httpPort}/hang`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+        timeoutMs: 200,
+      }),
       "fetch_failed",
       502,
       /timed out after 0\.2 s/,
@@ -240,7 +275,11 @@ describe("fetchRemoteFile connects to the address it checked", () => {
 
   it("maps connection refused to 502 fetch_failed", async () => {
     await expectFailure(
-      fetchRemoteFile(`http://files.test:${closedPort}/scan.png`, { resolveHost }),
+      fetchRemoteFile(`http://files.test:${closedPort}/scan.png`, {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+        resolveHost,
+      }),
       "fetch_failed",
       502,
       /connection refused/,

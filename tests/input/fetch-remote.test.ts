@@ -3,9 +3,10 @@ import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiError, type ErrorCode } from "@/lib/api/errors";
-import { fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
+import { configuredAllowList, fetchRemoteFile, type FetchRemoteOptions, type ResolveHost } from "@/lib/input";
 import packageJson from "@/package.json";
 import { SERVICE_VERSION } from "@/lib/version";
+import { getEnv } from "@/lib/env";
 
 /*
  * The remote side is msw. fetchRemoteFile speaks node:http(s), which msw 3 intercepts below the request (its
@@ -33,7 +34,13 @@ const resolveHost = vi.fn<ResolveHost>(async (hostname) => {
   return answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
 });
 
-const fetchFile = (url: string, options: FetchRemoteOptions = {}) => fetchRemoteFile(url, { resolveHost, ...options });
+const fetchFile = (url: string, options: Partial<FetchRemoteOptions> = {}) =>
+  fetchRemoteFile(url, {
+    resolveHost,
+    maxBytes: getEnv().MAX_URL_BYTES,
+    allowHosts: configuredAllowList(getEnv()),
+    ...options,
+  });
 
 async function failure(promise: Promise<unknown>): Promise<ApiError> {
   const outcome = await promise.then(
@@ -316,7 +323,14 @@ describe("fetchRemoteFile: URLs refused before any request (400 invalid_request)
   });
 
   it("refuses localhost with the system resolver too", async () => {
-    await expectFailure(fetchRemoteFile("http://localhost/a.png"), "invalid_request", 400);
+    await expectFailure(
+      fetchRemoteFile("http://localhost/a.png", {
+        allowHosts: configuredAllowList(getEnv()),
+        maxBytes: getEnv().MAX_URL_BYTES,
+      }),
+      "invalid_request",
+      400,
+    );
   });
 });
 

@@ -1,8 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkRemoteUrl, isAllowListed, postRemote } from "@/lib/input";
+import { configuredAllowList, checkRemoteUrl, isAllowListed, postRemote } from "@/lib/input";
 import { parseAllowList } from "@/lib/input/allow-hosts";
+import { getEnv } from "@/lib/env";
 
 /*
  * The SSRF guard as webhook deliveries use it (lib/input/fetch-remote.ts: checkRemoteUrl, postRemote), against a real
@@ -138,6 +139,7 @@ describe("postRemote", () => {
     });
     await expect(
       postRemote("https://nowhere.example.test/x", {
+        allowHosts: configuredAllowList(getEnv()),
         label: "webhook URL",
         resolveHost: async () => {
           throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
@@ -174,16 +176,34 @@ describe("postRemote", () => {
 describe("checkRemoteUrl and isAllowListed", () => {
   it("checks scheme, credentials and addresses as fetchRemoteFile does", async () => {
     const resolveHost = async () => [{ address: "93.184.216.34", family: 4 as const }];
-    expect((await checkRemoteUrl("https://example.com/hook", { label: "webhook URL", resolveHost })).href).toBe(
-      "https://example.com/hook",
-    );
-    await expect(checkRemoteUrl("ftp://example.com/", { label: "webhook URL", resolveHost })).rejects.toMatchObject({
+    expect(
+      (
+        await checkRemoteUrl("https://example.com/hook", {
+          allowHosts: configuredAllowList(getEnv()),
+          label: "webhook URL",
+          resolveHost,
+        })
+      ).href,
+    ).toBe("https://example.com/hook");
+    await expect(
+      checkRemoteUrl("ftp://example.com/", {
+        allowHosts: configuredAllowList(getEnv()),
+        label: "webhook URL",
+        resolveHost,
+      }),
+    ).rejects.toMatchObject({
       code: "invalid_request",
     });
     await expect(
-      checkRemoteUrl("https://user:pw@example.com/", { label: "webhook URL", resolveHost }),
+      checkRemoteUrl("https://user:pw@example.com/", {
+        allowHosts: configuredAllowList(getEnv()),
+        label: "webhook URL",
+        resolveHost,
+      }),
     ).rejects.toMatchObject({ code: "invalid_request" });
-    await expect(checkRemoteUrl("nope", { label: "webhook URL" })).rejects.toMatchObject({
+    await expect(
+      checkRemoteUrl("nope", { allowHosts: configuredAllowList(getEnv()), label: "webhook URL" }),
+    ).rejects.toMatchObject({
       message: "webhook URL is not a valid URL",
     });
     await expect(

@@ -226,8 +226,8 @@ describe("selfOrigin: from configuration only", () => {
     const forged = new Request("http://evil/.well-known/oauth-protected-resource", { headers: { host: "evil" } });
     const restore = setEnv({ SERVICE_URL: "https://ocr.example.com" });
     try {
-      expect(serviceOrigin(forged)).toBe("https://ocr.example.com");
-      expect(protectedResourceMetadata(serviceOrigin(forged))).toMatchObject({
+      expect(serviceOrigin(getEnv(), forged)).toBe("https://ocr.example.com");
+      expect(protectedResourceMetadata(serviceOrigin(getEnv(), forged))).toMatchObject({
         resource: "https://ocr.example.com/api/mcp",
       });
     } finally {
@@ -235,7 +235,7 @@ describe("selfOrigin: from configuration only", () => {
     }
     const unset = setEnv({ SERVICE_URL: "" });
     try {
-      expect(serviceOrigin(forged)).toBe("https://evil");
+      expect(serviceOrigin(getEnv(), forged)).toBe("https://evil");
     } finally {
       unset();
     }

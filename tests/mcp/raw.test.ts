@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { grantCredits, listLedger } from "@/lib/credits";
-import { parseEnv } from "@/lib/env";
+import { getEnv, parseEnv } from "@/lib/env";
 import { MCP_MAX_DURATION_S, createMcpRoute, mcpConfig, type McpRoute } from "@/lib/mcp";
 import { getStore } from "@/lib/store";
 import {
@@ -62,7 +62,7 @@ describe("route module and configuration", () => {
   it("runs on Node with a maxDuration above the SSE stream's lifetime", () => {
     expect(mcpRoute.runtime).toBe("nodejs");
     expect(mcpRoute.maxDuration).toBe(MCP_MAX_DURATION_S);
-    expect(mcpConfig().sse.lifetimeMs).toBeLessThanOrEqual((MCP_MAX_DURATION_S - 5) * 1000);
+    expect(mcpConfig(getEnv()).sse.lifetimeMs).toBeLessThanOrEqual((MCP_MAX_DURATION_S - 5) * 1000);
   });
 
   it("defaults: a tool budget under the sample client's 30 s timeout, pings every 15 s, a drain longer than a tool call", () => {

@@ -12,6 +12,7 @@ import {
 } from "@/lib/ocr/engine/recognize";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
 import { degradedPrint, fixture } from "@/tests/support/ocr";
+import { getEnv } from "@/lib/env";
 
 // A page PaddleOCR will read too does not pay for Tesseract's block re-read and rescue pass first: recognizeRaster
 // leaves them to the caller, who runs retryReading only when it keeps Tesseract's reading after all.
@@ -125,7 +126,9 @@ describe("deferred Tesseract passes", () => {
       // A long deadline: these noisy pages take every pass (seconds each on a quiet machine, minutes on a busy one),
       // and what is asserted is which reading is kept, never how fast.
       Promise.all(
-        [both, only].map((p) => extractDocument(bytes, { pool: p, language: "eng", deadline: Date.now() + 280_000 })),
+        [both, only].map((p) =>
+          extractDocument(bytes, { env: getEnv(), pool: p, language: "eng", deadline: Date.now() + 280_000 }),
+        ),
       );
 
     it("a noisy page PaddleOCR reads surely: Tesseract reads it once, and PaddleOCR's reading is kept", async () => {

@@ -5,6 +5,7 @@ import type { ExtractedDocument } from "@/lib/ocr/model";
 import { readImageInfo } from "@/lib/ocr/model/image-info";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, expectOcrError, fixture, parsedJson } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -14,7 +15,7 @@ const results = new Map<string, Promise<ExtractedDocument>>();
 function extracted(file: string): Promise<ExtractedDocument> {
   let result = results.get(file);
   if (!result) {
-    result = extractDocument(fixture(file), { pool });
+    result = extractDocument(fixture(file), { env: getEnv(), pool });
     results.set(file, result);
   }
   return result;
@@ -196,7 +197,7 @@ describe("language", () => {
   });
 
   it("an explicit language is used as asked", async () => {
-    const doc = await extractDocument(fixture("french.png"), { pool, language: "fra" });
+    const doc = await extractDocument(fixture("french.png"), { env: getEnv(), pool, language: "fra" });
     const text = render(doc, "text");
     expect(characterErrorRate(text, TEXTS.french.join("\n"))).toBeLessThan(0.03);
     expect(text).toContain("élèves");
@@ -204,7 +205,7 @@ describe("language", () => {
 
   it("an unknown language → unsupported_language from openDocument, before any work", async () => {
     const error = await expectOcrError(
-      openDocument(fixture("paragraph.png"), { pool, language: "xyz" }),
+      openDocument(fixture("paragraph.png"), { env: getEnv(), pool, language: "xyz" }),
       "unsupported_language",
     );
     expect(error.message).toContain("eng");
@@ -213,7 +214,7 @@ describe("language", () => {
 
 describe("openDocument on images", () => {
   it("an image is one page, selected and charged as one", async () => {
-    const doc = await openDocument(fixture("paragraph.webp"), { pool });
+    const doc = await openDocument(fixture("paragraph.webp"), { env: getEnv(), pool });
     expect({ type: doc.type, pageCount: doc.pageCount, selectedPages: doc.selectedPages }).toEqual({
       type: "webp",
       pageCount: 1,
@@ -223,24 +224,28 @@ describe("openDocument on images", () => {
   });
 
   it('pages: "1" is fine on an image; any other page → bad_page_list', async () => {
-    const ok = await openDocument(fixture("paragraph.png"), { pool, pages: "1" });
+    const ok = await openDocument(fixture("paragraph.png"), { env: getEnv(), pool, pages: "1" });
     expect(ok.selectedPages).toEqual([1]);
     await ok.close();
-    await expectOcrError(openDocument(fixture("paragraph.png"), { pool, pages: "2" }), "bad_page_list");
+    await expectOcrError(openDocument(fixture("paragraph.png"), { env: getEnv(), pool, pages: "2" }), "bad_page_list");
   });
 
   it("a pixel limit below the image's size → image_too_large from openDocument", async () => {
     await expectOcrError(
-      openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 - 1 } }),
+      openDocument(fixture("paragraph.png"), { env: getEnv(), pool, limits: { maxImagePixels: 1500 * 300 - 1 } }),
       "image_too_large",
     );
-    const exact = await openDocument(fixture("paragraph.png"), { pool, limits: { maxImagePixels: 1500 * 300 } });
+    const exact = await openDocument(fixture("paragraph.png"), {
+      env: getEnv(),
+      pool,
+      limits: { maxImagePixels: 1500 * 300 },
+    });
     expect(exact.pageCount).toBe(1);
     await exact.close();
   });
 
   it("a deadline already passed → deadline", async () => {
-    const doc = await openDocument(fixture("paragraph.png"), { pool });
+    const doc = await openDocument(fixture("paragraph.png"), { env: getEnv(), pool });
     await expectOcrError(doc.extract({ deadline: Date.now() - 1 }), "deadline");
     await doc.close();
   });

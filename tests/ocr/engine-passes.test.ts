@@ -5,6 +5,7 @@ import { extractDocument, render } from "@/lib/ocr";
 import { OcrPool } from "@/lib/ocr/pool/pool";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, degradedPrint, fixture } from "@/tests/support/ocr";
+import { getEnv } from "@/lib/env";
 
 const pools: OcrPool[] = [];
 afterAll(async () => {
@@ -23,7 +24,7 @@ describe("blank pages", () => {
     pdf.addPage([612, 792]).drawImage(scan, { x: 36, y: 500, width: 540, height: 108 });
     const pool = createTestPool();
     pools.push(pool);
-    const doc = await extractDocument(await pdf.save(), { pool });
+    const doc = await extractDocument(await pdf.save(), { env: getEnv(), pool });
     expect(doc.pages.map((p) => p.source)).toEqual(["text-layer", "text-layer", "ocr"]);
     expect(doc.pages[1]!.text).toBe("");
     expect(doc.pages[1]!.blocks).toEqual([]);
@@ -37,7 +38,7 @@ describe("a degraded print (faint, noisy, small, heavily compressed)", () => {
     const lines = ["TOTAL AMOUNT DUE 42.50", "PAID BY CARD 1234", "THANK YOU FOR SHOPPING"];
     const pool = createTestPool();
     pools.push(pool);
-    const doc = await extractDocument(degradedPrint(lines), { pool });
+    const doc = await extractDocument(degradedPrint(lines), { env: getEnv(), pool });
     const page = doc.pages[0]!;
     expect(page.confidence).toBeLessThan(80);
     expect(page.trace?.passes).toBeGreaterThanOrEqual(2);

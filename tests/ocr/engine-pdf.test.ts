@@ -4,6 +4,7 @@ import { documentConfidence, extractDocument, openDocument, render } from "@/lib
 import type { ExtractedDocument } from "@/lib/ocr/model";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, expectOcrError, fixture, parsedJson } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -20,7 +21,7 @@ const LETTER_300DPI = [2550, 3300];
 describe("born-digital.pdf: read from its text layer", () => {
   let doc: ExtractedDocument;
   beforeAll(async () => {
-    doc = await extractDocument(fixture("born-digital.pdf"), { pool });
+    doc = await extractDocument(fixture("born-digital.pdf"), { env: getEnv(), pool });
   });
 
   it("3 pages, numbered 1–3, all text-layer, confidence 100", () => {
@@ -82,7 +83,7 @@ describe("born-digital.pdf: read from its text layer", () => {
 
 describe("born-digital.pdf: page selection and limits", () => {
   it('pages: "2" → only page 2, numbered 2; selectedPages [2]', async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "2" });
+    const opened = await openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, pages: "2" });
     try {
       expect({ type: opened.type, pageCount: opened.pageCount, selectedPages: opened.selectedPages }).toEqual({
         type: "pdf",
@@ -100,27 +101,27 @@ describe("born-digital.pdf: page selection and limits", () => {
   });
 
   it('pages: "2-3" → pages 2 and 3', async () => {
-    const doc = await extractDocument(fixture("born-digital.pdf"), { pool, pages: "2-3" });
+    const doc = await extractDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, pages: "2-3" });
     expect(doc.pages.map((p) => p.number)).toEqual([2, 3]);
     expect(characterErrorRate(render(doc, "text"), `${pageTruth(1)}\n${pageTruth(2)}`)).toBeLessThan(0.005);
     expect(render(doc, "markdown").split("\n\n---\n\n")).toHaveLength(2);
   });
 
   it('pages: "3,1" → pages 1 and 3, in document order', async () => {
-    const doc = await extractDocument(fixture("born-digital.pdf"), { pool, pages: "3,1" });
+    const doc = await extractDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, pages: "3,1" });
     expect(doc.pages.map((p) => p.number)).toEqual([1, 3]);
     expect(doc.pages[1]!.text).toContain("Results");
   });
 
   it("limits.maxPdfPages counts work: 2 on the 3-page born-digital PDF fits (a text-layer page counts 0.1)", async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 2 } });
+    const opened = await openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, limits: { maxPdfPages: 2 } });
     expect(opened.selectedPages).toEqual([1, 2, 3]);
     await opened.close();
   });
 
   it("limits.maxPdfPages: 2 on a 3-page scan → too_many_pages from openDocument, before any OCR", async () => {
     const error = await expectOcrError(
-      openDocument(fixture("scanned-3.pdf"), { pool, limits: { maxPdfPages: 2 } }),
+      openDocument(fixture("scanned-3.pdf"), { env: getEnv(), pool, limits: { maxPdfPages: 2 } }),
       "too_many_pages",
     );
     expect(error.message).toMatch(/more than 2 pages of work/);
@@ -128,13 +129,18 @@ describe("born-digital.pdf: page selection and limits", () => {
 
   it("limits.maxPdfPages: 0.1 × the pages in all is the page cap: 3 pages of text with a limit of 0.2 (2 pages in all) → too_many_pages", async () => {
     await expectOcrError(
-      openDocument(fixture("born-digital.pdf"), { pool, limits: { maxPdfPages: 0.2 } }),
+      openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, limits: { maxPdfPages: 0.2 } }),
       "too_many_pages",
     );
   });
 
   it('limits.maxPdfPages: 2 with pages "1-2" is within the limit', async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pool, pages: "1-2", limits: { maxPdfPages: 2 } });
+    const opened = await openDocument(fixture("born-digital.pdf"), {
+      env: getEnv(),
+      pool,
+      pages: "1-2",
+      limits: { maxPdfPages: 2 },
+    });
     expect(opened.selectedPages).toEqual([1, 2]);
     await opened.close();
   });
@@ -142,17 +148,23 @@ describe("born-digital.pdf: page selection and limits", () => {
   it.each([["4"], ["2-5"], ["1,9"]])(
     "pages: %j beyond the document → bad_page_list from openDocument",
     async (pages) => {
-      const error = await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages }), "bad_page_list");
+      const error = await expectOcrError(
+        openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, pages }),
+        "bad_page_list",
+      );
       expect(error.message).toContain("3 pages");
     },
   );
 
   it("pages: garbage → bad_page_list", async () => {
-    await expectOcrError(openDocument(fixture("born-digital.pdf"), { pool, pages: "first" }), "bad_page_list");
+    await expectOcrError(
+      openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, pages: "first" }),
+      "bad_page_list",
+    );
   });
 
   it("a deadline already passed → deadline", async () => {
-    const opened = await openDocument(fixture("born-digital.pdf"), { pool });
+    const opened = await openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool });
     try {
       await expectOcrError(opened.extract({ deadline: Date.now() - 1 }), "deadline");
     } finally {
@@ -164,7 +176,7 @@ describe("born-digital.pdf: page selection and limits", () => {
 describe("scanned.pdf: an image-only page is rendered and OCR'd", () => {
   let doc: ExtractedDocument;
   beforeAll(async () => {
-    doc = await extractDocument(fixture("scanned.pdf"), { pool });
+    doc = await extractDocument(fixture("scanned.pdf"), { env: getEnv(), pool });
   });
 
   it("one page, source ocr, confidence in 0–100", () => {
@@ -190,7 +202,7 @@ describe("scanned.pdf: an image-only page is rendered and OCR'd", () => {
 describe("mixed.pdf: a text page and a scanned page", () => {
   let doc: ExtractedDocument;
   beforeAll(async () => {
-    doc = await extractDocument(fixture("mixed.pdf"), { pool });
+    doc = await extractDocument(fixture("mixed.pdf"), { env: getEnv(), pool });
   });
 
   it("sources [text-layer, ocr]", () => {
@@ -218,7 +230,7 @@ describe("mixed.pdf: a text page and a scanned page", () => {
   });
 
   it('pages: "2" reads only the scanned page', async () => {
-    const only = await extractDocument(fixture("mixed.pdf"), { pool, pages: "2" });
+    const only = await extractDocument(fixture("mixed.pdf"), { env: getEnv(), pool, pages: "2" });
     expect(only.pages.map((p) => [p.number, p.source])).toEqual([[2, "ocr"]]);
     expect(characterErrorRate(render(only, "text"), PARAGRAPH)).toBeLessThan(0.02);
   });

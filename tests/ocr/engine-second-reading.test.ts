@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { extractDocument, render } from "@/lib/ocr";
 import { OcrPool } from "@/lib/ocr/pool/pool";
+import { getEnv } from "@/lib/env";
 
 // The second recognizer through the real engine processes: a page goes to PaddleOCR when Tesseract's confidence is
 // under the threshold (raised here so that a clean test page qualifies), the JSON names the engine, and two
@@ -62,7 +63,12 @@ describe("second reading", () => {
     // Two pages at once on two processes: both want PaddleOCR, one waits for the other's turn.
     const [a, b] = await Promise.all(
       [0, 8].map((shift) =>
-        extractDocument(receiptPng(shift), { pool: both, language: "eng", deadline: Date.now() + 170_000 }),
+        extractDocument(receiptPng(shift), {
+          env: getEnv(),
+          pool: both,
+          language: "eng",
+          deadline: Date.now() + 170_000,
+        }),
       ),
     );
     for (const doc of [a!, b!]) {
@@ -77,6 +83,7 @@ describe("second reading", () => {
 
   it("stays with Tesseract when OCR_ENGINES leaves PaddleOCR out, or the page is not English", async () => {
     const doc = await extractDocument(receiptPng(0), {
+      env: getEnv(),
       pool: tesseractOnly,
       language: "eng",
       deadline: Date.now() + 170_000,
@@ -84,6 +91,7 @@ describe("second reading", () => {
     expect(doc.pages[0]!.engine).toBe("tesseract");
     expect(doc.pages[0]!.trace?.second).toBeUndefined();
     const french = await extractDocument(receiptPng(0), {
+      env: getEnv(),
       pool: both,
       language: "fra",
       deadline: Date.now() + 170_000,
@@ -92,7 +100,12 @@ describe("second reading", () => {
   });
 
   it("answers with Tesseract's reading when too little time is left before the deadline for a second one", async () => {
-    const doc = await extractDocument(receiptPng(0), { pool: both, language: "eng", deadline: Date.now() + 9_000 });
+    const doc = await extractDocument(receiptPng(0), {
+      env: getEnv(),
+      pool: both,
+      language: "eng",
+      deadline: Date.now() + 9_000,
+    });
     expect(doc.pages[0]!.engine).toBe("tesseract");
     expect(characterErrorRate(render(doc, "text"), RECEIPT.join("\n"), true)).toBeLessThan(0.1);
   });

@@ -13,6 +13,7 @@ import { drawTurned } from "@/lib/ocr/engine/turned-raster";
 import { pageTurn, toTurned, type Quarter } from "@/lib/ocr/model/page-turn";
 import { releaseSource } from "@/lib/ocr/engine/raster";
 import { createTestPool } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 /*
  * The searchable PDF of a page sent turned or skewed: the engine reads it turned upright and straightened, and the
@@ -104,7 +105,7 @@ describe.each(cases)("the searchable PDF of a page sent turned $rotation° and s
   let doc: ExtractedDocument;
   let file: string;
   beforeAll(async () => {
-    doc = await extractDocument(page.png, { pool, deadline: Date.now() + 120_000 });
+    doc = await extractDocument(page.png, { env: getEnv(), pool, deadline: Date.now() + 120_000 });
     file = pdfFile(await renderSearchablePdf(doc.pages, { bytes: page.png, type: "png" }));
   });
 
@@ -151,7 +152,7 @@ describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
     );
 
   it("every line of a page read as sent has `baseline slope offset` on the printed baseline", async () => {
-    const doc = await extractDocument(upright.png, { pool, deadline: Date.now() + 120_000 });
+    const doc = await extractDocument(upright.png, { env: getEnv(), pool, deadline: Date.now() + 120_000 });
     const titles = lineTitles(doc);
     expect(titles).toHaveLength(LINES.length);
     titles.forEach((title, i) => {
@@ -180,7 +181,7 @@ describe("hOCR baselines (Tesseract's, carried in the page model)", () => {
   });
 
   it("a page read turned says textangle and no baseline (the spec's baseline runs along the page's x axis)", async () => {
-    const doc = await extractDocument(turned.png, { pool, deadline: Date.now() + 120_000 });
+    const doc = await extractDocument(turned.png, { env: getEnv(), pool, deadline: Date.now() + 120_000 });
     const titles = lineTitles(doc);
     expect(titles.length).toBeGreaterThanOrEqual(LINES.length);
     for (const title of titles) expect(title).toMatch(/^bbox \d+ \d+ \d+ \d+; textangle 270$/);

@@ -15,6 +15,7 @@ import { renderSearchablePdf } from "@/lib/ocr/render/formats/pdf";
 import { TSV_COLUMNS } from "@/lib/vocabulary";
 import { getPdfPage, openPdf } from "@/lib/ocr/engine/pdf";
 import { createTestPool, fixture } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 /*
  * The word-level formats (hOCR, ALTO, TSV, the searchable PDF), rendered from real readings of generated pages:
@@ -189,7 +190,7 @@ describe("an image read by OCR (paragraph.png)", () => {
   let doc: ExtractedDocument;
   const png = fixture("paragraph.png");
   beforeAll(async () => {
-    doc = await extractDocument(png, { pool });
+    doc = await extractDocument(png, { env: getEnv(), pool });
   });
 
   it("hOCR 1.2: the page, areas, paragraphs, lines and words with bbox and x_wconf, read back by an HTML parser", () => {
@@ -640,7 +641,7 @@ function pageContent(pdf: PDFDocument, index: number): string {
 describe("PDFs: text-layer pages copied as they are, scanned pages get the invisible words", () => {
   it("born-digital.pdf comes back with its own text layer untouched", async () => {
     const bytes = fixture("born-digital.pdf");
-    const doc = await extractDocument(bytes, { pool });
+    const doc = await extractDocument(bytes, { env: getEnv(), pool });
     expect(doc.pages.every((p) => p.source === "text-layer")).toBe(true);
     const out = await renderSearchablePdf(doc.pages, { bytes, type: "pdf" });
     expect(qpdfCheck(out).ok).toBe(true);
@@ -660,7 +661,7 @@ describe("PDFs: text-layer pages copied as they are, scanned pages get the invis
 
   it("mixed.pdf: page 1 (text layer) untouched, page 2 (scan) gets an invisible text layer with its words", async () => {
     const bytes = fixture("mixed.pdf");
-    const doc = await extractDocument(bytes, { pool });
+    const doc = await extractDocument(bytes, { env: getEnv(), pool });
     expect(doc.pages.map((p) => p.source)).toEqual(["text-layer", "ocr"]);
     const out = await renderSearchablePdf(doc.pages, { bytes, type: "pdf" });
     expect(qpdfCheck(out).ok).toBe(true);
@@ -686,7 +687,7 @@ describe("PDFs: text-layer pages copied as they are, scanned pages get the invis
     page.drawImage(image, { x: image.height, y: 0, width: image.width, height: image.height, rotate: degrees(90) });
     page.setRotation(degrees(90));
     const bytes = await source.save();
-    const doc = await extractDocument(bytes, { pool });
+    const doc = await extractDocument(bytes, { env: getEnv(), pool });
     expect(doc.pages[0]!.width).toBeGreaterThan(doc.pages[0]!.height);
     const words = modelWords(doc);
     expect(words.join(" ")).toContain("Optical character recognition");

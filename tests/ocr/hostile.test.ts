@@ -5,6 +5,7 @@ import { extractDocument, openDocument, render } from "@/lib/ocr";
 import { isOcrError, type OcrError, type OcrErrorCode } from "@/lib/ocr/model";
 import { handWrittenPdf, TEXTS } from "@/scripts/make-fixtures";
 import { createTestPool, expectOcrError, fixture, ocrErrorOf, parsedJson, seededRandom } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -36,19 +37,23 @@ describe("hostile files end in the right OcrError", () => {
   ];
 
   it.each(cases)("%s → %s", async (file, code) => {
-    await expectOcrError(extractDocument(fixture(file), { pool }), code);
+    await expectOcrError(extractDocument(fixture(file), { env: getEnv(), pool }), code);
   });
 
   it.each([["hostile/huge-header.png"], ["hostile/bomb.png"], ["hostile/smuggled.jpg"]])(
     "%s is refused by openDocument itself, from the header, before any decoding",
     async (file) => {
-      const error = await expectOcrError(openDocument(fixture(file), { pool }), "image_too_large");
+      const error = await expectOcrError(openDocument(fixture(file), { env: getEnv(), pool }), "image_too_large");
       expect(error.message).toMatch(/megapixels/);
     },
   );
 
   it("the bomb is refused for its pixel count only: with a higher limit it opens (and is not decoded here)", async () => {
-    const opened = await openDocument(fixture("hostile/bomb.png"), { pool, limits: { maxImagePixels: 100_000_000 } });
+    const opened = await openDocument(fixture("hostile/bomb.png"), {
+      env: getEnv(),
+      pool,
+      limits: { maxImagePixels: 100_000_000 },
+    });
     expect(opened.pageCount).toBe(1);
     await opened.close();
   });
@@ -63,7 +68,7 @@ describe("hostile files end in the right OcrError", () => {
     ["hostile/not-really.pdf"],
     ["hostile/encrypted.pdf"],
   ])("%s is refused by openDocument already (nothing to charge for)", async (file) => {
-    await ocrErrorOf(openDocument(fixture(file), { pool }));
+    await ocrErrorOf(openDocument(fixture(file), { env: getEnv(), pool }));
   });
 });
 
@@ -77,19 +82,19 @@ function handWrittenPagesPdf(pagesDict: string): Uint8Array {
 describe("PDFs without pages → unreadable from openDocument", () => {
   it("pdf-lib, saved without its default page", async () => {
     const bytes = await (await PDFDocument.create()).save({ addDefaultPage: false });
-    await expectOcrError(openDocument(bytes, { pool }), "unreadable");
+    await expectOcrError(openDocument(bytes, { env: getEnv(), pool }), "unreadable");
   });
 
   it("hand-written: /Count 0, no kids", async () => {
     await expectOcrError(
-      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>"), { pool }),
+      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 0 >>"), { env: getEnv(), pool }),
       "unreadable",
     );
   });
 
   it("hand-written: a page count that lies (/Count 3, no kids)", async () => {
     await expectOcrError(
-      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>"), { pool }),
+      openDocument(handWrittenPagesPdf("<< /Type /Pages /Kids [] /Count 3 >>"), { env: getEnv(), pool }),
       "unreadable",
     );
   });
@@ -97,7 +102,7 @@ describe("PDFs without pages → unreadable from openDocument", () => {
   it("a blank page is not an error: one page, no text", async () => {
     const pdf = await PDFDocument.create();
     pdf.addPage([612, 792]);
-    const doc = await extractDocument(await pdf.save(), { pool });
+    const doc = await extractDocument(await pdf.save(), { env: getEnv(), pool });
     expect(doc.pages).toHaveLength(1);
     expect(doc.pages[0]!.text.trim()).toBe("");
     parsedJson(doc);
@@ -136,7 +141,7 @@ describe("mutated files: either a result or an OcrError, never anything else", (
   it.each(cases)("%s, seed %i", async (file, seed) => {
     const bytes = mutate(fixture(file), seed);
     try {
-      const doc = await extractDocument(bytes, { pool, deadline: Date.now() + 45_000 });
+      const doc = await extractDocument(bytes, { env: getEnv(), pool, deadline: Date.now() + 45_000 });
       expect(doc.pages.length).toBeGreaterThan(0);
       parsedJson(doc);
       expect(typeof render(doc, "markdown")).toBe("string");
@@ -150,7 +155,7 @@ describe("mutated files: either a result or an OcrError, never anything else", (
 
 describe("afterwards", () => {
   it("the same pool still reads paragraph.png correctly", async () => {
-    const doc = await extractDocument(fixture("paragraph.png"), { pool });
+    const doc = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool });
     expect(characterErrorRate(render(doc, "text"), TEXTS.paragraph.join("\n"))).toBeLessThan(0.02);
     expect(pool.stats().workers).toBeGreaterThanOrEqual(1);
   });

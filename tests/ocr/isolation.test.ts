@@ -7,6 +7,7 @@ import { isOcrError, type OcrError } from "@/lib/ocr/model";
 import { OcrPool, type PoolOptions } from "@/lib/ocr/pool/pool";
 import { FIXTURE_DIR, handWrittenPdf, nestedFormsPdf, TEXTS } from "@/scripts/make-fixtures";
 import { expectOcrError, fixture } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 /*
  * The engine runs in child processes (lib/ocr/pool/pool.ts): hostile documents end as engine errors, a job past its deadline
@@ -44,7 +45,9 @@ describe("hostile PDFs", () => {
   const pool = newPool();
 
   it("image-bomb.pdf (one 20000×20000 image, 0.4 MB) → image_too_large naming the image limit, nothing decoded", async () => {
-    const { outcome, ticks } = await whileTicking(extractDocument(fixture("hostile/image-bomb.pdf"), { pool }));
+    const { outcome, ticks } = await whileTicking(
+      extractDocument(fixture("hostile/image-bomb.pdf"), { env: getEnv(), pool }),
+    );
     const error = await expectOcrError(outcome, "image_too_large");
     expect(error.message).toMatch(
       /an image of more than 50 megapixels, the limit per image \(object 5 0\): it is 20000×20000 pixels/,
@@ -55,7 +58,7 @@ describe("hostile PDFs", () => {
 
   it("image-bomb-1bit.pdf (20000×20000 at 1 bit, 50 MB inflated: under the stream limit) → pdf.js does not decode it: image_too_large for its page", async () => {
     const error = await expectOcrError(
-      extractDocument(fixture("hostile/image-bomb-1bit.pdf"), { pool }),
+      extractDocument(fixture("hostile/image-bomb-1bit.pdf"), { env: getEnv(), pool }),
       "image_too_large",
     );
     expect(error.message).toMatch(/Page 1 of the PDF draws an image of more than 50 megapixels/);
@@ -64,7 +67,7 @@ describe("hostile PDFs", () => {
 
   it("inflate-bomb.pdf (a 1 MB content stream of 1 GiB) → stream_too_large naming the stream limit, before pdf.js parses it", async () => {
     const error = await expectOcrError(
-      extractDocument(fixture("hostile/inflate-bomb.pdf"), { pool }),
+      extractDocument(fixture("hostile/inflate-bomb.pdf"), { env: getEnv(), pool }),
       "stream_too_large",
     );
     expect(error.message).toMatch(/stream \(object 4 0\) that inflates to more than 128 MB/);
@@ -74,13 +77,17 @@ describe("hostile PDFs", () => {
   it("the stream limit is a setting: with 4 GiB allowed, the same file hits the process's memory ceiling instead (out_of_memory)", async () => {
     const small = newPool({ memoryMb: 512 });
     const error = await expectOcrError(
-      extractDocument(fixture("hostile/inflate-bomb.pdf"), { pool: small, limits: { maxStreamBytes: 4 * 1024 ** 3 } }),
+      extractDocument(fixture("hostile/inflate-bomb.pdf"), {
+        env: getEnv(),
+        pool: small,
+        limits: { maxStreamBytes: 4 * 1024 ** 3 },
+      }),
       "out_of_memory",
     );
     expect(error.message).toMatch(/more than 512 MB of memory/);
     expect(small.stats().stopped.memory).toBe(1);
     // The process was replaced: the pool reads on.
-    const doc = await extractDocument(fixture("paragraph.png"), { pool: small });
+    const doc = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool: small });
     expect(characterErrorRate(render(doc, "text"), paragraphTruth)).toBeLessThan(0.02);
   });
 
@@ -89,7 +96,7 @@ describe("hostile PDFs", () => {
     const deadline = started + 5_000;
     // Ten pages: opening them takes well under the deadline, so it passes while a page is being read.
     const { outcome, ticks, cpuMs } = await whileTicking(
-      extractDocument(fixture("hostile/huge-pages.pdf"), { pool, deadline, pages: "1-10" }),
+      extractDocument(fixture("hostile/huge-pages.pdf"), { env: getEnv(), pool, deadline, pages: "1-10" }),
     );
     await expectOcrError(outcome, "deadline");
     // Nothing of the 36-megapixel renderings ran on this thread: one alone takes seconds of processor time.
@@ -98,7 +105,7 @@ describe("hostile PDFs", () => {
   });
 
   it("afterwards the same pool reads a scan correctly", async () => {
-    const doc = await extractDocument(fixture("scanned.pdf"), { pool });
+    const doc = await extractDocument(fixture("scanned.pdf"), { env: getEnv(), pool });
     expect(characterErrorRate(render(doc, "text"), paragraphTruth)).toBeLessThan(0.02);
   });
 });
@@ -124,6 +131,7 @@ describe("work bounds on PDFs", () => {
       const pool = newPool();
       const error = await expectOcrError(
         extractDocument(fixture("hostile/nested-forms.pdf"), {
+          env: getEnv(),
           pool,
           deadline: long(),
           limits: { maxPdfWorkMs: 2_000 },
@@ -138,7 +146,7 @@ describe("work bounds on PDFs", () => {
   it("nested-forms-paths.pdf (no text; its blank-page check draws) → too_complex for its form nesting, at once", async () => {
     const pool = newPool();
     const error = await expectOcrError(
-      extractDocument(fixture("hostile/nested-forms-paths.pdf"), { pool, deadline: long() }),
+      extractDocument(fixture("hostile/nested-forms-paths.pdf"), { env: getEnv(), pool, deadline: long() }),
       "too_complex",
     );
     expect(error.message).toMatch(/Page 1 of the PDF nests forms more than 16 deep, the limit/);
@@ -151,7 +159,10 @@ describe("work bounds on PDFs", () => {
     async () => {
       const pool = newPool();
       const bytes = nestedFormsPdf({ leaf: "0 0 m 1 1 l S", pageText: "7" });
-      const error = await expectOcrError(extractDocument(bytes, { pool, deadline: long() }), "too_complex");
+      const error = await expectOcrError(
+        extractDocument(bytes, { env: getEnv(), pool, deadline: long() }),
+        "too_complex",
+      );
       expect(error.message).toMatch(/Page 1 of the PDF nests forms more than 16 deep/);
     },
   );
@@ -163,7 +174,7 @@ describe("work bounds on PDFs", () => {
       const pool = newPool();
       const bytes = nestedFormsPdf({ levels: 10, fanOut: 4, leaf: "0 0 m 1 1 l S", pageText: "7" });
       const error = await expectOcrError(
-        extractDocument(bytes, { pool, deadline: long(), limits: { maxPdfWorkMs: 2_000 } }),
+        extractDocument(bytes, { env: getEnv(), pool, deadline: long(), limits: { maxPdfWorkMs: 2_000 } }),
         "too_complex",
       );
       expect(error.message).toMatch(/Page 1 of the PDF needs more than 2 s of processing to draw, the limit per page/);
@@ -176,7 +187,7 @@ describe("work bounds on PDFs", () => {
     async () => {
       const pool = newPool();
       const error = await expectOcrError(
-        extractDocument(flat("q Q ".repeat(600_000)), { pool, deadline: long() }),
+        extractDocument(flat("q Q ".repeat(600_000)), { env: getEnv(), pool, deadline: long() }),
         "too_complex",
       );
       expect(error.message).toMatch(/Page 1 of the PDF draws more than 1,000,000 operations, the limit per page/);
@@ -190,6 +201,7 @@ describe("work bounds on PDFs", () => {
       const pool = newPool();
       const order: string[] = [];
       const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), {
+        env: getEnv(),
         pool,
         deadline: long(),
         limits: { maxPdfWorkMs: 1_500 },
@@ -200,7 +212,7 @@ describe("work bounds on PDFs", () => {
       await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
       await new Promise((resolve) => setTimeout(resolve, 500)); // past its 150 ms estimate
       expect(pool.expectedWaitMs("inspect")).toBeGreaterThan(0); // (it was counted as done once past its estimate)
-      const doc = await extractDocument(fixture("born-digital.pdf"), { pool });
+      const doc = await extractDocument(fixture("born-digital.pdf"), { env: getEnv(), pool });
       order.push("other");
       expect(doc.pages[0]!.source).toBe("text-layer");
       expect(pool.stats().inspect.workers).toBe(2);
@@ -216,6 +228,7 @@ describe("work bounds on PDFs", () => {
       const pool = newPool();
       const hostile = [1, 2].map(() =>
         extractDocument(fixture("hostile/nested-forms.pdf"), {
+          env: getEnv(),
           pool,
           deadline: long(),
           limits: { maxPdfWorkMs: 3_000 },
@@ -236,6 +249,7 @@ describe("work bounds on PDFs", () => {
       const order: string[] = [];
       const hostile = [1, 2].map((n) =>
         extractDocument(fixture("hostile/nested-forms.pdf"), {
+          env: getEnv(),
           pool,
           tenant: "attacker",
           deadline: long(),
@@ -246,7 +260,7 @@ describe("work bounds on PDFs", () => {
         }),
       );
       await waitFor(() => pool.stats().inspect.busy >= 2 || undefined);
-      const doc = await extractDocument(fixture("born-digital.pdf"), { pool, tenant: "victim" });
+      const doc = await extractDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, tenant: "victim" });
       order.push("victim");
       expect(doc.pages[0]!.source).toBe("text-layer");
       // Before: the victim's PDF waited for the first of them to reach its work budget.
@@ -267,6 +281,7 @@ describe("work bounds on PDFs", () => {
       const order: string[] = [];
       const open = (name: string, tenant: string, file: string, maxPdfWorkMs?: number) =>
         extractDocument(fixture(file), {
+          env: getEnv(),
           pool,
           tenant,
           deadline: long(),
@@ -294,6 +309,7 @@ describe("work bounds on PDFs", () => {
     async () => {
       const pool = newPool({ inspectSize: 1 });
       const hostile = extractDocument(fixture("hostile/nested-forms.pdf"), {
+        env: getEnv(),
         pool,
         deadline: long(),
         limits: { maxPdfWorkMs: 60_000 },
@@ -301,7 +317,7 @@ describe("work bounds on PDFs", () => {
       await waitFor(() => pool.stats().inspect.busy > 0 || undefined);
       await new Promise((resolve) => setTimeout(resolve, 2_000)); // far past its 150 ms estimate
       const error = await expectOcrError(
-        openDocument(fixture("born-digital.pdf"), { pool, deadline: Date.now() + 1_500 }),
+        openDocument(fixture("born-digital.pdf"), { env: getEnv(), pool, deadline: Date.now() + 1_500 }),
         "overloaded",
       );
       expect(error.retryAfterSeconds).toBeGreaterThanOrEqual(1);
@@ -317,7 +333,7 @@ describe("engine processes", () => {
     await pool.warm();
     const [before] = pool.stats().processes.filter((p) => p.lane === "ocr");
     const deadline = Date.now() + 1_500;
-    await expectOcrError(extractDocument(fixture("dense-page.png"), { pool, deadline }), "deadline");
+    await expectOcrError(extractDocument(fixture("dense-page.png"), { env: getEnv(), pool, deadline }), "deadline");
     expect(pool.stats().stopped.timeout).toBe(1);
     await waitFor(() => {
       try {
@@ -327,7 +343,7 @@ describe("engine processes", () => {
         return true; // gone
       }
     }, 5_000);
-    const doc = await extractDocument(fixture("paragraph.png"), { pool });
+    const doc = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool });
     expect(characterErrorRate(render(doc, "text"), paragraphTruth)).toBeLessThan(0.02);
     expect(pool.stats().processes.map((p) => p.pid)).not.toContain(before!.pid);
   });
@@ -335,12 +351,12 @@ describe("engine processes", () => {
   it("a process that dies during a job (SIGSEGV) → engine_crashed for that job; a new one serves the next", async () => {
     const pool = newPool();
     await pool.warm();
-    const running = extractDocument(fixture("dense-page.png"), { pool });
+    const running = extractDocument(fixture("dense-page.png"), { env: getEnv(), pool });
     const busy = await waitFor(() => pool.stats().processes.find((p) => p.lane === "ocr" && p.busy));
     process.kill(busy.pid, "SIGSEGV");
     await expectOcrError(running, "engine_crashed");
     expect(pool.stats().stopped.crashed).toBe(1);
-    const doc = await extractDocument(fixture("paragraph.png"), { pool });
+    const doc = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool });
     expect(characterErrorRate(render(doc, "text"), paragraphTruth)).toBeLessThan(0.02);
     expect(pool.stats().processes.map((p) => p.pid)).not.toContain(busy.pid);
   });
@@ -348,7 +364,7 @@ describe("engine processes", () => {
   it("a process killed from outside (SIGKILL, far below its ceiling) → engine_crashed, not out_of_memory", async () => {
     const pool = newPool();
     await pool.warm();
-    const running = extractDocument(fixture("dense-page.png"), { pool });
+    const running = extractDocument(fixture("dense-page.png"), { env: getEnv(), pool });
     const busy = await waitFor(() => pool.stats().processes.find((p) => p.lane === "ocr" && p.busy));
     process.kill(busy.pid, "SIGKILL");
     await expectOcrError(running, "engine_crashed");
@@ -358,7 +374,12 @@ describe("engine processes", () => {
   it("a page over the memory ceiling → out_of_memory, its process killed and replaced", async () => {
     const pool = newPool({ memoryMb: 256 });
     const error = await expectOcrError(
-      extractDocument(fixture("hostile/huge-pages.pdf"), { pool, pages: "1", deadline: Date.now() + 30_000 }),
+      extractDocument(fixture("hostile/huge-pages.pdf"), {
+        env: getEnv(),
+        pool,
+        pages: "1",
+        deadline: Date.now() + 30_000,
+      }),
       "out_of_memory",
     );
     expect(error.message).toMatch(/more than 256 MB of memory for one page/);
@@ -369,10 +390,12 @@ describe("engine processes", () => {
     const pool = newPool();
     await pool.warm();
     const order: string[] = [];
-    const long = extractDocument(fixture("scanned-3.pdf"), { pool, language: "eng" }).then(() => order.push("pdf"));
+    const long = extractDocument(fixture("scanned-3.pdf"), { env: getEnv(), pool, language: "eng" }).then(() =>
+      order.push("pdf"),
+    );
     // Let the PDF's pages queue first.
     await waitFor(() => pool.stats().queued >= 1 || undefined);
-    const image = extractDocument(fixture("small-text.png"), { pool }).then(() => order.push("image"));
+    const image = extractDocument(fixture("small-text.png"), { env: getEnv(), pool }).then(() => order.push("image"));
     await Promise.all([long, image]);
     expect(order).toEqual(["image", "pdf"]);
   });
@@ -382,7 +405,9 @@ describe("engine processes", () => {
     await pool.warm();
     const order: string[] = [];
     const read = (name: string, tenant: string) =>
-      extractDocument(fixture("small-text.png"), { pool, tenant, language: "eng" }).then(() => order.push(name));
+      extractDocument(fixture("small-text.png"), { env: getEnv(), pool, tenant, language: "eng" }).then(() =>
+        order.push(name),
+      );
     const first = read("a1", "account-a");
     await waitFor(() => pool.stats().busy >= 1 || undefined);
     const rest = [read("a2", "account-a"), read("a3", "account-a"), read("a4", "account-a"), read("b1", "account-b")];
@@ -396,17 +421,17 @@ describe("engine processes", () => {
     const pool = newPool();
     await pool.warm();
     let busyDone = false;
-    const busy = extractDocument(fixture("dense-page.png"), { pool }).then(
+    const busy = extractDocument(fixture("dense-page.png"), { env: getEnv(), pool }).then(
       () => (busyDone = true),
       () => (busyDone = true),
     );
     await waitFor(() => pool.stats().processes.find((p) => p.lane === "ocr" && p.busy));
     // A second page queued behind it: its whole estimate is ahead of the next job, however long the first has run
     // (a running job past its estimate counts as ending — on a busy machine it may be past it by now).
-    const queued = extractDocument(fixture("dense-page.png"), { pool }).catch(() => undefined);
+    const queued = extractDocument(fixture("dense-page.png"), { env: getEnv(), pool }).catch(() => undefined);
     await waitFor(() => pool.stats().queued > 0 || undefined);
     const error = await expectOcrError(
-      extractDocument(fixture("paragraph.png"), { pool, deadline: Date.now() + 1_500 }),
+      extractDocument(fixture("paragraph.png"), { env: getEnv(), pool, deadline: Date.now() + 1_500 }),
       "overloaded",
     );
     // "At once" as an order: refused while the page ahead of it is still being read, not when it is done.

@@ -23,6 +23,7 @@ import { parseTsv, prepareRaster, recognizeRaster } from "@/lib/ocr/engine/recog
 import { straightenRaster, turnTo } from "@/lib/ocr/engine/straighten";
 import { TesseractPool } from "@/lib/ocr/engine/tesseract-pool";
 import { blankSheetPhoto, createTestPool, parsedJson } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 const pool = createTestPool();
 afterAll(() => pool.terminate());
@@ -341,7 +342,8 @@ describe("page turns: read by the engine", () => {
   const results = new Map<string, Promise<ExtractedDocument>>();
   const read = (key: string, png: Uint8Array) => {
     let result = results.get(key);
-    if (!result) results.set(key, (result = extractDocument(png, { pool, deadline: Date.now() + 120_000 })));
+    if (!result)
+      results.set(key, (result = extractDocument(png, { env: getEnv(), pool, deadline: Date.now() + 120_000 })));
     return result;
   };
 
@@ -461,7 +463,7 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
     const canvas = greyLetter(120, 6);
     const png = new Uint8Array(canvas.toBuffer("image/png"));
     releaseSource(canvas);
-    const doc = await extractDocument(png, { pool, deadline: Date.now() + 120_000 });
+    const doc = await extractDocument(png, { env: getEnv(), pool, deadline: Date.now() + 120_000 });
     expect(characterErrorRate(render(doc, "text"), LETTER.join("\n"))).toBeLessThan(0.05);
     const [json] = parsedJson(doc).pages;
     expect(json!.skew).toBeLessThan(-5);
@@ -470,6 +472,7 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
   it("a blank grey sheet photographed and turned onto white stays blank: its grain is not read as text", async () => {
     const photo = blankSheetPhoto();
     const doc = await extractDocument(new Uint8Array(photo.toBuffer("image/png")), {
+      env: getEnv(),
       pool,
       deadline: Date.now() + 120_000,
     });
@@ -491,7 +494,7 @@ describe("page turns: a photographed page (grey paper to the edges of the frame)
     const png = new Uint8Array(turned.toBuffer("image/png"));
     releaseSource(page);
     releaseSource(turned);
-    const doc = await extractDocument(png, { pool, deadline: Date.now() + 120_000 });
+    const doc = await extractDocument(png, { env: getEnv(), pool, deadline: Date.now() + 120_000 });
     expect(characterErrorRate(render(doc, "text"), LETTER.join("\n"))).toBeLessThan(0.05);
     expect(parsedJson(doc).pages[0]!.skew).toBeLessThan(-3);
   });

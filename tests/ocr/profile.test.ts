@@ -5,6 +5,7 @@ import { OcrPool } from "@/lib/ocr/pool/pool";
 import { profileStages, type StageProfile } from "@/lib/ocr/model/profile";
 import { profiled, profiledAsync, startProfile, takeProfile } from "@/lib/ocr/model/profile";
 import { degradedPrint, fixture } from "@/tests/support/ocr";
+import { getEnv } from "@/lib/env";
 
 // The bench's --profile: each OCR page's processor time per stage, measured in the engine process and sent back with
 // the page only when asked for. Asserted: which stages a page went through and that they add up, never how long.
@@ -62,9 +63,14 @@ describe("stage profile", () => {
     afterAll(() => pool.terminate());
 
     it("a clean page: decode, text size and Tesseract's first pass; no profile unless asked", async () => {
-      const plain = await extractDocument(fixture("paragraph.png"), { pool, language: "eng" });
+      const plain = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool, language: "eng" });
       expect(plain.pages[0]!.trace?.profile).toBeUndefined();
-      const doc = await extractDocument(fixture("paragraph.png"), { pool, language: "eng", profile: true });
+      const doc = await extractDocument(fixture("paragraph.png"), {
+        env: getEnv(),
+        pool,
+        language: "eng",
+        profile: true,
+      });
       expect(render(doc, "text")).toBe(render(plain, "text"));
       const profile = doc.pages[0]!.trace!.profile!;
       expect(profile.decode).toBeGreaterThan(0);
@@ -97,6 +103,7 @@ describe("stage profile", () => {
         quality: 50,
       });
       const doc = await extractDocument(bytes, {
+        env: getEnv(),
         pool,
         language: "eng",
         profile: true,
@@ -146,7 +153,13 @@ describe("stage profile", () => {
           quality: 50,
         });
         const read = () =>
-          extractDocument(bytes, { pool: keeping, language: "eng", profile: true, deadline: Date.now() + 280_000 });
+          extractDocument(bytes, {
+            env: getEnv(),
+            pool: keeping,
+            language: "eng",
+            profile: true,
+            deadline: Date.now() + 280_000,
+          });
         const first = await read();
         expect(first.pages[0]!.engine).toBe("paddle");
         expect(first.pages[0]!.trace!.profile!["tesseract-shed"]).toBeUndefined();

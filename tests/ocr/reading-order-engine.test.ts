@@ -8,6 +8,7 @@ import { prepareRaster } from "@/lib/ocr/engine/recognize";
 import { paddlePageReading } from "@/lib/ocr/engine/second-reading";
 import { createTestPool } from "@/tests/support/ocr";
 import { TABLE_ROWS, tablePage, TWO_COLUMN_ACROSS, TWO_COLUMN_TEXT, twoColumnPage } from "@/tests/support/layout";
+import { getEnv } from "@/lib/env";
 
 // Reading order on generated pages, whichever recognizer read them: two columns of running text under a title, their
 // lines standing in the same rows (Tesseract ran each row across both columns: CER 0.65 before the reading-order step,
@@ -18,7 +19,7 @@ afterAll(() => pool.terminate());
 
 describe("reading order", () => {
   it("Tesseract's reading of a two-column page comes out column by column", async () => {
-    const text = render(await extractDocument(twoColumnPage(), { pool }), "text");
+    const text = render(await extractDocument(twoColumnPage(), { env: getEnv(), pool }), "text");
     expect(characterErrorRate(text, TWO_COLUMN_TEXT)).toBeLessThan(0.02);
     expect(characterErrorRate(text, TWO_COLUMN_ACROSS)).toBeGreaterThan(0.3);
   });
@@ -40,7 +41,7 @@ describe("reading order", () => {
   });
 
   it("a table reads row by row, each row one line", async () => {
-    const doc = await extractDocument(tablePage(), { pool });
+    const doc = await extractDocument(tablePage(), { env: getEnv(), pool });
     const lines = doc.pages[0]!.blocks.flatMap((b) => b.lines.map((l) => l.text));
     expect(lines).toEqual(TABLE_ROWS.map((row) => row.join(" ")));
   });

@@ -7,6 +7,7 @@ import type { BBox, LineStyle, OcrBlock, OcrLine, OcrWord } from "@/lib/ocr/mode
 import { renderMarkdown } from "@/lib/ocr/render/markdown";
 import { detectTables, renderTable } from "@/lib/ocr/render/tables";
 import { createTestPool } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 
 /**
  * Pages laid out by hand in pixels on a 1000 × 1400 page: 10 px per character, 5 px per space, 20 px lines.
@@ -572,7 +573,7 @@ describe("a ruled table read by the engine", () => {
         cx += widths[c]!;
       });
     });
-    const doc = await extractDocument(canvas.toBuffer("image/png"), { pool });
+    const doc = await extractDocument(canvas.toBuffer("image/png"), { env: getEnv(), pool });
     const out = render(doc, "markdown");
     expect(out).toBe(`Fruit sold in March\n\n${renderTable(cells)}`);
   });

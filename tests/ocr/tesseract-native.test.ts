@@ -8,6 +8,7 @@ import { prepareRaster } from "@/lib/ocr/engine/recognize";
 import { DEFAULT_TESSERACT_LIBRARY, loadLibtesseract, NativeTesseract } from "@/lib/ocr/engine/tesseract-native";
 import { TEXTS } from "@/scripts/make-fixtures";
 import { degradedPrint, expectOcrError, fixture } from "@/tests/support/ocr";
+import { getEnv } from "@/lib/env";
 
 // OCR_TESSERACT: the engine reads with the system's libtesseract where it loads (CI installs libtesseract5, so the
 // engine tier runs on it) and with tesseract.js otherwise. Here the same pages go through both, and through a pool
@@ -66,8 +67,8 @@ describe.runIf(native)("native libtesseract against tesseract.js", () => {
 
   it.each(CASES)("$file: the same text, words, boxes, confidences and baselines on both", async ({ file, truth }) => {
     const [a, b] = await Promise.all([
-      extractDocument(fixture(file), { pool: auto }),
-      extractDocument(fixture(file), { pool: wasm }),
+      extractDocument(fixture(file), { env: getEnv(), pool: auto }),
+      extractDocument(fixture(file), { env: getEnv(), pool: wasm }),
     ]);
     const nativeText = render(a, "text");
     const wasmText = render(b, "text");
@@ -92,7 +93,9 @@ describe.runIf(native)("native libtesseract against tesseract.js", () => {
 
   it("a weak page gets the same further passes (block re-read, 1.5× rescue) on both", async () => {
     const lines = ["TOTAL AMOUNT DUE 42.50", "PAID BY CARD 1234", "THANK YOU FOR SHOPPING"];
-    const [a, b] = await Promise.all([auto, wasm].map((p) => extractDocument(degradedPrint(lines), { pool: p })));
+    const [a, b] = await Promise.all(
+      [auto, wasm].map((p) => extractDocument(degradedPrint(lines), { env: getEnv(), pool: p })),
+    );
     for (const doc of [a!, b!]) {
       expect(doc.pages[0]!.trace?.passes).toBeGreaterThanOrEqual(2);
       expect(characterErrorRate(doc.pages[0]!.text, lines.join("\n"), true)).toBeLessThan(0.1);
@@ -168,7 +171,7 @@ describe.runIf(native)("one libtesseract instance (NativeTesseract)", () => {
 describe("a library that does not load", () => {
   it("auto falls back to tesseract.js, says why, and reads the page", async () => {
     const fallback = pool("auto", "libtesseract-not-here.so.0");
-    const doc = await extractDocument(fixture("paragraph.png"), { pool: fallback });
+    const doc = await extractDocument(fixture("paragraph.png"), { env: getEnv(), pool: fallback });
     expect(characterErrorRate(render(doc, "text"), PARAGRAPH)).toBeLessThan(0.02);
     const tesseract = fallback.stats().tesseract;
     expect(tesseract?.kind).toBe("wasm");
@@ -177,6 +180,6 @@ describe("a library that does not load", () => {
 
   it("native refuses to read rather than fall back", async () => {
     const strict = pool("native", "libtesseract-not-here.so.0");
-    await expectOcrError(extractDocument(fixture("paragraph.png"), { pool: strict }), "engine_failed");
+    await expectOcrError(extractDocument(fixture("paragraph.png"), { env: getEnv(), pool: strict }), "engine_failed");
   });
 });

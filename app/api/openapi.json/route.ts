@@ -6,8 +6,8 @@ export const runtime = "nodejs";
 const methods = ["GET"];
 
 // GET /api/openapi.json – the OpenAPI 3.1 description of the REST API, generated from its zod schemas
-export const GET = withRequest(async () =>
-  Response.json(getOpenApiDocument(), { headers: { "Cache-Control": "public, max-age=300" } }),
+export const GET = withRequest(async ({ env }) =>
+  Response.json(getOpenApiDocument(env), { headers: { "Cache-Control": "public, max-age=300" } }),
 );
 
 export const OPTIONS = preflight(methods);

@@ -22,7 +22,11 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
   for (const [name, value] of Object.entries(await searchParams)) {
     for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) params.append(name, item);
   }
-  const check = await checkAuthorizationRequest(services().store, params, serviceOrigin(await headers()));
+  const check = await checkAuthorizationRequest(
+    services().store,
+    params,
+    serviceOrigin(services().env, await headers()),
+  );
   if (check.kind === "redirect") redirect(check.location);
   if (check.kind === "error") {
     return (

@@ -7,6 +7,6 @@ export const dynamic = "force-dynamic";
 const methods = ["POST"];
 
 // POST /oauth/token – authorization_code (PKCE) and refresh_token grants (lib/oauth/endpoints.ts)
-export const POST = withRequest(({ req, store }) => handleTokenRequest(store, req));
+export const POST = withRequest(({ req, store, env }) => handleTokenRequest(store, env, req));
 export const OPTIONS = preflight(methods);
 export const GET = methodNotAllowed(methods);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { errorLabel } from "@/lib/error-log";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import type { SseTiming } from "../config";
 
 /*
@@ -30,12 +30,9 @@ const SSE_RETRY_MS = 500;
 /** The `retry:` hint of a stream that may not be wanted (`closeIfUnused`): a client that ignores it comes back rarely. */
 const IDLE_CLIENT_RETRY_MS = 300_000;
 
-/** The store's mailbox port, taken at each call (tests swap the store). */
-const mailboxes = () => getStore().mailbox;
-
 /** Create (or keep alive, for `ttlMs`) the mailbox of a session's stream: the GET side, before it streams. */
-export function openMailbox(mailboxId: string, ttlMs: number): Promise<void> {
-  return mailboxes().openMailbox(mailboxId, ttlMs);
+export function openMailbox(store: Store, mailboxId: string, ttlMs: number): Promise<void> {
+  return store.mailbox.openMailbox(mailboxId, ttlMs);
 }
 
 /**
@@ -75,10 +72,10 @@ const mailboxEntrySchema = z.union([
 type MailboxEntry = z.infer<typeof mailboxEntrySchema>;
 
 /** Mark a POST as accepted on the session. Returns its token, or null when the session is unknown or expired. */
-export async function acceptSessionPost(mailboxId: string): Promise<string | null> {
+export async function acceptSessionPost(store: Store, mailboxId: string): Promise<string | null> {
   const token = randomBytes(9).toString("base64url");
   const entry: MailboxEntry = { open: token };
-  return (await mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
+  return (await store.mailbox.pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS)) ? token : null;
 }
 
 /**
@@ -86,22 +83,24 @@ export async function acceptSessionPost(mailboxId: string): Promise<string | nul
  * pending). False when the stream closed meanwhile.
  */
 export async function queueSessionNotes(
+  store: Store,
   mailboxId: string,
   token: string,
   messages: RelayedMessage[],
 ): Promise<boolean> {
   const entry: MailboxEntry = { note: token, messages };
-  return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
+  return store.mailbox.pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /** Queue the responses of an accepted POST for the stream. False when the stream closed meanwhile. */
 export async function completeSessionPost(
+  store: Store,
   mailboxId: string,
   token: string,
   messages: RelayedMessage[],
 ): Promise<boolean> {
   const entry: MailboxEntry = { done: token, messages };
-  return mailboxes().pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
+  return store.mailbox.pushMailbox(mailboxId, JSON.stringify(entry), SESSION_TTL_MS);
 }
 
 /**
@@ -136,6 +135,8 @@ export class StreamWakeups {
 }
 
 interface SseStreamOptions {
+  /** The store that holds the session's mailbox. */
+  store: Store;
   /** The session's mailbox (already opened). */
   mailboxId: string;
   /** Epoch ms when the stream closes at the latest (`timing.lifetimeMs` after it opened; also in the session id). */
@@ -217,6 +218,7 @@ async function pumpMailbox(
   stopped: AbortSignal,
 ): Promise<void> {
   const { mailboxId, timing, wakeups, requestId, hardEnd } = options;
+  const mailboxes = options.store.mailbox;
   const opened = Date.now();
   const softEnd = hardEnd - timing.drainMs;
   const unusedEnd = options.closeIfUnused === true ? opened + timing.unusedMs : Infinity;
@@ -256,14 +258,14 @@ async function pumpMailbox(
       if (!used && now >= unusedEnd) break;
       try {
         if (now >= nextRefresh) {
-          await mailboxes().openMailbox(mailboxId, SESSION_TTL_MS);
+          await mailboxes.openMailbox(mailboxId, SESSION_TTL_MS);
           if (options.keepAlive && !(await options.keepAlive())) {
             refused = true;
             break;
           }
           nextRefresh = now + timing.refreshMs;
         }
-        const raw = await mailboxes().drainMailbox(mailboxId);
+        const raw = await mailboxes.drainMailbox(mailboxId);
         failingSince = undefined;
         if (raw.length > 0) {
           lastActivity = Date.now();
@@ -294,7 +296,7 @@ async function pumpMailbox(
     }
   } finally {
     const close = () =>
-      mailboxes()
+      mailboxes
         .closeMailbox(mailboxId)
         .catch((error: unknown) =>
           console.warn(
@@ -308,7 +310,7 @@ async function pumpMailbox(
       // Whatever arrived since the last poll still goes out, then the session is gone: later POSTs get 404.
       if (!stopped.aborted) {
         try {
-          deliver(await mailboxes().drainMailbox(mailboxId));
+          deliver(await mailboxes.drainMailbox(mailboxId));
         } catch {
           // the store failed just now: nothing to deliver
         }

@@ -1,6 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import type { StreamCaps } from "../config";
 import { SESSION_TTL_MS, sessionStreamEnd } from "./relay";
 
@@ -43,14 +43,14 @@ export class StreamSlots {
    * `caps.perInstance` streams, `429 rate_limited` when the account holds `caps.perAccount` (both with `Retry-After`),
    * `unavailable` when the store is down (the stream could not work without it anyway).
    */
-  async take(userId: string, sessionId: string, hardEnd: number, caps: StreamCaps): Promise<StreamSlot> {
+  async take(store: Store, userId: string, sessionId: string, hardEnd: number, caps: StreamCaps): Promise<StreamSlot> {
     if (this.open.size >= caps.perInstance) throw this.instanceFull(caps.perInstance);
     // Taken before the first await, so that concurrent opens count each other.
     this.open.set(sessionId, hardEnd);
     const group = accountGroup(userId);
     let held = false;
     try {
-      const result = await getStore().limits.acquireSlot({
+      const result = await store.limits.acquireSlot({
         group,
         holder: sessionId,
         limit: caps.perAccount,
@@ -63,13 +63,13 @@ export class StreamSlots {
     }
     let released = false;
     return {
-      renew: () => getStore().limits.renewSlot({ group, holder: sessionId, ttlMs: STREAM_SLOT_TTL_MS }),
+      renew: () => store.limits.renewSlot({ group, holder: sessionId, ttlMs: STREAM_SLOT_TTL_MS }),
       release: async () => {
         if (released) return;
         released = true;
         this.open.delete(sessionId);
-        await getStore()
-          .limits.releaseSlot(group, sessionId)
+        await store.limits
+          .releaseSlot(group, sessionId)
           .catch((error: unknown) =>
             console.warn(`[mcp] a stream slot could not be freed (${errorLabel(error)}); it expires by itself`),
           );

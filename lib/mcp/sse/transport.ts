@@ -64,22 +64,26 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
   const slots = new StreamSlots();
 
   const openStream = withApiKey(
-    async ({ req, account, requestId, store }) => {
-      const config = mcpConfig();
+    async ({ req, account, requestId, env, store }) => {
+      const config = mcpConfig(env);
       const timing = { ...config.sse, ...options.sse };
       const hardEnd = Date.now() + timing.lifetimeMs;
       const sessionId = newSessionId(hardEnd);
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
       // Before any byte of the stream: a stream over a cap is a plain 503 / 429, and so is a store outage; the session
       // exists before the client learns its endpoint.
-      const slot = await slots.take(account.userId, sessionId, hardEnd, { ...config.streams, ...options.streams });
+      const slot = await slots.take(store, account.userId, sessionId, hardEnd, {
+        ...config.streams,
+        ...options.streams,
+      });
       try {
-        await openMailbox(mailboxId, SESSION_TTL_MS);
+        await openMailbox(store, mailboxId, SESSION_TTL_MS);
       } catch (error) {
         await slot.release();
         throw error;
       }
       const stream = createSseStream({
+        store,
         mailboxId,
         hardEnd,
         endpoint: sessionEndpoint(req, sessionId),
@@ -188,9 +192,9 @@ async function postToSession(
   settings: ToolCallSettings,
   idempotencyKey?: string,
 ): Promise<Response> {
-  const { req, body: requestBody, account, requestId, countRequests } = context;
+  const { body: requestBody, account, requestId, countRequests, store } = context;
   const body = await requestBody.json();
-  checkScopes(account, req, body);
+  checkScopes(context, body);
   await countBatchCalls(countRequests, body);
   const mailboxId = sessionMailboxId(account.keyId, sessionId);
   const streamEnd = sessionStreamEnd(sessionId);
@@ -204,9 +208,14 @@ async function postToSession(
   switch (claim.status) {
     case "replay": {
       // The answer delivered before goes to this session's stream again, under this POST's ids; nothing runs.
-      const token = await acceptSessionPost(mailboxId);
+      const token = await acceptSessionPost(store, mailboxId);
       if (token === null) throw unknownSession();
-      const delivered = await completeSessionPost(mailboxId, token, withIds(storedMessages(claim.response.body), body));
+      const delivered = await completeSessionPost(
+        store,
+        mailboxId,
+        token,
+        withIds(storedMessages(claim.response.body), body),
+      );
       wakeups.wake(mailboxId);
       if (!delivered) throw unknownSession();
       return new Response(null, { status: 202, headers: { "Idempotent-Replayed": "true" } });
@@ -249,7 +258,7 @@ interface SessionOutcome {
 const STREAM_CHECK_MS = 1_000;
 
 async function runOnSession(
-  { req, account, requestId, receivedAt, report }: ApiContext,
+  { req, account, requestId, receivedAt, report, env, store }: ApiContext,
   body: unknown,
   mailboxId: string,
   streamEnd: number,
@@ -257,7 +266,7 @@ async function runOnSession(
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
   idempotencyKey?: string,
 ): Promise<SessionOutcome> {
-  const token = await acceptSessionPost(mailboxId);
+  const token = await acceptSessionPost(store, mailboxId);
   if (token === null) throw unknownSession();
   wakeups.wake(mailboxId);
 
@@ -266,7 +275,7 @@ async function runOnSession(
   let notes = Promise.resolve();
   const relayNote = (message: RelayedMessage) => {
     notes = notes
-      .then(() => queueSessionNotes(mailboxId, token, [message]))
+      .then(() => queueSessionNotes(store, mailboxId, token, [message]))
       .then(() => wakeups.wake(mailboxId))
       .catch(() => undefined); // a lost progress notification does not fail the call
   };
@@ -277,7 +286,7 @@ async function runOnSession(
     () => {
       notes = notes
         .then(async () => {
-          if (!gone.signal.aborted && !(await queueSessionNotes(mailboxId, token, []))) gone.abort();
+          if (!gone.signal.aborted && !(await queueSessionNotes(store, mailboxId, token, []))) gone.abort();
         })
         .catch(() => undefined);
     },
@@ -292,7 +301,8 @@ async function runOnSession(
   const charges: OpenCharge[] = [];
   const reported = reportCharges(report);
   try {
-    const server = buildServer(account, requestId, {
+    const server = buildServer(store, account, requestId, {
+      env,
       receivedAt,
       serverHost: req.headers.get("host") ?? undefined,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).
@@ -329,7 +339,7 @@ async function runOnSession(
     // Also after a failure: the stream must learn that this POST is over.
     delivered = gone.signal.aborted
       ? false
-      : await completeSessionPost(mailboxId, token, messages).catch((error: unknown) => toError(error));
+      : await completeSessionPost(store, mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
     await closeCharges(charges, delivered === true && messages.length > 0, report);
   }

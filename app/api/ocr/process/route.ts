@@ -11,7 +11,7 @@ const methods = ["POST"];
 // POST /api/ocr/process – extract text from a document sent as JSON (base64 or URL), multipart (`file`) or the file
 // itself (lib/http/upload.ts); with `Prefer: respond-async`, a job (202)
 export const POST = withApiKey(async (context) => {
-  const { req, body: requestBody, account, requestId, receivedAt, report } = context;
+  const { req, body: requestBody, account, requestId, receivedAt, report, env, store } = context;
   const { body, file } = await readOcrBody(req, requestBody);
   if (prefersAsync(req)) {
     return acceptJob(
@@ -22,7 +22,8 @@ export const POST = withApiKey(async (context) => {
   }
   // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
   const serverHost = req.headers.get("host") ?? undefined;
-  const { response, creditsRemaining } = await processDocument({
+  const { response, creditsRemaining } = await processDocument(store, {
+    env,
     body,
     file,
     account,
