@@ -255,7 +255,13 @@ export async function jobsMain(): Promise<void> {
     const idle: number[] = [];
     for (let i = 0; i < 3; i++) idle.push(await requestMs());
     const during: number[] = [];
-    const runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `bench-${processes}`, pool });
+    const runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: `bench-${processes}`,
+      pool,
+    });
     let jobRunning = true;
     const probes = (async () => {
       await new Promise((resolve) => setTimeout(resolve, 3_000));
@@ -276,14 +282,14 @@ export async function jobsMain(): Promise<void> {
       runner.start();
       // Polled once a second, as a client would: its commands count in the job's.
       for (;;) {
-        const status = await getJobView(userId, view.jobId);
+        const status = await getJobView(getStore(), getEnv(), userId, view.jobId);
         if (status.status !== "queued" && status.status !== "running") break;
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       let text = "";
       for (let part: string | null = ""; part !== null;) {
         const pages = part ? (new URL(part, "http://x").searchParams.get("pages") ?? undefined) : undefined;
-        const result = await readJobResult(userId, view.jobId, { format: "text", pages });
+        const result = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: "text", pages });
         text += (text ? "\f" : "") + result.extractedText;
         part = result.next;
       }
@@ -298,7 +304,7 @@ export async function jobsMain(): Promise<void> {
     const after = await redisCounters(redis.url);
     await runner.stop();
     await pool.terminate();
-    const final = await getJobView(userId, view.jobId);
+    const final = await getJobView(getStore(), getEnv(), userId, view.jobId);
     rows.push({
       processes,
       "sync pages/s": f2(pageCount / syncSeconds),
@@ -387,12 +393,18 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   await pool.warm({ ocr: 2 });
   const reading = samplePerProcess();
   const readStarted = performance.now();
-  const runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "bench-big", pool });
+  const runner = new JobRunner({
+    store: getStore(),
+    queue: getWorkQueue()!,
+    settings: jobSettings(),
+    name: "bench-big",
+    pool,
+  });
   runner.start();
-  let final = await getJobView(userId, view.jobId);
+  let final = await getJobView(getStore(), getEnv(), userId, view.jobId);
   while (final.status === "queued" || final.status === "running") {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    final = await getJobView(userId, view.jobId);
+    final = await getJobView(getStore(), getEnv(), userId, view.jobId);
   }
   const readSeconds = (performance.now() - readStarted) / 1000;
   const readPeaks = reading.stop();

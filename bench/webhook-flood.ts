@@ -38,8 +38,8 @@ if (worker) {
   const victimReceiver = await startWebhookReceiver();
   const attacker = `usr_flood${randomBytes(6).toString("hex")}`;
   const victim = `usr_victim${randomBytes(6).toString("hex")}`;
-  sink.secret = (await rotateWebhookSecret(attacker)).secret;
-  victimReceiver.secret = (await rotateWebhookSecret(victim)).secret;
+  sink.secret = (await rotateWebhookSecret(getStore(), attacker)).secret;
+  victimReceiver.secret = (await rotateWebhookSecret(getStore(), victim)).secret;
   sink.script = Array.from({ length: events * 13 }, () => "hang" as const);
   const delivery = (userId: string, url: string, n: number) => {
     const type = "job.cancelled";

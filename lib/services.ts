@@ -33,9 +33,10 @@ export function services(): Services {
     settings,
     get jobWork() {
       return {
+        store: getStore(),
         queue: getWorkQueue(),
         settings: settings.jobs,
-        name: workerName(),
+        name: workerName(settings.jobs),
         deliveryTimeoutMs: settings.webhooks.timeoutMs,
         drainDeliveries: drainWebhooks,
       };

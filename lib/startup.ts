@@ -52,7 +52,7 @@ export function startNodeServer(): void {
     });
 
   startEventLoopMonitor();
-  ensureJobRunner();
+  ensureJobRunner(getStore(), getEnv());
 
   const started = performance.now();
   const pool = getOcrPool();

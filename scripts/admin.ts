@@ -120,7 +120,7 @@ async function run(argv: string[]): Promise<string> {
     }
     case "webhook-secret": {
       const account = await accountFor(values.email);
-      const current = await getWebhookAccount(account.id);
+      const current = await getWebhookAccount(getStore(), account.id);
       // A secret is shown once, when it is made: an existing one cannot be printed, only replaced.
       if (current.hasSecret && !values.rotate) {
         throw new Error(
@@ -128,7 +128,7 @@ async function run(argv: string[]): Promise<string> {
             "--rotate replaces it (the old one keeps signing for 24 h)",
         );
       }
-      const { secret, view } = await rotateWebhookSecret(account.id);
+      const { secret, view } = await rotateWebhookSecret(getStore(), account.id);
       if (view.previousUntil) console.error(`the previous secret keeps signing until ${view.previousUntil}`);
       return secret;
     }

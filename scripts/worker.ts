@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
 import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
-import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
+import { ensureJobRunner, jobSettings, stopJobRunner, workerName } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
@@ -35,18 +35,19 @@ if (!env.REDIS_URL) {
   );
   process.exit(1);
 }
-if (getStore().kind === "memory") {
+const store = getStore();
+if (store.kind === "memory") {
   console.error(
     "[worker] no Redis store is configured; set REDIS_URL (and the same UPSTASH_* variables as the server, if it uses them).",
   );
   process.exit(1);
 }
 
-const runner = ensureJobRunner({ always: true });
+const runner = ensureJobRunner(store, env, { always: true });
 const pool = getOcrPool();
 await pool.warm({ ocr: env.OCR_ENGINE_PROCESSES });
 console.info(
-  `[worker] ${workerName()} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,
+  `[worker] ${workerName(jobSettings({}, env))} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,
 );
 
 let stopping = false;
@@ -56,7 +57,7 @@ async function shutdown(signal: string): Promise<void> {
   console.info(`[worker] ${signal}: finishing the pages in hand`);
   await stopJobRunner();
   await pool.terminate();
-  await getStore().close();
+  await store.close();
   process.exit(0);
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void shutdown(signal));

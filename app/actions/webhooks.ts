@@ -7,6 +7,7 @@ import { redirect } from "next/navigation";
 import type { WebhookAttempt } from "@/lib/api/schemas";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { enableWebhookReceiver, rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from "@/lib/webhooks";
+import { services } from "@/lib/services";
 import { formErrorMessage, type FormError } from "./form-state";
 
 export interface RotateSecretState extends FormError {
@@ -34,7 +35,7 @@ async function requireAccount() {
 export async function rotateSecretAction(_previous: RotateSecretState): Promise<RotateSecretState> {
   const account = await requireAccount();
   try {
-    const { secret, view } = await rotateWebhookSecret(account.id);
+    const { secret, view } = await rotateWebhookSecret(services().store, account.id);
     revalidatePath("/settings");
     return { secret, rotated: view.previousUntil !== null };
   } catch (error) {
@@ -47,7 +48,7 @@ export async function setWebhookUrlAction(_previous: WebhookUrlState, formData: 
   const account = await requireAccount();
   try {
     const url = String(formData.get("url") ?? "").slice(0, 2048);
-    const view = await setDefaultWebhookUrl(account.id, url);
+    const view = await setDefaultWebhookUrl(services().store, account.id, url);
     revalidatePath("/settings");
     return { saved: view.defaultUrl ? "set" : "cleared" };
   } catch (error) {
@@ -59,7 +60,7 @@ export async function setWebhookUrlAction(_previous: WebhookUrlState, formData: 
 export async function sendTestEventAction(_previous: TestEventState): Promise<TestEventState> {
   const account = await requireAccount();
   try {
-    const attempt = await sendTestEvent(account.id);
+    const attempt = await sendTestEvent(services().store, account.id);
     revalidatePath("/settings");
     return { attempt };
   } catch (error) {
@@ -74,6 +75,6 @@ export async function sendTestEventAction(_previous: TestEventState): Promise<Te
 export async function enableReceiverAction(formData: FormData): Promise<void> {
   const account = await requireAccount();
   const receiver = String(formData.get("receiver") ?? "").slice(0, 2048);
-  if (receiver) await enableWebhookReceiver(account.id, receiver);
+  if (receiver) await enableWebhookReceiver(services().store, account.id, receiver);
   revalidatePath("/settings");
 }

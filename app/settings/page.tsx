@@ -41,10 +41,10 @@ export default async function SettingsPage({ searchParams }: { searchParams: Sea
     getBalance(store, account.id),
     listLedger(store, account.id, { limit: LEDGER_PAGE, cursor, keyId: keyFilter?.id }),
     getDailyUsage(store, account.id, { days: 30 }),
-    listJobViews(account.id, { limit: JOBS_SHOWN }),
-    getWebhookAccount(account.id),
-    listWebhookAttempts(account.id),
-    listWebhookReceivers(account.id),
+    listJobViews(store, account.id, { limit: JOBS_SHOWN }),
+    getWebhookAccount(store, account.id),
+    listWebhookAttempts(store, account.id),
+    listWebhookReceivers(store, account.id),
     listConnectedApps(services().store, account.id),
   ]);
   const keysById = new Map(keys.map((key) => [key.id, key]));

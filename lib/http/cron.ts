@@ -1,13 +1,14 @@
 import { timingSafeEqual } from "node:crypto";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 
 /**
  * The scheduled routes (`/api/cron/*`): with `CRON_SECRET` set, only its bearer may run them (Vercel Cron sends
- * `Authorization: Bearer $CRON_SECRET`); without it, only a development server lets anyone.
+ * `Authorization: Bearer $CRON_SECRET`); without it, only a development server lets anyone. `env`: the request's
+ * configuration (`context.env`).
  */
-export function authorizeCron(req: Request): void {
-  const { CRON_SECRET: secret, NODE_ENV } = getEnv();
+export function authorizeCron(req: Request, env: Pick<Env, "CRON_SECRET" | "NODE_ENV">): void {
+  const { CRON_SECRET: secret, NODE_ENV } = env;
   const path = new URL(req.url).pathname;
   if (!secret) {
     if (NODE_ENV === "production") {

@@ -30,7 +30,7 @@ export async function acceptJob(
     origin,
   });
   report({ creditsRemaining });
-  afterResponse(() => kickJobWorkers(view.pagesTotal));
+  afterResponse(() => kickJobWorkers(env, view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 

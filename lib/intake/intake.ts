@@ -107,7 +107,7 @@ async function takeIn(
   if (mode === "job") requireWorkQueue();
   const webhookUrl =
     mode === "job"
-      ? await resolveJobWebhook(account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
+      ? await resolveJobWebhook(store, account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
       : undefined;
   checkDeclaredSize(source, env.MAX_INLINE_BYTES);
   const pool = input.pool ?? getOcrPool();
@@ -145,10 +145,10 @@ async function takeIn(
   const inputSource = inputSourceOf(source);
   const tenant = account.userId;
   const toJob = async (
-    document: Parameters<typeof queueJob>[0]["document"],
+    document: Parameters<typeof queueJob>[1]["document"],
     reason?: string,
   ): Promise<IntakeOutcome> => {
-    const queued = await queueJob({
+    const queued = await queueJob(store, {
       bytes,
       inputSource,
       document,
@@ -158,6 +158,7 @@ async function takeIn(
       deadline: scope.deadline,
       webhookUrl,
       origin: input.origin,
+      settings,
     });
     return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
   };

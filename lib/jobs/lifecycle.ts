@@ -1,14 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { getStore, type JobStatus, type LedgerDraft } from "@/lib/store";
+import type { JobStatus, LedgerDraft, Store } from "@/lib/store";
 import { announceJobEnd } from "@/lib/webhooks";
-import { jobSettings } from "./settings";
+import type { JobSettings } from "./settings";
 
 /**
  * End a job (finished, cancelled or failed): what it still has reserved is refunded with one `refund` ledger entry
  * (its request id the job's), its results expire `JOB_RESULT_TTL` from now, and its webhook (if any) is announced —
- * by this caller only, the one whose end step changed the job. Null when it had already ended.
+ * by this caller only, the one whose end step changed the job. Null when it had already ended. `settings`: the
+ * caller's job settings (the results' lifetime).
  */
 export async function endJob(
+  store: Store,
+  settings: Pick<JobSettings, "resultTtlMs">,
   jobId: string,
   end: "finish" | "cancel" | "fail",
   error?: { code: string; message: string },
@@ -20,15 +23,15 @@ export async function endJob(
     reason: "refund",
     requestId: jobId,
   };
-  const ended = await getStore().jobs.endJob(jobId, {
+  const ended = await store.jobs.endJob(jobId, {
     end,
     ...(error && { error: JSON.stringify(error) }),
     now: now.getTime(),
-    resultTtlMs: jobSettings().resultTtlMs,
+    resultTtlMs: settings.resultTtlMs,
     entry,
     day: now.toISOString().slice(0, 10),
   });
-  if (ended) await announceJobEnd(jobId);
+  if (ended) await announceJobEnd(store, jobId);
   return ended;
 }
 

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import type { JobResultBody } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
+import type { Env } from "@/lib/env";
 import { documentConfidence, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
 import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } from "@/lib/ocr/model";
 import { fromEngineError } from "@/lib/process";
-import type { JobRecord } from "@/lib/store";
-import { getStore } from "@/lib/store";
+import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findJob } from "./service";
 import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
@@ -27,22 +27,24 @@ export type JobResultPart = JobResultBody;
  * Pages not read yet or failed are listed in `missingPages`, so a running job's first pages can be fetched already.
  */
 export async function readJobResult(
+  store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<JobResultPart> {
-  const record = await findJob(userId, jobId);
+  const record = await findJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
-  if (!isJobEnded(record)) return renderResultPart(record, wanted, options);
+  if (!isJobEnded(record)) return renderResultPart(store, record, wanted, options);
   // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:
   // a batch of 30 `tasks/result` parses it once).
   const variant = textVariant(record, wanted, options);
   return singleFlight(`part:${jobId}:${variant}`, async () => {
-    const kept = await keepRendering(record, variant, async () => {
-      const part = await renderResultPart(record, wanted, options);
+    const kept = await keepRendering(store, record, variant, async () => {
+      const part = await renderResultPart(store, record, wanted, options);
       return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
     });
-    return JSON.parse(Buffer.from(await renderingBytes(jobId, variant, kept)).toString("utf8")) as JobResultPart;
+    return JSON.parse(Buffer.from(await renderingBytes(store, jobId, variant, kept)).toString("utf8")) as JobResultPart;
   });
 }
 
@@ -51,29 +53,31 @@ export async function readJobResult(
  * at its first read, and kept beside its pages until they expire), and its `next` link.
  */
 export async function readJobResultBody(
+  store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<{ body: ReadableStream<Uint8Array>; bytes: number; next: string | null }> {
-  const record = await findJob(userId, jobId);
+  const record = await findJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) {
-    const part = await renderResultPart(record, wanted, options);
+    const part = await renderResultPart(store, record, wanted, options);
     const bytes = Buffer.from(JSON.stringify(part));
     return {
-      body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
+      body: streamOf(store, { bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
       bytes: bytes.byteLength,
       next: part.next,
     };
   }
   const variant = textVariant(record, wanted, options);
   const kept = await singleFlight(`kept:${jobId}:${variant}`, () =>
-    keepRendering(record, variant, async () => {
-      const part = await renderResultPart(record, wanted, options);
+    keepRendering(store, record, variant, async () => {
+      const part = await renderResultPart(store, record, wanted, options);
       return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
     }),
   );
-  return { body: streamOf(kept, jobId, variant), bytes: kept.size, next: kept.info || null };
+  return { body: streamOf(store, kept, jobId, variant), bytes: kept.size, next: kept.info || null };
 }
 
 function checkTextRequest(record: JobRecord, options: { format?: OutputFormat; pages?: string }): number[] {
@@ -99,6 +103,7 @@ function textVariant(
 
 /** A part rendered from the stored page models (what `readJobResult` answers). */
 async function renderResultPart(
+  store: Store,
   record: JobRecord,
   wanted: number[],
   options: { format?: OutputFormat; limitBytes?: number },
@@ -106,8 +111,8 @@ async function renderResultPart(
   const jobId = record.id;
   const format = (options.format ?? record.format) as Exclude<OutputFormat, "pdf">;
 
-  const store = getStore().jobs;
-  const failed = record.pagesFailed > 0 ? await store.getFailedPages(jobId) : new Map<number, string>();
+  const jobs = store.jobs;
+  const failed = record.pagesFailed > 0 ? await jobs.getFailedPages(jobId) : new Map<number, string>();
   const limit = options.limitBytes ?? RESULT_PART_BYTES;
   const render = pagedFormats[format];
   const pieces: string[] = [];
@@ -117,7 +122,7 @@ async function renderResultPart(
   let stoppedAt = wanted.length;
   fill: for (let start = 0; start < wanted.length; start += FETCH_BATCH) {
     const batch = wanted.slice(start, start + FETCH_BATCH);
-    const payloads = await store.getPages(jobId, batch);
+    const payloads = await jobs.getPages(jobId, batch);
     for (const [offset, payload] of payloads.entries()) {
       const number = batch[offset]!;
       if (payload === null) {
@@ -184,11 +189,13 @@ function wantedPages(record: JobRecord, pages: string | undefined): number[] {
 
 /** The format a result request gets: the one asked for, or the job's. */
 export async function jobResultFormat(
+  store: Store,
+  env: Env,
   userId: string,
   jobId: string,
   format: OutputFormat | undefined,
 ): Promise<OutputFormat> {
-  return format ?? (await findJob(userId, jobId)).format;
+  return format ?? (await findJob(store, env, userId, jobId)).format;
 }
 
 export interface JobPdf {
@@ -207,15 +214,21 @@ export interface JobPdf {
  * the pages asked for (default: all of the job's) that have been read; the others are listed in `missingPages`. One
  * file, however large: the route streams it.
  */
-export async function readJobPdf(userId: string, jobId: string, options: { pages?: string }): Promise<JobPdf> {
-  const record = await findJob(userId, jobId);
+export async function readJobPdf(
+  store: Store,
+  env: Env,
+  userId: string,
+  jobId: string,
+  options: { pages?: string },
+): Promise<JobPdf> {
+  const record = await findJob(store, env, userId, jobId);
   const wanted = wantedPages(record, options.pages);
-  const store = getStore().jobs;
+  const jobs = store.jobs;
   const pages: ExtractedPage[] = [];
   const missingPages: number[] = [];
   for (let start = 0; start < wanted.length; start += FETCH_BATCH) {
     const batch = wanted.slice(start, start + FETCH_BATCH);
-    const payloads = await store.getPages(jobId, batch);
+    const payloads = await jobs.getPages(jobId, batch);
     payloads.forEach((payload, offset) => {
       if (payload === null) missingPages.push(batch[offset]!);
       else pages.push(decodePage(payload).page);
@@ -230,7 +243,7 @@ export async function readJobPdf(userId: string, jobId: string, options: { pages
     );
   }
   const render = async () => {
-    const bytes = await store.getSource(jobId, record.sourceChunks);
+    const bytes = await jobs.getSource(jobId, record.sourceChunks);
     if (!bytes) {
       throw new ApiError(
         "gone",
@@ -249,14 +262,14 @@ export async function readJobPdf(userId: string, jobId: string, options: { pages
     return {
       ...done,
       bytes: bytes.byteLength,
-      body: streamOf({ bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
+      body: streamOf(store, { bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
     };
   }
   // An ended job's PDF is the same at every read: made once (one making for the reads in flight here) and kept in the
   // store beside its pages; every read streams it from there.
   const variant = variantOf(`pdf|${done.pages}`);
-  const kept = await singleFlight(`kept:${jobId}:${variant}`, () => keepRendering(record, variant, render));
-  return { ...done, bytes: kept.size, body: streamOf(kept, jobId, variant) };
+  const kept = await singleFlight(`kept:${jobId}:${variant}`, () => keepRendering(store, record, variant, render));
+  return { ...done, bytes: kept.size, body: streamOf(store, kept, jobId, variant) };
 }
 
 /** Whether a job has ended: its results no longer change, so what is rendered from them can be kept. */
@@ -281,17 +294,18 @@ const RENDER_CHUNK_BYTES = 1024 * 1024;
 
 /** The kept rendering of `variant`, made (and kept until the job's results expire) when there is none. */
 async function keepRendering(
+  store: Store,
   record: JobRecord,
   variant: string,
   render: () => Promise<{ bytes: Uint8Array; info: string }>,
 ): Promise<Kept> {
-  const store = getStore().jobs;
-  const info = await store.getRenderingInfo(record.id, variant);
+  const jobs = store.jobs;
+  const info = await jobs.getRenderingInfo(record.id, variant);
   if (info) return { chunks: info.chunks, size: info.bytes, info: info.info };
   const made = await render();
   const ttlMs = record.expiresAt - Date.now();
   if (ttlMs > 1_000) {
-    await store
+    await jobs
       .putRendering(record.id, variant, made.bytes, { chunkBytes: RENDER_CHUNK_BYTES, ttlMs, info: made.info })
       .catch((error: unknown) =>
         console.warn(
@@ -307,21 +321,21 @@ async function keepRendering(
   };
 }
 
-async function renderingBytes(jobId: string, variant: string, kept: Kept): Promise<Uint8Array> {
+async function renderingBytes(store: Store, jobId: string, variant: string, kept: Kept): Promise<Uint8Array> {
   if (kept.bytes) return kept.bytes;
   const parts: Uint8Array[] = [];
-  for (let chunk = 0; chunk < kept.chunks; chunk++) parts.push(await readChunk(jobId, variant, chunk));
+  for (let chunk = 0; chunk < kept.chunks; chunk++) parts.push(await readChunk(store, jobId, variant, chunk));
   return Buffer.concat(parts);
 }
 
-async function readChunk(jobId: string, variant: string, chunk: number): Promise<Uint8Array> {
-  const part = await getStore().jobs.getRenderingChunk(jobId, variant, chunk);
+async function readChunk(store: Store, jobId: string, variant: string, chunk: number): Promise<Uint8Array> {
+  const part = await store.jobs.getRenderingChunk(jobId, variant, chunk);
   if (!part) throw new ApiError("gone", `The result of job ${jobId} is no longer kept`);
   return part;
 }
 
 /** A rendering as a body: the bytes in memory a piece at a time, or the store's chunks one after another. */
-function streamOf(kept: Kept, jobId: string, variant: string): ReadableStream<Uint8Array> {
+function streamOf(store: Store, kept: Kept, jobId: string, variant: string): ReadableStream<Uint8Array> {
   let chunk = 0;
   let offset = 0;
   return new ReadableStream<Uint8Array>({
@@ -333,7 +347,7 @@ function streamOf(kept: Kept, jobId: string, variant: string): ReadableStream<Ui
         return;
       }
       if (chunk >= kept.chunks) return controller.close();
-      controller.enqueue(await readChunk(jobId, variant, chunk++));
+      controller.enqueue(await readChunk(store, jobId, variant, chunk++));
     },
   });
 }

@@ -3,7 +3,7 @@ import { apiCode } from "@/lib/api/errors";
 import { getEnv } from "@/lib/env";
 import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
-import { getStore, isRedisConnectionError, type JobRecord, type JobStore } from "@/lib/store";
+import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";
 import type { LeasedTask, PageTask, PageTaskPage, TaskKind, WorkQueue } from "./queue/port";
@@ -18,8 +18,8 @@ export interface RunnerOptions {
   name: string;
   /** The engine processes (default: the process-wide pool). */
   pool?: OcrPool;
-  /** The job port (default: the process-wide store's, taken at each use: tests swap the store). */
-  store?: () => JobStore;
+  /** The store whose jobs it works (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
+  store: Store;
 }
 
 /**
@@ -46,7 +46,7 @@ export class JobRunner {
 
   constructor(private readonly options: RunnerOptions) {
     this.pool = options.pool ?? getOcrPool();
-    this.store = options.store ?? (() => getStore().jobs);
+    this.store = () => options.store.jobs;
     this.sources = new SourceCache(this.store, options.settings.sourceCacheBytes);
   }
 
@@ -352,7 +352,7 @@ export class JobRunner {
         Date.now(),
       );
     }
-    await endJob(record.id, "finish");
+    await endJob(this.options.store, this.options.settings, record.id, "finish");
     this.forget(record.id);
     await task.complete();
   }
@@ -379,7 +379,7 @@ export class JobRunner {
   }
 
   private async endAsFailed(jobId: string, code: string, message: string): Promise<void> {
-    await endJob(jobId, "fail", { code, message });
+    await endJob(this.options.store, this.options.settings, jobId, "fail", { code, message });
   }
 
   // ─── pages ───

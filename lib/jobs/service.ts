@@ -1,14 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { InputSource } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
+import type { Env } from "@/lib/env";
 import { languageSpec, type DescribedDocument } from "@/lib/ocr";
 import { formatPageRanges } from "@/lib/ocr/model";
 import { formatMegabytes } from "@/lib/input";
-import { getStore, type JobRecord, type NewJob } from "@/lib/store";
+import type { JobRecord, NewJob, Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { jobWebhookView } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
-import { getWorkQueue, jobSettings, requireWorkQueue } from "./settings";
+import { getWorkQueue, jobSettings, requireWorkQueue, type JobSettings } from "./settings";
 import { toJobView, type JobView } from "./view";
 
 /** A document the intake (lib/intake) loaded, checked and decided to read as a job. */
@@ -26,6 +27,8 @@ export interface QueueJobInput {
   webhookUrl?: string;
   /** The origin the job was submitted to (`https://ocr.example.com`): its webhook event's links are absolute with it. */
   origin?: string;
+  /** The jobs' settings (the caller's `jobSettings(overrides, env)`): limits, lifetimes, chunk size. */
+  settings: JobSettings;
 }
 
 /** Job ids: `job_` and 16 random bytes (base64url). */
@@ -38,11 +41,13 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
  * page reserved with the job's creation (`402` when short, before any work), and the job queued. Its pages are read
  * by whichever processes have a free engine process (lib/jobs/runner.ts).
  */
-export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; creditsRemaining: number }> {
+export async function queueJob(
+  store: Store,
+  input: QueueJobInput,
+): Promise<{ view: JobView; creditsRemaining: number }> {
   const queue = requireWorkQueue();
-  const settings = jobSettings();
-  const { bytes, inputSource, document: described, account, requestId, webhookUrl } = input;
-  const jobs = getStore().jobs;
+  const { bytes, inputSource, document: described, account, requestId, webhookUrl, settings } = input;
+  const jobs = store.jobs;
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
   const deadline = now + settings.maxDurationMs;
@@ -118,7 +123,9 @@ export async function queueJob(input: QueueJobInput): Promise<{ view: JobView; c
     await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(pages) });
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
-    await endJob(jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(() => undefined);
+    await endJob(store, settings, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
+      () => undefined,
+    );
     throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", {
       cause: error,
     });
@@ -157,11 +164,12 @@ function accountFilesFull(
 }
 
 /** The job `jobId` of `userId`: `404` for another account's or an unknown one, `410` once its results expired. */
-export async function findJob(userId: string, jobId: string): Promise<JobRecord> {
+export async function findJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobRecord> {
+  const settings = jobSettings({}, env);
   if (!JOB_ID_PATTERN.test(jobId)) {
     throw new ApiError("not_found", "No such job: job ids look like job_ followed by 22 letters, digits, - or _");
   }
-  const record = await getStore().jobs.getJob(jobId);
+  const record = await store.jobs.getJob(jobId);
   if (!record || record.userId !== userId) {
     throw new ApiError(
       "not_found",
@@ -170,48 +178,52 @@ export async function findJob(userId: string, jobId: string): Promise<JobRecord>
   }
   if ((record.status === "queued" || record.status === "running") && record.deadline <= Date.now()) {
     // Past its time (its processes were gone for a day): it ends now, and what it did not read comes back.
-    await endJob(jobId, "fail", {
+    await endJob(store, settings, jobId, "fail", {
       code: "timeout",
-      message: `The job did not finish within ${Math.round(jobSettings().maxDurationMs / 3_600_000)} h`,
+      message: `The job did not finish within ${Math.round(settings.maxDurationMs / 3_600_000)} h`,
     });
-    return findJob(userId, jobId);
+    return findJob(store, env, userId, jobId);
   }
   if (record.finishedAt !== undefined && record.expiresAt <= Date.now()) {
     throw new ApiError(
       "gone",
-      `Job ${jobId} expired at ${new Date(record.expiresAt).toISOString()}: results are kept ${Math.round(jobSettings().resultTtlMs / 3_600_000)} h after a job ends`,
+      `Job ${jobId} expired at ${new Date(record.expiresAt).toISOString()}: results are kept ${Math.round(settings.resultTtlMs / 3_600_000)} h after a job ends`,
     );
   }
   return record;
 }
 
 /** `GET /api/ocr/jobs/{id}`. */
-export async function getJobView(userId: string, jobId: string): Promise<JobView> {
-  const record = await findJob(userId, jobId);
-  const failed = record.pagesFailed > 0 ? await getStore().jobs.getFailedPages(jobId) : new Map<number, string>();
+export async function getJobView(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
+  const record = await findJob(store, env, userId, jobId);
+  const failed = record.pagesFailed > 0 ? await store.jobs.getFailedPages(jobId) : new Map<number, string>();
   const view = toJobView(record, failed);
-  const webhook = await jobWebhookView(record);
+  const webhook = await jobWebhookView(store, record);
   if (webhook) view.webhook = webhook;
   return view;
 }
 
 /** `DELETE /api/ocr/jobs/{id}`: pages not read yet are refunded; a job that has ended is answered as it is. */
-export async function cancelJob(userId: string, jobId: string): Promise<JobView> {
-  await findJob(userId, jobId);
-  const ended = await endJob(jobId, "cancel", { code: "cancelled", message: "Cancelled by the account" });
+export async function cancelJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
+  await findJob(store, env, userId, jobId);
+  const ended = await endJob(store, jobSettings({}, env), jobId, "cancel", {
+    code: "cancelled",
+    message: "Cancelled by the account",
+  });
   if (ended)
     await getWorkQueue()
       ?.dropPages(jobId)
       .catch(() => undefined);
-  return getJobView(userId, jobId);
+  return getJobView(store, env, userId, jobId);
 }
 
 /** `GET /api/ocr/jobs`: the account's jobs, newest first. */
 export async function listJobViews(
+  store: Store,
   userId: string,
   { limit = 20, cursor }: { limit?: number; cursor?: string | null },
 ): Promise<{ jobs: JobView[]; nextCursor: string | null }> {
-  const page = await getStore().jobs.listJobs(userId, {
+  const page = await store.jobs.listJobs(userId, {
     limit: Math.min(100, Math.max(1, Math.trunc(limit) || 20)),
     cursor: cursor ?? null,
   });

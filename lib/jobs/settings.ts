@@ -131,9 +131,9 @@ export async function resetWorkQueue(): Promise<void> {
   await queue?.close();
 }
 
-/** This process's name on the pages it reads: `jobSettings().workerName`, else a short hash of its host and pid. */
-export function workerName(): string {
-  const configured = jobSettings().workerName;
+/** This process's name on the pages it reads: `settings.workerName`, else a short hash of its host and pid. */
+export function workerName(settings: Pick<JobSettings, "workerName">): string {
+  const configured = settings.workerName;
   if (configured) return configured.slice(0, 64);
   return `w-${createHash("sha256").update(`${os.hostname()}:${process.pid}`).digest("hex").slice(0, 10)}`;
 }

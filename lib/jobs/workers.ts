@@ -1,8 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
-import { getStore } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { resetDeliveryQueue, startWebhookWorker } from "@/lib/webhooks";
 import { JobRunner } from "./runner";
 import type { WorkQueue } from "./queue/port";
@@ -15,16 +15,21 @@ type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
  * Start this process's job runner when it is a process that lives (`JOBS_RUNNER` `background`: every server
  * instance that is not on Vercel, and `npm run worker`): it takes page tasks whenever an engine process is free.
  * Once per process (kept on globalThis: dev-server reloads share it). `always`: whatever `JOBS_RUNNER` says (the
- * worker process, whose only purpose this is). The process also delivers webhook events (lib/webhooks).
+ * worker process, whose only purpose this is). The process also delivers webhook events (lib/webhooks). The store
+ * and the configuration are the entry point's (lib/startup.ts, scripts/worker.ts); the runner keeps the store.
  */
-export function ensureJobRunner({ always = false }: { always?: boolean } = {}): JobRunner | null {
+export function ensureJobRunner(
+  store: Store,
+  env: Env,
+  { always = false }: { always?: boolean } = {},
+): JobRunner | null {
   const holder = globalThis as RunnerHolder;
   if (holder[RUNNER_KEY]) return holder[RUNNER_KEY];
-  const settings = jobSettings();
+  const settings = jobSettings({}, env);
   if (settings.runner !== "background" && !always) return null;
   const queue = getWorkQueue();
   if (!queue) return null;
-  const runner = new JobRunner({ queue, settings, name: workerName() });
+  const runner = new JobRunner({ queue, settings, name: workerName(settings), store });
   holder[RUNNER_KEY] = runner;
   runner.start();
   // Webhook deliveries (and their retries) are worked where the pages are.
@@ -42,6 +47,8 @@ export async function stopJobRunner(): Promise<void> {
 
 /** What `workJobsFor` works with: an entry point hands it down (lib/services.ts `services().jobWork`). */
 export interface JobWorkServices {
+  /** The store whose jobs are worked. */
+  store: Store;
   queue: WorkQueue | null;
   settings: JobSettings;
   /** This process's name on the pages it reads. */
@@ -55,15 +62,15 @@ export interface JobWorkServices {
 /**
  * Work the queue in this invocation for `budgetMs` (the `invoke` runner: the internal route and the cron route), then
  * deliver the webhook events that are due with what is left of it (at least one attempt's time when the budget
- * allows: the pages get the rest). The queue, settings and deliveries are the caller's (`services().jobWork`).
+ * allows: the pages get the rest). The store, queue, settings and deliveries are the caller's (`services().jobWork`).
  */
 export async function workJobsFor(
   budgetMs: number,
-  { queue, settings, name, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
+  { store, queue, settings, name, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
 ): Promise<{ documents: number; pages: number }> {
   if (!queue) return { documents: 0, pages: 0 };
   const started = Date.now();
-  const runner = new JobRunner({ queue, settings, name });
+  const runner = new JobRunner({ queue, settings, name, store });
   const reserve = Math.min(Math.floor(budgetMs * 0.2), deliveryTimeoutMs + 5_000);
   const worked = await runner.drain(budgetMs - reserve);
   await drainDeliveries(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>
@@ -101,27 +108,33 @@ export function verifyWorkCall(header: string | null, secret: string, now = Date
  * Accept a work call once: the signature verifies and its nonce was never seen (recorded in the store with `SET NX`
  * for as long as the signature could pass, on every instance). A captured signature replayed is refused.
  */
-export async function acceptWorkCall(header: string | null, secret: string, now = Date.now()): Promise<boolean> {
+export async function acceptWorkCall(
+  store: Store,
+  header: string | null,
+  secret: string,
+  now = Date.now(),
+): Promise<boolean> {
   const nonce = verifyWorkCall(header, secret, now);
   if (!nonce) return false;
-  return getStore().limits.claimOnce({ scope: NONCE_SCOPE, id: nonce, ttlMs: 2 * WORK_SIGNATURE_MAX_AGE_MS + 5_000 });
+  return store.limits.claimOnce({ scope: NONCE_SCOPE, id: nonce, ttlMs: 2 * WORK_SIGNATURE_MAX_AGE_MS + 5_000 });
 }
 
 /**
  * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `jobSettings().fanout` (4) signed calls of the
  * internal work route, each working the queue until it is empty or its budget ends. Only their `202`s are awaited
  * (the route works after answering). A process that works the queue itself (`background`) does nothing. The calls go
- * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request.
+ * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request. `env`: the
+ * caller's configuration (the runner, `CRON_SECRET`, the origin).
  */
-export async function kickJobWorkers(pages: number): Promise<void> {
-  const settings = jobSettings();
+export async function kickJobWorkers(env: Env, pages: number): Promise<void> {
+  const settings = jobSettings({}, env);
   if (settings.runner !== "invoke") return;
-  const { CRON_SECRET: secret, VERCEL_AUTOMATION_BYPASS_SECRET: bypass } = getEnv();
+  const { CRON_SECRET: secret, VERCEL_AUTOMATION_BYPASS_SECRET: bypass } = env;
   if (!secret) {
     console.error("[jobs] CRON_SECRET is not set: no invocation can be started to read the job (docs/deploy.md#jobs)");
     return;
   }
-  const url = new URL(WORK_PATH, selfOrigin(getEnv())); // TODO(i33): hand down
+  const url = new URL(WORK_PATH, selfOrigin(env));
   const calls = Math.min(settings.fanout, Math.max(1, pages));
   await Promise.allSettled(
     Array.from({ length: calls }, () =>

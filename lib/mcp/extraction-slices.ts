@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
+import { getStore } from "@/lib/store";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import type { Store } from "@/lib/store";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
@@ -145,7 +147,8 @@ function readPages(
   pages: readonly number[],
   limitBytes?: number,
 ): Promise<JobResultPart> {
-  return readJobResult(userId, view.jobId, {
+  return readJobResult(getStore(), getEnv(), userId, view.jobId, {
+    // TODO(i33): hand down
     format: textFormatOf(view),
     pages: formatPageRanges(pages),
     ...(limitBytes !== undefined && { limitBytes }),
@@ -177,7 +180,7 @@ export async function readExtractionSlice(
   if (jobId === undefined)
     throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
-  const record = await findJob(userId, jobId);
+  const record = await findJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
   const view = toJobView(record);
   const start = cursor ?? { pages: input.pages?.trim() ?? "", offset: 0 };
   const field = input.cursor !== undefined ? "cursor" : "pages";
@@ -291,7 +294,7 @@ export async function readJobText(
   userId: string,
   view: JobView,
 ): Promise<{ part: JobResultPart; nextCursor: string | null }> {
-  const part = await readJobResult(userId, view.jobId, { format: textFormatOf(view) });
+  const part = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: textFormatOf(view) }); // TODO(i33): hand down
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
   return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
 }

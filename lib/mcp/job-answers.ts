@@ -1,7 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { readJobResult, type JobView } from "@/lib/jobs";
-import type { Store } from "@/lib/store";
+import { getEnv } from "@/lib/env";
+import { getStore, type Store } from "@/lib/store";
 import { readExtractionSlice, readJobText } from "./extraction-slices";
 import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutput, type JobSummary } from "./jobs";
 
@@ -99,7 +100,8 @@ async function jobSliceResult(
   const confidence =
     slice.pages === ""
       ? 0
-      : (await readJobResult(userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
+      : (await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: slice.format, pages: slice.pages }))
+          .confidence; // TODO(i33): hand down
   const structured: ExtractTextOutput = {
     success: true,
     userId,

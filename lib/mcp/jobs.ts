@@ -3,6 +3,8 @@ import { z } from "zod";
 import { ocrResponseSchema } from "@/lib/api/schemas";
 import { retryAfterFor } from "@/lib/http/jobs";
 import { getJobView, type JobView } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
+import { getStore } from "@/lib/store";
 import { outputFormats } from "@/lib/vocabulary";
 
 /*
@@ -198,7 +200,7 @@ interface WaitOptions {
  * shared state: the pages may be read by any process). Returns the last view.
  */
 export async function waitForJob(userId: string, jobId: string, options: WaitOptions): Promise<JobView> {
-  let view = await getJobView(userId, jobId);
+  let view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
   // Pages settled before the wait began are reported as one step (the latest), not replayed page by page.
   let settled = options.reportedBefore ?? Math.max(0, pagesSettled(view) - 1);
   for (;;) {
@@ -209,7 +211,7 @@ export async function waitForJob(userId: string, jobId: string, options: WaitOpt
     const left = options.until - Date.now();
     if (!isJobActive(view) || left <= 0 || options.signal?.aborted) return view;
     await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, left)));
-    view = await getJobView(userId, jobId);
+    view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
   }
 }
 

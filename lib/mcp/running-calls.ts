@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { describeError } from "@/lib/error-log";
 import { cancelJob, getJobView } from "@/lib/jobs";
-import type { Store } from "@/lib/store";
+import { getEnv } from "@/lib/env";
+import { getStore, type Store } from "@/lib/store";
 import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { isJobActive } from "./jobs";
 
@@ -214,6 +215,6 @@ export async function cancelRunningCall(store: Store, account: Account, rpcId: s
 }
 
 async function cancelActiveJob(userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(userId, jobId);
-  if (isJobActive(view)) await cancelJob(userId, jobId);
+  const view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+  if (isJobActive(view)) await cancelJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
 }

@@ -1,7 +1,8 @@
 import { ProtocolError, RELATED_TASK_META_KEY, type CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { getJobView, type JobView } from "@/lib/jobs";
-import type { Store } from "@/lib/store";
+import { getEnv } from "@/lib/env";
+import { getStore, type Store } from "@/lib/store";
 import { SSE_HEADERS } from "./sse/relay";
 import { jobToolResult } from "./job-answers";
 import { isJobActive, pagesSettled, waitForJob } from "./jobs";
@@ -106,7 +107,7 @@ interface ServeOptions {
  */
 export async function serveTaskResult(state: ResultStream, options: ServeOptions): Promise<Response> {
   // Looked up first: an unknown, expired or another account's task is an error, not a stream a client would resume.
-  const first = await getJobView(options.userId, state.t);
+  const first = await getJobView(getStore(), getEnv(), options.userId, state.t); // TODO(i33): hand down
   const encoder = new TextEncoder();
   let reported = state.n;
   const stream = new ReadableStream<Uint8Array>({

@@ -12,11 +12,11 @@ import { z } from "zod";
 import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
-import type { Env } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
-import type { Store } from "@/lib/store";
+import { getStore, type Store } from "@/lib/store";
 import { keepRecord, readRecord } from "./kept";
 import { jobToolResult } from "./job-answers";
 import { GET_EXTRACTION, describeJob, isJobActive, pagesSettled, toTask, waitForJob } from "./jobs";
@@ -181,7 +181,7 @@ export async function jobAccepted(view: JobView, creditsRemaining: number, conte
         console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
     );
   }
-  afterResponse(() => kickJobWorkers(view.pagesTotal));
+  afterResponse(() => kickJobWorkers(context.env, view.pagesTotal));
   return view;
 }
 
@@ -196,7 +196,7 @@ export async function findCallJob(context: JobCallContext): Promise<JobView | nu
   const jobId = await readRecord(context.store, CALL_JOB, context.account.userId, context.callKey);
   if (jobId === null) return null;
   try {
-    const view = await getJobView(context.account.userId, jobId);
+    const view = await getJobView(context.store, context.env, context.account.userId, jobId);
     context.onJob?.(view.jobId);
     return view;
   } catch {
@@ -235,7 +235,7 @@ export async function answerWithJob(
   });
   if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
-    current = await cancelJob(context.account.userId, current.jobId);
+    current = await cancelJob(context.store, context.env, context.account.userId, current.jobId);
   }
   return jobToolResult(context.store, context.account.userId, current, opening, context.maxChars);
 }
@@ -284,8 +284,10 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   };
 
   // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
-  server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
-    guarded(async () => toTask(await getJobView(account.userId, taskId))),
+  server.server.setRequestHandler(
+    "tasks/get",
+    { params: taskParamsSchema },
+    ({ taskId }) => guarded(async () => toTask(await getJobView(getStore(), getEnv(), account.userId, taskId))), // TODO(i33): hand down
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
@@ -296,21 +298,21 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           "Invalid cursor: pass the nextCursor of a previous tasks/list unchanged",
         );
       }
-      const page = await listJobViews(account.userId, { limit: 50, cursor: cursor ?? null });
+      const page = await listJobViews(getStore(), account.userId, { limit: 50, cursor: cursor ?? null }); // TODO(i33): hand down
       return { tasks: page.jobs.map(toTask), ...(page.nextCursor !== null && { nextCursor: page.nextCursor }) };
     }),
   );
 
   server.server.setRequestHandler("tasks/cancel", { params: taskParamsSchema }, ({ taskId }) =>
     guarded(async () => {
-      const before = await getJobView(account.userId, taskId);
+      const before = await getJobView(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
       if (!isJobActive(before)) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
           `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`,
         );
       }
-      const after = await cancelJob(account.userId, taskId);
+      const after = await cancelJob(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
       if (after.status !== "cancelled") {
         // It ended on its own between the two reads.
         throw new ProtocolError(

@@ -5,7 +5,7 @@ import { isApiError } from "@/lib/api/errors";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { configuredAllowList, postRemote, type ResolveHost } from "@/lib/input";
-import { getStore, type DeliveryAttempt } from "@/lib/store";
+import type { DeliveryAttempt, Store } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 import { signingSecrets } from "./secrets";
 import { webhookSettings } from "./settings";
@@ -50,12 +50,12 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+webhook)`;
  * `Retry-After` when it sent one).
  */
 export async function attemptDelivery(
+  store: Store,
   delivery: Delivery,
   attempt: number,
   { final, resolveHost }: { final: boolean; resolveHost?: ResolveHost },
 ): Promise<AttemptOutcome> {
   const settings = webhookSettings();
-  const store = getStore().webhooks;
   const started = new Date();
   const clock = performance.now();
   let status: number | null = null;
@@ -63,7 +63,7 @@ export async function attemptDelivery(
   let permanent = false;
   let retryAfterMs: number | undefined;
 
-  const secrets = signingSecrets(await store.getAccount(delivery.userId), started.getTime());
+  const secrets = signingSecrets(await store.webhooks.getAccount(delivery.userId), started.getTime());
   const signable = secrets.length > 0;
   if (!signable) {
     error = "The account has no webhook signing secret (create one on the settings page)";
@@ -101,7 +101,7 @@ export async function attemptDelivery(
   }
 
   const ok = error === undefined;
-  const record = await recordAttempt(delivery, {
+  const record = await recordAttempt(store, delivery, {
     at: started.toISOString(),
     attempt,
     status,
@@ -123,13 +123,14 @@ export async function attemptDelivery(
  * the job's delivery log, so both say why nothing arrived.
  */
 export async function recordDropped(
+  store: Store,
   delivery: Delivery,
   attempt: number,
   { receiver, since }: { receiver: string; since: number },
 ): Promise<DeliveryAttempt> {
   const days = Math.round(webhookSettings().breaker.disableAfterMs / 86_400_000);
   const when = new Date(since).toISOString().slice(0, 16).replace("T", " ");
-  return recordAttempt(delivery, {
+  return recordAttempt(store, delivery, {
     at: new Date().toISOString(),
     attempt,
     status: null,
@@ -141,6 +142,7 @@ export async function recordDropped(
 }
 
 async function recordAttempt(
+  store: Store,
   delivery: Delivery,
   outcome: Pick<DeliveryAttempt, "at" | "attempt" | "status" | "latencyMs" | "ok" | "error" | "retrying">,
 ): Promise<DeliveryAttempt> {
@@ -153,10 +155,8 @@ async function recordAttempt(
     url: delivery.url,
     ...(error !== undefined && { error: error.slice(0, 300) }),
   };
-  await getStore()
-    .webhooks.recordAttempt(delivery.userId, record)
-    .catch((caught: unknown) => {
-      console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
-    });
+  await store.webhooks.recordAttempt(delivery.userId, record).catch((caught: unknown) => {
+    console.warn(`[webhooks] recording a delivery attempt failed (${errorLabel(caught)})`);
+  });
   return record;
 }

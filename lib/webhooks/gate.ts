@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { errorLabel } from "@/lib/error-log";
-import { getStore, type EndpointState } from "@/lib/store";
+import type { EndpointState, Store } from "@/lib/store";
 import type { Delivery } from "./deliver";
 import type { WebhookSettings } from "./settings";
 
@@ -59,12 +59,12 @@ function pausedUntil(state: EndpointState, now: number, pauseMs: number, random:
 
 /** Ask whether `delivery` may be attempted now; on `go`, call `done` with how the attempt went. */
 export async function enterDelivery(
+  store: Store,
   delivery: Delivery,
   settings: WebhookSettings,
   now = Date.now(),
   random = Math.random,
 ): Promise<Gate> {
-  const store = getStore();
   const { userId } = delivery;
   const receiver = receiverOf(delivery.url);
   const state = await store.webhooks.getEndpoint(userId, receiver);

@@ -3,7 +3,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, createNodeRedisClient,
 import { createClient } from "redis";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
-import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient } from "@/lib/store";
+import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type Store } from "@/lib/store";
 import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
 import { enterDelivery, type Gate } from "./gate";
 import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
@@ -45,6 +45,7 @@ class DeliveryFailed extends Error {
 
 /** One attempt of an event the gate let through; the gate hears how it went (its slots freed, the receiver's count). */
 async function attemptThrough(
+  store: Store,
   gate: Extract<Gate, { kind: "go" }>,
   delivery: Delivery,
   attempt: number,
@@ -52,7 +53,7 @@ async function attemptThrough(
 ): Promise<AttemptOutcome> {
   let outcome: AttemptOutcome | undefined;
   try {
-    outcome = await attemptDelivery(delivery, attempt, { final });
+    outcome = await attemptDelivery(store, delivery, attempt, { final });
     return outcome;
   } finally {
     await gate.done({
@@ -63,7 +64,7 @@ async function attemptThrough(
   }
 }
 
-function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
+function createBullDeliveryQueue(store: Store, url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
   // A lost connection is logged once by the link (lib/store/redis-link.ts), not by each client, queue and worker.
   // BullMQ leaves a client it was given open when it closes: close() below ends them.
   const clients: Array<{ destroy(): void }> = [];
@@ -96,20 +97,20 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
     const delivery = deliverySchema.parse(job.data);
     const attempt = job.attemptsMade + 1;
     const attempts = job.opts.attempts ?? 1;
-    const gate = await enterDelivery(delivery, settings);
+    const gate = await enterDelivery(store, delivery, settings);
     if (gate.kind === "wait") {
       await job.moveToDelayed(gate.until, token);
       throw new DelayedError();
     }
     if (gate.kind === "disabled") {
-      const record = await recordDropped(delivery, attempt, gate);
+      const record = await recordDropped(store, delivery, attempt, gate);
       throw new UnrecoverableError(record.error ?? "receiver disabled");
     }
     const {
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(gate, delivery, attempt, attempt >= attempts);
+    } = await attemptThrough(store, gate, delivery, attempt, attempt >= attempts);
     if (record.ok) return;
     if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
     throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
@@ -175,7 +176,7 @@ function createBullDeliveryQueue(url: string, prefix: string, settings: WebhookS
   };
 }
 
-function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
+function createMemoryDeliveryQueue(store: Store, settings: WebhookSettings): DeliveryQueue {
   const seen = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
@@ -191,14 +192,14 @@ function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
     timers.add(timer);
   };
   const deliverOnce = async (delivery: Delivery, attempt: number) => {
-    const gate = await enterDelivery(delivery, settings);
+    const gate = await enterDelivery(store, delivery, settings);
     if (gate.kind === "wait") return schedule(delivery, attempt, Math.max(0, gate.until - Date.now()));
-    if (gate.kind === "disabled") return void (await recordDropped(delivery, attempt, gate));
+    if (gate.kind === "disabled") return void (await recordDropped(store, delivery, attempt, gate));
     const {
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(gate, delivery, attempt, attempt >= settings.maxAttempts);
+    } = await attemptThrough(store, gate, delivery, attempt, attempt >= settings.maxAttempts);
     if (!record.ok && !permanent && attempt < settings.maxAttempts)
       schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
   };
@@ -227,14 +228,19 @@ function createMemoryDeliveryQueue(settings: WebhookSettings): DeliveryQueue {
 const QUEUE_KEY = Symbol.for("ocr-service.webhook-queue");
 type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
 
-/** The process's delivery queue, chosen as the job queue is (lib/jobs/settings.ts); none with only a REST URL. */
+/**
+ * The process's delivery queue, chosen as the job queue is (lib/jobs/settings.ts); none with only a REST URL. Built
+ * once per process from the configuration and the process's store (kept by its deliveries: the gate, the log).
+ */
 export function getDeliveryQueue(): DeliveryQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
   const env = getEnv();
+  const store = getStore();
   let queue: DeliveryQueue | null = null;
-  if (env.REDIS_URL) queue = createBullDeliveryQueue(env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
-  else if (getStore().kind === "memory") queue = createMemoryDeliveryQueue(webhookSettings());
+  if (env.REDIS_URL)
+    queue = createBullDeliveryQueue(store, env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
+  else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, webhookSettings());
   holder[QUEUE_KEY] = queue;
   return queue;
 }

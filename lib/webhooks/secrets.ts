@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { getStore, type WebhookAccount } from "@/lib/store";
+import type { Store, WebhookAccount } from "@/lib/store";
 import { webhookSettings } from "./settings";
 import { checkWebhookUrl } from "./url";
 
@@ -64,8 +64,8 @@ function toView(account: WebhookAccount, now = Date.now()): WebhookAccountView {
   };
 }
 
-export async function getWebhookAccount(userId: string): Promise<WebhookAccountView> {
-  return toView(await getStore().webhooks.getAccount(userId));
+export async function getWebhookAccount(store: Store, userId: string): Promise<WebhookAccountView> {
+  return toView(await store.webhooks.getAccount(userId));
 }
 
 /**
@@ -74,11 +74,12 @@ export async function getWebhookAccount(userId: string): Promise<WebhookAccountV
  * event. Returns the new secret: the only time it is shown.
  */
 export async function rotateWebhookSecret(
+  store: Store,
   userId: string,
   now = Date.now(),
 ): Promise<{ secret: string; view: WebhookAccountView }> {
-  const store = getStore().webhooks;
-  const account = await store.getAccount(userId);
+  const webhooks = store.webhooks;
+  const account = await webhooks.getAccount(userId);
   const secret = newSigningSecret();
   // The replaced one signs for 24 h from now; the ones replaced before it keep the rest of their own 24 h.
   const older = replacedSecrets(account, now).slice(0, MAX_REPLACED_SECRETS - 1);
@@ -89,13 +90,17 @@ export async function rotateWebhookSecret(
         ...(older.length > 0 && { olderSecrets: JSON.stringify(older) }),
       }
     : {};
-  await store.setSecrets(userId, { secret, secretCreatedAt: now, ...previous });
+  await webhooks.setSecrets(userId, { secret, secretCreatedAt: now, ...previous });
   return { secret, view: toView({ ...account, secret, secretCreatedAt: now, ...previous }, now) };
 }
 
 /** Set the account's default webhook URL (checked as a job's is), or clear it with an empty value. */
-export async function setDefaultWebhookUrl(userId: string, url: string | null): Promise<WebhookAccountView> {
+export async function setDefaultWebhookUrl(
+  store: Store,
+  userId: string,
+  url: string | null,
+): Promise<WebhookAccountView> {
   const value = url?.trim() ? await checkWebhookUrl(url.trim(), { field: "The webhook URL" }) : null;
-  await getStore().webhooks.setDefaultUrl(userId, value);
-  return getWebhookAccount(userId);
+  await store.webhooks.setDefaultUrl(userId, value);
+  return getWebhookAccount(store, userId);
 }

@@ -2,7 +2,7 @@ import type { WebhookAttempt } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
 import type { ResolveHost } from "@/lib/input";
-import { getStore, type JobRecord } from "@/lib/store";
+import type { JobRecord, Store } from "@/lib/store";
 import { attemptDelivery } from "./deliver";
 import { jobEndEvent, jobEventId, testEvent, testEventId } from "./events";
 import { receiverOf } from "./gate";
@@ -15,11 +15,12 @@ import { checkWebhookUrl } from "./url";
  * else the account's default, else none. A webhook needs the account's signing secret and a delivery queue.
  */
 export async function resolveJobWebhook(
+  store: Store,
   userId: string,
   url: string | undefined,
   { resolveHost }: { resolveHost?: ResolveHost } = {},
 ): Promise<string | undefined> {
-  const account = await getStore().webhooks.getAccount(userId);
+  const account = await store.webhooks.getAccount(userId);
   const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost }) : account.defaultUrl;
   if (chosen === undefined) return undefined;
   if (!account.secret) {
@@ -44,9 +45,9 @@ export async function resolveJobWebhook(
  * is the same message. A job cancelled before any of its pages was read has no event (`announcesEnd`). A failure
  * here is logged, never the job's.
  */
-export async function announceJobEnd(jobId: string): Promise<void> {
+export async function announceJobEnd(store: Store, jobId: string): Promise<void> {
   try {
-    const record = await getStore().jobs.getJob(jobId);
+    const record = await store.jobs.getJob(jobId);
     if (!record?.webhookUrl || !announcesEnd(record)) return;
     await queueJobEvent(record);
   } catch (error) {
@@ -85,11 +86,12 @@ const TEST_EVENTS_PER_MINUTE = 10;
  * attempt, not retried) so the page can show how it went; it is in the delivery log as every attempt is.
  */
 export async function sendTestEvent(
+  store: Store,
   userId: string,
   { resolveHost }: { resolveHost?: ResolveHost } = {},
 ): Promise<WebhookAttempt> {
   // Each test is a request the service makes to a URL of the account's choosing: a few a minute are enough.
-  const limit = await getStore().limits.rateLimit({
+  const limit = await store.limits.rateLimit({
     bucket: "webhook-test",
     identifier: userId,
     limit: TEST_EVENTS_PER_MINUTE,
@@ -101,20 +103,21 @@ export async function sendTestEvent(
       `At most ${TEST_EVENTS_PER_MINUTE} test events a minute: try again in ${Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000))} s`,
     );
   }
-  const account = await getStore().webhooks.getAccount(userId);
+  const account = await store.webhooks.getAccount(userId);
   if (!account.defaultUrl)
     throw new ApiError("invalid_request", "Set a default webhook URL first: the test event goes there");
   if (!account.secret)
     throw new ApiError("invalid_request", "Create a signing secret first: the test event is signed with it");
   const event = testEvent();
   const { attempt } = await attemptDelivery(
+    store,
     { eventId: testEventId(), userId, type: event.type, url: account.defaultUrl, payload: JSON.stringify(event) },
     1,
     { final: true, resolveHost },
   );
   // A receiver that answers a test event is healthy again: paused or disabled, its events flow (gate.ts). A failed
   // test does not count towards pausing it (the account asked for it).
-  if (attempt.ok) await getStore().webhooks.clearEndpoint(userId, receiverOf(account.defaultUrl));
+  if (attempt.ok) await store.webhooks.clearEndpoint(userId, receiverOf(account.defaultUrl));
   return attempt;
 }
 
@@ -136,9 +139,13 @@ export interface WebhookReceiverView {
 }
 
 /** The account's failing, paused and disabled receivers (healthy ones have no record). */
-export async function listWebhookReceivers(userId: string, now = Date.now()): Promise<WebhookReceiverView[]> {
+export async function listWebhookReceivers(
+  store: Store,
+  userId: string,
+  now = Date.now(),
+): Promise<WebhookReceiverView[]> {
   const { disableAfterMs } = webhookSettings().breaker;
-  return (await getStore().webhooks.listEndpoints(userId)).map((state) => ({
+  return (await store.webhooks.listEndpoints(userId)).map((state) => ({
     receiver: state.receiver,
     url: state.url,
     failures: state.failures,
@@ -155,19 +162,20 @@ export async function listWebhookReceivers(userId: string, now = Date.now()): Pr
  * Re-enable (or un-pause) one of the account's receivers: its failures are forgotten and the next event to it is
  * attempted at once. Events dropped while it was disabled are not sent again.
  */
-export async function enableWebhookReceiver(userId: string, receiver: string): Promise<void> {
-  await getStore().webhooks.clearEndpoint(userId, receiverOf(receiver));
+export async function enableWebhookReceiver(store: Store, userId: string, receiver: string): Promise<void> {
+  await store.webhooks.clearEndpoint(userId, receiverOf(receiver));
 }
 
 /** The account's last delivery attempts, newest first. */
-export async function listWebhookAttempts(userId: string): Promise<WebhookAttempt[]> {
-  return getStore().webhooks.listAttempts(userId);
+export async function listWebhookAttempts(store: Store, userId: string): Promise<WebhookAttempt[]> {
+  return store.webhooks.listAttempts(userId);
 }
 
 /** A job's webhook as its status shows it: the URL and its last attempts. */
 export async function jobWebhookView(
+  store: Store,
   record: JobRecord,
 ): Promise<{ url: string; deliveries: WebhookAttempt[] } | undefined> {
   if (!record.webhookUrl) return undefined;
-  return { url: record.webhookUrl, deliveries: await getStore().webhooks.listJobAttempts(record.id) };
+  return { url: record.webhookUrl, deliveries: await store.webhooks.listJobAttempts(record.id) };
 }

@@ -155,7 +155,7 @@ describe("the intake", () => {
           });
           expect(job.kind).toBe("job");
           expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
-          if (job.kind === "job") await cancelJob(account.userId, job.view.jobId);
+          if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
         } finally {
           spy.mockRestore();
         }
@@ -192,7 +192,7 @@ describe("the intake", () => {
       expect(outcome.view).toMatchObject({ pageCount: 80, pagesTotal: 80, creditsReserved: 80, status: "queued" });
       expect(outcome.reason).toBe("it has more than 50 pages of OCR work, the most one call reads");
       expect(await account.balance()).toBe(20);
-      await cancelJob(account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(100);
     }, 60_000);
 
@@ -213,7 +213,7 @@ describe("the intake", () => {
       if (outcome.kind !== "job") return;
       expect(outcome.reason).toMatch(/^reading it is expected to take about \d+ s, and this call has \d+ s for it$/);
       expect(outcome.view).toMatchObject({ pagesTotal: 12, creditsReserved: 12 });
-      await cancelJob(account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(20);
     }, 60_000);
 

@@ -100,7 +100,13 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
 
   beforeAll(async () => {
     photo = await phonePhoto();
-    runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "test-upload", pool });
+    runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: "test-upload",
+      pool,
+    });
     runner.start();
   }, 180_000);
   afterAll(async () => {

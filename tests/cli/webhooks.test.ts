@@ -14,6 +14,8 @@ import {
   type WebhookReceiver,
 } from "../support/webhook-receiver";
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
+import { getStore } from "@/lib/store";
+import { getEnv } from "@/lib/env";
 
 /*
  * Webhooks from the command line: `ocr extract --webhook` (the bundled CLI in a child process, the real routes, a job
@@ -41,7 +43,7 @@ let dir: string;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  ensureJobRunner();
+  ensureJobRunner(getStore(), getEnv());
   dir = tempDir("webhooks");
 });
 
@@ -72,7 +74,7 @@ describe("ocr extract --webhook", () => {
 
   it("sends the document as a job with webhook.url, prints its text; the job's end reaches the receiver, signed", async () => {
     const account = await createAccount(5);
-    secret = (await rotateWebhookSecret(account.userId)).secret;
+    secret = (await rotateWebhookSecret(getStore(), account.userId)).secret;
     receiver.secret = secret;
     const run = await ocr(["extract", PNG, "--webhook", receiver.url], { FETCH_MCP_SERVER_API_KEY: account.key });
     expect(run.code, run.stderr).toBe(0);
@@ -97,7 +99,8 @@ describe("ocr extract --webhook", () => {
 
     // `ocr jobs get` says where the event went and how.
     await waitFor(
-      async () => ((await getJobView(account.userId, jobId)).webhook?.deliveries.length ? true : undefined),
+      async () =>
+        (await getJobView(getStore(), getEnv(), account.userId, jobId)).webhook?.deliveries.length ? true : undefined,
       30_000,
       "the recorded attempt",
     );
@@ -110,7 +113,7 @@ describe("ocr extract --webhook", () => {
 
   it("refuses --webhook with --sync or a non-http URL (usage); the service's 400 for a private address (exit 5, nothing charged)", async () => {
     const account = await createAccount(5);
-    await rotateWebhookSecret(account.userId);
+    await rotateWebhookSecret(getStore(), account.userId);
     const env = { FETCH_MCP_SERVER_API_KEY: account.key };
     const sync = await ocr(["extract", PNG, "--webhook", receiver.url, "--sync"], env);
     expect(sync.code).toBe(2);

@@ -11,6 +11,7 @@ import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/sche
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { base64Of, createAccount, ocrRequest, withStore, type TestAccount } from "../api/support";
 import { createTestPool } from "../support/ocr";
+import { getStore } from "@/lib/store";
 
 /*
  * A job's result in the word-level formats and as a searchable PDF: GET /api/ocr/jobs/{id}/result?format=… called in
@@ -27,7 +28,13 @@ describe("job results in hocr, alto, tsv and pdf", () => {
   const work = mkdtempSync(path.join(tmpdir(), "job-formats-"));
 
   beforeAll(() => {
-    runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "test-formats", pool });
+    runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: "test-formats",
+      pool,
+    });
     runner.start();
   });
   afterAll(async () => {

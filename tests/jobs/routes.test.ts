@@ -6,6 +6,7 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import { jobListSchema, jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { characterErrorRate } from "@/bench/metrics";
 import { PDFDocument } from "pdf-lib";
@@ -40,7 +41,13 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
 
   beforeAll(async () => {
     scan = await longScan(12);
-    runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `test-${kind}`, pool });
+    runner = new JobRunner({
+      store: getStore(),
+      queue: getWorkQueue()!,
+      settings: jobSettings(),
+      name: `test-${kind}`,
+      pool,
+    });
     runner.start();
   }, 180_000);
   afterAll(async () => {
@@ -329,7 +336,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     const seen: number[] = [];
     let pages: string | undefined;
     for (let parts = 0; ; parts++) {
-      const part = await readJobResult(account.userId, view.jobId, { pages, limitBytes: 2_000 });
+      const part = await readJobResult(getStore(), getEnv(), account.userId, view.jobId, { pages, limitBytes: 2_000 });
       const document = JSON.parse(part.extractedText) as { pages: Array<{ number: number; readBy: string }> };
       seen.push(...document.pages.map((page) => page.number));
       expect(document.pages.every((page) => page.readBy === `test-${kind}`)).toBe(true);

@@ -97,7 +97,7 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
 
   /** A job with a webhook (its cancel starts a work call to deliver the event), submitted with `Host: evil`. */
   const submitWithWebhook = async (account: TestAccount): Promise<JobViewBody> => {
-    await rotateWebhookSecret(account.userId);
+    await rotateWebhookSecret(getStore(), account.userId);
     const response = await jobsRoute.POST(
       ocrRequest(
         { image: tinyPng("SELF 42").toString("base64"), webhook: { url: `http://127.0.0.1:9/hook` } },

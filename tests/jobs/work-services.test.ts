@@ -1,17 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { jobSettings, workJobsFor, type JobWorkServices } from "@/lib/jobs";
 import { createMemoryQueue } from "@/lib/jobs/queue/memory";
+import { createMemoryStore } from "@/lib/store";
 
 /*
  * Issue 33: the job-work slice takes its services as an argument (an entry point hands down `services().jobWork`), so
- * a caller — here a test — gives it its own queue, settings and deliveries, with no environment variable and no
- * process-wide queue.
+ * a caller — here a test — gives it its own store, queue, settings and deliveries, with no environment variable and no
+ * process-wide store or queue.
  */
 describe("workJobsFor works with the services it is given", () => {
   function given(overrides: Partial<JobWorkServices> = {}) {
     const drained: number[] = [];
     const settings = jobSettings({ blockSeconds: 1 });
     const services: JobWorkServices = {
+      store: createMemoryStore(),
       queue: createMemoryQueue(settings),
       settings,
       name: "test-work",

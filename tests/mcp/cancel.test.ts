@@ -8,6 +8,7 @@ import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, sleep, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { eventually, keyCarrier, routeFetch } from "./support";
+import { getStore } from "@/lib/store";
 
 /*
  * Issue 30, point 4 (MCP): the client gives up a call (the SDK's AbortController on callTool sends
@@ -27,7 +28,13 @@ let restore: () => void;
 beforeAll(async () => {
   scan = (await longScan(PAGES)).pdf;
   restore = setEnv({ MAX_PDF_PAGES: "1" });
-  runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "mcp-cancel", pool });
+  runner = new JobRunner({
+    store: getStore(),
+    queue: getWorkQueue()!,
+    settings: jobSettings(),
+    name: "mcp-cancel",
+    pool,
+  });
   runner.start();
 }, 60_000);
 afterAll(async () => {
@@ -65,7 +72,7 @@ describe.each(["streamable", "sse"] as const)("over %s", (transport) => {
       // Some pages read, not all.
       let jobId = "";
       await eventually(async () => {
-        const [job] = (await listJobViews(account.userId, { limit: 1 })).jobs;
+        const [job] = (await listJobViews(getStore(), account.userId, { limit: 1 })).jobs;
         jobId = job?.jobId ?? "";
         return (job?.pagesDone ?? 0) >= 1;
       });
@@ -73,15 +80,15 @@ describe.each(["streamable", "sse"] as const)("over %s", (transport) => {
       expect(await call).toBeInstanceOf(Error);
 
       await eventually(
-        async () => (await listJobViews(account.userId, { limit: 1 })).jobs[0]!.status === "cancelled",
+        async () => (await listJobViews(getStore(), account.userId, { limit: 1 })).jobs[0]!.status === "cancelled",
         10_000,
       );
-      const cancelled = (await listJobViews(account.userId, { limit: 1 })).jobs[0]!;
+      const cancelled = (await listJobViews(getStore(), account.userId, { limit: 1 })).jobs[0]!;
       expect(cancelled.jobId).toBe(jobId);
       expect(cancelled.pagesDone).toBeLessThan(PAGES);
       // No page is read after the cancel (the engine work stopped), and every page not read came back.
       await sleep(1_500);
-      const later = (await listJobViews(account.userId, { limit: 1 })).jobs[0]!;
+      const later = (await listJobViews(getStore(), account.userId, { limit: 1 })).jobs[0]!;
       expect(later.pagesDone).toBe(cancelled.pagesDone);
       expect(later.creditsRefunded).toBe(PAGES - later.pagesDone);
       expect(await account.balance()).toBe(100 - later.pagesDone);

@@ -18,6 +18,7 @@ import {
   toolResultSchema,
   type Handlers,
 } from "./support";
+import { getStore } from "@/lib/store";
 
 /*
  * Issue 29, point 1: an `extract_text` over the legacy SSE transport whose document became a job, and whose stream
@@ -135,7 +136,7 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       const lost = await errorOf(first);
       // Noticed within about a second, not at the end of the call's 28 s budget.
       expect(Date.now() - started).toBeLessThan(10_000);
-      const { jobs } = await listJobViews(account.userId, { limit: 10 });
+      const { jobs } = await listJobViews(getStore(), account.userId, { limit: 10 });
       expect(jobs).toHaveLength(1);
       const jobId = jobs[0]!.jobId;
       expect(lost.message).toContain("404");
@@ -144,7 +145,13 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       // The job goes on (a retry finds it).
       expect(jobs[0]!.status).toBe("queued");
 
-      runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "lost-answers", pool });
+      runner = new JobRunner({
+        store: getStore(),
+        queue: getWorkQueue()!,
+        settings: jobSettings(),
+        name: "lost-answers",
+        pool,
+      });
       runner.start();
       // The SDK reconnects its stream by itself; the retry is the same call (a new JSON-RPC id) with the same key.
       await eventually(() => streams.opened() >= 2);
@@ -161,7 +168,9 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
           return slice.status === "succeeded";
         }, 90_000);
       }
-      expect((await listJobViews(account.userId, { limit: 10 })).jobs.map((job) => job.jobId)).toEqual([jobId]);
+      expect((await listJobViews(getStore(), account.userId, { limit: 10 })).jobs.map((job) => job.jobId)).toEqual([
+        jobId,
+      ]);
       expect(await account.balance()).toBe(10 - PAGES);
       await expectLedgerConsistent(account);
     } finally {
@@ -178,7 +187,7 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       await eventually(async () => (await account.balance()) === 10 - PAGES);
       streams.kill();
       const lost = await errorOf(first);
-      const { jobs } = await listJobViews(account.userId, { limit: 10 });
+      const { jobs } = await listJobViews(getStore(), account.userId, { limit: 10 });
       expect(jobs).toHaveLength(1);
       expect(jobs[0]!.status).toBe("cancelled");
       expect(lost.message).toContain(`job ${jobs[0]!.jobId}`);

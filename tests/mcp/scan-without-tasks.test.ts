@@ -7,6 +7,7 @@ import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { connectClient, toolResultSchema, type McpClient } from "./support";
+import { getStore } from "@/lib/store";
 
 /*
  * Issue 30: an MCP client without tasks reads a 12-page scanned PDF end to end — `extract_text`, then `get_extraction`
@@ -27,7 +28,13 @@ let restore: () => void;
 beforeAll(async () => {
   scan = await longScan(PAGES);
   restore = setEnv({ MAX_PDF_PAGES: "4" });
-  runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "scan-without-tasks", pool });
+  runner = new JobRunner({
+    store: getStore(),
+    queue: getWorkQueue()!,
+    settings: jobSettings(),
+    name: "scan-without-tasks",
+    pool,
+  });
   runner.start();
 }, 60_000);
 afterAll(async () => {

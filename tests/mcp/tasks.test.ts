@@ -22,6 +22,8 @@ import {
   type Handlers,
   type ProgressReport,
 } from "./support";
+import { getEnv } from "@/lib/env";
+import { getStore } from "@/lib/store";
 
 /*
  * Long documents over MCP, on a real Redis with BullMQ and a job runner of the test's own: a task-augmented
@@ -89,7 +91,13 @@ let document: LongDocument;
 
 beforeAll(async () => {
   document = await longMixedPdf();
-  runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "mcp-tasks", pool });
+  runner = new JobRunner({
+    store: getStore(),
+    queue: getWorkQueue()!,
+    settings: jobSettings(),
+    name: "mcp-tasks",
+    pool,
+  });
   runner.start();
 }, 120_000);
 afterAll(async () => {
@@ -284,6 +292,7 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
         if (restarted) return;
         restarted = true;
         runner = new JobRunner({
+          store: getStore(),
           queue: getWorkQueue()!,
           settings: jobSettings(),
           name: `mcp-tasks-${transport}`,
@@ -567,7 +576,13 @@ describe("clients without tasks", () => {
         { type: "text", text: expect.stringMatching(/no page of this selection is ready yet.*in a few seconds\.\]$/) },
       ]);
     } finally {
-      runner = new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: "mcp-tasks-2", pool });
+      runner = new JobRunner({
+        store: getStore(),
+        queue: getWorkQueue()!,
+        settings: jobSettings(),
+        name: "mcp-tasks-2",
+        pool,
+      });
       runner.start();
     }
 
@@ -603,7 +618,7 @@ describe("clients without tasks", () => {
     expect(cut.length).toBeGreaterThanOrEqual(LONG_PAGES.size);
     const whole = slices.map((slice, index) => (index > 0 && slice.offset === 0 ? "\f" : "") + slice.text).join("");
     expect(slices.at(-1)!.status).toBe("succeeded");
-    const full = await readJobResult(account.userId, jobId, {});
+    const full = await readJobResult(getStore(), getEnv(), account.userId, jobId, {});
     expect(whole).toBe(full.extractedText);
     expectPagesRead(whole, document);
 

@@ -13,6 +13,8 @@ import * as result from "@/app/api/ocr/jobs/[id]/result/route";
 import { ensureJobRunner, stopJobRunner } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
+import { getStore } from "@/lib/store";
+import { getEnv } from "@/lib/env";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
 if (args.settings) applySettingsArgument(args.settings);
@@ -52,7 +54,7 @@ const server = http.createServer(async (req, res) => {
 
 const pool = getOcrPool();
 await pool.warm();
-ensureJobRunner();
+ensureJobRunner(getStore(), getEnv());
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   const address = server.address();
   console.info(`ready ${typeof address === "object" && address ? address.port : 0}`);

@@ -104,7 +104,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
   async function accountWithSecret(credits = 10): Promise<TestAccount & { secret: string }> {
     const account = await createAccount(credits);
-    const { secret } = await rotateWebhookSecret(account.userId);
+    const { secret } = await rotateWebhookSecret(getStore(), account.userId);
     receiver.secret = secret;
     return { ...account, secret };
   }
@@ -261,7 +261,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
   it("after a rotation both secrets sign for 24 h: a receiver with the old secret still verifies", async () => {
     const account = await accountWithSecret();
     const old = account.secret;
-    const { secret: fresh } = await rotateWebhookSecret(account.userId);
+    const { secret: fresh } = await rotateWebhookSecret(getStore(), account.userId);
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const before = receiver.received.length;
     receiver.secret = old;
@@ -352,9 +352,9 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
       /signing secret/,
     );
     expect(await account.balance()).toBe(10);
-    const { secret } = await rotateWebhookSecret(account.userId);
+    const { secret } = await rotateWebhookSecret(getStore(), account.userId);
     receiver.secret = secret;
-    await setDefaultWebhookUrl(account.userId, receiver.url);
+    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url);
     const view = await accepted(await submit(account, { image: image() }));
     expect((await status(account, view.jobId)).webhook).toEqual({ url: receiver.url, deliveries: [] });
     // The synchronous route has no webhook.
@@ -365,7 +365,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
     await waitForWindowRoom(60_000, 15_000);
     const before = receiver.received.length;
-    const attempt = await sendTestEvent(account.userId);
+    const attempt = await sendTestEvent(getStore(), account.userId);
     expect(attempt).toMatchObject({ type: "webhook.test", status: 200, ok: true, attempt: 1 });
     const delivery = receiver.received.slice(before)[0]!;
     expect(delivery.refused).toBeUndefined();
@@ -375,9 +375,9 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
       ok: true,
     });
     // Ten a minute: the eleventh is refused before anything is sent.
-    for (let i = 0; i < 9; i++) expect((await sendTestEvent(account.userId)).ok).toBe(true);
+    for (let i = 0; i < 9; i++) expect((await sendTestEvent(getStore(), account.userId)).ok).toBe(true);
     const sent = receiver.received.length;
-    await expect(sendTestEvent(account.userId)).rejects.toMatchObject({ code: "rate_limited" });
+    await expect(sendTestEvent(getStore(), account.userId)).rejects.toMatchObject({ code: "rate_limited" });
     expect(receiver.received.length).toBe(sent);
     await cancel(account, view.jobId);
   }, 90_000);
@@ -395,7 +395,14 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
     startWebhookWorker();
     // Two runners race for the job's pages and its end.
     runners = ["a", "b"].map(
-      (name) => new JobRunner({ queue: getWorkQueue()!, settings: jobSettings(), name: `webhooks-${name}`, pool }),
+      (name) =>
+        new JobRunner({
+          store: getStore(),
+          queue: getWorkQueue()!,
+          settings: jobSettings(),
+          name: `webhooks-${name}`,
+          pool,
+        }),
     );
     for (const runner of runners) runner.start();
   }, 120_000);
@@ -409,7 +416,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
 
   it("job.succeeded with its pages and credits, verified, delivered once", async () => {
     const account = await createAccount(10);
-    const { secret } = await rotateWebhookSecret(account.userId);
+    const { secret } = await rotateWebhookSecret(getStore(), account.userId);
     receiver.secret = secret;
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     const delivery = await waitFor(
@@ -447,7 +454,7 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
 
   it("a due event is delivered by drainWebhooks; its retry waits for its delay and the next drain", async () => {
     const account = await createAccount(10);
-    receiver.secret = (await rotateWebhookSecret(account.userId)).secret;
+    receiver.secret = (await rotateWebhookSecret(getStore(), account.userId)).secret;
     receiver.script = [503, 200];
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     await cancelAfterAPage(account, view.jobId);
@@ -510,7 +517,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
 
   it("DELETE of a job with a webhook starts a signed work call; that invocation delivers job.cancelled", async () => {
     const account = await createAccount(10);
-    receiver.secret = (await rotateWebhookSecret(account.userId)).secret;
+    receiver.secret = (await rotateWebhookSecret(getStore(), account.userId)).secret;
     const view = await accepted(await submit(account, { image: image(), webhook: { url: receiver.url } }));
     expect(workCalls.length).toBeGreaterThanOrEqual(1); // the submission's, held: the job stays queued
     workCalls.length = 0;

@@ -24,7 +24,7 @@ import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/
 
 async function accountFor(receiver: WebhookReceiver): Promise<TestAccount> {
   const account = await createAccount(0);
-  receiver.secret = (await rotateWebhookSecret(account.userId)).secret;
+  receiver.secret = (await rotateWebhookSecret(getStore(), account.userId)).secret;
   return account;
 }
 
@@ -141,7 +141,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     const log = await getStore().webhooks.listAttempts(account.userId);
     const failed = new Set(log.filter((attempt) => !attempt.ok).map((attempt) => attempt.eventId));
     for (const attempt of log.filter((item) => item.ok && !failed.has(item.eventId))) expect(attempt.attempt).toBe(1);
-    expect(await listWebhookReceivers(account.userId)).toEqual([]);
+    expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
   }, 90_000);
 
   it("failing for 5 days disables it: its events are dropped (and say why) until the account re-enables it or a test event gets through", async () => {
@@ -158,7 +158,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
         policy: { ...breaker, jitter: 1 },
       });
     }
-    const [failing] = await listWebhookReceivers(account.userId);
+    const [failing] = await listWebhookReceivers(getStore(), account.userId);
     expect(failing).toMatchObject({ receiver: origin, failures: 5, disabledAt: null, pausedUntil: null });
     expect(Date.parse(failing!.disablesAt!)).toBeLessThan(Date.now());
 
@@ -168,7 +168,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     const second = event(account, receiver.url, 2);
     await getDeliveryQueue()!.add(first);
     await waitFor(
-      async () => ((await listWebhookReceivers(account.userId))[0]?.disabledAt ? true : undefined),
+      async () => ((await listWebhookReceivers(getStore(), account.userId))[0]?.disabledAt ? true : undefined),
       30_000,
       "disabled",
     );
@@ -192,7 +192,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
       );
     }
     expect(receiver.received).toHaveLength(1);
-    const [disabled] = await listWebhookReceivers(account.userId);
+    const [disabled] = await listWebhookReceivers(getStore(), account.userId);
     expect(disabled).toMatchObject({
       receiver: origin,
       url: receiver.url,
@@ -203,8 +203,8 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     });
 
     // Re-enabled: the next event is delivered.
-    await enableWebhookReceiver(account.userId, origin);
-    expect(await listWebhookReceivers(account.userId)).toEqual([]);
+    await enableWebhookReceiver(getStore(), account.userId, origin);
+    expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
     await getDeliveryQueue()!.add(event(account, receiver.url, 3));
     await waitFor(() => receiver.received.find((item) => item.answered === 200), 30_000, "the event after re-enabling");
 
@@ -218,9 +218,9 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
         policy: { ...breaker, jitter: 1 },
       });
     }
-    expect((await listWebhookReceivers(account.userId))[0]?.disabledAt).not.toBeNull();
-    await setDefaultWebhookUrl(account.userId, receiver.url);
-    expect((await sendTestEvent(account.userId)).ok).toBe(true);
-    expect(await listWebhookReceivers(account.userId)).toEqual([]);
+    expect((await listWebhookReceivers(getStore(), account.userId))[0]?.disabledAt).not.toBeNull();
+    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url);
+    expect((await sendTestEvent(getStore(), account.userId)).ok).toBe(true);
+    expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
   }, 90_000);
 });

@@ -17,9 +17,9 @@ export const POST = withApiKey(async (context) => {
 
 // GET /api/ocr/jobs – the account's jobs, newest first (?limit=20&cursor=…)
 export const GET = withApiKey(
-  async ({ req, account }) => {
+  async ({ req, account, store }) => {
     const query = jobsListQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
-    const page = await listJobViews(account.userId, query);
+    const page = await listJobViews(store, account.userId, query);
     return Response.json({ success: true, ...page });
   },
   { limit: "reads" },

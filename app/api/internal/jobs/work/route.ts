@@ -13,11 +13,11 @@ const methods = ["POST"];
 
 // POST /api/internal/jobs/work – signed by the deployment itself (CRON_SECRET, single-use): work the job queue for this
 // invocation's budget. Answered 202 at once; the work goes on after the answer (on Vercel, `after`).
-export const POST = withRequest(async ({ req }) => {
+export const POST = withRequest(async ({ req, store }) => {
   const { env, jobWork } = services();
   const secret = env.CRON_SECRET;
   // Each signature is accepted once, within a minute of its making: a captured one cannot be replayed.
-  if (!secret || !(await acceptWorkCall(req.headers.get("x-work-signature"), secret))) {
+  if (!secret || !(await acceptWorkCall(store, req.headers.get("x-work-signature"), secret))) {
     throw new ApiError("unauthorized", "This route is called by the service itself");
   }
   afterResponse(async () => {

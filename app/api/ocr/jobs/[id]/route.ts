@@ -10,18 +10,18 @@ const READS = { limit: "reads" } as const;
 const methods = ["GET", "DELETE"];
 
 // GET /api/ocr/jobs/{id} – status and progress (Retry-After while it runs)
-export const GET = withApiKey(async ({ req, account }) => {
-  const view = await getJobView(account.userId, jobIdFromPath(req));
+export const GET = withApiKey(async ({ req, account, store, env }) => {
+  const view = await getJobView(store, env, account.userId, jobIdFromPath(req));
   const retryAfter = retryAfterFor(view);
   return Response.json(view, retryAfter ? { headers: { "Retry-After": String(retryAfter) } } : undefined);
 }, READS);
 
 // DELETE /api/ocr/jobs/{id} – cancel: the pages not read yet are refunded
-export const DELETE = withApiKey(async ({ req, account, report }) => {
-  const view = await cancelJob(account.userId, jobIdFromPath(req));
+export const DELETE = withApiKey(async ({ req, account, report, store, env }) => {
+  const view = await cancelJob(store, env, account.userId, jobIdFromPath(req));
   report({ replayable: true });
   // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
-  if (view.webhook) afterResponse(() => kickJobWorkers(1));
+  if (view.webhook) afterResponse(() => kickJobWorkers(env, 1));
   return Response.json(view);
 });
 
