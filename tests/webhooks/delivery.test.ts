@@ -8,6 +8,7 @@ import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBo
 import { JobRunner, WORK_PATH, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { pageFailure } from "@/lib/jobs/lifecycle";
 import { getOcrPool } from "@/lib/ocr";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import {
   drainWebhooks,
@@ -402,6 +403,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
           settings: jobSettings(),
           name: `webhooks-${name}`,
           pool,
+          languages: getEnv().OCR_LANGUAGES,
         }),
     );
     for (const runner of runners) runner.start();
