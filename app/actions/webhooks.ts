@@ -61,7 +61,9 @@ export async function setWebhookUrlAction(_previous: WebhookUrlState, formData: 
 export async function sendTestEventAction(_previous: TestEventState): Promise<TestEventState> {
   const account = await requireAccount();
   try {
-    const attempt = await sendTestEvent(services().store, account.id, { allowHosts: configuredAllowList(services().env) });
+    const attempt = await sendTestEvent(services().store, account.id, {
+      allowHosts: configuredAllowList(services().env),
+    });
     revalidatePath("/settings");
     return { attempt };
   } catch (error) {

@@ -203,7 +203,14 @@ export function buildServer(
   ): Promise<CallToolResult> => {
     // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
     // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
-    const running = holdRunningRead(store, options.env, account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
+    const running = holdRunningRead(
+      store,
+      options.env,
+      account,
+      context.deadline,
+      rpcId,
+      context.pollMs ?? CANCEL_POLL_MS,
+    );
     try {
       return await readOrWait(input, callId, context, running, progress);
     } finally {

@@ -153,7 +153,11 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
               })
             : first;
           if (!isJobActive(view))
-            message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.store, options.env, options.userId, view) });
+            message({
+              jsonrpc: "2.0",
+              id: state.i,
+              result: await taskResult(options.store, options.env, options.userId, view),
+            });
         } catch (error) {
           const failure = taskError(error, options.requestId);
           message({ jsonrpc: "2.0", id: state.i, error: { code: failure.code, message: failure.message } });

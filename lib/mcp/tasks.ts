@@ -286,10 +286,8 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   };
 
   // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
-  server.server.setRequestHandler(
-    "tasks/get",
-    { params: taskParamsSchema },
-    ({ taskId }) => guarded(async () => toTask(await getJobView(store, env, account.userId, taskId))),
+  server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
+    guarded(async () => toTask(await getJobView(store, env, account.userId, taskId))),
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>

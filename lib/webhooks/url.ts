@@ -12,7 +12,11 @@ import { checkRemoteUrl, isAllowListed, type AllowList, type ResolveHost } from 
  */
 export async function checkWebhookUrl(
   raw: string,
-  { field = "webhook.url", resolveHost, allowHosts }: { field?: string; resolveHost?: ResolveHost; allowHosts: AllowList },
+  {
+    field = "webhook.url",
+    resolveHost,
+    allowHosts,
+  }: { field?: string; resolveHost?: ResolveHost; allowHosts: AllowList },
 ): Promise<string> {
   let url: URL;
   try {

@@ -367,7 +367,8 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
     await waitForWindowRoom(60_000, 15_000);
     const before = receiver.received.length;
-    const attempt = await sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) });
+    const allowHosts = configuredAllowList(getEnv());
+    const attempt = await sendTestEvent(getStore(), account.userId, { allowHosts });
     expect(attempt).toMatchObject({ type: "webhook.test", status: 200, ok: true, attempt: 1 });
     const delivery = receiver.received.slice(before)[0]!;
     expect(delivery.refused).toBeUndefined();
@@ -377,9 +378,11 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
       ok: true,
     });
     // Ten a minute: the eleventh is refused before anything is sent.
-    for (let i = 0; i < 9; i++) expect((await sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) })).ok).toBe(true);
+    for (let i = 0; i < 9; i++) expect((await sendTestEvent(getStore(), account.userId, { allowHosts })).ok).toBe(true);
     const sent = receiver.received.length;
-    await expect(sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) })).rejects.toMatchObject({ code: "rate_limited" });
+    await expect(sendTestEvent(getStore(), account.userId, { allowHosts })).rejects.toMatchObject({
+      code: "rate_limited",
+    });
     expect(receiver.received.length).toBe(sent);
     await cancel(account, view.jobId);
   }, 90_000);

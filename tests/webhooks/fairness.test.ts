@@ -222,7 +222,9 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     }
     expect((await listWebhookReceivers(getStore(), account.userId))[0]?.disabledAt).not.toBeNull();
     await setDefaultWebhookUrl(getStore(), account.userId, receiver.url, configuredAllowList(getEnv()));
-    expect((await sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) })).ok).toBe(true);
+    expect((await sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) })).ok).toBe(
+      true,
+    );
     expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
   }, 90_000);
 });
