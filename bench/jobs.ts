@@ -261,6 +261,7 @@ export async function jobsMain(): Promise<void> {
       settings: jobSettings(),
       name: `bench-${processes}`,
       pool,
+      languages: getEnv().OCR_LANGUAGES,
     });
     let jobRunning = true;
     const probes = (async () => {
@@ -399,6 +400,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
     settings: jobSettings(),
     name: "bench-big",
     pool,
+    languages: getEnv().OCR_LANGUAGES,
   });
   runner.start();
   let final = await getJobView(getStore(), getEnv(), userId, view.jobId);

@@ -37,6 +37,7 @@ export function services(): Services {
         queue: getWorkQueue(),
         settings: settings.jobs,
         name: workerName(settings.jobs),
+        languages: getEnv().OCR_LANGUAGES,
         deliveryTimeoutMs: settings.webhooks.timeoutMs,
         drainDeliveries: drainWebhooks,
       };

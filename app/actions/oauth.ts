@@ -8,6 +8,7 @@ import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { answerAuthorization, revokeConnectedApp, serviceOrigin } from "@/lib/oauth";
+import { configuredAllowList } from "@/lib/input";
 import { services } from "@/lib/services";
 
 /** The authorization request's parameters the consent form carries back. */
@@ -35,6 +36,7 @@ export async function consentAction(formData: FormData): Promise<void> {
     userId: account.id,
     origin: serviceOrigin(services().env, await headers()),
     allowed: formData.get("decision") === "allow",
+    allowHosts: configuredAllowList(services().env),
   });
   // A request that no longer holds is shown as the authorization page shows it.
   redirect(answer.kind === "redirect" ? answer.location : `/oauth/authorize?${params}`);

@@ -7,6 +7,7 @@ import { redirect } from "next/navigation";
 import type { WebhookAttempt } from "@/lib/api/schemas";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { enableWebhookReceiver, rotateWebhookSecret, sendTestEvent, setDefaultWebhookUrl } from "@/lib/webhooks";
+import { configuredAllowList } from "@/lib/input";
 import { services } from "@/lib/services";
 import { formErrorMessage, type FormError } from "./form-state";
 
@@ -48,7 +49,7 @@ export async function setWebhookUrlAction(_previous: WebhookUrlState, formData: 
   const account = await requireAccount();
   try {
     const url = String(formData.get("url") ?? "").slice(0, 2048);
-    const view = await setDefaultWebhookUrl(services().store, account.id, url);
+    const view = await setDefaultWebhookUrl(services().store, account.id, url, configuredAllowList(services().env));
     revalidatePath("/settings");
     return { saved: view.defaultUrl ? "set" : "cleared" };
   } catch (error) {
@@ -60,7 +61,9 @@ export async function setWebhookUrlAction(_previous: WebhookUrlState, formData: 
 export async function sendTestEventAction(_previous: TestEventState): Promise<TestEventState> {
   const account = await requireAccount();
   try {
-    const attempt = await sendTestEvent(services().store, account.id);
+    const attempt = await sendTestEvent(services().store, account.id, {
+      allowHosts: configuredAllowList(services().env),
+    });
     revalidatePath("/settings");
     return { attempt };
   } catch (error) {

@@ -107,7 +107,10 @@ async function takeIn(
   if (mode === "job") requireWorkQueue();
   const webhookUrl =
     mode === "job"
-      ? await resolveJobWebhook(store, account.userId, input.webhookUrl, { resolveHost: input.resolveHost })
+      ? await resolveJobWebhook(store, account.userId, input.webhookUrl, {
+          resolveHost: input.resolveHost,
+          allowHosts: configuredAllowList(env),
+        })
       : undefined;
   checkDeclaredSize(source, env.MAX_INLINE_BYTES);
   const pool = input.pool ?? getOcrPool();

@@ -1,6 +1,6 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode } from "@/lib/api/errors";
-import { getEnv } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
@@ -20,6 +20,8 @@ export interface RunnerOptions {
   pool?: OcrPool;
   /** The store whose jobs it works (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
   store: Store;
+  /** The languages installed (`OCR_LANGUAGES` of the configuration): what a page's `auto` may re-read it in. */
+  languages: Env["OCR_LANGUAGES"];
 }
 
 /**
@@ -421,7 +423,7 @@ export class JobRunner {
         pool: this.pool,
         session: `job:${jobId}`,
         tenant: record.userId,
-        languages: getEnv().OCR_LANGUAGES, // TODO(i33): hand down
+        languages: this.options.languages,
       });
       handOver(); // queued in the engine's background lane now: `pool.capacity()` counts it
       const result = await reading;

@@ -29,7 +29,7 @@ export function ensureJobRunner(
   if (settings.runner !== "background" && !always) return null;
   const queue = getWorkQueue();
   if (!queue) return null;
-  const runner = new JobRunner({ queue, settings, name: workerName(settings), store });
+  const runner = new JobRunner({ queue, settings, name: workerName(settings), store, languages: env.OCR_LANGUAGES });
   holder[RUNNER_KEY] = runner;
   runner.start();
   // Webhook deliveries (and their retries) are worked where the pages are.
@@ -53,6 +53,8 @@ export interface JobWorkServices {
   settings: JobSettings;
   /** This process's name on the pages it reads. */
   name: string;
+  /** The languages installed (`OCR_LANGUAGES` of the configuration). */
+  languages: Env["OCR_LANGUAGES"];
   /** One webhook delivery attempt's budget: what is kept of the invocation's budget for the deliveries. */
   deliveryTimeoutMs: number;
   /** Deliver the webhook events that are due within a budget (lib/webhooks `drainWebhooks`). */
@@ -66,11 +68,11 @@ export interface JobWorkServices {
  */
 export async function workJobsFor(
   budgetMs: number,
-  { store, queue, settings, name, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
+  { store, queue, settings, name, languages, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
 ): Promise<{ documents: number; pages: number }> {
   if (!queue) return { documents: 0, pages: 0 };
   const started = Date.now();
-  const runner = new JobRunner({ queue, settings, name, store });
+  const runner = new JobRunner({ queue, settings, name, store, languages });
   const reserve = Math.min(Math.floor(budgetMs * 0.2), deliveryTimeoutMs + 5_000);
   const worked = await runner.drain(budgetMs - reserve);
   await drainDeliveries(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>

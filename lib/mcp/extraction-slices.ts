@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import type { Env } from "@/lib/env";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import type { Store } from "@/lib/store";
 import { outputFormats, type TextFormat } from "@/lib/vocabulary";
@@ -142,13 +141,14 @@ export function textFormatOf(view: JobView): TextFormat {
 
 /** `readJobResult` for a list of pages, in the job's text format. */
 function readPages(
+  store: Store,
+  env: Env,
   userId: string,
   view: JobView,
   pages: readonly number[],
   limitBytes?: number,
 ): Promise<JobResultPart> {
-  return readJobResult(getStore(), getEnv(), userId, view.jobId, {
-    // TODO(i33): hand down
+  return readJobResult(store, env, userId, view.jobId, {
     format: textFormatOf(view),
     pages: formatPageRanges(pages),
     ...(limitBytes !== undefined && { limitBytes }),
@@ -163,6 +163,7 @@ function readPages(
  */
 export async function readExtractionSlice(
   store: Store,
+  env: Env,
   userId: string,
   input: GetExtractionInput,
 ): Promise<GetExtractionOutput> {
@@ -180,7 +181,7 @@ export async function readExtractionSlice(
   if (jobId === undefined)
     throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
-  const record = await findJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+  const record = await findJob(store, env, userId, jobId);
   const view = toJobView(record);
   const start = cursor ?? { pages: input.pages?.trim() ?? "", offset: 0 };
   const field = input.cursor !== undefined ? "cursor" : "pages";
@@ -205,7 +206,7 @@ export async function readExtractionSlice(
         : null,
     creditsUsed: view.creditsUsed,
   });
-  return sliceFrom(userId, view, wanted, start.offset, maxChars, failedPages, answer);
+  return sliceFrom(store, env, userId, view, wanted, start.offset, maxChars, failedPages, answer);
 }
 
 type Answer = (
@@ -217,6 +218,8 @@ type Answer = (
 ) => GetExtractionOutput;
 
 async function sliceFrom(
+  store: Store,
+  env: Env,
   userId: string,
   view: JobView,
   wanted: number[],
@@ -230,7 +233,7 @@ async function sliceFrom(
   for (;;) {
     if (pages.length === 0) return answer([], 0, "", [], 0);
     if (offset > 0) {
-      const part = await readPages(userId, view, pages.slice(0, 1));
+      const part = await readPages(store, env, userId, view, pages.slice(0, 1));
       const missing = part.missingPages[0];
       if (missing?.status === "pending") return answer([], 0, "", pages, offset);
       if (missing) {
@@ -246,14 +249,14 @@ async function sliceFrom(
     }
     // A part's size is counted in bytes of escaped JSON, never fewer than the characters, so whole pages within
     // `maxChars` bytes fit `maxChars` characters; a single page larger than that is cut below.
-    let part = await readPages(userId, view, pages, maxChars);
+    let part = await readPages(store, env, userId, view, pages, maxChars);
     const pending = part.missingPages.find((page) => page.status === "pending");
     const stop = pending?.page;
     if (stop !== undefined && pages[0] === stop) return answer([], 0, "", pages, 0);
     if (stop !== undefined) {
       // Only the pages before the first one not read yet: read them again on their own.
       const before = pages.filter((page) => page < stop);
-      part = await readPages(userId, view, before, maxChars);
+      part = await readPages(store, env, userId, view, before, maxChars);
     }
     const covered = part.pages === "" ? [] : selectPages(part.pages, view.pageCount, "pages");
     for (const missing of part.missingPages) {
@@ -273,7 +276,7 @@ async function sliceFrom(
     if (part.extractedText.length <= maxChars) return answer(covered, 0, part.extractedText, rest, 0);
     if (covered.length > 1) {
       // The format's wrapper (`json`) pushed several pages past the slice: take them one at a time.
-      const single = await readPages(userId, view, covered.slice(0, 1));
+      const single = await readPages(store, env, userId, view, covered.slice(0, 1));
       const text = single.extractedText;
       const others = pages.filter((page) => page > covered[0]!);
       if (text.length <= maxChars) return answer(covered.slice(0, 1), 0, text, others, 0);
@@ -291,10 +294,12 @@ function restOfPart(next: string, pageCount: number): number[] {
 
 /** The first part of a finished job's text (the whole of it when it fits one part, about 4 MB), and where the rest is. */
 export async function readJobText(
+  store: Store,
+  env: Env,
   userId: string,
   view: JobView,
 ): Promise<{ part: JobResultPart; nextCursor: string | null }> {
-  const part = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: textFormatOf(view) }); // TODO(i33): hand down
+  const part = await readJobResult(store, env, userId, view.jobId, { format: textFormatOf(view) });
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
   return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
 }

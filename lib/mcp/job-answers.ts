@@ -1,8 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, errorCodes, type ErrorCode, type ErrorEntry } from "@/lib/api/error-catalogue";
 import { readJobResult, type JobView } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
-import { getStore, type Store } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { Store } from "@/lib/store";
 import { readExtractionSlice, readJobText } from "./extraction-slices";
 import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutput, type JobSummary } from "./jobs";
 
@@ -21,13 +21,14 @@ import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutpu
  */
 export async function jobToolResult(
   store: Store,
+  env: Env,
   userId: string,
   view: JobView,
   opening: string,
   maxChars?: number,
 ): Promise<CallToolResult> {
   if (view.status === "failed" || view.status === "cancelled") return jobFailureResult(view);
-  if (maxChars !== undefined) return jobSliceResult(store, userId, view, opening, maxChars);
+  if (maxChars !== undefined) return jobSliceResult(store, env, userId, view, opening, maxChars);
   const summary: JobSummary = {
     jobId: view.jobId,
     status: view.status,
@@ -56,7 +57,7 @@ export async function jobToolResult(
     };
     return { content: [{ type: "text", text }], structuredContent: structured };
   }
-  const { part, nextCursor } = await readJobText(userId, view);
+  const { part, nextCursor } = await readJobText(store, env, userId, view);
   const structured: ExtractTextOutput = {
     ...base,
     extractedText: part.extractedText,
@@ -90,18 +91,18 @@ function pdfNote(view: JobView): string {
  */
 async function jobSliceResult(
   store: Store,
+  env: Env,
   userId: string,
   view: JobView,
   opening: string,
   maxChars: number,
 ): Promise<CallToolResult> {
-  const slice = await readExtractionSlice(store, userId, { job_id: view.jobId, max_chars: maxChars });
+  const slice = await readExtractionSlice(store, env, userId, { job_id: view.jobId, max_chars: maxChars });
   const active = slice.status === "queued" || slice.status === "running";
   const confidence =
     slice.pages === ""
       ? 0
-      : (await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: slice.format, pages: slice.pages }))
-          .confidence; // TODO(i33): hand down
+      : (await readJobResult(store, env, userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
   const structured: ExtractTextOutput = {
     success: true,
     userId,

@@ -3,8 +3,8 @@ import { z } from "zod";
 import { ocrResponseSchema } from "@/lib/api/schemas";
 import { retryAfterFor } from "@/lib/http/jobs";
 import { getJobView, type JobView } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { Store } from "@/lib/store";
 import { outputFormats } from "@/lib/vocabulary";
 
 /*
@@ -180,6 +180,10 @@ export function describeJob(view: JobView): string {
 }
 
 interface WaitOptions {
+  /** The store the job lives in. */
+  store: Store;
+  /** The configuration (how long a job's results are kept: `findJob`). */
+  env: Env;
   /** Epoch ms: stop waiting then, whether or not the job has ended. */
   until: number;
   /** Time between two looks at the job record. */
@@ -200,7 +204,7 @@ interface WaitOptions {
  * shared state: the pages may be read by any process). Returns the last view.
  */
 export async function waitForJob(userId: string, jobId: string, options: WaitOptions): Promise<JobView> {
-  let view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+  let view = await getJobView(options.store, options.env, userId, jobId);
   // Pages settled before the wait began are reported as one step (the latest), not replayed page by page.
   let settled = options.reportedBefore ?? Math.max(0, pagesSettled(view) - 1);
   for (;;) {
@@ -211,7 +215,7 @@ export async function waitForJob(userId: string, jobId: string, options: WaitOpt
     const left = options.until - Date.now();
     if (!isJobActive(view) || left <= 0 || options.signal?.aborted) return view;
     await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, left)));
-    view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+    view = await getJobView(options.store, options.env, userId, jobId);
   }
 }
 

@@ -104,6 +104,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       try {
         return await serveTaskResult(state, {
           store,
+          env,
           userId: account.userId,
           requestId,
           deadline: receivedAt + toolDeadlineMs,
@@ -159,6 +160,7 @@ async function postStateless(
     try {
       return await serveTaskResult(polled, {
         store,
+        env,
         userId: account.userId,
         requestId,
         deadline: receivedAt + toolDeadlineMs,

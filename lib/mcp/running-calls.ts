@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { describeError } from "@/lib/error-log";
 import { cancelJob, getJobView } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
-import { getStore, type Store } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { Store } from "@/lib/store";
 import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { isJobActive } from "./jobs";
 
@@ -98,6 +98,7 @@ export interface RunningRead {
  */
 export function holdRunningRead(
   store: Store,
+  env: Env,
   account: Account,
   deadline: number,
   rpcId: string | number,
@@ -176,7 +177,7 @@ export function holdRunningRead(
       );
       await stop();
       if (cancelled.signal.aborted) {
-        await cancelActiveJob(account.userId, jobId).catch((error: unknown) =>
+        await cancelActiveJob(store, env, account.userId, jobId).catch((error: unknown) =>
           console.error("[mcp] cancelling the job of a cancelled read failed:", describeError(error)),
         );
       }
@@ -199,11 +200,16 @@ export function holdRunningRead(
  * about a second (`holdRunningRead`). Anything else — nothing running under that key and id — is ignored, as the spec
  * allows.
  */
-export async function cancelRunningCall(store: Store, account: Account, rpcId: string | number): Promise<void> {
+export async function cancelRunningCall(
+  store: Store,
+  env: Env,
+  account: Account,
+  rpcId: string | number,
+): Promise<void> {
   const held = await readHeld(store, RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
   if (held === null) return;
   if (!held.startsWith(READ_PREFIX)) {
-    await cancelActiveJob(account.userId, held);
+    await cancelActiveJob(store, env, account.userId, held);
     return;
   }
   const token = held.slice(READ_PREFIX.length);
@@ -211,10 +217,10 @@ export async function cancelRunningCall(store: Store, account: Account, rpcId: s
   // The read may have become a job, named before its last look at the mailbox: a mark that came after that look (to
   // a mailbox still open, or already closed) would not be seen, so the job is cancelled here.
   const jobId = await readRecord(store, READ_JOB, account.userId, token);
-  if (jobId !== null) await cancelActiveJob(account.userId, jobId);
+  if (jobId !== null) await cancelActiveJob(store, env, account.userId, jobId);
 }
 
-async function cancelActiveJob(userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
-  if (isJobActive(view)) await cancelJob(getStore(), getEnv(), userId, jobId); // TODO(i33): hand down
+async function cancelActiveJob(store: Store, env: Env, userId: string, jobId: string): Promise<void> {
+  const view = await getJobView(store, env, userId, jobId);
+  if (isJobActive(view)) await cancelJob(store, env, userId, jobId);
 }

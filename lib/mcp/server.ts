@@ -203,7 +203,14 @@ export function buildServer(
   ): Promise<CallToolResult> => {
     // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
     // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
-    const running = holdRunningRead(store, account, context.deadline, rpcId, context.pollMs ?? CANCEL_POLL_MS);
+    const running = holdRunningRead(
+      store,
+      options.env,
+      account,
+      context.deadline,
+      rpcId,
+      context.pollMs ?? CANCEL_POLL_MS,
+    );
     try {
       return await readOrWait(input, callId, context, running, progress);
     } finally {
@@ -350,7 +357,7 @@ export function buildServer(
   ): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
-      slice = await readExtractionSlice(store, account.userId, input);
+      slice = await readExtractionSlice(store, options.env, account.userId, input);
       const { jobId } = slice;
       if (
         slice.text === "" &&
@@ -364,6 +371,8 @@ export function buildServer(
         const changed = new AbortController();
         const settledBefore = slice.pagesDone + slice.pagesFailed;
         await waitForJob(account.userId, jobId, {
+          store,
+          env: options.env,
           until: context.deadline - ANSWER_MARGIN_MS,
           pollMs: context.pollMs ?? JOB_POLL_MS,
           reportedBefore: settledBefore,
@@ -371,7 +380,7 @@ export function buildServer(
           // Also when the client went away (the SSE session's stream closed).
           signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
         });
-        slice = await readExtractionSlice(store, account.userId, input);
+        slice = await readExtractionSlice(store, options.env, account.userId, input);
       }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);
@@ -434,7 +443,7 @@ export function buildServer(
   server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
     const rpcId = notification.params.requestId;
     if (rpcId === undefined) return;
-    await cancelRunningCall(store, account, rpcId).catch((error: unknown) =>
+    await cancelRunningCall(store, options.env, account, rpcId).catch((error: unknown) =>
       console.error(`[${requestId}] cancelling a call failed:`, describeError(error)),
     );
   });

@@ -1,8 +1,8 @@
 import { ProtocolError, RELATED_TASK_META_KEY, type CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { getJobView, type JobView } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
-import { getStore, type Store } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { Store } from "@/lib/store";
 import { SSE_HEADERS } from "./sse/relay";
 import { jobToolResult } from "./job-answers";
 import { isJobActive, pagesSettled, waitForJob } from "./jobs";
@@ -90,6 +90,8 @@ function tokenOf(state: ResultStream): string {
 interface ServeOptions {
   /** The store the task's job lives in (the request context's). */
   store: Store;
+  /** The configuration (the request context's). */
+  env: Env;
   userId: string;
   requestId: string;
   /** Epoch ms the stream must end by (the call's budget). */
@@ -107,7 +109,7 @@ interface ServeOptions {
  */
 export async function serveTaskResult(state: ResultStream, options: ServeOptions): Promise<Response> {
   // Looked up first: an unknown, expired or another account's task is an error, not a stream a client would resume.
-  const first = await getJobView(getStore(), getEnv(), options.userId, state.t); // TODO(i33): hand down
+  const first = await getJobView(options.store, options.env, options.userId, state.t);
   const encoder = new TextEncoder();
   let reported = state.n;
   const stream = new ReadableStream<Uint8Array>({
@@ -126,6 +128,8 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
         try {
           const view = isJobActive(first)
             ? await waitForJob(options.userId, state.t, {
+                store: options.store,
+                env: options.env,
                 until: options.deadline - ANSWER_MARGIN_MS,
                 pollMs: options.pollMs ?? JOB_POLL_MS,
                 reportedBefore: state.n,
@@ -149,7 +153,11 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
               })
             : first;
           if (!isJobActive(view))
-            message({ jsonrpc: "2.0", id: state.i, result: await taskResult(options.store, options.userId, view) });
+            message({
+              jsonrpc: "2.0",
+              id: state.i,
+              result: await taskResult(options.store, options.env, options.userId, view),
+            });
         } catch (error) {
           const failure = taskError(error, options.requestId);
           message({ jsonrpc: "2.0", id: state.i, error: { code: failure.code, message: failure.message } });
@@ -167,8 +175,8 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
 }
 
 /** What `tasks/result` answers for an ended task: the tool's result for its job, tied to the task. */
-export async function taskResult(store: Store, userId: string, view: JobView): Promise<CallToolResult> {
-  const result = await jobToolResult(store, userId, view, "");
+export async function taskResult(store: Store, env: Env, userId: string, view: JobView): Promise<CallToolResult> {
+  const result = await jobToolResult(store, env, userId, view, "");
   return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId: view.jobId } } };
 }
 

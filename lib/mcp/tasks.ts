@@ -12,11 +12,11 @@ import { z } from "zod";
 import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
-import { getEnv, type Env } from "@/lib/env";
+import type { Env } from "@/lib/env";
 import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
-import { getStore, type Store } from "@/lib/store";
+import type { Store } from "@/lib/store";
 import { keepRecord, readRecord } from "./kept";
 import { jobToolResult } from "./job-answers";
 import { GET_EXTRACTION, describeJob, isJobActive, pagesSettled, toTask, waitForJob } from "./jobs";
@@ -228,6 +228,8 @@ export async function answerWithJob(
   progress?: ProgressChannel,
 ): Promise<CallToolResult> {
   let current = await waitForJob(context.account.userId, view.jobId, {
+    store: context.store,
+    env: context.env,
     until: context.deadline - ANSWER_MARGIN_MS,
     pollMs: context.pollMs ?? JOB_POLL_MS,
     onPages: (seen, before) => progress?.pages(seen, before),
@@ -237,7 +239,7 @@ export async function answerWithJob(
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
     current = await cancelJob(context.store, context.env, context.account.userId, current.jobId);
   }
-  return jobToolResult(context.store, context.account.userId, current, opening, context.maxChars);
+  return jobToolResult(context.store, context.env, context.account.userId, current, opening, context.maxChars);
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
@@ -274,7 +276,7 @@ interface TaskHandlerOptions extends JobCallContext {
  * budget). Meanwhile it sends `notifications/progress` per page when the request has a progress token.
  */
 export function registerTaskHandlers(server: McpServer, options: TaskHandlerOptions): void {
-  const { account, requestId } = options;
+  const { store, env, account, requestId } = options;
   const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -284,10 +286,8 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
   };
 
   // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
-  server.server.setRequestHandler(
-    "tasks/get",
-    { params: taskParamsSchema },
-    ({ taskId }) => guarded(async () => toTask(await getJobView(getStore(), getEnv(), account.userId, taskId))), // TODO(i33): hand down
+  server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
+    guarded(async () => toTask(await getJobView(store, env, account.userId, taskId))),
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
@@ -298,21 +298,21 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           "Invalid cursor: pass the nextCursor of a previous tasks/list unchanged",
         );
       }
-      const page = await listJobViews(getStore(), account.userId, { limit: 50, cursor: cursor ?? null }); // TODO(i33): hand down
+      const page = await listJobViews(store, account.userId, { limit: 50, cursor: cursor ?? null });
       return { tasks: page.jobs.map(toTask), ...(page.nextCursor !== null && { nextCursor: page.nextCursor }) };
     }),
   );
 
   server.server.setRequestHandler("tasks/cancel", { params: taskParamsSchema }, ({ taskId }) =>
     guarded(async () => {
-      const before = await getJobView(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
+      const before = await getJobView(store, env, account.userId, taskId);
       if (!isJobActive(before)) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
           `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`,
         );
       }
-      const after = await cancelJob(getStore(), getEnv(), account.userId, taskId); // TODO(i33): hand down
+      const after = await cancelJob(store, env, account.userId, taskId);
       if (after.status !== "cancelled") {
         // It ended on its own between the two reads.
         throw new ProtocolError(
@@ -334,6 +334,8 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
       let view: JobView;
       try {
         view = await waitForJob(account.userId, taskId, {
+          store,
+          env,
           until: options.deadline - ANSWER_MARGIN_MS,
           pollMs: options.pollMs ?? JOB_POLL_MS,
           onPages: (seen, before) => progress?.pages(seen, before),
@@ -348,7 +350,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           `Task ${taskId} is still working (${describeJob(view)}) at the end of this call's time: poll tasks/get and call tasks/result again once it is completed`,
         );
       }
-      const result = await jobToolResult(options.store, account.userId, view, "");
+      const result = await jobToolResult(store, env, account.userId, view, "");
       return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
     }),
   );

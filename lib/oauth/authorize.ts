@@ -1,3 +1,4 @@
+import type { AllowList } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import { CODE_TTL_S, SCOPES, oauthUrls, type Scope } from "./config";
 import { findClient } from "./clients";
@@ -55,11 +56,14 @@ function single(params: URLSearchParams, name: string): string | null {
  * Check an authorization request (`GET /oauth/authorize`, and again when the consent form comes back: its hidden
  * fields are not trusted). Only the authorization code flow with PKCE S256 is served; the token is bound to this
  * server's MCP endpoint (`resource`, RFC 8707; absent means that one); unknown scopes are ignored, none known means all.
+ * `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`): a client's metadata
+ * document may be fetched past it.
  */
 export async function checkAuthorizationRequest(
   store: Store,
   params: URLSearchParams,
   origin: string,
+  allowHosts: AllowList,
 ): Promise<AuthorizationCheck> {
   const urls = oauthUrls(origin);
   const repeated = PARAMS.filter((name) => params.getAll(name).length > 1);
@@ -68,7 +72,7 @@ export async function checkAuthorizationRequest(
     return { kind: "error", title: "Unknown app", message: "The app did not say who it is (client_id is missing)." };
   let client: OAuthClientRecord | null;
   try {
-    client = await findClient(store, clientId);
+    client = await findClient(store, clientId, allowHosts);
   } catch (error) {
     if (isOAuthProblem(error)) return { kind: "error", title: "This app cannot sign in", message: error.message };
     throw error;
@@ -146,9 +150,9 @@ export function describeScopes(scopes: readonly Scope[]): string[] {
 export async function answerAuthorization(
   store: Store,
   params: URLSearchParams,
-  { userId, origin, allowed }: { userId: string; origin: string; allowed: boolean },
+  { userId, origin, allowed, allowHosts }: { userId: string; origin: string; allowed: boolean; allowHosts: AllowList },
 ): Promise<AuthorizationCheck> {
-  const check = await checkAuthorizationRequest(store, params, origin);
+  const check = await checkAuthorizationRequest(store, params, origin, allowHosts);
   if (check.kind !== "consent") return check;
   const { request } = check;
   const issuer = oauthUrls(origin).issuer;
@@ -166,7 +170,7 @@ export async function answerAuthorization(
   // also builds its redirect with Node's deprecated url.parse): the code is made and stored by the same model.
   const client = { id: request.client.clientId, redirectUris: [request.redirectUri], grants: ["authorization_code"] };
   const user = { id: userId, resource: request.resource };
-  const model = oauthModel(store);
+  const model = oauthModel(store, allowHosts);
   const authorizationCode = await model.generateAuthorizationCode!(client, user, request.scopes);
   await model.saveAuthorizationCode(
     {

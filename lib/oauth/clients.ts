@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
-import { getEnv } from "@/lib/env";
-import { configuredAllowList, fetchRemoteFile } from "@/lib/input";
+import { fetchRemoteFile, type AllowList } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import {
   CLIENT_METADATA_CACHE_MS,
@@ -174,26 +173,31 @@ export function isMetadataDocumentId(clientId: string): boolean {
 /**
  * The client behind `clientId`, or null when there is none: a registration from the store, or — for an https URL —
  * the Client ID Metadata Document at that URL, fetched through the `imageUrl` SSRF guard (public addresses only, or
- * `URL_ALLOW_HOSTS`; no redirects; 16 KB; 5 s) and kept for an hour.
+ * `URL_ALLOW_HOSTS`: `allowHosts`, the configuration's, parsed by the caller with `configuredAllowList(env)`; no
+ * redirects; 16 KB; 5 s) and kept for an hour.
  *
  * @throws OAuthProblem `invalid_client` when the document cannot be fetched or is not a valid document for this id
  */
-export async function findClient(store: Store, clientId: string): Promise<OAuthClientRecord | null> {
+export async function findClient(
+  store: Store,
+  clientId: string,
+  allowHosts: AllowList,
+): Promise<OAuthClientRecord | null> {
   if (clientId.length === 0 || clientId.length > 2048) return null;
   const known = await store.oauth.getClient(clientId);
   if (known) return known;
   if (!isMetadataDocumentId(clientId)) return null;
-  const client = await fetchClientMetadata(clientId);
+  const client = await fetchClientMetadata(clientId, allowHosts);
   await store.oauth.saveClient(client, CLIENT_METADATA_CACHE_MS);
   return client;
 }
 
-async function fetchClientMetadata(clientId: string): Promise<OAuthClientRecord> {
+async function fetchClientMetadata(clientId: string, allowHosts: AllowList): Promise<OAuthClientRecord> {
   let text: string;
   try {
     const file = await fetchRemoteFile(clientId, {
       maxBytes: CLIENT_METADATA_MAX_BYTES,
-      allowHosts: configuredAllowList(getEnv()), // TODO(i33): hand down
+      allowHosts,
       timeoutMs: CLIENT_METADATA_TIMEOUT_MS,
       maxRedirects: 0,
     });

@@ -1,6 +1,7 @@
 import OAuth2Server from "@node-oauth/oauth2-server";
 import { clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import type { Env } from "@/lib/env";
+import { configuredAllowList } from "@/lib/input";
 import type { Store } from "@/lib/store";
 import { ALL_SCOPES, oauthUrls, serviceOrigin } from "./config";
 import { registerClient } from "./clients";
@@ -93,7 +94,7 @@ export function handleTokenRequest(store: Store, env: Env, req: Request): Promis
     if (authorization !== null) headers.authorization = authorization;
     const libraryRequest = new OAuth2Server.Request({ method: "POST", headers, query: {}, body });
     const libraryResponse = new OAuth2Server.Response({});
-    await oauthServer(store).token(libraryRequest, libraryResponse);
+    await oauthServer(store, configuredAllowList(env)).token(libraryRequest, libraryResponse);
     return Response.json(libraryResponse.body, { headers: { "Cache-Control": "no-store", Pragma: "no-cache" } });
   });
 }

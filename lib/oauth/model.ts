@@ -1,4 +1,5 @@
 import OAuth2Server from "@node-oauth/oauth2-server";
+import type { AllowList } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import { ACCESS_TOKEN_TTL_S, ALL_SCOPES, CODE_TTL_S, REFRESH_TOKEN_TTL_S, type Scope } from "./config";
 import { findClient } from "./clients";
@@ -45,11 +46,12 @@ async function endReplayedGrant(store: Store, reused: { userId: string; grantId:
 /**
  * @node-oauth/oauth2-server's model over `store` (docs/decisions.md#oauth-library): the library checks the grants
  * (code expiry, the client, the redirect URI, the PKCE verifier, the refresh token's client and scope) and this model
- * stores and looks up what it hands out, under the SHA-256 of each value.
+ * stores and looks up what it hands out, under the SHA-256 of each value. `allowHosts`: the configuration's
+ * `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`), which a client's metadata document is fetched past.
  */
-export const oauthModel = (store: Store): Model => ({
+export const oauthModel = (store: Store, allowHosts: AllowList): Model => ({
   async getClient(clientId) {
-    const client = await findClient(store, clientId).catch(() => null);
+    const client = await findClient(store, clientId, allowHosts).catch(() => null);
     return client ? libraryClient(client) : null;
   },
 
@@ -125,7 +127,7 @@ export const oauthModel = (store: Store): Model => ({
     const scopes = token.scope ?? [];
     let grantId: string;
     if (typeof token.authorizationCode === "string") {
-      const known = await findClient(store, client.id);
+      const known = await findClient(store, client.id, allowHosts);
       const grant = await oauth.upsertGrant({
         id: newGrantId(),
         userId,
@@ -214,9 +216,9 @@ export const oauthModel = (store: Store): Model => ({
  * The library's server over `oauthModel(store)`: code grant with PKCE (S256 only) and rotating refresh tokens, public
  * clients. Built for each token request (the library keeps no state of its own between requests).
  */
-export const oauthServer = (store: Store): OAuth2Server =>
+export const oauthServer = (store: Store, allowHosts: AllowList): OAuth2Server =>
   new OAuth2Server({
-    model: oauthModel(store),
+    model: oauthModel(store, allowHosts),
     accessTokenLifetime: ACCESS_TOKEN_TTL_S,
     refreshTokenLifetime: REFRESH_TOKEN_TTL_S,
     authorizationCodeLifetime: CODE_TTL_S,

@@ -2,9 +2,8 @@ import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
-import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
-import { configuredAllowList, postRemote, type ResolveHost } from "@/lib/input";
+import { postRemote, type AllowList, type ResolveHost } from "@/lib/input";
 import type { DeliveryAttempt, Store } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 import { signingSecrets } from "./secrets";
@@ -47,13 +46,13 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+webhook)`;
  * `standardwebhooks` package: `webhook-id`, `webhook-timestamp` = this attempt's time, `webhook-signature` with one
  * `v1,…` per secret), POSTed through the SSRF guard within `webhookSettings().timeoutMs`, and recorded in the account's and the
  * job's delivery log. A 2xx answer is a delivery; anything else is a failure the queue retries (after the receiver's
- * `Retry-After` when it sent one).
+ * `Retry-After` when it sent one). `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`).
  */
 export async function attemptDelivery(
   store: Store,
   delivery: Delivery,
   attempt: number,
-  { final, resolveHost }: { final: boolean; resolveHost?: ResolveHost },
+  { final, resolveHost, allowHosts }: { final: boolean; resolveHost?: ResolveHost; allowHosts: AllowList },
 ): Promise<AttemptOutcome> {
   const settings = webhookSettings();
   const started = new Date();
@@ -76,7 +75,7 @@ export async function attemptDelivery(
       let retryAfter: string | undefined;
       ({ status, retryAfter } = await postRemote(delivery.url, {
         label: "webhook URL",
-        allowHosts: configuredAllowList(getEnv()), // TODO(i33): hand down
+        allowHosts,
         body: delivery.payload,
         timeoutMs: settings.timeoutMs,
         resolveHost,

@@ -3,6 +3,7 @@ import { DelayedError, Queue, UnrecoverableError, Worker, createNodeRedisClient,
 import { createClient } from "redis";
 import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
+import { configuredAllowList, type AllowList } from "@/lib/input";
 import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type Store } from "@/lib/store";
 import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
 import { enterDelivery, type Gate } from "./gate";
@@ -43,9 +44,16 @@ class DeliveryFailed extends Error {
   }
 }
 
+/**
+ * The private hosts a delivery may reach (`URL_ALLOW_HOSTS`, parsed), read at each attempt: a change of the
+ * configuration applies to the events already queued.
+ */
+type AllowHosts = () => AllowList;
+
 /** One attempt of an event the gate let through; the gate hears how it went (its slots freed, the receiver's count). */
 async function attemptThrough(
   store: Store,
+  allowHosts: AllowHosts,
   gate: Extract<Gate, { kind: "go" }>,
   delivery: Delivery,
   attempt: number,
@@ -53,7 +61,7 @@ async function attemptThrough(
 ): Promise<AttemptOutcome> {
   let outcome: AttemptOutcome | undefined;
   try {
-    outcome = await attemptDelivery(store, delivery, attempt, { final });
+    outcome = await attemptDelivery(store, delivery, attempt, { final, allowHosts: allowHosts() });
     return outcome;
   } finally {
     await gate.done({
@@ -64,7 +72,13 @@ async function attemptThrough(
   }
 }
 
-function createBullDeliveryQueue(store: Store, url: string, prefix: string, settings: WebhookSettings): DeliveryQueue {
+function createBullDeliveryQueue(
+  store: Store,
+  allowHosts: AllowHosts,
+  url: string,
+  prefix: string,
+  settings: WebhookSettings,
+): DeliveryQueue {
   // A lost connection is logged once by the link (lib/store/redis-link.ts), not by each client, queue and worker.
   // BullMQ leaves a client it was given open when it closes: close() below ends them.
   const clients: Array<{ destroy(): void }> = [];
@@ -110,7 +124,7 @@ function createBullDeliveryQueue(store: Store, url: string, prefix: string, sett
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(store, gate, delivery, attempt, attempt >= attempts);
+    } = await attemptThrough(store, allowHosts, gate, delivery, attempt, attempt >= attempts);
     if (record.ok) return;
     if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
     throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
@@ -176,7 +190,7 @@ function createBullDeliveryQueue(store: Store, url: string, prefix: string, sett
   };
 }
 
-function createMemoryDeliveryQueue(store: Store, settings: WebhookSettings): DeliveryQueue {
+function createMemoryDeliveryQueue(store: Store, allowHosts: AllowHosts, settings: WebhookSettings): DeliveryQueue {
   const seen = new Set<string>();
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
@@ -199,7 +213,7 @@ function createMemoryDeliveryQueue(store: Store, settings: WebhookSettings): Del
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(store, gate, delivery, attempt, attempt >= settings.maxAttempts);
+    } = await attemptThrough(store, allowHosts, gate, delivery, attempt, attempt >= settings.maxAttempts);
     if (!record.ok && !permanent && attempt < settings.maxAttempts)
       schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
   };
@@ -237,10 +251,12 @@ export function getDeliveryQueue(): DeliveryQueue | null {
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
   const env = getEnv();
   const store = getStore();
+  // The allow list of the configuration current at each attempt (a test's `setEnv` applies to queued events too).
+  const allowHosts = () => configuredAllowList(getEnv());
   let queue: DeliveryQueue | null = null;
   if (env.REDIS_URL)
-    queue = createBullDeliveryQueue(store, env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
-  else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, webhookSettings());
+    queue = createBullDeliveryQueue(store, allowHosts, env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
+  else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, allowHosts, webhookSettings());
   holder[QUEUE_KEY] = queue;
   return queue;
 }

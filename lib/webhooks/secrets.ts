@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import type { AllowList } from "@/lib/input";
 import type { Store, WebhookAccount } from "@/lib/store";
 import { webhookSettings } from "./settings";
 import { checkWebhookUrl } from "./url";
@@ -94,13 +95,17 @@ export async function rotateWebhookSecret(
   return { secret, view: toView({ ...account, secret, secretCreatedAt: now, ...previous }, now) };
 }
 
-/** Set the account's default webhook URL (checked as a job's is), or clear it with an empty value. */
+/**
+ * Set the account's default webhook URL (checked as a job's is), or clear it with an empty value. `allowHosts`: the
+ * configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`).
+ */
 export async function setDefaultWebhookUrl(
   store: Store,
   userId: string,
   url: string | null,
+  allowHosts: AllowList,
 ): Promise<WebhookAccountView> {
-  const value = url?.trim() ? await checkWebhookUrl(url.trim(), { field: "The webhook URL" }) : null;
+  const value = url?.trim() ? await checkWebhookUrl(url.trim(), { field: "The webhook URL", allowHosts }) : null;
   await store.webhooks.setDefaultUrl(userId, value);
   return getWebhookAccount(store, userId);
 }

@@ -1,7 +1,7 @@
 import type { WebhookAttempt } from "@/lib/api/schemas";
 import { ApiError } from "@/lib/api/errors";
 import { errorLabel } from "@/lib/error-log";
-import type { ResolveHost } from "@/lib/input";
+import type { AllowList, ResolveHost } from "@/lib/input";
 import type { JobRecord, Store } from "@/lib/store";
 import { attemptDelivery } from "./deliver";
 import { jobEndEvent, jobEventId, testEvent, testEventId } from "./events";
@@ -13,15 +13,16 @@ import { checkWebhookUrl } from "./url";
 /**
  * The webhook URL of a job being submitted: its `webhook.url` (checked: `400` when bad, before anything is charged),
  * else the account's default, else none. A webhook needs the account's signing secret and a delivery queue.
+ * `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`).
  */
 export async function resolveJobWebhook(
   store: Store,
   userId: string,
   url: string | undefined,
-  { resolveHost }: { resolveHost?: ResolveHost } = {},
+  { resolveHost, allowHosts }: { resolveHost?: ResolveHost; allowHosts: AllowList },
 ): Promise<string | undefined> {
   const account = await store.webhooks.getAccount(userId);
-  const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost }) : account.defaultUrl;
+  const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost, allowHosts }) : account.defaultUrl;
   if (chosen === undefined) return undefined;
   if (!account.secret) {
     if (url === undefined) return undefined;
@@ -84,11 +85,12 @@ const TEST_EVENTS_PER_MINUTE = 10;
 /**
  * The settings page's "Send a test event": a `webhook.test` event to the account's default URL, delivered now (one
  * attempt, not retried) so the page can show how it went; it is in the delivery log as every attempt is.
+ * `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`).
  */
 export async function sendTestEvent(
   store: Store,
   userId: string,
-  { resolveHost }: { resolveHost?: ResolveHost } = {},
+  { resolveHost, allowHosts }: { resolveHost?: ResolveHost; allowHosts: AllowList },
 ): Promise<WebhookAttempt> {
   // Each test is a request the service makes to a URL of the account's choosing: a few a minute are enough.
   const limit = await store.limits.rateLimit({
@@ -113,7 +115,7 @@ export async function sendTestEvent(
     store,
     { eventId: testEventId(), userId, type: event.type, url: account.defaultUrl, payload: JSON.stringify(event) },
     1,
-    { final: true, resolveHost },
+    { final: true, resolveHost, allowHosts },
   );
   // A receiver that answers a test event is healthy again: paused or disabled, its events flow (gate.ts). A failed
   // test does not count towards pausing it (the account asked for it).

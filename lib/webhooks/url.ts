@@ -1,20 +1,23 @@
 import { ApiError, isApiError } from "@/lib/api/errors";
-import { getEnv } from "@/lib/env";
-import { checkRemoteUrl, configuredAllowList, isAllowListed, type ResolveHost } from "@/lib/input";
+import { checkRemoteUrl, isAllowListed, type AllowList, type ResolveHost } from "@/lib/input";
 
 /**
  * Check a webhook URL when it is given (a job's `webhook.url`, the account's default), so that a bad one is a `400`
  * then rather than a delivery that can never succeed: a valid URL, `https` (plain `http` only for a host in
  * `URL_ALLOW_HOSTS`), no credentials, and a host that resolves to public addresses only — the SSRF guard of
- * `imageUrl` (lib/input/fetch-remote.ts), which every delivery passes again.
+ * `imageUrl` (lib/input/fetch-remote.ts), which every delivery passes again. `allowHosts`: the configuration's
+ * `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`, by the caller).
  *
  * @throws ApiError `invalid_request`
  */
 export async function checkWebhookUrl(
   raw: string,
-  { field = "webhook.url", resolveHost }: { field?: string; resolveHost?: ResolveHost } = {},
+  {
+    field = "webhook.url",
+    resolveHost,
+    allowHosts,
+  }: { field?: string; resolveHost?: ResolveHost; allowHosts: AllowList },
 ): Promise<string> {
-  const allowHosts = configuredAllowList(getEnv()); // TODO(i33): hand down
   let url: URL;
   try {
     url = new URL(raw);

@@ -7,6 +7,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import { phonePhoto } from "../support/phone-photo";
@@ -106,6 +107,7 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
       settings: jobSettings(),
       name: "test-upload",
       pool,
+      languages: getEnv().OCR_LANGUAGES,
     });
     runner.start();
   }, 180_000);

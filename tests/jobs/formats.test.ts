@@ -11,6 +11,7 @@ import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/sche
 import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { base64Of, createAccount, ocrRequest, withStore, type TestAccount } from "../api/support";
 import { createTestPool } from "../support/ocr";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 
 /*
@@ -34,6 +35,7 @@ describe("job results in hocr, alto, tsv and pdf", () => {
       settings: jobSettings(),
       name: "test-formats",
       pool,
+      languages: getEnv().OCR_LANGUAGES,
     });
     runner.start();
   });

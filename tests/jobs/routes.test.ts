@@ -47,6 +47,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
       settings: jobSettings(),
       name: `test-${kind}`,
       pool,
+      languages: getEnv().OCR_LANGUAGES,
     });
     runner.start();
   }, 180_000);

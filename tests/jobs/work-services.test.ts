@@ -17,6 +17,7 @@ describe("workJobsFor works with the services it is given", () => {
       queue: createMemoryQueue(settings),
       settings,
       name: "test-work",
+      languages: ["eng"],
       deliveryTimeoutMs: 1_000,
       drainDeliveries: async (budgetMs) => {
         drained.push(budgetMs);

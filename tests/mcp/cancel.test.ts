@@ -8,6 +8,7 @@ import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, sleep, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { eventually, keyCarrier, routeFetch } from "./support";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 
 /*
@@ -34,6 +35,7 @@ beforeAll(async () => {
     settings: jobSettings(),
     name: "mcp-cancel",
     pool,
+    languages: getEnv().OCR_LANGUAGES,
   });
   runner.start();
 }, 60_000);

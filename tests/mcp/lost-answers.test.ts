@@ -18,6 +18,7 @@ import {
   toolResultSchema,
   type Handlers,
 } from "./support";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 
 /*
@@ -151,6 +152,7 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
         settings: jobSettings(),
         name: "lost-answers",
         pool,
+        languages: getEnv().OCR_LANGUAGES,
       });
       runner.start();
       // The SDK reconnects its stream by itself; the retry is the same call (a new JSON-RPC id) with the same key.

@@ -7,6 +7,7 @@ import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { connectClient, toolResultSchema, type McpClient } from "./support";
+import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 
 /*
@@ -34,6 +35,7 @@ beforeAll(async () => {
     settings: jobSettings(),
     name: "scan-without-tasks",
     pool,
+    languages: getEnv().OCR_LANGUAGES,
   });
   runner.start();
 }, 60_000);

@@ -97,6 +97,7 @@ beforeAll(async () => {
     settings: jobSettings(),
     name: "mcp-tasks",
     pool,
+    languages: getEnv().OCR_LANGUAGES,
   });
   runner.start();
 }, 120_000);
@@ -297,6 +298,7 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
           settings: jobSettings(),
           name: `mcp-tasks-${transport}`,
           pool,
+          languages: getEnv().OCR_LANGUAGES,
         });
         runner.start();
       };
@@ -582,6 +584,7 @@ describe("clients without tasks", () => {
         settings: jobSettings(),
         name: "mcp-tasks-2",
         pool,
+        languages: getEnv().OCR_LANGUAGES,
       });
       runner.start();
     }

@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { answerAuthorization } from "@/lib/oauth";
 import { listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
+import { getEnv } from "@/lib/env";
+import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import { base64Of, createAccount, groundTruth, withRemoteFiles, withStore } from "../api/support";
 import { expectExtracted } from "../mcp/support";
@@ -31,7 +33,12 @@ async function consent(provider: MemoryProvider, userId: string): Promise<URL> {
   const url = provider.authorizationUrls.at(-1);
   if (!url) throw new Error("the client did not start an authorization");
   expect(`${url.origin}${url.pathname}`).toBe(`${ORIGIN}/oauth/authorize`);
-  const answer = await answerAuthorization(getStore(), url.searchParams, { userId, origin: ORIGIN, allowed: true });
+  const answer = await answerAuthorization(getStore(), url.searchParams, {
+    userId,
+    origin: ORIGIN,
+    allowed: true,
+    allowHosts: configuredAllowList(getEnv()),
+  });
   if (answer.kind !== "redirect") throw new Error(`consent refused: ${JSON.stringify(answer)}`);
   return new URL(answer.location);
 }

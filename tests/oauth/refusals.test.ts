@@ -4,6 +4,8 @@ import { describe, expect, it, vi } from "vitest";
 import { createMcpRoute } from "@/lib/mcp";
 import { answerAuthorization, checkAuthorizationRequest, listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
 import { REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "@/lib/oauth/config";
+import { getEnv } from "@/lib/env";
+import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import { createAccount, withRemoteFiles, withStore } from "../api/support";
 import { readEvents } from "../mcp/support";
@@ -59,6 +61,7 @@ async function codeFor(userId: string, clientId: string, extra: Record<string, s
     userId,
     origin: ORIGIN,
     allowed: true,
+    allowHosts: configuredAllowList(getEnv()),
   });
   if (answer.kind !== "redirect") throw new Error(JSON.stringify(answer));
   const code = new URL(answer.location).searchParams.get("code");
@@ -102,7 +105,7 @@ async function expectInvalidToken(response: Response, description: RegExp): Prom
 }
 
 async function expectRedirectError(params: URLSearchParams, error: string, description: RegExp): Promise<void> {
-  const check = await checkAuthorizationRequest(getStore(), params, ORIGIN);
+  const check = await checkAuthorizationRequest(getStore(), params, ORIGIN, configuredAllowList(getEnv()));
   if (check.kind !== "redirect") throw new Error(`expected a redirect, got ${JSON.stringify(check)}`);
   const location = new URL(check.location);
   expect(location.origin + location.pathname).toBe(REDIRECT_URL);
@@ -125,10 +128,18 @@ describe("the authorization endpoint refuses", () => {
         getStore(),
         authorizeParams(clientId, { redirect_uri: redirect }),
         ORIGIN,
+        configuredAllowList(getEnv()),
       );
       expect(check).toMatchObject({ kind: "error", title: "Wrong redirect address" });
     }
-    expect(await checkAuthorizationRequest(getStore(), authorizeParams("ocl_unknown"), ORIGIN)).toMatchObject({
+    expect(
+      await checkAuthorizationRequest(
+        getStore(),
+        authorizeParams("ocl_unknown"),
+        ORIGIN,
+        configuredAllowList(getEnv()),
+      ),
+    ).toMatchObject({
       kind: "error",
       title: "Unknown app",
     });
@@ -169,7 +180,12 @@ describe("the authorization endpoint refuses", () => {
 
   it("a Client ID Metadata Document on a private address (the imageUrl SSRF guard), or one naming another client", async () => {
     const privateDocument = "https://intranet.example/oauth/client.json";
-    const check = await checkAuthorizationRequest(getStore(), authorizeParams(privateDocument), ORIGIN);
+    const check = await checkAuthorizationRequest(
+      getStore(),
+      authorizeParams(privateDocument),
+      ORIGIN,
+      configuredAllowList(getEnv()),
+    );
     expect(check).toMatchObject({ kind: "error", title: "This app cannot sign in" });
     expect(check.kind === "error" && check.message).toMatch(/private|not allowed|public/i);
 
@@ -179,7 +195,9 @@ describe("the authorization endpoint refuses", () => {
         HttpResponse.json({ client_id: "https://files.example/other.json", redirect_uris: [REDIRECT_URL] }),
       ),
     );
-    expect(await checkAuthorizationRequest(getStore(), authorizeParams(liar), ORIGIN)).toMatchObject({
+    expect(
+      await checkAuthorizationRequest(getStore(), authorizeParams(liar), ORIGIN, configuredAllowList(getEnv())),
+    ).toMatchObject({
       kind: "error",
       message: expect.stringMatching(/names another client_id/),
     });
@@ -192,6 +210,7 @@ describe("the authorization endpoint refuses", () => {
       userId: account.userId,
       origin: ORIGIN,
       allowed: false,
+      allowHosts: configuredAllowList(getEnv()),
     });
     if (answer.kind !== "redirect") throw new Error("expected a redirect");
     const location = new URL(answer.location);

@@ -8,6 +8,8 @@ import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBo
 import { JobRunner, WORK_PATH, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
 import { pageFailure } from "@/lib/jobs/lifecycle";
 import { getOcrPool } from "@/lib/ocr";
+import { getEnv } from "@/lib/env";
+import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import {
   drainWebhooks,
@@ -354,7 +356,7 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
     expect(await account.balance()).toBe(10);
     const { secret } = await rotateWebhookSecret(getStore(), account.userId);
     receiver.secret = secret;
-    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url);
+    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url, configuredAllowList(getEnv()));
     const view = await accepted(await submit(account, { image: image() }));
     expect((await status(account, view.jobId)).webhook).toEqual({ url: receiver.url, deliveries: [] });
     // The synchronous route has no webhook.
@@ -365,7 +367,8 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
     await waitForWindowRoom(60_000, 15_000);
     const before = receiver.received.length;
-    const attempt = await sendTestEvent(getStore(), account.userId);
+    const allowHosts = configuredAllowList(getEnv());
+    const attempt = await sendTestEvent(getStore(), account.userId, { allowHosts });
     expect(attempt).toMatchObject({ type: "webhook.test", status: 200, ok: true, attempt: 1 });
     const delivery = receiver.received.slice(before)[0]!;
     expect(delivery.refused).toBeUndefined();
@@ -375,9 +378,11 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
       ok: true,
     });
     // Ten a minute: the eleventh is refused before anything is sent.
-    for (let i = 0; i < 9; i++) expect((await sendTestEvent(getStore(), account.userId)).ok).toBe(true);
+    for (let i = 0; i < 9; i++) expect((await sendTestEvent(getStore(), account.userId, { allowHosts })).ok).toBe(true);
     const sent = receiver.received.length;
-    await expect(sendTestEvent(getStore(), account.userId)).rejects.toMatchObject({ code: "rate_limited" });
+    await expect(sendTestEvent(getStore(), account.userId, { allowHosts })).rejects.toMatchObject({
+      code: "rate_limited",
+    });
     expect(receiver.received.length).toBe(sent);
     await cancel(account, view.jobId);
   }, 90_000);
@@ -402,6 +407,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
           settings: jobSettings(),
           name: `webhooks-${name}`,
           pool,
+          languages: getEnv().OCR_LANGUAGES,
         }),
     );
     for (const runner of runners) runner.start();

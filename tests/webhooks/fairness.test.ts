@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
+import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import {
   enableWebhookReceiver,
@@ -219,8 +221,10 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
       });
     }
     expect((await listWebhookReceivers(getStore(), account.userId))[0]?.disabledAt).not.toBeNull();
-    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url);
-    expect((await sendTestEvent(getStore(), account.userId)).ok).toBe(true);
+    await setDefaultWebhookUrl(getStore(), account.userId, receiver.url, configuredAllowList(getEnv()));
+    expect((await sendTestEvent(getStore(), account.userId, { allowHosts: configuredAllowList(getEnv()) })).ok).toBe(
+      true,
+    );
     expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
   }, 90_000);
 });

@@ -5,6 +5,7 @@ import { redirect } from "next/navigation";
 import { consentAction } from "@/app/actions/oauth";
 import { getCurrentAccount } from "@/lib/accounts/current";
 import { checkAuthorizationRequest, describeScopes, serviceOrigin } from "@/lib/oauth";
+import { configuredAllowList } from "@/lib/input";
 import { services } from "@/lib/services";
 
 export const metadata: Metadata = { title: "Allow access", referrer: "no-referrer" };
@@ -26,6 +27,7 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
     services().store,
     params,
     serviceOrigin(services().env, await headers()),
+    configuredAllowList(services().env),
   );
   if (check.kind === "redirect") redirect(check.location);
   if (check.kind === "error") {
