@@ -190,6 +190,7 @@ export async function jobsMain(): Promise<void> {
   const { grantCredits } = await import("../lib/credits");
   const { getStore, resetStore } = await import("../lib/store");
   const { getEnv } = await import("../lib/env");
+  const { buildSettings } = await import("../lib/settings");
   const engines = getEnv().OCR_ENGINES;
 
   if (pageCount > 0) console.log(`generating a ${pageCount}-page scan…`);
@@ -258,7 +259,7 @@ export async function jobsMain(): Promise<void> {
     const runner = new JobRunner({
       store: getStore(),
       queue: getWorkQueue()!,
-      settings: jobSettings(),
+      settings: jobSettings({}, getEnv()),
       name: `bench-${processes}`,
       pool,
       languages: getEnv().OCR_LANGUAGES,
@@ -274,6 +275,7 @@ export async function jobsMain(): Promise<void> {
     const counted = await countCommands(redis.url, async () => {
       const { view } = await submitJob(getStore(), {
         env: getEnv(),
+        settings: buildSettings(getEnv()),
         body: { image: Buffer.from(bytes).toString("base64"), options: { language: "eng" } },
         account: { userId },
         requestId: `req_bench${processes}`,
@@ -358,6 +360,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { grantCredits } = await import("../lib/credits");
   const { getStore } = await import("../lib/store");
   const { getEnv } = await import("../lib/env");
+  const { buildSettings } = await import("../lib/settings");
   console.log(`generating a ${megabytes} MB scanned PDF…`);
   const pdf = await bigScan(megabytes);
   const server = http.createServer((_, res) => {
@@ -373,6 +376,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const started = performance.now();
   const { view } = await submitJob(getStore(), {
     env: getEnv(),
+    settings: buildSettings(getEnv()),
     body: { imageUrl: `http://127.0.0.1:${address.port}/big.pdf` },
     account: { userId },
     requestId: "req_benchbig",
@@ -397,7 +401,7 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const runner = new JobRunner({
     store: getStore(),
     queue: getWorkQueue()!,
-    settings: jobSettings(),
+    settings: jobSettings({}, getEnv()),
     name: "bench-big",
     pool,
     languages: getEnv().OCR_LANGUAGES,

@@ -1,11 +1,12 @@
 import { getEnv, type Env } from "@/lib/env";
-import { getWorkQueue, jobSettings, workerName, type JobSettings, type JobWorkServices } from "@/lib/jobs";
+import { getWorkQueue, workerName, type JobWorkServices } from "@/lib/jobs";
+import { processSettings, type Settings } from "@/lib/settings";
 import { getStore, type Store } from "@/lib/store";
-import { drainWebhooks, webhookSettings, type WebhookSettings } from "@/lib/webhooks";
+import { drainWebhooks } from "@/lib/webhooks";
 
 /**
  * The process's services, for the layers below an entry point: the settings (the operator's variables and the
- * modules' constants, built once per call of `services()`), and the store and the queues, each built
+ * modules' settings, read once per call of `services()`), and the store and the queues, each built
  * once per process on first use (kept on globalThis by their modules, so dev-server reloads and tests that reset them
  * share one). An entry point — a route handler, lib/startup.ts, scripts/worker.ts — takes what it needs here and
  * hands it down as arguments, instead of the layers below reaching for `getEnv()` / `getStore()` themselves
@@ -15,18 +16,18 @@ import { drainWebhooks, webhookSettings, type WebhookSettings } from "@/lib/webh
 export interface Services {
   readonly env: Env;
   readonly store: Store;
-  readonly settings: { readonly jobs: JobSettings; readonly webhooks: WebhookSettings };
+  /** The modules' settings (lib/settings.ts): the constants, with the overrides this process's `main` installed. */
+  readonly settings: Settings;
   /** What `workJobsFor` needs: the work queue, the jobs' settings, this process's name, the webhook deliveries. */
   readonly jobWork: JobWorkServices;
 }
 
 /** This process's services; the store and the queues are only built when first read. */
 export function services(): Services {
-  const settings = { jobs: jobSettings(), webhooks: webhookSettings() };
+  const env = getEnv();
+  const settings = processSettings(env);
   return {
-    get env() {
-      return getEnv();
-    },
+    env,
     get store() {
       return getStore();
     },
@@ -37,7 +38,7 @@ export function services(): Services {
         queue: getWorkQueue(),
         settings: settings.jobs,
         name: workerName(settings.jobs),
-        languages: getEnv().OCR_LANGUAGES,
+        languages: env.OCR_LANGUAGES,
         deliveryTimeoutMs: settings.webhooks.timeoutMs,
         drainDeliveries: drainWebhooks,
       };

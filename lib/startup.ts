@@ -4,6 +4,7 @@ import { configuredAllowList } from "@/lib/input";
 import { getOcrPool } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
+import { processSettings } from "@/lib/settings";
 import { assertStoreConfigured, getStore, isRedisConnectionError } from "@/lib/store";
 
 /**
@@ -52,7 +53,8 @@ export function startNodeServer(): void {
     });
 
   startEventLoopMonitor();
-  ensureJobRunner(getStore(), getEnv());
+  const env = getEnv();
+  ensureJobRunner(getStore(), env, processSettings(env));
 
   const started = performance.now();
   const pool = getOcrPool();

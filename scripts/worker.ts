@@ -7,24 +7,27 @@
 //   npm run worker [-- --name worker-eu-1] [-- --settings '{"jobs":{"lockMs":4000}}']
 //
 // `--name`: the name on the pages it reads (`readBy`; default: a hash of host and pid). `--settings`: overrides of the
-// modules' constant settings (lib/settings-overrides.ts; tests pass short timings there).
+// modules' constant settings (lib/settings; tests pass short timings there).
 import { parseArgs } from "node:util";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
-import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
-import { ensureJobRunner, jobSettings, stopJobRunner, workerName } from "@/lib/jobs";
+import { installProcessSettings, parseSettingsArgument, processSettings, type SettingsOverrides } from "@/lib/settings";
+import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
+let overrides: SettingsOverrides = {};
 if (args.settings) {
   try {
-    applySettingsArgument(args.settings);
+    overrides = parseSettingsArgument(args.settings);
   } catch (error) {
     console.error(`[worker] ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   }
 }
-if (args.name) overrideSettings("jobs", { workerName: args.name });
+if (args.name) overrides = { ...overrides, jobs: { ...overrides.jobs, workerName: args.name } };
+// The process's singletons (the work and delivery queues, the engine pool) are built with them too.
+installProcessSettings(overrides);
 
 const env = getEnv();
 const ignored = ignoredVariablesNotice();
@@ -43,11 +46,12 @@ if (store.kind === "memory") {
   process.exit(1);
 }
 
-const runner = ensureJobRunner(store, env, { always: true });
+const settings = processSettings(env);
+const runner = ensureJobRunner(store, env, settings, { always: true });
 const pool = getOcrPool();
 await pool.warm({ ocr: env.OCR_ENGINE_PROCESSES });
 console.info(
-  `[worker] ${workerName(jobSettings({}, env))} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,
+  `[worker] ${workerName(settings.jobs)} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,
 );
 
 let stopping = false;

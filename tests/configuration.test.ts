@@ -5,7 +5,7 @@ import { envSchema, IGNORED_VARIABLES, ignoredVariablesNotice, parseEnv } from "
 import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { fetchSettings } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
-import { ocrSettings } from "@/lib/ocr/settings";
+import { ocrSettings } from "@/lib/ocr/model";
 import { webhookSettings } from "@/lib/webhooks";
 
 /*

@@ -22,11 +22,11 @@ async function authenticate(mode: "signin" | "signup", formData: FormData): Prom
   let account: Account;
   try {
     const address = await getClientAddress();
-    const { store, env } = services();
+    const { store, env, settings } = services();
     account =
       mode === "signup"
         ? await signUp(store, { email, password, address }, { env })
-        : await signIn(store, { email, password, address });
+        : await signIn(store, { email, password, address }, settings.accounts);
     await startSession(account.id);
   } catch (error) {
     return { error: formErrorMessage(error, mode), email };

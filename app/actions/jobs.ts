@@ -15,12 +15,12 @@ import { services } from "@/lib/services";
 export async function cancelJobAction(formData: FormData): Promise<void> {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
-  const { store, env } = services();
+  const { store, env, settings } = services();
   try {
     const view = await cancelJob(store, env, account.id, String(formData.get("jobId") ?? "").slice(0, 100));
     // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it (at the
     // configured origin: never one from the request's Host, lib/service-origin.ts).
-    if (view.webhook) afterResponse(() => kickJobWorkers(env, 1));
+    if (view.webhook) afterResponse(() => kickJobWorkers(env, settings.jobs, 1));
   } catch (error) {
     // A job that is gone (expired, or never this account's) has nothing to cancel: the page shows what there is.
     if (!(isApiError(error) && (error.code === "not_found" || error.code === "gone"))) throw error;

@@ -4,7 +4,6 @@ import { z } from "zod";
 import type { Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import { addressLimitKey } from "@/lib/client-ip";
-import { settingsOverrides } from "@/lib/settings-overrides";
 import type { BackoffPolicy, Store, UserRecord } from "@/lib/store";
 import { rejectCommonPassword } from "./common-passwords";
 import { decoyPasswordHash, hashPassword, verifyPassword } from "./password";
@@ -20,7 +19,7 @@ export const PASSWORD_MIN_LENGTH = 8;
 const PASSWORD_MAX_LENGTH = 256;
 
 const HOUR_MS = 60 * 60 * 1000;
-/** The window of the per-address sign-in limit (`accountSettings().signinPerAddress` attempts). */
+/** The window of the per-address sign-in limit (`settings.signinPerAddress` attempts). */
 export const SIGNIN_WINDOW_MS = 15 * 60 * 1000;
 
 /** The account limits that are not variables. */
@@ -29,9 +28,9 @@ export interface AccountSettings {
   signinPerAddress: number;
 }
 
-/** The account limits, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+/** The account limits, with `overrides` on top (lib/settings.ts). */
 export function accountSettings(overrides: Partial<AccountSettings> = {}): AccountSettings {
-  return { signinPerAddress: 30, ...settingsOverrides<AccountSettings>("accounts"), ...overrides };
+  return { signinPerAddress: 30, ...overrides };
 }
 /**
  * Wrong passwords for one e-mail from one client address: 5 cost nothing, then each waits twice as long as the one
@@ -157,11 +156,11 @@ async function limitSignUp(store: Store, env: SignUpSettings, address: string | 
 
 /**
  * Check an e-mail and password. Throws `unauthorized` ("Wrong e-mail or password.", the same for an unknown
- * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `accountSettings().signinPerAddress` attempts per 15
+ * e-mail, in the same time), `rate_limited` or `unavailable`. Two limits: `settings.signinPerAddress` attempts per 15
  * minutes from one address (any e-mails), and {@link SIGNIN_BACKOFF} per (e-mail, address) pair — wrong passwords
  * sent from elsewhere never block the right one from the owner's address.
  */
-export async function signIn(store: Store, input: Credentials): Promise<Account> {
+export async function signIn(store: Store, input: Credentials, settings: AccountSettings): Promise<Account> {
   const email = normalizeEmail(input.email);
   const limits = store.limits;
   const addressKey = addressLimitKey(input.address);
@@ -173,7 +172,7 @@ export async function signIn(store: Store, input: Credentials): Promise<Account>
     {
       bucket: "signin-address",
       identifier: addressKey,
-      limit: accountSettings().signinPerAddress,
+      limit: settings.signinPerAddress,
       windowMs: SIGNIN_WINDOW_MS,
     },
     "Too many sign-in attempts from your network.",

@@ -3,8 +3,7 @@ import { componentSchemas, headers, type Json } from "@/lib/api/openapi-parts";
 import { openApiPaths } from "@/lib/api/openapi-paths";
 import { fetchSettings, formatMegabytes } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
-// eslint-disable-next-line no-restricted-imports -- the constants alone: "@/lib/ocr" is the reading entry
-import { ocrSettings } from "@/lib/ocr/settings";
+import { ocrSettings } from "@/lib/ocr/model";
 // eslint-disable-next-line no-restricted-imports -- the constants alone: the barrel pulls the delivery queue
 import { webhookSettings } from "@/lib/webhooks/settings";
 import { SERVICE_VERSION } from "@/lib/version";

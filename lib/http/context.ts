@@ -1,12 +1,14 @@
 import type { Env } from "@/lib/env";
 import type { ApiKeyIdentity, RateLimitResult } from "@/lib/keys";
+import type { Settings } from "@/lib/settings";
 import type { Store } from "@/lib/store";
 import type { RequestBody } from "./body";
 
 /**
  * What every handler gets from its wrapper (`withRequest`, `withApiKey`): the request, and the process's services
- * (its configuration and its store), taken once by the wrapper and handed down as arguments — the layers below do
- * not reach for `getEnv()` / `getStore()` themselves (issue 33; lib/services.ts).
+ * (its configuration, its modules' settings and its store), taken once by the wrapper and handed down as arguments —
+ * the layers below do not reach for `getEnv()` / `getStore()` or a settings global themselves (issue 33;
+ * lib/services.ts, lib/settings.ts).
  */
 export interface RequestContext {
   req: Request;
@@ -15,6 +17,8 @@ export interface RequestContext {
   receivedAt: number;
   /** The configuration (`getEnv()` when the request arrived). */
   readonly env: Env;
+  /** The modules' settings: the process's (lib/settings.ts), with the route instance's overrides (`route.with`). */
+  readonly settings: Settings;
   /** The store, built on first read (a route that never touches it does not connect). */
   readonly store: Store;
 }

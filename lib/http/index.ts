@@ -5,7 +5,7 @@ export { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, corsHeaders, preflightHeaders 
 export { logRequest } from "./log";
 export { newRequestId } from "./request-id";
 export { requestOrigin } from "./origin";
-export { methodNotAllowed, preflight, withRequest, type RouteHandler } from "./routes";
+export { methodNotAllowed, preflight, withRequest, type Route, type RouteHandler, type RouteOptions } from "./routes";
 export { idempotencyRefusal, isCredentialActive, isFinalOutcome, withApiKey } from "./with-api-key";
 export { afterResponse } from "./after";
 export { authorizeCron } from "./cron";

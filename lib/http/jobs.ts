@@ -12,7 +12,7 @@ import type { ApiContext } from "./context";
  * the answer.
  */
 export async function acceptJob(
-  { req, env, account, requestId, receivedAt, report, store }: ApiContext,
+  { req, env, settings, account, requestId, receivedAt, report, store }: ApiContext,
   { body, file }: { body: OcrRequest; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
@@ -21,6 +21,7 @@ export async function acceptJob(
   const origin = configuredOrigin(env) ?? new URL(req.url).origin;
   const { view, creditsRemaining } = await submitJob(store, {
     env,
+    settings,
     body,
     file,
     account,
@@ -30,7 +31,7 @@ export async function acceptJob(
     origin,
   });
   report({ creditsRemaining });
-  afterResponse(() => kickJobWorkers(env, view.pagesTotal));
+  afterResponse(() => kickJobWorkers(env, settings.jobs, view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 

@@ -1,5 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
 import { getEnv } from "@/lib/env";
+import { processSettings, type SettingsOverrides } from "@/lib/settings";
 import { getStore } from "@/lib/store";
 import { preflightHeaders } from "./cors";
 import type { RequestContext } from "./context";
@@ -8,30 +9,59 @@ import { errorAnswer, finishResponse } from "./respond";
 
 export type RouteHandler = (req: Request) => Promise<Response>;
 
+/** What a route instance is given besides the process's services: overrides of the modules' settings (tests). */
+export interface RouteOptions {
+  settings?: SettingsOverrides;
+}
+
+/**
+ * A route handler, and `with(options)`: the same route as an instance with its own settings — how a test passes
+ * short timings to a route (`processRoute.POST.with({ settings: { fetch: { timeoutMs: 400 } } })(req)`), there being
+ * no `main` above a route to pass them down from.
+ */
+export interface Route extends RouteHandler {
+  with(options: RouteOptions): RouteHandler;
+}
+
+/** A `Route` from the function that serves one request with a route instance's options. */
+export function route(serve: (req: Request, options: RouteOptions) => Promise<Response>): Route {
+  const handler: RouteHandler = (req) => serve(req, {});
+  return Object.assign(handler, { with: (options: RouteOptions) => (req: Request) => serve(req, options) });
+}
+
 /** For routes without a key (`/api/openapi.json`, health): request id, CORS, the one catch, one log line. */
-export function withRequest(handler: (context: RequestContext) => Promise<Response>): RouteHandler {
-  return async (req) => {
+export function withRequest(handler: (context: RequestContext) => Promise<Response>): Route {
+  return route(async (req, options) => {
     const requestId = newRequestId();
     const receivedAt = Date.now();
     let response: Response;
     let code: string | undefined;
     try {
-      response = await handler(requestContext(req, requestId, receivedAt));
+      response = await handler(requestContext(req, requestId, receivedAt, options));
     } catch (error) {
       ({ response, code } = errorAnswer(error, requestId));
     }
     return finishResponse(response, { req, requestId, receivedAt, facts: { code } });
-  };
+  });
 }
 
-/** A request's context: its configuration read now (a bad one throws here, inside the wrapper's catch), the store on first read. */
-export function requestContext(req: Request, requestId: string, receivedAt: number): RequestContext {
+/**
+ * A request's context: its configuration read now (a bad one throws here, inside the wrapper's catch), the
+ * process's settings with the route instance's overrides, the store on first read.
+ */
+export function requestContext(
+  req: Request,
+  requestId: string,
+  receivedAt: number,
+  options: RouteOptions = {},
+): RequestContext {
   const env = getEnv();
   return {
     req,
     requestId,
     receivedAt,
     env,
+    settings: processSettings(env, options.settings),
     get store() {
       return getStore();
     },
@@ -39,7 +69,7 @@ export function requestContext(req: Request, requestId: string, receivedAt: numb
 }
 
 /** `OPTIONS`: the CORS preflight answer, `204` with `Allow`; no key needed. */
-export function preflight(methods: readonly string[]): RouteHandler {
+export function preflight(methods: readonly string[]): Route {
   const allow = [...new Set([...methods, "OPTIONS"])];
   return withRequest(
     async () => new Response(null, { status: 204, headers: { ...preflightHeaders(allow), Allow: allow.join(", ") } }),
@@ -47,7 +77,7 @@ export function preflight(methods: readonly string[]): RouteHandler {
 }
 
 /** Every other method: `405 method_not_allowed` with `Allow`. */
-export function methodNotAllowed(methods: readonly string[]): RouteHandler {
+export function methodNotAllowed(methods: readonly string[]): Route {
   const allow = [...new Set([...methods, "OPTIONS"])];
   return withRequest(async ({ req }) => {
     throw new ApiError(

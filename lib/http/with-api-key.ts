@@ -27,13 +27,14 @@ import {
 } from "@/lib/oauth";
 import { runInScope, requestScope } from "@/lib/request-scope";
 import type { Store } from "@/lib/store";
+import type { Settings } from "@/lib/settings";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
 import { fingerprintParts, requestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
 import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
-import { requestContext, type RouteHandler } from "./routes";
+import { requestContext, route, type Route, type RouteOptions } from "./routes";
 
 type ApiHandler = (context: ApiContext) => Promise<Response>;
 
@@ -56,7 +57,7 @@ interface WithApiKeyOptions {
   protectedResource?: boolean;
   /**
    * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
-   * about jobs, ten times as many: `keySettings({}, env).readsPerMinute`; polling does not use up what a key may submit).
+   * about jobs, ten times as many: `settings.keys.readsPerMinute`; polling does not use up what a key may submit).
    */
   limit?: "requests" | "reads";
 }
@@ -86,12 +87,8 @@ export function isFinalOutcome(status: number): boolean {
  * Handlers throw; they never build an error response, and they set no credits header: they `report` (see
  * `ApiContext`), and the wrapper alone sets the headers, decides about replays and writes the log line.
  */
-export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): RouteHandler {
-  return async (req) => {
-    const receivedAt = Date.now();
-    const response = await serve(handler, options, req, receivedAt);
-    return response;
-  };
+export function withApiKey(handler: ApiHandler, options: WithApiKeyOptions = {}): Route {
+  return route((req, instance) => serve(handler, options, instance, req, Date.now()));
 }
 
 /** What the wrapper learns while serving one request: for its headers, the replay decision and the log line. */
@@ -105,6 +102,7 @@ interface Outcome extends AnswerFacts {
 async function serve(
   handler: ApiHandler,
   options: WithApiKeyOptions,
+  instance: RouteOptions,
   req: Request,
   receivedAt: number,
 ): Promise<Response> {
@@ -115,15 +113,15 @@ async function serve(
   let response: Response;
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
-    const { env, store } = requestContext(req, requestId, receivedAt);
+    const { env, store, settings } = requestContext(req, requestId, receivedAt, instance);
     // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
     // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
     // SSE GET) outlives any request deadline and keeps the default command timeout.
     response =
       options.stream === true
-        ? await authenticated(env, store)
+        ? await authenticated(env, store, settings)
         : await runInScope(requestScope({ deadline: receivedAt + env.REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
-            authenticated(env, store),
+            authenticated(env, store, settings),
           );
   } catch (error) {
     response = fail(error, requestId, outcome);
@@ -132,19 +130,19 @@ async function serve(
   }
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 
-  async function authenticated(env: Env, store: Store): Promise<Response> {
+  async function authenticated(env: Env, store: Store, settings: Settings): Promise<Response> {
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(store, afterResponse);
-    const account = await authenticate(store, env, req, credential, options.protectedResource === true);
+    const account = await authenticate(store, env, settings, req, credential, options.protectedResource === true);
     keyId = account.keyId;
     const kind = options.limit ?? "requests";
-    await limitRate(store, env, account.keyId, headers, kind);
+    await limitRate(store, env, settings, account.keyId, headers, kind);
     const report = (facts: Report) => addReport(outcome, facts);
     // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
       const limit =
         kind === "reads"
-          ? await checkReadRateLimit(store, env, account.keyId, extra)
+          ? await checkReadRateLimit(store, settings.keys, account.keyId, extra)
           : await checkRateLimit(store, env, account.keyId, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
@@ -154,6 +152,7 @@ async function serve(
       requestId,
       receivedAt,
       env,
+      settings,
       store,
       account,
       body: requestBody(req, { env }),
@@ -193,12 +192,13 @@ function fail(error: unknown, requestId: string, outcome: Outcome): Response {
 async function limitRate(
   store: Store,
   env: Env,
+  settings: Settings,
   keyId: string,
   headers: Record<string, string>,
   kind: "requests" | "reads",
 ): Promise<void> {
   const limit =
-    kind === "reads" ? await checkReadRateLimit(store, env, keyId) : await checkRateLimit(store, env, keyId);
+    kind === "reads" ? await checkReadRateLimit(store, settings.keys, keyId) : await checkRateLimit(store, env, keyId);
   Object.assign(headers, rateLimitHeaders(limit));
   if (!limit.success) {
     throw new ApiError(
@@ -223,6 +223,7 @@ function forbidden(response: Response): Response {
 async function authenticate(
   store: Store,
   env: Env,
+  settings: Settings,
   req: Request,
   credential: ReturnType<typeof readCredential>,
   protectedResource: boolean,
@@ -260,7 +261,7 @@ async function authenticate(
   }
   // Failed lookups are limited per client address (each costs a store round trip): `429` past the limit.
   const address = clientAddress(req.headers, clientAddressOptions(env));
-  const account = await resolveApiKeyFrom(store, env, credential.value, addressLimitKey(address));
+  const account = await resolveApiKeyFrom(store, settings.keys, credential.value, addressLimitKey(address));
   if (!account) {
     const message = "Invalid or revoked API key";
     throw new ApiError("unauthorized", message, {

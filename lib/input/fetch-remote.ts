@@ -4,7 +4,6 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { pipeline, type Readable } from "node:stream";
 import zlib from "node:zlib";
-import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { SERVICE_VERSION } from "@/lib/version";
 import { type IpAddress, isLocalhostName, isPublicAddress, parseHostLiteral } from "./address";
@@ -19,7 +18,7 @@ export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface FetchRemoteOptions {
   /** Largest body accepted, in bytes after content decoding (a request's: `MAX_URL_BYTES`, 25 MiB by default). */
   maxBytes: number;
-  /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `fetchSettings().timeoutMs` (15 s). */
+  /** Budget for the whole fetch, every hop's DNS, connect, headers and body. Default: `fetchSettings().timeoutMs` (15 s, the constant). */
   timeoutMs?: number;
   /** Redirects followed before giving up with `fetch_failed`. Default: `fetchSettings().maxRedirects` (3). */
   maxRedirects?: number;
@@ -39,9 +38,9 @@ export interface FetchSettings {
   maxRedirects: number;
 }
 
-/** The fetch constants, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+/** The fetch constants, with `overrides` on top (lib/settings.ts). */
 export function fetchSettings(overrides: Partial<FetchSettings> = {}): FetchSettings {
-  return { timeoutMs: 15_000, maxRedirects: 3, ...settingsOverrides<FetchSettings>("fetch"), ...overrides };
+  return { timeoutMs: 15_000, maxRedirects: 3, ...overrides };
 }
 
 interface RemoteFile {

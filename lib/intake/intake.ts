@@ -2,8 +2,8 @@ import { ApiError, toApiError } from "@/lib/api/errors";
 import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
 import type { Env } from "@/lib/env";
-import { configuredAllowList, fetchSettings, type ResolveHost } from "@/lib/input";
-import { getWorkQueue, jobSettings, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
+import { configuredAllowList, type ResolveHost } from "@/lib/input";
+import { getWorkQueue, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
 import {
   acquireInFlight,
@@ -13,6 +13,7 @@ import {
   type ProcessDocumentResult,
 } from "@/lib/process";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
+import type { Settings } from "@/lib/settings";
 import type { OutputFormat } from "@/lib/vocabulary";
 import type { Store } from "@/lib/store";
 import { resolveJobWebhook } from "@/lib/webhooks";
@@ -29,6 +30,8 @@ export type IntakeMode = "read" | "job" | "fit";
 export interface IntakeInput {
   /** The configuration (the request context's): limits, the default deadline. */
   env: Env;
+  /** The modules' settings (the request context's): the jobs', the fetch's and the engine's limits. */
+  settings: Pick<Settings, "jobs" | "fetch" | "ocr">;
   source: DocumentSource;
   options?: { format?: OutputFormat; pages?: string; language?: string };
   /** `webhook.url` of the request (jobs only; the account's default otherwise). */
@@ -100,7 +103,7 @@ async function takeIn(
   const { account, source, env } = input;
   // `fit` needs somewhere to put what does not fit; without a job queue it reads what it can, as REST does.
   const mode: IntakeMode = input.mode === "fit" && getWorkQueue() === null ? "read" : input.mode;
-  const settings = jobSettings({}, env);
+  const settings = input.settings.jobs;
   const { format = "text", pages, language } = input.options ?? {};
 
   // Cheap checks, before any byte is fetched or decoded.
@@ -133,9 +136,10 @@ async function takeIn(
     maxUrlBytes: mode === "job" ? settings.maxUrlBytes : env.MAX_URL_BYTES,
     maxInlineBytes: env.MAX_INLINE_BYTES,
     allowHosts: configuredAllowList(env),
+    fetch: input.settings.fetch,
     // A large file may need longer than a request's fetch; the request's deadline still bounds it.
     ...(mode === "job" && {
-      fetchTimeoutMs: Math.max(fetchSettings().timeoutMs, scope.deadline - Date.now() - 10_000),
+      fetchTimeoutMs: Math.max(input.settings.fetch.timeoutMs, scope.deadline - Date.now() - 10_000),
     }),
     resolveHost: input.resolveHost,
     serverHost: input.serverHost,
@@ -177,6 +181,7 @@ async function takeIn(
         deadline: scope.deadline,
         signal,
         env,
+        ocr: input.settings.ocr,
         pool,
         tenant,
       }),
@@ -191,6 +196,7 @@ async function takeIn(
     pool,
     tenant,
     env,
+    ocr: input.settings.ocr,
     ...(mode === "fit" && { fit: { by }, maxPages: settings.maxPages }),
   });
   await using _closed = onAsyncDispose(() => document.close().catch(() => undefined));

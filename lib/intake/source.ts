@@ -6,6 +6,7 @@ import {
   formatMegabytes,
   readOwnSample,
   type AllowList,
+  type FetchSettings,
   type ResolveHost,
 } from "@/lib/input";
 
@@ -42,7 +43,9 @@ export interface LoadOptions {
   maxUrlBytes: number;
   /** Most bytes of a file in the request (base64 or sent itself): `MAX_INLINE_BYTES`. */
   maxInlineBytes: number;
-  /** The fetch's own time limit (`502` past it). Default `fetchSettings().timeoutMs` (15 s). */
+  /** The fetch's settings (the request context's `settings.fetch`): its time limit and redirects. */
+  fetch: FetchSettings;
+  /** The fetch's own time limit (`502` past it), when longer than `fetch.timeoutMs` (a job's large file). */
   fetchTimeoutMs?: number;
   resolveHost?: ResolveHost;
   /** The private hosts a URL may reach (`URL_ALLOW_HOSTS`, parsed: `configuredAllowList(env)`). */
@@ -95,7 +98,8 @@ export async function loadDocument(source: DocumentSource, options: LoadOptions)
           resolveHost: options.resolveHost,
           maxBytes: options.maxUrlBytes,
           allowHosts: options.allowHosts,
-          ...(options.fetchTimeoutMs !== undefined && { timeoutMs: options.fetchTimeoutMs }),
+          timeoutMs: options.fetchTimeoutMs ?? options.fetch.timeoutMs,
+          maxRedirects: options.fetch.maxRedirects,
         });
         return file.bytes;
       } catch (error) {

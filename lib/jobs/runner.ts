@@ -1,7 +1,15 @@
 import { errorLabel } from "@/lib/error-log";
 import { apiCode } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
-import { fromLanguageSpec, getOcrPool, inspectJobPages, readJobPage, type JobDocument, type OcrPool } from "@/lib/ocr";
+import {
+  fromLanguageSpec,
+  getOcrPool,
+  inspectJobPages,
+  readJobPage,
+  type JobDocument,
+  type OcrPool,
+  type OcrSettings,
+} from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
@@ -22,6 +30,8 @@ export interface RunnerOptions {
   store: Store;
   /** The languages installed (`OCR_LANGUAGES` of the configuration): what a page's `auto` may re-read it in. */
   languages: Env["OCR_LANGUAGES"];
+  /** The engine's settings (limits, the work budget of a PDF page). Default: the constants (lib/ocr/model/settings.ts). */
+  ocr?: OcrSettings;
 }
 
 /**
@@ -272,6 +282,7 @@ export class JobRunner {
         pool: this.pool,
         session: `job:${record.id}`,
         tenant: record.userId,
+        ocr: this.options.ocr,
       });
     try {
       return await inspect(pages);
@@ -424,6 +435,7 @@ export class JobRunner {
         session: `job:${jobId}`,
         tenant: record.userId,
         languages: this.options.languages,
+        ocr: this.options.ocr,
       });
       handOver(); // queued in the engine's background lane now: `pool.capacity()` counts it
       const result = await reading;

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import os from "node:os";
 import { getEnv, JOB_ACCOUNT_BYTES_FACTOR, type Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
-import { settingsOverrides } from "@/lib/settings-overrides";
+import { installedOverrides } from "@/lib/settings/installed";
 import { getStore } from "@/lib/store";
 import { createBullQueue } from "./queue/bullmq";
 import { createMemoryQueue } from "./queue/memory";
@@ -51,10 +51,10 @@ const JOB_LOCK_MS = 30_000;
 const JOB_STALLED_INTERVAL_MS = 30_000;
 
 /**
- * The jobs' settings: the operator's variables (`env`), the constants above, then this process's overrides
- * (lib/settings-overrides.ts) and `overrides` (tests pass short timings there).
+ * The jobs' settings: the operator's variables (`env`), the constants above, then `overrides` (a process's
+ * `--settings`, a test's short timings: lib/settings.ts).
  */
-export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env = getEnv()): JobSettings {
+export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env): JobSettings {
   return {
     maxPages: env.MAX_JOB_PAGES,
     maxUrlBytes: env.MAX_JOB_URL_BYTES,
@@ -74,7 +74,6 @@ export function jobSettings(overrides: Partial<JobSettings> = {}, env: Env = get
     maxAccountBytes: JOB_ACCOUNT_BYTES_FACTOR * env.MAX_JOB_URL_BYTES,
     sourceCacheBytes: 512 * MiB,
     inspectChunk: 20,
-    ...settingsOverrides<JobSettings>("jobs"),
     ...overrides,
   };
 }
@@ -90,7 +89,8 @@ export function getWorkQueue(): WorkQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
   const env = getEnv();
-  const settings = jobSettings({}, env);
+  // A process-wide singleton: the process's settings (lib/settings/installed.ts), as `getEnv()`.
+  const settings = jobSettings(installedOverrides().jobs, env);
   let queue: WorkQueue | null = null;
   if (env.REDIS_URL) {
     queue = createBullQueue({

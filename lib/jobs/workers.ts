@@ -1,12 +1,13 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Env } from "@/lib/env";
+import type { Settings } from "@/lib/settings";
 import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
 import type { Store } from "@/lib/store";
 import { resetDeliveryQueue, startWebhookWorker } from "@/lib/webhooks";
 import { JobRunner } from "./runner";
 import type { WorkQueue } from "./queue/port";
-import { getWorkQueue, jobSettings, workerName, type JobSettings } from "./settings";
+import { getWorkQueue, workerName, type JobSettings } from "./settings";
 
 const RUNNER_KEY = Symbol.for("ocr-service.job-runner");
 type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
@@ -21,19 +22,26 @@ type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
 export function ensureJobRunner(
   store: Store,
   env: Env,
+  settings: Pick<Settings, "jobs" | "ocr" | "webhooks">,
   { always = false }: { always?: boolean } = {},
 ): JobRunner | null {
   const holder = globalThis as RunnerHolder;
   if (holder[RUNNER_KEY]) return holder[RUNNER_KEY];
-  const settings = jobSettings({}, env);
-  if (settings.runner !== "background" && !always) return null;
+  if (settings.jobs.runner !== "background" && !always) return null;
   const queue = getWorkQueue();
   if (!queue) return null;
-  const runner = new JobRunner({ queue, settings, name: workerName(settings), store, languages: env.OCR_LANGUAGES });
+  const runner = new JobRunner({
+    queue,
+    settings: settings.jobs,
+    ocr: settings.ocr,
+    name: workerName(settings.jobs),
+    store,
+    languages: env.OCR_LANGUAGES,
+  });
   holder[RUNNER_KEY] = runner;
   runner.start();
   // Webhook deliveries (and their retries) are worked where the pages are.
-  startWebhookWorker();
+  startWebhookWorker(settings.webhooks);
   return runner;
 }
 
@@ -122,14 +130,17 @@ export async function acceptWorkCall(
 }
 
 /**
- * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `jobSettings().fanout` (4) signed calls of the
+ * After a submission, on a runner of invocations (`invoke`, Vercel): start up to `settings.fanout` (4) signed calls of the
  * internal work route, each working the queue until it is empty or its budget ends. Only their `202`s are awaited
  * (the route works after answering). A process that works the queue itself (`background`) does nothing. The calls go
- * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request. `env`: the
- * caller's configuration (the runner, `CRON_SECRET`, the origin).
+ * to the service's configured origin (lib/service-origin.ts `selfOrigin`), never to one taken from a request. `env`
+ * and `settings`: the caller's configuration (`CRON_SECRET`, the origin) and jobs' settings (the runner, the fan-out).
  */
-export async function kickJobWorkers(env: Env, pages: number): Promise<void> {
-  const settings = jobSettings({}, env);
+export async function kickJobWorkers(
+  env: Env,
+  settings: Pick<JobSettings, "runner" | "fanout">,
+  pages: number,
+): Promise<void> {
   if (settings.runner !== "invoke") return;
   const { CRON_SECRET: secret, VERCEL_AUTOMATION_BYPASS_SECRET: bypass } = env;
   if (!secret) {

@@ -2,10 +2,9 @@ import "server-only"; // creates and hashes API keys: never in a client bundle (
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
-import type { Env } from "@/lib/env";
 import type { ApiKeyRecord, Store } from "@/lib/store";
 import { BASE58_PATTERN, encodeBase58 } from "./base58";
-import { countKeyFailure, refuseBlockedAddress } from "./rate-limit";
+import { countKeyFailure, refuseBlockedAddress, type KeySettings } from "./rate-limit";
 
 const API_KEY_PREFIX = "ocr_";
 /** Characters of the key kept in clear to recognise it (`ocr_` + 8). */
@@ -117,20 +116,20 @@ export async function resolveApiKey(store: Store, key: string): Promise<ApiKeyId
 
 /**
  * `resolveApiKey` for a request from client `address` (`addressLimitKey`), with failed lookups limited per address:
- * an address that sent more than `keySettings({}, env).keyFailuresPerAddressPerMinute` (30) unknown or revoked keys is refused with `429`
+ * an address that sent more than `keys.keyFailuresPerAddressPerMinute` (30) unknown or revoked keys is refused with `429`
  * (`Retry-After`) for the rest of its minute, before its key is looked up, so it costs no store round trip. A
  * malformed key costs none either and is not counted. Null for a refused key; throws `unavailable` (store down).
  */
 export async function resolveApiKeyFrom(
   store: Store,
-  env: Pick<Env, "RATE_LIMIT_PER_MINUTE">,
+  keys: Pick<KeySettings, "keyFailuresPerAddressPerMinute">,
   key: string,
   address: string,
 ): Promise<ApiKeyIdentity | null> {
-  refuseBlockedAddress(env, address);
+  refuseBlockedAddress(keys, address);
   if (!API_KEY_FORMAT.test(key)) return null;
   const identity = await resolveApiKey(store, key);
-  if (!identity) await countKeyFailure(store, env, address);
+  if (!identity) await countKeyFailure(store, keys, address);
   return identity;
 }
 

@@ -1,5 +1,4 @@
 import { READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
-import { settingsOverrides } from "@/lib/settings-overrides";
 import { ApiError } from "@/lib/api/errors";
 import type { RateLimitResult, Store } from "@/lib/store";
 
@@ -39,32 +38,30 @@ export interface KeySettings {
 }
 
 /**
- * The key limits of the configuration `env`, with this process's overrides (lib/settings-overrides.ts) and
- * `overrides` on top.
+ * The key limits of the configuration `env`, with `overrides` on top (lib/settings.ts).
  */
-export function keySettings(overrides: Partial<KeySettings>, env: KeyLimitsEnv): KeySettings {
+export function keySettings(overrides: Partial<KeySettings> = {}, env: KeyLimitsEnv): KeySettings {
   return {
     readsPerMinute: READ_RATE_LIMIT_FACTOR * env.RATE_LIMIT_PER_MINUTE,
     keyFailuresPerAddressPerMinute: 30,
-    ...settingsOverrides<KeySettings>("keys"),
     ...overrides,
   };
 }
 
 /**
- * The limit of reads about jobs (status, result parts, the list): `keySettings({}, env).readsPerMinute` per key,
+ * The limit of reads about jobs (status, result parts, the list): `keys.readsPerMinute` per key,
  * apart from `RATE_LIMIT_PER_MINUTE`, so polling a long job does not use up what the key may submit.
  */
 export async function checkReadRateLimit(
   store: Store,
-  env: KeyLimitsEnv,
+  keys: Pick<KeySettings, "readsPerMinute">,
   keyId: string,
   weight = 1,
 ): Promise<RateLimitResult> {
   return store.limits.rateLimit({
     bucket: "api-read",
     identifier: keyId,
-    limit: keySettings({}, env).readsPerMinute,
+    limit: keys.readsPerMinute,
     windowMs: MINUTE_MS,
     weight,
   });
@@ -87,6 +84,8 @@ export function rateLimitHeaders(result: RateLimitResult, now = Date.now()): Rec
 
 /** The window of the failed-key-lookup limit (`keySettings(…).keyFailuresPerAddressPerMinute`). */
 const KEY_FAILURE_WINDOW_MS = MINUTE_MS;
+
+type FailureLimit = Pick<KeySettings, "keyFailuresPerAddressPerMinute">;
 /** Most addresses remembered as blocked on one instance; past it the oldest is forgotten (the store still counts it). */
 const MAX_BLOCKED_ADDRESSES = 10_000;
 
@@ -98,42 +97,42 @@ const blockedAddresses = new Map<string, number>();
 
 /**
  * `429` for a client address (`addressLimitKey`) that sent too many unknown or revoked keys in its window, as this
- * instance has seen; nothing when it may go on. No store command: it is asked before every key lookup. `env` is only
- * for the limit the answer names.
+ * instance has seen; nothing when it may go on. No store command: it is asked before every key lookup. `keys` is
+ * only for the limit the answer names.
  */
-export function refuseBlockedAddress(env: KeyLimitsEnv, address: string, now = Date.now()): void {
+export function refuseBlockedAddress(keys: FailureLimit, address: string, now = Date.now()): void {
   const until = blockedAddresses.get(address);
   if (until === undefined) return;
   if (until <= now) {
     blockedAddresses.delete(address);
     return;
   }
-  throw keyFailuresError(env, until, now);
+  throw keyFailuresError(keys, until, now);
 }
 
 /**
- * Count a lookup of an unknown or revoked key from `address` against `keySettings({}, env).keyFailuresPerAddressPerMinute`
+ * Count a lookup of an unknown or revoked key from `address` against `keys.keyFailuresPerAddressPerMinute`
  * (all instances share the count). Past it, throws `429` with `Retry-After`, and this instance refuses the address
  * before any lookup until its window ends. Fails open like every rate limit: a store outage counts nothing.
  */
-export async function countKeyFailure(store: Store, env: KeyLimitsEnv, address: string): Promise<void> {
+export async function countKeyFailure(store: Store, keys: FailureLimit, address: string): Promise<void> {
   const limit = await store.limits.rateLimit({
     bucket: "key-failures",
     identifier: address,
-    limit: keySettings({}, env).keyFailuresPerAddressPerMinute,
+    limit: keys.keyFailuresPerAddressPerMinute,
     windowMs: KEY_FAILURE_WINDOW_MS,
   });
   if (limit.success) return;
   if (blockedAddresses.size >= MAX_BLOCKED_ADDRESSES) blockedAddresses.delete(blockedAddresses.keys().next().value!);
   blockedAddresses.set(address, limit.reset);
-  throw keyFailuresError(env, limit.reset);
+  throw keyFailuresError(keys, limit.reset);
 }
 
-function keyFailuresError(env: KeyLimitsEnv, until: number, now = Date.now()): ApiError {
+function keyFailuresError(keys: FailureLimit, until: number, now = Date.now()): ApiError {
   const seconds = Math.max(1, Math.ceil((until - now) / 1000));
   return new ApiError(
     "rate_limited",
-    `Too many requests with unknown or revoked API keys from your address (${keySettings({}, env).keyFailuresPerAddressPerMinute} a minute). Retry in ${seconds} s, with a valid key.`,
+    `Too many requests with unknown or revoked API keys from your address (${keys.keyFailuresPerAddressPerMinute} a minute). Retry in ${seconds} s, with a valid key.`,
     { headers: { "Retry-After": String(seconds) } },
   );
 }

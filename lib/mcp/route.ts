@@ -1,5 +1,6 @@
 import { ApiError, toApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
+import type { SettingsOverrides } from "@/lib/settings";
 import { preflight, withApiKey, withRequest, type ApiContext, type RouteHandler } from "@/lib/http";
 import { MCP_PROGRESS_INTERVAL_MS, mcpConfig } from "./config";
 import {
@@ -25,6 +26,8 @@ interface McpRouteOptions extends SseTransportOptions {
   progressIntervalMs?: number;
   /** How often a call waiting for a job looks at it, and a synchronous read for a cancel (default 1 s; tests shorten it). */
   jobPollMs?: number;
+  /** Overrides of the modules' settings for this instance's requests (tests: a small read limit). */
+  settings?: SettingsOverrides;
 }
 
 export interface McpRoute {
@@ -67,9 +70,10 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       ? postStateless(context, settings(context.env))
       : sse.post(context, sessionId, settings(context.env), sessionKeys.get(context.req));
   };
-  const postRequest = withApiKey(handlePost, KEY_OPTIONS);
+  const instance = { settings: options.settings };
+  const postRequest = withApiKey(handlePost, KEY_OPTIONS).with(instance);
   // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
-  const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" });
+  const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" }).with(instance);
   /**
    * A legacy SSE session POST's `Idempotency-Key` is not `withApiKey`'s to replay: the POST's own answer is an empty
    * `202`, its messages go to a stream that a retry no longer has, and the SDK's retry of a call carries a new
@@ -117,7 +121,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       }
     },
     { ...KEY_OPTIONS, limit: "reads", stream: true },
-  );
+  ).with(instance);
 
   // A loopback-only server answers only loopback names (./rebinding.ts), before any key is looked at.
   const rebound = withRequest(async ({ req }) => {
@@ -149,7 +153,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
  * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
  */
 async function postStateless(
-  { req, body: requestBody, account, requestId, receivedAt, report, countRequests, env, store }: ApiContext,
+  { req, body: requestBody, account, requestId, receivedAt, report, countRequests, env, settings, store }: ApiContext,
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
   const body = await requestBody.json();
@@ -176,6 +180,7 @@ async function postStateless(
   const createServer = () =>
     buildServer(store, account, requestId, {
       env,
+      settings,
       receivedAt,
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,

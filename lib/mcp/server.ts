@@ -10,6 +10,7 @@ import {
 import { z } from "zod";
 import { ocrRequestSchema } from "@/lib/api/schemas";
 import type { Env } from "@/lib/env";
+import type { Settings } from "@/lib/settings";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
@@ -82,6 +83,8 @@ export function asksForProgress(body: unknown): boolean {
 interface BuildServerOptions {
   /** The configuration the server works with (the request context's). */
   env: Env;
+  /** The modules' settings (the request context's). */
+  settings: Settings;
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
   receivedAt?: number;
   /**
@@ -164,6 +167,7 @@ export function buildServer(
     return {
       store,
       env: options.env,
+      settings: options.settings,
       account,
       requestId: callId,
       deadline: options.deadline ?? receivedAt + options.env.REQUEST_DEADLINE_MS,
@@ -233,6 +237,7 @@ export function buildServer(
       outcome = await intake(store, {
         ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
         env: options.env,
+        settings: options.settings,
         mode: "fit",
         account,
         requestId: callId,
@@ -281,7 +286,7 @@ export function buildServer(
     }
     options.onExtracted?.(result);
     try {
-      return await answerWithin(store, account.userId, result, input);
+      return await answerWithin(store, account.userId, result, input, options.settings.jobs.resultTtlMs);
     } catch (error) {
       // The text was read and charged: it is answered whole rather than lost.
       console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));

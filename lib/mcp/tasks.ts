@@ -13,6 +13,7 @@ import { ocrRequestSchema, type OcrRequestInput } from "@/lib/api/schemas";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
+import type { Settings } from "@/lib/settings";
 import { afterResponse } from "@/lib/http";
 import { submitJob } from "@/lib/intake";
 import { cancelJob, getJobView, kickJobWorkers, listJobViews, type JobView } from "@/lib/jobs";
@@ -33,7 +34,7 @@ export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { cal
 /** The `_meta` key of a `CreateTaskResult` whose text a host may hand the model at once (MCP 2025-11-25, Tasks). */
 const IMMEDIATE_RESPONSE_META_KEY = "io.modelcontextprotocol/model-immediate-response";
 
-/** Requests that only read about jobs: they count against the key's reads (`keySettings().readsPerMinute`), as polling a job over REST does. */
+/** Requests that only read about jobs: they count against the key's reads (`settings.keys.readsPerMinute`), as polling a job over REST does. */
 const JOB_READ_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/result", "tasks/list"]);
 
 const messageSchema = z.looseObject({
@@ -70,6 +71,8 @@ export interface JobCallContext {
   store: Store;
   /** The configuration (the request context's). */
   env: Env;
+  /** The modules' settings (the request context's). */
+  settings: Settings;
   account: { userId: string; keyId?: string };
   /** Keys the job's reservation and ledger entry (the submitting call's id). */
   requestId: string;
@@ -157,6 +160,7 @@ export async function submitToolJob(body: OcrRequestInput, context: JobCallConte
   if (!parsed.success) throw toApiError(parsed.error);
   const { view, creditsRemaining } = await submitJob(context.store, {
     env: context.env,
+    settings: context.settings,
     body: parsed.data,
     account: context.account,
     requestId: context.requestId,
@@ -181,7 +185,7 @@ export async function jobAccepted(view: JobView, creditsRemaining: number, conte
         console.error(`[${context.requestId}] keeping the job of a keyed call failed:`, describeError(error)),
     );
   }
-  afterResponse(() => kickJobWorkers(context.env, view.pagesTotal));
+  afterResponse(() => kickJobWorkers(context.env, context.settings.jobs, view.pagesTotal));
   return view;
 }
 

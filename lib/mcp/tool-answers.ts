@@ -1,7 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import type { ApiError } from "@/lib/api/errors";
-import { jobSettings } from "@/lib/jobs";
 import type { ProcessDocumentResult } from "@/lib/process";
 import type { Store } from "@/lib/store";
 import { keepAnswerText } from "./extraction-slices";
@@ -36,6 +35,8 @@ export async function answerWithin(
   userId: string,
   result: ProcessDocumentResult,
   input: ExtractTextInput,
+  /** How long the rest is kept: as long as a job's results (`settings.jobs.resultTtlMs`). */
+  keepMs: number,
 ): Promise<CallToolResult> {
   const { response } = result;
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
@@ -49,7 +50,7 @@ export async function answerWithin(
     pageCount: response.pageCount,
     creditsUsed: response.creditsUsed,
   };
-  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, jobSettings().resultTtlMs);
+  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, keepMs);
   const first = response.extractedText.slice(0, maxChars);
   const note =
     `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +

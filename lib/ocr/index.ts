@@ -3,7 +3,7 @@
  * lib/jobs (a job's pages), lib/health (the self-test) and the server's start import it (eslint.config.mjs); what
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */
-export { ocrSettings, type OcrSettings } from "./settings";
+export { ocrSettings, type OcrSettings } from "./model/settings";
 export {
   documentConfidence,
   extractDocument,

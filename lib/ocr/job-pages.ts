@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Env } from "@/lib/env";
-import { ocrSettings } from "./settings";
+import { ocrSettings, type OcrSettings } from "./model/settings";
 import type { ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
 import { fromOcrErrorData, OcrError } from "./model/ocr-error";
@@ -50,19 +50,22 @@ export async function describeDocument(
     tenant?: string;
     /** The configuration (the request context's): the languages. */
     env: Pick<Env, "OCR_LANGUAGES" | "OCR_DEFAULT_LANGUAGE">;
+    /** The engine's settings (the request context's `settings.ocr`). Default: the constants. */
+    ocr?: OcrSettings;
   },
 ): Promise<DescribedDocument> {
   const { env } = options;
+  const settings = options.ocr ?? ocrSettings();
   const language = chooseLanguages(options.language, env.OCR_DEFAULT_LANGUAGE, availableLanguages(env.OCR_LANGUAGES));
   const type = detectFileType(bytes);
   if (type === "tiff") {
     const pages = readTiffPages(bytes);
     const selectedPages = parsePageSelection(options.pages, pages.length, options.maxPages);
-    for (const number of selectedPages) checkTiffPage(pages[number - 1]!, ocrSettings().maxImagePixels);
+    for (const number of selectedPages) checkTiffPage(pages[number - 1]!, settings.maxImagePixels);
     return { type, pageCount: pages.length, selectedPages, language };
   }
   if (type !== "pdf") {
-    checkImageSize(bytes, type, ocrSettings().maxImagePixels);
+    checkImageSize(bytes, type, settings.maxImagePixels);
     return { type, pageCount: 1, selectedPages: parsePageSelection(options.pages, 1), language };
   }
   const pool = options.pool ?? getOcrPool();
@@ -75,7 +78,7 @@ export async function describeDocument(
         doc: { id: docId, bytes },
         pages: options.pages,
         maxPages: options.maxPages,
-        limits: jobReadLimits(),
+        limits: jobReadLimits(settings),
         structureOnly: true,
       },
       {
@@ -83,7 +86,7 @@ export async function describeDocument(
         signal: options.signal,
         tenant: options.tenant,
         // The pre-check reads every stream of the file: its budget grows with the file (as a request's does).
-        cpuBudgetMs: pdfWorkBudgetMs(bytes),
+        cpuBudgetMs: pdfWorkBudgetMs(bytes, settings.maxPdfWorkMs),
         overBudget:
           "Checking this PDF's structure takes too much processing (its streams or pages are built to be expensive)",
       },
@@ -100,9 +103,18 @@ export async function describeDocument(
  */
 export async function inspectJobPages(
   document: JobDocument,
-  options: { pages: number[]; deadline: number; pool?: OcrPool; session?: string; tenant?: string },
+  options: {
+    pages: number[];
+    deadline: number;
+    pool?: OcrPool;
+    session?: string;
+    tenant?: string;
+    /** The engine's settings (the runner's). Default: the constants. */
+    ocr?: OcrSettings;
+  },
 ): Promise<Pick<InspectPdfResult, "done" | "ocr"> & { failed: Array<{ number: number; error: OcrError }> }> {
-  const seconds = Math.round(ocrSettings().maxPdfWorkMs / 1000);
+  const settings = options.ocr ?? ocrSettings();
+  const seconds = Math.round(settings.maxPdfWorkMs / 1000);
   const pool = options.pool ?? getOcrPool();
   const inspected = await pool.run(
     "inspect",
@@ -111,7 +123,7 @@ export async function inspectJobPages(
       doc: { id: document.docId, bytes: document.bytes },
       pages: formatPageRanges(options.pages),
       maxPages: options.pages.length,
-      limits: jobReadLimits(),
+      limits: jobReadLimits(settings),
       pageFailures: true,
       // Checked whole when the job was accepted (describeDocument).
       prechecked: true,
@@ -122,7 +134,7 @@ export async function inspectJobPages(
       session: options.session,
       tenant: options.tenant,
       // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second per 10 MB.
-      cpuBudgetMs: pdfWorkBudgetMs(document.bytes),
+      cpuBudgetMs: pdfWorkBudgetMs(document.bytes, settings.maxPdfWorkMs),
       overBudget: `Reading the text layers of ${options.pages.length === 1 ? `page ${options.pages[0]}` : `${options.pages.length} pages`} of this PDF needs more than ${seconds} s of processing (its pages draw too much, such as forms drawn inside forms)`,
     },
   );
@@ -143,10 +155,12 @@ export async function readJobPage(
     tenant?: string;
     /** The languages installed (`OCR_LANGUAGES` of the configuration). */
     languages: Env["OCR_LANGUAGES"];
+    /** The engine's settings (the runner's). Default: the constants. */
+    ocr?: OcrSettings;
   },
 ): Promise<{ page: ExtractedPage; language: LanguageChoice }> {
   const pool = options.pool ?? getOcrPool();
-  const limits = jobReadLimits();
+  const limits = jobReadLimits(options.ocr ?? ocrSettings());
   const available = availableLanguages(options.languages);
   const run = { deadline: options.deadline, background: true, session: options.session, tenant: options.tenant };
   if (document.type === "tiff") {
@@ -180,9 +194,8 @@ export async function readJobPage(
   );
 }
 
-/** The engine's limits while it reads a job's pages: the configuration's, as for a request. */
-function jobReadLimits(): ReadLimits {
-  const settings = ocrSettings();
+/** The engine's limits while it reads a job's pages: the settings', as for a request. */
+function jobReadLimits(settings: OcrSettings): ReadLimits {
   return {
     maxImagePixels: settings.maxImagePixels,
     maxStreamBytes: settings.maxStreamBytes,

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { getEnv, type Env } from "@/lib/env";
-import { ocrSettings } from "./settings";
+import { installedOverrides } from "@/lib/settings/installed";
+import { ocrSettings, type OcrSettings } from "./model/settings";
 import type { ExtractedDocument, ExtractedPage } from "./model/document";
 import { detectFileType, type FileType } from "./model/detect";
 import { deadlineError, isOcrError, OcrError } from "./model/ocr-error";
@@ -43,6 +44,8 @@ export interface OpenOptions {
   /** `auto` (default), or Tesseract codes such as `eng`, `eng+fra`. */
   language?: string;
   limits?: Partial<EngineLimits>;
+  /** The engine's settings (the request context's `settings.ocr`): the limits `limits` does not give. Default: the constants. */
+  ocr?: OcrSettings;
   /** Epoch ms; past it the work stops with a `deadline` error. Default: now + `REQUEST_DEADLINE_MS`. */
   deadline?: number;
   /** The request's signal (lib/request-scope.ts): when it aborts, the work stops and answers with its reason. */
@@ -115,7 +118,8 @@ export function getOcrPool(): OcrPool {
   const holder = globalThis as PoolHolder;
   if (!holder[POOL_KEY]) {
     const env = getEnv();
-    const settings = ocrSettings();
+    // A process-wide singleton: the process's settings (lib/settings/installed.ts), as `getEnv()`.
+    const settings = ocrSettings(installedOverrides().ocr);
     holder[POOL_KEY] = new OcrPool({
       size: env.OCR_ENGINE_PROCESSES,
       inspectSize: settings.inspectProcesses,
@@ -140,7 +144,7 @@ export function getOcrPool(): OcrPool {
  */
 export async function openDocument(bytes: Uint8Array, options: OpenOptions): Promise<OpenedDocument> {
   const { env } = options;
-  const settings = ocrSettings();
+  const settings = options.ocr ?? ocrSettings();
   const limits: EngineLimits = {
     maxPdfPages: options.limits?.maxPdfPages ?? env.MAX_PDF_PAGES,
     maxImagePixels: options.limits?.maxImagePixels ?? settings.maxImagePixels,
@@ -369,10 +373,10 @@ export function checkImageSize(bytes: Uint8Array, type: Exclude<FileType, "pdf" 
 }
 
 /**
- * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`ocrSettings().maxPdfWorkMs`), or a
+ * Processor time opening a PDF may take (its structure check reads every stream): `baseMs` (`settings.ocr.maxPdfWorkMs`), or a
  * second per 10 MB of file when that is more — the same for a request, a job's acceptance and a job's pages.
  */
-export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs = ocrSettings().maxPdfWorkMs): number {
+export function pdfWorkBudgetMs(bytes: Uint8Array, baseMs: number): number {
   return Math.max(baseMs, (bytes.byteLength / 10_000_000) * 1000);
 }
 

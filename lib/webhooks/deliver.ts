@@ -7,7 +7,7 @@ import { postRemote, type AllowList, type ResolveHost } from "@/lib/input";
 import type { DeliveryAttempt, Store } from "@/lib/store";
 import { SERVICE_VERSION } from "@/lib/version";
 import { signingSecrets } from "./secrets";
-import { webhookSettings } from "./settings";
+import { webhookSettings, type WebhookSettings } from "./settings";
 
 /** One event to deliver, as it waits in the queue: the body is fixed when the event happens, the same every attempt. */
 export const deliverySchema = z.object({
@@ -44,7 +44,7 @@ const USER_AGENT = `ocr-service/${SERVICE_VERSION} (+webhook)`;
 /**
  * One attempt to deliver an event: signed now with the account's secrets (Standard Webhooks, through the
  * `standardwebhooks` package: `webhook-id`, `webhook-timestamp` = this attempt's time, `webhook-signature` with one
- * `v1,…` per secret), POSTed through the SSRF guard within `webhookSettings().timeoutMs`, and recorded in the account's and the
+ * `v1,…` per secret), POSTed through the SSRF guard within `settings.timeoutMs`, and recorded in the account's and the
  * job's delivery log. A 2xx answer is a delivery; anything else is a failure the queue retries (after the receiver's
  * `Retry-After` when it sent one). `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`).
  */
@@ -52,9 +52,19 @@ export async function attemptDelivery(
   store: Store,
   delivery: Delivery,
   attempt: number,
-  { final, resolveHost, allowHosts }: { final: boolean; resolveHost?: ResolveHost; allowHosts: AllowList },
+  {
+    final,
+    resolveHost,
+    allowHosts,
+    settings = webhookSettings(),
+  }: {
+    final: boolean;
+    resolveHost?: ResolveHost;
+    allowHosts: AllowList;
+    /** The delivery queue's settings (an attempt's budget, the longest wait). Default: the constants. */
+    settings?: Pick<WebhookSettings, "timeoutMs" | "retryCapMs">;
+  },
 ): Promise<AttemptOutcome> {
-  const settings = webhookSettings();
   const started = new Date();
   const clock = performance.now();
   let status: number | null = null;
@@ -126,8 +136,9 @@ export async function recordDropped(
   delivery: Delivery,
   attempt: number,
   { receiver, since }: { receiver: string; since: number },
+  disableAfterMs: number,
 ): Promise<DeliveryAttempt> {
-  const days = Math.round(webhookSettings().breaker.disableAfterMs / 86_400_000);
+  const days = Math.round(disableAfterMs / 86_400_000);
   const when = new Date(since).toISOString().slice(0, 16).replace("T", " ");
   return recordAttempt(store, delivery, {
     at: new Date().toISOString(),

@@ -22,5 +22,5 @@ export {
 export { attemptDelivery, type Delivery } from "./deliver";
 export { jobEndEvent, jobEventId } from "./events";
 export { drainWebhooks, getDeliveryQueue, resetDeliveryQueue, startWebhookWorker, type DeliveryQueue } from "./queue";
-export { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
+export { retryDelay, webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "./settings";
 export { checkWebhookUrl } from "./url";

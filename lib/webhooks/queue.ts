@@ -5,6 +5,7 @@ import { getEnv } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { configuredAllowList, type AllowList } from "@/lib/input";
 import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type Store } from "@/lib/store";
+import { installedOverrides } from "@/lib/settings/installed";
 import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
 import { enterDelivery, type Gate } from "./gate";
 import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
@@ -54,6 +55,7 @@ type AllowHosts = () => AllowList;
 async function attemptThrough(
   store: Store,
   allowHosts: AllowHosts,
+  settings: WebhookSettings,
   gate: Extract<Gate, { kind: "go" }>,
   delivery: Delivery,
   attempt: number,
@@ -61,7 +63,7 @@ async function attemptThrough(
 ): Promise<AttemptOutcome> {
   let outcome: AttemptOutcome | undefined;
   try {
-    outcome = await attemptDelivery(store, delivery, attempt, { final, allowHosts: allowHosts() });
+    outcome = await attemptDelivery(store, delivery, attempt, { final, allowHosts: allowHosts(), settings });
     return outcome;
   } finally {
     await gate.done({
@@ -117,14 +119,14 @@ function createBullDeliveryQueue(
       throw new DelayedError();
     }
     if (gate.kind === "disabled") {
-      const record = await recordDropped(store, delivery, attempt, gate);
+      const record = await recordDropped(store, delivery, attempt, gate, settings.breaker.disableAfterMs);
       throw new UnrecoverableError(record.error ?? "receiver disabled");
     }
     const {
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(store, allowHosts, gate, delivery, attempt, attempt >= attempts);
+    } = await attemptThrough(store, allowHosts, settings, gate, delivery, attempt, attempt >= attempts);
     if (record.ok) return;
     if (permanent) throw new UnrecoverableError(record.error ?? "delivery refused");
     throw new DeliveryFailed(record.error ?? "delivery failed", retryAfterMs);
@@ -208,12 +210,13 @@ function createMemoryDeliveryQueue(store: Store, allowHosts: AllowHosts, setting
   const deliverOnce = async (delivery: Delivery, attempt: number) => {
     const gate = await enterDelivery(store, delivery, settings);
     if (gate.kind === "wait") return schedule(delivery, attempt, Math.max(0, gate.until - Date.now()));
-    if (gate.kind === "disabled") return void (await recordDropped(store, delivery, attempt, gate));
+    if (gate.kind === "disabled")
+      return void (await recordDropped(store, delivery, attempt, gate, settings.breaker.disableAfterMs));
     const {
       attempt: record,
       permanent,
       retryAfterMs,
-    } = await attemptThrough(store, allowHosts, gate, delivery, attempt, attempt >= settings.maxAttempts);
+    } = await attemptThrough(store, allowHosts, settings, gate, delivery, attempt, attempt >= settings.maxAttempts);
     if (!record.ok && !permanent && attempt < settings.maxAttempts)
       schedule(delivery, attempt + 1, retryAfterMs ?? retryDelay(attempt, settings));
   };
@@ -244,26 +247,32 @@ type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
 
 /**
  * The process's delivery queue, chosen as the job queue is (lib/jobs/settings.ts); none with only a REST URL. Built
- * once per process from the configuration and the process's store (kept by its deliveries: the gate, the log).
+ * once per process from the configuration, the process's store (kept by its deliveries: the gate, the log) and
+ * `settings` — given by whoever builds it first (the job runner's, a test's), else the process's
+ * (lib/settings/installed.ts).
  */
-export function getDeliveryQueue(): DeliveryQueue | null {
+export function getDeliveryQueue(given?: WebhookSettings): DeliveryQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
+  const settings = given ?? webhookSettings(installedOverrides().webhooks);
   const env = getEnv();
   const store = getStore();
   // The allow list of the configuration current at each attempt (a test's `setEnv` applies to queued events too).
   const allowHosts = () => configuredAllowList(getEnv());
   let queue: DeliveryQueue | null = null;
   if (env.REDIS_URL)
-    queue = createBullDeliveryQueue(store, allowHosts, env.REDIS_URL, `${env.REDIS_PREFIX}bull`, webhookSettings());
-  else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, allowHosts, webhookSettings());
+    queue = createBullDeliveryQueue(store, allowHosts, env.REDIS_URL, `${env.REDIS_PREFIX}bull`, settings);
+  else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, allowHosts, settings);
   holder[QUEUE_KEY] = queue;
   return queue;
 }
 
-/** Deliver events in this process (where the job runner runs: lib/jobs/workers.ts). */
-export function startWebhookWorker(): void {
-  getDeliveryQueue()?.startWorker();
+/**
+ * Deliver events in this process (where the job runner runs: lib/jobs/workers.ts), with `settings` when this builds
+ * the queue (see `getDeliveryQueue`).
+ */
+export function startWebhookWorker(settings?: WebhookSettings): void {
+  getDeliveryQueue(settings)?.startWorker();
 }
 
 /** Deliver due events in this invocation for `budgetMs` (the `invoke` runner: lib/jobs/workers.ts `workJobsFor`). */

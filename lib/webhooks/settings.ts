@@ -1,9 +1,8 @@
-import { settingsOverrides } from "@/lib/settings-overrides";
 import type { BreakerPolicy } from "@/lib/store";
 
 /**
  * Webhook delivery settings: constants (docs/configuration.md#webhooks; they were the `WEBHOOK_*` variables), which
- * this process's overrides and a caller's `overrides` may shorten (tests).
+ * a caller's `overrides` may shorten (a process's `--settings`, tests: lib/settings.ts).
  */
 export interface WebhookSettings {
   /** One attempt's budget: DNS, connect, send and the receiver's answer (10 s). */
@@ -38,7 +37,7 @@ export type WebhookSettingsOverrides = Partial<Omit<WebhookSettings, "breaker">>
 };
 
 export function webhookSettings(overrides: WebhookSettingsOverrides = {}): WebhookSettings {
-  const { breaker, ...given } = { ...settingsOverrides<WebhookSettingsOverrides>("webhooks"), ...overrides };
+  const { breaker, ...given } = overrides;
   const base = {
     timeoutMs: 10_000,
     retryBaseMs: 60_000,

@@ -18,13 +18,13 @@ import {
   expectApiError,
   fixture,
   ocrRequest,
-  overrideSettings,
   sleep,
   tinyPng,
   withRemoteFiles,
   withStore,
   type TestAccount,
 } from "./support";
+import { testSettings } from "../support/env";
 
 /*
  * The one intake (lib/intake) on a real Redis with real engine processes: what it refuses before any byte is fetched,
@@ -89,6 +89,7 @@ describe("the intake", () => {
     await expectApiError(await processRoute.POST(ocrRequest(body, { key: account.key })), "insufficient_credits");
     const fit = await intake(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       source: { kind: "url", url: body.imageUrl },
       account,
       requestId: "req_intake_402",
@@ -112,59 +113,57 @@ describe("the intake", () => {
     it("a PDF a job accepts passes a read's structure check too: one work budget, growing with the file", async () => {
       // A 12 MB PDF (one page of text, and an incompressible stream its structure check reads through) with a
       // 100 ms budget per document: both paths give it 1.2 s, a second per 10 MB (the read path gave 100 ms before).
-      const restore = overrideSettings("ocr", { maxPdfWorkMs: 100 });
-      try {
-        const pdf = await PDFDocument.create();
-        const font = await pdf.embedFont("Helvetica");
-        pdf.addPage([612, 792]).drawText("Budget grows with the file", { x: 72, y: 700, size: 24, font });
-        const junk = new Uint8Array(12_000_000);
-        for (let i = 0; i < junk.length; i += 65_536) crypto.getRandomValues(junk.subarray(i, i + 65_536));
-        pdf.context.register(pdf.context.stream(junk));
-        const bytes = await pdf.save();
-        remote.use(
-          mswHttp.get(
-            "https://files.example/budget.pdf",
-            () => new HttpResponse(bytes, { headers: { "content-type": "application/pdf" } }),
-          ),
-        );
+      const settings = testSettings({ ocr: { maxPdfWorkMs: 100 } });
+      const pdf = await PDFDocument.create();
+      const font = await pdf.embedFont("Helvetica");
+      pdf.addPage([612, 792]).drawText("Budget grows with the file", { x: 72, y: 700, size: 24, font });
+      const junk = new Uint8Array(12_000_000);
+      for (let i = 0; i < junk.length; i += 65_536) crypto.getRandomValues(junk.subarray(i, i + 65_536));
+      pdf.context.register(pdf.context.stream(junk));
+      const bytes = await pdf.save();
+      remote.use(
+        mswHttp.get(
+          "https://files.example/budget.pdf",
+          () => new HttpResponse(bytes, { headers: { "content-type": "application/pdf" } }),
+        ),
+      );
 
-        const budgets: number[] = [];
-        const run = pool.run.bind(pool);
-        const spy = vi.spyOn(pool, "run").mockImplementation(((lane, job, options) => {
-          if (job.kind === "inspect-pdf") budgets.push(options.cpuBudgetMs ?? 0);
-          return run(lane, job, options);
-        }) as OcrPool["run"]);
-        const account = await createAccount(10);
-        const source = { kind: "url", url: "https://files.example/budget.pdf" } as const;
-        try {
-          const job = await intake(getStore(), {
-            env: getEnv(),
-            source,
-            account,
-            requestId: "req_budget_job",
-            mode: "job",
-            pool,
-          });
-          const read = await intake(getStore(), {
-            env: getEnv(),
-            source,
-            account,
-            requestId: "req_budget_read",
-            mode: "read",
-            pool,
-          });
-          expect(job.kind).toBe("job");
-          expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
-          if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
-        } finally {
-          spy.mockRestore();
-        }
-        expect(budgets).toHaveLength(2);
-        expect(budgets[0]).toBe(budgets[1]);
-        expect(budgets[0]).toBeGreaterThanOrEqual(1_200);
+      const budgets: number[] = [];
+      const run = pool.run.bind(pool);
+      const spy = vi.spyOn(pool, "run").mockImplementation(((lane, job, options) => {
+        if (job.kind === "inspect-pdf") budgets.push(options.cpuBudgetMs ?? 0);
+        return run(lane, job, options);
+      }) as OcrPool["run"]);
+      const account = await createAccount(10);
+      const source = { kind: "url", url: "https://files.example/budget.pdf" } as const;
+      try {
+        const job = await intake(getStore(), {
+          env: getEnv(),
+          settings,
+          source,
+          account,
+          requestId: "req_budget_job",
+          mode: "job",
+          pool,
+        });
+        const read = await intake(getStore(), {
+          env: getEnv(),
+          settings,
+          source,
+          account,
+          requestId: "req_budget_read",
+          mode: "read",
+          pool,
+        });
+        expect(job.kind).toBe("job");
+        expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
+        if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
       } finally {
-        restore();
+        spy.mockRestore();
       }
+      expect(budgets).toHaveLength(2);
+      expect(budgets[0]).toBe(budgets[1]);
+      expect(budgets[0]).toBeGreaterThanOrEqual(1_200);
     }, 60_000);
 
     it("an 80-page scanned PDF by URL: the intake makes it a job (its work, not its page count), every page reserved", async () => {
@@ -179,6 +178,7 @@ describe("the intake", () => {
       const account = await createAccount(100);
       const outcome: IntakeOutcome = await intake(getStore(), {
         env: getEnv(),
+        settings: testSettings(),
         source: { kind: "url", url: "https://files.example/eighty.pdf" },
         account,
         requestId: "req_intake_80",
@@ -202,6 +202,7 @@ describe("the intake", () => {
       const deadline = Date.now() + 4_000;
       const outcome = await intake(getStore(), {
         env: getEnv(),
+        settings: testSettings(),
         source: { kind: "bytes", bytes },
         account,
         requestId: "req_intake_12",
@@ -222,6 +223,7 @@ describe("the intake", () => {
       const bytes = await scannedPdf(1, tinyPng("Read it now 42", 720, 160), [360, 120]);
       const outcome = await intake(getStore(), {
         env: getEnv(),
+        settings: testSettings(),
         source: { kind: "bytes", bytes, declaredBytes: bytes.byteLength },
         account,
         requestId: "req_intake_fit",

@@ -1,18 +1,23 @@
 import { describe, expect, it } from "vitest";
 import * as creditsRoute from "@/app/api/credits/route";
-import * as mcpRoute from "@/app/api/mcp/route";
+import { createMcpRoute } from "@/lib/mcp";
 import { generateApiKey } from "@/lib/keys";
 import { expectKeyRefused, rpcRequest } from "../mcp/support";
 import { waitForWindowRoom } from "../support/redis";
-import { createAccount, expectApiError, withSettings, withStore } from "./support";
+import { createAccount, expectApiError, withStore } from "./support";
 
 /*
- * Failed key lookups are limited per client address (`keySettings().keyFailuresPerAddressPerMinute`, 5 here): each unknown or
+ * Failed key lookups are limited per client address (`settings.keys.keyFailuresPerAddressPerMinute`, 5 here: the
+ * route instances below are given it; the constant is 30): each unknown or
  * revoked key costs a store round trip, so past the limit an address gets `429` with `Retry-After` — on REST and on
  * MCP alike, counted together — while other addresses, and valid keys from them, go on as before.
  */
 
 const LIMIT = 5;
+/** The routes as instances with that limit (`route.with({ settings })`, `createMcpRoute({ settings })`). */
+const SETTINGS = { keys: { keyFailuresPerAddressPerMinute: LIMIT } };
+const credits = creditsRoute.GET.with({ settings: SETTINGS });
+const mcp = createMcpRoute({ settings: SETTINGS });
 const CREDITS_URL = "http://localhost:3000/api/credits";
 
 /**
@@ -23,11 +28,11 @@ let lastAddress = 0;
 const newAddress = () => `198.18.${++lastAddress}.1`;
 
 function getCredits(key: string, address: string): Promise<Response> {
-  return creditsRoute.GET(new Request(CREDITS_URL, { headers: { "x-api-key": key, "x-forwarded-for": address } }));
+  return credits(new Request(CREDITS_URL, { headers: { "x-api-key": key, "x-forwarded-for": address } }));
 }
 
 function mcpPing(key: string, address: string): Promise<Response> {
-  return mcpRoute.POST(
+  return mcp.POST(
     rpcRequest({ jsonrpc: "2.0", id: 1, method: "ping" }, { key, headers: { "x-forwarded-for": address } }),
   );
 }
@@ -40,7 +45,6 @@ async function expectKeyFailuresLimited(response: Response): Promise<void> {
 
 describe("failed key lookups per client address (redis store)", () => {
   withStore("redis");
-  withSettings("keys", { keyFailuresPerAddressPerMinute: LIMIT });
 
   it("REST: past the limit an address gets 429 with Retry-After, also for a valid key; other addresses are not affected", async () => {
     await waitForWindowRoom(60_000, 10_000);
@@ -74,7 +78,7 @@ describe("failed key lookups per client address (redis store)", () => {
     for (let i = 0; i < LIMIT * 2; i++) {
       await expectApiError(await getCredits("ocr_short", address), "unauthorized");
       await expectApiError(
-        await creditsRoute.GET(new Request(CREDITS_URL, { headers: { "x-forwarded-for": address } })),
+        await credits(new Request(CREDITS_URL, { headers: { "x-forwarded-for": address } })),
         "unauthorized",
       );
     }

@@ -14,6 +14,7 @@ import {
 } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
+import { testSettings } from "../support/env";
 
 /*
  * Admission control: an instance knows its capacity (engine processes, and the work waiting for them in expected
@@ -31,6 +32,7 @@ describe("503 overloaded", () => {
     const warm = await createAccount(10);
     const warmed = await processDocument(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       body: { image: base64Of("dense-page.png") },
       account: warm,
       requestId: `req_overload_warm_${Date.now()}`,
@@ -101,6 +103,7 @@ describe("503 overloaded", () => {
         Array.from({ length: 4 }, (_, i) =>
           processDocument(getStore(), {
             env: getEnv(),
+            settings: testSettings(),
             body: { image: base64Of("small-text.png") },
             account,
             requestId: `req_overload_${i}_${Date.now()}`,

@@ -13,6 +13,7 @@ import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
 import { getEnv } from "@/lib/env";
+import { testSettings } from "../support/env";
 
 /*
  * processDocument on its own, as the MCP tool will call it: no HTTP. The engine is real; `openDocument` and
@@ -53,8 +54,8 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   return outcome as ApiError;
 }
 
-async function expectCode(input: Omit<ProcessDocumentInput, "env">, code: ErrorCode): Promise<ApiError> {
-  const error = await failure(processDocument(getStore(), { env: getEnv(), ...input }));
+async function expectCode(input: Omit<ProcessDocumentInput, "env" | "settings">, code: ErrorCode): Promise<ApiError> {
+  const error = await failure(processDocument(getStore(), { env: getEnv(), settings: testSettings(), ...input }));
   expect(error.code).toBe(code);
   return error;
 }
@@ -71,6 +72,7 @@ describe("processDocument", () => {
     const receivedAt = Date.now() - 250;
     const result = await processDocument(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       body: { image: tinyPng("MCP 5").toString("base64") },
       account,
       requestId: requestId(),
@@ -172,6 +174,7 @@ describe("processDocument", () => {
     });
     const outcome = await processDocument(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       body: { image: tinyPng().toString("base64") },
       account,
       requestId: requestId(),
@@ -227,6 +230,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     for (const [format, pattern] of Object.entries(heads) as Array<["hocr" | "alto" | "tsv", RegExp]>) {
       const { response } = await processDocument(getStore(), {
         env: getEnv(),
+        settings: testSettings(),
         body: { image, options: { format } },
         account,
         requestId: requestId(),
@@ -248,6 +252,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     const account = await createAccount(5);
     const { response } = await processDocument(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       body: { image: tinyPng("SEARCHABLE 7").toString("base64"), options: { format: "pdf" } },
       account,
       requestId: requestId(),

@@ -11,10 +11,11 @@ import { ocrResponseSchema, type OcrResponse } from "@/lib/api/schemas";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
 import { errorCodeSchema, errorStatus, type ErrorBody, type ErrorCode } from "@/lib/api/errors";
 import { createApiKey } from "@/lib/keys";
-import { overrideSettings, type SettingsSection } from "@/lib/settings-overrides";
+import type { SettingsOverrides } from "@/lib/settings";
 import { getStore, resetStore } from "@/lib/store";
 import { pushEnv } from "../support/env";
 import { STORE_VARIABLES, withRedisStoreEnv } from "../support/redis";
+import { type Route } from "@/lib/http";
 
 export const FIXTURE_DIR = path.resolve(import.meta.dirname, "../.generated");
 const FONT_DIR = path.resolve(import.meta.dirname, "../fixtures/fonts");
@@ -59,21 +60,6 @@ export function withStore(kind: StoreKind, extraEnv: Record<string, string> = {}
 }
 
 /**
- * Override some of a module's constant settings (`jobSettings()`, `webhookSettings()`, `ocrSettings()` …, through
- * lib/settings-overrides.ts) for the tests of the enclosing `describe`: short timings and small limits that are not
- * environment variables. For one test, call `overrideSettings` itself (it returns the restore function).
- */
-export function withSettings<T extends object>(section: SettingsSection, values: Partial<T>): void {
-  let restore = () => {};
-  beforeAll(() => {
-    restore = overrideSettings(section, values);
-  });
-  afterAll(() => restore());
-}
-
-export { overrideSettings };
-
-/**
  * Put variables into the configuration for one test (installed over the file's, not written to `process.env`:
  * tests/support/env.ts); returns the restore function (call it in `finally`). Settings a route instance takes as
  * options (`createMcpRoute({ sse, toolDeadlineMs })`) are injected there instead. The OpenAPI document is built once
@@ -106,6 +92,11 @@ export interface CallOptions {
   /** Send this instead of `JSON.stringify(body)`. */
   raw?: BodyInit;
   url?: string;
+  /**
+   * Overrides of the modules' settings for this call (short timings, small limits): the route instance is
+   * `POST.with({ settings })` (lib/http/routes.ts), as a process's settings are its `main`'s arguments.
+   */
+  settings?: SettingsOverrides;
 }
 
 export function ocrRequest(
@@ -124,7 +115,7 @@ export function ocrRequest(
 /** Call the route's handler for `method` directly, as Next would. */
 export async function callOcr(body: unknown, options: CallOptions = {}): Promise<Response> {
   const method = (options.method ?? "POST").toUpperCase();
-  const handlers: Record<string, (req: Request) => Promise<Response>> = {
+  const handlers: Record<string, Route> = {
     POST: processRoute.POST,
     GET: processRoute.GET,
     HEAD: processRoute.HEAD,
@@ -135,7 +126,8 @@ export async function callOcr(body: unknown, options: CallOptions = {}): Promise
   };
   const handler = handlers[method];
   if (!handler) throw new Error(`no handler for ${method}`);
-  return handler(ocrRequest(body, { ...options, method }));
+  const request = ocrRequest(body, { ...options, method });
+  return options.settings ? handler.with({ settings: options.settings })(request) : handler(request);
 }
 
 export const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;

@@ -104,7 +104,7 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     runner = new JobRunner({
       store: getStore(),
       queue: getWorkQueue()!,
-      settings: jobSettings(),
+      settings: jobSettings({}, getEnv()),
       name: "test-upload",
       pool,
       languages: getEnv().OCR_LANGUAGES,

@@ -9,7 +9,6 @@ import {
   fixture,
   fixtureArrayBuffer,
   groundTruth,
-  overrideSettings,
   setEnv,
   sleep,
   withRemoteFiles,
@@ -173,24 +172,23 @@ describe("imageUrl served by msw", () => {
   });
 
   it("a slow body past the fetch timeout → 502 fetch_failed", async () => {
-    const restore = overrideSettings("fetch", { timeoutMs: 400 });
-    try {
-      const account = await createAccount(10);
-      server.use(
-        http.get(
-          "https://files.example/slow.png",
-          () => new HttpResponse(stallingBody(fixture("small-text.png").subarray(0, 100), 2_000)),
-        ),
-      );
-      await expectApiError(
-        await callOcr({ imageUrl: "https://files.example/slow.png" }, { key: account.key }),
-        "fetch_failed",
-        /timed out/,
-      );
-      expect(await account.balance()).toBe(10);
-    } finally {
-      restore();
-    }
+    const account = await createAccount(10);
+    server.use(
+      http.get(
+        "https://files.example/slow.png",
+        () => new HttpResponse(stallingBody(fixture("small-text.png").subarray(0, 100), 2_000)),
+      ),
+    );
+    await expectApiError(
+      await callOcr(
+        { imageUrl: "https://files.example/slow.png" },
+        // A route instance whose fetch gives up after 400 ms (the constant is 15 s).
+        { key: account.key, settings: { fetch: { timeoutMs: 400 } } },
+      ),
+      "fetch_failed",
+      /timed out/,
+    );
+    expect(await account.balance()).toBe(10);
   });
 
   it("wrong content: an HTML page → 415", async () => {

@@ -20,6 +20,7 @@ import {
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
+import { testSettings } from "../support/env";
 
 /*
  * Asynchronous jobs from the command line: the bundled CLI in a child process against the real route handlers (the
@@ -43,7 +44,7 @@ let scan: { file: string; truth: string[] };
 let longFile: string;
 
 beforeAll(async () => {
-  ensureJobRunner(getStore(), getEnv());
+  ensureJobRunner(getStore(), getEnv(), testSettings());
   const dir = tempDir("scans");
   const [short, long] = await Promise.all([longScan(PAGES), longScan(LONG_PAGES)]);
   scan = { file: path.join(dir, "contract.pdf"), truth: short.truth };

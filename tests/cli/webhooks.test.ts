@@ -6,7 +6,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { webhookEventSchema } from "@/lib/api/schemas";
 import { ensureJobRunner, getJobView, resetWorkQueue, stopJobRunner } from "@/lib/jobs";
 import { jobEventId, newSigningSecret, resetDeliveryQueue, rotateWebhookSecret } from "@/lib/webhooks";
-import { FIXTURE_DIR, createAccount, groundTruth, withSettings, withStore } from "../api/support";
+import { FIXTURE_DIR, createAccount, groundTruth, withStore } from "../api/support";
 import {
   startWebhookReceiver,
   waitFor,
@@ -16,6 +16,7 @@ import {
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
+import { testSettings } from "../support/env";
 
 /*
  * Webhooks from the command line: `ocr extract --webhook` (the bundled CLI in a child process, the real routes, a job
@@ -34,7 +35,6 @@ const VECTOR = {
 };
 
 withStore("redis", { URL_ALLOW_HOSTS: "127.0.0.1" });
-withSettings("webhooks", { retryBaseMs: 200 });
 const cli = withBuiltCli();
 const server = withTestServer();
 const tempDir = withTempDirs();
@@ -43,7 +43,8 @@ let dir: string;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  ensureJobRunner(getStore(), getEnv());
+  // The runner's delivery queue retries after 200 ms (the constant is a minute).
+  ensureJobRunner(getStore(), getEnv(), testSettings({ webhooks: { retryBaseMs: 200 } }));
   dir = tempDir("webhooks");
 });
 

@@ -17,6 +17,7 @@ import { getStore, installStore, resetStore, type CreditStore, type Store } from
 import { tinyPng } from "../api/support";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
+import { testSettings } from "../support/env";
 
 /*
  * DESIGN's ledger always balances: credits are never lost, whatever happens between the service and Redis or to the
@@ -63,6 +64,7 @@ describe("a reserve whose reply is lost", () => {
     const requestId = request();
     const outcome = await processDocument(getStore(), {
       env: getEnv(),
+      settings: testSettings(),
       body: { image: tinyPng("LOST 1").toString("base64") },
       account: { userId },
       requestId,

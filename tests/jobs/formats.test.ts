@@ -32,7 +32,7 @@ describe("job results in hocr, alto, tsv and pdf", () => {
     runner = new JobRunner({
       store: getStore(),
       queue: getWorkQueue()!,
-      settings: jobSettings(),
+      settings: jobSettings({}, getEnv()),
       name: "test-formats",
       pool,
       languages: getEnv().OCR_LANGUAGES,

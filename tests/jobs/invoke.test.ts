@@ -9,7 +9,7 @@ import { jobViewSchema } from "@/lib/api/schemas";
 import { WORK_PATH, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
 import { resetStore } from "@/lib/store";
-import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withSettings, withStore } from "../api/support";
+import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withStore } from "../api/support";
 import { TEST_REDIS_URL, createTestPrefix, deleteKeysWithPrefix, pushStoreEnv } from "../support/redis";
 import { startUpstashBridge, type UpstashBridge } from "../support/upstash-bridge";
 
@@ -67,7 +67,6 @@ describe("jobs on a runner of invocations", () => {
     OCR_ENGINE_PROCESSES: "1",
     OCR_ENGINES: "tesseract",
   });
-  withSettings("jobs", { fanout: 2 });
   const calls: Array<{ signature: string | null; status: number }> = [];
   const server = setupServer(
     http.post(`${ORIGIN}${WORK_PATH}`, async ({ request }) => {
@@ -119,7 +118,8 @@ describe("jobs on a runner of invocations", () => {
 
   it("a submission starts signed work calls, and they read the job to its end", async () => {
     const account = await createAccount(10);
-    const response = await jobsRoute.POST(
+    // A route instance that starts two work calls per submission (the constant is four).
+    const response = await jobsRoute.POST.with({ settings: { jobs: { fanout: 2 } } })(
       ocrRequest({ image: base64Of("scanned-3.pdf") }, { key: account.key, url: `${ORIGIN}/api/ocr/jobs` }),
     );
     expect(response.status).toBe(202);

@@ -8,8 +8,9 @@ import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { jobResultSchema } from "@/lib/api/schemas";
 import { encodePage } from "@/lib/jobs/payload";
 import { getStore } from "@/lib/store";
-import { createAccount, expectApiError, overrideSettings, withStore, type TestAccount } from "../api/support";
+import { createAccount, expectApiError, withStore, type TestAccount } from "../api/support";
 import { deleteKeysWithPrefix, waitForWindowRoom } from "../support/redis";
+import { createMcpRoute, type McpRoute } from "@/lib/mcp";
 
 /*
  * Issue 29, point 3: reads that cost the server far more than the caller. An ended job's result is rendered once and
@@ -165,8 +166,8 @@ describe("an ended job's result is rendered once, then read from the store", () 
 });
 
 describe("every message of an MCP batch counts against the key's limits", () => {
-  const post = (account: TestAccount, body: unknown) =>
-    mcpRoute.POST(
+  const post = (account: TestAccount, body: unknown, route: Pick<McpRoute, "POST"> = mcpRoute) =>
+    route.POST(
       new Request(`${BASE}/api/mcp`, {
         method: "POST",
         headers: {
@@ -187,26 +188,23 @@ describe("every message of an MCP batch counts against the key's limits", () => 
     }));
 
   it("a batch of 5 tasks/result takes 5 reads; one of 30 with fewer left is 429, nothing taken", async () => {
-    const restore = overrideSettings("keys", { readsPerMinute: 20 });
-    try {
-      await waitForWindowRoom(60_000, 3_000);
-      const account = await createAccount(10);
-      const jobId = await endedJob(account, 2);
-      const answered = await post(account, results(jobId, 5));
-      expect(answered.status).toBe(200);
-      expect(answered.headers.get("ratelimit-limit")).toBe("20");
-      expect(answered.headers.get("ratelimit-remaining")).toBe("15");
-      const messages = z
-        .array(z.object({ id: z.number(), result: z.object({ content: z.array(z.object({ text: z.string() })) }) }))
-        .parse(await answered.json());
-      expect(messages).toHaveLength(5);
-      expect(messages[0]!.result.content[0]!.text).toContain("PAGE 2 TEXT");
-      const limited = await post(account, results(jobId, 30));
-      await expectApiError(limited, "rate_limited", /this batch has 30 messages/);
-      // Its HTTP request counted once; the 29 others were refused, not taken.
-      expect(limited.headers.get("ratelimit-remaining")).toBe("14");
-    } finally {
-      restore();
-    }
+    // An instance of the MCP route whose keys may read 20 times a minute (the constant is ten times the requests).
+    const route = createMcpRoute({ settings: { keys: { readsPerMinute: 20 } } });
+    await waitForWindowRoom(60_000, 3_000);
+    const account = await createAccount(10);
+    const jobId = await endedJob(account, 2);
+    const answered = await post(account, results(jobId, 5), route);
+    expect(answered.status).toBe(200);
+    expect(answered.headers.get("ratelimit-limit")).toBe("20");
+    expect(answered.headers.get("ratelimit-remaining")).toBe("15");
+    const messages = z
+      .array(z.object({ id: z.number(), result: z.object({ content: z.array(z.object({ text: z.string() })) }) }))
+      .parse(await answered.json());
+    expect(messages).toHaveLength(5);
+    expect(messages[0]!.result.content[0]!.text).toContain("PAGE 2 TEXT");
+    const limited = await post(account, results(jobId, 30), route);
+    await expectApiError(limited, "rate_limited", /this batch has 30 messages/);
+    // Its HTTP request counted once; the 29 others were refused, not taken.
+    expect(limited.headers.get("ratelimit-remaining")).toBe("14");
   });
 });

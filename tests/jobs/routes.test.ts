@@ -18,12 +18,12 @@ import {
   fixture,
   groundTruth,
   ocrRequest,
-  overrideSettings,
   setEnv,
   withStore,
   type TestAccount,
 } from "../api/support";
 import { createTestPool } from "../support/ocr";
+import { ocrSettings, type OcrSettings } from "@/lib/ocr";
 
 /*
  * The job routes called in process (as Next calls them), on the memory store and on a real Redis (BullMQ), with an
@@ -39,17 +39,23 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   let runner: JobRunner;
   let scan: { pdf: Uint8Array; truth: string[] };
 
-  beforeAll(async () => {
-    scan = await longScan(12);
+  /** The file's runner, with the engine's settings `ocr` (the constants unless a test gives its own). */
+  const startRunner = (ocr?: OcrSettings) => {
     runner = new JobRunner({
       store: getStore(),
       queue: getWorkQueue()!,
-      settings: jobSettings(),
+      settings: jobSettings({}, getEnv()),
       name: `test-${kind}`,
       pool,
       languages: getEnv().OCR_LANGUAGES,
+      ...(ocr && { ocr }),
     });
     runner.start();
+  };
+
+  beforeAll(async () => {
+    scan = await longScan(12);
+    startRunner();
   }, 180_000);
   afterAll(async () => {
     await runner.stop();
@@ -198,7 +204,9 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   it("a page whose text layer takes unbounded work fails alone (too complex), the pages beside it are read", async () => {
     const account = await createAccount(20);
     const pdf = await mergedPdf(["born-digital.pdf", "hostile/nested-forms.pdf", "born-digital.pdf"]);
-    const restore = overrideSettings("ocr", { maxPdfWorkMs: 1500 });
+    // A runner whose engine budget per page is 1.5 s of processing (the constant is 10 s).
+    await runner.stop();
+    startRunner(ocrSettings({ maxPdfWorkMs: 1500 }));
     try {
       const view = await accepted(await submit(account, { image: Buffer.from(pdf).toString("base64") }));
       const final = await waitEnded(account, view);
@@ -213,7 +221,8 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
         { page: 2, code: "payload_too_large", message: expect.stringMatching(/page 2 .* processing/) },
       ]);
     } finally {
-      restore();
+      await runner.stop();
+      startRunner();
     }
   }, 180_000);
 

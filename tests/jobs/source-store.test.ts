@@ -7,10 +7,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import { GET as health } from "@/app/api/health/route";
 import { listLedger } from "@/lib/credits";
-import { resetWorkQueue } from "@/lib/jobs";
+import { resetWorkQueue, type JobSettings } from "@/lib/jobs";
 import { createRedisStore, createTcpRedis, getStore, resetStore, type Store } from "@/lib/store";
 import { freePort } from "../../tooling";
-import { createAccount, expectApiError, overrideSettings, tinyPng, withStore } from "../api/support";
+import { createAccount, expectApiError, tinyPng, withStore } from "../api/support";
 import { OwnRedis } from "../support/own-redis";
 import { pushStoreEnv } from "../support/redis";
 
@@ -210,8 +210,9 @@ describe("each account's stored job files are capped (twice MAX_JOB_URL_BYTES)",
   withStore("redis", { RATE_LIMIT_PER_MINUTE: "100000", JOBS_RUNNER: "off" });
   afterAll(() => resetWorkQueue());
 
-  const submit = (key: string, png: Uint8Array) =>
-    jobsRoute.POST(
+  /** `POST /api/ocr/jobs` on a route instance with the jobs' settings `jobs`. */
+  const submit = (key: string, png: Uint8Array, jobs: Partial<JobSettings>) =>
+    jobsRoute.POST.with({ settings: { jobs } })(
       new Request("http://localhost:3000/api/ocr/jobs", {
         method: "POST",
         headers: { "x-api-key": key, "content-type": "image/png" },
@@ -221,26 +222,23 @@ describe("each account's stored job files are capped (twice MAX_JOB_URL_BYTES)",
 
   it("the job past the cap is 429 with when room comes back, nothing charged; another account is not affected", async () => {
     const png = new Uint8Array(tinyPng("CAPPED 1", 900, 300));
-    const restore = overrideSettings("jobs", { maxAccountBytes: Math.floor(png.byteLength * 2.5) });
-    try {
-      const account = await createAccount(10);
-      expect((await submit(account.key, png)).status).toBe(202);
-      expect((await submit(account.key, png)).status).toBe(202);
-      const refused = await submit(account.key, png);
-      const body = await expectApiError(
-        refused,
-        "rate_limited",
-        /already hold .* of files .*twice MAX_JOB_URL_BYTES.*released at .*Nothing was charged/,
-      );
-      expect(body.error.message).toMatch(/would pass the/);
-      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-      expect(await account.balance()).toBe(8);
-      const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
-      expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(2);
-      const other = await createAccount(10);
-      expect((await submit(other.key, png)).status).toBe(202);
-    } finally {
-      restore();
-    }
+    // A cap of two and a half of these files (the constant is twice MAX_JOB_URL_BYTES).
+    const cap = { maxAccountBytes: Math.floor(png.byteLength * 2.5) };
+    const account = await createAccount(10);
+    expect((await submit(account.key, png, cap)).status).toBe(202);
+    expect((await submit(account.key, png, cap)).status).toBe(202);
+    const refused = await submit(account.key, png, cap);
+    const body = await expectApiError(
+      refused,
+      "rate_limited",
+      /already hold .* of files .*twice MAX_JOB_URL_BYTES.*released at .*Nothing was charged/,
+    );
+    expect(body.error.message).toMatch(/would pass the/);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await account.balance()).toBe(8);
+    const { entries } = await listLedger(getStore(), account.userId, { limit: 10 });
+    expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(2);
+    const other = await createAccount(10);
+    expect((await submit(other.key, png, cap)).status).toBe(202);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { jobSettings, workJobsFor, type JobWorkServices } from "@/lib/jobs";
 import { createMemoryQueue } from "@/lib/jobs/queue/memory";
 import { createMemoryStore } from "@/lib/store";
+import { getEnv } from "@/lib/env";
 
 /*
  * Issue 33: the job-work slice takes its services as an argument (an entry point hands down `services().jobWork`), so
@@ -11,7 +12,7 @@ import { createMemoryStore } from "@/lib/store";
 describe("workJobsFor works with the services it is given", () => {
   function given(overrides: Partial<JobWorkServices> = {}) {
     const drained: number[] = [];
-    const settings = jobSettings({ blockSeconds: 1 });
+    const settings = jobSettings({ blockSeconds: 1 }, getEnv());
     const services: JobWorkServices = {
       store: createMemoryStore(),
       queue: createMemoryQueue(settings),

@@ -32,7 +32,7 @@ beforeAll(async () => {
   runner = new JobRunner({
     store: getStore(),
     queue: getWorkQueue()!,
-    settings: jobSettings(),
+    settings: jobSettings({}, getEnv()),
     name: "mcp-cancel",
     pool,
     languages: getEnv().OCR_LANGUAGES,

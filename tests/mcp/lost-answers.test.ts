@@ -149,7 +149,7 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       runner = new JobRunner({
         store: getStore(),
         queue: getWorkQueue()!,
-        settings: jobSettings(),
+        settings: jobSettings({}, getEnv()),
         name: "lost-answers",
         pool,
         languages: getEnv().OCR_LANGUAGES,

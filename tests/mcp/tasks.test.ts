@@ -94,7 +94,7 @@ beforeAll(async () => {
   runner = new JobRunner({
     store: getStore(),
     queue: getWorkQueue()!,
-    settings: jobSettings(),
+    settings: jobSettings({}, getEnv()),
     name: "mcp-tasks",
     pool,
     languages: getEnv().OCR_LANGUAGES,
@@ -295,7 +295,7 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
         runner = new JobRunner({
           store: getStore(),
           queue: getWorkQueue()!,
-          settings: jobSettings(),
+          settings: jobSettings({}, getEnv()),
           name: `mcp-tasks-${transport}`,
           pool,
           languages: getEnv().OCR_LANGUAGES,
@@ -581,7 +581,7 @@ describe("clients without tasks", () => {
       runner = new JobRunner({
         store: getStore(),
         queue: getWorkQueue()!,
-        settings: jobSettings(),
+        settings: jobSettings({}, getEnv()),
         name: "mcp-tasks-2",
         pool,
         languages: getEnv().OCR_LANGUAGES,

@@ -1,4 +1,5 @@
-import { installEnv, parseEnv, resetEnv } from "@/lib/env";
+import { getEnv, installEnv, parseEnv, resetEnv } from "@/lib/env";
+import { buildSettings, type Settings, type SettingsOverrides } from "@/lib/settings";
 
 /**
  * The configuration a test runs with, without touching `process.env`: the variables the run started with, then each
@@ -38,4 +39,12 @@ export async function withEnv<T>(values: Layer, run: () => Promise<T>): Promise<
   } finally {
     restore();
   }
+}
+
+/**
+ * The modules' settings of the test configuration, with `overrides` (short timings, small limits) on top: what a test
+ * passes as an argument to a domain function (`processDocument(store, { env, settings, … })`), a runner or a queue.
+ */
+export function testSettings(overrides: SettingsOverrides = {}): Settings {
+  return buildSettings(getEnv(), overrides);
 }

@@ -2,7 +2,7 @@
 // as a built server (instrumentation.ts starts the runner there), served by node:http. Started by
 // tests/support/instance.ts with `tsx --conditions=react-server`; its configuration comes from the environment
 // (REDIS_URL, REDIS_PREFIX, OCR_ENGINE_PROCESSES) and its arguments, as `npm run worker`'s (`--name`, `--settings`
-// '<json>': lib/settings-overrides.ts). Prints `ready <port>` when it listens.
+// '<json>': lib/settings). Prints `ready <port>` when it listens.
 import http from "node:http";
 import { parseArgs } from "node:util";
 import * as credits from "@/app/api/credits/route";
@@ -12,13 +12,15 @@ import * as job from "@/app/api/ocr/jobs/[id]/route";
 import * as result from "@/app/api/ocr/jobs/[id]/result/route";
 import { ensureJobRunner, stopJobRunner } from "@/lib/jobs";
 import { getOcrPool } from "@/lib/ocr";
-import { applySettingsArgument, overrideSettings } from "@/lib/settings-overrides";
+import { installProcessSettings, parseSettingsArgument, processSettings } from "@/lib/settings";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
-if (args.settings) applySettingsArgument(args.settings);
-if (args.name) overrideSettings("jobs", { workerName: args.name });
+const overrides = args.settings ? parseSettingsArgument(args.settings) : {};
+if (args.name) overrides.jobs = { ...overrides.jobs, workerName: args.name };
+// Its `main`: the routes' contexts and the process's singletons (queues, pool) are built with them.
+installProcessSettings(overrides);
 
 type Handler = (req: Request) => Promise<Response>;
 type Module = Partial<Record<string, Handler>>;
@@ -54,7 +56,7 @@ const server = http.createServer(async (req, res) => {
 
 const pool = getOcrPool();
 await pool.warm();
-ensureJobRunner(getStore(), getEnv());
+ensureJobRunner(getStore(), getEnv(), processSettings(getEnv()));
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   const address = server.address();
   console.info(`ready ${typeof address === "object" && address ? address.port : 0}`);

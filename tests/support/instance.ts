@@ -26,7 +26,7 @@ export async function startInstance(
   kind: "server" | "worker",
   name: string,
   env: Record<string, string>,
-  /** Overrides of the modules' settings (lib/settings-overrides.ts), passed as `--settings '<json>'`. */
+  /** Overrides of the modules' settings (lib/settings), passed as `--settings '<json>'` to the process's `main`. */
   settings: Record<string, Record<string, unknown>> = {},
 ): Promise<Instance> {
   const script =

@@ -22,6 +22,7 @@ import {
   setDefaultWebhookUrl,
   startWebhookWorker,
   type WebhookSettings,
+  webhookSettings,
 } from "@/lib/webhooks";
 import {
   createAccount,
@@ -29,7 +30,6 @@ import {
   ocrRequest,
   setEnv,
   tinyPng,
-  withSettings,
   withStore,
   type TestAccount,
 } from "../api/support";
@@ -87,12 +87,11 @@ const image = () => tinyPng("WEBHOOK 42").toString("base64");
 
 describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (kind) => {
   withStore(kind, FAST);
-  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker();
+    startWebhookWorker(webhookSettings(FAST_WEBHOOKS));
     expect(getDeliveryQueue()?.kind).toBe(kind === "redis" ? "bullmq" : "memory");
   });
   afterEach(() => {
@@ -390,21 +389,20 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
 describe("a job that succeeds is announced once, by the runner that ended it (redis)", () => {
   withStore("redis", FAST);
-  withSettings("webhooks", FAST_WEBHOOKS);
   const pool = createTestPool();
   let runners: JobRunner[] = [];
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker();
+    startWebhookWorker(webhookSettings(FAST_WEBHOOKS));
     // Two runners race for the job's pages and its end.
     runners = ["a", "b"].map(
       (name) =>
         new JobRunner({
           store: getStore(),
           queue: getWorkQueue()!,
-          settings: jobSettings(),
+          settings: jobSettings({}, getEnv()),
           name: `webhooks-${name}`,
           pool,
           languages: getEnv().OCR_LANGUAGES,
@@ -447,10 +445,11 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
 
 describe("deliveries in invocations (the invoke runner: no worker, drained within a budget; redis)", () => {
   withStore("redis", FAST);
-  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
+    // The process's delivery queue, built here with the short timings (no worker: drained by the test).
+    getDeliveryQueue(webhookSettings(FAST_WEBHOOKS));
   });
   afterAll(async () => {
     await resetDeliveryQueue();
@@ -492,7 +491,6 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
     OCR_ENGINE_PROCESSES: "1",
     OCR_ENGINES: "tesseract",
   });
-  withSettings("webhooks", FAST_WEBHOOKS);
   let receiver: WebhookReceiver;
   /** The work calls the service makes to itself, held until the test runs them (no network: fetch is stubbed). */
   const workCalls: Request[] = [];
@@ -500,6 +498,8 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
+    // The process's delivery queue, built here with the short timings; the invocation drains it.
+    getDeliveryQueue(webhookSettings(FAST_WEBHOOKS));
     const original = globalThis.fetch;
     globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
       const request = new Request(input, init);

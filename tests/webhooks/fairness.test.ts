@@ -15,7 +15,7 @@ import {
   webhookSettings,
   type Delivery,
 } from "@/lib/webhooks";
-import { createAccount, withSettings, withStore, type TestAccount } from "../api/support";
+import { createAccount, withStore, type TestAccount } from "../api/support";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
 
 /*
@@ -58,14 +58,13 @@ function watchConnections(receiver: WebhookReceiver): { stop(): number } {
 describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kind) => {
   // Retries far apart: what a test sees is first attempts and the gate's decisions.
   withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1" });
-  withSettings("webhooks", { timeoutMs: 3000, retryBaseMs: 60_000, maxAttempts: 3 });
   let sink: WebhookReceiver;
   let victimReceiver: WebhookReceiver;
 
   beforeAll(async () => {
     sink = await startWebhookReceiver();
     victimReceiver = await startWebhookReceiver();
-    startWebhookWorker();
+    startWebhookWorker(webhookSettings({ timeoutMs: 3000, retryBaseMs: 60_000, maxAttempts: 3 }));
   });
   afterAll(async () => {
     await resetDeliveryQueue();
@@ -98,12 +97,11 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
 describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs off as a whole (%s store)", (kind) => {
   // A pause of about 1 s, doubling; the events' own retries 1 s apart too (they find the receiver paused).
   withStore(kind, { URL_ALLOW_HOSTS: "127.0.0.1" });
-  withSettings("webhooks", { timeoutMs: 1500, retryBaseMs: 1000, maxAttempts: 13 });
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker();
+    startWebhookWorker(webhookSettings({ timeoutMs: 1500, retryBaseMs: 1000, maxAttempts: 13 }));
   });
   afterEach(() => {
     receiver.script = [];

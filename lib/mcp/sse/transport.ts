@@ -258,7 +258,7 @@ interface SessionOutcome {
 const STREAM_CHECK_MS = 1_000;
 
 async function runOnSession(
-  { req, account, requestId, receivedAt, report, env, store }: ApiContext,
+  { req, account, requestId, receivedAt, report, env, settings, store }: ApiContext,
   body: unknown,
   mailboxId: string,
   streamEnd: number,
@@ -303,6 +303,7 @@ async function runOnSession(
   try {
     const server = buildServer(store, account, requestId, {
       env,
+      settings,
       receivedAt,
       serverHost: req.headers.get("host") ?? undefined,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).

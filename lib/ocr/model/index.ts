@@ -8,6 +8,7 @@ export { ocrDocumentSchema, type ExtractedDocument, type ExtractedPage, type Ocr
 export { isOcrError, OcrError, type OcrErrorCode } from "./ocr-error";
 export { formatPageRanges, parsePageSelection } from "./pages";
 export { MAX_SYNC_PDF_BYTES } from "./limits";
+export { ocrSettings, type OcrSettings } from "./settings";
 export type { LanguageChoice } from "./languages";
 export type { TesseractInUse } from "./protocol";
 export { sniffFileType, type FileType } from "./detect";

@@ -11,7 +11,7 @@ const methods = ["POST"];
 // POST /api/ocr/process – extract text from a document sent as JSON (base64 or URL), multipart (`file`) or the file
 // itself (lib/http/upload.ts); with `Prefer: respond-async`, a job (202)
 export const POST = withApiKey(async (context) => {
-  const { req, body: requestBody, account, requestId, receivedAt, report, env, store } = context;
+  const { req, body: requestBody, account, requestId, receivedAt, report, env, settings, store } = context;
   const { body, file } = await readOcrBody(req, requestBody);
   if (prefersAsync(req)) {
     return acceptJob(
@@ -24,6 +24,7 @@ export const POST = withApiKey(async (context) => {
   const serverHost = req.headers.get("host") ?? undefined;
   const { response, creditsRemaining } = await processDocument(store, {
     env,
+    settings,
     body,
     file,
     account,

@@ -17,11 +17,11 @@ export const GET = withApiKey(async ({ req, account, store, env }) => {
 }, READS);
 
 // DELETE /api/ocr/jobs/{id} – cancel: the pages not read yet are refunded
-export const DELETE = withApiKey(async ({ req, account, report, store, env }) => {
+export const DELETE = withApiKey(async ({ req, account, report, store, env, settings }) => {
   const view = await cancelJob(store, env, account.userId, jobIdFromPath(req));
   report({ replayable: true });
   // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it.
-  if (view.webhook) afterResponse(() => kickJobWorkers(env, 1));
+  if (view.webhook) afterResponse(() => kickJobWorkers(env, settings.jobs, 1));
   return Response.json(view);
 });
 

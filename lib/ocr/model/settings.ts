@@ -1,5 +1,3 @@
-import { settingsOverrides } from "@/lib/settings-overrides";
-
 const MiB = 1024 * 1024;
 
 /**
@@ -28,7 +26,7 @@ export interface OcrSettings {
   maxPdfWorkMs: number;
 }
 
-/** The engine's constants, with this process's overrides (lib/settings-overrides.ts) and `overrides` on top. */
+/** The engine's constants, with `overrides` on top (lib/settings.ts). */
 export function ocrSettings(overrides: Partial<OcrSettings> = {}): OcrSettings {
   return {
     queueLimit: 64,
@@ -37,7 +35,6 @@ export function ocrSettings(overrides: Partial<OcrSettings> = {}): OcrSettings {
     maxImagePixels: 50_000_000,
     maxStreamBytes: 128 * MiB,
     maxPdfWorkMs: 10_000,
-    ...settingsOverrides<OcrSettings>("ocr"),
     ...overrides,
   };
 }
