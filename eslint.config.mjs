@@ -37,7 +37,11 @@ const BARRELS = [
 const SECOND_ENTRY_POINTS = {
   accounts: ["current"],
   http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"],
+  // A module's settings alone (constants and their pure builder), for lib/settings and the OpenAPI document: the
+  // barrels bring the queues.
+  jobs: ["settings"],
   ocr: ["model"],
+  webhooks: ["settings"],
 };
 const deepImports = (except = []) =>
   BARRELS.filter((folder) => !except.includes(folder)).map((folder) => ({

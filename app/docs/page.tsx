@@ -9,7 +9,6 @@ import { getEnv, type Env } from "@/lib/env";
 import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
-// eslint-disable-next-line no-restricted-imports -- the constants alone: the barrel pulls the delivery queue
 import { webhookSettings } from "@/lib/webhooks/settings";
 
 export const metadata: Metadata = { title: "Documentation" };

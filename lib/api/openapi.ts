@@ -4,7 +4,6 @@ import { openApiPaths } from "@/lib/api/openapi-paths";
 import { fetchSettings, formatMegabytes } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
 import { ocrSettings } from "@/lib/ocr/model";
-// eslint-disable-next-line no-restricted-imports -- the constants alone: the barrel pulls the delivery queue
 import { webhookSettings } from "@/lib/webhooks/settings";
 import { SERVICE_VERSION } from "@/lib/version";
 

@@ -10,7 +10,8 @@ export {
   type JobResultPart,
 } from "./result";
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
-export { getWorkQueue, jobSettings, requireWorkQueue, resetWorkQueue, workerName, type JobSettings } from "./settings";
+export { jobSettings, workerName, type JobSettings } from "./settings";
+export { getWorkQueue, requireWorkQueue, resetWorkQueue } from "./work-queue";
 export { JobRunner, type RunnerOptions } from "./runner";
 export {
   acceptWorkCall,

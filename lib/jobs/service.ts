@@ -9,7 +9,8 @@ import type { JobRecord, NewJob, Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { jobWebhookView } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
-import { getWorkQueue, jobSettings, requireWorkQueue, type JobSettings } from "./settings";
+import { jobSettings, type JobSettings } from "./settings";
+import { getWorkQueue, requireWorkQueue } from "./work-queue";
 import { toJobView, type JobView } from "./view";
 
 /** A document the intake (lib/intake) loaded, checked and decided to read as a job. */

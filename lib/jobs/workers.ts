@@ -1,13 +1,14 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Env } from "@/lib/env";
-import type { Settings } from "@/lib/settings";
 import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
 import type { Store } from "@/lib/store";
-import { resetDeliveryQueue, startWebhookWorker } from "@/lib/webhooks";
+import { resetDeliveryQueue, startWebhookWorker, type WebhookSettings } from "@/lib/webhooks";
+import type { OcrSettings } from "@/lib/ocr/model";
 import { JobRunner } from "./runner";
 import type { WorkQueue } from "./queue/port";
-import { getWorkQueue, workerName, type JobSettings } from "./settings";
+import { workerName, type JobSettings } from "./settings";
+import { getWorkQueue } from "./work-queue";
 
 const RUNNER_KEY = Symbol.for("ocr-service.job-runner");
 type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
@@ -22,7 +23,7 @@ type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
 export function ensureJobRunner(
   store: Store,
   env: Env,
-  settings: Pick<Settings, "jobs" | "ocr" | "webhooks">,
+  settings: { jobs: JobSettings; ocr: OcrSettings; webhooks: WebhookSettings },
   { always = false }: { always?: boolean } = {},
 ): JobRunner | null {
   const holder = globalThis as RunnerHolder;

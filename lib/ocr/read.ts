@@ -119,7 +119,7 @@ export function getOcrPool(): OcrPool {
   if (!holder[POOL_KEY]) {
     const env = getEnv();
     // A process-wide singleton: the process's settings (lib/settings/installed.ts), as `getEnv()`.
-    const settings = ocrSettings(installedOverrides().ocr);
+    const settings = ocrSettings(installedOverrides<OcrSettings>("ocr"));
     holder[POOL_KEY] = new OcrPool({
       size: env.OCR_ENGINE_PROCESSES,
       inspectSize: settings.inspectProcesses,

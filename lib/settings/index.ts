@@ -2,13 +2,11 @@ import { z } from "zod";
 import { accountSettings, type AccountSettings } from "@/lib/accounts";
 import type { Env } from "@/lib/env";
 import { fetchSettings, type FetchSettings } from "@/lib/input";
-import { jobSettings, type JobSettings } from "@/lib/jobs";
+import { jobSettings, type JobSettings } from "@/lib/jobs/settings";
 import { keySettings, type KeySettings } from "@/lib/keys";
 import { ocrSettings, type OcrSettings } from "@/lib/ocr/model";
-import { webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "@/lib/webhooks";
-import { installedOverrides } from "./installed";
-
-export { installProcessSettings, installedOverrides } from "./installed";
+import { webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "@/lib/webhooks/settings";
+import { installOverrides, installedOverrides } from "./installed";
 
 /**
  * The modules' settings in one value: the tuning constants beside their code (docs/configuration.md, the
@@ -65,12 +63,28 @@ export function mergeOverrides(earlier: SettingsOverrides, later: SettingsOverri
 const SECTIONS = ["jobs", "webhooks", "ocr", "fetch", "keys", "accounts"] as const;
 
 /**
+ * Set this process's overrides, once, from its `main` (scripts/worker.ts and the test instance: their `--settings`
+ * argument and `--name`; scripts/serve.mjs sets the same in the server's process). Kept on globalThis like the store.
+ */
+export function installProcessSettings(overrides: SettingsOverrides): void {
+  installOverrides({ ...overrides });
+}
+
+/**
  * This process's settings for the configuration `env`: the constants, with the overrides its `main` installed.
  * Read by the entry points and the builders of process-wide singletons only (the work and delivery queues), as
  * `getEnv()` is.
  */
 export function processSettings(env: Env, overrides: SettingsOverrides = {}): Settings {
-  return buildSettings(env, mergeOverrides(installedOverrides(), overrides));
+  const installed: SettingsOverrides = {
+    jobs: installedOverrides("jobs"),
+    webhooks: installedOverrides("webhooks"),
+    ocr: installedOverrides("ocr"),
+    fetch: installedOverrides("fetch"),
+    keys: installedOverrides("keys"),
+    accounts: installedOverrides("accounts"),
+  };
+  return buildSettings(env, mergeOverrides(installed, overrides));
 }
 
 /** `--settings '<json>'` of a process: known sections of plain values (numbers, strings, booleans). */

@@ -8,7 +8,7 @@ import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type 
 import { installedOverrides } from "@/lib/settings/installed";
 import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
 import { enterDelivery, type Gate } from "./gate";
-import { retryDelay, webhookSettings, type WebhookSettings } from "./settings";
+import { retryDelay, webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "./settings";
 
 /**
  * Where events wait for delivery, and who delivers them: BullMQ on `REDIS_URL` (its own `webhooks` queue; a failed
@@ -246,7 +246,7 @@ const QUEUE_KEY = Symbol.for("ocr-service.webhook-queue");
 type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
 
 /**
- * The process's delivery queue, chosen as the job queue is (lib/jobs/settings.ts); none with only a REST URL. Built
+ * The process's delivery queue, chosen as the job queue is (lib/jobs/work-queue.ts); none with only a REST URL. Built
  * once per process from the configuration, the process's store (kept by its deliveries: the gate, the log) and
  * `settings` — given by whoever builds it first (the job runner's, a test's), else the process's
  * (lib/settings/installed.ts).
@@ -254,7 +254,7 @@ type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
 export function getDeliveryQueue(given?: WebhookSettings): DeliveryQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
-  const settings = given ?? webhookSettings(installedOverrides().webhooks);
+  const settings = given ?? webhookSettings(installedOverrides<WebhookSettingsOverrides>("webhooks"));
   const env = getEnv();
   const store = getStore();
   // The allow list of the configuration current at each attempt (a test's `setEnv` applies to queued events too).
