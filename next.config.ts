@@ -56,6 +56,7 @@ const engineFiles = [
   "./node_modules/koffi/package.json",
   "./node_modules/koffi/index.js",
   "./node_modules/koffi/src/koffi/*.{js,cjs}",
+  "./node_modules/koffi/src/koffi/src/*.{js,cjs}", // index.js imports ./src/static.js (koffi 3.3)
   "./node_modules/@koromix/koffi-linux-x64/**/*",
 ];
 

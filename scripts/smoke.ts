@@ -9,11 +9,11 @@
  * Needs Redis (REDIS_URL, default redis://127.0.0.1:6379); everything goes under a fresh `ocr:smoke:<random>:`
  * prefix, deleted at the end. Exits 1 with a message (and the server's log) on the first failure.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
-import { request as httpRequest } from "node:http";
+import { Agent, request as httpRequest, type ClientRequest } from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -58,6 +58,28 @@ function alarmingLines(log: string): string[] {
     .filter(
       (line) => !line.startsWith("api ") && /error|fail|not reachable|timed? ?out|unavailable|^\s+at |⨯/i.test(line),
     );
+}
+
+/** Whether the dynamic loader finds libtesseract.so.5 here (`ldconfig -p`, as the engine's `dlopen` would). */
+function hostHasLibtesseract(): boolean {
+  try {
+    return /libtesseract\.so\.5\b/.test(execFileSync("/sbin/ldconfig", ["-p"], { encoding: "utf8" }));
+  } catch {
+    return false;
+  }
+}
+
+/** The first line of the server's log that matches `pattern`, waited for up to `timeoutMs`. */
+async function waitForLine(pattern: RegExp, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = serverLog()
+      .split("\n")
+      .find((candidate) => pattern.test(candidate));
+    if (line) return line;
+    if (Date.now() > deadline) fail(`no line matching ${pattern} in the server's log within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 let server: StandaloneServer | undefined;
@@ -178,6 +200,39 @@ async function postFile(key: string, file: string): Promise<{ status: number; bo
     body: JSON.stringify({ image: bytes.toString("base64") }),
   });
   return { status: response.status, body: await json(response) };
+}
+
+/**
+ * `POST /api/ocr/process` through node:http on `agent`, its body written by `write` (no Content-Length: chunked),
+ * for what `fetch` hides: which connection a request goes on, and the `Connection` header of the answer. A request
+ * whose body is cut off by an early answer resolves with that answer.
+ */
+function rawPost(
+  agent: Agent,
+  key: string,
+  contentType: string,
+  write: (req: ClientRequest) => void,
+): Promise<{ status: number; connection: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpRequest(
+      `${baseUrl}/api/ocr/process`,
+      { method: "POST", agent, headers: { "x-api-key": key, "content-type": contentType } },
+      (response) => {
+        answered = true;
+        response.resume();
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, connection: response.headers.connection }),
+        );
+        response.on("error", reject);
+      },
+    );
+    // Writing on after the server answered and closed is EPIPE / ECONNRESET on the request: only a failure when no
+    // answer comes.
+    req.on("error", (error) => setTimeout(() => (answered ? undefined : reject(error)), 1_000));
+    req.setTimeout(60_000, () => req.destroy(new Error("no answer within 60 s")));
+    write(req);
+  });
 }
 
 async function balanceOf(key: string): Promise<number> {
@@ -495,6 +550,14 @@ async function main(): Promise<void> {
     );
   });
 
+  await step("the standalone server's engine reads with the host's libtesseract when it has one", async () => {
+    // The build must carry everything koffi loads (next.config.ts): a file left out falls back to tesseract.js
+    // without an error, only slower, so only this line tells.
+    if (!hostHasLibtesseract()) return console.log("    (no libtesseract.so.5 on this host: skipped)");
+    const warm = await waitForLine(/\[startup\] OCR engine warm .*/, 120_000);
+    check(/Tesseract: native libtesseract/.test(warm), `the engine did not load libtesseract: ${warm}`);
+  });
+
   await step("GET /api/health: 200 ok, Redis store reachable", async () => {
     const response = await request("/api/health");
     const body = await json(response);
@@ -736,6 +799,40 @@ async function main(): Promise<void> {
       }
       check((await balanceOf(apiKey)) === before, "credits were charged for refused documents");
     });
+    await step(
+      "a chunked upload over the limit: 413 that closes the connection; the next request is answered",
+      async () => {
+        const before = await balanceOf(apiKey);
+        // One socket, kept alive: the second request goes on the first's connection unless that one closed.
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        try {
+          const refused = await rawPost(agent, apiKey, "application/octet-stream", (req) => {
+            const chunk = Buffer.alloc(1024 * 1024, 7);
+            let sent = 0;
+            const more = () => {
+              while (sent < 40 && !req.destroyed) {
+                sent++;
+                if (!req.write(chunk)) return void req.once("drain", more);
+              }
+              req.end();
+            };
+            more();
+          });
+          check(refused.status === 413, `expected 413 for 40 MB sent chunked, got ${refused.status}`);
+          check(
+            refused.connection === "close",
+            `the 413 did not close the connection (Connection: ${refused.connection})`,
+          );
+          const png = await fs.readFile(path.join(FIXTURE_DIR, "small-text.png"));
+          const started = Date.now();
+          const next = await rawPost(agent, apiKey, "image/png", (req) => req.end(png));
+          check(next.status === 200, `the request after the 413: ${next.status} after ${Date.now() - started} ms`);
+          check((await balanceOf(apiKey)) === before - 1, "the refused upload was charged, or the next read was not");
+        } finally {
+          agent.destroy();
+        }
+      },
+    );
     await step(
       `engine timeout on the built server: 504 within the ${DEADLINE_MS / 1000} s deadline + 1 s, health answers meanwhile`,
       async () => {

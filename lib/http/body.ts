@@ -122,7 +122,9 @@ function bodyTooLarge(maxBytes: number, kind: BodyKind, env: BodyEnv): ApiError 
       ? `The request body is larger than ${formatMegabytes(maxBytes)}, the limit for JSON bodies (about ${formatMegabytes(file)} of file as base64). ` +
         "Send the file itself instead of base64 (curl --data-binary @scan.pdf, or multipart -F file=@scan.pdf): that carries a third more. "
       : `The file is larger than ${formatMegabytes(file)}, the limit for a file sent in the request (MAX_INLINE_BYTES). `;
-  return new ApiError("payload_too_large", what + largeFileAdvice(env));
+  // The rest of the body is not read: the connection closes after the answer (as nginx does after a 413), or a client
+  // that keeps it alive sends its next request behind bytes the server never reads, and that request is lost.
+  return new ApiError("payload_too_large", what + largeFileAdvice(env), { headers: { Connection: "close" } });
 }
 
 async function readLimited(req: Request, maxBytes: number, kind: BodyKind, env: BodyEnv): Promise<Uint8Array> {
