@@ -6,8 +6,7 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
-import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
-import { getEnv } from "@/lib/env";
+import { JobRunner, resetWorkQueue } from "@/lib/jobs";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import { phonePhoto } from "../support/phone-photo";
@@ -21,6 +20,7 @@ import {
   withStore,
   type TestAccount,
 } from "./support";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Issue 29 point 8: the files people have. A phone-photo sized JPEG (3.7 MB, over the old 3 MB inline limit) sent as
@@ -101,15 +101,7 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
 
   beforeAll(async () => {
     photo = await phonePhoto();
-    runner = new JobRunner({
-      store: getStore(),
-      queue: getWorkQueue()!,
-      settings: jobSettings({}, getEnv()),
-      name: "test-upload",
-      pool,
-      languages: getEnv().OCR_LANGUAGES,
-    });
-    runner.start();
+    runner = startTestRunner("test-upload", pool);
   }, 180_000);
   afterAll(async () => {
     await runner.stop();

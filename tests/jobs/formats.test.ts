@@ -8,11 +8,10 @@ import * as jobsRoute from "@/app/api/ocr/jobs/route";
 import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
-import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, resetWorkQueue } from "@/lib/jobs";
 import { base64Of, createAccount, ocrRequest, withStore, type TestAccount } from "../api/support";
 import { createTestPool } from "../support/ocr";
-import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * A job's result in the word-level formats and as a searchable PDF: GET /api/ocr/jobs/{id}/result?format=… called in
@@ -29,15 +28,7 @@ describe("job results in hocr, alto, tsv and pdf", () => {
   const work = mkdtempSync(path.join(tmpdir(), "job-formats-"));
 
   beforeAll(() => {
-    runner = new JobRunner({
-      store: getStore(),
-      queue: getWorkQueue()!,
-      settings: jobSettings({}, getEnv()),
-      name: "test-formats",
-      pool,
-      languages: getEnv().OCR_LANGUAGES,
-    });
-    runner.start();
+    runner = startTestRunner("test-formats", pool);
   });
   afterAll(async () => {
     await runner.stop();

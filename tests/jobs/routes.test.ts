@@ -5,7 +5,7 @@ import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import * as processRoute from "@/app/api/ocr/process/route";
 import { jobListSchema, jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
-import { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, readJobResult, resetWorkQueue } from "@/lib/jobs";
 import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { characterErrorRate } from "@/bench/metrics";
@@ -24,6 +24,7 @@ import {
 } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { ocrSettings, type OcrSettings } from "@/lib/ocr";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * The job routes called in process (as Next calls them), on the memory store and on a real Redis (BullMQ), with an
@@ -40,18 +41,7 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
   let scan: { pdf: Uint8Array; truth: string[] };
 
   /** The file's runner, with the engine's settings `ocr` (the constants unless a test gives its own). */
-  const startRunner = (ocr?: OcrSettings) => {
-    runner = new JobRunner({
-      store: getStore(),
-      queue: getWorkQueue()!,
-      settings: jobSettings({}, getEnv()),
-      name: `test-${kind}`,
-      pool,
-      languages: getEnv().OCR_LANGUAGES,
-      ...(ocr && { ocr }),
-    });
-    runner.start();
-  };
+  const startRunner = (ocr?: OcrSettings) => (runner = startTestRunner(`test-${kind}`, pool, ocr));
 
   beforeAll(async () => {
     scan = await longScan(12);

@@ -2,14 +2,14 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport as SseV1 } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport as StreamableV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobRunner, getWorkQueue, jobSettings, listJobViews, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, listJobViews, resetWorkQueue } from "@/lib/jobs";
 import { createMcpRoute } from "@/lib/mcp";
 import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, sleep, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { eventually, keyCarrier, routeFetch } from "./support";
-import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Issue 30, point 4 (MCP): the client gives up a call (the SDK's AbortController on callTool sends
@@ -29,15 +29,7 @@ let restore: () => void;
 beforeAll(async () => {
   scan = (await longScan(PAGES)).pdf;
   restore = setEnv({ MAX_PDF_PAGES: "1" });
-  runner = new JobRunner({
-    store: getStore(),
-    queue: getWorkQueue()!,
-    settings: jobSettings({}, getEnv()),
-    name: "mcp-cancel",
-    pool,
-    languages: getEnv().OCR_LANGUAGES,
-  });
-  runner.start();
+  runner = startTestRunner("mcp-cancel", pool);
 }, 60_000);
 afterAll(async () => {
   restore();

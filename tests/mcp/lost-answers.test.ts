@@ -1,7 +1,7 @@
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport as SseV1 } from "@modelcontextprotocol/sdk/client/sse.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { JobRunner, getWorkQueue, jobSettings, listJobViews, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, listJobViews, resetWorkQueue } from "@/lib/jobs";
 import { createMcpRoute } from "@/lib/mcp";
 import { extractTextOutputSchema, getExtractionOutputSchema } from "@/lib/mcp/jobs";
 import { longScan } from "@/scripts/make-fixtures";
@@ -18,8 +18,9 @@ import {
   toolResultSchema,
   type Handlers,
 } from "./support";
-import { getEnv } from "@/lib/env";
+
 import { getStore } from "@/lib/store";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Issue 29, point 1: an `extract_text` over the legacy SSE transport whose document became a job, and whose stream
@@ -146,15 +147,7 @@ describe("a long scan over SSE whose stream closes while its job reads", () => {
       // The job goes on (a retry finds it).
       expect(jobs[0]!.status).toBe("queued");
 
-      runner = new JobRunner({
-        store: getStore(),
-        queue: getWorkQueue()!,
-        settings: jobSettings({}, getEnv()),
-        name: "lost-answers",
-        pool,
-        languages: getEnv().OCR_LANGUAGES,
-      });
-      runner.start();
+      runner = startTestRunner("lost-answers", pool);
       // The SDK reconnects its stream by itself; the retry is the same call (a new JSON-RPC id) with the same key.
       await eventually(() => streams.opened() >= 2);
       const retried = toolResultSchema.parse(await client.callTool(callArgs(), undefined, { timeout: 60_000 }));

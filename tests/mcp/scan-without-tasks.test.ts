@@ -1,14 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { JobRunner, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, resetWorkQueue } from "@/lib/jobs";
 import { createMcpRoute } from "@/lib/mcp";
 import { extractTextOutputSchema, getExtractionOutputSchema } from "@/lib/mcp/jobs";
 import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, setEnv, withStore } from "../api/support";
 import { createTestPool } from "../support/ocr";
 import { connectClient, toolResultSchema, type McpClient } from "./support";
-import { getEnv } from "@/lib/env";
-import { getStore } from "@/lib/store";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Issue 30: an MCP client without tasks reads a 12-page scanned PDF end to end — `extract_text`, then `get_extraction`
@@ -29,15 +28,7 @@ let restore: () => void;
 beforeAll(async () => {
   scan = await longScan(PAGES);
   restore = setEnv({ MAX_PDF_PAGES: "4" });
-  runner = new JobRunner({
-    store: getStore(),
-    queue: getWorkQueue()!,
-    settings: jobSettings({}, getEnv()),
-    name: "scan-without-tasks",
-    pool,
-    languages: getEnv().OCR_LANGUAGES,
-  });
-  runner.start();
+  runner = startTestRunner("scan-without-tasks", pool);
 }, 60_000);
 afterAll(async () => {
   restore();

@@ -6,7 +6,7 @@ import { PDFDocument, StandardFonts } from "pdf-lib";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { characterErrorRate } from "@/bench/metrics";
-import { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, readJobResult, resetWorkQueue } from "@/lib/jobs";
 import { createMcpRoute } from "@/lib/mcp";
 import { extractTextOutputSchema, getExtractionOutputSchema } from "@/lib/mcp/jobs";
 import { longScan } from "@/scripts/make-fixtures";
@@ -24,6 +24,7 @@ import {
 } from "./support";
 import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Long documents over MCP, on a real Redis with BullMQ and a job runner of the test's own: a task-augmented
@@ -91,15 +92,7 @@ let document: LongDocument;
 
 beforeAll(async () => {
   document = await longMixedPdf();
-  runner = new JobRunner({
-    store: getStore(),
-    queue: getWorkQueue()!,
-    settings: jobSettings({}, getEnv()),
-    name: "mcp-tasks",
-    pool,
-    languages: getEnv().OCR_LANGUAGES,
-  });
-  runner.start();
+  runner = startTestRunner("mcp-tasks", pool);
 }, 120_000);
 afterAll(async () => {
   await runner.stop();
@@ -292,15 +285,7 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
       const restart = () => {
         if (restarted) return;
         restarted = true;
-        runner = new JobRunner({
-          store: getStore(),
-          queue: getWorkQueue()!,
-          settings: jobSettings({}, getEnv()),
-          name: `mcp-tasks-${transport}`,
-          pool,
-          languages: getEnv().OCR_LANGUAGES,
-        });
-        runner.start();
+        runner = startTestRunner(`mcp-tasks-${transport}`, pool);
       };
       try {
         const client = await taskClient(account, transport, handlers);
@@ -578,15 +563,7 @@ describe("clients without tasks", () => {
         { type: "text", text: expect.stringMatching(/no page of this selection is ready yet.*in a few seconds\.\]$/) },
       ]);
     } finally {
-      runner = new JobRunner({
-        store: getStore(),
-        queue: getWorkQueue()!,
-        settings: jobSettings({}, getEnv()),
-        name: "mcp-tasks-2",
-        pool,
-        languages: getEnv().OCR_LANGUAGES,
-      });
-      runner.start();
+      runner = startTestRunner("mcp-tasks-2", pool);
     }
 
     const MAX = 1_500;

@@ -5,7 +5,7 @@ import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as processRoute from "@/app/api/ocr/process/route";
 import * as workRoute from "@/app/api/internal/jobs/work/route";
 import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBody } from "@/lib/api/schemas";
-import { JobRunner, WORK_PATH, getWorkQueue, jobSettings, resetWorkQueue } from "@/lib/jobs";
+import { JobRunner, WORK_PATH, resetWorkQueue } from "@/lib/jobs";
 import { pageFailure } from "@/lib/jobs/lifecycle";
 import { getOcrPool } from "@/lib/ocr";
 import { getEnv } from "@/lib/env";
@@ -37,6 +37,7 @@ import { createTestPool } from "../support/ocr";
 import { waitForWindowRoom } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
 import packageJson from "@/package.json";
+import { startTestRunner } from "../support/jobs";
 
 /*
  * Webhooks end to end: jobs submitted through the route, ended by a real runner or a cancel, their events delivered
@@ -397,18 +398,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
     receiver = await startWebhookReceiver();
     startWebhookWorker(webhookSettings(FAST_WEBHOOKS));
     // Two runners race for the job's pages and its end.
-    runners = ["a", "b"].map(
-      (name) =>
-        new JobRunner({
-          store: getStore(),
-          queue: getWorkQueue()!,
-          settings: jobSettings({}, getEnv()),
-          name: `webhooks-${name}`,
-          pool,
-          languages: getEnv().OCR_LANGUAGES,
-        }),
-    );
-    for (const runner of runners) runner.start();
+    runners = ["a", "b"].map((name) => startTestRunner(`webhooks-${name}`, pool));
   }, 120_000);
   afterAll(async () => {
     for (const runner of runners) await runner.stop();
