@@ -48,7 +48,7 @@ export function buildSettings(env: Env, overrides: SettingsOverrides = {}): Sett
 }
 
 /** Two sets of overrides, section by section, `later` winning (`webhooks.breaker` merged too). */
-export function mergeOverrides(earlier: SettingsOverrides, later: SettingsOverrides): SettingsOverrides {
+function mergeOverrides(earlier: SettingsOverrides, later: SettingsOverrides): SettingsOverrides {
   const breaker = { ...earlier.webhooks?.breaker, ...later.webhooks?.breaker };
   return {
     jobs: { ...earlier.jobs, ...later.jobs },
@@ -71,9 +71,10 @@ export function installProcessSettings(overrides: SettingsOverrides): void {
 }
 
 /**
- * This process's settings for the configuration `env`: the constants, with the overrides its `main` installed.
- * Read by the entry points and the builders of process-wide singletons only (the work and delivery queues), as
- * `getEnv()` is.
+ * This process's settings for the configuration `env`: the constants, with the overrides its `main` installed and
+ * then `overrides` (a route instance's). Built by the entry points only — a route's wrapper, `services()`, a
+ * script's `main` — as `getEnv()` is read; the builders of process-wide singletons read the installed overrides of
+ * their own section (lib/settings/installed.ts).
  */
 export function processSettings(env: Env, overrides: SettingsOverrides = {}): Settings {
   const installed: SettingsOverrides = {
