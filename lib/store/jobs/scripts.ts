@@ -177,6 +177,15 @@ if status ~= 'queued' and status ~= 'running' then return {0, 0, status or ''} e
 local total = tonumber(redis.call('HGET', KEYS[1], 'pagesTotal') or '0')
 local done = tonumber(redis.call('HGET', KEYS[1], 'pagesDone') or '0')
 local failed = tonumber(redis.call('HGET', KEYS[1], 'pagesFailed') or '0')
+local final = 'succeeded'
+if ARGV[1] == 'cancel' then final = 'cancelled' elseif ARGV[1] == 'fail' or done == 0 then final = 'failed' end
+-- The first write frees memory and is one Redis allows when it is out of memory (ZREM, DEL): a script whose first
+-- write is allowed runs to its end. So a job that fails because Redis is full (its queue entry refused) still ends
+-- and gives its credits back at once, instead of waiting for the sweeper at its deadline (issue 39 point 16).
+redis.call('ZREM', KEYS[8], ARGV[8])
+if final ~= 'succeeded' then
+  for i = 11, #KEYS do redis.call('DEL', KEYS[i]) end
+end
 local unread = total - done - failed
 if unread > 0 then
   local queued = tonumber(redis.call('GET', KEYS[9]) or '0') or 0
@@ -184,7 +193,6 @@ if unread > 0 then
 end
 local refund = tonumber(redis.call('GET', KEYS[7]) or '') or 0
 redis.call('SET', KEYS[7], 'closed', 'PX', ARGV[7])
-redis.call('ZREM', KEYS[8], ARGV[8])
 if refund > 0 then
   local after = redis.call('INCRBY', KEYS[4], refund)
   redis.call('RPUSH', KEYS[5], ledger_entry(after, refund, refund, ARGV[5]))
@@ -192,8 +200,6 @@ if refund > 0 then
 else
   refund = 0
 end
-local final = 'succeeded'
-if ARGV[1] == 'cancel' then final = 'cancelled' elseif ARGV[1] == 'fail' or done == 0 then final = 'failed' end
 -- Nothing left to refund here: the sweeper refunded the reservation at its deadline (the ledger has it as
 -- \`expired\`), or every page was charged. Either way what came back is what was reserved and not used.
 local shown = refund
@@ -214,8 +220,8 @@ if final == 'succeeded' then
 else
   redis.call('ZREM', KEYS[10], file)
 end
-for i = 11, #KEYS do
-  if final == 'succeeded' then redis.call('PEXPIREAT', KEYS[i], ARGV[4]) else redis.call('DEL', KEYS[i]) end
+if final == 'succeeded' then
+  for i = 11, #KEYS do redis.call('PEXPIREAT', KEYS[i], ARGV[4]) end
 end
 return {1, refund, final}
 `;
