@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
+import { JOB_ACCOUNT_BYTES_FACTOR, getEnv } from "@/lib/env";
 import type { Store } from "@/lib/store";
 
 /** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */
@@ -71,17 +72,53 @@ export async function claimIdempotencyKey(
   return { status: "replay", response: storedResponseSchema.parse(JSON.parse(record.response)) };
 }
 
-/** Store the response of a claimed request for replays (24 h). False when the claim had expired meanwhile. */
+/**
+ * Store the response of a claimed request for replays (24 h). False when the claim had expired meanwhile. Its bytes
+ * count against the account's cap on what it keeps (job files, renderings, kept answers: `maxAccountBytes`, default
+ * the configuration's): past the cap, what is kept instead is a short `410 gone` saying the request was done and its
+ * answer not kept, so a retry is still not run (nor charged) twice.
+ */
 export async function completeIdempotencyKey(
   store: Store,
-  { userId, key, token, response }: { userId: string; key: string; token: string; response: StoredResponse },
-): Promise<boolean> {
-  return store.idempotency.completeIdempotency(
-    scopeOf(userId, key),
+  {
+    userId,
+    key,
     token,
-    JSON.stringify(storedResponseSchema.parse(response)),
-    IDEMPOTENCY_TTL_MS,
-  );
+    response,
+    maxAccountBytes = JOB_ACCOUNT_BYTES_FACTOR * getEnv().MAX_JOB_URL_BYTES,
+  }: { userId: string; key: string; token: string; response: StoredResponse; maxAccountBytes?: number },
+): Promise<boolean> {
+  const scope = scopeOf(userId, key);
+  let stored = JSON.stringify(storedResponseSchema.parse(response));
+  const counted = await store.jobs.keepBytes(userId, {
+    name: `i:${scope.slice(userId.length + 1)}`,
+    bytes: Buffer.byteLength(stored),
+    ttlMs: IDEMPOTENCY_TTL_MS,
+    maxAccountBytes,
+  });
+  if (!counted.ok) stored = JSON.stringify(notKept(response, Buffer.byteLength(stored), maxAccountBytes));
+  return store.idempotency.completeIdempotency(scope, token, stored, IDEMPOTENCY_TTL_MS);
+}
+
+/** What a replay answers when the request's answer was past the account's cap on what it keeps. */
+function notKept(response: StoredResponse, bytes: number, maxAccountBytes: number): StoredResponse {
+  const mb = (n: number) => `${(n / 1_000_000).toFixed(1)} MB`;
+  return {
+    status: 410,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      success: false,
+      error: {
+        code: "gone",
+        message:
+          `The request with this Idempotency-Key was done (answered ${response.status}), but its answer (${mb(bytes)}) ` +
+          `was not kept for replays: this account already keeps as much as it may (${mb(maxAccountBytes)} of job ` +
+          "files, results and answers, docs/api.md#limits). Nothing was charged now; send it with a new key to run " +
+          "it again.",
+      },
+      requestId: "",
+    }),
+  };
 }
 
 /** Give up a claim (the request failed in a way worth retrying) so the next retry runs again. */

@@ -8,6 +8,7 @@ import { fromEngineError } from "@/lib/process";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findJob } from "./service";
+import { jobSettings } from "./settings";
 import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
 
 /**
@@ -39,12 +40,16 @@ export async function readJobResult(
   // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:
   // a batch of 30 `tasks/result` parses it once).
   const variant = textVariant(record, wanted, options);
+  const cap = jobSettings({}, env).maxAccountBytes;
   return singleFlight(`part:${jobId}:${variant}`, async () => {
-    const kept = await keepRendering(store, record, variant, async () => {
+    const render = async () => {
       const part = await renderResultPart(store, record, wanted, options);
       return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
-    });
-    return JSON.parse(Buffer.from(await renderingBytes(store, jobId, variant, kept)).toString("utf8")) as JobResultPart;
+    };
+    const kept = await keepRendering(store, record, variant, cap, render);
+    // Gone between its record and its chunks (dropped for the account's newer renderings): made again, not kept.
+    const bytes = (await renderingBytes(store, jobId, variant, kept)) ?? (await rendering(record.userId, render)).bytes;
+    return JSON.parse(Buffer.from(bytes).toString("utf8")) as JobResultPart;
   });
 }
 
@@ -62,7 +67,7 @@ export async function readJobResultBody(
   const record = await findJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) {
-    const part = await renderResultPart(store, record, wanted, options);
+    const part = await rendering(record.userId, () => renderResultPart(store, record, wanted, options));
     const bytes = Buffer.from(JSON.stringify(part));
     return {
       body: streamOf(store, { bytes, chunks: 1, info: "", size: bytes.byteLength }, jobId, ""),
@@ -71,8 +76,9 @@ export async function readJobResultBody(
     };
   }
   const variant = textVariant(record, wanted, options);
+  const cap = jobSettings({}, env).maxAccountBytes;
   const kept = await singleFlight(`kept:${jobId}:${variant}`, () =>
-    keepRendering(store, record, variant, async () => {
+    keepRendering(store, record, variant, cap, async () => {
       const part = await renderResultPart(store, record, wanted, options);
       return { bytes: Buffer.from(JSON.stringify(part)), info: part.next ?? "" };
     }),
@@ -258,7 +264,7 @@ export async function readJobPdf(
   };
   const done = { pages: formatPageRanges(pages.map((page) => page.number)), missingPages };
   if (!isJobEnded(record)) {
-    const { bytes } = await render();
+    const { bytes } = await rendering(record.userId, render);
     return {
       ...done,
       bytes: bytes.byteLength,
@@ -268,7 +274,8 @@ export async function readJobPdf(
   // An ended job's PDF is the same at every read: made once (one making for the reads in flight here) and kept in the
   // store beside its pages; every read streams it from there.
   const variant = variantOf(`pdf|${done.pages}`);
-  const kept = await singleFlight(`kept:${jobId}:${variant}`, () => keepRendering(store, record, variant, render));
+  const cap = jobSettings({}, env).maxAccountBytes;
+  const kept = await singleFlight(`kept:${jobId}:${variant}`, () => keepRendering(store, record, variant, cap, render));
   return { ...done, bytes: kept.size, body: streamOf(store, kept, jobId, variant) };
 }
 
@@ -292,26 +299,39 @@ interface Kept {
 /** Rendering chunks kept in the store (the size of a job's source chunks: one value per Upstash request). */
 const RENDER_CHUNK_BYTES = 1024 * 1024;
 
-/** The kept rendering of `variant`, made (and kept until the job's results expire) when there is none. */
+/**
+ * The kept rendering of `variant`, made when there is none and kept until the job's results expire, counted against
+ * the account's cap (`maxAccountBytes`, with its job files and kept answers: docs/decisions.md, "What an account keeps
+ * counts against its cap"). Past the cap the account's renderings that expire first are dropped for it; when its files
+ * and kept answers leave no room, it is answered from memory and not kept.
+ */
 async function keepRendering(
   store: Store,
   record: JobRecord,
   variant: string,
+  maxAccountBytes: number,
   render: () => Promise<{ bytes: Uint8Array; info: string }>,
 ): Promise<Kept> {
   const jobs = store.jobs;
   const info = await jobs.getRenderingInfo(record.id, variant);
   if (info) return { chunks: info.chunks, size: info.bytes, info: info.info };
-  const made = await render();
+  const made = await rendering(record.userId, render);
   const ttlMs = record.expiresAt - Date.now();
   if (ttlMs > 1_000) {
     await jobs
-      .putRendering(record.id, variant, made.bytes, { chunkBytes: RENDER_CHUNK_BYTES, ttlMs, info: made.info })
-      .catch((error: unknown) =>
+      .putRendering(record.id, variant, made.bytes, {
+        chunkBytes: RENDER_CHUNK_BYTES,
+        ttlMs,
+        info: made.info,
+        userId: record.userId,
+        maxAccountBytes,
+      })
+      .catch((error: unknown) => {
         console.warn(
           `[jobs] a rendered result could not be kept (${error instanceof Error ? error.message : "error"})`,
-        ),
-      );
+        );
+        return false;
+      });
   }
   return {
     bytes: made.bytes,
@@ -321,11 +341,45 @@ async function keepRendering(
   };
 }
 
-async function renderingBytes(store: Store, jobId: string, variant: string, kept: Kept): Promise<Uint8Array> {
+/** A kept rendering's bytes; null when a chunk is gone (dropped for the account's newer renderings, or expired). */
+async function renderingBytes(store: Store, jobId: string, variant: string, kept: Kept): Promise<Uint8Array | null> {
   if (kept.bytes) return kept.bytes;
   const parts: Uint8Array[] = [];
-  for (let chunk = 0; chunk < kept.chunks; chunk++) parts.push(await readChunk(store, jobId, variant, chunk));
+  for (let chunk = 0; chunk < kept.chunks; chunk++) {
+    const part = await store.jobs.getRenderingChunk(jobId, variant, chunk);
+    if (!part) return null;
+    parts.push(part);
+  }
   return Buffer.concat(parts);
+}
+
+/**
+ * Renderings one account has in flight in this process at once; the others wait their turn. A rendering holds the
+ * job's pages and what it makes in memory (a searchable PDF also the job's file, and pdf-lib's copy of it), and a
+ * searchable PDF is made on the main thread: an account asking for many page subsets at once (or a batch of
+ * `tasks/result`) is read one after another, not all together (issue 39 point 14).
+ */
+export const RENDERINGS_PER_ACCOUNT = 1;
+
+const renderingTurns = new Map<string, { running: number; waiting: Array<() => void> }>();
+
+/** Run `work` (a rendering of `userId`'s) when the account has fewer than `RENDERINGS_PER_ACCOUNT` running here. */
+async function rendering<T>(userId: string, work: () => Promise<T>): Promise<T> {
+  let turns = renderingTurns.get(userId);
+  if (!turns) {
+    turns = { running: 0, waiting: [] };
+    renderingTurns.set(userId, turns);
+  }
+  const mine = turns;
+  if (mine.running >= RENDERINGS_PER_ACCOUNT) await new Promise<void>((resolve) => mine.waiting.push(resolve));
+  else mine.running++;
+  try {
+    return await work();
+  } finally {
+    const next = mine.waiting.shift();
+    if (next) next();
+    else if (--mine.running === 0) renderingTurns.delete(userId);
+  }
 }
 
 async function readChunk(store: Store, jobId: string, variant: string, chunk: number): Promise<Uint8Array> {

@@ -68,7 +68,8 @@ type KeptText = z.infer<typeof keptTextSchema>;
 
 /**
  * Keep the whole text of a synchronous `extract_text` answer whose text is longer than its `max_chars`, for as long as
- * a job's results are kept, and return the cursor of what comes after the first `delivered` characters.
+ * a job's results are kept, and return the cursor of what comes after the first `delivered` characters; null when the
+ * account's kept bytes are at their cap (nothing kept).
  */
 export async function keepAnswerText(
   store: Store,
@@ -76,9 +77,20 @@ export async function keepAnswerText(
   kept: KeptText,
   delivered: number,
   ttlMs: number,
-): Promise<string> {
+  /** The account's cap on what it keeps (job files, renderings, kept answers): `jobSettings().maxAccountBytes`. */
+  maxAccountBytes: number,
+): Promise<string | null> {
   const textId = `txt_${randomBytes(16).toString("base64url")}`;
-  if (!(await keepRecord(store, KEPT_TEXT, userId, textId, JSON.stringify(kept), ttlMs))) {
+  const value = JSON.stringify(kept);
+  // Counted against the account's cap with its job files and kept answers: past it, the rest is not kept (null).
+  const counted = await store.jobs.keepBytes(userId, {
+    name: `t:${textId}`,
+    bytes: Buffer.byteLength(value),
+    ttlMs,
+    maxAccountBytes,
+  });
+  if (!counted.ok) return null;
+  if (!(await keepRecord(store, KEPT_TEXT, userId, textId, value, ttlMs))) {
     throw new ApiError("internal_error", "The rest of the answer could not be kept", {
       cause: new Error(`duplicate text id ${textId}`),
     });

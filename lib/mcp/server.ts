@@ -286,7 +286,7 @@ export function buildServer(
     }
     options.onExtracted?.(result);
     try {
-      return await answerWithin(store, account.userId, result, input, options.settings.jobs.resultTtlMs);
+      return await answerWithin(store, account.userId, result, input, options.settings.jobs);
     } catch (error) {
       // The text was read and charged: it is answered whole rather than lost.
       console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));

@@ -35,8 +35,11 @@ export async function answerWithin(
   userId: string,
   result: ProcessDocumentResult,
   input: ExtractTextInput,
-  /** How long the rest is kept: as long as a job's results (`settings.jobs.resultTtlMs`). */
-  keepMs: number,
+  /**
+   * How long the rest is kept: as long as a job's results (`resultTtlMs`); and the account's cap on what it keeps
+   * (`maxAccountBytes`), which the rest counts against.
+   */
+  keep: { resultTtlMs: number; maxAccountBytes: number },
 ): Promise<CallToolResult> {
   const { response } = result;
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
@@ -50,13 +53,22 @@ export async function answerWithin(
     pageCount: response.pageCount,
     creditsUsed: response.creditsUsed,
   };
-  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, keepMs);
+  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, keep.resultTtlMs, keep.maxAccountBytes);
   const first = response.extractedText.slice(0, maxChars);
   const note =
-    `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
-    `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
-    "and so on while the answer has a nextCursor.]";
-  const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
+    nextCursor === null
+      ? `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters, ` +
+        "and the rest could not be kept: this account already keeps as much as it may (job files, results and " +
+        "answers, docs/api.md#limits). Ask again with a larger max_chars, or once its earlier jobs' results " +
+        "have expired.]"
+      : `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
+        `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
+        "and so on while the answer has a nextCursor.]";
+  const structured: ExtractTextOutput = {
+    ...response,
+    extractedText: first,
+    ...(nextCursor !== null && { nextCursor }),
+  };
   return {
     content: [
       { type: "text", text: first },

@@ -21,7 +21,9 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
   const sources = new ExpiringMap<Uint8Array>();
   /** Whose each stored file is, for the account's cap (entries go with their file). */
   const sourceOwners = new Map<string, { userId: string; bytes: number }>();
-  const storedBytes = (userId: string): { used: number; releasedAt: number | null } => {
+  /** What else each account keeps (renderings `r:…`, kept answers), counted against its cap with its files. */
+  const keptBytes = new Map<string, Map<string, { bytes: number; expiresAt: number; drop?: () => void }>>();
+  const storedBytes = (userId: string): { used: number; fixed: number; releasedAt: number | null } => {
     let used = 0;
     let releasedAt: number | null = null;
     for (const [jobId, owner] of sourceOwners) {
@@ -35,7 +37,39 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       const at = Date.now() + left;
       if (releasedAt === null || at < releasedAt) releasedAt = at;
     }
-    return { used, releasedAt };
+    let fixed = used;
+    for (const [name, entry] of keptBytes.get(userId) ?? []) {
+      if (entry.expiresAt <= Date.now()) {
+        keptBytes.get(userId)!.delete(name);
+        continue;
+      }
+      used += entry.bytes;
+      if (entry.drop) continue;
+      fixed += entry.bytes;
+      if (releasedAt === null || entry.expiresAt < releasedAt) releasedAt = entry.expiresAt;
+    }
+    return { used, fixed, releasedAt };
+  };
+  /** Room for `bytes` on the account (the renderings that expire first dropped for it), as the keepBytes script. */
+  const makeRoom = (userId: string, bytes: number, maxAccountBytes: number) => {
+    const { used, fixed, releasedAt } = storedBytes(userId);
+    if (fixed + bytes > maxAccountBytes) return { ok: false as const, used: fixed, releasedAt };
+    const droppable = [...(keptBytes.get(userId) ?? [])]
+      .filter(([, entry]) => entry.drop)
+      .sort(([, a], [, b]) => a.expiresAt - b.expiresAt);
+    let total = used;
+    for (const [name, entry] of droppable) {
+      if (total + bytes <= maxAccountBytes) break;
+      keptBytes.get(userId)!.delete(name);
+      entry.drop!();
+      total -= entry.bytes;
+    }
+    return { ok: true as const };
+  };
+  const countKept = (userId: string, name: string, entry: { bytes: number; expiresAt: number; drop?: () => void }) => {
+    const account = keptBytes.get(userId) ?? new Map();
+    account.set(name, entry);
+    keptBytes.set(userId, account);
   };
   const renderings = new ExpiringMap<{ chunks: Uint8Array[]; bytes: number; info: string }>();
 
@@ -201,8 +235,8 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
     },
 
     async putSource(jobId, bytes, { chunkBytes, pendingTtlMs, userId, maxAccountBytes }) {
-      const { used, releasedAt } = storedBytes(userId);
-      if (used + bytes.byteLength > maxAccountBytes) return { ok: false, used, releasedAt };
+      const room = makeRoom(userId, bytes.byteLength, maxAccountBytes);
+      if (!room.ok) return room;
       sources.set(jobId, bytes, pendingTtlMs);
       sourceOwners.set(jobId, { userId, bytes: bytes.byteLength });
       return { ok: true, chunks: Math.max(1, Math.ceil(bytes.byteLength / chunkBytes)) };
@@ -212,11 +246,27 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       return sources.get(jobId) ?? null;
     },
 
-    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info, userId, maxAccountBytes }) {
+      const name = `${jobId}:${variant}`;
+      keptBytes.get(userId)?.delete(`r:${name}`);
+      if (!makeRoom(userId, bytes.byteLength, maxAccountBytes).ok) return false;
       const chunks: Uint8Array[] = [];
       for (let offset = 0; offset < Math.max(1, bytes.byteLength); offset += chunkBytes)
         chunks.push(bytes.slice(offset, offset + chunkBytes));
-      renderings.set(`${jobId}:${variant}`, { chunks, bytes: bytes.byteLength, info }, ttlMs);
+      renderings.set(name, { chunks, bytes: bytes.byteLength, info }, ttlMs);
+      countKept(userId, `r:${name}`, {
+        bytes: bytes.byteLength,
+        expiresAt: Date.now() + ttlMs,
+        drop: () => renderings.delete(name),
+      });
+      return true;
+    },
+
+    async keepBytes(userId, { name, bytes, ttlMs, maxAccountBytes }) {
+      const room = makeRoom(userId, bytes, maxAccountBytes);
+      if (!room.ok) return room;
+      countKept(userId, name, { bytes, expiresAt: Date.now() + ttlMs });
+      return { ok: true };
     },
 
     async getRenderingInfo(jobId, variant) {

@@ -170,15 +170,27 @@ export interface JobStore {
   deleteSource(jobId: string, chunks: number, owner?: { userId: string; bytes: number }): Promise<void>;
   /**
    * Keep a finished job's result as rendered (`variant`: its format and pages) in chunks of at most `chunkBytes`, with
-   * `info` (what the answer needs beside the bytes), for `ttlMs`: it is read again instead of rendered again. The
-   * chunks are written first and the record naming them last, so a reader never sees part of one.
+   * `info` (what the answer needs beside the bytes), for `ttlMs`: it is read again instead of rendered again. Its bytes
+   * count against the account's cap (`maxAccountBytes`, with its job files and kept answers): past it, the account's
+   * renderings that expire first are deleted to make room (they can be made again), and when its files and kept
+   * answers alone leave no room, nothing is kept (false). The chunks are written first and the record naming them
+   * last, so a reader never sees part of one.
    */
   putRendering(
     jobId: string,
     variant: string,
     bytes: Uint8Array,
-    input: { chunkBytes: number; ttlMs: number; info: string },
-  ): Promise<void>;
+    input: { chunkBytes: number; ttlMs: number; info: string; userId: string; maxAccountBytes: number },
+  ): Promise<boolean>;
+  /**
+   * Count `bytes` that the account keeps elsewhere in the store for `ttlMs` (a kept answer: `name` says which, e.g.
+   * `t:{textId}`) against its cap, deleting its renderings that expire first when they are in the way. Refused
+   * (`ok: false`, nothing counted) when its job files and kept answers would pass `maxAccountBytes`.
+   */
+  keepBytes(
+    userId: string,
+    input: { name: string; bytes: number; ttlMs: number; maxAccountBytes: number },
+  ): Promise<{ ok: true } | { ok: false; used: number; releasedAt: number | null }>;
   /** What `putRendering` kept for `variant`: its chunk count, size and info; null when there is none (or it expired). */
   getRenderingInfo(jobId: string, variant: string): Promise<{ chunks: number; bytes: number; info: string } | null>;
   /** One chunk of a kept rendering, or null when it is gone. */
@@ -196,5 +208,5 @@ export interface PutSourceInput {
 
 export type PutSourceResult =
   | { ok: true; chunks: number }
-  /** Over the account's cap: `used` bytes are stored, the first of them released at `releasedAt` (epoch ms), if known. */
+  /** Over the account's cap (job files and kept answers; renderings are dropped first): `used` bytes are stored, the first of them released at `releasedAt` (epoch ms), if known. */
   | { ok: false; used: number; releasedAt: number | null };

@@ -8,7 +8,7 @@ import {
   createJobScript,
   endJobScript,
   failPageScript,
-  reserveSourceScript,
+  keepBytesScript,
   startJobScript,
   storePagesScript,
 } from "./scripts";
@@ -37,7 +37,7 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     storePages: redis.createScript<unknown>(storePagesScript),
     failPage: redis.createScript<unknown>(failPageScript),
     endJob: redis.createScript<unknown>(endJobScript),
-    reserveSource: redis.createScript<unknown>(reserveSourceScript),
+    keepBytes: redis.createScript<unknown>(keepBytesScript),
   };
   const chunkKeys = (jobId: string, chunks: number) =>
     Array.from({ length: chunks }, (_, chunk) => key.jobSource(jobId, chunk));
@@ -46,6 +46,43 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     if (keys.length > 0) await call("deleteSource", () => redis.del(...keys));
     if (owner)
       await call("deleteSource", () => redis.zrem(key.jobSourceBytes(owner.userId), sourceMember(jobId, owner.bytes)));
+  };
+  /** Delete kept renderings (members of an account's kept-bytes set, as the keepBytes script drops them). */
+  const dropRenderings = async (members: string[]) => {
+    const keys = members.flatMap((member) => {
+      const parsed = parseRenderingMember(member);
+      if (!parsed) return [];
+      return [
+        key.jobRendering(parsed.jobId, parsed.variant),
+        ...Array.from({ length: parsed.chunks }, (_, chunk) =>
+          key.jobRenderingChunk(parsed.jobId, parsed.variant, chunk),
+        ),
+      ];
+    });
+    if (keys.length > 0) await call("dropRenderings", () => redis.del(...keys));
+  };
+  /** Count `member` (its `bytes`) against the account's cap (./scripts.ts keepBytes); the renderings it displaced go. */
+  const keepBytes = async (
+    userId: string,
+    member: string,
+    bytes: number,
+    { ttlMs, maxAccountBytes }: { ttlMs: number; maxAccountBytes: number },
+  ): Promise<{ ok: true } | { ok: false; used: number; releasedAt: number | null }> => {
+    const now = Date.now();
+    const reply = await call("keepBytes", () =>
+      scripts.keepBytes.exec(
+        [key.jobSourceBytes(userId)],
+        [String(now), member, String(bytes), String(maxAccountBytes), String(now + ttlMs)],
+      ),
+    );
+    const [stored, used, first, ...dropped] = z
+      .tuple([integer, integer, integer])
+      .rest(z.union([z.string(), z.number()]).transform(String))
+      .parse(reply);
+    if (stored !== 1) return { ok: false, used, releasedAt: first >= 0 ? first : null };
+    // Deleted after they stopped counting: a failure here leaves them to expire with their job's results.
+    if (dropped.length > 0) await dropRenderings(dropped).catch(() => undefined);
+    return { ok: true };
   };
   const pageKeys = (jobId: string, userId: string) => [
     key.job(jobId),
@@ -237,16 +274,11 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     },
 
     async putSource(jobId, bytes, { chunkBytes, pendingTtlMs, userId, maxAccountBytes }) {
-      const now = Date.now();
-      const member = sourceMember(jobId, bytes.byteLength);
-      const reply = await call("putSource", () =>
-        scripts.reserveSource.exec(
-          [key.jobSourceBytes(userId)],
-          [String(now), member, String(bytes.byteLength), String(maxAccountBytes), String(now + pendingTtlMs)],
-        ),
-      );
-      const [stored, used, first] = z.tuple([integer, integer, integer]).parse(reply);
-      if (stored !== 1) return { ok: false, used, releasedAt: first >= 0 ? first : null };
+      const kept = await keepBytes(userId, sourceMember(jobId, bytes.byteLength), bytes.byteLength, {
+        ttlMs: pendingTtlMs,
+        maxAccountBytes,
+      });
+      if (!kept.ok) return kept;
 
       const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
       let written = 0;
@@ -294,20 +326,41 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
 
     deleteSource,
 
-    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info }) {
+    async putRendering(jobId, variant, bytes, { chunkBytes, ttlMs, info, userId, maxAccountBytes }) {
       const chunks = Math.max(1, Math.ceil(bytes.byteLength / chunkBytes));
-      for (let chunk = 0; chunk < chunks; chunk++) {
-        const part = Buffer.from(
+      const parts = Array.from({ length: chunks }, (_, chunk) =>
+        Buffer.from(
           bytes.buffer,
           bytes.byteOffset + chunk * chunkBytes,
           Math.min(chunkBytes, bytes.byteLength - chunk * chunkBytes),
-        );
-        await call("putRendering", () =>
-          redis.set(key.jobRenderingChunk(jobId, variant, chunk), part.toString("base64"), { px: ttlMs }),
-        );
+        ),
+      );
+      // What Redis holds: the bytes and a marker per chunk, or base64 text over Upstash's REST.
+      const stored = parts.reduce(
+        (sum, part) => sum + (binary ? part.byteLength + 1 : 4 * Math.ceil(part.byteLength / 3)),
+        0,
+      );
+      const member = renderingMember(jobId, variant, chunks, stored);
+      const kept = await keepBytes(userId, member, stored, { ttlMs, maxAccountBytes });
+      if (!kept.ok) return false;
+      try {
+        for (const [chunk, part] of parts.entries()) {
+          const target = key.jobRenderingChunk(jobId, variant, chunk);
+          if (binary) await call("putRendering", () => binary.set(target, withRawMarker(part), ttlMs));
+          else await call("putRendering", () => redis.set(target, part.toString("base64"), { px: ttlMs }));
+        }
+        const record = JSON.stringify({ chunks, bytes: bytes.byteLength, info });
+        await call("putRendering", () => redis.set(key.jobRendering(jobId, variant), record, { px: ttlMs }));
+      } catch (error) {
+        await dropRenderings([member]).catch(() => undefined);
+        await call("putRendering", () => redis.zrem(key.jobSourceBytes(userId), member)).catch(() => undefined);
+        throw error;
       }
-      const record = JSON.stringify({ chunks, bytes: bytes.byteLength, info });
-      await call("putRendering", () => redis.set(key.jobRendering(jobId, variant), record, { px: ttlMs }));
+      return true;
+    },
+
+    async keepBytes(userId, { name, bytes, ttlMs, maxAccountBytes }) {
+      return keepBytes(userId, `${name}:${bytes}`, bytes, { ttlMs, maxAccountBytes });
     },
 
     async getRenderingInfo(jobId, variant) {
@@ -317,10 +370,25 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     },
 
     async getRenderingChunk(jobId, variant, chunk) {
-      const reply = await call("getRenderingChunk", () => redis.get(key.jobRenderingChunk(jobId, variant, chunk)));
+      const target = key.jobRenderingChunk(jobId, variant, chunk);
+      if (binary) {
+        const reply = await call("getRenderingChunk", () => binary.get(target));
+        return reply === null ? null : new Uint8Array(fromStoredChunk(reply));
+      }
+      const reply = await call("getRenderingChunk", () => redis.get(target));
       return typeof reply === "string" ? new Uint8Array(Buffer.from(reply, "base64")) : null;
     },
   };
+}
+
+/** A kept rendering's member in its account's kept-bytes set: `r:`, where it is, and the bytes Redis holds for it. */
+function renderingMember(jobId: string, variant: string, chunks: number, bytes: number): string {
+  return `r:${jobId}:${variant}:${chunks}:${bytes}`;
+}
+
+function parseRenderingMember(member: string): { jobId: string; variant: string; chunks: number } | null {
+  const match = /^r:(job_[A-Za-z0-9_-]+):([A-Za-z0-9_-]+):(\d+):\d+$/.exec(member);
+  return match ? { jobId: match[1]!, variant: match[2]!, chunks: Number(match[3]) } : null;
 }
 
 /** A job file's member in its account's job-files set: the id and the size, which the scripts add up. */

@@ -24,24 +24,49 @@ const extendFiles = (set: string) => `local longest = redis.call('ZRANGE', ${set
 const extendFilesSet = extendFiles("KEYS[9]");
 
 /**
- * reserveSource — count a job's file against its account's stored files, or refuse it.
- * KEYS: [1] the account's job-files sorted set (member `{jobId}:{bytes}`, score: when the file goes)
- * ARGV: [1] now (epoch ms), [2] member, [3] bytes, [4] the account's cap, [5] when the pending file goes (epoch ms)
- * Returns: {1, used after, -1} | {0, used, when the first file goes (or -1)}
+ * keepBytes — count something an account makes the store keep (a job's file, a kept rendering, a kept answer) against
+ * the account's cap, or refuse it. Kept renderings (members starting `r:`) can be made again: the ones that expire
+ * first are dropped to make room, and their members come back in the reply so that the caller deletes their keys.
+ * Everything else (job files, kept answers) is never dropped: past the cap, the new one is refused.
+ * KEYS: [1] the account's kept-bytes sorted set (member `{name}:{bytes}`, score: when it goes)
+ * ARGV: [1] now (epoch ms), [2] member, [3] bytes, [4] the account's cap, [5] when the member goes (epoch ms)
+ * Returns: {1, used after, -1, dropped members…} | {0, bytes kept that cannot be dropped, when the first of them goes
+ *          (or -1)}
  */
-export const reserveSourceScript = `
+export const keepBytesScript = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-local used = 0
-for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  used = used + (tonumber(string.match(member, ':(%d+)$')) or 0)
+local need = tonumber(ARGV[3])
+local cap = tonumber(ARGV[4])
+local used, fixed, first = 0, 0, -1
+local droppable = {}
+local members = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #members, 2 do
+  local member = members[i]
+  if member ~= ARGV[2] then
+    local size = tonumber(string.match(member, ':(%d+)$')) or 0
+    used = used + size
+    if string.sub(member, 1, 2) == 'r:' then
+      table.insert(droppable, member)
+    else
+      fixed = fixed + size
+      if first < 0 then first = tonumber(members[i + 1]) end
+    end
+  end
 end
-if used + tonumber(ARGV[3]) > tonumber(ARGV[4]) then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, used, tonumber(first[2]) or -1}
+if fixed + need > cap then return {0, fixed, first} end
+local reply = {1, 0, -1}
+local next = 1
+while used + need > cap and droppable[next] do
+  local member = droppable[next]
+  redis.call('ZREM', KEYS[1], member)
+  used = used - (tonumber(string.match(member, ':(%d+)$')) or 0)
+  table.insert(reply, member)
+  next = next + 1
 end
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[2])
 ${extendFiles("KEYS[1]")}
-return {1, used + tonumber(ARGV[3]), -1}
+reply[2] = used + need
+return reply
 `;
 
 export const createJobScript = `${ledgerEntryHelper}
