@@ -146,7 +146,10 @@ export async function queueJob(
 /** How much longer than its submission's deadline a job's file, written before the job, lives without it. */
 const SOURCE_PENDING_GRACE_MS = 5 * 60_000;
 
-/** `429`: the account's stored job files and this one would pass `jobSettings().maxAccountBytes` (twice `MAX_JOB_URL_BYTES`). */
+/**
+ * `429`: the account's stored job files and kept answers and this one would pass `jobSettings().maxAccountBytes` (twice
+ * `MAX_JOB_URL_BYTES`; its kept renderings were dropped first).
+ */
 function accountFilesFull(
   bytes: number,
   { used, releasedAt }: { used: number; releasedAt: number | null },
@@ -156,7 +159,8 @@ function accountFilesFull(
   const when = releasedAt === null ? "" : ` The first of them is released at ${new Date(releasedAt).toISOString()}.`;
   return new ApiError(
     "rate_limited",
-    `This account's jobs already hold ${formatMegabytes(used)} of files (queued, running, or kept with their results), and ` +
+    `This account's jobs already hold ${formatMegabytes(used)} of files (queued, running, or kept with their results) ` +
+      "and kept answers, and " +
       `this one (${formatMegabytes(bytes)}) would pass the ${formatMegabytes(max)} they may hold (twice MAX_JOB_URL_BYTES).${when} ` +
       "Submit it when earlier jobs have ended (a failed or cancelled job's file goes at once), or read it synchronously " +
       "(POST /api/ocr/process) if it fits one request. Nothing was charged.",
