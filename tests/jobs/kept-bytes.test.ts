@@ -7,7 +7,7 @@ import { claimIdempotencyKey, completeIdempotencyKey } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { encodePage } from "@/lib/jobs/payload";
 import { keepAnswerText } from "@/lib/mcp/extraction-slices";
-import { getStore } from "@/lib/store";
+import { createMemoryStore, getStore } from "@/lib/store";
 import { createAccount, withStore, type TestAccount } from "../api/support";
 import { TEST_REDIS_URL } from "../support/redis";
 
@@ -253,5 +253,43 @@ describe("kept answers count against the account's cap (issue 39 point 11)", () 
     if (second.status !== "replay") throw new Error("no replay");
     expect(JSON.parse(second.response.body)).toMatchObject({ error: { code: "gone", message: /was not kept/ } });
     expect(await counted(account.userId)).toBeLessThanOrEqual(CAP);
+  });
+});
+
+describe.each(["memory", "redis"] as const)("the %s store's count of what an account keeps", (kind) => {
+  const jobStore = () => (kind === "memory" ? createMemoryStore() : getStore()).jobs;
+  const bytes = (n: number) => new Uint8Array(n).fill(7);
+  const input = (userId: string) => ({
+    chunkBytes: 30_000,
+    ttlMs: 600_000,
+    info: "",
+    userId,
+    maxAccountBytes: 100_000,
+  });
+
+  it("renderings make room for each other, oldest-expiring first; files and kept answers are never dropped", async () => {
+    const jobs = jobStore();
+    const userId = `usr_${randomBytes(6).toString("hex")}`;
+    const job = `job_${randomBytes(16).toString("base64url")}`;
+    expect(await jobs.putRendering(job, "a", bytes(40_000), { ...input(userId), ttlMs: 300_000 })).toBe(true);
+    expect(await jobs.putRendering(job, "b", bytes(40_000), input(userId))).toBe(true);
+    // A third passes the cap: "a" (the one that goes first) is deleted for it, "b" stays.
+    expect(await jobs.putRendering(job, "c", bytes(40_000), input(userId))).toBe(true);
+    expect(await jobs.getRenderingInfo(job, "a")).toBeNull();
+    expect(await jobs.getRenderingChunk(job, "a", 0)).toBeNull();
+    expect(await jobs.getRenderingInfo(job, "b")).toMatchObject({ bytes: 40_000, chunks: 2 });
+    expect(Buffer.from((await jobs.getRenderingChunk(job, "c", 1))!).equals(Buffer.from(bytes(10_000)))).toBe(true);
+    // A kept answer takes the renderings' room; then a rendering finds none and is not kept.
+    expect(
+      await jobs.keepBytes(userId, { name: "t:x", bytes: 90_000, ttlMs: 600_000, maxAccountBytes: 100_000 }),
+    ).toEqual({ ok: true });
+    expect(await jobs.getRenderingInfo(job, "b")).toBeNull();
+    expect(await jobs.getRenderingInfo(job, "c")).toBeNull();
+    expect(await jobs.putRendering(job, "d", bytes(40_000), input(userId))).toBe(false);
+    expect(await jobs.getRenderingInfo(job, "d")).toBeNull();
+    // And a second kept answer past the cap is refused, saying what is kept.
+    expect(
+      await jobs.keepBytes(userId, { name: "t:y", bytes: 20_000, ttlMs: 600_000, maxAccountBytes: 100_000 }),
+    ).toMatchObject({ ok: false, used: 90_000 });
   });
 });

@@ -55,13 +55,13 @@ for i = 1, #members, 2 do
 end
 if fixed + need > cap then return {0, fixed, first} end
 local reply = {1, 0, -1}
-local next = 1
-while used + need > cap and droppable[next] do
-  local member = droppable[next]
+local at = 1
+while used + need > cap and droppable[at] do
+  local member = droppable[at]
   redis.call('ZREM', KEYS[1], member)
   used = used - (tonumber(string.match(member, ':(%d+)$')) or 0)
   table.insert(reply, member)
-  next = next + 1
+  at = at + 1
 end
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[2])
 ${extendFiles("KEYS[1]")}
