@@ -1,7 +1,7 @@
 // What reads of an ended job make Redis keep, and what they cost the server (issue 39 points 11 and 14), on a built
 // server: `SERVER_DIR=/path/to/checkout npx tsx --conditions=react-server bench/kept-bytes.ts` starts that checkout's
 // `.next/standalone` on the test Redis (REDIS_URL, default 127.0.0.1:6379) under a prefix of its own (deleted at the
-// end), with MAX_JOB_URL_BYTES=25000000 (so the account's cap is 50 MB), and
+// end), with MAX_JOB_URL_BYTES=25000000 (so the account's cap is 50 MB), and (ONLY=pdf: the second only)
 // - makes an ended text job of PAGES (default 200) pages of ~20 KB of boxed words (≈ 4 MB of text) in the store, then
 //   reads it READS (default 60) times, each a page subset of its own (`pages=1-141` … `1-200`): Redis bytes kept for
 //   the job's renderings and `used_memory` before/after, the server's peak RSS;
@@ -182,6 +182,20 @@ const get = (p: string) => fetch(`${server.url}${p}`, { headers: { "x-api-key": 
 
 try {
   console.log(`server: ${SERVER_DIR} (pid ${server.pid}); account cap 50 MB`);
+  if (process.env.ONLY !== "pdf") await textReads();
+  await pdfReads();
+} finally {
+  await server.stop();
+  await getStore().close();
+  let deleted = 0;
+  for await (const keys of redis.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 }))
+    if (keys.length > 0) deleted += await redis.del(keys);
+  console.log(`deleted ${deleted} keys under ${prefix}`);
+  redis.destroy();
+}
+process.exit(0);
+
+async function textReads(): Promise<void> {
   const textJob = await makeJob(PAGES, { bytes: new Uint8Array(16), type: "png" });
   const usedBefore = await usedMemoryMb();
   const rss = peakRss(server.pid);
@@ -203,7 +217,9 @@ try {
       `renderings kept ${textKept.renderings} = ${textKept.mb} MB (${(textKept.mb / READS).toFixed(2)} MB per read); ` +
       `Redis used_memory ${usedBefore} → ${usedAfter} MB; server RSS ${rssBefore} → peak ${textRss.stop()} MiB`,
   );
+}
 
+async function pdfReads(): Promise<void> {
   const doc = await PDFDocument.create();
   for (let n = 1; n <= 8; n++) doc.addPage([595, 842]).drawText(`PDF PAGE ${n}`, { x: 50, y: 780, size: 20 });
   const padding = doc.context.flateStream(randomBytes(PDF_MB * MiB), {});
@@ -229,13 +245,4 @@ try {
       `(all ${Math.round(performance.now() - startedPdf)} ms); server RSS ${pdfBefore} → peak ${pdfRss.stop()} MiB; ` +
       `renderings kept ${pdfKept.renderings} = ${pdfKept.mb} MB`,
   );
-} finally {
-  await server.stop();
-  await getStore().close();
-  let deleted = 0;
-  for await (const keys of redis.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 }))
-    if (keys.length > 0) deleted += await redis.del(keys);
-  console.log(`deleted ${deleted} keys under ${prefix}`);
-  redis.destroy();
 }
-process.exit(0);
