@@ -63,7 +63,12 @@ export async function readJobPageView(
 }
 
 /** The words of every page of the job read so far (at most `limit` pages), in page order, marked for review. */
-export async function readJobPagesRead(store: Store, jobId: string, selected: number[], limit: number): Promise<OcrPage[]> {
+export async function readJobPagesRead(
+  store: Store,
+  jobId: string,
+  selected: number[],
+  limit: number,
+): Promise<OcrPage[]> {
   const pages = selected.slice(0, limit);
   const payloads = await store.jobs.getPages(jobId, pages);
   return payloads.flatMap((payload) => (payload ? [publicPage(decodePage(payload).page)] : []));
@@ -114,7 +119,13 @@ export async function readJobPageImage(
   }
 }
 
-function publicPage({ lineStyles: _lineStyles, trace: _trace, rotation = 0, skew = 0, ...page }: ExtractedPage): OcrPage {
+function publicPage({
+  lineStyles: _lineStyles,
+  trace: _trace,
+  rotation = 0,
+  skew = 0,
+  ...page
+}: ExtractedPage): OcrPage {
   return markReview({ ...page, rotation, skew });
 }
 

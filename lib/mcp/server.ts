@@ -428,7 +428,14 @@ export function buildServer(
         toOcrRequest({ image_source: input.image_source, pages: input.pages, output_format: "json" }),
         context,
       );
-      return await showExtraction(store, options.env, account.userId, view.jobId, input.page, `Reading it as job ${view.jobId}.`);
+      return await showExtraction(
+        store,
+        options.env,
+        account.userId,
+        view.jobId,
+        input.page,
+        `Reading it as job ${view.jobId}.`,
+      );
     } catch (error) {
       return toolFailure(error, callId, SHOW_EXTRACTION);
     }

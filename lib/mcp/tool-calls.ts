@@ -68,7 +68,8 @@ export function serveTools(server: McpServer, tools: ServedTool[]): void {
   const outputJsonSchemas = new Map(
     tools.map((tool) => [tool.name, z.toJSONSchema(tool.outputSchema) as Record<string, unknown>]),
   );
-  const names = tools.map((tool) => tool.name).join(" and ");
+  const listed = tools.map((tool) => tool.name);
+  const names = listed.length > 1 ? `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)}` : listed.join("");
 
   server.server.removeRequestHandler("tools/call");
   server.server.setRequestHandler("tools/call", async (request, ctx) => {

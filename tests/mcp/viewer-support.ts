@@ -14,7 +14,7 @@ export async function viewerDocument(): Promise<Uint8Array> {
   for (const [index, lines] of VIEWER_PAGES.entries()) {
     const jpeg =
       index === 0
-        ? degradedPrint(lines, { shrink: 0.5, noise: 70, quality: 35, ink: 0x9a })
+        ? degradedPrint(lines, { px: 18, shrink: 0.55 })
         : degradedPrint(lines, { px: 22, shrink: 1, noise: 0, ink: 0x10, paper: 0xff, quality: 90 });
     const image = await pdf.embedJpg(jpeg);
     const page = pdf.addPage([image.width * 0.75, image.height * 0.75]);

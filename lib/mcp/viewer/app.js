@@ -70,8 +70,10 @@
   }
 
   function reviewLine(review) {
-    if (!review.words) return "No word needs a second look so far.";
-    return `${review.spans} span${review.spans === 1 ? "" : "s"} (${review.words} word${review.words === 1 ? "" : "s"}) need a second look.`;
+    if (!review.pagesChecked) return "";
+    if (!review.words) return `No word needs a second look on the ${review.pagesChecked} page(s) read.`;
+    const spans = `${review.spans} span${review.spans === 1 ? "" : "s"}`;
+    return `${spans} (${review.words} word${review.words === 1 ? "" : "s"}) on the ${review.pagesChecked} page(s) read need a second look.`;
   }
 
   async function showPage(page) {
@@ -139,7 +141,8 @@
       img.hidden = true;
     }
     if (data.pageStatus === "pending") setStatus(`Page ${data.page} is still being read…`);
-    else if (data.pageStatus === "failed") setStatus(`Page ${data.page} could not be read: ${data.failure ? data.failure.message : ""}`);
+    else if (data.pageStatus === "failed")
+      setStatus(`Page ${data.page} could not be read: ${data.failure ? data.failure.message : ""}`);
     else setStatus(data.imageError ? `No image: ${data.imageError}` : "");
     const lines = words(data.content);
     const svg = "http://www.w3.org/2000/svg";
@@ -178,8 +181,7 @@
       }
       text.append(row);
     }
-    $("counts").textContent =
-      data.pageStatus === "done" ? `${count} words, ${flagged} to check on this page` : "";
+    $("counts").textContent = data.pageStatus === "done" ? `${count} words, ${flagged} to check on this page` : "";
     document.body.dataset.words = String(count);
     describe(null, null);
   }
@@ -195,7 +197,8 @@
     const [x0, y0, x1, y1] = word.bbox;
     const pct = (value) => `${Math.round(value * 100)}%`;
     let line = `“${word.text}” · confidence ${Math.round(word.confidence)} · at ${pct(x0)} from the left, ${pct(y0)} from the top (${pct(x1 - x0)} × ${pct(y1 - y0)})`;
-    if (word.review) line += word.alternative ? ` · check it: the other reader read “${word.alternative}”` : " · check it";
+    if (word.review)
+      line += word.alternative ? ` · check it: the other reader read “${word.alternative}”` : " · check it";
     $("info").textContent = line;
   }
 
@@ -224,10 +227,11 @@
   $("next").addEventListener("click", () => state.next !== null && void showPage(state.next));
   $("copy").addEventListener("click", () => void copyText());
 
+  // The content's height (not the frame's: that would never let the host shrink it).
   new ResizeObserver(() => {
-    const { scrollWidth: width, scrollHeight: height } = document.documentElement;
-    notify("ui/notifications/size-changed", { width, height });
-  }).observe(document.documentElement);
+    const box = document.body.getBoundingClientRect();
+    notify("ui/notifications/size-changed", { width: Math.ceil(box.width), height: Math.ceil(box.height) });
+  }).observe(document.body);
 
   request("ui/initialize", {
     protocolVersion: PROTOCOL,

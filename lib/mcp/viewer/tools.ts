@@ -1,7 +1,7 @@
 import type { CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { RESOURCE_MIME_TYPE, registerAppResource } from "@modelcontextprotocol/ext-apps/server";
 import { z } from "zod";
-import { ApiError } from "@/lib/api/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
 import { readJobPageImage, readJobPagesRead, readJobPageView, type JobPageView } from "@/lib/jobs";
 import type { OcrPage } from "@/lib/ocr/model";
@@ -250,7 +250,7 @@ export async function viewerPage(
     structured.image = { mimeType: image.mimeType, width: image.width, height: image.height };
     content.push({ type: "image", mimeType: image.mimeType, data: Buffer.from(image.bytes).toString("base64") });
   } catch (error) {
-    if (!(error instanceof ApiError) || error.code === "internal_error") throw error;
+    if (!isApiError(error) || error.code === "internal_error") throw error;
     structured.imageError = error.message;
   }
   return { content, structuredContent: structured };

@@ -368,7 +368,8 @@ export class Engine {
           }
         }
         releaseSource(canvas);
-        if (w <= 64) throw new OcrError("unreadable", `Page ${job.number} could not be drawn within ${job.maxBytes} bytes`);
+        if (w <= 64)
+          throw new OcrError("unreadable", `Page ${job.number} could not be drawn within ${job.maxBytes} bytes`);
         scale *= 0.7;
       }
     } finally {
