@@ -6,6 +6,7 @@ import { createMcpRoute } from "@/lib/mcp";
 import { VIEWER_SCRIPT } from "@/lib/mcp/viewer/app-script";
 import { VIEWER_HTML } from "@/lib/mcp/viewer/html";
 import { VIEWER_URI } from "@/lib/mcp/viewer/tools";
+import { toPublicDocument, type ExtractedPage } from "@/lib/ocr/model/document";
 import { createAccount, expectLedgerConsistent, withStore } from "../api/support";
 import { startTestRunner } from "../support/jobs";
 import { createTestPool } from "../support/ocr";
@@ -62,6 +63,52 @@ async function readPage(mcp: McpClient, jobId: string, page: number): Promise<{ 
     await new Promise((resolve) => setTimeout(resolve, 1_500));
   }
 }
+
+describe("review marks", () => {
+  const word = (text: string, confidence: number, alternative?: string) => ({
+    text,
+    confidence,
+    bbox: [0, 0, 0.1, 0.1] as [number, number, number, number],
+    ...(alternative !== undefined && { alternative }),
+  });
+  const page = (source: "ocr" | "text-layer", words: ReturnType<typeof word>[]): ExtractedPage => ({
+    number: 1,
+    width: 100,
+    height: 100,
+    source,
+    confidence: 80,
+    text: "",
+    blocks: [
+      {
+        text: "",
+        confidence: 80,
+        bbox: [0, 0, 1, 1],
+        lines: [{ text: "", confidence: 80, bbox: [0, 0, 1, 1], words }],
+      },
+    ],
+    lineStyles: [[{ size: 1 }]],
+  });
+
+  it("json words: low confidence or another reading is marked; punctuation and text layers are not", () => {
+    const words = [
+      word("TOTAL", 95),
+      word("3.55", 41),
+      word("Milk", 92, "Mik"),
+      word("--", 10),
+      word("EUR", 93, "EUR"),
+    ];
+    const [ocr] = toPublicDocument({ pages: [page("ocr", words)], pageCount: 1 }).pages;
+    expect(ocr!.blocks[0]!.lines[0]!.words.map((w) => [w.text, w.review ?? false, w.alternative ?? null])).toEqual([
+      ["TOTAL", false, null],
+      ["3.55", true, null],
+      ["Milk", true, "Mik"],
+      ["--", false, null],
+      ["EUR", false, "EUR"],
+    ]);
+    const [layer] = toPublicDocument({ pages: [page("text-layer", [word("faint", 0)])], pageCount: 1 }).pages;
+    expect(layer!.blocks[0]!.lines[0]!.words[0]!.review).toBeUndefined();
+  });
+});
 
 describe("the viewer", () => {
   it("the HTML carries the script built from app.js (node scripts/build-viewer.mjs)", () => {
