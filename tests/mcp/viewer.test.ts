@@ -6,7 +6,7 @@ import { createMcpRoute } from "@/lib/mcp";
 import { VIEWER_SCRIPT } from "@/lib/mcp/viewer/app-script";
 import { VIEWER_HTML } from "@/lib/mcp/viewer/html";
 import { VIEWER_URI } from "@/lib/mcp/viewer/tools";
-import { toPublicDocument, type ExtractedPage } from "@/lib/ocr/model/document";
+import { REVIEW_BELOW, toPublicDocument, type ExtractedPage } from "@/lib/ocr/model/document";
 import { createAccount, expectLedgerConsistent, withStore } from "../api/support";
 import { startTestRunner } from "../support/jobs";
 import { createTestPool } from "../support/ocr";
@@ -181,9 +181,9 @@ describe("the viewer", () => {
     // The poor print has words to check; each marked word's confidence is low (or it has another reading).
     const marked = words.filter((word) => word.review);
     expect(marked.length, JSON.stringify(words.map((w) => [w.text, w.confidence]))).toBeGreaterThan(0);
-    for (const word of marked) expect(word.confidence < 70 || word.alternative !== undefined).toBe(true);
+    for (const word of marked) expect(word.confidence < REVIEW_BELOW || word.alternative !== undefined).toBe(true);
     for (const word of words.filter((w) => !w.review && /[\p{L}\p{N}]/u.test(w.text))) {
-      expect(word.confidence).toBeGreaterThanOrEqual(70);
+      expect(word.confidence).toBeGreaterThanOrEqual(REVIEW_BELOW);
     }
     // The image: a JPEG at most 1000 px wide and 600 kB, drawn from the stored file.
     expect(first.page.image).toMatchObject({ mimeType: "image/jpeg" });

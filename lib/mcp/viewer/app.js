@@ -113,7 +113,7 @@
   function band(word) {
     if (word.review) return "review";
     if (word.confidence >= 90) return "high";
-    if (word.confidence >= 70) return "mid";
+    if (word.confidence >= 80) return "mid";
     return "low";
   }
 
