@@ -13,6 +13,7 @@
  *   --lang L          options.language for every file (default: the engine's default, auto)
  *   --filter S        only files whose path contains S
  *   --json FILE       write the results as JSON
+ *   --review          precision and recall of the words marked `review` (bench/review.ts)
  *   --text-dir DIR    write each document's text output to DIR/<name>.txt (to read the errors behind a score)
  *   --http URL --key K [--concurrency C]   drive a running service instead of the engine (see docs/benchmark.md)
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
@@ -84,6 +85,16 @@ interface PassResult {
 if (process.argv.includes("--load")) await (await import("./load")).loadMain(process.argv.slice(2));
 // --job: asynchronous jobs against the synchronous path (bench/jobs.ts lists its options).
 if (process.argv.includes("--job")) await (await import("./jobs")).jobsMain();
+// --review: how well `review` marks the wrong words, against the corpus's ground truth (bench/review.ts).
+if (process.argv.includes("--review")) {
+  await (
+    await import("./review")
+  ).reviewMain(
+    process.argv.slice(2),
+    path.resolve(process.env.OCR_BENCH_ROOT ?? path.resolve(import.meta.dirname, ".."), "../shared/corpus-dev"),
+  );
+  process.exit(0);
+}
 // --orientation: the sample's pages turned and skewed, against the upright page (bench/orientation.ts).
 if (process.argv.includes("--orientation")) {
   await (await import("./orientation")).orientationMain(process.argv.slice(2), ROOT);

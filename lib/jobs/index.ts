@@ -26,3 +26,12 @@ export {
   WORK_SIGNATURE_MAX_AGE_MS,
 } from "./workers";
 export { endJob } from "./lifecycle";
+export {
+  readJobPageImage,
+  readJobPagesRead,
+  readJobPageView,
+  VIEW_IMAGE_BYTES,
+  VIEW_IMAGE_WIDTH,
+  type JobPageView,
+  type ViewPageStatus,
+} from "./page-view";

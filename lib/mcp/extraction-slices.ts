@@ -48,6 +48,12 @@ function decodeCursor(cursor: string): Cursor {
   }
 }
 
+/** The job a `nextCursor` continues (the viewer opens it), or undefined for a kept answer's cursor or one without its job. */
+export function cursorJobId(cursor: string): string | undefined {
+  const decoded = decodeCursor(cursor);
+  return "job" in decoded ? decoded.job : undefined;
+}
+
 function badCursor(): ApiError {
   return new ApiError(
     "invalid_request",

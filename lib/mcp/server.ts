@@ -30,6 +30,24 @@ import {
   type GetExtractionOutput,
 } from "./jobs";
 import { readExtractionSlice } from "./extraction-slices";
+import {
+  SHOW_EXTRACTION,
+  SHOW_EXTRACTION_DESCRIPTION,
+  VIEWER_PAGE,
+  VIEWER_PAGE_DESCRIPTION,
+  jobToShow,
+  registerViewerResource,
+  showExtraction,
+  showExtractionInputSchema,
+  showExtractionMeta,
+  showExtractionOutputSchema,
+  viewerPage,
+  viewerPageInputSchema,
+  viewerPageMeta,
+  viewerPageOutputSchema,
+  type ShowExtractionInput,
+  type ViewerPageInput,
+} from "./viewer/tools";
 import type { JobView } from "@/lib/jobs";
 import {
   ANSWER_MARGIN_MS,
@@ -154,7 +172,8 @@ export function buildServer(
   const server = new McpServer(SERVER_INFO, {
     // `listChanged: false`: the tool list never changes, and a stateless server could not announce it anyway.
     // `tasks`: task-augmented `tools/call`, `tasks/list` and `tasks/cancel` (MCP 2025-11-25), over the jobs.
-    capabilities: { tools: { listChanged: false }, tasks: TASKS_CAPABILITY },
+    // `resources`: the viewer's `ui://` resource (an MCP App, ./viewer).
+    capabilities: { tools: { listChanged: false }, tasks: TASKS_CAPABILITY, resources: { listChanged: false } },
     supportedProtocolVersions: [...(options.protocolVersions ?? SUPPORTED_PROTOCOL_VERSIONS)],
   });
 
@@ -393,6 +412,53 @@ export function buildServer(
     return extractionResult(slice);
   };
 
+  const callShowExtraction = async (
+    input: ShowExtractionInput,
+    _request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult> => {
+    const { callId, index } = nextCallId();
+    try {
+      if (input.image_source === undefined) {
+        return await showExtraction(store, options.env, account.userId, jobToShow(input), input.page);
+      }
+      // A document to read and show: a job (charged as extract_text's), shown as its pages are read.
+      const context = jobContext(callId, { index, signal: ctx.mcpReq.signal });
+      const view = await submitToolJob(
+        toOcrRequest({ image_source: input.image_source, pages: input.pages, output_format: "json" }),
+        context,
+      );
+      return await showExtraction(
+        store,
+        options.env,
+        account.userId,
+        view.jobId,
+        input.page,
+        `Reading it as job ${view.jobId}.`,
+      );
+    } catch (error) {
+      return toolFailure(error, callId, SHOW_EXTRACTION);
+    }
+  };
+
+  const callViewerPage = async (
+    input: ViewerPageInput,
+    _request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult> => {
+    const { callId } = nextCallId();
+    const context = jobContext(callId, { index: 0, signal: ctx.mcpReq.signal });
+    try {
+      return await viewerPage(store, options.env, account.userId, input, {
+        deadline: context.deadline - ANSWER_MARGIN_MS,
+        ...(context.signal && { signal: context.signal }),
+      });
+    } catch (error) {
+      return toolFailure(error, callId, VIEWER_PAGE);
+    }
+  };
+
+  registerViewerResource(server);
   serveTools(server, [
     servedTool({
       name: TOOL_NAME,
@@ -427,6 +493,39 @@ export function buildServer(
         openWorldHint: false,
       },
       call: callGetExtraction,
+    }),
+    servedTool({
+      name: SHOW_EXTRACTION,
+      title: "Show the document (viewer)",
+      description: SHOW_EXTRACTION_DESCRIPTION,
+      inputSchema: showExtractionInputSchema,
+      outputSchema: showExtractionOutputSchema,
+      _meta: showExtractionMeta,
+      annotations: {
+        title: "Show the document (viewer)",
+        readOnlyHint: true,
+        destructiveHint: false,
+        // With image_source it reads (and charges) again.
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+      call: callShowExtraction,
+    }),
+    servedTool({
+      name: VIEWER_PAGE,
+      title: "Viewer page",
+      description: VIEWER_PAGE_DESCRIPTION,
+      inputSchema: viewerPageInputSchema,
+      outputSchema: viewerPageOutputSchema,
+      _meta: viewerPageMeta,
+      annotations: {
+        title: "Viewer page",
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      call: callViewerPage,
     }),
   ]);
 

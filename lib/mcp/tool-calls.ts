@@ -8,6 +8,7 @@ import {
   type ToolAnnotations,
   type ToolExecution,
 } from "@modelcontextprotocol/server";
+import { registerAppTool } from "@modelcontextprotocol/ext-apps/server";
 import { z } from "zod";
 import { describeZodError } from "@/lib/api/errors";
 
@@ -21,6 +22,8 @@ export interface ServedTool<Input = unknown> {
   /** Listed in `tools/list`; a result's `structuredContent` is projected on it. */
   outputSchema: z.ZodObject;
   annotations: ToolAnnotations;
+  /** The tool's `_meta`: an MCP App's `ui` (resource, visibility), registered with ext-apps' `registerAppTool`. */
+  _meta?: { ui: { resourceUri: string; visibility?: Array<"model" | "app"> } };
   /** `registerTool` takes none: set on the registered tool (e.g. `taskSupport`, MCP 2025-11-25). */
   execution?: ToolExecution;
   /**
@@ -49,22 +52,24 @@ export function servedTool<Input>(tool: ServedTool<Input>): ServedTool {
 export function serveTools(server: McpServer, tools: ServedTool[]): void {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   for (const tool of tools) {
-    const { name, call: _call, execution, inputSchema, outputSchema, ...config } = tool;
-    const registered = server.registerTool(
-      name,
-      { ...config, inputSchema: inputSchema as z.ZodObject, outputSchema },
-      async () => {
-        // Never called: `tools/call` is ours (below).
-        throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler of serveTools");
-      },
-    );
+    const { name, call: _call, execution, inputSchema, outputSchema, _meta, ...config } = tool;
+    const never = async (): Promise<CallToolResult> => {
+      // Never called: `tools/call` is ours (below).
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "served by the tools/call handler of serveTools");
+    };
+    const schemas = { inputSchema: inputSchema as z.ZodObject, outputSchema };
+    const registered =
+      _meta !== undefined
+        ? registerAppTool(server, name, { ...config, ...schemas, _meta }, never)
+        : server.registerTool(name, { ...config, ...schemas }, never);
     if (execution) registered.execution = execution;
   }
   // Each output schema as JSON Schema once (objects at the root, so the SDK passes `structuredContent` through unwrapped).
   const outputJsonSchemas = new Map(
     tools.map((tool) => [tool.name, z.toJSONSchema(tool.outputSchema) as Record<string, unknown>]),
   );
-  const names = tools.map((tool) => tool.name).join(" and ");
+  const listed = tools.map((tool) => tool.name);
+  const names = listed.length > 1 ? `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)}` : listed.join("");
 
   server.server.removeRequestHandler("tools/call");
   server.server.setRequestHandler("tools/call", async (request, ctx) => {

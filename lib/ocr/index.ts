@@ -12,7 +12,15 @@ export {
   type OpenEnv,
   type OpenedDocument,
 } from "./read";
-export { describeDocument, inspectJobPages, readJobPage, type DescribedDocument, type JobDocument } from "./job-pages";
+export {
+  describeDocument,
+  inspectJobPages,
+  readJobPage,
+  renderJobPagePreview,
+  type DescribedDocument,
+  type JobDocument,
+  type PagePreview,
+} from "./job-pages";
 export { pagedFormats, render } from "./render";
 export { renderSearchablePdf } from "./render/formats/pdf";
 export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";

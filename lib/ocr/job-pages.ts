@@ -202,3 +202,60 @@ function jobReadLimits(settings: OcrSettings): ReadLimits {
     maxWorkMs: settings.maxPdfWorkMs,
   };
 }
+
+/** A page of a job's document drawn for display (the MCP viewer): scaled, JPEG, bounded in bytes. */
+export interface PagePreview {
+  mimeType: "image/jpeg";
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * Draw page `number` of a job's document for display, in an inspect process: the page as sent (the stored page's word
+ * boxes are normalized to it), at most `maxWidth` pixels wide and `maxBytes` bytes. Nothing is recognized. The
+ * document is opened under its own name and released after, so a job's reading never shares it.
+ */
+export async function renderJobPagePreview(
+  document: JobDocument,
+  options: {
+    number: number;
+    maxWidth: number;
+    maxBytes: number;
+    deadline: number;
+    signal?: AbortSignal;
+    pool?: OcrPool;
+    tenant?: string;
+    /** The engine's settings. Default: the constants. */
+    ocr?: OcrSettings;
+  },
+): Promise<PagePreview> {
+  const pool = options.pool ?? getOcrPool();
+  const settings = options.ocr ?? ocrSettings();
+  const docId = `view_${randomBytes(9).toString("base64url")}`;
+  try {
+    return await pool.run(
+      "inspect",
+      {
+        kind: "render-preview",
+        doc: { id: docId, bytes: document.bytes },
+        type: document.type,
+        number: options.number,
+        maxWidth: options.maxWidth,
+        maxBytes: options.maxBytes,
+        limits: jobReadLimits(settings),
+      },
+      {
+        deadline: options.deadline,
+        signal: options.signal,
+        tenant: options.tenant,
+        ...(document.type === "pdf" && {
+          cpuBudgetMs: pdfWorkBudgetMs(document.bytes, settings.maxPdfWorkMs),
+          overBudget: `Drawing page ${options.number} of this PDF needs more processing than a page may take`,
+        }),
+      },
+    );
+  } finally {
+    pool.release(docId);
+  }
+}

@@ -158,6 +158,8 @@ describe("OAuth sign-in in headless Chromium", () => {
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
         "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
       ]);
       const body = expectExtracted(
         await client.callTool(
@@ -239,6 +241,8 @@ describe("OAuth sign-in in headless Chromium", () => {
       expect((await client.listTools(undefined, SLOW)).tools.map((tool) => tool.name)).toEqual([
         "extract_text",
         "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
       ]);
       const body = expectExtracted(
         await client.callTool(

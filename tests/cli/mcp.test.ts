@@ -70,13 +70,19 @@ describe("ocr mcp over Streamable HTTP", () => {
     const { client, stderr } = await startBridge(account.key);
     expect(client.getServerVersion()).toMatchObject({ name: "ocr-service", version: "2.0.0" });
     expect(client.getServerCapabilities()).toMatchObject({ tools: {} });
-    expect(client.getServerCapabilities()).not.toHaveProperty("resources");
+    // The upstream's capabilities, forwarded: the viewer's ui:// resource (issue 42) among them.
+    expect(client.getServerCapabilities()).toMatchObject({ resources: { listChanged: false } });
     expect(stderr()).toMatch(
       /ocr mcp: connected to http:\/\/127\.0\.0\.1:\d+\/api\/mcp over Streamable HTTP \(ocr-service 2\.0\.0\)/,
     );
 
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "extract_text",
+      "get_extraction",
+      "show_extraction",
+      "read_viewer_page",
+    ]);
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
     expect(tools[0]!.outputSchema?.type).toBe("object");
 
@@ -118,7 +124,7 @@ describe("ocr mcp over Streamable HTTP", () => {
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32602);
     expect((error as McpError).message).toBe(
-      'MCP error -32602: Unknown tool "read_minds": this server has extract_text and get_extraction',
+      'MCP error -32602: Unknown tool "read_minds": this server has extract_text, get_extraction, show_extraction and read_viewer_page',
     );
 
     server.current.requests.length = 0;
@@ -176,7 +182,12 @@ describe("ocr mcp falling back to SSE", () => {
     expect(stderr()).toMatch(/connected to .*\/api\/mcp over SSE \(ocr-service 2\.0\.0\)/);
 
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "extract_text",
+      "get_extraction",
+      "show_extraction",
+      "read_viewer_page",
+    ]);
     const body = expectExtracted(await extract(client, png, "json"));
     expect(JSON.parse(body.extractedText)).toHaveProperty("pages");
     expect(await account.balance()).toBe(9);

@@ -46,7 +46,12 @@ describe("Vercel AI SDK MCP client (redis store)", () => {
       open.push(client);
 
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect(tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
+      ]);
       expect(tools[0]!.description).toMatch(/read as an asynchronous job/);
 
       const body = expectExtracted(
@@ -66,7 +71,7 @@ describe("Vercel AI SDK MCP client (redis store)", () => {
 
       // What `generateText({ tools })` is given: the tool, with its schema, ready to run.
       const toolSet = await client.tools();
-      expect(Object.keys(toolSet)).toEqual(["extract_text", "get_extraction"]);
+      expect(Object.keys(toolSet)).toEqual(["extract_text", "get_extraction", "show_extraction", "read_viewer_page"]);
       expect(await account.balance()).toBe(4);
       await expectLedgerConsistent(account);
 

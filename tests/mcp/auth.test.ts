@@ -98,7 +98,12 @@ describe("key carriers", () => {
     const account = await createAccount(0);
     const client = await connectClient({ kind, key: account.key, carrier, posts: mcpRoute });
     clients.push(client);
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+      "extract_text",
+      "get_extraction",
+      "show_extraction",
+      "read_viewer_page",
+    ]);
   });
 });
 

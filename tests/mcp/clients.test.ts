@@ -31,7 +31,12 @@ const FORMATS = ["text", "json", "markdown"] as const;
 
 /** The tool as `tools/list` must show it: the documented input schema (docs/mcp.md), described field by field, and the REST output. */
 function expectExtractTextTool(tools: ListedTool[]): void {
-  expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+  expect(tools.map((tool) => tool.name)).toEqual([
+    "extract_text",
+    "get_extraction",
+    "show_extraction",
+    "read_viewer_page",
+  ]);
   const [tool] = tools;
   expect(tool!.description).toMatch(/PDF, JPEG, PNG, WebP or TIFF/);
   expect(tool!.annotations).toMatchObject({
@@ -98,7 +103,7 @@ describe("official MCP clients (redis store)", () => {
       expect(client.getServerVersion()).toMatchObject({ name: "ocr-service", version: "2.0.0" });
       // Tasks are core in 2025-11-25 and an extension from 2026-07-28 on (the SDK leaves them out of that era's answer).
       expect(Object.keys(client.getServerCapabilities() as object)).toEqual(
-        kind === "v2 streamable (2026-07-28)" ? ["tools"] : ["tools", "tasks"],
+        kind === "v2 streamable (2026-07-28)" ? ["resources", "tools"] : ["resources", "tools", "tasks"],
       );
       expectExtractTextTool((await client.listTools()).tools);
 

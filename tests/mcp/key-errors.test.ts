@@ -257,7 +257,12 @@ describe("mcp-remote", () => {
     const client = new ClientV1(clientInfo);
     try {
       await client.connect(transport);
-      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
+      ]);
       const body = expectExtracted(
         await client.callTool({
           name: "extract_text",

@@ -110,6 +110,7 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
         capabilities: {
           tools: { listChanged: false },
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+          resources: { listChanged: false },
         },
         serverInfo: { name: "ocr-service", title: "OCR service", version: "2.0.0" },
       });
@@ -164,7 +165,12 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
       await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key, headers }),
     );
     const tools = result.tools as { name: string; inputSchema: { required: string[] } }[];
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "extract_text",
+      "get_extraction",
+      "show_extraction",
+      "read_viewer_page",
+    ]);
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
   });
 
@@ -207,7 +213,7 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
   it("ping → {}; an unknown method → -32601", async () => {
     const account = await createAccount(0);
     expect(await resultOf(await rpc({ jsonrpc: "2.0", id: 1, method: "ping" }, { key: account.key }))).toEqual({});
-    const response = await rpc({ jsonrpc: "2.0", id: 9, method: "resources/list" }, { key: account.key });
+    const response = await rpc({ jsonrpc: "2.0", id: 9, method: "prompts/list" }, { key: account.key });
     expect(response.status).toBe(200);
     expect(jsonRpcErrorSchema.parse(await response.json())).toMatchObject({ id: 9, error: { code: -32601 } });
   });

@@ -112,7 +112,12 @@ describe("legacy HTTP+SSE, raw (redis store)", () => {
       await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-06-18" }),
     );
     const tools = jsonRpcResultSchema.parse(messageOf(await events.next())).result.tools as { name: string }[];
-    expect(tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      "extract_text",
+      "get_extraction",
+      "show_extraction",
+      "read_viewer_page",
+    ]);
 
     await expect202(
       await post([
@@ -344,7 +349,12 @@ describe("legacy HTTP+SSE across two instances sharing one Redis", () => {
       }),
     );
     for (const list of await Promise.all(lists))
-      expect(list.tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect(list.tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
+      ]);
     const texts = (await Promise.all(calls)).map((result) => expectExtracted(result).extractedText);
     texts.forEach((text, index) => expect(text).toContain(`PAGE ${index + 1}`));
     expect(await account.balance()).toBe(7);
@@ -378,12 +388,12 @@ describe("legacy HTTP+SSE across two instances sharing one Redis", () => {
         onTransportError: (error) => errors.push(error),
       });
       clients.push(client);
-      expect((await client.listTools()).tools).toHaveLength(2);
+      expect((await client.listTools()).tools).toHaveLength(4);
 
       const streams = () => log.requests.filter((request) => request.method === "GET" && request.status === 200).length;
       await eventually(() => streams() >= 2);
       await sleep(50);
-      expect((await client.listTools()).tools).toHaveLength(2);
+      expect((await client.listTools()).tools).toHaveLength(4);
       expectExtracted(
         await client.callTool({ name: "extract_text", arguments: { image_source: { type: "base64", data: png } } }),
       );

@@ -85,7 +85,12 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(provider.saved?.refresh_token).toMatch(/^ort_/);
       expect(provider.saved?.scope).toBe("documents:read jobs:manage");
 
-      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["extract_text", "get_extraction"]);
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+        "extract_text",
+        "get_extraction",
+        "show_extraction",
+        "read_viewer_page",
+      ]);
       const body = expectExtracted(
         await client.callTool({
           name: "extract_text",
@@ -114,7 +119,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
       // The app's access token stops working (revoked on its own): the SDK refreshes and retries.
       expect((await postForm("/oauth/revoke", { token: first.access_token })).status).toBe(200);
       wire.length = 0;
-      expect((await client.listTools()).tools).toHaveLength(2);
+      expect((await client.listTools()).tools).toHaveLength(4);
       expect(wire[0]).toBe("POST /api/mcp 401");
       expect(wire.filter((line) => line.startsWith("POST /oauth/token"))).toEqual(["POST /oauth/token 200"]);
       expect(wire.at(-1)).toBe("POST /api/mcp 200");
@@ -150,7 +155,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
     const sse = new Client(clientInfo);
     await sse.connect(new SSEClientTransport(new URL(MCP_URL), { authProvider: provider, fetch: serviceFetch() }));
     try {
-      expect((await sse.listTools()).tools).toHaveLength(2);
+      expect((await sse.listTools()).tools).toHaveLength(4);
       const [app] = await listConnectedApps(getStore(), account.userId);
       expect(await revokeConnectedApp(getStore(), { userId: account.userId, grantId: app!.id })).toBe(true);
       const direct = await serviceFetch()(MCP_URL, {
@@ -176,8 +181,8 @@ describe("the SDK v2 client signs in with OAuth", () => {
     const client = await signIn(provider, account.userId, wire, { versionNegotiation: { mode: "auto" } });
     const sse = new Client(clientInfo);
     try {
-      // 2026-07-28: tasks are an extension there, so the answer's capabilities are the tools alone.
-      expect(Object.keys(client.getServerCapabilities() as object)).toEqual(["tools"]);
+      // 2026-07-28: tasks are an extension there, so the answer's capabilities are the tools and the viewer's resource.
+      expect(Object.keys(client.getServerCapabilities() as object)).toEqual(["resources", "tools"]);
       const body = expectExtracted(
         await client.callTool({
           name: "extract_text",
@@ -189,7 +194,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
       expect(wire.some((line) => line.startsWith("GET /api/mcp"))).toBe(false);
 
       await sse.connect(new SSEClientTransport(new URL(MCP_URL), { authProvider: provider, fetch: serviceFetch() }));
-      expect((await sse.listTools()).tools).toHaveLength(2);
+      expect((await sse.listTools()).tools).toHaveLength(4);
     } finally {
       await sse.close();
       await client.close();
@@ -217,7 +222,7 @@ describe("the SDK v2 client signs in with OAuth", () => {
     try {
       expect(wire.some((line) => line.startsWith("POST /oauth/register"))).toBe(false);
       expect(provider.authorizationUrls[0]!.searchParams.get("client_id")).toBe(documentUrl);
-      expect((await client.listTools()).tools).toHaveLength(2);
+      expect((await client.listTools()).tools).toHaveLength(4);
       expect(fetched).toBe(1);
       expect(await listConnectedApps(getStore(), account.userId)).toEqual([
         expect.objectContaining({ name: "Example Agent", host: "files.example" }),

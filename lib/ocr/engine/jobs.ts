@@ -1,3 +1,4 @@
+import { createCanvas } from "@napi-rs/canvas";
 import type { PDFPageProxy } from "pdfjs-dist";
 import { inLanes } from "@/lib/async";
 import { isOcrError, OcrError } from "../model/ocr-error";
@@ -33,6 +34,8 @@ import {
   type ReadLimits,
   type ReadPdfPageJob,
   type ReadTiffPageJob,
+  type PreviewResult,
+  type RenderPreviewJob,
   type TesseractInUse,
 } from "../model/protocol";
 
@@ -93,6 +96,8 @@ export class Engine {
         return this.profiledPage(job.profile, () => this.readPdfPage(job, deadline));
       case "read-tiff-page":
         return this.profiledPage(job.profile, () => this.readTiffPage(job, deadline));
+      case "render-preview":
+        return this.renderPreview(job);
     }
   }
 
@@ -314,6 +319,61 @@ export class Engine {
       return { page: pickSparsePage(job.textLayer, read), language };
     } finally {
       releaseSource(canvas);
+    }
+  }
+
+  /**
+   * A page drawn for display (the MCP viewer): the page as sent (no turn, no straightening: the words' boxes are on
+   * it), scaled to at most `maxWidth` pixels wide, as a JPEG within `maxBytes` (lower quality, then smaller, until it
+   * fits).
+   */
+  private async renderPreview(job: RenderPreviewJob): Promise<PreviewResult> {
+    let source: RasterSource;
+    let width: number;
+    let height: number;
+    if (job.type === "pdf") {
+      const handle = await this.document(job.doc, job.limits);
+      const page = await getPdfPage(handle, job.number);
+      takePdfWarnings();
+      try {
+        source = await renderPdfPage(page, pageWork(job.limits));
+      } finally {
+        page.cleanup();
+      }
+      checkImageLimit(job.number, job.limits);
+      ({ width, height } = source);
+    } else if (job.type === "tiff") {
+      const tiff = openTiff(job.doc);
+      ({ source, width, height } = await decodeTiffPage(tiff.bytes, job.number, job.limits.maxImagePixels, tiff.pages));
+    } else {
+      if (!job.doc.bytes) throw new Error(`image ${job.doc.id} came without bytes`);
+      ({ source, width, height } = await decodeImage(job.doc.bytes, job.type, job.limits.maxImagePixels));
+    }
+    try {
+      let scale = Math.min(1, job.maxWidth / width);
+      for (;;) {
+        const w = Math.max(1, Math.round(width * scale));
+        const h = Math.max(1, Math.round(height * scale));
+        const canvas = createCanvas(w, h);
+        const context = canvas.getContext("2d");
+        context.fillStyle = "#fff";
+        context.fillRect(0, 0, w, h);
+        context.imageSmoothingEnabled = true;
+        context.drawImage(source, 0, 0, w, h);
+        for (const quality of [80, 60, 45]) {
+          const bytes = await canvas.encode("jpeg", quality);
+          if (bytes.byteLength <= job.maxBytes) {
+            releaseSource(canvas);
+            return { mimeType: "image/jpeg", bytes: new Uint8Array(bytes), width: w, height: h };
+          }
+        }
+        releaseSource(canvas);
+        if (w <= 64)
+          throw new OcrError("unreadable", `Page ${job.number} could not be drawn within ${job.maxBytes} bytes`);
+        scale *= 0.7;
+      }
+    } finally {
+      releaseSource(source);
     }
   }
 

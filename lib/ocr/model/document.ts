@@ -13,8 +13,49 @@ const ocrWordSchema = z.object({
   text: z.string(),
   confidence,
   bbox: bboxSchema,
+  review: z
+    .literal(true)
+    .optional()
+    .describe(
+      "present (true) when the word needs a second look: its confidence is low, or the two recognizers read it differently (`alternative`)",
+    ),
+  alternative: z
+    .string()
+    .optional()
+    .describe("where the two recognizers disagree on the word: the other one's reading"),
 });
 export type OcrWord = z.infer<typeof ocrWordSchema>;
+
+/**
+ * Words read with a confidence under this need a second look (`review`). Calibrated on corpus-dev (`npm run bench --
+ * --review`, docs/decisions.md#review-marking): at 80, 52% of the words marked are wrong and 36% of the wrong words
+ * are marked; a higher cut-off marks more wrong words but mostly right ones (90: precision 0.43, recall 0.53).
+ */
+export const REVIEW_BELOW = 80;
+
+/** Whether a recognized word needs a second look: low confidence, or another reading of it (`alternative`). */
+export function needsReview(word: Pick<OcrWord, "confidence" | "alternative" | "text">): boolean {
+  if (word.alternative !== undefined && word.alternative !== word.text) return true;
+  return word.confidence < REVIEW_BELOW && /[\p{L}\p{N}]/u.test(word.text);
+}
+
+/** A page's words marked for review (`review: true`); text-layer pages are the PDF's own text, never marked. */
+export function markReview<P extends Pick<OcrPage, "source" | "blocks">>(page: P): P {
+  if (page.source !== "ocr") return page;
+  return {
+    ...page,
+    blocks: page.blocks.map((block) => ({
+      ...block,
+      lines: block.lines.map((line) => ({
+        ...line,
+        words: line.words.map((word) => {
+          const { review: _review, ...rest } = word;
+          return needsReview(rest) ? { ...rest, review: true as const } : rest;
+        }),
+      })),
+    })),
+  };
+}
 
 const ocrLineSchema = z.object({
   text: z.string(),
@@ -203,7 +244,7 @@ export function ocrPageOf(
 export function toPublicDocument(document: ExtractedDocument): OcrDocument {
   return {
     pages: document.pages.map(({ lineStyles: _lineStyles, trace: _trace, rotation = 0, skew = 0, ...page }) => {
-      const { number, width, height, ...rest } = page;
+      const { number, width, height, ...rest } = markReview(page);
       return { number, width, height, rotation, skew, ...rest };
     }),
   };

@@ -4,7 +4,15 @@
  * engine process (no pool, no engine, no node: module: eslint.config.mjs and tests/ocr/entries.test.ts hold it).
  * Reading a document goes through the other entry, `@/lib/ocr`, which only lib/process, lib/jobs and lib/health use.
  */
-export { ocrDocumentSchema, type ExtractedDocument, type ExtractedPage, type OcrDocument } from "./document";
+export {
+  markReview,
+  ocrDocumentSchema,
+  REVIEW_BELOW,
+  type ExtractedDocument,
+  type ExtractedPage,
+  type OcrDocument,
+  type OcrPage,
+} from "./document";
 export { isOcrError, OcrError, type OcrErrorCode } from "./ocr-error";
 export { formatPageRanges, parsePageSelection } from "./pages";
 export { MAX_SYNC_PDF_BYTES } from "./limits";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ImageType } from "./detect";
+import type { FileType, ImageType } from "./detect";
 import { ocrEngineSchema, type ExtractedPage } from "./document";
 import { ocrErrorCodes, type OcrErrorData } from "./ocr-error";
 import type { LanguageChoice } from "./languages";
@@ -102,7 +102,30 @@ export interface ReadTiffPageJob {
   profile?: boolean;
 }
 
-export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob | ReadTiffPageJob;
+/**
+ * A page drawn for display (the MCP viewer, lib/mcp/viewer): the page as sent, scaled to at most `maxWidth` pixels
+ * wide and encoded as JPEG within `maxBytes`. No recognition: a job's stored page already holds the words.
+ */
+export interface RenderPreviewJob {
+  kind: "render-preview";
+  doc: DocumentRef;
+  type: FileType;
+  /** 1-based page (an image's only page is 1). */
+  number: number;
+  maxWidth: number;
+  maxBytes: number;
+  limits: ReadLimits;
+}
+
+/** A page drawn for display: JPEG bytes and their size in pixels. */
+export interface PreviewResult {
+  mimeType: "image/jpeg";
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+}
+
+export type EngineJob = InspectPdfJob | ReadImageJob | ReadPdfPageJob | ReadTiffPageJob | RenderPreviewJob;
 export type JobKind = EngineJob["kind"];
 
 export interface InspectPdfResult {
@@ -132,6 +155,7 @@ export interface JobResults {
   "read-image": PageResult;
   "read-pdf-page": PageResult;
   "read-tiff-page": PageResult;
+  "render-preview": PreviewResult;
 }
 
 /**

@@ -12,6 +12,8 @@ export const INITIAL_ESTIMATES: Readonly<Record<JobKind, number>> = {
   "read-pdf-page": 3_000,
   // A TIFF page is an image read after a decode in JavaScript (utif2): taken as an image until measured.
   "read-tiff-page": 2_500,
+  // Drawing a page for display (no recognition): a render or a decode and a JPEG encode.
+  "render-preview": 400,
 };
 /** Jobs per kind the duration model remembers. */
 export const ESTIMATE_HISTORY = 64;
@@ -28,6 +30,7 @@ export class DurationModel {
     "read-image": [],
     "read-pdf-page": [],
     "read-tiff-page": [],
+    "render-preview": [],
   };
 
   /** A job of `kind` and `size` (`sizeOf`) took `ms`. */
