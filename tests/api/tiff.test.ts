@@ -7,7 +7,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { getBalance } from "@/lib/credits";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { getStore } from "@/lib/store";
-import { writeTiff } from "@/scripts/tiff-writer";
+import { writeTiff, writeTiffDirectoryBomb } from "@/scripts/tiff-writer";
 import { callOcr, createAccount, expectApiError, expectOcrOk, fixture, groundTruth, withStore } from "./support";
 
 /*
@@ -123,6 +123,17 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       { key: account.key },
     );
     await expectApiError(response, "payload_too_large", /page 1 is 100000×100000 pixels; the limit is 50 megapixels/);
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
+  });
+
+  it("a TIFF directory bomb (1 MB of entries sharing one array): 413 before its values are read, nothing charged", async () => {
+    const account = await createAccount(5);
+    const bomb = Buffer.from(writeTiffDirectoryBomb(1_000_000, 10_000));
+    await expectApiError(
+      await callOcr({ image: bomb.toString("base64") }, { key: account.key }),
+      "payload_too_large",
+      /TIFF's directories read more data than the file holds/,
+    );
     expect(await getBalance(getStore(), account.userId)).toBe(5);
   });
 

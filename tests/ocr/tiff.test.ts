@@ -3,9 +3,16 @@ import { createCanvas } from "@napi-rs/canvas";
 import { describe, expect, it } from "vitest";
 import { decodeTiffPage } from "@/lib/ocr/engine/tiff";
 import { isOcrError } from "@/lib/ocr/model/ocr-error";
-import { checkTiffPage, readTiffPages, squareHeight } from "@/lib/ocr/model/tiff";
+import {
+  checkTiffPage,
+  MAX_TIFF_VALUES,
+  readBudget,
+  readTiffPages,
+  squareHeight,
+  type TiffReadMeter,
+} from "@/lib/ocr/model/tiff";
 import { decodeLzw, decodeSamples } from "@/lib/ocr/model/tiff-decode";
-import { writeTiff, type TiffPageInput } from "@/scripts/tiff-writer";
+import { writeTiff, writeTiffDirectoryBomb, type TiffPageInput } from "@/scripts/tiff-writer";
 
 /*
  * The TIFF reader's own defences (issue 29 point 9), without an engine process: what the decoder would allocate is
@@ -53,6 +60,27 @@ describe("TIFF structure (lib/ocr/model/tiff.ts)", () => {
     for (let i = 0; i < pages.length - 1; i++) ifd = view.getUint32(ifd + 2 + view.getUint16(ifd, true) * 12, true);
     view.setUint32(ifd + 2 + view.getUint16(ifd, true) * 12, first, true);
     expect(codeOf(() => readTiffPages(tiff))).toMatch(/^unreadable: .*form a loop/);
+  });
+
+  it("a directory bomb (entries sharing one array of values) is refused before its values are read (issue 39 point 9)", () => {
+    // 1 MB of directories whose 80 000 StripOffsets entries all name the same 1000 (or 10 000) values: 80–800 million
+    // numbers read on the server's main thread before the budget (0.7 s per MB at 1000 values, ten times that at 10 000).
+    for (const values of [1000, 10_000]) {
+      const bomb = writeTiffDirectoryBomb(1_000_000, values);
+      const meter: TiffReadMeter = { bytes: 0, values: 0 };
+      expect(codeOf(() => readTiffPages(bomb, meter))).toMatch(/^too_complex: The TIFF's directories read more data/);
+      expect(meter.bytes).toBeLessThanOrEqual(readBudget(bomb.length));
+      expect(meter.values).toBeLessThanOrEqual(MAX_TIFF_VALUES);
+      // The work done is the file's own size, not a multiple of it.
+      expect(meter.values * 4).toBeLessThanOrEqual(2 * bomb.length + 2 ** 20);
+    }
+    // A real multi-page file reads each of its bytes at most once.
+    const page = { ...grey(64, 64, new Uint8Array(64 * 64)), rowsPerStrip: 1 };
+    const tiff = writeTiff(Array.from({ length: 20 }, () => page));
+    const meter: TiffReadMeter = { bytes: 0, values: 0 };
+    expect(readTiffPages(tiff, meter)).toHaveLength(20);
+    expect(meter.bytes).toBeLessThan(tiff.length);
+    expect(meter.values).toBe(20 * (2 * 64 + 7));
   });
 
   it("limits come from the directory: pixels (stretched to square ones for a fax), and decoded bytes", () => {
