@@ -137,6 +137,22 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
     expect(await getBalance(getStore(), account.userId)).toBe(5);
   });
 
+  it("a fax page of 100 KB that is not fax data: 422 from the decoder at once, not an engine held to its deadline", async () => {
+    const account = await createAccount(5);
+    let seed = 39;
+    const data = Uint8Array.from({ length: 100_000 }, () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) >> 23);
+    const page = { width: 1728, height: 2200, data, bitsPerSample: 1, samplesPerPixel: 1, photometric: 0 } as const;
+    for (const compression of [2, 3, 4]) {
+      const tiff = writeTiff([{ ...page, compression: 1, declared: { compression } }]);
+      await expectApiError(
+        await callOcr({ image: Buffer.from(tiff).toString("base64") }, { key: account.key }),
+        "unreadable_document",
+        /CCITT data is not fax data/,
+      );
+    }
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
+  });
+
   it("a truncated TIFF: 422; a compression not read (JPEG 2000) and BigTIFF: 415; nothing charged", async () => {
     const account = await createAccount(5);
     await expectApiError(

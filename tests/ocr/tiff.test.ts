@@ -1,5 +1,7 @@
 import { deflateSync } from "node:zlib";
 import { createCanvas } from "@napi-rs/canvas";
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeTiffPage } from "@/lib/ocr/engine/tiff";
 import { isOcrError } from "@/lib/ocr/model/ocr-error";
@@ -12,6 +14,7 @@ import {
   type TiffReadMeter,
 } from "@/lib/ocr/model/tiff";
 import { decodeLzw, decodeSamples } from "@/lib/ocr/model/tiff-decode";
+import { decodeFax, type FaxMeter } from "@/lib/ocr/model/tiff-fax";
 import { writeTiff, writeTiffDirectoryBomb, type TiffPageInput } from "@/scripts/tiff-writer";
 
 /*
@@ -188,5 +191,72 @@ describe("TIFF decoding (lib/ocr/model/tiff-decode.ts, lib/ocr/engine/tiff.ts)",
       }),
     ).toEqual([0, 0, 255, 255, 255, 0, 0, 255]);
     expect(await pixel(grey(2, 1, Uint8Array.from([10, 200]), 8))).toEqual([10, 10, 10, 255, 200, 200, 200, 255]);
+  });
+});
+
+describe("CCITT fax data (lib/ocr/model/tiff-fax.ts, issue 39 point 10)", () => {
+  const committed = (name: string) =>
+    new Uint8Array(fs.readFileSync(path.resolve(import.meta.dirname, "../fixtures/tiff", name)));
+  const decodeFile = (name: string) => {
+    const bytes = committed(name);
+    return decodeSamples(bytes, readTiffPages(bytes)[0]!);
+  };
+  /** Deterministic bytes that are not fax data. */
+  const noise = (length: number) => {
+    let seed = 39;
+    return Uint8Array.from({ length }, () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) >> 23);
+  };
+  const fax = {
+    width: 1728,
+    height: 2200,
+    bitsPerSample: 1,
+    samplesPerPixel: 1,
+    photometric: 0,
+    compression: 1,
+  } as const;
+
+  it("modified Huffman (5 strips), Group 3 two-dimensional (LSB first) and Group 4: the same pixels", () => {
+    // The three files carry the same page (tests/fixtures/tiff/README.md); Group 4 is checked against ImageMagick's.
+    const g4 = decodeFile("paragraph-g4.tif");
+    expect(g4.reduce((black, byte) => black + (byte !== 0 ? 1 : 0), 0)).toBeGreaterThan(4000);
+    expect(Buffer.from(decodeFile("paragraph-mh.tif")).equals(Buffer.from(g4))).toBe(true);
+    expect(Buffer.from(decodeFile("paragraph-g3-2d.tif")).equals(Buffer.from(g4))).toBe(true);
+  });
+
+  it("data that is not fax (noise, zeros) is refused in each CCITT coding, its bits read at most about twice", () => {
+    // utif2's decoders took seconds on 3 KB of it and minutes on 20 KB, then drew what they made of it.
+    for (const compression of [2, 3, 4] as const) {
+      for (const data of [noise(3000), new Uint8Array(3000)]) {
+        const tiff = writeTiff([{ ...fax, data, declared: { compression } }]);
+        expect(codeOf(() => decodeSamples(tiff, readTiffPages(tiff)[0]!))).toMatch(
+          /^unreadable: The TIFF's CCITT data is not fax data/,
+        );
+        const big = compression === 4 ? noise(1_000_000) : new Uint8Array(1_000_000);
+        const meter: FaxMeter = { bits: 0 };
+        const options = { compression, lsbFirst: false, twoDimensional: compression === 3 };
+        const out = new Uint8Array((fax.width / 8) * fax.height);
+        expect(codeOf(() => decodeFax(big, out, fax.width, fax.height, options, meter))).toMatch(/^unreadable/);
+        expect(meter.bits).toBeLessThanOrEqual(2 * 8 * big.length + 16 * fax.height);
+      }
+    }
+  });
+
+  it("a fax cut short keeps the rows it has past half its page; before half, it is refused", () => {
+    const bytes = committed("paragraph-g4.tif");
+    const page = readTiffPages(bytes)[0]!;
+    const { offset, length } = page.segments[0]!;
+    const options = { compression: 4, lsbFirst: false, twoDimensional: false } as const;
+    const rows = (share: number) =>
+      decodeFax(
+        bytes.subarray(offset, offset + Math.floor(length * share)),
+        new Uint8Array(Math.ceil(page.width / 8) * page.height),
+        page.width,
+        page.height,
+        options,
+      );
+    expect(rows(1)).toBe(page.height);
+    expect(rows(0.9)).toBeGreaterThan(page.height / 2);
+    expect(rows(0.9)).toBeLessThan(page.height);
+    expect(codeOf(() => rows(0.2))).toMatch(/^unreadable: The TIFF's CCITT data is not fax data \(end of data/);
   });
 });
