@@ -200,3 +200,34 @@ export function writeTiff(pages: readonly TiffPageInput[]): Uint8Array {
   for (let i = 0; i + 1 < ifdOffsets.length; i++) outView.setUint32(nextFields[i]!, ifdOffsets[i + 1]!, true);
   return out;
 }
+
+/**
+ * A directory bomb (hostile tests and measurements): about `fileBytes` of directories whose entries (StripOffsets, a
+ * tag every reader keeps) all point at the same `valuesPerTag` LONG values, so a reader that reads each entry's values
+ * reads the file's bytes many times over — a 1 MB file of 1000-value tags is 87 million values.
+ */
+export function writeTiffDirectoryBomb(fileBytes: number, valuesPerTag = 1000): Uint8Array {
+  const shared = 8;
+  const entriesPerIfd = 8000;
+  const ifdBytes = 2 + entriesPerIfd * 12 + 4;
+  const start = shared + valuesPerTag * 4;
+  const ifds = Math.max(1, Math.floor((fileBytes - start) / ifdBytes));
+  const out = new Uint8Array(start + ifds * ifdBytes);
+  const view = new DataView(out.buffer);
+  out.set([0x49, 0x49, 42, 0]);
+  view.setUint32(4, start, true);
+  for (let i = 0; i < valuesPerTag; i++) view.setUint32(shared + 4 * i, 0, true);
+  for (let d = 0; d < ifds; d++) {
+    const at = start + d * ifdBytes;
+    view.setUint16(at, entriesPerIfd, true);
+    for (let e = 0; e < entriesPerIfd; e++) {
+      const entry = at + 2 + e * 12;
+      view.setUint16(entry, 273, true);
+      view.setUint16(entry + 2, 4, true);
+      view.setUint32(entry + 4, valuesPerTag, true);
+      view.setUint32(entry + 8, shared, true);
+    }
+    view.setUint32(at + ifdBytes - 4, d + 1 < ifds ? at + ifdBytes : 0, true);
+  }
+  return out;
+}

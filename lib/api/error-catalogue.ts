@@ -74,7 +74,7 @@ export const errorCatalogue = {
     when:
       "body, decoded file, fetched file, page count or pixel count over its limit; an image inside a PDF over the " +
       "pixel limit; a PDF stream that inflates past 128 MiB; a PDF that needs more than 10 s of " +
-      "processing to open (or a second per 10 MB of file when that is more) or to draw a page, or a page drawing more than 1,000,000 operations or " +
+      "processing to open (and a second more per MB of file) or to draw a page, or a page drawing more than 1,000,000 operations or " +
       "nesting forms more than 16 deep; a page whose reading needs more memory than an engine process may use; a " +
       'searchable PDF (`format: "pdf"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the ' +
       "PDF made): the message names the job route",

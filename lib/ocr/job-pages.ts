@@ -133,7 +133,7 @@ export async function inspectJobPages(
       background: true,
       session: options.session,
       tenant: options.tenant,
-      // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second per 10 MB.
+      // Opening the document (once per process) comes on top of the pages: as for its acceptance, a second more per MB.
       cpuBudgetMs: pdfWorkBudgetMs(document.bytes, settings.maxPdfWorkMs),
       overBudget: `Reading the text layers of ${options.pages.length === 1 ? `page ${options.pages[0]}` : `${options.pages.length} pages`} of this PDF needs more than ${seconds} s of processing (its pages draw too much, such as forms drawn inside forms)`,
     },

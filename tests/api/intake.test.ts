@@ -112,7 +112,8 @@ describe("the intake", () => {
 
     it("a PDF a job accepts passes a read's structure check too: one work budget, growing with the file", async () => {
       // A 12 MB PDF (one page of text, and an incompressible stream its structure check reads through) with a
-      // 100 ms budget per document: both paths give it 1.2 s, a second per 10 MB (the read path gave 100 ms before).
+      // 100 ms budget per document: both paths give it the same, growing with the file (since issue 39 point 6 the base
+      // and a second per MB; the read path gave 100 ms before).
       const settings = testSettings({ ocr: { maxPdfWorkMs: 100 } });
       const pdf = await PDFDocument.create();
       const font = await pdf.embedFont("Helvetica");

@@ -7,7 +7,7 @@ import { characterErrorRate } from "@/bench/metrics";
 import { getBalance } from "@/lib/credits";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
 import { getStore } from "@/lib/store";
-import { writeTiff } from "@/scripts/tiff-writer";
+import { writeTiff, writeTiffDirectoryBomb } from "@/scripts/tiff-writer";
 import { callOcr, createAccount, expectApiError, expectOcrOk, fixture, groundTruth, withStore } from "./support";
 
 /*
@@ -123,6 +123,33 @@ describe("TIFF through POST /api/ocr/process (issue 29 point 9)", () => {
       { key: account.key },
     );
     await expectApiError(response, "payload_too_large", /page 1 is 100000×100000 pixels; the limit is 50 megapixels/);
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
+  });
+
+  it("a TIFF directory bomb (1 MB of entries sharing one array): 413 before its values are read, nothing charged", async () => {
+    const account = await createAccount(5);
+    const bomb = Buffer.from(writeTiffDirectoryBomb(1_000_000, 10_000));
+    await expectApiError(
+      await callOcr({ image: bomb.toString("base64") }, { key: account.key }),
+      "payload_too_large",
+      /TIFF's directories read more data than the file holds/,
+    );
+    expect(await getBalance(getStore(), account.userId)).toBe(5);
+  });
+
+  it("a fax page of 100 KB that is not fax data: 422 from the decoder at once, not an engine held to its deadline", async () => {
+    const account = await createAccount(5);
+    let seed = 39;
+    const data = Uint8Array.from({ length: 100_000 }, () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) >> 23);
+    const page = { width: 1728, height: 2200, data, bitsPerSample: 1, samplesPerPixel: 1, photometric: 0 } as const;
+    for (const compression of [2, 3, 4]) {
+      const tiff = writeTiff([{ ...page, compression: 1, declared: { compression } }]);
+      await expectApiError(
+        await callOcr({ image: Buffer.from(tiff).toString("base64") }, { key: account.key }),
+        "unreadable_document",
+        /CCITT data is not fax data/,
+      );
+    }
     expect(await getBalance(getStore(), account.userId)).toBe(5);
   });
 

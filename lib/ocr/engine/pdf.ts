@@ -196,8 +196,9 @@ async function boundedDrawing(
   };
 }
 
+/** This thread's processor time (ms): the drawing's own, not the helper threads' (the collector's, Skia's). */
 function cpuMs(): number {
-  const { user, system } = process.cpuUsage();
+  const { user, system } = process.threadCpuUsage();
   return (user + system) / 1000;
 }
 

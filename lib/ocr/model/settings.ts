@@ -21,7 +21,7 @@ export interface OcrSettings {
   maxStreamBytes: number;
   /**
    * Most processor time (ms) opening one PDF or drawing one of its pages for OCR may take; past it `413`
-   * (`MAX_PDF_WORK_MS`). Also a second per 10 MB of file when that is more (`pdfWorkBudgetMs`).
+   * (`MAX_PDF_WORK_MS`). Opening one gets a second more per MB of file (`pdfWorkBudgetMs`).
    */
   maxPdfWorkMs: number;
 }

@@ -2,6 +2,7 @@ import { inflateSync } from "node:zlib";
 import UTIF from "utif2";
 import { OcrError } from "./ocr-error";
 import type { TiffPage } from "./tiff";
+import { decodeFax } from "./tiff-fax";
 
 /*
  * A TIFF page's samples, decompressed by utif2 (photopea's UTIF.js: CCITT modified Huffman, Group 3 and Group 4, LZW,
@@ -9,7 +10,9 @@ import type { TiffPage } from "./tiff";
  * lib/ocr/render/formats/tiff.ts). Two codecs are not left to it: utif2 inflates a Deflate strip whole, whatever it
  * grows to (an inflate bomb), and its LZW decoder loops for ever on some corrupt codes (an entry made to point at
  * itself); here zlib inflates with the strip's room in the page as its ceiling, and `decodeLzw` stops at the end of the
- * room and refuses a code the table does not have yet. JPEG strips are complete
+ * room and refuses a code the table does not have yet. Its CCITT decoders take work that grows with the square of
+ * data that is not fax (issue 39 point 10): `decodeFax` (tiff-fax.ts) decodes compressions 2, 3 and 4 in time linear
+ * in the strip, bounded by the page's rows. JPEG strips are complete
  * JPEGs once the page's tables are put in front (`stripJpeg`): Skia decodes them, not utif2's JavaScript decoder.
  */
 
@@ -28,12 +31,21 @@ interface UtifDecoder {
 }
 const decoder = (UTIF as unknown as { decode: UtifDecoder }).decode;
 const utifDecompress = decoder._decompress;
-// Deflate and LZW here, with the strip's room in the page as their ceiling (what utif2 would have kept anyway).
+// Deflate, LZW and CCITT here, with the strip's room in the page as their ceiling (what utif2 would have kept anyway).
 decoder._decompress = function (img, ifds, data, off, len, cmpr, tgt, toff, ...rest) {
-  if (cmpr !== 8 && cmpr !== 32946 && cmpr !== 5)
+  if (cmpr !== 8 && cmpr !== 32946 && cmpr !== 5 && cmpr !== 2 && cmpr !== 3 && cmpr !== 4)
     return utifDecompress.call(this, img, ifds, data, off, len, cmpr, tgt, toff, ...rest);
   const room = tgt.length - toff;
-  if (cmpr === 5) {
+  if (cmpr === 2 || cmpr === 3 || cmpr === 4) {
+    // utif2 passes the fill order, the strip's (or tile's) width and its rows after the target.
+    const [fillOrder, width, rows] = rest as [number, number, number];
+    const t4Options = (img as { t292?: number[] }).t292?.[0] ?? 0;
+    decodeFax(data.subarray(off, off + len), tgt.subarray(toff), width, rows, {
+      compression: cmpr,
+      lsbFirst: fillOrder === 2,
+      twoDimensional: (t4Options & 1) === 1,
+    });
+  } else if (cmpr === 5) {
     decodeLzw(data.subarray(off, off + len), tgt.subarray(toff));
   } else {
     let inflated: Buffer;

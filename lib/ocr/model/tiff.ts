@@ -7,6 +7,11 @@ import { OcrError } from "./ocr-error";
  * it when a request or job is accepted, the engine process again before it decodes a page (lib/ocr/engine/tiff.ts).
  * Parsed by hand rather than by the decoder's own reader (utif2's `decode` follows a looping IFD chain for ever and
  * reads every tag of every IFD): here every offset is checked against the file and every IFD is read once.
+ *
+ * It runs on the server's main thread, so its work is bounded before it is done (issue 39 point 9): entries and values
+ * may point at the same bytes (a directory of 87 000 entries all naming one array of 1000 values is 87 million values
+ * from a 1 MB file), so the bytes of directories and values read count against the file's own length (`readBudget`),
+ * and the numbers read against `MAX_TIFF_VALUES`. A file past either is refused (`too_complex`) before the read.
  */
 
 /** Compressions (tag 259) the engine decodes, by their TIFF code. */
@@ -24,6 +29,17 @@ export const TIFF_COMPRESSIONS: ReadonlyMap<number, string> = new Map([
 
 /** More IFDs than this is not a document (and bounds the work of reading the chain). */
 const MAX_IFDS = 10_000;
+/**
+ * Bytes of directories and tag values read beyond the file's own length: what pages that share small values (a
+ * BitsPerSample array, a colour map) read more than once. A file whose directories read its bytes over and over is
+ * refused past it.
+ */
+export const TIFF_SHARED_READ_BYTES = 1024 * 1024;
+/**
+ * Numbers (not bytes) read from all directories: ~10 ms of the main thread. A real file's are its strips' offsets and
+ * lengths, a few per page (2 000 pages of 100 strips: 400 000).
+ */
+export const MAX_TIFF_VALUES = 2_000_000;
 /** Photometric interpretations read: WhiteIsZero, BlackIsZero, RGB, palette, CMYK, YCbCr (JPEG pages only). */
 const PHOTOMETRICS = new Set([0, 1, 2, 3, 5, 6]);
 
@@ -85,7 +101,7 @@ export function isTiff(bytes: Uint8Array): boolean {
  * The pages of a TIFF, in file order, each checked to be decodable (compression, samples, its data inside the file).
  * The pixel limits are the caller's (`checkTiffPage`): a page selection may leave an oversized page out.
  */
-export function readTiffPages(bytes: Uint8Array): TiffPage[] {
+export function readTiffPages(bytes: Uint8Array, meter: TiffReadMeter = { bytes: 0, values: 0 }): TiffPage[] {
   if (!isTiff(bytes)) throw corrupt("no TIFF header");
   if (bytes.length < 8) throw corrupt("the header is incomplete");
   const little = bytes[0] === 0x49;
@@ -96,6 +112,18 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
     throw new OcrError("unsupported_type", "Unsupported TIFF: BigTIFF (64-bit offsets) is not read; save it as a TIFF");
   const pages: TiffPage[] = [];
   const seen = new Set<number>();
+  const budget = readBudget(bytes.length);
+  /** Count `size` bytes (and `values` numbers) about to be read; refuse the file if they pass its budget. */
+  const spend = (size: number, values: number) => {
+    if (meter.bytes + size > budget || meter.values + values > MAX_TIFF_VALUES) {
+      throw new OcrError(
+        "too_complex",
+        "The TIFF's directories read more data than the file holds (its entries point at the same values over and over)",
+      );
+    }
+    meter.bytes += size;
+    meter.values += values;
+  };
   let offset = u32(4);
   while (offset !== 0) {
     if (seen.has(offset)) throw corrupt("its directories form a loop");
@@ -105,6 +133,7 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
     if (offset + 2 > bytes.length) throw corrupt("a directory lies past the end of the file");
     const count = u16(offset);
     if (offset + 2 + count * 12 + 4 > bytes.length) throw corrupt("a directory runs past the end of the file");
+    spend(2 + count * 12 + 4, 0);
     const tags: TiffTags = {};
     for (let i = 0; i < count; i++) {
       const entry = offset + 2 + i * 12;
@@ -116,6 +145,7 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
       const total = size * n;
       const at = total <= 4 ? entry + 8 : u32(entry + 8);
       if (at + total > bytes.length) throw corrupt(`tag ${tag} points past the end of the file`);
+      spend(total, isByteType(type) ? 0 : n);
       tags[`t${tag}`] = readValues(bytes, view, little, type, at, n);
     }
     const page = toPage(tags, pages.length + 1, bytes.length);
@@ -126,6 +156,20 @@ export function readTiffPages(bytes: Uint8Array): TiffPage[] {
   return pages;
 }
 
+/** What reading a TIFF's directories did (`readTiffPages`): bytes of directories and values, and numbers read. */
+export interface TiffReadMeter {
+  bytes: number;
+  values: number;
+}
+
+/** Bytes of directories and values reading a file of `length` bytes may read: each of its own once, and some shared. */
+export function readBudget(length: number): number {
+  return length + TIFF_SHARED_READ_BYTES;
+}
+
+/** BYTE, ASCII, SBYTE, UNDEFINED: kept as bytes (one copy), not numbers. */
+const isByteType = (type: number) => type === 7 || type === 1 || type === 2 || type === 6;
+
 function readValues(
   bytes: Uint8Array,
   view: DataView,
@@ -134,7 +178,7 @@ function readValues(
   at: number,
   n: number,
 ): number[] | Uint8Array {
-  if (type === 7 || type === 1 || type === 2 || type === 6) return bytes.slice(at, at + n);
+  if (isByteType(type)) return bytes.slice(at, at + n);
   const values: number[] = [];
   for (let i = 0; i < n; i++) {
     if (type === 3) values.push(view.getUint16(at + 2 * i, little));

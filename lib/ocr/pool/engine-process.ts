@@ -26,8 +26,10 @@ export interface QueuedJob {
   session: string;
   tenant: string;
   cpuBudgetMs?: number;
+  /** Wall time the job may take past which it is stopped as over its budget all the same (`wallBudgetMs`). */
+  wallBudgetMs?: number;
   overBudget?: string;
-  /** The process's processor time (ms) when the job started on it. */
+  /** The processor time (ms) of the process's main thread when the job started on it. */
   cpuAtStart?: number;
   estimateMs: number;
   /** The job's size in the duration model (estimates.ts `sizeOf`). */
@@ -241,7 +243,11 @@ export class EngineProcess implements TurnTaker {
     if (rss === null) return null;
     if (rss > memoryMb) return { error: memoryError(memoryMb), cause: "memory" };
     const entry = this.current;
-    if (entry?.cpuBudgetMs !== undefined && workMs(entry, this) > entry.cpuBudgetMs) {
+    if (
+      entry?.cpuBudgetMs !== undefined &&
+      (workMs(entry, this) > entry.cpuBudgetMs ||
+        Date.now() - (entry.startedAt ?? Date.now()) > (entry.wallBudgetMs ?? wallBudgetMs(entry.cpuBudgetMs)))
+    ) {
       const seconds = Math.round(entry.cpuBudgetMs / 1000);
       const message = entry.overBudget ?? `The job needs more than ${seconds} s of processing, the limit`;
       return { error: new OcrError("too_complex", message), cause: "work" };
@@ -249,9 +255,14 @@ export class EngineProcess implements TurnTaker {
     return null;
   }
 
-  /** Its processor time so far (ms, all threads); null where /proc cannot be read. */
+  /**
+   * Its main thread's processor time so far (ms), where the job's work runs: not its helper threads (the garbage
+   * collector's, Skia's, libuv's), whose time grows with the machine's load more than with the document. Null where
+   * /proc cannot be read.
+   */
   cpuMs(): number | null {
-    return readCpuMs(this.child.pid);
+    const pid = this.child.pid;
+    return pid === undefined ? null : readCpuMs(`/proc/${pid}/task/${pid}/stat`);
   }
 
   /**
@@ -286,6 +297,15 @@ function memoryError(memoryMb: number): OcrError {
   );
 }
 
+/**
+ * The wall time a job with a processor budget of `cpuBudgetMs` may take: six times its budget, and at least a
+ * minute — a loaded machine gives a process a sixth of a core and more; a process that does not run at all (stopped,
+ * or waiting on something that never comes) is stopped here, as its processor time does not grow.
+ */
+export function wallBudgetMs(cpuBudgetMs: number): number {
+  return Math.max(60_000, 6 * cpuBudgetMs);
+}
+
 /** The processor time a running job has used; its wall time where processor time cannot be read. */
 function workMs(entry: QueuedJob, process: EngineProcess): number {
   const cpu = entry.cpuAtStart === undefined ? null : process.cpuMs();
@@ -315,11 +335,10 @@ function engineEnvironment(config: EngineProcessConfig): NodeJS.ProcessEnv {
 /** Linux reports process times in clock ticks of 1/100 s (USER_HZ, the same on every architecture it supports). */
 const CLOCK_TICK_MS = 10;
 
-/** Processor time (user + system, all threads) of a process in ms, from /proc (Linux); null elsewhere or when it is gone. */
-function readCpuMs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
+/** Processor time (user + system) in ms from a /proc `stat` file (Linux); null elsewhere or when it is gone. */
+function readCpuMs(statFile: string): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const stat = readFileSync(statFile, "latin1");
     // After the command name (in parentheses, which may hold anything): state is field 3, utime 14, stime 15.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const ticks = Number(fields[11]) + Number(fields[12]);

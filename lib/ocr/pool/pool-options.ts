@@ -54,10 +54,13 @@ export interface RunOptions {
   /** Whose request it is (an account): waiting jobs are served round-robin by tenant first. Default: the session. */
   tenant?: string;
   /**
-   * Processor time the job may use, ms (its process's, read from /proc; wall time where that cannot be read). Past
-   * it the process is stopped and the job answered `too_complex` with `overBudget` as its message.
+   * Processor time the job may use, ms (its process's main thread's, read from /proc; wall time where that cannot be
+   * read). Past it — or past `wallBudgetMs` of wall time — the process is stopped and the job answered `too_complex`
+   * with `overBudget` as its message.
    */
   cpuBudgetMs?: number;
+  /** With `cpuBudgetMs`: the wall time the job may take (default engine-process.ts `wallBudgetMs`, six times it). */
+  wallBudgetMs?: number;
   overBudget?: string;
   /** Expected duration in ms (admission and queue estimates). Default: `estimate(kind, pixels)`. */
   estimateMs?: number;

@@ -134,6 +134,7 @@ export class OcrPool {
         session,
         tenant: options.tenant ?? session,
         ...(options.cpuBudgetMs !== undefined && { cpuBudgetMs: options.cpuBudgetMs }),
+        ...(options.wallBudgetMs !== undefined && { wallBudgetMs: options.wallBudgetMs }),
         ...(options.overBudget !== undefined && { overBudget: options.overBudget }),
         estimateMs,
         size: sizeOf(options.pixels),
