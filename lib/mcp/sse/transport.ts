@@ -10,7 +10,11 @@ import {
   type ApiContext,
   type RouteHandler,
 } from "@/lib/http";
+import type { Env } from "@/lib/env";
+import type { ApiKeyIdentity } from "@/lib/keys";
+import { authenticateAccessToken, isAccessToken, oauthUrls, serviceOrigin } from "@/lib/oauth";
 import type { OpenCharge } from "@/lib/process";
+import type { Store } from "@/lib/store";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
 import {
   ALLOW,
@@ -80,6 +84,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
       // Before any byte of the stream: a stream over a cap is a plain 503 / 429, and so is a store outage; the session
       // exists before the client learns its endpoint.
+      const accessTokenStands = accessTokenCheck(store, env, req, account);
       const slot = await slots.take(store, account.userId, sessionId, hardEnd, {
         ...config.streams,
         ...options.streams,
@@ -102,10 +107,15 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
         // A versioned GET that got here is the AI SDK's: its HTTP transport would hold the stream unused (see
         // `refuseGet`).
         closeIfUnused: protocolVersionOf(req) > SSE_PROTOCOL_VERSION,
-        // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant) does.
+        // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant and
+        // access token) does.
         keepAlive: async () => {
-          const [active] = await Promise.all([isCredentialActive(store, account), slot.renew()]);
-          return active;
+          const [active, tokenStands] = await Promise.all([
+            isCredentialActive(store, account),
+            accessTokenStands(),
+            slot.renew(),
+          ]);
+          return active && tokenStands;
         },
         onEnd: () => void slot.release(),
       });
@@ -172,6 +182,19 @@ function refuseGet(req: Request): ApiError | null {
     );
   }
   return null;
+}
+
+/**
+ * For a stream opened with an OAuth access token: whether that token still stands (not revoked, not expired).
+ * `isCredentialActive` checks the token's grant, which revoking the access token alone (`POST /oauth/revoke`, RFC
+ * 7009) leaves in place: the stream went on after its token was revoked (issue 39). A key's stream needs no more.
+ */
+function accessTokenCheck(store: Store, env: Env, req: Request, account: ApiKeyIdentity): () => Promise<boolean> {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.get("authorization") ?? "")?.[1];
+  // `withApiKey` took an access token only if no `x-api-key` came first: then the identity has the token's scopes.
+  if (account.scopes === undefined || bearer === undefined || !isAccessToken(bearer)) return async () => true;
+  const resource = oauthUrls(serviceOrigin(env, req)).resource;
+  return async () => !("refused" in (await authenticateAccessToken(store, bearer, resource)));
 }
 
 /** A versioned GET past the legacy transport's version that does not come from the AI SDK (see `refuseGet`). */
