@@ -560,7 +560,7 @@ describe("clients without tasks", () => {
       const pieces = [body.extractedText];
       let cursor = job.nextCursor;
       const offsets = [0];
-      while (cursor !== null) {
+      while (cursor !== undefined) {
         const slice = getExtractionOutputSchema.parse(
           toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } }))
             .structuredContent,
