@@ -889,6 +889,10 @@ async function main(): Promise<void> {
       check(result?.protocolVersion === "2024-11-05", `initialize answered ${JSON.stringify(body).slice(0, 300)}`);
     });
     await step(
+      "MCP legacy SSE: a session POST with Idempotency-Key → 202 and its answer on the stream; a GET with MCP-Protocol-Version → 405",
+      () => checkLegacySse(apiKey),
+    );
+    await step(
       "MCP as an OAuth protected resource: 401 with the challenge, both metadata documents served",
       async () => {
         const refused = await request("/api/mcp", {
@@ -933,6 +937,69 @@ async function main(): Promise<void> {
     "the engine processes could not load PaddleOCR (see the log)",
   );
   console.log(`smoke: passed (${parts.join(", ")}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/**
+ * Issue 39, seen only on a real server: a legacy SSE session POST carrying `Idempotency-Key` answered 500 (`new
+ * Request(req, …)` on Next's request object: "Cannot read private member #state"), so `ocr mcp --transport sse`, which
+ * sends the key on every POST, could not connect; and a Streamable HTTP client's standalone-stream GET (it sends
+ * MCP-Protocol-Version) was taken for a legacy session, whose five-minute `retry:` held the SDK's reconnects.
+ */
+async function checkLegacySse(apiKey: string): Promise<void> {
+  const controller = new AbortController();
+  try {
+    const stream = await fetch(`${baseUrl}/api/mcp`, {
+      headers: { accept: "text/event-stream", "x-api-key": apiKey },
+      signal: controller.signal,
+    });
+    check(stream.status === 200, `legacy GET (no MCP-Protocol-Version): ${stream.status}, expected 200`);
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    const readUntil = async (pattern: RegExp): Promise<RegExpExecArray> => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const found = pattern.exec(text);
+        if (found) return found;
+        check(Date.now() < deadline, `no ${pattern} on the SSE stream within 30 s: ${text.slice(0, 300)}`);
+        const { value, done } = await reader.read();
+        check(!done, `the SSE stream ended before ${pattern}: ${text.slice(0, 300)}`);
+        text += value;
+      }
+    };
+    const endpoint = (await readUntil(/event: endpoint\ndata: (\S+)/))[1]!;
+    for (const [id, key] of [
+      [1, `smoke-${randomBytes(6).toString("hex")}`],
+      [2, undefined],
+    ] as const) {
+      const post = await request(endpoint, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": apiKey,
+          ...(key !== undefined && { "idempotency-key": key }),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list" }),
+      });
+      const body = await post.text();
+      check(
+        post.status === 202,
+        `session POST ${key ? "with" : "without"} Idempotency-Key: ${post.status}, expected 202: ${body.slice(0, 300)}`,
+      );
+      const answer = (await readUntil(new RegExp(`data: (\\{[^\\n]*"id":${id}[,}][^\\n]*)\\n`)))[1]!;
+      const tools = (JSON.parse(answer) as { result?: { tools?: { name: string }[] } }).result?.tools;
+      check(tools?.[0]?.name === "extract_text", `tools/list ${id} on the stream: ${answer.slice(0, 300)}`);
+    }
+  } finally {
+    controller.abort();
+  }
+  const versioned = await request("/api/mcp", {
+    headers: { accept: "text/event-stream", "x-api-key": apiKey, "mcp-protocol-version": "2025-11-25" },
+  });
+  await versioned.body?.cancel();
+  check(
+    versioned.status === 405,
+    `GET with MCP-Protocol-Version 2025-11-25 (a Streamable HTTP client's standalone stream): ${versioned.status}, expected 405`,
+  );
 }
 
 /**

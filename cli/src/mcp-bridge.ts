@@ -9,10 +9,13 @@ import {
   ErrorCode,
   McpError,
   PingRequestSchema,
+  ProgressTokenSchema,
   ResultSchema,
   type Implementation,
   type JSONRPCRequest,
+  type Progress,
   type ServerCapabilities,
+  type ServerNotification,
   type ServerResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -57,7 +60,8 @@ const jsonRpcErrorSchema = z.looseObject({
  * `initialize` itself with the upstream server's info, capabilities and instructions; every other request
  * (`tools/list`, `tools/call`, `ping`, …) goes upstream and its result or JSON-RPC error comes back unchanged.
  * Each HTTP request upstream has the configured timeout and retries, with one Idempotency-Key for all attempts,
- * so a retried `tools/call` is not charged twice. Resolves when the host closes stdin.
+ * so a retried `tools/call` is not charged twice — except a call the host asked progress for, which goes without
+ * either over Streamable HTTP so that its progress notifications reach the host (`progressRelay`). Resolves when the host closes stdin.
  */
 export async function runMcpBridge(config: Config, options: BridgeOptions): Promise<void> {
   const key = config.apiKey;
@@ -75,12 +79,14 @@ export async function runMcpBridge(config: Config, options: BridgeOptions): Prom
   );
 
   const server = new Server(first.info, { capabilities: first.capabilities, instructions: first.instructions });
-  const forward = (request: JSONRPCRequest, signal: AbortSignal) => upstream.forward(request, signal);
-  server.fallbackRequestHandler = (request, extra) => forward(request, extra.signal);
+  type Extra = Parameters<NonNullable<Server["fallbackRequestHandler"]>>[1];
+  const forward = (request: JSONRPCRequest, extra: Extra) =>
+    upstream.forward(request, extra.signal, progressRelay(request, extra));
+  server.fallbackRequestHandler = (request, extra) => forward(request, extra);
   // Answered upstream too, so a host's ping tells whether the service is reachable, not only this process.
   server.removeRequestHandler("ping");
   server.setRequestHandler(PingRequestSchema, (request, extra) =>
-    forward({ jsonrpc: "2.0", id: 0, ...request }, extra.signal),
+    forward({ jsonrpc: "2.0", id: 0, ...request }, extra),
   );
   server.onerror = (error) => options.log(`stdio: ${error.message}`);
 
@@ -94,6 +100,34 @@ export async function runMcpBridge(config: Config, options: BridgeOptions): Prom
   await closed;
   await server.close().catch(() => undefined);
   await upstream.close();
+}
+
+/** What the upstream request reports of its progress, for the host. */
+type ProgressListener = (progress: Progress) => void;
+
+/**
+ * A host's request that carries `_meta.progressToken` wants `notifications/progress`: the upstream ones (the SDK
+ * client gives the upstream request a token of its own) are sent on to the host under the host's token. Without
+ * this the SDK client dropped them as "unknown token" and a host saw no progress (issue 39).
+ */
+function progressRelay(
+  request: JSONRPCRequest,
+  extra: { sendNotification: (notification: ServerNotification) => Promise<void> },
+): ProgressListener | undefined {
+  const token = ProgressTokenSchema.safeParse(request.params?._meta?.progressToken);
+  if (!token.success) return undefined;
+  return ({ progress, total, message }) =>
+    void extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: {
+          progressToken: token.data,
+          progress,
+          ...(total !== undefined && { total }),
+          ...(message !== undefined && { message }),
+        },
+      })
+      .catch(() => undefined);
 }
 
 interface Connection {
@@ -127,13 +161,13 @@ class Upstream {
     return this.current;
   }
 
-  async forward(request: JSONRPCRequest, signal: AbortSignal): Promise<ServerResult> {
+  async forward(request: JSONRPCRequest, signal: AbortSignal, onProgress?: ProgressListener): Promise<ServerResult> {
     const message = { method: request.method, ...(request.params !== undefined && { params: request.params }) };
     let connection = await this.connect().catch((error: unknown) => {
       throw toRpcError(error);
     });
     try {
-      return await this.send(connection, message, signal);
+      return await this.send(connection, message, signal, onProgress);
     } catch (error) {
       if (error instanceof McpError) throw withoutPrefix(error);
       // Any other failure is the connection's: the next request connects again.
@@ -144,7 +178,7 @@ class Upstream {
           throw toRpcError(retryError);
         });
         try {
-          return await this.send(connection, message, signal);
+          return await this.send(connection, message, signal, onProgress);
         } catch (retryError) {
           if (retryError instanceof McpError) throw withoutPrefix(retryError);
           await this.reset(connection);
@@ -165,13 +199,15 @@ class Upstream {
     connection: Connection,
     message: { method: string; params?: unknown },
     signal: AbortSignal,
+    onProgress?: ProgressListener,
   ): Promise<ServerResult> {
     // The SDK's own timeout only backs up the per-attempt timeouts of the HTTP requests (and covers an answer that
-    // never arrives on an SSE stream).
+    // never arrives on an SSE stream). A progress notification starts it again, as the host's own timeout would.
     const timeout = (this.config.retries + 2) * this.config.timeoutMs;
     const result = await connection.client.request(message as Parameters<Client["request"]>[0], ResultSchema, {
       signal,
       timeout,
+      ...(onProgress !== undefined && { onprogress: onProgress, resetTimeoutOnProgress: true }),
     });
     return result as ServerResult;
   }
@@ -252,13 +288,17 @@ class Upstream {
       headers.set("x-api-key", this.key);
       headers.set("user-agent", this.config.userAgent);
       const url = String(input);
+      // A Streamable HTTP POST that asks for progress goes without an Idempotency-Key, or the service would answer it
+      // whole, with no notification (docs/mcp.md, Long calls: progress); and so without retries, which could read it
+      // twice. On an SSE session the notifications come on the stream whatever the POST carries.
+      const streamed = method === "POST" && !new URL(url).searchParams.has("sessionId") && asksForProgress(init?.body);
       const response = await sendWithRetry(
         url,
         { ...init, headers },
         {
           timeoutMs: this.config.timeoutMs,
-          retries: this.config.retries,
-          idempotencyKey: method === "POST" ? randomUUID() : undefined,
+          retries: streamed ? 0 : this.config.retries,
+          idempotencyKey: method === "POST" && !streamed ? randomUUID() : undefined,
           signal: init?.signal ?? undefined,
           onRetry: (info) =>
             this.options.log(
@@ -283,6 +323,21 @@ class Upstream {
     return error instanceof Error ? error.message : String(error);
   }
 }
+
+/** Whether a POST body is a JSON-RPC request with `params._meta.progressToken` (the SDK client adds it for `onprogress`). */
+function asksForProgress(body: unknown): boolean {
+  if (typeof body !== "string") return false;
+  try {
+    return progressRequestSchema.safeParse(JSON.parse(body)).success;
+  } catch {
+    return false;
+  }
+}
+
+const progressRequestSchema = z.looseObject({
+  method: z.string(),
+  params: z.looseObject({ _meta: z.looseObject({ progressToken: ProgressTokenSchema }) }),
+});
 
 async function toUpstreamError(response: Response): Promise<UpstreamHttpError> {
   const text = await response

@@ -78,7 +78,7 @@ export const errorCatalogue = {
       "nesting forms more than 16 deep; a page whose reading needs more memory than an engine process may use; a " +
       'searchable PDF (`format: "pdf"`) over 3 MB in a synchronous answer (its file, checked before any charge, or the ' +
       "PDF made): the message names the job route",
-    hint: 'Inline (base64) files are limited to 3 MB decoded: pass a URL with type "url" instead, or send a smaller file or fewer pages.',
+    hint: 'Inline (base64) files have a size limit (20 MB decoded, 4 MB on Vercel; the message says this server\'s): pass a URL with type "url" instead, or send a smaller file or fewer pages.',
   },
   unsupported_media_type: {
     status: 415,

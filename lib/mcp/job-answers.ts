@@ -35,7 +35,6 @@ export async function jobToolResult(
     pagesTotal: view.pagesTotal,
     pagesDone: view.pagesDone,
     pagesFailed: view.pagesFailed,
-    nextCursor: null,
   };
   const base = {
     success: true as const,
@@ -63,7 +62,7 @@ export async function jobToolResult(
     extractedText: part.extractedText,
     confidence: part.confidence,
     processingTime: elapsed(view),
-    job: { ...summary, nextCursor },
+    job: { ...summary, ...(nextCursor !== null && { nextCursor }) },
   };
   const notes: string[] = [];
   const failed = part.missingPages.filter((page) => page.status === "failed");
@@ -119,7 +118,7 @@ async function jobSliceResult(
       pagesTotal: slice.pagesTotal,
       pagesDone: slice.pagesDone,
       pagesFailed: slice.pagesFailed,
-      nextCursor: slice.nextCursor,
+      ...(slice.nextCursor !== null && { nextCursor: slice.nextCursor }),
     },
   };
   const here =

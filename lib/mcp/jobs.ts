@@ -36,9 +36,9 @@ export const jobSummarySchema = z
     pagesFailed: z.number().int().min(0).describe("Pages that could not be read (refunded)."),
     nextCursor: z
       .string()
-      .nullable()
+      .optional()
       .describe(
-        `Pass to ${GET_EXTRACTION} as \`cursor\` for the text not in this answer; null when this answer holds it all.`,
+        `Pass to ${GET_EXTRACTION} as \`cursor\` for the text not in this answer; absent when this answer holds it all.`,
       ),
   })
   .describe("Present when the document was read as an asynchronous job (too long for one call, or a task).");
@@ -89,11 +89,17 @@ export const getExtractionInputSchema = z.strictObject({
 });
 export type GetExtractionInput = z.infer<typeof getExtractionInputSchema>;
 
+/*
+ * The output schemas have no `null` in them (no `"type": ["string", "null"]`, no `anyOf` with null): strict clients
+ * (Gemini's function declarations) refuse such unions, so a value that may be missing is an optional field instead
+ * (issue 39). tests/mcp/raw.test.ts checks the schemas `tools/list` gives and the answers against them.
+ */
+
 export const getExtractionOutputSchema = z.object({
   jobId: z
     .string()
-    .nullable()
-    .describe("The job the text comes from; null for the rest of an answer extract_text read within its call."),
+    .optional()
+    .describe("The job the text comes from; absent for the rest of an answer extract_text read within its call."),
   status: z
     .enum(["queued", "running", "succeeded", "failed", "cancelled"])
     .describe("`queued`/`running`: pages are still being read; the others are final."),
@@ -120,13 +126,27 @@ export const getExtractionOutputSchema = z.object({
     .describe("Pages passed over because they could not be read."),
   nextCursor: z
     .string()
-    .nullable()
+    .optional()
     .describe(
-      `Pass to ${GET_EXTRACTION} as \`cursor\` to go on; null once every page asked for was delivered (or can no longer be).`,
+      `Pass to ${GET_EXTRACTION} as \`cursor\` to go on; absent once every page asked for was delivered (or can no longer be).`,
     ),
   creditsUsed: z.number().int().min(0),
 });
-export type GetExtractionOutput = z.infer<typeof getExtractionOutputSchema>;
+
+/**
+ * A slice of text as ./extraction-slices.ts reads it: `jobId` and `nextCursor` are null where `get_extraction`'s
+ * `structuredContent` leaves them out ({@link extractionStructured}).
+ */
+export type GetExtractionOutput = Omit<z.infer<typeof getExtractionOutputSchema>, "jobId" | "nextCursor"> & {
+  jobId: string | null;
+  nextCursor: string | null;
+};
+
+/** A slice as `get_extraction`'s `structuredContent`: its nulls left out. */
+export function extractionStructured(slice: GetExtractionOutput): z.infer<typeof getExtractionOutputSchema> {
+  const { jobId, nextCursor, ...rest } = slice;
+  return { ...rest, ...(jobId !== null && { jobId }), ...(nextCursor !== null && { nextCursor }) };
+}
 
 const ACTIVE: ReadonlySet<JobView["status"]> = new Set(["queued", "running"]);
 

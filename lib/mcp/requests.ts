@@ -31,6 +31,23 @@ export const ALLOW = "GET, POST, OPTIONS";
  */
 export const KEY_OPTIONS = { acceptQueryKey: true, protectedResource: true } as const;
 
+/**
+ * `req` with its headers changed by `edit`; method, body and signal kept. Built from the request's parts, never as
+ * `new Request(req, init)`: that reads the input's private state, which the request object Next.js hands to a route
+ * handler does not have (`TypeError: Cannot read private member #state`, a 500 on the built server and in dev:
+ * issue 39). Tests that call the handlers with a plain `Request` cannot see it; scripts/smoke.ts checks it.
+ */
+export function withEditedHeaders(req: Request, edit: (headers: Headers) => void): Request {
+  const headers = new Headers(req.headers);
+  edit(headers);
+  const init: RequestInit & { duplex?: "half" } = { method: req.method, headers, signal: req.signal };
+  if (req.body !== null && req.method !== "GET" && req.method !== "HEAD") {
+    init.body = req.body;
+    init.duplex = "half";
+  }
+  return new Request(req.url, init);
+}
+
 /** The most bytes of a POST body looked at to tell a read about jobs: those messages are small. */
 const PEEK_BYTES = 16_384;
 

@@ -10,6 +10,7 @@ import {
   countBatchCalls,
   peekReadsJobsOnly,
   reportCharges,
+  withEditedHeaders,
   type ToolCallSettings,
 } from "./requests";
 import { asksForProgress, buildServer } from "./server";
@@ -82,9 +83,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   const sessionPost = (req: Request): Request => {
     const key = req.headers.get("idempotency-key");
     if (key === null || !new URL(req.url).searchParams.has("sessionId")) return req;
-    const headers = new Headers(req.headers);
-    headers.delete("idempotency-key");
-    const stripped = new Request(req, { headers });
+    const stripped = withEditedHeaders(req, (headers) => headers.delete("idempotency-key"));
     sessionKeys.set(stripped, key);
     return stripped;
   };

@@ -4,7 +4,13 @@ import type { ApiError } from "@/lib/api/errors";
 import type { ProcessDocumentResult } from "@/lib/process";
 import type { Store } from "@/lib/store";
 import { keepAnswerText } from "./extraction-slices";
-import { DEFAULT_SLICE_CHARS, GET_EXTRACTION, type ExtractTextOutput, type GetExtractionOutput } from "./jobs";
+import {
+  DEFAULT_SLICE_CHARS,
+  GET_EXTRACTION,
+  extractionStructured,
+  type ExtractTextOutput,
+  type GetExtractionOutput,
+} from "./jobs";
 import type { ExtractTextInput } from "./tool-definitions";
 
 /*
@@ -14,10 +20,21 @@ import type { ExtractTextInput } from "./tool-definitions";
  * the job (or the kept answer) stands and the exact call that goes on.
  */
 
+/**
+ * Hints for an error about one argument, over the code's (the catalogue's `invalid_request` hint is about
+ * `image_source`, which a bad `pages` argument would send the model to check: issue 39).
+ */
+const ARGUMENT_HINTS: Readonly<Record<string, string>> = {
+  pages:
+    'Check pages: 1-based page numbers and ranges of this PDF, such as "1-5", "3,7-9" or "10-" (to the end); leave it out to read every page.',
+};
+
 /** A tool result for a failure the model can act on: the text starts with the catalogued error code (lib/api/error-catalogue.ts). */
 export function toolErrorResult(error: ApiError): CallToolResult {
-  // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has one.
-  const { hint }: ErrorEntry = errorCatalogue[error.code];
+  // What the model can do about it (lib/api/error-catalogue.ts): every failure an `extract_text` call can end with has
+  // one; an error about one argument (`ApiError.field`, in the tool's terms) may have its own.
+  const entry: ErrorEntry = errorCatalogue[error.code];
+  const hint = (error.field !== undefined ? ARGUMENT_HINTS[error.field] : undefined) ?? entry.hint;
   const message = /[.!?]$/.test(error.message) ? error.message : `${error.message}.`;
   return {
     content: [{ type: "text", text: `${error.code}: ${message}${hint ? ` Hint: ${hint}` : ""}` }],
@@ -90,7 +107,7 @@ export function extractionResult(slice: GetExtractionOutput): CallToolResult {
       type: "text",
       text: `[the rest of an answer: characters ${slice.offset}–${slice.offset + slice.text.length}.${next}]`,
     });
-    return { content, structuredContent: slice };
+    return { content, structuredContent: extractionStructured(slice) };
   }
   const where =
     slice.pages === ""
@@ -106,5 +123,5 @@ export function extractionResult(slice: GetExtractionOutput): CallToolResult {
       : " Nothing more to read for this selection.";
   const status = `[job ${slice.jobId}: ${slice.status}, ${slice.pagesDone} of ${slice.pagesTotal} pages read${slice.pagesFailed > 0 ? `, ${slice.pagesFailed} failed` : ""}; this answer: ${where}.${failed}${next}]`;
   content.push({ type: "text", text: status });
-  return { content, structuredContent: slice };
+  return { content, structuredContent: extractionStructured(slice) };
 }

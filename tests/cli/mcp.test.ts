@@ -3,6 +3,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
+import { createMcpRoute } from "@/lib/mcp";
 import { base64Of, createAccount, expectLedgerConsistent, groundTruth, withStore } from "../api/support";
 import { expectExtracted, expectToolError } from "../mcp/support";
 import { runCli, withBuiltCli, withTestServer, type LoggedRequest } from "./support";
@@ -166,6 +167,58 @@ describe("ocr mcp over Streamable HTTP", () => {
     );
     // Not retried on SSE: the key is refused there too.
     expect(mcpRequests().filter((request) => request.method === "GET")).toEqual([]);
+  });
+});
+
+// Issue 39: the bridge's SDK client dropped the service's progress notifications ("unknown token"), so a host that
+// resets its timeout on progress never saw any.
+describe("ocr mcp forwards progress notifications", () => {
+  // The same route, with a notification every 50 ms (5 s by default), serves the tool calls.
+  const progressRoute = createMcpRoute({ progressIntervalMs: 50 });
+  const viaProgressRoute = (request: LoggedRequest) =>
+    request.method === "POST" && request.path === "/api/mcp" && rpcMethod(request) === "tools/call"
+      ? progressRoute.POST(
+          new Request(`${server.current.baseUrl}/api/mcp${request.search}`, {
+            method: "POST",
+            headers: request.headers,
+            body: new Uint8Array(request.raw),
+          }),
+        )
+      : undefined;
+
+  it.each([
+    ["Streamable HTTP", []],
+    ["SSE", ["--transport", "sse"]],
+  ])("over %s: a host's onprogress sees them, under its own token", async (label, args) => {
+    const account = await createAccount(10);
+    server.current.intercept = viaProgressRoute;
+    const { client } = await startBridge(account.key, args);
+    const reports: { progress: number; message?: string }[] = [];
+    const result = await client.callTool(
+      {
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: png } },
+      },
+      undefined,
+      { onprogress: (report) => reports.push(report), resetTimeoutOnProgress: true },
+    );
+    // What the call ended with does not matter here (a busy machine may end it as `timeout`): it was forwarded.
+    expect(result.content).toBeDefined();
+    expect(reports.length, label).toBeGreaterThanOrEqual(1);
+    for (let i = 1; i < reports.length; i++) expect(reports[i]!.progress).toBeGreaterThan(reports[i - 1]!.progress);
+    expect(reports[0]!.message).toMatch(/^Reading the document/);
+    const call = mcpRequests().find((request) => request.method === "POST" && rpcMethod(request) === "tools/call");
+    // Over Streamable HTTP the call goes without an Idempotency-Key, or it would be answered whole (no notification).
+    if (label === "Streamable HTTP") expect(call?.headers.has("idempotency-key")).toBe(false);
+    else expect(call?.headers.has("idempotency-key")).toBe(true);
+  });
+
+  it("a call without progress keeps its Idempotency-Key", async () => {
+    const account = await createAccount(10);
+    const { client } = await startBridge(account.key);
+    expectExtracted(await extract(client, png));
+    const call = mcpRequests().find((request) => request.method === "POST" && rpcMethod(request) === "tools/call");
+    expect(call?.headers.get("idempotency-key")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 

@@ -119,23 +119,55 @@ describe("the AI SDK's first SSE GET", () => {
       }),
     );
 
+  it("with mcp-protocol-version: 2025-11-25 and the AI SDK's User-Agent opens the SSE stream: the first event is endpoint, retry 5 min", async () => {
+    const account = await createAccount(0);
+    const response = await get({ "x-api-key": account.key, "user-agent": "ai-sdk/2.0.99 node.js/24" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    // Its HTTP transport's GET looks the same and ignores the stream: it is told to come back in five minutes.
+    expect(first).toMatch(/^event: endpoint\ndata: \/api\/mcp\?sessionId=\S+\nretry: 300000\n\n/);
+    await reader.cancel();
+  });
+
+  // Issue 39: a Streamable HTTP client's standalone-stream GET taken for a legacy session held the SDK's reconnects
+  // (a task's result among them) for the legacy stream's five-minute retry hint.
   it.each([
-    ["the AI SDK's User-Agent", { "user-agent": "ai-sdk/2.0.99 node.js/24" }],
-    ["any client (curl, an SDK's standalone-stream GET)", { "user-agent": "curl/8.5.0" }],
+    ["2025-11-25", { "user-agent": "curl/8.5.0" }],
+    ["2025-06-18", {}],
+    ["2026-07-28", { "user-agent": "node" }],
   ])(
-    "with mcp-protocol-version: 2025-11-25 and %s opens the SSE stream: the first event is endpoint, retry 5 min",
-    async (_label, headers) => {
+    "with mcp-protocol-version: %s from any other client (an SDK's standalone-stream GET) → 405",
+    async (version, headers) => {
       const account = await createAccount(0);
-      const response = await get({ "x-api-key": account.key, ...headers });
-      expect(response.status).toBe(200);
-      expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
-      const reader = response.body!.getReader();
-      const first = new TextDecoder().decode((await reader.read()).value);
-      // A client that only wanted an optional stream and ignores this one is told to come back in five minutes.
-      expect(first).toMatch(/^event: endpoint\ndata: \/api\/mcp\?sessionId=\S+\nretry: 300000\n\n/);
-      await reader.cancel();
+      const response = await get({ "x-api-key": account.key, "mcp-protocol-version": version, ...headers });
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("GET, POST, OPTIONS");
+      expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+        /no standalone SSE stream over Streamable HTTP/,
+      );
     },
   );
+
+  it.each([
+    ["no mcp-protocol-version (a legacy client's first GET)", {}],
+    [
+      "mcp-protocol-version: 2024-11-05 (a legacy client's EventSource reconnecting)",
+      { "mcp-protocol-version": "2024-11-05" },
+    ],
+  ])("%s opens the SSE stream", async (_label, headers) => {
+    const account = await createAccount(0);
+    const response = await mcpRoute.GET(
+      new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", "x-api-key": account.key, ...headers } }),
+    );
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toMatch(
+      /^event: endpoint\ndata: \/api\/mcp\?sessionId=/,
+    );
+    await reader.cancel();
+  });
 
   it("a GET naming an mcp-session-id (this server hands out none) → 405", async () => {
     const account = await createAccount(0);

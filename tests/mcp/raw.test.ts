@@ -174,6 +174,37 @@ describe("raw JSON-RPC over POST, as curl sends it", () => {
     expect(tools[0]!.inputSchema.required).toEqual(["image_source"]);
   });
 
+  // Issue 39: `"type": ["string", "null"]` (or an `anyOf` with null) trips strict clients, such as Gemini's function
+  // declarations. A value that may be missing is an optional field.
+  it("tools/list: the output schemas hold no null anywhere (no null type, no anyOf/oneOf)", async () => {
+    const account = await createAccount(0);
+    const result = await resultOf(await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { key: account.key }));
+    const tools = result.tools as { name: string; outputSchema: Record<string, unknown> }[];
+    expect(tools).toHaveLength(2);
+    const unions: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${path}[${index}]`));
+      if (typeof node !== "object" || node === null) return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "description") continue;
+        if (key === "anyOf" || key === "oneOf" || key === "nullable") unions.push(`${path}.${key}`);
+        if (key === "type" && (value === "null" || (Array.isArray(value) && value.includes("null"))))
+          unions.push(`${path}.type`);
+        walk(value, `${path}.${key}`);
+      }
+    };
+    for (const tool of tools) walk(tool.outputSchema, tool.name);
+    expect(unions).toEqual([]);
+    // The optional fields that took the nulls' place are still there, optional.
+    const extract = tools[0]!.outputSchema as { properties: { job: { properties: object; required: string[] } } };
+    expect(Object.keys(extract.properties.job.properties)).toContain("nextCursor");
+    expect(extract.properties.job.required).not.toContain("nextCursor");
+    const slice = tools[1]!.outputSchema as { properties: object; required: string[] };
+    expect(Object.keys(slice.properties)).toEqual(expect.arrayContaining(["jobId", "nextCursor"]));
+    expect(slice.required).not.toContain("jobId");
+    expect(slice.required).not.toContain("nextCursor");
+  });
+
   it("a notification → 202 with an empty body", async () => {
     const account = await createAccount(0);
     const response = await rpc({ jsonrpc: "2.0", method: "notifications/initialized" }, { key: account.key });
@@ -349,6 +380,19 @@ describe("tool errors the model can act on → isError with the catalogued code;
   ])("invalid_request: %s", async (_label, source) => {
     await toolError({ image_source: source }, "invalid_request");
   });
+
+  // Issue 39: the `invalid_request` hint is about image_source; a bad `pages` argument has a hint of its own.
+  it.each(["abc", "0-2", "7", "3-1"])(
+    "invalid_request: pages %j names pages, in the message and in the hint",
+    async (pages) => {
+      const pdf = fixture("born-digital.pdf").toString("base64");
+      const text = await toolError({ image_source: { type: "base64", data: pdf }, pages }, "invalid_request");
+      const [message, hint] = text.split(" Hint: ");
+      expect(message).toMatch(/^invalid_request: pages: /);
+      expect(hint).toMatch(/^Check pages: /);
+      expect(hint).not.toMatch(/image_source/);
+    },
+  );
 
   it.each(["truncated.pdf", "zero-pages.pdf", "truncated.png"])("unreadable_document: %s", async (name) => {
     await toolError(

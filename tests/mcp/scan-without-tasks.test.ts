@@ -74,7 +74,7 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s, a client without tasks"
     ).toBe(true);
     const pieces: { text: string; offset: number }[] =
       body.extractedText === "" ? [] : [{ text: body.extractedText, offset: 0 }];
-    let next = body.job!.nextCursor === null ? null : nextCall(first.content.at(-1)!.text!);
+    let next = body.job!.nextCursor === undefined ? null : nextCall(first.content.at(-1)!.text!);
     while (next !== null) {
       calls += 1;
       const answer = toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: next }));
@@ -82,7 +82,7 @@ describe.each(["v2 streamable", "v1 sse"] as const)("%s, a client without tasks"
       const slice = getExtractionOutputSchema.strict().parse(answer.structuredContent);
       expect(slice.jobId).toBe(jobId);
       if (slice.text !== "") pieces.push({ text: slice.text, offset: slice.offset });
-      if (slice.nextCursor === null) break;
+      if (slice.nextCursor === undefined) break;
       // The exact call the answer gives; nothing new yet: the model is told to come back in a few seconds.
       next = nextCall(answer.content.at(-1)!.text!);
       if (slice.text === "") await new Promise((resolve) => setTimeout(resolve, 500));

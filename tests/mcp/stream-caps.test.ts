@@ -1,9 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createApiKey, revokeApiKey } from "@/lib/keys";
 import { createMcpRoute, type McpRoute, type SseTiming, type StreamCaps } from "@/lib/mcp";
+import { getEnv } from "@/lib/env";
+import { handleRevocation, oauthUrls, serviceOrigin } from "@/lib/oauth";
+import { ACCESS_TOKEN_PREFIX, hashSecret, newGrantId, newSecret } from "@/lib/oauth/values";
 import { getStore } from "@/lib/store";
 import { createAccount, expectApiError, withStore } from "../api/support";
-import { MCP_ENDPOINT, eventually, expectKeyRefused, readEvents, rpcRequest } from "./support";
+import { MCP_ENDPOINT, eventually, expectKeyRefused, messageOf, readEvents, rpcRequest } from "./support";
 
 /*
  * Caps on open SSE streams: per account across instances (in the store; 429) and per instance (in memory; 503), both
@@ -101,6 +104,59 @@ describe("caps on open SSE streams (redis store)", () => {
       await response.body?.cancel();
       return response.status === 200;
     });
+  });
+
+  // Issue 39: revoking an access token leaves its grant (a connected app) in place; the stream checked only the grant.
+  it("a stream opened with an OAuth access token closes at its next refresh once that token is revoked", async () => {
+    const account = await createAccount(0);
+    const store = getStore();
+    const resource = oauthUrls(serviceOrigin(getEnv(), new Request(MCP_ENDPOINT))).resource;
+    const scopes = ["documents:read", "jobs:manage"];
+    const grant = await store.oauth.upsertGrant({
+      id: newGrantId(),
+      userId: account.userId,
+      clientId: "ocl_streamtest",
+      clientName: "stream test",
+      scopes,
+      resource,
+      createdAt: new Date().toISOString(),
+      lastUsedAt: null,
+    });
+    const token = newSecret(ACCESS_TOKEN_PREFIX);
+    const record = { grantId: grant.id, userId: account.userId, clientId: "ocl_streamtest", scopes, resource };
+    await store.oauth.saveAccessToken(hashSecret(token), { ...record, expiresAt: Date.now() + 3_600_000 }, 3_600_000);
+
+    const handlers = route({}, { refreshMs: 100 });
+    const response = await handlers.GET(
+      new Request(MCP_ENDPOINT, { headers: { accept: "text/event-stream", authorization: `Bearer ${token}` } }),
+    );
+    expect(response.status).toBe(200);
+    const events = readEvents(response);
+    opened.push(events);
+    const endpoint = await events.next();
+    expect(endpoint?.event).toBe("endpoint");
+    const query = new URL(endpoint!.data!, MCP_ENDPOINT).search;
+    // Refreshes go by while the token stands: the stream stays open and carries its session's answers.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const ping = rpcRequest(
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { query, headers: { authorization: `Bearer ${token}` } },
+    );
+    expect((await handlers.POST(ping)).status).toBe(202);
+    expect(messageOf(await events.next())).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+
+    const revoked = await handleRevocation(
+      store,
+      new Request("http://localhost:3000/oauth/revoke", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token }).toString(),
+      }),
+    );
+    expect(revoked.status).toBe(200);
+    expect(await store.oauth.isGrantActive(account.userId, grant.id)).toBe(true);
+    expect((await events.next(5_000))?.comment).toMatch(/^closed: /);
+    expect(await events.next()).toBeNull();
   });
 
   it("a stream whose key is revoked closes at its next refresh, and frees its slot", async () => {

@@ -214,7 +214,6 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
       pagesTotal: PAGES,
       pagesDone: PAGES,
       pagesFailed: 0,
-      nextCursor: null,
     });
     expectPagesRead(body.extractedText, document);
     // Nothing to wait for: at most one notification, the pages already read.
@@ -361,6 +360,77 @@ function expectPageProgress(reports: ProgressReport[], last = PAGES): void {
   expect(numbers.at(-1)).toBe(last);
 }
 
+describe("an SDK client's standalone GET", () => {
+  // Issue 39: the SDK opens its optional standalone stream after `initialized`. Taken for a legacy SSE session, that
+  // GET got a stream with `retry: 300000`, closed unused and was reopened: the SDK keeps the last `retry:` it saw for
+  // every reconnect, so the resume of a `tasks/result` stream past the call's budget waited five minutes for a job that
+  // had long ended. Now that GET is `405` (the spec's "no standalone stream") and the resume comes within a second.
+  it("is 405, and getTaskResult answers soon after the job ends, across a resume", async () => {
+    await runner.stop();
+    const account = await createAccount(100);
+    // The task is created by another client, with the usual budget (it inspects the 80-page PDF: seconds when busy).
+    const task = await createTask(await taskClient(account, "streamable"));
+    const short = createMcpRoute({
+      toolDeadlineMs: 5_000,
+      jobPollMs: 100,
+      // A legacy stream that goes unused closes after 1.5 s (10 s on a real server) and the SDK reopens it: after the
+      // tasks/result stream's `retry: 500`, so its own `retry: 300000` is the last one the SDK saw.
+      sse: { pingMs: 60_000, unusedMs: 1_500 },
+    });
+    const gets: { versioned: boolean; resume: boolean; status: number }[] = [];
+    const handlers: Handlers = {
+      POST: short.POST,
+      GET: async (req) => {
+        const response = await short.GET(req);
+        gets.push({
+          versioned: req.headers.has("mcp-protocol-version"),
+          resume: req.headers.has("last-event-id"),
+          status: response.status,
+        });
+        return response;
+      },
+    };
+    let restarted = false;
+    const restart = () => {
+      if (restarted) return;
+      restarted = true;
+      runner = startTestRunner("mcp-tasks-standalone", pool);
+    };
+    try {
+      const client = await taskClient(account, "streamable", handlers);
+      const pending = client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: 400_000 });
+      pending.catch(() => undefined);
+      // The first tasks/result stream ends at the budget (5 s) with no page read: its answer needs a resume.
+      const waitedFrom = Date.now();
+      while (!gets.some((get) => get.resume) && Date.now() - waitedFrom < 10_000)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      restart();
+      await pollUntilEnded(client, task.taskId);
+      const ended = Date.now();
+      // Generous: the resume's delay is the stream's `retry: 500`; before the fix it was five minutes.
+      const result = await Promise.race([
+        pending,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error("getTaskResult did not answer within 30 s of the job's end")), 30_000),
+        ),
+      ]);
+      expect(Date.now() - ended).toBeLessThan(30_000);
+      expect(result._meta).toEqual({ "io.modelcontextprotocol/related-task": { taskId: task.taskId } });
+      expectPagesRead(extractTextOutputSchema.parse(result.structuredContent).extractedText, document);
+      // The standalone GET (versioned, no Last-Event-ID) was refused, once: no legacy session was opened for it.
+      const standalone = gets.filter((get) => !get.resume);
+      expect(standalone.length).toBeGreaterThanOrEqual(1);
+      expect(
+        standalone.every((get) => get.versioned && get.status === 405),
+        JSON.stringify(gets),
+      ).toBe(true);
+      expect(gets.filter((get) => get.resume).every((get) => get.status === 200)).toBe(true);
+    } finally {
+      restart();
+    }
+  }, 180_000);
+});
+
 describe("rate limits", () => {
   it("polling a task counts against the key's reads (ten times RATE_LIMIT_PER_MINUTE), other messages against its requests", async () => {
     const account = await createAccount(0);
@@ -430,7 +500,8 @@ describe("a task with output_format pdf", () => {
         await client.callTool({ name: "get_extraction", arguments: { job_id: created.task.taskId } }),
       ).structuredContent,
     );
-    expect(slice).toMatchObject({ format: "text", text: body.extractedText, nextCursor: null });
+    expect(slice).toMatchObject({ format: "text", text: body.extractedText });
+    expect(slice.nextCursor).toBeUndefined();
   }, 120_000);
 });
 
@@ -489,7 +560,7 @@ describe("clients without tasks", () => {
       const pieces = [body.extractedText];
       let cursor = job.nextCursor;
       const offsets = [0];
-      while (cursor !== null) {
+      while (cursor !== undefined) {
         const slice = getExtractionOutputSchema.parse(
           toolResultSchema.parse(await client.callTool({ name: "get_extraction", arguments: { cursor } }))
             .structuredContent,
@@ -585,7 +656,7 @@ describe("clients without tasks", () => {
         expect(answer.content[0]).toEqual({ type: "text", text: slice.text });
         slices.push(slice);
       }
-      if (slice.nextCursor === null) break;
+      if (slice.nextCursor === undefined) break;
       if (slice.text === "") {
         // Nothing ready yet at the cursor: the same cursor comes back.
         if (Date.now() > deadline) throw new Error("the job did not finish in time");
@@ -608,7 +679,8 @@ describe("clients without tasks", () => {
         await client.callTool({ name: "get_extraction", arguments: { job_id: jobId, pages: "5-6" } }),
       ).structuredContent,
     );
-    expect(some).toMatchObject({ pages: "5-6", offset: 0, nextCursor: null, status: "succeeded" });
+    expect(some).toMatchObject({ pages: "5-6", offset: 0, status: "succeeded" });
+    expect(some.nextCursor).toBeUndefined();
     expect(some.text.split("\f")[0]).toContain("Marker page 5 of 80");
 
     // A bad cursor or another account's job: tool errors the model can act on.

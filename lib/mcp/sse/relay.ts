@@ -149,8 +149,9 @@ interface SseStreamOptions {
   signal: AbortSignal;
   /**
    * Close after `timing.unusedMs` if nothing has been posted to the session by then, and tell the client to wait
-   * {@link IDLE_CLIENT_RETRY_MS} before reconnecting: for GETs that may come from a Streamable HTTP client asking for
-   * its optional standalone stream (see `refuseGet` in route.ts), which would ignore the stream and reopen it.
+   * {@link IDLE_CLIENT_RETRY_MS} before reconnecting: for the AI SDK's versioned GETs, which may come from its HTTP
+   * transport asking for its optional standalone stream and ignoring it (see `refuseGet` in ./transport.ts; other
+   * Streamable HTTP clients' GETs are `405`, since their SDK applies a `retry:` hint to every reconnect).
    */
   closeIfUnused?: boolean;
   /**

@@ -10,9 +10,21 @@ import {
   type ApiContext,
   type RouteHandler,
 } from "@/lib/http";
+import type { Env } from "@/lib/env";
+import type { ApiKeyIdentity } from "@/lib/keys";
+import { authenticateAccessToken, isAccessToken, oauthUrls, serviceOrigin } from "@/lib/oauth";
 import type { OpenCharge } from "@/lib/process";
+import type { Store } from "@/lib/store";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
-import { ALLOW, KEY_OPTIONS, checkScopes, countBatchCalls, reportCharges, type ToolCallSettings } from "../requests";
+import {
+  ALLOW,
+  KEY_OPTIONS,
+  checkScopes,
+  countBatchCalls,
+  reportCharges,
+  withEditedHeaders,
+  type ToolCallSettings,
+} from "../requests";
 import { asksForProgress, buildServer } from "../server";
 import { serveJsonExchange, serveStreamedExchange } from "../streamable";
 import {
@@ -72,6 +84,7 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
       const mailboxId = sessionMailboxId(account.keyId, sessionId);
       // Before any byte of the stream: a stream over a cap is a plain 503 / 429, and so is a store outage; the session
       // exists before the client learns its endpoint.
+      const accessTokenStands = accessTokenCheck(store, env, req, account);
       const slot = await slots.take(store, account.userId, sessionId, hardEnd, {
         ...config.streams,
         ...options.streams,
@@ -91,13 +104,18 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
         wakeups,
         signal: req.signal,
         requestId,
-        // A versioned GET may be a Streamable HTTP client's optional standalone stream, which it would hold unused
-        // (see `refuseGet`).
-        closeIfUnused: (req.headers.get("mcp-protocol-version")?.trim() ?? "") > SSE_PROTOCOL_VERSION,
-        // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant) does.
+        // A versioned GET that got here is the AI SDK's: its HTTP transport would hold the stream unused (see
+        // `refuseGet`).
+        closeIfUnused: protocolVersionOf(req) > SSE_PROTOCOL_VERSION,
+        // The stream outlives the request that authenticated it: it stays only while its key (or OAuth grant and
+        // access token) does.
         keepAlive: async () => {
-          const [active] = await Promise.all([isCredentialActive(store, account), slot.renew()]);
-          return active;
+          const [active, tokenStands] = await Promise.all([
+            isCredentialActive(store, account),
+            accessTokenStands(),
+            slot.renew(),
+          ]);
+          return active && tokenStands;
         },
         onEnd: () => void slot.release(),
       });
@@ -124,15 +142,21 @@ export function createSseTransport(options: SseTransportOptions = {}): SseTransp
 
 /**
  * A GET that is not for the legacy SSE transport gets `405` (no key needed, like any wrong method): one without
- * `Accept: text/event-stream`, or one naming an `mcp-session-id`.
+ * `Accept: text/event-stream`, one naming an `mcp-session-id`, and one from a Streamable HTTP client.
  *
- * A GET with `Accept: text/event-stream` and no `mcp-session-id` opens the legacy stream, whatever
- * `mcp-protocol-version` it carries: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends
- * `2025-11-25` on its first GET. Only a GET naming a session (which this stateless server never hands out) is `405`.
- * The same headers come from an SDK's Streamable HTTP client asking for its optional standalone stream, and from the
- * AI SDK's HTTP transport: they get a stream too, which they ignore (its `endpoint` event is not a message to them).
- * So a stream opened by a versioned GET closes after `SseTiming.unusedMs` when nothing is posted to its session, and
- * its `retry:` hint is five minutes: an SDK client that reconnects its standalone stream comes back that rarely.
+ * A Streamable HTTP client sends `mcp-protocol-version` with the version it negotiated (2025-03-26 or later) on every
+ * request, its GET for the optional standalone stream included: that GET is answered `405`, which the spec offers a
+ * server with no standalone stream (Streamable HTTP, "Listening for Messages from the Server") and the SDKs take as
+ * "none". Taking it for a legacy session (as before issue 39) opened a session every few seconds that the client
+ * ignored, and its `retry:` hint of five minutes became the SDK's reconnection delay for everything, a
+ * `tasks/result` stream's resume included: `getTaskResult` then waited five minutes for a job that had ended.
+ * A legacy client sends no version on its first GET, and `2024-11-05` (what this transport negotiates) when its
+ * EventSource reconnects.
+ *
+ * One exception: the Vercel AI SDK's SSE transport (`@ai-sdk/mcp` 1.x and 2.x) sends `mcp-protocol-version:
+ * 2025-11-25` on its first GET, before any version is negotiated, so a versioned GET whose User-Agent names the AI
+ * SDK opens the legacy stream. Its HTTP transport's GET (2025 handshake) has the same headers and gets one too, which
+ * it ignores: such a stream closes after `SseTiming.unusedMs` when nothing is posted to its session (`closeIfUnused`).
  */
 function refuseGet(req: Request): ApiError | null {
   const accept = req.headers.get("accept")?.toLowerCase() ?? "";
@@ -140,6 +164,13 @@ function refuseGet(req: Request): ApiError | null {
     return new ApiError(
       "method_not_allowed",
       "GET /api/mcp opens the SSE transport and needs Accept: text/event-stream; send JSON-RPC messages with POST",
+      { headers: { Allow: ALLOW } },
+    );
+  }
+  if (isStreamableHttpGet(req)) {
+    return new ApiError(
+      "method_not_allowed",
+      "This server offers no standalone SSE stream over Streamable HTTP: POST JSON-RPC messages to /api/mcp. (The legacy SSE transport's GET sends no MCP-Protocol-Version header, or 2024-11-05.)",
       { headers: { Allow: ALLOW } },
     );
   }
@@ -154,14 +185,35 @@ function refuseGet(req: Request): ApiError | null {
 }
 
 /**
+ * For a stream opened with an OAuth access token: whether that token still stands (not revoked, not expired).
+ * `isCredentialActive` checks the token's grant, which revoking the access token alone (`POST /oauth/revoke`, RFC
+ * 7009) leaves in place: the stream went on after its token was revoked (issue 39). A key's stream needs no more.
+ */
+function accessTokenCheck(store: Store, env: Env, req: Request, account: ApiKeyIdentity): () => Promise<boolean> {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.get("authorization") ?? "")?.[1];
+  // `withApiKey` took an access token only if no `x-api-key` came first: then the identity has the token's scopes.
+  if (account.scopes === undefined || bearer === undefined || !isAccessToken(bearer)) return async () => true;
+  const resource = oauthUrls(serviceOrigin(env, req)).resource;
+  return async () => !("refused" in (await authenticateAccessToken(store, bearer, resource)));
+}
+
+/** A versioned GET past the legacy transport's version that does not come from the AI SDK (see `refuseGet`). */
+function isStreamableHttpGet(req: Request): boolean {
+  if (protocolVersionOf(req) <= SSE_PROTOCOL_VERSION) return false;
+  return !/\bai-sdk\//i.test(req.headers.get("user-agent") ?? "");
+}
+
+function protocolVersionOf(req: Request): string {
+  return req.headers.get("mcp-protocol-version")?.trim() ?? "";
+}
+
+/**
  * `Idempotency-Key` is for POSTs: on a GET the wrapper would wait for the end of the stream to store it. A stream
  * is not a replayable response, so the header is dropped there.
  */
 function withoutIdempotencyKey(req: Request): Request {
   if (!req.headers.has("idempotency-key")) return req;
-  const headers = new Headers(req.headers);
-  headers.delete("idempotency-key");
-  return new Request(req, { headers });
+  return withEditedHeaders(req, (headers) => headers.delete("idempotency-key"));
 }
 
 /**
