@@ -351,7 +351,6 @@ function transcript(): Page {
   lines.forEach((line, i) => {
     const y = 260 + i * 68;
     const number = String(i + 1);
-    const width = page.ctx.measureText(number).width;
     page.font(28, SANS);
     page.text(number, 190 - page.ctx.measureText(number).width, y, false);
     page.font(28, MONO);
