@@ -15,7 +15,8 @@ import { mkdirSync, writeFileSync, existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createCanvas, GlobalFonts, type SKRSContext2D } from "@napi-rs/canvas";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
+// The bench runs a bundled copy from node_modules/.cache and says where the repository is (bench/index.mjs).
+const ROOT = process.env.OCR_BENCH_ROOT ?? path.resolve(import.meta.dirname, "..");
 /** Where the suite is written (git-ignored, beside the generated test fixtures). */
 export const LAYOUT_DIR = path.join(ROOT, "tests/.generated/layouts");
 const FONT_DIR = path.join(ROOT, "tests/fixtures/fonts");
@@ -406,7 +407,8 @@ export function generateLayouts(dir = LAYOUT_DIR): string[] {
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not when bundled into the bench, whose own file is then argv[1]).
+if (process.argv[1]?.endsWith("make-layouts.ts")) {
   const dir = path.resolve(process.argv[2] ?? LAYOUT_DIR);
   const files = generateLayouts(dir);
   console.log(`${files.length} layout pages written to ${path.relative(process.cwd(), dir)}`);
