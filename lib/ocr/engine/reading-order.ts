@@ -13,6 +13,15 @@
  *   (plain XY-cut would find no gutter under a title, and cutting the page into bands first interleaves the
  *   columns wherever their lines happen to line up).
  *
+ * - The gutter is found from the words, not the lines: a strip of x the words leave open but for a few lines crossing
+ *   it (findGutter), so a title narrower than the page, a page number in the gutter, a recognizer's padded boxes or a
+ *   line it ran across both columns (cut there: splitAtGutter) do not hide it.
+ * - On a page with columns, the running header and footer (a top and a bottom band standing apart) are read first and
+ *   last; a gutter of line numbers joins each number to the line beside it (runningLines, joinLineNumbers).
+ *
+ * The rules are judged on the generated layout suite (scripts/make-layouts.ts, `npm run bench -- --layouts`) read by
+ * both recognizers, and on corpus-dev for no regression (docs/decisions.md#layout-suite).
+ *
  * What is not a column is read as rows: lines side by side (vertical overlap, no horizontal overlap) are one row, left
  * to right, and become one line of the document. Blocks start where the recognizer's own blocks change, at a gap of
  * more than a line, and at every cut. Boxes, words and confidences are untouched: only the order and the grouping
