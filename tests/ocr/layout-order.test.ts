@@ -124,7 +124,7 @@ describe("orderReading on the layout suite's kinds of page", () => {
     expect(ordered.blocks.flatMap((b) => b.lines.map((l) => l.text))).toEqual(text.map((l, i) => `${i + 1} ${l.text}`));
   });
 
-  it("numbers in a table's first column are not taken for a gutter of line numbers when they lead no line", () => {
+  it("a column of numbers with no lines beside them is not a gutter of line numbers", () => {
     // Numbers alone with nothing beside them: a list of figures, kept as they came.
     const numbers = Array.from({ length: 6 }, (_, i) => line(String(10 * (i + 1)), 120, 200 + 50 * i));
     const ordered = orderReading(page([numbers]));
