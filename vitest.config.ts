@@ -50,6 +50,7 @@ const UNIT = [
   "tests/ocr/pdf-runtime.test.ts",
   "tests/ocr/pdf-streams.test.ts",
   "tests/ocr/pool-parts.test.ts",
+  "tests/ocr/layout-order.test.ts",
   "tests/ocr/reading-order.test.ts",
   "tests/ocr/second-reading.test.ts",
   "tests/ocr/text-size.test.ts",

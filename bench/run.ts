@@ -19,6 +19,7 @@
  *   --load [options]  load benchmark of the built server (bench/load.ts lists its options)
  *   --job [options]   asynchronous jobs against the synchronous path (bench/jobs.ts lists its options)
  *   --orientation [--before DIR]  pages turned 90/180/270 and skewed ±3/±7°, CER against upright; upright CPU against DIR
+ *   --layouts         the generated layout suite (scripts/make-layouts.ts): order-sensitive CER per layout (bench/layouts.ts)
  *   --profile         CPU time per stage of every OCR page (1-worker pass), and its mean by corpus source
  *   --second-below N  the second reading's confidence threshold (default: the engine's): sweeps re-tune it
  */
@@ -98,6 +99,11 @@ if (process.argv.includes("--review")) {
 // --orientation: the sample's pages turned and skewed, against the upright page (bench/orientation.ts).
 if (process.argv.includes("--orientation")) {
   await (await import("./orientation")).orientationMain(process.argv.slice(2), ROOT);
+  process.exit(0);
+}
+// --layouts: the generated layout suite, order-sensitive CER per page (bench/layouts.ts).
+if (process.argv.includes("--layouts")) {
+  await (await import("./layouts")).layoutsMain(process.argv.slice(2));
   process.exit(0);
 }
 
