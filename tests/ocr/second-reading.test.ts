@@ -103,8 +103,8 @@ describe("paddleSuffices: PaddleOCR's first reading stands alone", () => {
     const missed = page([block(lines, [0.1, 0.1, 0.9, 0.6])], 99, PADDLE_FIRST_COVERAGE - 0.05);
     expect(paddleSuffices(missed)).toBe(false);
     expect(paddleSuffices(page([block(receipt, [0.1, 0.1, 0.9, 0.3])], 99))).toBe(false);
-    // Two columns of ten lines, the right one's lines half a line lower.
-    const columns = page([block(lines, [0.05, 0.1, 0.45, 0.6]), block(lines, [0.55, 0.125, 0.95, 0.625])], 99);
+    // Two columns of ten lines, the right one's lines 0.6 of a line lower.
+    const columns = page([block(lines, [0.05, 0.1, 0.45, 0.6]), block(lines, [0.55, 0.13, 0.95, 0.63])], 99);
     expect(sideBySideText(columns.page)).toBe(true);
     expect(paddleSuffices(columns)).toBe(false);
   });

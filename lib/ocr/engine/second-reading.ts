@@ -82,12 +82,18 @@ export function paddleSuffices(reading: PageReading, sure = PADDLE_FIRST_SURE): 
   return !sideBySideText(reading.page);
 }
 
-/** Side-by-side lines whose rows do not line up (below): this many, and this share of the page's lines. */
+/**
+ * Side-by-side lines whose rows do not line up (below): this many pairs, and this many per line of the page. Measured
+ * on PaddleOCR's readings of corpus-dev (pairs per line, centres half a line height apart): receipts 0–0.21, forms
+ * 0–0.31, multi-column pages 0.61 and 1.9, a table 0.55 (docs/decisions.md#paddle-first).
+ */
 const MISALIGNED_PAIRS = 3;
-const MISALIGNED_SHARE = 0.1;
+const MISALIGNED_SHARE = 0.5;
+/** Two side-by-side lines' centres this share of the smaller height apart or more: their rows do not line up. */
+const MISALIGNED_OFFSET = 0.5;
 
 /**
- * Lines side by side (overlapping rows, separate x-ranges) whose centres are a quarter of a line height or more apart:
+ * Lines side by side (overlapping rows, separate x-ranges) whose centres are half a line height or more apart:
  * columns of running text, whose lines do not share baselines. PaddleOCR reads one line per detected box and the
  * page's order comes from those boxes alone; Tesseract's page layout finds such columns (corpus-dev's multi-column
  * pages: CER 0.10–0.15 read by Tesseract, 0.11–0.46 by PaddleOCR alone). A receipt's item and price, or a form's label
@@ -103,7 +109,7 @@ export function sideBySideText(page: ExtractedPage): boolean {
       if (Math.min(ay1, by1) <= Math.max(ay0, by0)) continue;
       if (!(ax1 < bx0 || bx1 < ax0)) continue;
       const height = Math.min(ay1 - ay0, by1 - by0);
-      if (Math.abs((ay0 + ay1) / 2 - (by0 + by1) / 2) >= 0.25 * height) misaligned++;
+      if (Math.abs((ay0 + ay1) / 2 - (by0 + by1) / 2) >= MISALIGNED_OFFSET * height) misaligned++;
     }
   }
   return misaligned >= MISALIGNED_PAIRS && misaligned >= MISALIGNED_SHARE * lines.length;
