@@ -81,7 +81,10 @@ export interface PageTools {
   modelDir?: string;
   /** The second reading's threshold (default: second-reading.ts's). */
   secondReadingBelow?: number;
-  /** PaddleOCR's reading read first stands alone at this confidence or more (default: second-reading.ts's). */
+  /**
+   * PaddleOCR's reading read first stands alone at this confidence or more (default: second-reading.ts's); over 100,
+   * PaddleOCR does not read first (Tesseract does, and PaddleOCR is its second opinion).
+   */
   paddleFirstSure?: number;
   /** Keep Tesseract's idle thread while PaddleOCR reads (`ocrSettings().keepTesseractForPaddle`). */
   keepTesseract?: boolean;
@@ -343,6 +346,7 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
 function readsPaddleFirst(state: PageState, tools: PageTools): boolean {
   return (
     tools.paddle &&
+    (tools.paddleFirstSure ?? 0) <= 100 &&
     recognizerModel(tools.modelDir).latinAccents &&
     state.language.langs.every((lang) => PADDLE_LATIN_LANGUAGES.has(lang)) &&
     !isBlank(state.straight!.prepared.analysis)
