@@ -143,6 +143,8 @@ describe.runIf(existsSync(path.join(V6_DIR, "ppocrv6_tiny_dict.txt")))(
         createTimeoutMs: 60_000,
         engines: ["tesseract", "paddle"],
         modelDir: V6_DIR,
+        // PaddleOCR first is off by default (second-reading.ts's PADDLE_FIRST_SURE); at 90, as measured.
+        paddleFirstSure: 90,
       });
       try {
         const doc = await extractDocument(frenchPng(), {

@@ -34,6 +34,8 @@ import {
 import {
   chooseReading,
   confidentTesseractWords,
+  PADDLE_FIRST_ON_BELOW,
+  PADDLE_FIRST_SURE,
   PADDLE_LATIN_LANGUAGES,
   paddlePageReading,
   paddleSuffices,
@@ -126,7 +128,8 @@ export const PAGE_STAGES: readonly PageStage[] = [
     },
   },
   {
-    // PaddleOCR first where its recognizer reads the page's languages (PP-OCRv6: every language offered); its
+    // Where turned on (PADDLE_FIRST_SURE, off by default), PaddleOCR first where its recognizer reads the page's
+    // languages (PP-OCRv6: every language offered); its
     // reading stands alone when it is sure of it and covers the page's text (second-reading.ts, `paddleSuffices`).
     // Otherwise Tesseract, automatic page segmentation; its further passes wait when a later stage may read again.
     name: "first-reading",
@@ -342,11 +345,14 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
   return kept;
 }
 
-/** PaddleOCR reads pages first where its recognizer has accents (PP-OCRv6) and the page's languages are Latin. */
+/**
+ * PaddleOCR reads pages first where that is turned on (`paddleFirstSure` at 100 or less; PADDLE_FIRST_SURE is off),
+ * its recognizer has accents (PP-OCRv6) and the page's languages are Latin.
+ */
 function readsPaddleFirst(state: PageState, tools: PageTools): boolean {
   return (
     tools.paddle &&
-    (tools.paddleFirstSure ?? 0) <= 100 &&
+    (tools.paddleFirstSure ?? PADDLE_FIRST_SURE) <= PADDLE_FIRST_ON_BELOW &&
     recognizerModel(tools.modelDir).latinAccents &&
     state.language.langs.every((lang) => PADDLE_LATIN_LANGUAGES.has(lang)) &&
     !isBlank(state.straight!.prepared.analysis)

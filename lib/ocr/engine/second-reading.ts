@@ -66,8 +66,14 @@ export const PADDLE_LATIN_LANGUAGES: ReadonlySet<string> = new Set(["eng", "fra"
 /**
  * PaddleOCR, read first, keeps the page alone when its character-weighted mean confidence is at least this and its
  * words cover PADDLE_FIRST_COVERAGE of the page's glyph-like ink (it missed no text Tesseract would have found).
+ * The default is off (over 100: Tesseract reads first, PP-OCRv6 is its second opinion): on corpus-dev, PaddleOCR
+ * first at 90 read receipts alone at half the CPU but cost word F1 on forms and the photo and a wasted PaddleOCR pass on
+ * every page Tesseract read too (CER 0.115, F1 0.859, 71 s of engine CPU, against 0.115, 0.868, 60 s with Tesseract
+ * first; docs/decisions.md#paddle-first). `npm run bench -- --paddle-sure 90` turns it on.
  */
-export const PADDLE_FIRST_SURE = 90;
+export const PADDLE_FIRST_SURE = 101;
+/** PaddleOCR reads first when asked to (PADDLE_FIRST_SURE or the bench's `--paddle-sure` at 100 or less). */
+export const PADDLE_FIRST_ON_BELOW = 100;
 export const PADDLE_FIRST_COVERAGE = 0.8;
 
 /**
