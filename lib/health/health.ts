@@ -6,7 +6,8 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, render, type OpenEnv } from "@/lib/ocr";
+import { availableLanguages, extractDocument, getOcrPool, recognizerInUse, render, type OpenEnv } from "@/lib/ocr";
+import type { Env } from "@/lib/env";
 import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
 import { eventLoopDelay, type EventLoopDelay } from "./event-loop";
@@ -108,6 +109,11 @@ export interface HealthBody {
      * or `wasm` (tesseract.js; `note` says why the library was not used); null until an OCR process has started.
      */
     tesseract: TesseractInUse | null;
+    /**
+     * PaddleOCR's recognizer (`OCR_MODEL_DIR`): `PP-OCRv6_tiny`, or the npm fallback's `PP-OCRv4` (with a `note` when
+     * `OCR_MODEL_DIR` was set but unusable); null when `OCR_ENGINES` leaves PaddleOCR out.
+     */
+    recognizer: { name: string; note?: string } | null;
     check?: EngineCheck;
   };
   /** This process's event-loop delay (the last 10-second window): the server stays responsive while pages are read. */
@@ -123,7 +129,7 @@ export interface HealthBody {
  */
 export async function checkHealth(
   store: () => Store,
-  { deep, env }: { deep: boolean; env: OpenEnv },
+  { deep, env }: { deep: boolean; env: OpenEnv & Pick<Env, "OCR_ENGINES" | "OCR_MODEL_DIR"> },
 ): Promise<HealthBody> {
   const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine(env) : undefined]);
   const pool = getOcrPool().stats();
@@ -152,6 +158,7 @@ export async function checkHealth(
       },
       languages: availableLanguages(env.OCR_LANGUAGES),
       tesseract: pool.tesseract,
+      recognizer: recognizerInUse(env.OCR_ENGINES, env.OCR_MODEL_DIR),
       ...(check && { check }),
     },
     eventLoop: eventLoopDelay(),

@@ -25,4 +25,5 @@ export { pagedFormats, render } from "./render";
 export { renderSearchablePdf } from "./render/formats/pdf";
 export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";
 export { detectFileType } from "./model/detect";
+export { recognizerInUse } from "./model/recognizer-model";
 export type { OcrPool } from "./pool/pool";

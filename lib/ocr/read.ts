@@ -131,6 +131,7 @@ export function getOcrPool(): OcrPool {
       keepTesseract: settings.keepTesseractForPaddle,
       tesseract: env.OCR_TESSERACT,
       ...(env.OCR_TESSERACT_LIBRARY && { tesseractLibrary: env.OCR_TESSERACT_LIBRARY }),
+      ...(env.OCR_MODEL_DIR && { modelDir: env.OCR_MODEL_DIR }),
     });
   }
   return holder[POOL_KEY];

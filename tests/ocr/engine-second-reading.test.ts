@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { createCanvas, GlobalFonts } from "@napi-rs/canvas";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -110,3 +111,58 @@ describe("second reading", () => {
     expect(characterErrorRate(render(doc, "text"), RECEIPT.join("\n"), true)).toBeLessThan(0.1);
   });
 });
+
+/** The team's copy of PP-OCRv6 tiny (never committed): CI points OCR_MODEL_DIR at it; a user's clone has none. */
+const V6_DIR = process.env.OCR_MODEL_DIR ?? path.resolve("../shared/models/ppocr-v6-tiny");
+const FRENCH = [
+  "Le garçon a mangé une pêche à l'hôtel cet été,",
+  "puis il est allé à la bibliothèque près du théâtre",
+  "où sa sœur lisait déjà un roman très célèbre.",
+  "Ils sont rentrés à pied après le dîner.",
+];
+
+function frenchPng(): Uint8Array {
+  const canvas = createCanvas(1200, 400);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, 1200, 400);
+  ctx.fillStyle = "#111111";
+  ctx.font = '32px "Second Reading Mono"';
+  FRENCH.forEach((line, i) => ctx.fillText(line, 40, 70 + i * 70));
+  return new Uint8Array(canvas.encodeSync("png"));
+}
+
+describe.runIf(existsSync(path.join(V6_DIR, "ppocrv6_tiny_dict.txt")))(
+  "PaddleOCR first (PP-OCRv6, OCR_MODEL_DIR)",
+  () => {
+    it("reads a clean French page alone, accents kept, without a Tesseract pass", async () => {
+      const v6 = new OcrPool({
+        size: 1,
+        queueLimit: 16,
+        maxJobsPerWorker: 50,
+        createTimeoutMs: 60_000,
+        engines: ["tesseract", "paddle"],
+        modelDir: V6_DIR,
+        // PaddleOCR first is off by default (second-reading.ts's PADDLE_FIRST_SURE); at 90, as measured.
+        paddleFirstSure: 90,
+      });
+      try {
+        const doc = await extractDocument(frenchPng(), {
+          env: getEnv(),
+          pool: v6,
+          language: "fra",
+          deadline: Date.now() + 170_000,
+        });
+        const page = doc.pages[0]!;
+        expect(page.engine).toBe("paddle");
+        // Tesseract's pass leaves its page segmentation mode in the trace; PaddleOCR alone leaves none.
+        expect(page.trace?.psm).toBeUndefined();
+        const text = render(doc, "text");
+        expect(text).toContain("garçon");
+        expect(characterErrorRate(text, FRENCH.join("\n"), true)).toBeLessThan(0.05);
+      } finally {
+        await v6.terminate();
+      }
+    });
+  },
+);

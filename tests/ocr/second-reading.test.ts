@@ -8,6 +8,9 @@ import {
   KEEP_TESSERACT_ABOVE,
   MIN_GAP_HEIGHT_SHARE,
   PADDLE_FAIRLY_SURE,
+  PADDLE_FIRST_COVERAGE,
+  paddleSuffices,
+  sideBySideText,
   PADDLE_MARGIN,
   PADDLE_SURE,
   paddlePageReading,
@@ -72,6 +75,45 @@ describe("wantsSecondReading", () => {
       70,
     );
     expect(wantsSecondReading(columns, ["eng"])).toBe(false);
+  });
+});
+
+describe("wantsSecondReading with a recognizer that reads accents (PP-OCRv6)", () => {
+  it("sends a French page Tesseract was unsure of", () => {
+    const french = reading([block(longReceipt, [0.1, 0.1, 0.9, 0.5])], 60);
+    expect(wantsSecondReading(french, ["fra", "eng"], { accents: true })).toBe(true);
+    expect(wantsSecondReading(french, ["fra", "eng"], { accents: false })).toBe(false);
+  });
+});
+
+describe("paddleSuffices: PaddleOCR's first reading stands alone", () => {
+  const page = (blocks: OcrBlock[], confidence: number, coverage = 1): PageReading => ({
+    ...reading(blocks, confidence, "paddle"),
+    coverage,
+  });
+  const lines = Array.from({ length: 10 }, (_, i) => `Line ${i + 1} of running text here`);
+
+  it("when sure of a page of one column that covers the page's text", () => {
+    expect(paddleSuffices(page([block(lines, [0.1, 0.1, 0.9, 0.6])], 90), 90)).toBe(true);
+  });
+
+  it("not when unsure, when its words miss ink, on a short page, or on columns whose lines do not line up", () => {
+    expect(paddleSuffices(page([block(lines, [0.1, 0.1, 0.9, 0.6])], 89), 90)).toBe(false);
+    const missed = page([block(lines, [0.1, 0.1, 0.9, 0.6])], 99, PADDLE_FIRST_COVERAGE - 0.05);
+    expect(paddleSuffices(missed, 90)).toBe(false);
+    expect(paddleSuffices(page([block(receipt, [0.1, 0.1, 0.9, 0.3])], 99), 90)).toBe(false);
+    // Two columns of ten lines, the right one's lines 0.6 of a line lower.
+    const columns = page([block(lines, [0.05, 0.1, 0.45, 0.6]), block(lines, [0.55, 0.13, 0.95, 0.63])], 99);
+    expect(sideBySideText(columns.page)).toBe(true);
+    expect(paddleSuffices(columns, 90)).toBe(false);
+  });
+
+  it("a receipt's items and prices on shared rows are not columns", () => {
+    const items = Array.from({ length: 10 }, (_, i) => `ITEM NUMBER ${i + 1}`);
+    const prices = Array.from({ length: 10 }, (_, i) => `${i + 1}.50`);
+    const rows = page([block(items, [0.05, 0.1, 0.5, 0.6]), block(prices, [0.7, 0.1, 0.9, 0.6])], 99);
+    expect(sideBySideText(rows.page)).toBe(false);
+    expect(paddleSuffices(rows, 90)).toBe(true);
   });
 });
 

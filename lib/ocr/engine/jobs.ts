@@ -78,7 +78,7 @@ export class Engine {
       // A deployment without onnxruntime's native runtime or the model files says so in its log at once (pages are
       // still read by Tesseract). Only checked, not loaded: every replaced process passes here.
       try {
-        await checkPaddle();
+        await checkPaddle(this.config.modelDir);
       } catch (error) {
         this.paddle = false;
         console.error(`[engine] PaddleOCR could not load; pages are read by Tesseract alone: ${String(error)}`);
@@ -283,7 +283,9 @@ export class Engine {
     const tools: PageTools = {
       tesseract: await this.reader(),
       paddle: this.paddle,
+      ...(this.config.modelDir && { modelDir: this.config.modelDir }),
       ...(this.config.secondReadingBelow !== undefined && { secondReadingBelow: this.config.secondReadingBelow }),
+      ...(this.config.paddleFirstSure !== undefined && { paddleFirstSure: this.config.paddleFirstSure }),
       ...(this.config.keepTesseract && { keepTesseract: true }),
       ...(this.heavy && { heavy: this.heavy }),
     };

@@ -18,8 +18,11 @@ import { ENGINE_DEADLINE_SLACK_MS } from "../model/protocol";
 import { detectLanguage } from "./language-detect";
 import { loadPaddle } from "./paddle";
 import { releaseSource, type RasterSource } from "./raster";
+import { recognizerModel } from "../model/recognizer-model";
 import { orderReading } from "./reading-order";
 import {
+  isBlank,
+  pageCoverage,
   prepareRaster,
   recognizeRaster,
   retryReading,
@@ -31,7 +34,11 @@ import {
 import {
   chooseReading,
   confidentTesseractWords,
+  PADDLE_FIRST_ON_BELOW,
+  PADDLE_FIRST_SURE,
+  PADDLE_LATIN_LANGUAGES,
   paddlePageReading,
+  paddleSuffices,
   tesseractGaps,
   wantsSecondReading,
 } from "./second-reading";
@@ -52,6 +59,11 @@ export interface PageState {
   /** The page turned upright and straightened (`orientation`), and the raster every reading reads. */
   straight?: StraightenedRaster;
   reading?: PageReading;
+  /**
+   * PaddleOCR's reading, when it read the page first (`first-reading`): the page's reading when it was sure of it,
+   * else what Tesseract's reading is compared with (`second-reading`).
+   */
+  paddle?: PageReading;
   /** How its way up was decided, for the trace. */
   orientation: string;
   /** The languages the page was read in: what the rest of the document is read in. */
@@ -67,8 +79,15 @@ export interface PageTools {
   tesseract: TesseractReader;
   /** PaddleOCR may read pages here (OCR_ENGINES, and it loaded). */
   paddle: boolean;
+  /** Its recognizer's directory (`OCR_MODEL_DIR`; unset: the npm PP-OCRv4 fallback). */
+  modelDir?: string;
   /** The second reading's threshold (default: second-reading.ts's). */
   secondReadingBelow?: number;
+  /**
+   * PaddleOCR's reading read first stands alone at this confidence or more (default: second-reading.ts's); over 100,
+   * PaddleOCR does not read first (Tesseract does, and PaddleOCR is its second opinion).
+   */
+  paddleFirstSure?: number;
   /** Keep Tesseract's idle thread while PaddleOCR reads (`ocrSettings().keepTesseractForPaddle`). */
   keepTesseract?: boolean;
   /** The pool's one memory-heavy slot (main.ts); without it no waiting. */
@@ -109,9 +128,24 @@ export const PAGE_STAGES: readonly PageStage[] = [
     },
   },
   {
-    // Tesseract, automatic page segmentation; its further passes wait when a later stage may read the page again.
+    // Where turned on (PADDLE_FIRST_SURE, off by default), PaddleOCR first where its recognizer reads the page's
+    // languages (PP-OCRv6: every language offered); its
+    // reading stands alone when it is sure of it and covers the page's text (second-reading.ts, `paddleSuffices`).
+    // Otherwise Tesseract, automatic page segmentation; its further passes wait when a later stage may read again.
     name: "first-reading",
     async run(state, tools) {
+      if (readsPaddleFirst(state, tools)) {
+        state.paddle = (await paddleRead(state, tools, "first")) ?? undefined;
+        if (state.paddle) {
+          const coverage = pageCoverage(state.straight!.prepared, state.paddle.page);
+          state.paddle = { ...state.paddle, coverage };
+          if (paddleSuffices(state.paddle, tools.paddleFirstSure)) {
+            state.reading = state.paddle;
+            state.reading.page.trace = { ...state.reading.page.trace, coverage: Math.round(coverage * 100) / 100 };
+            return;
+          }
+        }
+      }
       state.reading = await recognizeRaster(
         state.straight!.prepared,
         state.number,
@@ -134,6 +168,12 @@ export const PAGE_STAGES: readonly PageStage[] = [
     rereads: (state, _tools, reading) => otherLanguage(state, reading) !== null,
     async run(state, tools) {
       const guess = otherLanguage(state, state.reading!);
+      // PaddleOCR's recognizer reads every offered language alike: its reading stands, and names the language the
+      // rest of the document is read in.
+      if (state.paddle && state.reading === state.paddle) {
+        state.languages = guess ? { langs: [guess, "eng"], auto: false } : { langs: state.language.langs, auto: false };
+        return;
+      }
       if (!guess) {
         state.languages = { langs: state.language.langs, auto: false };
         return;
@@ -160,7 +200,8 @@ export const PAGE_STAGES: readonly PageStage[] = [
     name: "second-reading",
     rereads: (state, tools, reading) => wantsPaddle(state, tools, reading),
     async run(state, tools) {
-      if (state.rereadInLanguage) return;
+      if (state.paddle && state.reading === state.paddle) return;
+      if (state.rereadInLanguage && !state.paddle) return;
       state.reading = await secondReading(state, tools);
     },
   },
@@ -207,6 +248,7 @@ function firstContext(state: PageState, tools: PageTools, stage: string): Recogn
 function wantsFlip(state: PageState, reading: PageReading): boolean {
   const { straight } = state;
   if (!straight?.lines || straight.verdict === "upright") return false;
+  if (state.paddle && reading === state.paddle) return false;
   const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
   return words >= 3 && reading.page.confidence < FLIP_PROBE_BELOW_CONFIDENCE;
 }
@@ -216,7 +258,16 @@ function otherLanguage(state: PageState, reading: PageReading): string | null {
 }
 
 function wantsPaddle(state: PageState, tools: PageTools, reading: PageReading): boolean {
-  return tools.paddle && wantsSecondReading(reading, state.language.langs, tools.secondReadingBelow);
+  // With PaddleOCR's reading made first, the same rule as for a reading made second: Tesseract's stands where it
+  // was sure, on short pages and on columns; else the better of the two (chooseReading).
+  const wanted =
+    tools.paddle &&
+    wantsSecondReading(reading, state.languages?.langs ?? state.language.langs, {
+      below: tools.secondReadingBelow,
+      accents: recognizerModel(tools.modelDir).latinAccents,
+    });
+  if (!state.paddle) return wanted;
+  return wanted && reading !== state.paddle && chooseReading(reading, state.paddle) === state.paddle;
 }
 
 async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
@@ -253,6 +304,8 @@ async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
       lines: straight.lines,
     };
     state.reading = other;
+    // PaddleOCR's reading, if it read first, was of the page the other way up.
+    state.paddle = undefined;
     state.orientation += `, flipped by a reading${band ? " (a band of it first)" : ""}`;
   } else {
     if (flipped.turned) releaseSource(flipped.turned);
@@ -274,38 +327,15 @@ async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
 async function secondReading(state: PageState, tools: PageTools): Promise<PageReading> {
   const reading = state.reading!;
   const prepared = state.straight!.prepared;
-  const context: RecognizeContext = { pool: tools.tesseract, deadline: state.deadline, langs: state.language.langs };
+  const context: RecognizeContext = { pool: tools.tesseract, deadline: state.deadline, langs: state.languages!.langs };
   const tesseract = () => (reading.retriesDeferred ? retryReading(prepared, reading, state.number, context) : reading);
+  let paddle = state.paddle;
   if (!wantsPaddle(state, tools, reading)) return tesseract();
-  // Tesseract's reading is an answer already: the second one is only tried with time to spare before the deadline.
-  const spare = state.deadline - ENGINE_DEADLINE_SLACK_MS - Date.now() - SECOND_READING_RESERVE_MS;
-  if (spare <= 0) return tesseract();
-  if (tools.heavy && !(await tools.heavy.acquire(spare))) return tesseract();
-  let result;
-  try {
-    // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up (engine
-    // processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). A native Tesseract has nothing to
-    // give back. `ocrSettings().keepTesseractForPaddle` trades that memory for CPU (docs/decisions.md#speed-profile).
-    if (!tools.keepTesseract) await tools.tesseract.shed();
-    // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
-    // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
-    const recognizer = await profiledAsync("paddle-load", () => loadPaddle());
-    try {
-      result = await recognizer.read(prepared.raster, {
-        known: confidentTesseractWords(reading, prepared),
-        gaps: tesseractGaps(reading, prepared),
-      });
-    } finally {
-      await profiledAsync("paddle-load", () => recognizer.release());
-    }
-  } catch (error) {
-    // A second opinion that failed is no reason to fail the page: Tesseract's reading stands.
-    console.error(`[engine] PaddleOCR failed on a page; Tesseract's reading kept: ${String(error)}`);
-    return tesseract();
-  } finally {
-    tools.heavy?.release();
+  if (!paddle) {
+    const read = await paddleRead(state, tools, "second");
+    if (!read) return tesseract();
+    paddle = read;
   }
-  const paddle = paddlePageReading(result, prepared, state.number);
   const kept = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
   // PaddleOCR's page keeps the trace of Tesseract's first pass; Tesseract's reading has its own (with its retries).
   kept.page.trace = {
@@ -313,6 +343,60 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
     second: kept.page.engine ?? "tesseract",
   };
   return kept;
+}
+
+/**
+ * PaddleOCR reads pages first where that is turned on (`paddleFirstSure` at 100 or less; PADDLE_FIRST_SURE is off),
+ * its recognizer has accents (PP-OCRv6) and the page's languages are Latin.
+ */
+function readsPaddleFirst(state: PageState, tools: PageTools): boolean {
+  return (
+    tools.paddle &&
+    (tools.paddleFirstSure ?? PADDLE_FIRST_SURE) <= PADDLE_FIRST_ON_BELOW &&
+    recognizerModel(tools.modelDir).latinAccents &&
+    state.language.langs.every((lang) => PADDLE_LATIN_LANGUAGES.has(lang)) &&
+    !isBlank(state.straight!.prepared.analysis)
+  );
+}
+
+/**
+ * PaddleOCR's reading of the page (`first`: before Tesseract; `second`: after it, with the words and word gaps of its
+ * reading), or null when it could not read it in time or failed (Tesseract's reading then stands, or is made).
+ */
+async function paddleRead(state: PageState, tools: PageTools, when: "first" | "second"): Promise<PageReading | null> {
+  const prepared = state.straight!.prepared;
+  const reading = when === "second" ? state.reading : undefined;
+  // The page's one reading may not be left undone: a second opinion needs time to spare before the deadline.
+  const spare = state.deadline - ENGINE_DEADLINE_SLACK_MS - Date.now() - SECOND_READING_RESERVE_MS;
+  if (spare <= 0) return null;
+  // A native Tesseract holds little memory while PaddleOCR reads: the pool's heavy slot is for tesseract.js's heap.
+  const heavy = tools.tesseract.kind === "native" && when === "first" ? undefined : tools.heavy;
+  if (heavy && !(await heavy.acquire(spare))) return null;
+  let result;
+  try {
+    // Tesseract's idle thread gives its wasm heap back first: the two recognizers' peaks no longer add up (engine
+    // processes' peak with PaddleOCR 656 → 543 MB, docs/decisions.md#shed-tesseract). A native Tesseract has nothing to
+    // give back. `ocrSettings().keepTesseractForPaddle` trades that memory for CPU (docs/decisions.md#speed-profile).
+    if (!tools.keepTesseract && heavy) await tools.tesseract.shed();
+    // Loaded for the page and released after it: onnxruntime's memory arena keeps a page's buffers (275–508 MB
+    // resident after a page) until its sessions are released, and loading takes ~0.2–0.4 s.
+    const recognizer = await profiledAsync("paddle-load", () => loadPaddle(tools.modelDir));
+    try {
+      result = await recognizer.read(
+        prepared.raster,
+        reading ? { known: confidentTesseractWords(reading, prepared), gaps: tesseractGaps(reading, prepared) } : {},
+      );
+    } finally {
+      await profiledAsync("paddle-load", () => recognizer.release());
+    }
+  } catch (error) {
+    // A second opinion that failed is no reason to fail the page: Tesseract's reading stands (or is made).
+    console.error(`[engine] PaddleOCR failed on a page; Tesseract reads it: ${String(error)}`);
+    return null;
+  } finally {
+    heavy?.release();
+  }
+  return paddlePageReading(result, prepared, state.number);
 }
 
 /** A page of this many lines or more is checked upside down on a band of them first, if the band holds this much text. */

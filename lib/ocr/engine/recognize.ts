@@ -230,6 +230,26 @@ export async function retryReading(
   return best;
 }
 
+/**
+ * Share of the page's glyph-like ink that `page`'s words cover (its boxes normalized to the source): what the
+ * coverage of a Tesseract reading measures, for a reading by another recognizer.
+ */
+export function pageCoverage(prepared: PreparedRaster, page: ExtractedPage): number {
+  const { analysisScale, sourceWidth, sourceHeight } = prepared;
+  const width = Math.round(sourceWidth * analysisScale);
+  const height = Math.round(sourceHeight * analysisScale);
+  const boxes: Glyph[] = [];
+  for (const block of page.blocks) {
+    for (const line of block.lines) {
+      for (const word of line.words) {
+        const [x0, y0, x1, y1] = word.bbox;
+        boxes.push({ x0: x0 * width, y0: y0 * height, x1: x1 * width, y1: y1 * height });
+      }
+    }
+  }
+  return glyphCoverage(prepared.analysis, boxes, width, height);
+}
+
 /** The scale of a rescue pass, or null when the reading is good enough or a larger raster would be too big. */
 function rescueScale(prepared: PreparedRaster, reading: PageReading): number | null {
   if (reading.page.blocks.length === 0 || reading.page.confidence >= RESCUE_BELOW_CONFIDENCE) return null;
@@ -249,7 +269,7 @@ function rescueRaster(prepared: PreparedRaster, reading: PageReading): PreparedR
 }
 
 /** Nothing that could be a mark: a blank page (or a blank PDF page a scanner inserted) needs no OCR. */
-function isBlank(analysis: InkAnalysis): boolean {
+export function isBlank(analysis: InkAnalysis): boolean {
   return analysis.glyphs.length === 0 && analysis.content === null;
 }
 

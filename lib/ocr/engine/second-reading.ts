@@ -37,9 +37,9 @@ export const SECOND_READING_MIN_WORDS = 20;
 export function wantsSecondReading(
   reading: PageReading,
   langs: readonly string[],
-  below = SECOND_READING_BELOW_CONFIDENCE,
+  { below = SECOND_READING_BELOW_CONFIDENCE, accents = false }: { below?: number; accents?: boolean } = {},
 ): boolean {
-  if (langs.length !== 1 || langs[0] !== "eng") return false;
+  if (!accents && (langs.length !== 1 || langs[0] !== "eng")) return false;
   const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
   if (words < SECOND_READING_MIN_WORDS) return false;
   return reading.page.confidence < below && !hasColumns(reading.page);
@@ -56,6 +56,70 @@ export function wantsSecondReading(
 export const PADDLE_SURE = 90;
 export const PADDLE_FAIRLY_SURE = 80;
 export const PADDLE_MARGIN = 25;
+
+/**
+ * The languages PaddleOCR's PP-OCRv6 recognizer reads (its dictionary has Latin-1 and Latin Extended-A): the languages
+ * the service offers by default. A page asked in another (an operator's `chi_sim`, `rus`…) is read by Tesseract.
+ */
+export const PADDLE_LATIN_LANGUAGES: ReadonlySet<string> = new Set(["eng", "fra", "deu", "spa", "ita", "por", "nld"]);
+
+/**
+ * PaddleOCR, read first, keeps the page alone when its character-weighted mean confidence is at least this and its
+ * words cover PADDLE_FIRST_COVERAGE of the page's glyph-like ink (it missed no text Tesseract would have found).
+ * The default is off (over 100: Tesseract reads first, PP-OCRv6 is its second opinion): on corpus-dev, PaddleOCR
+ * first at 90 read receipts alone at half the CPU but cost word F1 on forms and the photo and a wasted PaddleOCR pass on
+ * every page Tesseract read too (CER 0.115, F1 0.859, 71 s of engine CPU, against 0.115, 0.868, 60 s with Tesseract
+ * first; docs/decisions.md#paddle-first). `npm run bench -- --paddle-sure 90` turns it on.
+ */
+export const PADDLE_FIRST_SURE = 101;
+/** PaddleOCR reads first when asked to (PADDLE_FIRST_SURE or the bench's `--paddle-sure` at 100 or less). */
+export const PADDLE_FIRST_ON_BELOW = 100;
+export const PADDLE_FIRST_COVERAGE = 0.8;
+
+/**
+ * Whether PaddleOCR's first reading stands alone (`reading.coverage` is its words' share of the page's ink): sure of
+ * it, covering the page's text, SECOND_READING_MIN_WORDS words or more (a short page costs Tesseract little, and
+ * PaddleOCR misread a line of Times Tesseract read right: "simplc", "latcly"), and not laid out in columns.
+ */
+export function paddleSuffices(reading: PageReading, sure = PADDLE_FIRST_SURE): boolean {
+  const words = reading.page.blocks.reduce((n, b) => n + b.lines.reduce((m, l) => m + l.words.length, 0), 0);
+  if (words < SECOND_READING_MIN_WORDS) return false;
+  if (reading.page.confidence < sure || reading.coverage < PADDLE_FIRST_COVERAGE) return false;
+  return !sideBySideText(reading.page);
+}
+
+/**
+ * Side-by-side lines whose rows do not line up (below): this many pairs, and this many per line of the page. Measured
+ * on PaddleOCR's readings of corpus-dev (pairs per line, centres half a line height apart): receipts 0–0.21, forms
+ * 0–0.31, multi-column pages 0.61 and 1.9, a table 0.55 (docs/decisions.md#paddle-first).
+ */
+const MISALIGNED_PAIRS = 3;
+const MISALIGNED_SHARE = 0.5;
+/** Two side-by-side lines' centres this share of the smaller height apart or more: their rows do not line up. */
+const MISALIGNED_OFFSET = 0.5;
+
+/**
+ * Lines side by side (overlapping rows, separate x-ranges) whose centres are half a line height or more apart:
+ * columns of running text, whose lines do not share baselines. PaddleOCR reads one line per detected box and the
+ * page's order comes from those boxes alone; Tesseract's page layout finds such columns (corpus-dev's multi-column
+ * pages: CER 0.10–0.15 read by Tesseract, 0.11–0.46 by PaddleOCR alone). A receipt's item and price, or a form's label
+ * and value, sit on one row and do not count.
+ */
+export function sideBySideText(page: ExtractedPage): boolean {
+  const lines = page.blocks.flatMap((b) => b.lines);
+  let misaligned = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const [ax0, ay0, ax1, ay1] = lines[i]!.bbox;
+    for (let j = i + 1; j < lines.length; j++) {
+      const [bx0, by0, bx1, by1] = lines[j]!.bbox;
+      if (Math.min(ay1, by1) <= Math.max(ay0, by0)) continue;
+      if (!(ax1 < bx0 || bx1 < ax0)) continue;
+      const height = Math.min(ay1 - ay0, by1 - by0);
+      if (Math.abs((ay0 + ay1) / 2 - (by0 + by1) / 2) >= MISALIGNED_OFFSET * height) misaligned++;
+    }
+  }
+  return misaligned >= MISALIGNED_PAIRS && misaligned >= MISALIGNED_SHARE * lines.length;
+}
 
 /** Tesseract words under this confidence are not counted as text PaddleOCR should have found (noise read as text). */
 const CREDIBLE_CONFIDENCE = 40;

@@ -170,12 +170,16 @@ export const engineProcessConfigSchema = z.object({
   engines: z.array(ocrEngineSchema).default(["tesseract"]),
   /** Pages Tesseract read with a mean confidence under this are read by the second recognizer too (tests raise it). */
   secondReadingBelow: z.number().min(0).max(101).optional(),
+  /** PaddleOCR's first reading stands alone at this confidence or more (the bench sweeps it; 101: never). */
+  paddleFirstSure: z.number().min(0).max(101).optional(),
   /** Keep the Tesseract thread while PaddleOCR reads a page (less CPU: no restart; more memory at PaddleOCR's peak). */
   keepTesseract: z.boolean().optional(),
   /** Which Tesseract reads (`OCR_TESSERACT`): the system's libtesseract where it loads (`auto`), only it, or tesseract.js. */
   tesseract: z.enum(["auto", "native", "wasm"]).default("auto"),
   /** The libtesseract to load (`OCR_TESSERACT_LIBRARY`; default lib/ocr/engine/tesseract-native.ts's). */
   tesseractLibrary: z.string().optional(),
+  /** PaddleOCR's recognizer directory (`OCR_MODEL_DIR`, lib/ocr/model/recognizer-model.ts); unset: the npm fallback. */
+  modelDir: z.string().optional(),
   createTimeoutMs: z.number().int().min(1),
 });
 export type EngineProcessConfig = z.infer<typeof engineProcessConfigSchema>;

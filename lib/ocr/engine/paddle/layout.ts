@@ -40,10 +40,10 @@ export type BoxReading =
  * (20 pages): 0.71 with the winning space only, 0.82 at 0.05–0.1, 0.80 at 0.2, 0.77 at 0.3; spaces from the
  * distance between character positions instead: 0.43 (a frame is 1/6 of the line height, too coarse for a space).
  */
-const SPACE_PROBABILITY = 0.1;
+export const SPACE_PROBABILITY = 0.1;
 
 /** Split one box's characters into words; each word's box spans its characters' frames, across the box height. */
-function boxWords(reading: BoxReading): PaddleWord[] {
+function boxWords(reading: BoxReading, space: number): PaddleWord[] {
   if ("words" in reading) return reading.words;
   const { box, chars, frameWidth } = reading;
   const words: PaddleWord[] = [];
@@ -73,8 +73,8 @@ function boxWords(reading: BoxReading): PaddleWord[] {
       box: [Math.max(box.x0, cx - ex), Math.max(box.y0, cy - ey), Math.min(box.x1, cx + ex), Math.min(box.y1, cy + ey)],
     });
   };
-  const split = gapSplits(reading);
-  for (let i = 1; i < chars.length; i++) if (chars[i]!.spaceBefore > SPACE_PROBABILITY || split.has(i)) flush(i);
+  const split = gapSplits(reading, space);
+  for (let i = 1; i < chars.length; i++) if (chars[i]!.spaceBefore > space || split.has(i)) flush(i);
   flush(chars.length);
   return words;
 }
@@ -85,7 +85,7 @@ function boxWords(reading: BoxReading): PaddleWord[] {
  * space was found in the gap already. Tesseract finds word gaps from the ink (its segmentation is good where its
  * character recognition is not); the recognizer's frames are too coarse to find them (docs/decisions.md#paddle-spaces).
  */
-function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>): Set<number> {
+function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>, space: number): Set<number> {
   const { box, chars, frameWidth, gaps } = reading;
   const splits = new Set<number>();
   if (!gaps?.length || chars.length < 2) return splits;
@@ -103,7 +103,7 @@ function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>): Set<
     for (let i = 1; i < chars.length; i++) {
       const u = boundary(i);
       if (u < u0 || u > u1) continue;
-      if (chars[i]!.spaceBefore > SPACE_PROBABILITY) spaced = true;
+      if (chars[i]!.spaceBefore > space) spaced = true;
       if (nearest < 0 || Math.abs(u - middle) < Math.abs(boundary(nearest) - middle)) nearest = i;
     }
     if (nearest > 0 && !spaced) splits.add(nearest);
@@ -112,9 +112,9 @@ function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>): Set<
 }
 
 /** Each detected box's words, as a line of its own, boxes sorted by their vertical centre. */
-export function boxLines(readings: BoxReading[]): PaddleLine[] {
+export function boxLines(readings: BoxReading[], space = SPACE_PROBABILITY): PaddleLine[] {
   return readings
-    .map((reading) => ({ box: reading.box, words: boxWords(reading) }))
+    .map((reading) => ({ box: reading.box, words: boxWords(reading, space) }))
     .filter((b) => b.words.length > 0)
     .sort((a, b) => a.box.cy - b.box.cy)
     .map(({ words }) => ({ words }));
@@ -126,9 +126,9 @@ export function boxLines(readings: BoxReading[]): PaddleLine[] {
  * line reads left to right. Columns are not separated here: the engine orders a page's lines, whichever recognizer read
  * it, from the boxes (`boxLines`; lib/ocr/engine/reading-order.ts).
  */
-export function readingOrder(readings: BoxReading[]): PaddleLine[] {
+export function readingOrder(readings: BoxReading[], space = SPACE_PROBABILITY): PaddleLine[] {
   const boxes = readings
-    .map((reading) => ({ box: reading.box, words: boxWords(reading) }))
+    .map((reading) => ({ box: reading.box, words: boxWords(reading, space) }))
     .filter((b) => b.words.length > 0)
     .sort((a, b) => a.box.cy - b.box.cy);
   const lines: Array<{ y0: number; y1: number; items: typeof boxes }> = [];
