@@ -2,14 +2,12 @@ import { parseOcrRequest } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob, jobAccepted, jobOrigin, preferencesOf } from "@/lib/http/jobs";
 import { processDocument, readOrQueue } from "@/lib/intake";
+import { MIN_PREFER_WAIT_S } from "@/lib/vocabulary";
 
 export const runtime = "nodejs";
 export const maxDuration = 60;
 
 const methods = ["POST"];
-
-/** The shortest `wait` honoured: the document must still be fetched and inspected within it. */
-const MIN_WAIT_S = 5;
 
 // POST /api/ocr/process – extract text from a document sent as JSON (base64 or URL), multipart (`file`) or the file
 // itself (lib/http/upload.ts); with `Prefer: respond-async`, a job (202); with `Prefer: respond-async, wait=N`, the
@@ -28,7 +26,7 @@ export const POST = withApiKey(async (context) => {
   // `wait` narrows the request's deadline (never widens it): the answer comes by then, the text or a `504`.
   const deadline = !waitSeconds
     ? undefined
-    : receivedAt + Math.min(Math.max(waitSeconds, MIN_WAIT_S) * 1000, env.REQUEST_DEADLINE_MS);
+    : receivedAt + Math.min(Math.max(waitSeconds, MIN_PREFER_WAIT_S) * 1000, env.REQUEST_DEADLINE_MS);
   const serverHost = req.headers.get("host") ?? undefined;
   const input = { env, settings, body, file, account, requestId, receivedAt, serverHost, deadline };
   // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
