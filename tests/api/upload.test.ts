@@ -294,6 +294,18 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
     });
   });
 
+  it("no key, a wrong key: 401 without reading the body, and the connection closes (not drained to its end)", async () => {
+    for (const route of ROUTES) {
+      for (const key of ["", "ocr_" + "x".repeat(40)]) {
+        const { stream, pulled } = countedStream(60 * 1024 * 1024);
+        const response = await route.post(raw(route.url, key, stream, "application/pdf"));
+        await expectApiError(response, "unauthorized");
+        expect(response.headers.get("connection")).toBe("close");
+        expect(pulled()).toBeLessThanOrEqual(64 * 1024);
+      }
+    }
+  });
+
   it("259 000 parts (issue 39 item 14): 400 before the body is parsed, with or without an Idempotency-Key; nothing charged", async () => {
     const account = await createAccount(5);
     const part = '--b\r\nContent-Disposition: form-data; name="format"\r\n\r\ntext\r\n';
