@@ -90,6 +90,12 @@ export const toolInputSources = ["base64", "url"] as const;
 export const DEFAULT_MAX_INLINE_BYTES = 20 * 1024 * 1024;
 
 /**
+ * The shortest `Prefer: wait=N` `POST /api/ocr/process` honours, in seconds (a shorter one counts as this): the
+ * document must still be fetched and inspected within it. The CLI asks for no less.
+ */
+export const MIN_PREFER_WAIT_S = 5;
+
+/**
  * The default of `MAX_INLINE_BYTES` on Vercel, whose platform refuses request bodies over 4.5 MB before the function
  * runs: a 4 MiB file fits a raw or multipart body under it (as base64, a JSON body stops at about 3.3 MB of file).
  */

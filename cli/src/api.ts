@@ -8,10 +8,15 @@ import {
   ocrResponseSchema,
 } from "@/lib/api/schemas";
 import { errorBodySchema } from "@/lib/api/errors";
-import type { OutputFormat } from "@/lib/vocabulary";
+import { MIN_PREFER_WAIT_S, type OutputFormat } from "@/lib/vocabulary";
 import type { Config } from "./config";
 import { CliError, EXIT, exitCodeForStatus } from "./errors";
 import { NetworkError, retryAfterMs, sendWithRetry, TRANSIENT_STATUSES, type RetryInfo } from "./http";
+
+/** `30 s`, `2.5 s`. */
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
+}
 
 const NOT_TIMEOUTS: ReadonlySet<number> = new Set([...TRANSIENT_STATUSES].filter((status) => status !== 504));
 
@@ -77,6 +82,7 @@ export interface OcrRequestBody {
 }
 
 interface ExtractAnswer {
+  kind: "read";
   result: OcrResult;
   /** `x-credits-remaining`: the balance after this request. */
   creditsRemaining: number | null;
@@ -111,9 +117,37 @@ function headersFor(config: Config, key: string): Record<string, string> {
   return { "x-api-key": key, "user-agent": config.userAgent, accept: "application/json" };
 }
 
+/** Seconds kept between the `wait` the service is asked for and the CLI's own timeout: upload, answer, clocks. */
+const WAIT_MARGIN_S = 5;
+
 /**
- * One document through `POST /api/ocr/process`, with the configured timeout and retries and one Idempotency-Key
- * for all attempts. Throws {@link ServiceError} for an error answer, a {@link CliError} when the service is out of reach.
+ * The `Prefer: wait=N` of a synchronous read with a timeout of `timeoutMs` per attempt: the service answers by then
+ * (the text, a job, or `504`), before the CLI stops waiting — the CLI's deadline follows the service's, never the
+ * other way round. At least {@link MIN_PREFER_WAIT_S}; the service narrows it to its own deadline (55 s).
+ */
+export function preferWaitSeconds(timeoutMs: number): number {
+  return Math.max(MIN_PREFER_WAIT_S, Math.floor(timeoutMs / 1000) - WAIT_MARGIN_S);
+}
+
+/** A synchronous read sent and not answered within the timeout: the service may have been reading it all along. */
+export class NoAnswerInTime extends CliError {
+  constructor(
+    readonly timeoutMs: number,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(EXIT.other, message, options);
+    this.name = "NoAnswerInTime";
+  }
+}
+
+/**
+ * One document through `POST /api/ocr/process`, with one Idempotency-Key for all attempts. It asks for an answer
+ * within the timeout (`Prefer: wait=N`, {@link preferWaitSeconds}); with `asyncIfLong`, `Prefer: respond-async,
+ * wait=N`: the service reads the document now when it expects to be done in N seconds, else answers `202` with a
+ * job (`kind: "job"`). A read is never retried after a timeout — neither a `504` nor an attempt without an answer
+ * ({@link NoAnswerInTime}): the same document would take as long again. Throws {@link ServiceError} for an error
+ * answer, a {@link CliError} when the service is out of reach.
  */
 export async function extractDocument(
   config: Config,
@@ -122,20 +156,36 @@ export async function extractDocument(
     signal?: AbortSignal;
     onRetry?: (info: RetryInfo) => void;
     idempotencyKey?: string;
-    /** Retry a `504` (default true); false when a timed-out document is to go as a job instead. */
-    retryTimeouts?: boolean;
+    /** Let the service answer with a job when the reading is expected to take longer than the wait. */
+    asyncIfLong?: boolean;
   } = {},
-): Promise<ExtractAnswer> {
+): Promise<ExtractAnswer | { kind: "job"; job: JobAnswer; creditsRemaining: number | null }> {
   const key = requireKey(config);
+  const wait = preferWaitSeconds(config.timeoutMs);
+  // The attempt outlasts the wait the service was given (a timeout under 10 s is stretched to it).
+  const timeoutMs = Math.max(config.timeoutMs, (wait + WAIT_MARGIN_S) * 1000);
   const { url, response, json } = await postDocument(config, key, "/api/ocr/process", body, {
     signal: options.signal,
     onRetry: options.onRetry,
     idempotencyKey: options.idempotencyKey ?? randomUUID(),
-    retryStatuses: options.retryTimeouts === false ? NOT_TIMEOUTS : undefined,
+    retryStatuses: NOT_TIMEOUTS,
+    retryTimeouts: false,
+    timeoutMs,
+    headers: { prefer: options.asyncIfLong ? `respond-async, wait=${wait}` : `wait=${wait}` },
   });
+  if (response.status === 202) {
+    const job = jobAnswerSchema.safeParse(json);
+    if (!job.success) throw unexpectedAnswer(response, url, "a 202 without the job's fields");
+    return {
+      kind: "job",
+      job: job.data,
+      creditsRemaining: parseCreditsHeader(response.headers.get("x-credits-remaining")),
+    };
+  }
   const parsed = ocrResultSchema.safeParse(json);
   if (!parsed.success) throw unexpectedAnswer(response, url, "a 200 without the OCR response fields");
   return {
+    kind: "read",
     result: parsed.data,
     creditsRemaining: parseCreditsHeader(response.headers.get("x-credits-remaining")),
     replayed: response.headers.get("idempotent-replayed") === "true",
@@ -215,7 +265,7 @@ async function postDocument(
   body: OcrRequestBody,
   options: Parameters<typeof send>[3],
 ): Promise<{ url: string; response: Response; json: unknown }> {
-  const headers = headersFor(config, key);
+  const headers = { ...headersFor(config, key), ...options.headers };
   const { file, ...rest } = body;
   if (file !== undefined) {
     const query = new URLSearchParams();
@@ -346,11 +396,27 @@ async function send(
     onRetry?: (info: RetryInfo) => void;
     idempotencyKey?: string;
     retryStatuses?: ReadonlySet<number>;
+    retryTimeouts?: boolean;
+    /** Per attempt; default `config.timeoutMs`. */
+    timeoutMs?: number;
+    /** Extra request headers (`postDocument` sets them). */
+    headers?: Record<string, string>;
   },
 ): Promise<Response> {
+  const { headers: _headers, ...sendOptions } = options;
+  const timeoutMs = options.timeoutMs ?? config.timeoutMs;
   try {
-    return await sendWithRetry(url, init, { timeoutMs: config.timeoutMs, retries: config.retries, ...options });
+    return await sendWithRetry(url, init, { retries: config.retries, ...sendOptions, timeoutMs });
   } catch (error) {
+    if (error instanceof NetworkError && error.timedOut && options.retryTimeouts === false) {
+      // An answer that did not come in time is not the service being down: say what happened.
+      throw new NoAnswerInTime(
+        timeoutMs,
+        `no answer from ${config.baseUrl} within ${formatSeconds(timeoutMs)} (--timeout): the service was still ` +
+          "reading it or the connection stalled (a read stopped by the client hanging up is not charged)",
+        { cause: error },
+      );
+    }
     if (error instanceof NetworkError) {
       throw new CliError(
         EXIT.other,

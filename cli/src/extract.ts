@@ -2,7 +2,16 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { OutputFormat } from "@/lib/vocabulary";
-import { extractDocument, getJobPdf, ServiceError, submitJob, type JobAnswer, type OcrRequestBody } from "./api";
+import {
+  extractDocument,
+  getJobPdf,
+  NoAnswerInTime,
+  preferWaitSeconds,
+  ServiceError,
+  submitJob,
+  type JobAnswer,
+  type OcrRequestBody,
+} from "./api";
 import type { Config } from "./config";
 import { CliError, EXIT, Interrupted, type ExitCode } from "./errors";
 import type { RetryInfo } from "./http";
@@ -124,24 +133,31 @@ export async function runExtract(
       let text: string | Uint8Array;
       let detail: string | undefined;
       let switched: string | undefined;
+      let accepted: Awaited<ReturnType<typeof submitJob>> | undefined;
       if (options.mode !== "async") {
         try {
+          // In `auto` the service may answer with a job by itself: when it expects the reading to outlast the wait.
           const answer = await extractDocument(config, body, {
             idempotencyKey: randomUUID(),
             onRetry: options.verbose ? (info) => note(`${job.source.label}: ${describeRetry(info)}`) : undefined,
             signal: io.signal,
-            retryTimeouts: options.mode === "sync",
+            asyncIfLong: options.mode === "auto",
           });
-          // A PDF comes as base64 in the answer: written as the file it is.
-          text = options.format === "pdf" ? decodePdf(answer.result.extractedText) : answer.result.extractedText;
-          detail = describeSuccess(answer.result, answer.creditsRemaining, answer.replayed);
+          if (answer.kind === "job") {
+            accepted = answer;
+            switched = `too long to read within ${preferWaitSeconds(config.timeoutMs)} s, the service answered with a job`;
+          } else {
+            // A PDF comes as base64 in the answer: written as the file it is.
+            text = options.format === "pdf" ? decodePdf(answer.result.extractedText) : answer.result.extractedText;
+            detail = describeSuccess(answer.result, answer.creditsRemaining, answer.replayed);
+          }
         } catch (error) {
-          switched = options.mode === "auto" ? pastSynchronousLimits(error, job.source) : undefined;
-          if (switched === undefined) throw error;
+          switched = options.mode === "auto" ? pastSynchronousLimitsOrTimedOut(error, job.source) : undefined;
+          if (switched === undefined) throw withTimeoutAdvice(error, options.mode);
         }
       }
       if (switched !== undefined || options.mode === "async") {
-        ({ text, detail } = await readAsJob(job, body, switched));
+        ({ text, detail } = await readAsJob(job, accepted ?? body, switched));
       }
       const output = typeof text! === "string" ? withFinalNewline(text) : text!;
       let file: string | undefined;
@@ -182,19 +198,23 @@ export async function runExtract(
    */
   const readAsJob = async (
     job: Job,
-    body: OcrRequestBody,
+    toSubmit: OcrRequestBody | Awaited<ReturnType<typeof submitJob>>,
     why: string | undefined,
   ): Promise<{ text: string | Uint8Array; detail: string }> => {
     const label = job.source.label;
     const started = Date.now();
     job.submitting = true;
-    const submitted = await submitJob(config, body, {
-      signal: io.signal,
-      onRetry: options.verbose ? (info) => note(`${label}: ${describeRetry(info)}`) : undefined,
-    });
+    // The document, or the job the service already made of it (`Prefer: respond-async, wait=N` answered 202).
+    const submitted =
+      "job" in toSubmit
+        ? toSubmit
+        : await submitJob(config, toSubmit, {
+            signal: io.signal,
+            onRetry: options.verbose ? (info) => note(`${label}: ${describeRetry(info)}`) : undefined,
+          });
     job.job = submitted.job;
     note(
-      `${label}: ${why ? `${why}: ` : ""}sent as job ${submitted.job.jobId} (${plural(submitted.job.pagesTotal, "page")}, ` +
+      `${label}: ${why ? `${why}: ` : ""}${"job" in toSubmit ? "" : "sent as "}job ${submitted.job.jobId} (${plural(submitted.job.pagesTotal, "page")}, ` +
         `${plural(submitted.job.creditsReserved, "credit")} reserved); waiting for it (Ctrl-C stops waiting, not the job)`,
     );
     const lines = new ProgressLines();
@@ -391,6 +411,24 @@ function pastSynchronousLimits(error: unknown, source: Source): string | undefin
   }
   if (error.status === 504 && error.code === "timeout") return "not read within one request's deadline (504)";
   return undefined;
+}
+
+/**
+ * Reading now that took longer than the CLI waits (`NoAnswerInTime`) or the service's deadline (`504`) in `sync`
+ * mode: the same read would take as long again, so say what does work instead.
+ */
+function pastSynchronousLimitsOrTimedOut(error: unknown, source: Source): string | undefined {
+  if (error instanceof NoAnswerInTime) return `no answer within ${Math.round(error.timeoutMs / 1000)} s`;
+  return pastSynchronousLimits(error, source);
+}
+
+function withTimeoutAdvice(error: unknown, mode: ExtractMode): unknown {
+  const timedOut = error instanceof NoAnswerInTime || (error instanceof ServiceError && error.code === "timeout");
+  if (!timedOut || mode !== "sync") return error;
+  const advice =
+    " — with --sync the CLI does not send it as a job: drop --sync (a long document then goes as a job by itself), " +
+    "or use --async";
+  return new CliError(error.exitCode, `${error.message}${advice}`, { cause: error });
 }
 
 /** Inline input is capped by the service (MAX_INLINE_BYTES); bigger files are fetched by URL, never uploaded by us. */

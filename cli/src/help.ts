@@ -29,8 +29,10 @@ if it is at most 20 MiB (OCR_MAX_INLINE_BYTES; a server on Vercel takes 4 MiB); 
 code 5 — put it at a public http(s) URL and pass the URL, which the service downloads (up to 25 MB per request,
 200 MB as a job). ocr never uploads a file anywhere else by itself. \`-\` reads a file from stdin.
 
-A document past the synchronous limits (more than 50 pages that need OCR, a URL file over 25 MB, or not read
-within the request's deadline) is sent again as an asynchronous job: its pages' progress is shown on stderr
+The service is asked to answer within the timeout (Prefer: respond-async, wait=N, N = --timeout less 5 s): a
+document it expects to take longer becomes an asynchronous job at once. One past the synchronous limits (more
+than 50 pages that need OCR, a URL file over 25 MB, or not read in time: a 504, or no answer within --timeout)
+is sent again as a job. Either way its pages' progress is shown on stderr
 (a bar on a terminal, a line every 10 s otherwise) until its text is written. Ctrl-C stops waiting, not the
 job: ocr prints its id, and \`ocr jobs result ID\` gets its text later.
 
@@ -50,7 +52,8 @@ Options:
   --base-url, --timeout, --retries, --api-key: see \`ocr --help\`
 
 Each document is one request with its own Idempotency-Key, retried with the same key on network errors,
-timeouts, 429, 502, 503 and 504 (waiting for Retry-After), so a retry is never charged twice. Errors go to
+429, 502 and 503 (waiting for Retry-After), so a retry is never charged twice; a read that timed out is not
+retried (it would take as long again): it goes as a job, or with --sync fails saying so. Errors go to
 stderr as "ocr: <input>: <code>: <message> (request <id>)". After a 401 or 402 the remaining inputs are not sent.
 
 Exit codes: 0 all done; else the code of the first input that failed: 1 other, 3 auth, 4 credits, 5 input;

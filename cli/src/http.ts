@@ -2,7 +2,8 @@
  * One HTTP exchange with the service, retried as docs/cli.md documents: a timeout per attempt
  * (30 000 ms) and up to 3 retries of transient failures — network errors, timeouts, 429, 502, 503, 504 — waiting for
  * `Retry-After` when the service sends it. Every attempt carries the same `Idempotency-Key`, so a retry after a lost
- * answer replays the first result instead of reading (and charging) the file again.
+ * answer replays the first result instead of reading (and charging) the file again. A synchronous read is not
+ * retried after a timeout (`retryTimeouts: false`): the same document would take as long again.
  */
 
 /** Statuses worth another attempt of the same request. */
@@ -29,6 +30,8 @@ interface SendOptions {
   idempotencyKey?: string;
   /** Statuses retried (default: 429, 502, 503, 504). */
   retryStatuses?: ReadonlySet<number>;
+  /** Retry an attempt that had no answer within `timeoutMs` (default true); false: {@link NetworkError} `timedOut`. */
+  retryTimeouts?: boolean;
   /** The caller's cancellation: never retried. */
   signal?: AbortSignal;
   onRetry?: (info: RetryInfo) => void;
@@ -38,9 +41,12 @@ interface SendOptions {
 
 /** No HTTP answer at all (connection refused, DNS, reset, timeout), after every retry. */
 export class NetworkError extends Error {
-  constructor(message: string, options: { cause?: unknown } = {}) {
+  /** The last attempt was sent and had no answer within the timeout (the service may be working on it). */
+  readonly timedOut: boolean;
+  constructor(message: string, options: { cause?: unknown; timedOut?: boolean } = {}) {
     super(message, options);
     this.name = "NetworkError";
+    this.timedOut = options.timedOut ?? false;
   }
 }
 
@@ -66,9 +72,10 @@ export async function sendWithRetry(url: string | URL, init: RequestInit, option
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
       const reason = describeNetworkError(error, options.timeoutMs);
-      if (retriesUsed >= options.retries) {
+      const timedOut = error instanceof AttemptTimeout;
+      if (retriesUsed >= options.retries || (timedOut && options.retryTimeouts === false)) {
         const tries = attempt === 1 ? "" : `, ${attempt} attempts`;
-        throw new NetworkError(`no answer from ${new URL(url).origin} (${reason}${tries})`, { cause: error });
+        throw new NetworkError(`no answer from ${new URL(url).origin} (${reason}${tries})`, { cause: error, timedOut });
       }
       retriesUsed += 1;
       await pause({ attempt, delayMs: backoffMs(retriesUsed), reason }, options);

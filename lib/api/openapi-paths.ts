@@ -17,7 +17,7 @@ import {
 import { formatMegabytes } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
 import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";
-import { outputFormats } from "@/lib/vocabulary";
+import { MIN_PREFER_WAIT_S, outputFormats } from "@/lib/vocabulary";
 
 /** The `paths` of the OpenAPI document (lib/api/openapi.ts): every REST operation, for this configuration. */
 export function openApiPaths(env: Env): Json {
@@ -172,7 +172,8 @@ export function openApiPaths(env: Env): Json {
           "With an `Idempotency-Key`, a retry within 24 h gets the stored response without being charged again. " +
           `A PDF may have at most \`MAX_PDF_PAGES\` (${env.MAX_PDF_PAGES}) pages of work: pages that need OCR, a ` +
           "page read from its text layer counting a tenth of one; past it `413`, whose message points to the jobs. " +
-          "With `Prefer: respond-async` the request becomes an asynchronous job instead: `202` as `POST /api/ocr/jobs` answers.",
+          "With `Prefer: respond-async` the request becomes an asynchronous job instead: `202` as `POST /api/ocr/jobs` answers; " +
+          "with `Prefer: respond-async, wait=N` the text when its reading is expected to end within N seconds, else that `202`.",
         parameters: [
           idempotencyKeyParameter(
             "1–255 visible ASCII characters, unique per logical request (e.g. a UUID). The same key with the same " +
@@ -185,9 +186,12 @@ export function openApiPaths(env: Env): Json {
             required: false,
             description:
               "`respond-async` (RFC 7240): answer `202` with an asynchronous job (as `POST /api/ocr/jobs`) instead of " +
-              "the text; the answer carries `Preference-Applied: respond-async`. Other preferences are ignored.",
+              "the text; the answer carries `Preference-Applied: respond-async`. `respond-async, wait=N`: the text " +
+              "(`200`) when the document's reading is expected to end within N seconds (as the MCP tool decides), " +
+              "else that `202`; a webhook is then refused (`400`). `wait=N` alone: the read's deadline is N seconds " +
+              `(at least ${MIN_PREFER_WAIT_S}, at most \`REQUEST_DEADLINE_MS\`), past it \`504\`. Other preferences are ignored.`,
             schema: { type: "string" },
-            example: "respond-async",
+            example: "respond-async, wait=25",
           },
           ...rawBodyParameters,
         ],

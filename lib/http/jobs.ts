@@ -16,9 +16,7 @@ export async function acceptJob(
   { body, file }: { body: OcrRequest; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
-  // The webhook event's links: the configured origin, else the one the job was submitted to (the account's own
-  // events, sent to its own receiver: a Host it forged only misleads itself).
-  const origin = configuredOrigin(env) ?? new URL(req.url).origin;
+  const origin = jobOrigin(env, req);
   const { view, creditsRemaining } = await submitJob(store, {
     env,
     settings,
@@ -30,15 +28,61 @@ export async function acceptJob(
     serverHost: req.headers.get("host") ?? undefined,
     origin,
   });
+  return jobAccepted({ env, settings, report }, { view, creditsRemaining }, extraHeaders);
+}
+
+/**
+ * The origin of a job's webhook links: the configured origin, else the one the job was submitted to (the account's
+ * own events, sent to its own receiver: a Host it forged only misleads itself).
+ */
+export function jobOrigin(env: ApiContext["env"], req: Request): string {
+  return configuredOrigin(env) ?? new URL(req.url).origin;
+}
+
+/**
+ * The `202 Accepted` of a job the intake queued (`acceptJob`, or `Prefer: respond-async, wait=N` when the read would
+ * not end in time): its view and `Location`, the balance reported; workers that are function invocations are
+ * started after the answer.
+ */
+export function jobAccepted(
+  { env, settings, report }: Pick<ApiContext, "env" | "settings" | "report">,
+  { view, creditsRemaining }: { view: JobView; creditsRemaining: number },
+  extraHeaders: Record<string, string> = {},
+): Response {
   report({ creditsRemaining });
   afterResponse(() => kickJobWorkers(env, settings.jobs, view.pagesTotal));
   return Response.json(view, { status: 202, headers: { Location: view.links.self, ...extraHeaders } });
 }
 
-/** `Prefer: respond-async` (RFC 7240): the client would rather have a job than wait for the text. */
-export function prefersAsync(req: Request): boolean {
-  const prefer = req.headers.get("prefer") ?? "";
-  return prefer.split(",").some((token) => token.split(";")[0]?.trim().toLowerCase() === "respond-async");
+/** What a request's `Prefer` header (RFC 7240) asks of this service: `respond-async`, and `wait` in seconds. */
+export interface Preferences {
+  respondAsync: boolean;
+  /** `wait=N`: the client would like the answer within N seconds (RFC 7240 §4.3); undefined when not sent. */
+  waitSeconds?: number;
+}
+
+/**
+ * The preferences of `Prefer` (RFC 7240 §2: comma-separated `token [= value] *( ; parameter )`, tokens
+ * case-insensitive, values maybe quoted; several headers arrive joined with commas). A `wait` that is not a whole
+ * number of seconds is ignored, as is every other preference; the first of a repeated one counts.
+ */
+export function preferencesOf(req: Request): Preferences {
+  const preferences: Preferences = { respondAsync: false };
+  let waitSeen = false;
+  for (const item of (req.headers.get("prefer") ?? "").split(",")) {
+    const [token = "", ...value] = (item.split(";")[0] ?? "").split("=");
+    const name = token.trim().toLowerCase();
+    if (name === "respond-async") preferences.respondAsync = true;
+    if (name === "wait" && !waitSeen) {
+      waitSeen = true;
+      const seconds = value
+        .join("=")
+        .trim()
+        .replace(/^"(.*)"$/, "$1");
+      if (/^\d{1,9}$/.test(seconds)) preferences.waitSeconds = Number(seconds);
+    }
+  }
+  return preferences;
 }
 
 /**

@@ -45,7 +45,16 @@ export function finishResponse(
   response: Response,
   { req, requestId, receivedAt, keyId, headers = {}, facts = {} }: FinishOptions,
 ): Response {
-  const finished = withHeaders(response, { ...corsHeaders(), ...headers, "x-request-id": requestId });
+  // A refusal of a request whose body was never read (a `401` before the key, a `429`): the connection closes after
+  // the answer, so the server does not read the rest of a body no one will use (Node drains it to keep the connection
+  // alive otherwise) — as after an unread body's `413` (lib/http/body.ts).
+  const unread = response.status >= 400 && req.body !== null && !req.bodyUsed;
+  const finished = withHeaders(response, {
+    ...corsHeaders(),
+    ...headers,
+    "x-request-id": requestId,
+    ...(unread && { Connection: "close" }),
+  });
   logRequest({
     requestId,
     method: req.method,

@@ -1,6 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
 import { sniffFileType } from "@/lib/ocr/model";
-import { FILE_CONTENT_TYPES, mediaTypeOf, type RequestBody } from "./body";
+import { assertMultipartParts, FILE_CONTENT_TYPES, mediaTypeOf, type RequestBody } from "./body";
 
 /**
  * The body of `POST /api/ocr/process` and `POST /api/ocr/jobs` in any of its forms (docs/api.md#request):
@@ -48,6 +48,7 @@ export async function readOcrBody(req: Request, body: RequestBody): Promise<OcrB
 
 /** A multipart body: exactly one `file` part, option fields at most once each, nothing else. */
 async function readMultipart(req: Request, bytes: Uint8Array): Promise<OcrBody> {
+  assertMultipartParts(bytes, req.headers.get("content-type")); // `400` before the parser sees thousands of parts
   let form: FormData;
   try {
     // undici's parser (the same as `Request.formData()`), over bytes already counted against the limit.

@@ -5,6 +5,7 @@
 export {
   intake,
   processDocument,
+  readOrQueue,
   requestOf,
   submitJob,
   type IntakeInput,

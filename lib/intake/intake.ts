@@ -1,4 +1,4 @@
-import { ApiError, toApiError } from "@/lib/api/errors";
+import { ApiError, isApiError, toApiError } from "@/lib/api/errors";
 import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/schemas";
 import { getBalance } from "@/lib/credits";
 import type { Env } from "@/lib/env";
@@ -252,9 +252,45 @@ export async function processDocument(store: Store, input: ProcessDocumentInput)
   const body = validBody(input.body, input.file !== undefined);
   if (body.webhook)
     throw new ApiError("invalid_request", "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async");
-  const outcome = await intake(store, { ...input, ...requestOf(body, input.file), mode: "read" });
+  const outcome = await intake(store, { ...input, ...requestOf(body, input.file), mode: "read" }).catch(
+    namingJobRoutes,
+  );
   if (outcome.kind !== "read") throw new Error("intake: a read became a job");
   return outcome.result;
+}
+
+/**
+ * REST's `Prefer: respond-async, wait=N` (`POST /api/ocr/process`): read now when the reading is expected to end
+ * within the caller's wait, else a job — the decision of MCP's `extract_text` (mode `fit`, narrowed to `deadline`).
+ * `webhook` is refused as for a read: whether it becomes a job is the service's choice.
+ */
+export async function readOrQueue(
+  store: Store,
+  input: ProcessDocumentInput & { deadline: number },
+): Promise<IntakeOutcome> {
+  const body = validBody(input.body, input.file !== undefined);
+  if (body.webhook)
+    throw new ApiError(
+      "invalid_request",
+      "webhook is for jobs: POST /api/ocr/jobs, or send Prefer: respond-async without wait (with wait the document may be read now)",
+    );
+  return intake(store, { ...input, ...requestOf(body, input.file), mode: "fit" }).catch(namingJobRoutes);
+}
+
+/** Where a document the request's deadline overtook can go: the `504` of a read names the job routes. */
+const JOB_ROUTES_NEXT =
+  "Nothing was charged. Send it as an asynchronous job instead: POST /api/ocr/jobs, or this route with " +
+  "Prefer: respond-async (add wait=N to have it read now when it is expected to end within N seconds); then poll " +
+  "GET /api/ocr/jobs/{id} and fetch GET /api/ocr/jobs/{id}/result.";
+
+function namingJobRoutes(error: unknown): never {
+  if (isApiError(error) && error.code === "timeout")
+    throw new ApiError("timeout", `${error.message.replace(/[.;]?$/, ".")} ${JOB_ROUTES_NEXT}`, {
+      headers: error.headers,
+      cause: error.cause ?? error,
+      field: error.field,
+    });
+  throw error;
 }
 
 /** An asynchronous job of a JSON body (`POST /api/ocr/jobs`, `Prefer: respond-async`, an MCP task). */

@@ -6,6 +6,8 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { jobResultSchema, jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { listLedger } from "@/lib/credits";
+import { getEnv } from "@/lib/env";
+import { maxBodyBytes } from "@/lib/http/body";
 import { JobRunner, resetWorkQueue } from "@/lib/jobs";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
@@ -290,6 +292,49 @@ describe("uploads: multipart/form-data and raw bodies (issue 29 point 8)", () =>
       );
       await expectNothingCharged(account, 5);
     });
+  });
+
+  it("no key, a wrong key: 401 without reading the body, and the connection closes (not drained to its end)", async () => {
+    for (const route of ROUTES) {
+      for (const key of ["", "ocr_" + "x".repeat(40)]) {
+        const { stream, pulled } = countedStream(60 * 1024 * 1024);
+        const response = await route.post(raw(route.url, key, stream, "application/pdf"));
+        await expectApiError(response, "unauthorized");
+        expect(response.headers.get("connection")).toBe("close");
+        expect(pulled()).toBeLessThanOrEqual(64 * 1024);
+      }
+    }
+  });
+
+  it("259 000 parts (issue 39 item 14): 400 before the body is parsed, with or without an Idempotency-Key; nothing charged", async () => {
+    const account = await createAccount(5);
+    const part = '--b\r\nContent-Disposition: form-data; name="format"\r\n\r\ntext\r\n';
+    const body = `${part.repeat(259_000)}--b--\r\n`;
+    expect(body.length).toBeLessThan(maxBodyBytes(getEnv().MAX_INLINE_BYTES, "multipart"));
+    const tooMany = /more than 16 parts; it holds the file in "file" and at most the option fields/;
+    for (const route of ROUTES) {
+      for (const headers of [{}, { "idempotency-key": `parts-${route.url.length}` }] as Array<Record<string, string>>) {
+        await expectApiError(
+          await route.post(raw(route.url, account.key, body, "multipart/form-data; boundary=b", headers)),
+          "invalid_request",
+          tooMany,
+        );
+      }
+    }
+    // A quoted boundary is counted the same; a body within the bound still gets the parser's precise refusal.
+    await expectApiError(
+      await processRoute.POST(raw(PROCESS, account.key, body, 'multipart/form-data; boundary="b"')),
+      "invalid_request",
+      tooMany,
+    );
+    await expectApiError(
+      await processRoute.POST(
+        raw(PROCESS, account.key, `${part.repeat(2)}--b--\r\n`, "multipart/form-data; boundary=b"),
+      ),
+      "invalid_request",
+      /"format" is sent more than once/,
+    );
+    await expectNothingCharged(account, 5);
   });
 
   it("on Vercel the 413 says the platform stops request bodies at 4.5 MB and what to send instead", async () => {

@@ -2,7 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import * as resultRoute from "@/app/api/ocr/jobs/[id]/result/route";
 import { characterErrorRate } from "@/bench/metrics";
 import { jobListSchema, jobResultSchema, jobViewSchema } from "@/lib/api/schemas";
@@ -20,7 +20,7 @@ import {
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
-import { testSettings } from "../support/env";
+import { testSettings, withEnv } from "../support/env";
 
 /*
  * Asynchronous jobs from the command line: the bundled CLI in a child process against the real route handlers (the
@@ -104,7 +104,7 @@ async function submitLong(account: TestAccount): Promise<string> {
 }
 
 describe("ocr extract: a document past the synchronous limits becomes a job", () => {
-  it("the service's 413 naming the jobs route → submitted as a job, waited for, its text on stdout, charged per page", async () => {
+  it("asked with Prefer: respond-async, wait=25 the service answers 202 with a job at once; waited for, its text on stdout, charged per page", async () => {
     const account = await createAccount(20);
     const run = await ocr(["extract", scan.file], account.key);
     expect(run.code, run.stderr).toBe(0);
@@ -114,22 +114,20 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
       expect(page).toContain(`Page ${i + 1} of ${PAGES}`);
       expect(characterErrorRate(page, scan.truth[i]!)).toBeLessThan(SCAN_CER);
     }
-    // First the synchronous attempt, refused; then the job: submitted, polled until it ended, its result read.
+    // One request: the service made it a job (issue 39 item 3: never a synchronous read the CLI gives up on); then
+    // the job polled until it ended, its result read.
     expect(requestSequence()).toEqual([
-      "POST /api/ocr/process 413",
-      "POST /api/ocr/jobs 202",
+      "POST /api/ocr/process 202",
       "GET /api/ocr/jobs/{id} 200",
       "GET /api/ocr/jobs/{id}/result 200",
     ]);
-    const [refused, submitted] = server.current.requests;
-    expect(submitted!.body).toBe(refused!.body);
-    expect(submitted!.headers.get("idempotency-key")).toMatch(/^[0-9a-f-]{36}$/);
-    expect(submitted!.headers.get("idempotency-key")).not.toBe(refused!.headers.get("idempotency-key"));
+    expect(server.current.requests[0]!.headers.get("prefer")).toBe("respond-async, wait=25");
+    expect(server.current.requests[0]!.headers.get("idempotency-key")).toMatch(/^[0-9a-f-]{36}$/);
     // Off a terminal: no bar, plain lines naming the job.
     const jobId = jobIdIn(run.stderr);
     expect(run.stderr).toMatch(
       new RegExp(
-        `contract\\.pdf: too much work for one request \\(413\\): sent as job ${jobId} \\(6 pages, 6 credits reserved\\)`,
+        `contract\\.pdf: too long to read within 25 s, the service answered with a job: job ${jobId} \\(6 pages, 6 credits reserved\\)`,
       ),
     );
     expect(run.stderr).not.toContain("\r");
@@ -226,6 +224,47 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     expect(JSON.parse(server.current.requests[1]!.body)).toEqual({ imageUrl: url, options: { format: "text" } });
     expect(big.code).toBe(5);
     expect(big.stderr).toMatch(/big-scan\.pdf: invalid_request: /);
+  });
+
+  it("a 12-page scan (issue 39 item 3): a job from one request, never a read given up on and resent", async () => {
+    // The time path of the service's decision: fewer pages than the synchronous limit, but expected past the wait.
+    const account = await createAccount(20);
+    const dir = tempDir("twelve");
+    const twelve = path.join(dir, "twelve.pdf");
+    fs.writeFileSync(twelve, (await longScan(12)).pdf);
+    const run = await withEnv({ MAX_PDF_PAGES: "50" }, () => ocr(["extract", twelve, "--timeout", "10s"], account.key));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.replace(/\n$/, "").split("\f")).toHaveLength(12);
+    expect(requestSequence().slice(0, 2)).toEqual(["POST /api/ocr/process 202", "GET /api/ocr/jobs/{id} 200"]);
+    expect(server.current.requests[0]!.headers.get("prefer")).toBe("respond-async, wait=5");
+    expect(run.stderr).toMatch(/twelve\.pdf: too long to read within 5 s, the service answered with a job: job job_/);
+    expect(await account.balance()).toBe(20 - 12);
+  });
+
+  it("no answer within --timeout: not resent, said as it is (not 'is the service running?'); auto → a job, --sync → exit 1", async () => {
+    const account = await createAccount(5);
+    // The synchronous read never answers while the CLI waits (answered, to no one, at the end of the test).
+    const stalled: Array<() => void> = [];
+    const stall = () =>
+      new Promise<Response>((resolve) => stalled.push(() => resolve(new Response(null, { status: 500 }))));
+    server.current.intercept = (request) => (request.path === "/api/ocr/process" ? stall() : undefined);
+    onTestFinished(() => stalled.forEach((answer) => answer()));
+    // A timeout under 10 s is stretched to the shortest wait (5 s) and its margin: one attempt of 10 s.
+    const auto = await ocr(["extract", PNG, "--timeout", "2s"], account.key);
+    expect(auto.code, auto.stderr).toBe(0);
+    expect(characterErrorRate(auto.stdout, groundTruth("paragraph.png"))).toBeLessThan(SCAN_CER);
+    expect(requestSequence().slice(0, 2)).toEqual(["POST /api/ocr/process 0", "POST /api/ocr/jobs 202"]);
+    expect(auto.stderr).toContain("paragraph.png: no answer within 10 s: sent as job");
+    server.current.requests.length = 0;
+
+    const sync = await ocr(["extract", PNG, "--sync", "--timeout", "2s"], account.key);
+    expect(sync.code).toBe(1);
+    expect(requestSequence()).toEqual(["POST /api/ocr/process 0"]);
+    expect(server.current.requests[0]!.headers.get("prefer")).toBe("wait=5");
+    expect(sync.stderr).toMatch(/no answer from http:\/\/127\.0\.0\.1:\d+ within 10 s \(--timeout\)/);
+    expect(sync.stderr).toContain("drop --sync");
+    expect(sync.stderr).not.toContain("is the service running");
+    expect(await account.balance()).toBe(4);
   });
 
   it("follows `next`: a result in two parts is joined into one text", async () => {

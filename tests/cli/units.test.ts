@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseBaseUrl, parseDuration, resolveConfig } from "@/cli/src/config";
 import { exitCodeForStatus } from "@/cli/src/errors";
-import { backoffMs, retryAfterMs, sendWithRetry } from "@/cli/src/http";
+import { preferWaitSeconds } from "@/cli/src/api";
+import { backoffMs, NetworkError, retryAfterMs, sendWithRetry } from "@/cli/src/http";
 import { ProgressBar, ProgressLines } from "@/cli/src/progress";
 
 /* The CLI's pure parts, in process: configuration, retry timing, exit codes and the progress bar. */
@@ -121,6 +122,32 @@ describe("retry timing", () => {
     );
     expect(await response.text()).toBe("ok");
     expect(retries).toEqual(["timed out after 150 ms"]);
+  });
+
+  it("retryTimeouts false: an attempt without an answer is not sent again, and says it timed out", async () => {
+    let calls = 0;
+    const fetch = ((_url: string | URL | Request, init?: RequestInit) => {
+      calls += 1;
+      return new Promise<Response>((_resolve, reject) =>
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+      );
+    }) as typeof globalThis.fetch;
+    const error = await sendWithRetry(
+      "http://ocr.test/x",
+      {},
+      { timeoutMs: 150, retries: 3, retryTimeouts: false, fetch },
+    )
+      .then(() => undefined)
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect((error as NetworkError).timedOut).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it("the wait a read asks for: --timeout less 5 s, at least 5 s", () => {
+    expect(preferWaitSeconds(30_000)).toBe(25);
+    expect(preferWaitSeconds(120_000)).toBe(115);
+    expect(preferWaitSeconds(2_000)).toBe(5);
   });
 });
 
