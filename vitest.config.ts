@@ -19,6 +19,7 @@ const UNIT = [
   "tests/api/api-docs.test.ts",
   "tests/api/client-ip.test.ts",
   "tests/oauth/origin.test.ts",
+  "tests/api/cli-example.test.ts",
   "tests/api/error-catalogue.test.ts",
   "tests/api/examples-node.test.ts",
   "tests/api/malformed-paths.test.ts",
