@@ -7,6 +7,7 @@ import { revalidatePath } from "next/cache";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { getCurrentAccount } from "@/lib/accounts/current";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import { answerAuthorization, revokeConnectedApp, serviceOrigin } from "@/lib/oauth";
 import { configuredAllowList } from "@/lib/input";
 import { services } from "@/lib/services";
@@ -32,14 +33,20 @@ export async function consentAction(formData: FormData): Promise<void> {
   }
   const account = await getCurrentAccount();
   if (!account) redirect(`/signin?next=${encodeURIComponent(`/oauth/authorize?${params}`)}`);
-  const answer = await answerAuthorization(services().store, params, {
+  const { env, store } = services();
+  const requestHeaders = await headers();
+  const answer = await answerAuthorization(store, params, {
     userId: account.id,
-    origin: serviceOrigin(services().env, await headers()),
+    origin: serviceOrigin(env, requestHeaders),
     allowed: formData.get("decision") === "allow",
-    allowHosts: configuredAllowList(services().env),
+    allowHosts: configuredAllowList(env),
+    address: addressLimitKey(clientAddress(requestHeaders, clientAddressOptions(env))),
   });
-  // A request that no longer holds is shown as the authorization page shows it.
-  redirect(answer.kind === "redirect" ? answer.location : `/oauth/authorize?${params}`);
+  if (answer.kind === "redirect") redirect(answer.location);
+  // A request that no longer holds is shown as the authorization page shows it; so is a denial the browser is not sent
+  // back with by itself (its address is not loopback: lib/oauth denyAuthorization).
+  const denied = formData.get("decision") !== "allow" ? "&denied=1" : "";
+  redirect(`/oauth/authorize?${params}${denied}`);
 }
 
 /** Settings → Connected apps → Revoke: the app's tokens stop working at once. */

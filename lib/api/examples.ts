@@ -264,9 +264,10 @@ export function cliExample(target: ExampleTarget): Example {
     title: "Command line (this repository's ocr CLI)",
     language: "sh",
     note: "From a clone of the repository after npm install; see docs/cli.md for npx and global installs.",
-    // FETCH_MCP_SERVER_API_KEY is the variable the CLI reads first (before OCR_API_KEY): set it, so an older value
-    // of it in the user's shell cannot win.
-    code: `export FETCH_MCP_SERVER_API_KEY=${target.key ? `'${target.key}'` : '"$OCR_API_KEY"'} OCR_BASE_URL=${target.origin}
+    // OCR_API_KEY, as in the README and every other example here. The CLI reads FETCH_MCP_SERVER_API_KEY before it
+    // (cli/src/config.ts): unset, so an older value of it in the user's shell cannot win.
+    code: `export ${target.key ? `OCR_API_KEY='${target.key}' ` : ""}OCR_BASE_URL=${target.origin}${target.key ? "" : "  # and OCR_API_KEY: your key"}
+unset FETCH_MCP_SERVER_API_KEY  # the CLI reads it before OCR_API_KEY
 npx ocr extract public/samples/scan.png
 npx ocr extract public/samples/report.pdf --format markdown`,
   };

@@ -10,10 +10,12 @@ import type { Env } from "@/lib/env";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
+  actAs,
   checkRateLimit,
   checkReadRateLimit,
   isApiKeyActive,
   rateLimitHeaders,
+  rateLimitSubject,
   resolveApiKeyFrom,
   type ApiKeyIdentity,
 } from "@/lib/keys";
@@ -136,14 +138,16 @@ async function serve(
     const account = await authenticate(store, env, settings, req, credential, options.protectedResource === true);
     keyId = account.keyId;
     const kind = options.limit ?? "requests";
-    await limitRate(store, env, settings, account.keyId, headers, kind);
+    // An API key's own bucket; all the account's connected apps share one (lib/keys rateLimitSubject).
+    const subject = rateLimitSubject(account);
+    await limitRate(store, env, settings, subject, headers, kind);
     const report = (facts: Report) => addReport(outcome, facts);
     // More of the same limit the request was counted against (an MCP batch's other messages: reads stay reads).
     const countRequests = async (extra: number) => {
       const limit =
         kind === "reads"
-          ? await checkReadRateLimit(store, settings.keys, account.keyId, extra)
-          : await checkRateLimit(store, env, account.keyId, extra);
+          ? await checkReadRateLimit(store, settings.keys, subject, extra)
+          : await checkRateLimit(store, env, subject, extra);
       Object.assign(headers, rateLimitHeaders(limit));
       return limit;
     };
@@ -159,7 +163,9 @@ async function serve(
       report,
       countRequests,
     };
-    return runIdempotently(context, outcome, () => runHandler(handler, context, outcome));
+    // What the handler reaches by the account's id alone is checked against the credential too (an app reads only
+    // the text of its own jobs: lib/jobs readJobResult, lib/keys actingApp).
+    return actAs(account, () => runIdempotently(context, outcome, () => runHandler(handler, context, outcome)));
   }
 }
 
@@ -188,22 +194,27 @@ function fail(error: unknown, requestId: string, outcome: Outcome): Response {
   return response;
 }
 
-/** The per-key rate limit: its `RateLimit-*` headers go into `headers` (every later answer carries them), or `429`. */
+/**
+ * The per-key rate limit (`subject`: the key's, or the account's apps' together): its `RateLimit-*` headers go into
+ * `headers` (every later answer carries them), or `429`.
+ */
 async function limitRate(
   store: Store,
   env: Env,
   settings: Settings,
-  keyId: string,
+  subject: string,
   headers: Record<string, string>,
   kind: "requests" | "reads",
 ): Promise<void> {
   const limit =
-    kind === "reads" ? await checkReadRateLimit(store, settings.keys, keyId) : await checkRateLimit(store, env, keyId);
+    kind === "reads"
+      ? await checkReadRateLimit(store, settings.keys, subject)
+      : await checkRateLimit(store, env, subject);
   Object.assign(headers, rateLimitHeaders(limit));
   if (!limit.success) {
     throw new ApiError(
       "rate_limited",
-      `Rate limit exceeded: ${limit.limit} requests per minute per key. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
+      `Rate limit exceeded: ${limit.limit} requests per minute ${subject.startsWith("apps:") ? "for all the account's connected apps together" : "per key"}. Retry in ${headers["Retry-After"] ?? "a few"} s.`,
     );
   }
 }

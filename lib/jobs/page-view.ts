@@ -6,13 +6,13 @@ import { markReview, parsePageSelection, type ExtractedPage, type OcrPage } from
 import { fromEngineError } from "@/lib/process";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
-import { findJob } from "./service";
+import { findReadableJob } from "./service";
 import { SourceCache } from "./sources";
 
 /*
  * One page of a job as the MCP viewer shows it (lib/mcp/viewer): its words with their boxes, confidences and review
  * marks, read from the stored page; and the page drawn for display from the job's stored file. Both free (the pages
- * were charged when the job read them) and both behind `findJob`: another account's job is `404` like every read.
+ * were charged when the job read them) and both behind `findReadableJob`: another account's job is `404` like every read.
  */
 
 /** Widest page image the viewer gets (pixels): a chat's view is 400–800 px wide, twice that for sharp screens. */
@@ -44,7 +44,7 @@ export async function readJobPageView(
   jobId: string,
   page: number | undefined,
 ): Promise<JobPageView> {
-  const record = await findJob(store, env, userId, jobId);
+  const record = await findReadableJob(store, env, userId, jobId);
   const selected = parsePageSelection(record.selection, record.pageCount);
   const number = page ?? selected[0]!;
   if (!selected.includes(number)) {

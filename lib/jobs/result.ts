@@ -7,7 +7,7 @@ import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } 
 import { fromEngineError } from "@/lib/process";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
-import { findJob } from "./service";
+import { findJob, findReadableJob } from "./service";
 import { jobSettings } from "./settings";
 import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
 
@@ -34,7 +34,7 @@ export async function readJobResult(
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<JobResultPart> {
-  const record = await findJob(store, env, userId, jobId);
+  const record = await findReadableJob(store, env, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) return renderResultPart(store, record, wanted, options);
   // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:

@@ -5,6 +5,7 @@ import type { Env } from "@/lib/env";
 import { languageSpec, type DescribedDocument } from "@/lib/ocr";
 import { formatPageRanges } from "@/lib/ocr/model";
 import { formatMegabytes } from "@/lib/input";
+import { actingApp } from "@/lib/keys";
 import type { JobRecord, NewJob, Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 import { jobWebhookView } from "@/lib/webhooks";
@@ -193,6 +194,24 @@ export async function findJob(store: Store, env: Env, userId: string, jobId: str
     throw new ApiError(
       "gone",
       `Job ${jobId} expired at ${new Date(record.expiresAt).toISOString()}: results are kept ${Math.round(settings.resultTtlMs / 3_600_000)} h after a job ends`,
+    );
+  }
+  return record;
+}
+
+/**
+ * `findJob` for reading the job's text: a connected app (an OAuth access token, lib/keys `actingApp`) reads only the
+ * jobs it started — those whose `keyId` is its grant's id — as its consent said ("the text of the jobs it starts",
+ * lib/oauth SCOPES); another's, a key's or one that records no creator is `404` to it, as another account's is. API
+ * keys and the session read every job of the account.
+ */
+export async function findReadableJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobRecord> {
+  const record = await findJob(store, env, userId, jobId);
+  const app = actingApp();
+  if (app !== null && record.keyId !== app) {
+    throw new ApiError(
+      "not_found",
+      `No job ${jobId} of this app: a connected app reads the text of the jobs it started, not those of the account's API keys or other apps`,
     );
   }
   return record;

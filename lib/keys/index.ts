@@ -18,6 +18,8 @@ export {
   checkReadRateLimit,
   keySettings,
   rateLimitHeaders,
+  rateLimitSubject,
   type KeySettings,
   type RateLimitResult,
 } from "./rate-limit";
+export { actAs, actingApp } from "./acting";

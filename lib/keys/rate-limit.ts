@@ -1,6 +1,7 @@
 import { READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import type { RateLimitResult, Store } from "@/lib/store";
+import type { ApiKeyIdentity } from "./api-keys";
 
 export type { RateLimitResult } from "@/lib/store";
 
@@ -8,6 +9,16 @@ const MINUTE_MS = 60_000;
 
 /** What the key limits depend on in the configuration. */
 type KeyLimitsEnv = Pick<Env, "RATE_LIMIT_PER_MINUTE">;
+
+/**
+ * Whose bucket a credential's requests count against (`checkRateLimit`, `checkReadRateLimit`): an API key its own (its
+ * id); the OAuth access tokens of all an account's connected apps one bucket together, `apps:{userId}` — an app is
+ * registered by anyone at no cost, so a bucket per app would let one account multiply its limit by connecting apps
+ * (issue 39: 55 apps, 3 300 requests a minute). docs/security.md#rate-limits.
+ */
+export function rateLimitSubject(identity: Pick<ApiKeyIdentity, "userId" | "keyId" | "scopes">): string {
+  return identity.scopes === undefined ? identity.keyId : `apps:${identity.userId}`;
+}
 
 /**
  * Count `weight` requests (default 1) against the key's limit: `env.RATE_LIMIT_PER_MINUTE` requests per fixed

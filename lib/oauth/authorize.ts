@@ -1,7 +1,7 @@
 import type { AllowList } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import { CODE_TTL_S, SCOPES, oauthUrls, type Scope } from "./config";
-import { findClient } from "./clients";
+import { LOOPBACK_HOSTS, findClient, redirectUriProblem } from "./clients";
 import { grantedScopes, oauthModel } from "./model";
 import { isOAuthProblem } from "./problem";
 
@@ -18,13 +18,41 @@ export interface AuthorizationRequest {
 }
 
 /**
- * What to do with an authorization request: show the consent page; show an error here (the client or its redirect
- * URI cannot be trusted, so nothing is sent to it — RFC 6749 §4.1.2.1); or send the error back to the client.
+ * What to do with an authorization request: show the consent page; show an error here; or send the browser back to
+ * the client. An error is sent back automatically only to a loopback redirect URI (`http://127.0.0.1:…`, the user's
+ * own machine): anyone may register any https address or app scheme, and a server that forwards a browser there
+ * without a click is an open redirector (RFC 9700 §4.11.2). Elsewhere the error is shown here, with `back`: the
+ * client's redirect URI with the error, as a link the user may follow after reading where it goes.
  */
 export type AuthorizationCheck =
   | { kind: "consent"; request: AuthorizationRequest }
-  | { kind: "error"; title: string; message: string }
+  | { kind: "error"; title: string; message: string; back?: { href: string; host: string } }
   | { kind: "redirect"; location: string };
+
+/**
+ * Whether a browser may be sent to `redirectUri` without the user's click: only a loopback http address (a native
+ * app's or CLI's own listener, RFC 8252 §7.3), never an https address or an app's scheme a registration may name.
+ */
+export function redirectsAutomatically(redirectUri: string): boolean {
+  try {
+    const url = new URL(redirectUri);
+    return url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** Where the browser goes back to, as a person recognises it: the host, or the app's own scheme. */
+export function describeRedirect(uri: string): string {
+  const url = new URL(uri);
+  return url.protocol === "http:" || url.protocol === "https:" ? url.host : `${url.protocol}//${url.host}`;
+}
+
+/** Send the browser to `location` (on `redirectUri`) when it may go there by itself, else show `title` with a link. */
+function backToClient(redirectUri: string, location: string, title: string, message: string): AuthorizationCheck {
+  if (redirectsAutomatically(redirectUri)) return { kind: "redirect", location };
+  return { kind: "error", title, message, back: { href: location, host: describeRedirect(redirectUri) } };
+}
 
 const PARAMS = [
   "client_id",
@@ -57,13 +85,15 @@ function single(params: URLSearchParams, name: string): string | null {
  * fields are not trusted). Only the authorization code flow with PKCE S256 is served; the token is bound to this
  * server's MCP endpoint (`resource`, RFC 8707; absent means that one); unknown scopes are ignored, none known means all.
  * `allowHosts`: the configuration's `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`): a client's metadata
- * document may be fetched past it.
+ * document may be fetched past it. `address`: the browser's client address (`addressLimitKey`), which fetching a
+ * client's metadata document counts against (`findClient`).
  */
 export async function checkAuthorizationRequest(
   store: Store,
   params: URLSearchParams,
   origin: string,
   allowHosts: AllowList,
+  address?: string,
 ): Promise<AuthorizationCheck> {
   const urls = oauthUrls(origin);
   const repeated = PARAMS.filter((name) => params.getAll(name).length > 1);
@@ -72,7 +102,7 @@ export async function checkAuthorizationRequest(
     return { kind: "error", title: "Unknown app", message: "The app did not say who it is (client_id is missing)." };
   let client: OAuthClientRecord | null;
   try {
-    client = await findClient(store, clientId, allowHosts);
+    client = await findClient(store, clientId, allowHosts, address);
   } catch (error) {
     if (isOAuthProblem(error)) return { kind: "error", title: "This app cannot sign in", message: error.message };
     throw error;
@@ -87,6 +117,15 @@ export async function checkAuthorizationRequest(
   }
   const askedRedirect = single(params, "redirect_uri");
   const redirectUri = askedRedirect ?? (client.redirectUris.length === 1 ? client.redirectUris[0]! : null);
+  const uriProblem = redirectUri === null ? null : redirectUriProblem(redirectUri);
+  if (redirectUri !== null && uriProblem !== null) {
+    // Registered before the schemes were narrowed (issue 39): never sent anywhere.
+    return {
+      kind: "error",
+      title: "Wrong redirect address",
+      message: `The app's redirect address is not accepted here (${uriProblem}). Nothing was sent to it.`,
+    };
+  }
   if (redirectUri === null || !client.redirectUris.includes(redirectUri)) {
     return {
       kind: "error",
@@ -95,10 +134,13 @@ export async function checkAuthorizationRequest(
     };
   }
   const state = single(params, "state");
-  const fail = (error: string, description: string): AuthorizationCheck => ({
-    kind: "redirect",
-    location: redirectTo(redirectUri, { error, error_description: description, state }, urls.issuer),
-  });
+  const fail = (error: string, description: string): AuthorizationCheck =>
+    backToClient(
+      redirectUri,
+      redirectTo(redirectUri, { error, error_description: description, state }, urls.issuer),
+      "This sign-in request is invalid",
+      `${description} (${error}). Nothing was shared with the app.`,
+    );
   if (repeated.length > 0) return fail("invalid_request", `Repeated parameter: ${repeated.join(", ")}`);
   if (single(params, "response_type") !== "code")
     return fail("unsupported_response_type", "Only response_type=code is supported");
@@ -143,34 +185,48 @@ export function describeScopes(scopes: readonly Scope[]): string[] {
 }
 
 /**
+ * The answer to "Deny": `error=access_denied` back to the app — by itself only to a loopback redirect URI; otherwise
+ * shown here with a link back (the consent page's address may have come from anyone, with any registered address).
+ */
+export function denyAuthorization(request: AuthorizationRequest, origin: string): AuthorizationCheck {
+  return backToClient(
+    request.redirectUri,
+    redirectTo(
+      request.redirectUri,
+      { error: "access_denied", error_description: "The user declined", state: request.state },
+      oauthUrls(origin).issuer,
+    ),
+    "Access denied",
+    `${request.client.name} was not given access to your account. Nothing was shared with it.`,
+  );
+}
+
+/**
  * The user's answer on the consent page: the location to send the browser to — the client's redirect URI with a code
- * (allowed) or `error=access_denied` (denied), `state` and `iss` — or the error page's check when the request no
- * longer holds (checked again from scratch: the form's fields come from the browser).
+ * (allowed) or `error=access_denied` (denied, `denyAuthorization`), `state` and `iss` — or the error page's check when
+ * the request no longer holds (checked again from scratch: the form's fields come from the browser).
  */
 export async function answerAuthorization(
   store: Store,
   params: URLSearchParams,
-  { userId, origin, allowed, allowHosts }: { userId: string; origin: string; allowed: boolean; allowHosts: AllowList },
+  {
+    userId,
+    origin,
+    allowed,
+    allowHosts,
+    address,
+  }: { userId: string; origin: string; allowed: boolean; allowHosts: AllowList; address?: string },
 ): Promise<AuthorizationCheck> {
-  const check = await checkAuthorizationRequest(store, params, origin, allowHosts);
+  const check = await checkAuthorizationRequest(store, params, origin, allowHosts, address);
   if (check.kind !== "consent") return check;
   const { request } = check;
   const issuer = oauthUrls(origin).issuer;
-  if (!allowed) {
-    return {
-      kind: "redirect",
-      location: redirectTo(
-        request.redirectUri,
-        { error: "access_denied", error_description: "The user declined", state: request.state },
-        issuer,
-      ),
-    };
-  }
+  if (!allowed) return denyAuthorization(request, origin);
   // The request was checked above, field by field, more strictly than the library's authorize handler would (which
   // also builds its redirect with Node's deprecated url.parse): the code is made and stored by the same model.
   const client = { id: request.client.clientId, redirectUris: [request.redirectUri], grants: ["authorization_code"] };
   const user = { id: userId, resource: request.resource };
-  const model = oauthModel(store, allowHosts);
+  const model = oauthModel(store, allowHosts, address);
   const authorizationCode = await model.generateAuthorizationCode!(client, user, request.scopes);
   await model.saveAuthorizationCode(
     {

@@ -4,15 +4,21 @@ import { fetchRemoteFile, type AllowList } from "@/lib/input";
 import type { OAuthClientRecord, Store } from "@/lib/store";
 import {
   CLIENT_METADATA_CACHE_MS,
+  CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR,
   CLIENT_METADATA_MAX_BYTES,
   CLIENT_METADATA_TIMEOUT_MS,
+  MAX_CACHED_CLIENT_DOCUMENTS_PER_HOUR,
   REGISTRATIONS_PER_ADDRESS_PER_HOUR,
   UNUSED_REGISTRATION_TTL_MS,
 } from "./config";
 import { OAuthProblem } from "./problem";
 import { newClientId } from "./values";
 
-/** Schemes a redirect may never use, whatever the client says (they run or read things in the browser). */
+/**
+ * Schemes a redirect may never use, whatever the client says: they run or read things in the browser, or hand the
+ * address to an operating system's handler (`ms-msdt:`, `search-ms:`, `smb:` — issue 39). `ms-*` is refused as a
+ * family below.
+ */
 const FORBIDDEN_SCHEMES = new Set([
   "javascript",
   "data",
@@ -25,13 +31,43 @@ const FORBIDDEN_SCHEMES = new Set([
   "wss",
   "filesystem",
   "view-source",
+  "search",
+  "search-ms",
+  "smb",
+  "nfs",
+  "afp",
+  "webdav",
+  "dav",
+  "mailto",
+  "tel",
+  "sms",
+  "intent",
+  "jar",
+  "res",
+  "chrome",
+  "edge",
+  "shell",
+  "hcp",
+  "its",
+  "mk",
+  "jnlp",
+  "steam",
 ]);
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/**
+ * The app schemes without a dot that MCP clients really register (`cursor://anysphere.cursor-mcp/oauth/callback`,
+ * VS Code's and its forks' `vscode://…`); any other private-use scheme must be reverse-domain (`com.example.app:`,
+ * RFC 8252 §7.1), which no operating system's own handler uses.
+ */
+const APP_SCHEMES = new Set(["cursor", "vscode", "vscode-insiders", "vscodium", "windsurf", "claude", "zed", "kiro"]);
+export const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 /**
  * Why `uri` cannot be a redirect URI, or null when it can: an absolute URL without a fragment, and https; or http to a
- * loopback address (native apps and CLIs, RFC 8252 §7.3); or an app's own scheme (`cursor://…`, `vscode://…`,
- * RFC 8252 §7.1). It is later compared exactly with the authorization request's `redirect_uri`.
+ * loopback address (native apps and CLIs, RFC 8252 §7.3); or an app's own scheme — reverse-domain (`com.example.app:`,
+ * RFC 8252 §7.1) or one of the few MCP clients' (`cursor:`, `vscode:`). Never a scheme the browser or the operating
+ * system runs something with (`javascript:`, `file:`, `ms-msdt:`, `search-ms:`, `smb:`…). It is later compared exactly
+ * with the authorization request's `redirect_uri`.
  */
 export function redirectUriProblem(uri: string): string | null {
   let url: URL;
@@ -47,8 +83,10 @@ export function redirectUriProblem(uri: string): string | null {
     return LOOPBACK_HOSTS.has(url.hostname)
       ? null
       : "http is allowed only to a loopback address (127.0.0.1, [::1], localhost)";
-  if (FORBIDDEN_SCHEMES.has(scheme)) return `the ${scheme}: scheme is not allowed`;
-  return null;
+  if (FORBIDDEN_SCHEMES.has(scheme) || scheme.startsWith("ms-") || scheme.startsWith("ms."))
+    return `the ${scheme}: scheme is not allowed`;
+  if (APP_SCHEMES.has(scheme) || /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/.test(scheme)) return null;
+  return `the ${scheme}: scheme is not allowed: use https, http to a loopback address, or an app scheme in reverse-domain form (com.example.app:/callback)`;
 }
 
 const redirectUrisSchema = z
@@ -171,24 +209,80 @@ export function isMetadataDocumentId(clientId: string): boolean {
 }
 
 /**
+ * Why an https `client_id` cannot name a Client ID Metadata Document, or null: it must be a plain document address —
+ * a path, no query, fragment, credentials or dot segments (draft-ietf-oauth-client-id-metadata-document §3). A query
+ * would make every request a new document (a reflector answers any of them).
+ */
+function metadataDocumentIdProblem(clientId: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(clientId);
+  } catch {
+    return "it is not a URL";
+  }
+  if (url.pathname.length <= 1) return "it has no path";
+  if (url.search !== "" || clientId.includes("?")) return "it has a query";
+  if (url.hash !== "" || clientId.includes("#")) return "it has a fragment";
+  if (url.username !== "" || url.password !== "") return "it has credentials";
+  if (/\/\.{1,2}(\/|$)/.test(clientId.slice(url.origin.length))) return "it has . or .. segments";
+  return null;
+}
+
+/**
  * The client behind `clientId`, or null when there is none: a registration from the store, or — for an https URL —
  * the Client ID Metadata Document at that URL, fetched through the `imageUrl` SSRF guard (public addresses only, or
  * `URL_ALLOW_HOSTS`: `allowHosts`, the configuration's, parsed by the caller with `configuredAllowList(env)`; no
- * redirects; 16 KB; 5 s) and kept for an hour.
+ * redirects; 5 KB; 5 s) and kept for an hour. A fetch (not a cached document) counts against the client address
+ * `address` (`addressLimitKey`): `CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR`; at most
+ * `MAX_CACHED_CLIENT_DOCUMENTS_PER_HOUR` documents are newly kept an hour, all clients together.
  *
- * @throws OAuthProblem `invalid_client` when the document cannot be fetched or is not a valid document for this id
+ * @throws OAuthProblem `invalid_client` when the id is an http URL, or the document cannot be fetched or is not a valid
+ * document for this id; `rate_limited` (429) past the address's lookups
  */
 export async function findClient(
   store: Store,
   clientId: string,
   allowHosts: AllowList,
+  address = "unknown",
 ): Promise<OAuthClientRecord | null> {
   if (clientId.length === 0 || clientId.length > 2048) return null;
   const known = await store.oauth.getClient(clientId);
   if (known) return known;
-  if (!isMetadataDocumentId(clientId)) return null;
+  if (/^http:\/\//i.test(clientId)) {
+    throw new OAuthProblem(
+      "invalid_client",
+      `A client metadata document must be https: ${clientId.slice(0, 200)} is http (the app's client_id is wrong).`,
+    );
+  }
+  if (!/^https:\/\//i.test(clientId)) return null;
+  const problem = metadataDocumentIdProblem(clientId);
+  if (problem)
+    throw new OAuthProblem(
+      "invalid_client",
+      `${clientId.slice(0, 200)} cannot be a client metadata document: ${problem}`,
+    );
+  const limit = await store.limits.rateLimit({
+    bucket: "oauth-client-lookup",
+    identifier: address,
+    limit: CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR,
+    windowMs: 3_600_000,
+  });
+  if (!limit.success) {
+    const retryAfter = Math.max(1, Math.ceil((limit.reset - Date.now()) / 1000));
+    throw new OAuthProblem(
+      "rate_limited",
+      `Too many app lookups from this address: at most ${limit.limit} client metadata documents an hour. Retry in ${retryAfter} s.`,
+      { status: 429, headers: { "Retry-After": String(retryAfter) } },
+    );
+  }
   const client = await fetchClientMetadata(clientId, allowHosts);
-  await store.oauth.saveClient(client, CLIENT_METADATA_CACHE_MS);
+  const room = await store.limits.rateLimit({
+    bucket: "oauth-client-documents",
+    identifier: "all",
+    limit: MAX_CACHED_CLIENT_DOCUMENTS_PER_HOUR,
+    windowMs: CLIENT_METADATA_CACHE_MS,
+  });
+  if (room.success) await store.oauth.saveClient(client, CLIENT_METADATA_CACHE_MS);
   return client;
 }
 

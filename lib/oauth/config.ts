@@ -20,8 +20,22 @@ export const CLIENT_METADATA_CACHE_MS = 3_600_000;
 export const REGISTRATIONS_PER_ADDRESS_PER_HOUR = 20;
 /** A grant's last use is written at most this often. */
 export const LAST_USED_INTERVAL_MS = 60_000;
-/** Largest Client ID Metadata Document read. */
-export const CLIENT_METADATA_MAX_BYTES = 16_384;
+/**
+ * Largest Client ID Metadata Document read (and so, about, the most one cached document holds): real ones are well
+ * under a kilobyte (a name, a few redirect URIs).
+ */
+export const CLIENT_METADATA_MAX_BYTES = 5_120;
+/**
+ * Client ID Metadata Documents fetched per client address per hour (lookups the cache answers are free): a sign-in
+ * needs one. Each costs an outbound fetch and a cached document, asked for by whoever sends `/oauth/authorize` — no
+ * sign-in needed (issue 39).
+ */
+export const CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR = 30;
+/**
+ * Documents newly cached per hour, all clients together (each kept an hour: so at most about twice this many at any
+ * time, of at most `CLIENT_METADATA_MAX_BYTES` each — ~20 MB). Past it a document is used without being kept.
+ */
+export const MAX_CACHED_CLIENT_DOCUMENTS_PER_HOUR = 2_000;
 /** Budget for fetching one. */
 export const CLIENT_METADATA_TIMEOUT_MS = 5_000;
 
@@ -54,23 +68,30 @@ const HOST =
 
 /**
  * This service's origin for a request (a route's `Request`, or a page's headers): `SERVICE_URL` when the operator set
- * it (lib/service-origin.ts). Otherwise the `Host` it was sent to (else the URL's), and https unless the request is
- * plain http to a loopback host — the session cookie's rule (lib/accounts/sessions.ts): off this machine the site
- * works only over https. The issuer, the resource and the metadata documents are built from it, so a deployment
- * answers for its own name (previews, custom domains); a token is bound to the resource it was issued for and refused
- * under any other name.
+ * it (lib/service-origin.ts). Otherwise the name the browser or client addressed — `X-Forwarded-Host`, else `Host`
+ * (else the URL's) — and https unless the request is plain http to a loopback host — the session cookie's rule
+ * (lib/accounts/sessions.ts): off this machine the site works only over https. The issuer, the resource and the
+ * metadata documents are built from it, so a deployment answers for its own name (previews, custom domains); a token
+ * is bound to the resource it was issued for and refused under any other name.
  *
- * The request-derived fallback is safe because it only names things back to the client that sent the `Host`: it goes
- * into metadata documents, challenges and the audience a token is checked against (a token issued under a forged
- * name is refused under the real one), never into a call the server makes nor anything it signs (lib/jobs/workers.ts
- * takes `selfOrigin()` from configuration only).
+ * `X-Forwarded-Host` first, so that every step of a sign-in sees one origin (issue 39): Next.js sets it to the
+ * request's `Host` when none came, and a page Next renders after a server action's redirect (sign-in → back to
+ * `/oauth/authorize`) is fetched by Next itself from the address the server listens on — `Host: 0.0.0.0:3000` under
+ * `npm start` — with the original request's headers, `X-Forwarded-Host` among them. A proxy in front sets it to the
+ * public name. docs/deploy.md#oauth: a self-hosted server behind anything else sets `SERVICE_URL`.
+ *
+ * The request-derived fallback is safe because it only names things back to the client that sent the headers: it
+ * goes into metadata documents (`Vary` on the headers), challenges and the audience a token is checked against (a
+ * token issued under a forged name is refused under the real one), never into a call the server makes nor anything
+ * it signs (lib/jobs/workers.ts takes `selfOrigin()` from configuration only).
  */
 export function serviceOrigin(env: Env, source: Request | Headers): string {
   const configured = configuredOrigin(env);
   if (configured) return configured;
   const headers = source instanceof Headers ? source : source.headers;
   const url = source instanceof Headers ? null : new URL(source.url);
-  const header = headers.get("host")?.trim() ?? "";
+  const forwarded = headers.get("x-forwarded-host")?.split(",")[0]?.trim() ?? "";
+  const header = HOST.test(forwarded) ? forwarded : (headers.get("host")?.trim() ?? "");
   const host = HOST.test(header) ? header.toLowerCase() : (url?.host ?? "localhost");
   const protocol =
     headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() ?? url?.protocol.slice(0, -1) ?? null;

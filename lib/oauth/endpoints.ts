@@ -1,5 +1,5 @@
 import OAuth2Server from "@node-oauth/oauth2-server";
-import { clientAddress, clientAddressOptions } from "@/lib/client-ip";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import type { Env } from "@/lib/env";
 import { configuredAllowList } from "@/lib/input";
 import type { Store } from "@/lib/store";
@@ -84,6 +84,7 @@ export function handleTokenRequest(store: Store, env: Env, req: Request): Promis
     if (resource !== null && resource !== expected) {
       throw new OAuthProblem("invalid_target", `Tokens are issued only for ${expected}, not ${resource.slice(0, 200)}`);
     }
+    await refuseWiderRefreshScope(store, form);
     const body = Object.fromEntries(form);
     const headers: Record<string, string> = {
       "content-type": "application/x-www-form-urlencoded",
@@ -94,9 +95,32 @@ export function handleTokenRequest(store: Store, env: Env, req: Request): Promis
     if (authorization !== null) headers.authorization = authorization;
     const libraryRequest = new OAuth2Server.Request({ method: "POST", headers, query: {}, body });
     const libraryResponse = new OAuth2Server.Response({});
-    await oauthServer(store, configuredAllowList(env)).token(libraryRequest, libraryResponse);
+    const address = addressLimitKey(clientAddress(req.headers, clientAddressOptions(env)));
+    await oauthServer(store, configuredAllowList(env), address).token(libraryRequest, libraryResponse);
     return Response.json(libraryResponse.body, { headers: { "Cache-Control": "no-store", Pragma: "no-cache" } });
   });
+}
+
+/**
+ * A refresh that asks for a scope its grant does not have: `invalid_scope`, before the library runs — it rotates
+ * (consumes) the refresh token before it compares the scopes, so the app's next refresh would be a replay and end its
+ * whole access (issue 39). The token stays as it was; a narrower or equal scope goes on to the library.
+ */
+async function refuseWiderRefreshScope(store: Store, form: URLSearchParams): Promise<void> {
+  const scope = form.get("scope");
+  const refreshToken = form.get("refresh_token");
+  if (form.get("grant_type") !== "refresh_token" || scope === null || !refreshToken) return;
+  if (!isSecret(refreshToken, REFRESH_TOKEN_PREFIX)) return;
+  const found = await store.oauth.findRefreshToken(hashSecret(refreshToken));
+  if (found === null || !("record" in found)) return; // unknown or replayed: the library answers (and ends a replay)
+  const granted = new Set(found.record.scopes);
+  const wider = scope.split(" ").filter((name) => name !== "" && !granted.has(name));
+  if (wider.length > 0) {
+    throw new OAuthProblem(
+      "invalid_scope",
+      `The app was granted ${found.record.scopes.join(" ") || "no scope"}, not ${wider.join(" ")}: sign in again to ask for more. The refresh token still works.`,
+    );
+  }
 }
 
 /**
@@ -189,6 +213,8 @@ export function protectedResourceMetadata(origin: string) {
 /** A metadata document's answer: public, cacheable for an hour, and varying with the name it was asked under. */
 export function metadataResponse(document: object): Response {
   return withCors(
-    Response.json(document, { headers: { "Cache-Control": "public, max-age=3600", Vary: "Host, X-Forwarded-Proto" } }),
+    Response.json(document, {
+      headers: { "Cache-Control": "public, max-age=3600", Vary: "Host, X-Forwarded-Host, X-Forwarded-Proto" },
+    }),
   );
 }

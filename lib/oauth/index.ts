@@ -2,7 +2,10 @@ export { ALL_SCOPES, SCOPES, oauthUrls, serviceOrigin, signInReturnPath, type Sc
 export {
   answerAuthorization,
   checkAuthorizationRequest,
+  denyAuthorization,
+  describeRedirect,
   describeScopes,
+  redirectsAutomatically,
   type AuthorizationCheck,
   type AuthorizationRequest,
 } from "./authorize";

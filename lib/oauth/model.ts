@@ -47,11 +47,12 @@ async function endReplayedGrant(store: Store, reused: { userId: string; grantId:
  * @node-oauth/oauth2-server's model over `store` (docs/decisions.md#oauth-library): the library checks the grants
  * (code expiry, the client, the redirect URI, the PKCE verifier, the refresh token's client and scope) and this model
  * stores and looks up what it hands out, under the SHA-256 of each value. `allowHosts`: the configuration's
- * `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`), which a client's metadata document is fetched past.
+ * `URL_ALLOW_HOSTS`, parsed (`configuredAllowList(env)`), which a client's metadata document is fetched past;
+ * `address`: the requester's client address, which such a fetch counts against (`findClient`).
  */
-export const oauthModel = (store: Store, allowHosts: AllowList): Model => ({
+export const oauthModel = (store: Store, allowHosts: AllowList, address?: string): Model => ({
   async getClient(clientId) {
-    const client = await findClient(store, clientId, allowHosts).catch(() => null);
+    const client = await findClient(store, clientId, allowHosts, address).catch(() => null);
     return client ? libraryClient(client) : null;
   },
 
@@ -127,7 +128,7 @@ export const oauthModel = (store: Store, allowHosts: AllowList): Model => ({
     const scopes = token.scope ?? [];
     let grantId: string;
     if (typeof token.authorizationCode === "string") {
-      const known = await findClient(store, client.id, allowHosts);
+      const known = await findClient(store, client.id, allowHosts, address);
       const grant = await oauth.upsertGrant({
         id: newGrantId(),
         userId,
@@ -216,9 +217,9 @@ export const oauthModel = (store: Store, allowHosts: AllowList): Model => ({
  * The library's server over `oauthModel(store)`: code grant with PKCE (S256 only) and rotating refresh tokens, public
  * clients. Built for each token request (the library keeps no state of its own between requests).
  */
-export const oauthServer = (store: Store, allowHosts: AllowList): OAuth2Server =>
+export const oauthServer = (store: Store, allowHosts: AllowList, address?: string): OAuth2Server =>
   new OAuth2Server({
-    model: oauthModel(store, allowHosts),
+    model: oauthModel(store, allowHosts, address),
     accessTokenLifetime: ACCESS_TOKEN_TTL_S,
     refreshTokenLifetime: REFRESH_TOKEN_TTL_S,
     authorizationCodeLifetime: CODE_TTL_S,

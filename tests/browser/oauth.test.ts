@@ -95,16 +95,22 @@ async function signUpAndAllow(page: Page, authorizationUrl: string, email: strin
 describe("OAuth sign-in in headless Chromium", () => {
   beforeAll(async () => {
     await Promise.all([
-      startDevServer({
-        NEXT_DIST_DIR: ".next-test-oauth",
-        REDIS_URL: TEST_REDIS_URL,
-        REDIS_PREFIX: prefix,
-        FREE_CREDITS: String(FREE_CREDITS),
-        // Two sign-ups from this machine's address, besides any other test's on the same Redis prefix: none.
-        SIGNUP_PER_ADDRESS_PER_HOUR: "10",
-        OCR_ENGINE_PROCESSES: "1",
-        LOG_REQUESTS: "false",
-      }).then((started) => {
+      startDevServer(
+        {
+          NEXT_DIST_DIR: ".next-test-oauth",
+          REDIS_URL: TEST_REDIS_URL,
+          REDIS_PREFIX: prefix,
+          FREE_CREDITS: String(FREE_CREDITS),
+          // Two sign-ups from this machine's address, besides any other test's on the same Redis prefix: none.
+          SIGNUP_PER_ADDRESS_PER_HOUR: "10",
+          OCR_ENGINE_PROCESSES: "1",
+          LOG_REQUESTS: "false",
+          // On every address, as `npm start` listens by default (issue 39, point 4): the page Next renders after the
+          // sign-in action's redirect is fetched by Next from 0.0.0.0, and must still name the browser's origin.
+        },
+        "/signin",
+        ["--hostname", "0.0.0.0"],
+      ).then((started) => {
         server = started;
         baseUrl = started.baseUrl;
       }),

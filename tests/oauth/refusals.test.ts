@@ -3,7 +3,7 @@ import { http, HttpResponse } from "msw";
 import { describe, expect, it, vi } from "vitest";
 import { createMcpRoute } from "@/lib/mcp";
 import { answerAuthorization, checkAuthorizationRequest, listConnectedApps, revokeConnectedApp } from "@/lib/oauth";
-import { REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "@/lib/oauth/config";
+import { CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR, REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "@/lib/oauth/config";
 import { getEnv } from "@/lib/env";
 import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
@@ -23,10 +23,14 @@ withStore("redis");
 const verifier = () => randomBytes(32).toString("base64url");
 const challengeOf = (value: string) => createHash("sha256").update(value).digest("base64url");
 
+/** A client address of its own for each registration: the file registers more than one address may in an hour. */
+let registrations = 0;
+const nextAddress = () => `192.0.2.${(registrations++ % 250) + 1}`;
+
 async function register(redirectUris = [REDIRECT_URL]): Promise<string> {
   const response = await serviceFetch()(`${ORIGIN}/oauth/register`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "x-forwarded-for": nextAddress() },
     body: JSON.stringify({ client_name: "refusal tests", redirect_uris: redirectUris }),
   });
   expect(response.status).toBe(201);
@@ -371,12 +375,163 @@ describe("revoking a connected app", () => {
   });
 });
 
+describe("no open redirect (issue 39, point 13)", () => {
+  const HTTPS_REDIRECT = "https://app.example/oauth/cb";
+
+  it("an error for an https redirect URI is shown here with a link back, not sent there by itself", async () => {
+    const clientId = await register([HTTPS_REDIRECT]);
+    const check = await checkAuthorizationRequest(
+      getStore(),
+      authorizeParams(clientId, { redirect_uri: HTTPS_REDIRECT, response_type: "token" }),
+      ORIGIN,
+      configuredAllowList(getEnv()),
+    );
+    if (check.kind !== "error") throw new Error(`expected the error shown here, got ${JSON.stringify(check)}`);
+    expect(check.message).toMatch(/response_type=code/);
+    const back = new URL(check.back!.href);
+    expect(back.origin + back.pathname).toBe(HTTPS_REDIRECT);
+    expect(back.searchParams.get("error")).toBe("unsupported_response_type");
+    expect(check.back!.host).toBe("app.example");
+  });
+
+  it("Deny: back to a loopback address by itself, to an https address only by the user's click", async () => {
+    const account = await createAccount(0);
+    const deny = (clientId: string, redirect: string) =>
+      answerAuthorization(getStore(), authorizeParams(clientId, { redirect_uri: redirect }), {
+        userId: account.userId,
+        origin: ORIGIN,
+        allowed: false,
+        allowHosts: configuredAllowList(getEnv()),
+      });
+    expect(await deny(await register(), REDIRECT_URL)).toMatchObject({ kind: "redirect" });
+    const shown = await deny(await register([HTTPS_REDIRECT]), HTTPS_REDIRECT);
+    if (shown.kind !== "error") throw new Error(`expected the denial shown here, got ${JSON.stringify(shown)}`);
+    expect(shown.title).toBe("Access denied");
+    expect(new URL(shown.back!.href).searchParams.get("error")).toBe("access_denied");
+  });
+
+  it("registration refuses the schemes operating systems hand to their own handlers; accepts the apps' own", async () => {
+    for (const uri of [
+      "ms-msdt:/id PCWDiagnostic",
+      "search-ms:query=x&crumb=location:\\\\evil.example\\share",
+      "smb://evil.example/share",
+      "ms-settings:privacy",
+      "mailto:a@example.com",
+      "someapp:/callback",
+    ]) {
+      const response = await serviceFetch()(`${ORIGIN}/oauth/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": nextAddress() },
+        body: JSON.stringify({ redirect_uris: [uri] }),
+      });
+      expect(response.status, uri).toBe(400);
+      expect(await response.json()).toMatchObject({ error: "invalid_redirect_uri" });
+    }
+    expect(
+      await register([
+        "cursor://anysphere.cursor-mcp/oauth/callback",
+        "vscode://vscode.mcp/callback",
+        "com.example.app:/oauth/callback",
+        "https://claude.ai/api/mcp/auth_callback",
+      ]),
+    ).toMatch(/^ocl_/);
+  });
+
+  it("a client registered before with such a scheme is never sent there", async () => {
+    const clientId = `ocl_${randomBytes(12).toString("base64url")}`;
+    await getStore().oauth.saveClient(
+      {
+        clientId,
+        kind: "registered",
+        name: "old",
+        redirectUris: ["ms-msdt:/id"],
+        clientUri: null,
+        createdAt: new Date().toISOString(),
+      },
+      60_000,
+    );
+    const check = await checkAuthorizationRequest(
+      getStore(),
+      authorizeParams(clientId, { redirect_uri: "ms-msdt:/id", response_type: "token" }),
+      ORIGIN,
+      configuredAllowList(getEnv()),
+    );
+    expect(check).toMatchObject({ kind: "error", title: "Wrong redirect address" });
+    expect(check.kind === "error" && check.back).toBeFalsy();
+  });
+});
+
+describe("a refresh asking for a wider scope (issue 39, point 16)", () => {
+  it("is refused with invalid_scope, and the app's access goes on", async () => {
+    const account = await createAccount(0);
+    const clientId = await register();
+    const { refresh_token } = await tokensFor(account.userId, clientId, "documents:read");
+    const wider = await postForm("/oauth/token", {
+      grant_type: "refresh_token",
+      client_id: clientId,
+      refresh_token,
+      scope: "documents:read jobs:manage",
+    });
+    expect(wider.status).toBe(400);
+    expect(await wider.json()).toMatchObject({ error: "invalid_scope" });
+    const again = await postForm("/oauth/token", { grant_type: "refresh_token", client_id: clientId, refresh_token });
+    expect(again.status).toBe(200);
+    const { access_token, scope } = (await again.json()) as { access_token: string; scope: string };
+    expect(scope).toBe("documents:read");
+    expect((await mcp(access_token)).status).toBe(200);
+    expect(await listConnectedApps(getStore(), account.userId)).toHaveLength(1);
+  });
+});
+
+describe("Client ID Metadata Document lookups (issue 39, point 12)", () => {
+  const check = (clientId: string, address: string) =>
+    checkAuthorizationRequest(getStore(), authorizeParams(clientId), ORIGIN, configuredAllowList(getEnv()), address);
+
+  it("an http client_id is told a metadata document must be https", async () => {
+    expect(await check("http://files.example/oauth/app.json", "198.51.100.20")).toMatchObject({
+      kind: "error",
+      message: expect.stringMatching(/must be https/),
+    });
+  });
+
+  it("are limited per client address; a cached document costs nothing; a query or a dot segment is no document", async () => {
+    let fetches = 0;
+    remote.use(
+      http.get("https://files.example/apps/:name", ({ request }) => {
+        fetches += 1;
+        return HttpResponse.json({ client_id: request.url, client_name: "Doc app", redirect_uris: [REDIRECT_URL] });
+      }),
+    );
+    const address = `198.51.100.${Math.floor(Math.random() * 200) + 30}`;
+    const run = randomBytes(4).toString("hex");
+    for (const id of [`https://files.example/apps/${run}.json?x=1`, `https://files.example/apps/../${run}.json`]) {
+      expect(await check(id, address)).toMatchObject({ kind: "error", title: "This app cannot sign in" });
+    }
+    expect(fetches).toBe(0);
+    const first = `https://files.example/apps/${run}-0.json`;
+    expect(await check(first, address)).toMatchObject({ kind: "consent" });
+    expect(await check(first, address)).toMatchObject({ kind: "consent" });
+    expect(fetches).toBe(1);
+    for (let n = 1; n < CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR; n++)
+      expect(await check(`https://files.example/apps/${run}-${n}.json`, address)).toMatchObject({ kind: "consent" });
+    expect(fetches).toBe(CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR);
+    const refused = await check(`https://files.example/apps/${run}-over.json`, address);
+    expect(refused).toMatchObject({ kind: "error", message: expect.stringMatching(/Too many app lookups/) });
+    expect(fetches).toBe(CLIENT_METADATA_FETCHES_PER_ADDRESS_PER_HOUR);
+    // Another address still may; the cached ones are still served to this one.
+    expect(await check(`https://files.example/apps/${run}-over.json`, `${address}1`)).toMatchObject({
+      kind: "consent",
+    });
+    expect(await check(first, address)).toMatchObject({ kind: "consent" });
+  });
+});
+
 describe("registration (RFC 7591) refuses", () => {
   it("redirect URIs that are not https, loopback http or an app's own scheme", async () => {
     for (const uri of ["http://evil.example/cb", "javascript:alert(1)", "https://app.example/cb#frag", "not a url"]) {
       const response = await serviceFetch()(`${ORIGIN}/oauth/register`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", "x-forwarded-for": nextAddress() },
         body: JSON.stringify({ redirect_uris: [uri] }),
       });
       expect(response.status).toBe(400);

@@ -4,7 +4,15 @@ import Link from "next/link";
 import { redirect } from "next/navigation";
 import { consentAction } from "@/app/actions/oauth";
 import { getCurrentAccount } from "@/lib/accounts/current";
-import { checkAuthorizationRequest, describeScopes, serviceOrigin } from "@/lib/oauth";
+import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
+import {
+  checkAuthorizationRequest,
+  denyAuthorization,
+  describeRedirect,
+  describeScopes,
+  serviceOrigin,
+  type AuthorizationCheck,
+} from "@/lib/oauth";
 import { configuredAllowList } from "@/lib/input";
 import { services } from "@/lib/services";
 
@@ -14,8 +22,9 @@ type SearchParams = Promise<Record<string, string | string[] | undefined>>;
 
 /**
  * `GET /oauth/authorize`: an MCP client's sign-in (authorization code + PKCE, lib/oauth/authorize.ts). A request
- * that fails before its redirect URI is trusted is shown here; later failures go back to the app; a signed-out
- * browser goes to the sign-in page and comes back; then the consent. Framing is refused on every page
+ * that fails is shown here — sent back to the app by itself only to a loopback address (no open redirect); a
+ * signed-out browser goes to the sign-in page and comes back; then the consent. `denied=1`: the consent form's "Deny"
+ * (app/actions/oauth.ts) when the app's address is not loopback: said here, with a link back. Framing is refused on every page
  * (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), so the buttons cannot be clickjacked.
  */
 export default async function AuthorizePage({ searchParams }: { searchParams: SearchParams }) {
@@ -23,27 +32,21 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
   for (const [name, value] of Object.entries(await searchParams)) {
     for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) params.append(name, item);
   }
-  const check = await checkAuthorizationRequest(
-    services().store,
-    params,
-    serviceOrigin(services().env, await headers()),
-    configuredAllowList(services().env),
-  );
+  const { env, store } = services();
+  const requestHeaders = await headers();
+  const origin = serviceOrigin(env, requestHeaders);
+  const address = addressLimitKey(clientAddress(requestHeaders, clientAddressOptions(env)));
+  const check = await checkAuthorizationRequest(store, params, origin, configuredAllowList(env), address);
   if (check.kind === "redirect") redirect(check.location);
-  if (check.kind === "error") {
-    return (
-      <section className="auth stack">
-        <h1>{check.title}</h1>
-        <p role="alert" className="form-error">
-          {check.message}
-        </p>
-        <p className="muted">Nothing was shared with the app. You can close this page.</p>
-      </section>
-    );
+  if (check.kind === "error") return <ErrorPage check={check} />;
+  const { request } = check;
+  if (params.get("denied") === "1") {
+    const denied = denyAuthorization(request, origin);
+    if (denied.kind === "redirect") redirect(denied.location);
+    if (denied.kind === "error") return <ErrorPage check={denied} />;
   }
   const account = await getCurrentAccount();
   if (!account) redirect(`/signin?next=${encodeURIComponent(`/oauth/authorize?${params}`)}`);
-  const { request } = check;
   const redirectHost = describeRedirect(request.redirectUri);
   return (
     <section className="auth stack" aria-labelledby="consent-heading">
@@ -87,8 +90,25 @@ export default async function AuthorizePage({ searchParams }: { searchParams: Se
   );
 }
 
-/** Where the browser goes back to, as a person recognises it: the host, or the app's own scheme. */
-function describeRedirect(uri: string): string {
-  const url = new URL(uri);
-  return url.protocol === "http:" || url.protocol === "https:" ? url.host : `${url.protocol}//${url.host}`;
+/** A request that cannot go on, or a denial: said here; a link back to the app when it may be told (`check.back`). */
+function ErrorPage({ check }: { check: Extract<AuthorizationCheck, { kind: "error" }> }) {
+  return (
+    <section className="auth stack">
+      <h1>{check.title}</h1>
+      <p role="alert" className="form-error">
+        {check.message}
+      </p>
+      {check.back ? (
+        <p className="muted">
+          Nothing was shared with the app. You can close this page, or{" "}
+          <a href={check.back.href} rel="noreferrer">
+            tell the app at {check.back.host}
+          </a>
+          .
+        </p>
+      ) : (
+        <p className="muted">Nothing was shared with the app. You can close this page.</p>
+      )}
+    </section>
+  );
 }
