@@ -1,7 +1,6 @@
 import { READ_RATE_LIMIT_FACTOR, type Env } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
 import type { RateLimitResult, Store } from "@/lib/store";
-import type { ApiKeyIdentity } from "./api-keys";
 
 export type { RateLimitResult } from "@/lib/store";
 
@@ -16,7 +15,7 @@ type KeyLimitsEnv = Pick<Env, "RATE_LIMIT_PER_MINUTE">;
  * registered by anyone at no cost, so a bucket per app would let one account multiply its limit by connecting apps
  * (issue 39: 55 apps, 3 300 requests a minute). docs/security.md#rate-limits.
  */
-export function rateLimitSubject(identity: Pick<ApiKeyIdentity, "userId" | "keyId" | "scopes">): string {
+export function rateLimitSubject(identity: { userId: string; keyId: string; scopes?: readonly string[] }): string {
   return identity.scopes === undefined ? identity.keyId : `apps:${identity.userId}`;
 }
 

@@ -124,6 +124,20 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
       const message = (payload: unknown, id?: string) =>
         write(`${id !== undefined ? `id: ${id}\n` : ""}event: message\ndata: ${JSON.stringify(payload)}\n\n`);
       write(`id: ${tokenOf(state)}\nretry: ${RECONNECT_MS}\ndata: \n\n`);
+      // One progress notification per page settled since the last one the client saw (`before`).
+      const reportPages = (seen: JobView, before: number) => {
+        if (state.p === undefined) return;
+        for (let settled = Math.max(before, reported) + 1; settled <= pagesSettled(seen); settled++) {
+          reported = settled;
+          const params = {
+            progressToken: state.p,
+            progress: settled,
+            total: seen.pagesTotal,
+            message: `Read ${settled} of ${seen.pagesTotal} pages`,
+          };
+          message({ jsonrpc: "2.0", method: "notifications/progress", params }, tokenOf({ ...state, n: settled }));
+        }
+      };
       void (async () => {
         try {
           const view = isJobActive(first)
@@ -133,31 +147,20 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
                 until: options.deadline - ANSWER_MARGIN_MS,
                 pollMs: options.pollMs ?? JOB_POLL_MS,
                 reportedBefore: state.n,
-                onPages: (seen: JobView, before: number) => {
-                  if (state.p === undefined) return;
-                  for (let settled = Math.max(before, reported) + 1; settled <= pagesSettled(seen); settled++) {
-                    reported = settled;
-                    const params = {
-                      progressToken: state.p,
-                      progress: settled,
-                      total: seen.pagesTotal,
-                      message: `Read ${settled} of ${seen.pagesTotal} pages`,
-                    };
-                    message(
-                      { jsonrpc: "2.0", method: "notifications/progress", params },
-                      tokenOf({ ...state, n: settled }),
-                    );
-                  }
-                },
+                onPages: reportPages,
                 signal: options.signal,
               })
             : first;
-          if (!isJobActive(view))
+          if (!isJobActive(view)) {
+            // A client that has been told of pages hears of the rest before the result, also when the job ended
+            // between two streams (a reconnect that finds it ended); one that was told of none gets the result alone.
+            if (reported > 0) reportPages(view, state.n);
             message({
               jsonrpc: "2.0",
               id: state.i,
               result: await taskResult(options.store, options.env, options.userId, view),
             });
+          }
         } catch (error) {
           const failure = taskError(error, options.requestId);
           message({ jsonrpc: "2.0", id: state.i, error: { code: failure.code, message: failure.message } });

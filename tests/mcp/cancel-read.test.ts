@@ -26,7 +26,10 @@ import { eventually, keyCarrier, routeFetch, rpcRequest, toolResultSchema } from
  * and the legacy SSE transport (SDK v1), on the Redis store and the embedded memory store; real engine processes.
  */
 
-const PAGES = 8;
+// Enough pages that a warm engine on a quiet machine cannot read them all within the cancel's poll (8 could: the
+// memory-store run, after the Redis one warmed everything, read all 8 before the cancel landed).
+const PAGES = 24;
+const CREDITS = 30;
 let pdf: Uint8Array;
 
 beforeAll(async () => {
@@ -71,7 +74,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
 
   describe.each(["v2 streamable", "v1 sse"] as const)("%s", (kind) => {
     it("notifications/cancelled during a synchronous read: the engine stops, the reserved pages come back, nothing is charged", async () => {
-      const account = await createAccount(10);
+      const account = await createAccount(CREDITS);
       const client = await connect(kind, account.key);
       try {
         const pool = getOcrPool();
@@ -83,7 +86,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
           client instanceof ClientV2 ? client.callTool(params, options) : client.callTool(params, undefined, options)
         ).catch((error: unknown) => error);
         // Reserved, and an engine process reading a page.
-        await readStarted(account, 10);
+        await readStarted(account, CREDITS);
         await eventually(() => pool.stats().busy > 0, 60_000);
         const cancelledAt = Date.now();
         controller.abort("the user gave up");
@@ -92,7 +95,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         // The engine stops (the page being read is stopped, the next ones never start) and the pages come back.
         await eventually(() => pool.stats().busy === 0, 10_000);
         const stoppedMs = Date.now() - cancelledAt;
-        await eventually(async () => (await account.balance()) === 10, 10_000);
+        await eventually(async () => (await account.balance()) === CREDITS, 10_000);
         const refundedMs = Date.now() - cancelledAt;
         // No page is read after it: not the whole document, and nothing more a while later.
         const after = pool.stats();
@@ -100,7 +103,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         await sleep(1_500);
         expect(pool.stats().completed).toBe(after.completed);
         expect(pool.stats().busy).toBe(0);
-        expect(await account.balance()).toBe(10);
+        expect(await account.balance()).toBe(CREDITS);
         const { entries } = await listLedger(getStore(), account.userId);
         expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
           ["refund", PAGES],
@@ -118,8 +121,8 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
   });
 
   it("a cancel naming the call's JSON-RPC id with another key (the account's or another account's) does not reach it", async () => {
-    const account = await createAccount(10);
-    const other = await createAccount(10);
+    const account = await createAccount(CREDITS);
+    const other = await createAccount(CREDITS);
     const sameAccount = await createApiKey(getStore(), { userId: account.userId, name: "another key" });
     const pool = getOcrPool();
     const stoppedBefore = pool.stats().stopped.timeout;
@@ -130,7 +133,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         { key: account.key },
       ),
     );
-    await readStarted(account, 10);
+    await readStarted(account, CREDITS);
     const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7, reason: "not mine" } };
     for (const key of [other.key, sameAccount.key]) {
       expect((await route.POST(rpcRequest(cancel, { key }))).status).toBe(202);
@@ -142,15 +145,15 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     expect(result.isError ?? false, JSON.stringify(result.content).slice(0, 300)).toBe(false);
     expect(result.content[0]!.text).toMatch(/\f/); // three pages of text
     expect(pool.stats().stopped.timeout).toBe(stoppedBefore);
-    expect(await account.balance()).toBe(10 - PAGES);
-    expect(await other.balance()).toBe(10);
+    expect(await account.balance()).toBe(CREDITS - PAGES);
+    expect(await other.balance()).toBe(CREDITS);
     await expectLedgerConsistent(account);
   }, 120_000);
 
   it("a cancel that comes after the read's last look (it ends between two) is seen before the charge: nothing charged", async () => {
     // Never looked at while it runs (a poll longer than the read): only the look when the read ends can see the mark.
     const slowLooks = createMcpRoute({ toolDeadlineMs: 50_000, sse: { pingMs: 60_000 }, jobPollMs: 600_000 });
-    const account = await createAccount(10);
+    const account = await createAccount(CREDITS);
     const pool = getOcrPool();
     const before = pool.stats();
     const call = slowLooks.POST(
@@ -159,7 +162,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
         { key: account.key },
       ),
     );
-    await readStarted(account, 10);
+    await readStarted(account, CREDITS);
     const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 9, reason: "gave up" } };
     expect((await slowLooks.POST(rpcRequest(cancel, { key: account.key }))).status).toBe(202);
     const response = await call;
@@ -168,7 +171,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     expect(result.isError).toBe(true);
     expect(result.content[0]!.text).toMatch(/cancelled by its client/);
     expect(pool.stats().completed - before.completed).toBe(PAGES);
-    expect(await account.balance()).toBe(10);
+    expect(await account.balance()).toBe(CREDITS);
     const { entries } = await listLedger(getStore(), account.userId);
     expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta])).toEqual([
       ["refund", PAGES],

@@ -169,6 +169,8 @@ describe.each(["streamable", "sse"] as const)("tasks over %s", (transport) => {
     expect(tools.map((tool) => [tool.name, tool.execution?.taskSupport])).toEqual([
       ["extract_text", "optional"],
       ["get_extraction", undefined],
+      ["show_extraction", undefined],
+      ["read_viewer_page", undefined],
     ]);
   });
 
