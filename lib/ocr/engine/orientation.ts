@@ -8,7 +8,8 @@ import type { GreyRaster } from "./raster";
  * - **Line direction.** Glyph centres projected across the lines pile up in a few narrow bins (the lines) and spread
  *   evenly along them; the concentration, scaled by an even spread's, is compared at 0° and 90° (±10°). On a page
  *   of a few words, where a line or two have no spread to compare, a glyph's nearest neighbour is its neighbour in
- *   the line instead, and their directions vote.
+ *   the line instead, and their directions vote. A quarter turn also needs the glyphs' nearest neighbours (by the gap
+ *   between their boxes) not to stand clearly beside them: a table's columns of numbers pile up like turned lines.
  * - **Skew.** The glyphs' bottom (and top) edges projected across the lines at angle θ pile up in narrow bins when θ
  *   follows the lines (the baselines); Σn² is searched over ±MAX_SKEW around the line direction.
  * - **Which way up.** In Latin text the bottoms of neighbouring glyphs line up on the baseline while their tops differ
@@ -127,6 +128,15 @@ export function estimateLineDirection(glyphs: readonly Glyph[], textHeight: numb
     const across = bestSpread(centres, 90, bin);
     quarter = across > along * SPREAD_MARGIN ? 90 : 0;
     margin = quarter === 90 ? across / along : along / across;
+    if (quarter === 90) {
+      // Columns of a table pile up across the page as lines turned by a quarter would (right-aligned numbers a few
+      // text heights apart, rows closer): a turn must also have the glyphs' neighbours in a line run up or down it.
+      const gaps = neighbourGaps(glyphs, textHeight);
+      if (gaps.along > gaps.across * QUARTER_MARGIN) {
+        quarter = 0;
+        margin = gaps.along / Math.max(1, gaps.across);
+      }
+    }
   } else {
     const { along, across } = neighbourDirections(centres, textHeight);
     if (along + across < MIN_GLYPHS / 2) return null;
@@ -232,6 +242,59 @@ function neighbourDirections(centres: readonly Centre[], textHeight: number): { 
     const dy = Math.abs(centres[best]!.y - c.y);
     if (dy <= dx * tan30) along++;
     else if (dx <= dy * tan30) across++;
+  });
+  return { along, across };
+}
+
+/**
+ * Glyphs whose nearest neighbour, by the gap between their boxes (within 2 text heights), stands beside them in the same
+ * band across the page (`along`: their heights overlap by half the smaller) or above or below them (`across`: their
+ * widths do). Gaps, not centres: letters that touch merge into word-long boxes whose centres are nearer the next line's
+ * than the next word's, but whose gap to the next word is a space. In a line of text the neighbour is the next letter;
+ * in a table's column of numbers, the next digit of the same number, not the cell a row below.
+ */
+export function neighbourGaps(glyphs: readonly Glyph[], textHeight: number): { along: number; across: number } {
+  const reach = 2 * textHeight;
+  const cell = Math.max(4, 4 * textHeight);
+  const grid = new Map<string, number[]>();
+  glyphs.forEach((g, i) => {
+    for (let gx = Math.floor(g.x0 / cell); gx <= Math.floor(g.x1 / cell); gx++) {
+      for (let gy = Math.floor(g.y0 / cell); gy <= Math.floor(g.y1 / cell); gy++) {
+        const key = `${gx},${gy}`;
+        const bucket = grid.get(key);
+        if (bucket) bucket.push(i);
+        else grid.set(key, [i]);
+      }
+    }
+  });
+  let along = 0;
+  let across = 0;
+  glyphs.forEach((g, i) => {
+    let best = -1;
+    let bestGap = reach;
+    const seen = new Set<number>();
+    for (let gx = Math.floor((g.x0 - reach) / cell); gx <= Math.floor((g.x1 + reach) / cell); gx++) {
+      for (let gy = Math.floor((g.y0 - reach) / cell); gy <= Math.floor((g.y1 + reach) / cell); gy++) {
+        for (const j of grid.get(`${gx},${gy}`) ?? []) {
+          if (j === i || seen.has(j)) continue;
+          seen.add(j);
+          const h = glyphs[j]!;
+          const gap = Math.max(h.x0 - g.x1, g.x0 - h.x1, h.y0 - g.y1, g.y0 - h.y1, 0);
+          if (gap < bestGap) {
+            bestGap = gap;
+            best = j;
+          }
+        }
+      }
+    }
+    if (best < 0) return;
+    const h = glyphs[best]!;
+    const yOverlap = Math.min(g.y1, h.y1) - Math.max(g.y0, h.y0) + 1;
+    const xOverlap = Math.min(g.x1, h.x1) - Math.max(g.x0, h.x0) + 1;
+    const yShorter = Math.min(g.y1 - g.y0, h.y1 - h.y0) + 1;
+    const xShorter = Math.min(g.x1 - g.x0, h.x1 - h.x0) + 1;
+    if (yOverlap >= yShorter / 2 && xOverlap <= 0) along++;
+    else if (xOverlap >= xShorter / 2 && yOverlap <= 0) across++;
   });
   return { along, across };
 }
