@@ -65,7 +65,7 @@ const deepImports = (except = []) =>
 // OcrError; no engine process reachable from it) and anyone may import it; `@/lib/ocr` reads documents through the
 // engine pool, and only the layers that read import it: lib/intake (a document taken in), lib/process (a request), lib/jobs (a job's pages),
 // lib/health (the self-test), lib/startup.ts (the pool warmed), scripts/ and bench/. Not the API's contract
-// (lib/api), MCP, HTTP, routes or pages.
+// (lib/api, lib/api-docs), MCP, HTTP, routes or pages.
 const READING_ENTRY_USERS = ["intake", "process", "jobs", "health"];
 const readingEntryOutside = {
   // A pattern would also match every path under lib/ocr (gitignore's rules): the entry itself, by regex.
@@ -84,7 +84,7 @@ const engineForbidden = [
     message: "The engine (lib/ocr) knows nothing of HTTP, MCP or requests: the caller (lib/process) does.",
   },
   {
-    group: aliasAndRelative("api"),
+    group: aliasAndRelative("api", "api-docs"),
     message:
       "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
   },
@@ -152,6 +152,24 @@ const noEngineDynamicImport = {
 
 const layering = (patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
+// The API's contract in two floors (docs/architecture.md). lib/api is the floor: the error type, the error catalogue
+// and the request/response schemas, which every layer imports, so it imports nothing of the project but
+// lib/vocabulary. lib/api-docs is the roof: the OpenAPI document, the reference tables and the examples are made from
+// every layer's settings and schemas, so no lib/ module imports it (routes, pages, scripts and tests do).
+const apiFloorForbidden = [
+  {
+    // By regex: a gitignore pattern cannot let lib/api's own files through once `@/lib/*` matched their folder.
+    regex: "^(@/lib/(?!vocabulary$|api/)|\\.\\./)",
+    message:
+      "lib/api (errors, catalogue, schemas) is the floor everyone imports: it imports nothing of the project but lib/vocabulary.",
+  },
+];
+const apiDocsOutside = {
+  group: aliasAndRelative("api-docs"),
+  message:
+    "lib/api-docs (the OpenAPI document, reference tables, examples) imports every layer: only routes, pages, scripts and tests import it.",
+};
+
 // The leaves at lib/'s top level: anyone may import them, and they import nothing of the project (env.ts only the
 // names in vocabulary.ts, which imports nothing), so loading the configuration never loads a domain module.
 const LEAVES = ["lib/env.ts", "lib/vocabulary.ts", "lib/async.ts", "lib/error-log.ts", "lib/request-scope.ts"];
@@ -178,7 +196,9 @@ export default defineConfig([
     rules: { "no-console": "off" },
   },
   { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering([...deepImports(), readingEntryOutside]) },
-  { files: ["lib/startup.ts", "scripts/**"], rules: layering(deepImports()) },
+  { files: ["lib/**"], rules: layering([...deepImports(), readingEntryOutside, apiDocsOutside]) },
+  { files: ["lib/startup.ts"], rules: layering([...deepImports(), apiDocsOutside]) },
+  { files: ["scripts/**"], rules: layering(deepImports()) },
   // The bench measures the engine's parts (the stages, table detection), as tests do.
   { files: ["bench/**"], rules: layering(deepImports(["ocr"])) },
   { files: ["lib/ocr/**"], rules: layering([...engineForbidden, ocrEngineOutside, ...deepImports(["ocr"])]) },
@@ -201,8 +221,14 @@ export default defineConfig([
   // Barrels are used by their own folder with relative imports; tests may import internals.
   ...BARRELS.filter((folder) => folder !== "ocr").map((folder) => ({
     files: [`lib/${folder}/**`],
-    rules: layering([...deepImports([folder]), ...(READING_ENTRY_USERS.includes(folder) ? [] : [readingEntryOutside])]),
+    rules: layering([
+      ...deepImports([folder]),
+      ...(READING_ENTRY_USERS.includes(folder) ? [] : [readingEntryOutside]),
+      apiDocsOutside,
+    ]),
   })),
+  { files: ["lib/api/**"], rules: layering(apiFloorForbidden) },
+  { files: ["lib/api-docs/**"], rules: layering([...deepImports(), readingEntryOutside]) },
   { files: LEAVES, rules: layering(leafForbidden) },
   {
     files: ["tests/**"],

@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { buildOpenApiDocument } from "@/lib/api/openapi";
-import { referenceTables, renderGeneratedRegions } from "@/lib/api/reference";
+import { buildOpenApiDocument } from "@/lib/api-docs/openapi";
+import { referenceTables, renderGeneratedRegions } from "@/lib/api-docs/reference";
 import { parseEnv } from "@/lib/env";
 
 /*
  * `npm run docs:api`: writes the reference sections of docs/api.md (the regions between `<!-- generated: NAME … -->`
- * and `<!-- end generated -->`) from the OpenAPI document the zod schemas make (lib/api/reference.ts says which).
+ * and `<!-- end generated -->`) from the OpenAPI document the zod schemas make (lib/api-docs/reference.ts says which).
  * The prose around them is left as it is. The document is built for the default configuration, whatever this
  * shell's variables, so the output is the same everywhere. tests/api/api-docs.test.ts fails when the file is stale.
  */

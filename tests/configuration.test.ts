@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { envSchema, IGNORED_VARIABLES, ignoredVariablesNotice, parseEnv } from "@/lib/env";
-import { buildOpenApiDocument } from "@/lib/api/openapi";
+import { buildOpenApiDocument } from "@/lib/api-docs/openapi";
 import { fetchSettings } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
 import { ocrSettings } from "@/lib/ocr/model";

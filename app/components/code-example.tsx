@@ -1,4 +1,4 @@
-import type { Example } from "@/lib/api/examples";
+import type { Example } from "@/lib/api-docs/examples";
 import { CopyButton } from "../settings/copy-button";
 
 /** One copy-paste example: its title, a note, the code in a box that scrolls on its own, and a copy button. */

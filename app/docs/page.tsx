@@ -3,10 +3,10 @@ import { headers } from "next/headers";
 import Link from "next/link";
 import { CodeExample } from "@/app/components/code-example";
 import { ReferenceTableView } from "@/app/docs/reference-table";
-import { getOpenApiDocument } from "@/lib/api/openapi";
-import { referenceTables, type ReferenceTable } from "@/lib/api/reference";
+import { getOpenApiDocument } from "@/lib/api-docs/openapi";
+import { referenceTables, type ReferenceTable } from "@/lib/api-docs/reference";
 import { getEnv, type Env } from "@/lib/env";
-import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api/examples";
+import { cliExample, jobExamples, mcpExamples, mcpSignInExamples, restExamples } from "@/lib/api-docs/examples";
 import { requestOrigin } from "@/lib/http";
 import { formatMegabytes } from "@/lib/input";
 import { webhookSettings } from "@/lib/webhooks/settings";
@@ -20,7 +20,7 @@ export default async function DocsPage() {
   const target = { origin };
   const env = getEnv();
   const inlineLimit = formatMegabytes(env.MAX_INLINE_BYTES);
-  // The reference tables of docs/api.md, from the same OpenAPI document (lib/api/reference.ts). All take the error
+  // The reference tables of docs/api.md, from the same OpenAPI document (lib/api-docs/reference.ts). All take the error
   // table's layout (app/globals.css `.error-table`): names never broken inside; on a phone, what a row means under
   // its name and type.
   const reference = referenceTables(getOpenApiDocument(getEnv()));

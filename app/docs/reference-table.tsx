@@ -1,5 +1,5 @@
 import { Fragment } from "react";
-import type { ReferenceTable } from "@/lib/api/reference";
+import type { ReferenceTable } from "@/lib/api-docs/reference";
 
 /**
  * Inline Markdown whose only markup is backticks (the catalogue's `when`, the OpenAPI descriptions) as text and
@@ -30,7 +30,7 @@ export function InlineMarkdown({ text }: { text: string }) {
 const heading = (column: string) => (column ? column.charAt(0).toUpperCase() + column.slice(1) : "Description");
 
 /**
- * One of the reference tables docs/api.md is generated with (lib/api/reference.ts), as the page shows it. A cell that
+ * One of the reference tables docs/api.md is generated with (lib/api-docs/reference.ts), as the page shows it. A cell that
  * is one name (a field, an error code) is never broken inside; names in longer text may wrap after an underscore.
  */
 export function ReferenceTableView({ table, className }: { table: ReferenceTable; className?: string }) {

@@ -1,4 +1,4 @@
-import { cliExample, mcpExamples, restExamples, type Example } from "@/lib/api/examples";
+import { cliExample, mcpExamples, restExamples, type Example } from "@/lib/api-docs/examples";
 
 /**
  * The "try it" snippets shown once, right after a key is created, filled with that key and this server's origin:

@@ -1,8 +1,8 @@
 /*
  * Every error code the service answers with: its HTTP status, when it happens, and what an agent can do about it.
- * The one place these are written: lib/api/errors.ts takes the status from here, the OpenAPI document (lib/api/openapi.ts)
+ * The one place these are written: lib/api/errors.ts takes the status from here, the OpenAPI document (lib/api-docs/openapi.ts)
  * and the /docs page render `when`, the MCP tool errors append `hint`, and docs/api.md's table is generated from it
- * (`npm run docs:api`, lib/api/reference.ts). A leaf module (no imports), so the CLI bundle can carry it.
+ * (`npm run docs:api`, lib/api-docs/reference.ts). A leaf module (no imports), so the CLI bundle can carry it.
  *
  * `when` is inline Markdown (backticks for code) and names a variable with its default where a limit decides,
  * e.g. `REQUEST_DEADLINE_MS` (55 s): the same text must hold on a server configured otherwise.

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { inputSources, outputFormats } from "@/lib/vocabulary";
 
 /*
- * The REST request and response, as zod schemas. The route parses with them, `lib/api/openapi.ts` describes the API
+ * The REST request and response, as zod schemas. The route parses with them, `lib/api-docs/openapi.ts` describes the API
  * from them (`z.toJSONSchema`), the MCP tool maps its arguments onto `OcrRequest`, and the CLI reads the service's
  * answers with them. Imports stay light (zod and lib/vocabulary.ts, never the engine) so the CLI can bundle them.
  */

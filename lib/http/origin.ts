@@ -5,7 +5,7 @@ const HOST =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /**
- * This server's origin as the browser reached it (the /docs and settings examples, lib/api/examples.ts), from the request's `Host` and `X-Forwarded-Proto` headers (not
+ * This server's origin as the browser reached it (the /docs and settings examples, lib/api-docs/examples.ts), from the request's `Host` and `X-Forwarded-Proto` headers (not
  * from configuration: the snippets must work against the deployment the user is looking at, preview or local). The
  * scheme follows the session cookie's rule (lib/accounts/sessions.ts): https unless the request is plain http to a
  * loopback host — a signed-in user elsewhere is on https, or the Secure cookie would not have been kept. Null when

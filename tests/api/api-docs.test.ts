@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument } from "@/lib/api/openapi";
-import { markdownTable, referenceTables, renderGeneratedRegions } from "@/lib/api/reference";
+import { buildOpenApiDocument } from "@/lib/api-docs/openapi";
+import { markdownTable, referenceTables, renderGeneratedRegions } from "@/lib/api-docs/reference";
 import { parseEnv } from "@/lib/env";
 import { API_DOCS, regenerateApiDocs } from "@/scripts/api-docs";
 import { pushEnv } from "../support/env";

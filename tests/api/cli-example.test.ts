@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "@/cli/src/config";
-import { cliExample } from "@/lib/api/examples";
+import { cliExample } from "@/lib/api-docs/examples";
 
 /*
  * Issue 39: the settings page's CLI snippet exported FETCH_MCP_SERVER_API_KEY where the README (and every other

@@ -2,7 +2,7 @@ import { execFile, spawnSync } from "node:child_process";
 import http from "node:http";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobExamples, restExamples } from "@/lib/api/examples";
+import { jobExamples, restExamples } from "@/lib/api-docs/examples";
 
 /*
  * Issue 29 point 12: /docs labelled the JavaScript examples "Node 18+"; they use the global `crypto` (Node 19+ without

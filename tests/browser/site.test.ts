@@ -696,7 +696,7 @@ describe("the site in headless Chromium", () => {
         .locator("[data-example]")
         .evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-example")));
       const jobIds = ["job-curl", "job-javascript", "job-python"]; // run by tests/jobs/examples.test.ts
-      // Signing in with OAuth needs only the URL (lib/api/examples.ts mcpSignInExamples); then the API-key configurations.
+      // Signing in with OAuth needs only the URL (lib/api-docs/examples.ts mcpSignInExamples); then the API-key configurations.
       const signIn = ["oauth-claude-chatgpt", "oauth-claude-code", "oauth-cursor", "oauth-vscode", "oauth-mcp-remote"];
       expect(ids).toEqual([
         "curl-file",

@@ -5,7 +5,7 @@ import path from "node:path";
 import { PDFDocument, StandardFonts } from "pdf-lib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalance, grantCredits, listLedger } from "@/lib/credits";
-import { jobExamples } from "@/lib/api/examples";
+import { jobExamples } from "@/lib/api-docs/examples";
 import { createApiKey } from "@/lib/keys";
 import { getStore, resetStore } from "@/lib/store";
 import { startInstance, type Instance } from "../support/instance";
@@ -18,7 +18,7 @@ import {
 } from "../support/redis";
 
 /*
- * The jobs examples of /docs and docs/api.md (`jobExamples` in lib/api/examples.ts), run as a user runs them — sh with
+ * The jobs examples of /docs and docs/api.md (`jobExamples` in lib/api-docs/examples.ts), run as a user runs them — sh with
  * curl, Node, Python — from a directory holding `public/samples/scan.pdf`, against a server instance on the test
  * Redis (tests/support/instance-main.ts: the route handlers and the job runner). They submit, poll as `Retry-After`
  * says, follow `next` through a result too large for one response, and exit non-zero when the service answers an

@@ -33,8 +33,8 @@ describe("lib/ocr's two doors", () => {
     expect(builtins).toEqual([]);
   });
 
-  it("the API's contract (lib/api/openapi.ts) describes pages without loading the engine pool", async () => {
-    const { files, builtins } = await graphOf("lib/api/openapi.ts");
+  it("the API's contract (lib/api-docs/openapi.ts) describes pages without loading the engine pool", async () => {
+    const { files, builtins } = await graphOf("lib/api-docs/openapi.ts");
     expect(
       files.filter((file) => /^lib\/ocr\/(pool|engine|render)\//.test(file) || file === "lib/ocr/index.ts"),
     ).toEqual([]);
@@ -56,9 +56,40 @@ describe("lib/ocr's two doors", () => {
       return result!.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.line);
     };
     expect(await refused("lib/mcp/probe.ts")).toEqual([1, 3, 4]);
-    expect(await refused("lib/api/probe.ts")).toEqual([1, 3, 4]);
+    expect(await refused("lib/api-docs/probe.ts")).toEqual([1, 3, 4]);
     expect(await refused("app/api/probe/route.ts")).toEqual([1, 3, 4]);
     expect(await refused("lib/process/probe.ts")).toEqual([3]);
     expect(await refused("lib/jobs/probe.ts")).toEqual([3]);
+  }, 60_000);
+});
+
+describe("the API's contract: lib/api the floor, lib/api-docs the roof", () => {
+  it("lint keeps lib/api to itself and lib/vocabulary, and lib/api-docs out of lib/", async () => {
+    const eslint = new ESLint({ cwd: ROOT });
+    const code = [
+      'import { errorCodes } from "@/lib/api/error-catalogue";',
+      'import { inputSources } from "@/lib/vocabulary";',
+      'import { ocrDocumentSchema } from "@/lib/ocr/model";',
+      'import { getEnv } from "@/lib/env";',
+      'import { buildOpenApiDocument } from "@/lib/api-docs/openapi";',
+      'import { errorResponse } from "../http";',
+      'import { errorBodySchema } from "./errors";',
+      "export const used = [errorCodes, inputSources, ocrDocumentSchema, getEnv, buildOpenApiDocument, errorResponse, errorBodySchema];",
+      "",
+    ].join("\n");
+    const refused = async (filePath: string) => {
+      const [result] = await eslint.lintText(code, { filePath: path.join(ROOT, filePath) });
+      return result!.messages.filter((m) => m.ruleId === "no-restricted-imports").map((m) => m.line);
+    };
+    // The floor: its own files and the vocabulary, nothing else of the project.
+    expect(await refused("lib/api/probe.ts")).toEqual([3, 4, 5, 6]);
+    // The roof: no module of lib/ imports it (a folder, a top-level file, the server's start, the engine) …
+    expect(await refused("lib/http/probe.ts")).toEqual([5]);
+    expect(await refused("lib/services-probe.ts")).toEqual([5]);
+    expect(await refused("lib/startup.ts")).toEqual([5]);
+    expect(await refused("lib/ocr/model/probe.ts")).toContain(5);
+    // … while routes, pages and its own files do.
+    expect(await refused("lib/api-docs/probe.ts")).toEqual([]);
+    expect(await refused("app/api/probe/route.ts")).toEqual([]);
   }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { methodNotAllowed, preflight, withRequest } from "@/lib/http";
-import { getOpenApiDocument } from "@/lib/api/openapi";
+import { getOpenApiDocument } from "@/lib/api-docs/openapi";
 
 export const runtime = "nodejs";
 

@@ -13,13 +13,13 @@ import {
   rateLimitHeaders,
   requestIdHeader,
   type Json,
-} from "@/lib/api/openapi-parts";
+} from "@/lib/api-docs/openapi-parts";
 import { formatMegabytes } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
 import { MAX_SYNC_PDF_BYTES } from "@/lib/ocr/model";
 import { MIN_PREFER_WAIT_S, outputFormats } from "@/lib/vocabulary";
 
-/** The `paths` of the OpenAPI document (lib/api/openapi.ts): every REST operation, for this configuration. */
+/** The `paths` of the OpenAPI document (lib/api-docs/openapi.ts): every REST operation, for this configuration. */
 export function openApiPaths(env: Env): Json {
   // Not answers of this operation: 404 is MCP's and the jobs', 410 the jobs', 403 refuses forged page forms, 501 is a
   // method no path serves.

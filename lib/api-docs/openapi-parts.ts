@@ -15,8 +15,8 @@ import { CORS_ALLOW_HEADERS } from "@/lib/http";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
 
 /*
- * The parts the OpenAPI document (lib/api/openapi.ts) is assembled from: its headers, error responses, component
- * schemas (from the zod schemas), parameters and examples. The paths are lib/api/openapi-paths.ts.
+ * The parts the OpenAPI document (lib/api-docs/openapi.ts) is assembled from: its headers, error responses, component
+ * schemas (from the zod schemas), parameters and examples. The paths are lib/api-docs/openapi-paths.ts.
  */
 
 export type Json = { [key: string]: unknown };

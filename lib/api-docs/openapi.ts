@@ -1,6 +1,6 @@
 import type { Env } from "@/lib/env";
-import { componentSchemas, headers, type Json } from "@/lib/api/openapi-parts";
-import { openApiPaths } from "@/lib/api/openapi-paths";
+import { componentSchemas, headers, type Json } from "@/lib/api-docs/openapi-parts";
+import { openApiPaths } from "@/lib/api-docs/openapi-paths";
 import { fetchSettings, formatMegabytes } from "@/lib/input";
 import { keySettings } from "@/lib/keys";
 import { ocrSettings } from "@/lib/ocr/model";
@@ -9,8 +9,8 @@ import { SERVICE_VERSION } from "@/lib/version";
 
 /*
  * The OpenAPI 3.1 document, served at /api/openapi.json and rendered into docs/api.md's reference sections
- * (scripts/api-docs.ts). Assembled from lib/api/openapi-parts.ts (headers, error responses, the zod schemas as
- * components, parameters, examples) and lib/api/openapi-paths.ts (the operations).
+ * (scripts/api-docs.ts). Assembled from lib/api-docs/openapi-parts.ts (headers, error responses, the zod schemas as
+ * components, parameters, examples) and lib/api-docs/openapi-paths.ts (the operations).
  */
 
 /** The document for a configuration: its limits are stated in it (docs/api.md's reference uses the defaults). */

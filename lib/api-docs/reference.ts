@@ -1,7 +1,7 @@
 import { errorCatalogue, errorCodes } from "@/lib/api/error-catalogue";
 
 /*
- * The API's reference tables, read off the OpenAPI document (lib/api/openapi.ts, itself made from the zod schemas)
+ * The API's reference tables, read off the OpenAPI document (lib/api-docs/openapi.ts, itself made from the zod schemas)
  * and the error catalogue: the endpoints, the fields of the request and of the answers, the query parameters, the
  * headers and the error codes. `npm run docs:api` (scripts/api-docs.ts) writes them into docs/api.md between
  * `<!-- generated: … -->` and `<!-- end generated -->`; the /docs page renders some of them; a unit test
