@@ -237,10 +237,7 @@ export default defineConfig([
   globalIgnores([
     ".next/**",
     ".next-test/**",
-    ".next-test-restart/**",
-    ".next-test-jobs/**",
-    ".next-test-webhooks/**",
-    ".next-test-oauth/**",
+    ".next-test-2/**",
     "out/**",
     "build/**",
     "next-env.d.ts",

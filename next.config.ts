@@ -73,9 +73,9 @@ const pdfFiles = ["./node_modules/dejavu-fonts-ttf/ttf/DejaVuSans.ttf"];
 const canvasFiles = ["./node_modules/@napi-rs/canvas/**/*", "./node_modules/@napi-rs/canvas-linux-x64-gnu/**/*"];
 
 const nextConfig: NextConfig = {
-  // The tests' development server builds into .next-test (tests/support/dev-server.ts), and the restart test's into
-  // .next-test-restart, so `npm test` runs while `npm run dev` holds .next/dev. (tsconfig.json lists their types, or
-  // Next would add them at every run.)
+  // The tests' development servers build into .next-test and .next-test-2, leased in turn (tests/support/dev-server.ts),
+  // so `npm test` runs while `npm run dev` holds .next/dev. (tsconfig.json lists their types, or Next would add them at
+  // every run.)
   ...(process.env.NEXT_DIST_DIR && { distDir: process.env.NEXT_DIST_DIR }),
   serverExternalPackages: [
     "tesseract.js",

@@ -1,14 +1,12 @@
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../tooling";
 import { createKeyOnPage, launchChromium } from "../support/browser";
-import { startNpmRunDev, type DevServer } from "../support/dev-server";
+import { leaseDistDir, startNpmRunDev, type DevServer } from "../support/dev-server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-/** Its own build directory, so this file runs beside `npm run dev` (.next) and the other browser tests (.next-test). */
-const DIST_DIR = ".next-test-restart";
 /** What Next.js prints when instrumentation.ts holds Node-only code it also compiles for the Edge runtime. */
 const EDGE_WARNING = /not supported in the Edge Runtime/;
 
@@ -17,6 +15,9 @@ let server: DevServer | undefined;
 /** Everything the servers of this file printed, the stopped ones included. */
 let log = "";
 let port = 0;
+/** A build directory of the browser tests (leaseDistDir), not .next: this file runs beside `npm run dev`. */
+let distDir = "";
+let releaseDistDir = () => {};
 
 /** What a page does that a newcomer would notice: full loads, and what the dev server's hot-reload socket tells it. */
 interface Watched {
@@ -93,7 +94,7 @@ async function stopServer(): Promise<void> {
 /** `npm run dev` as the README says: restarted on the build directory of the run before, opened in Chromium. */
 describe("npm run dev, restarted, in headless Chromium", () => {
   beforeAll(async () => {
-    rmSync(path.join(ROOT, DIST_DIR), { recursive: true, force: true });
+    ({ dir: distDir, release: releaseDistDir } = await leaseDistDir());
     port = await freePort();
     browser = await launchChromium();
   });
@@ -101,7 +102,7 @@ describe("npm run dev, restarted, in headless Chromium", () => {
   afterAll(async () => {
     await browser?.close();
     await stopServer();
-    rmSync(path.join(ROOT, DIST_DIR), { recursive: true, force: true });
+    releaseDistDir();
   });
 
   // Issue 20: on a warm build directory the first page opened reloaded itself about 4 times a second
@@ -109,11 +110,12 @@ describe("npm run dev, restarted, in headless Chromium", () => {
   // container Next.js made a new server-actions key at every start, so the pages with forms compiled to new client code
   // that Turbopack's cache of the run before did not hold (scripts/serve.mjs, docs/decisions.md#dev-server-actions-key).
   it("restarted on a warm build directory, /settings → /signin stays put while an account is typed and created, and its server actions keep their ids", async () => {
-    // First run (`npm run dev -- -p <port>`, as the README says): /settings sends a signed-out visitor to /signin.
+    // First run (`npm run dev -- -p <port>`, as the README says): /settings sends a signed-out visitor to /signin. The
+    // build directory may be warm already from another browser file's server; after this run it is.
     server = await startNpmRunDev({
       port,
       args: ["-p", String(port)],
-      env: { NEXT_DIST_DIR: DIST_DIR, REDIS_URL: "" },
+      env: { NEXT_DIST_DIR: distDir, REDIS_URL: "" },
     });
     const first = await openWatched(`${server.baseUrl}/settings`);
     await first.page.waitForURL(`${server.baseUrl}/signin`);
@@ -124,7 +126,7 @@ describe("npm run dev, restarted, in headless Chromium", () => {
     await stopServer();
 
     // Second run on the same build directory (the port from PORT this time, the README's other way).
-    server = await startNpmRunDev({ port, env: { NEXT_DIST_DIR: DIST_DIR, PORT: String(port), REDIS_URL: "" } });
+    server = await startNpmRunDev({ port, env: { NEXT_DIST_DIR: distDir, PORT: String(port), REDIS_URL: "" } });
     // A page left open across the restart reconnects its hot-reload socket before anything else asks for a page.
     expect(await hotReloadSocketAnswers(`ws://localhost:${port}/_next/hmr?id=left-open`)).toBe(true);
     const second = await openWatched(`${server.baseUrl}/settings`);

@@ -76,8 +76,6 @@ describe("the settings page's jobs", () => {
   beforeAll(async () => {
     await Promise.all([
       startDevServer({
-        // Its own build directory: vitest may run this file beside site.test.ts, whose server builds into .next-test.
-        NEXT_DIST_DIR: ".next-test-jobs",
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: prefix,
         FREE_CREDITS: String(FREE_CREDITS),

@@ -97,7 +97,6 @@ describe("OAuth sign-in in headless Chromium", () => {
     await Promise.all([
       startDevServer(
         {
-          NEXT_DIST_DIR: ".next-test-oauth",
           REDIS_URL: TEST_REDIS_URL,
           REDIS_PREFIX: prefix,
           FREE_CREDITS: String(FREE_CREDITS),

@@ -35,7 +35,6 @@ describe("the settings page's webhooks", () => {
     await Promise.all([
       startDevServer(
         {
-          NEXT_DIST_DIR: ".next-test-webhooks",
           REDIS_URL: TEST_REDIS_URL,
           REDIS_PREFIX: prefix,
           OCR_ENGINE_PROCESSES: "1",

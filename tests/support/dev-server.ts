@@ -1,10 +1,68 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { freePort } from "../../tooling";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const STARTUP_TIMEOUT_MS = 90_000;
+
+/**
+ * The build directories the tests' development servers share (tsconfig.json lists their types, .gitignore them). A
+ * cold `next dev` compiles every page it serves (about 80 CPU-seconds for the site's pages); on a build directory a
+ * server used before, Turbopack's file-system cache answers instead (about 35). One directory holds one server at a
+ * time (Next.js locks <dir>/dev/lock), and vitest runs two files at a time: two directories, leased in turn, so each
+ * browser file after the first two starts warm instead of every file compiling its own directory from nothing.
+ */
+export const TEST_DIST_DIRS = [".next-test", ".next-test-2"] as const;
+
+/** Whether the process `pid` is alive (a lease whose holder died is free). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Lease one of TEST_DIST_DIRS for this process (the lease is `<dir>.lease` beside it, holding our pid, made with
+ * O_EXCL); waits while both are held. `release` gives it back; a lease whose process died is taken over.
+ */
+export async function leaseDistDir(): Promise<{ dir: string; release: () => void }> {
+  const deadline = Date.now() + 15 * 60_000;
+  for (;;) {
+    for (const dir of TEST_DIST_DIRS) {
+      const file = path.join(ROOT, `${dir}.lease`);
+      try {
+        const fd = openSync(file, "wx");
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
+        let released = false;
+        const release = () => {
+          if (released) return;
+          released = true;
+          process.off("exit", release);
+          try {
+            unlinkSync(file);
+          } catch {
+            // already gone
+          }
+        };
+        process.on("exit", release);
+        return { dir, release };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
+        // A lease being written (no pid yet) is held; one whose process died is dropped and tried again.
+        if (Number.isFinite(holder) && !alive(holder)) unlinkSync(file);
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no free build directory among ${TEST_DIST_DIRS.join(", ")}`);
+    await sleep(250);
+  }
+}
 
 export interface DevServer {
   baseUrl: string;
@@ -72,8 +130,9 @@ async function spawnServer(
 
 /**
  * Start the development server the way `npm run dev` does — Next.js inside scripts/serve.mjs — in its own process
- * group, on a free port of 127.0.0.1, with `env` over the test's environment and no Upstash variables. Resolves once
- * `readyPath` answers 200.
+ * group, on a free port of 127.0.0.1, with `env` over the test's environment and no Upstash variables, on a leased
+ * build directory (leaseDistDir: `npm test` works while `npm run dev` holds .next/dev; next.config.ts reads
+ * NEXT_DIST_DIR). Resolves once `readyPath` answers 200.
  */
 export async function startDevServer(
   env: Record<string, string>,
@@ -83,21 +142,27 @@ export async function startDevServer(
 ): Promise<DevServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  // Its own build directory: `npm test` works while `npm run dev` holds .next/dev (next.config.ts reads NEXT_DIST_DIR).
-  return spawnServer(
-    process.execPath,
-    [path.join(ROOT, "scripts/serve.mjs"), "--dev", "--port", String(port), "--hostname", "127.0.0.1", ...serveArgs],
-    serverEnv({ NEXT_DIST_DIR: ".next-test", ...env }),
-    baseUrl,
-    port,
-    async () => {
-      try {
-        return (await fetch(`${baseUrl}${readyPath}`, { redirect: "manual" })).status === 200;
-      } catch {
-        return false; // not listening yet
-      }
-    },
-  );
+  const lease = await leaseDistDir();
+  try {
+    const server = await spawnServer(
+      process.execPath,
+      [path.join(ROOT, "scripts/serve.mjs"), "--dev", "--port", String(port), "--hostname", "127.0.0.1", ...serveArgs],
+      serverEnv({ ...env, NEXT_DIST_DIR: lease.dir }),
+      baseUrl,
+      port,
+      async () => {
+        try {
+          return (await fetch(`${baseUrl}${readyPath}`, { redirect: "manual" })).status === 200;
+        } catch {
+          return false; // not listening yet
+        }
+      },
+    );
+    return { ...server, stop: () => server.stop().finally(lease.release) };
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
 }
 
 /**
