@@ -20,6 +20,7 @@ import {
   countKeysWithPrefix,
   createTestPrefix,
   deleteKeysWithPrefix,
+  inOneWindow,
   readPttl,
   waitForWindowRoom,
 } from "../support/redis";
@@ -29,6 +30,12 @@ interface Adapter {
   name: string;
   open(): Promise<{ store: Store; prefix?: string; bridge?: UpstashBridge }>;
 }
+
+/**
+ * How long a record given a lifetime of a few hundred milliseconds (1.5 s for a pending source) may outlive it: asked
+ * every 50 ms, so a test waits for the expiry itself rather than a fixed sleep past it.
+ */
+const EXPIRY = { timeout: 2_000, interval: 50 };
 
 const adapters: Adapter[] = [
   { name: "memory", open: async () => ({ store: createMemoryStore() }) },
@@ -183,8 +190,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const key = sha256(id("s"));
       await store.accounts.createSession(key, { userId: "usr_a", createdAt: now(), expiresAt: now() }, 150);
       expect(await store.accounts.getSession(key)).not.toBeNull();
-      await sleep(300);
-      expect(await store.accounts.getSession(key)).toBeNull();
+      await expect.poll(() => store.accounts.getSession(key), EXPIRY).toBeNull();
     });
   });
 
@@ -776,11 +782,20 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("lets an abandoned claim expire after its lease", async () => {
       const scope = `usr_a:${id("idem")}`;
       await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t1", createdAt: now() }, 150);
-      await sleep(300);
-      expect(
-        (await store.idempotency.claimIdempotency(scope, { fingerprint: "fp", token: "t2", createdAt: now() }, 60_000))
-          .claimed,
-      ).toBe(true);
+      // A refused claim changes nothing: asked again until the lease has run out.
+      await expect
+        .poll(
+          async () =>
+            (
+              await store.idempotency.claimIdempotency(
+                scope,
+                { fingerprint: "fp", token: "t2", createdAt: now() },
+                60_000,
+              )
+            ).claimed,
+          EXPIRY,
+        )
+        .toBe(true);
     });
   });
 
@@ -834,15 +849,19 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     });
 
     it("starts counting again in the next window", async () => {
-      const identifier = id("key");
       // Long enough for two calls to land in one window however busy the machine (at 400 ms they did not, at load 16).
       const windowMs = 3_000;
-      // Start at the beginning of a window so the two calls land in it.
-      await waitForWindowRoom(windowMs, windowMs);
-      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
-      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(false);
-      await sleep(windowMs);
-      expect((await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success).toBe(true);
+      const call = async (identifier: string) =>
+        (await store.limits.rateLimit({ bucket: "api", identifier, limit: 1, windowMs })).success;
+      // Two calls in one window (the windows are aligned to the epoch; a boundary between them: again, on a new key) …
+      const { identifier, calls } = await inOneWindow(windowMs, async () => {
+        const identifier = id("key");
+        return { identifier, calls: [await call(identifier), await call(identifier)] };
+      });
+      expect(calls).toEqual([true, false]);
+      // … and one just after the next boundary, waited for until then rather than for a whole window.
+      await sleep(windowMs - (Date.now() % windowMs) + 5);
+      expect(await call(identifier)).toBe(true);
     });
   });
 
@@ -869,11 +888,13 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect((await store.limits.acquireSlot({ group, holder: "dead", limit: 2, ttlMs: 300 })).acquired).toBe(true);
       expect((await store.limits.acquireSlot({ group, holder: "alive", limit: 2, ttlMs: 5_000 })).acquired).toBe(true);
       await store.limits.renewSlot({ group, holder: "alive", ttlMs: 60_000 });
-      await sleep(400);
-      expect(await store.limits.acquireSlot({ group, holder: "new", limit: 2, ttlMs: 60_000 })).toEqual({
-        acquired: true,
-        holders: ["alive", "new"],
-      });
+      // A refused slot changes nothing: asked for until the dead holder's has run out.
+      const taken = await vi.waitFor(async () => {
+        const outcome = await store.limits.acquireSlot({ group, holder: "new", limit: 2, ttlMs: 60_000 });
+        expect(outcome.acquired).toBe(true);
+        return outcome;
+      }, EXPIRY);
+      expect(taken).toEqual({ acquired: true, holders: ["alive", "new"] });
       // A renewal after expiry takes the slot again.
       await store.limits.renewSlot({ group, holder: "late", ttlMs: 60_000 });
       expect((await store.limits.acquireSlot({ group, holder: "other", limit: 3, ttlMs: 60_000 })).acquired).toBe(
@@ -903,8 +924,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         expect(ttl).toBeGreaterThan(0);
         expect(ttl).toBeLessThanOrEqual(300);
       }
-      await sleep(400);
-      expect(await store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 })).toBe(true);
+      // A refused claim changes nothing: asked again until the first one's lifetime has run out.
+      await expect.poll(() => store.limits.claimOnce({ scope: "work", id: nonce, ttlMs: 300 }), EXPIRY).toBe(true);
     });
   });
 
@@ -938,8 +959,8 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       await store.limits.clearBackoff(subject);
       expect(await store.limits.getBackoff(subject)).toBeNull();
       await store.limits.recordBackoffFailure(subject, Date.now(), { ...policy, ttlMs: 150 });
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(await store.limits.getBackoff(subject)).toBeNull();
+      expect(await store.limits.getBackoff(subject)).not.toBeNull();
+      await expect.poll(() => store.limits.getBackoff(subject), EXPIRY).toBeNull();
     });
   });
 
@@ -1372,9 +1393,9 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         await put(orphan.id, new Uint8Array(5_000), userId, { pendingTtlMs: 1_500, maxAccountBytes: 10_000 }),
       ).toEqual({ ok: true, chunks: 2 });
       expect(await create(kept)).toMatchObject({ ok: true });
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      // The orphan goes at its pending lifetime; the kept file, put before it, would have gone first without the job's.
+      await expect.poll(() => store.jobs.getSource(orphan.id, 2), EXPIRY).toBeNull();
       expect(await store.jobs.getSource(kept.id, 2)).not.toBeNull();
-      expect(await store.jobs.getSource(orphan.id, 2)).toBeNull();
       // The orphan's share went with it: 5 000 of 10 000 are used.
       expect(await put(newJob(userId, 1).id, new Uint8Array(5_000), userId, { maxAccountBytes: 10_000 })).toMatchObject(
         { ok: true },
