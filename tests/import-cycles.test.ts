@@ -78,7 +78,7 @@ function folderGraph(graph: Map<string, string[]>, ignore: (target: string) => b
 }
 
 // Known and left for issue 41's services point: lib/settings/installed.ts, the installed-overrides global, is a leaf
-// (it imports nothing), but the builders of the process-wide singletons read it from lib/ocr (read.ts), lib/jobs
+// (it imports nothing), but the builders of the process-wide singletons read it from lib/ocr (the engine pool), lib/jobs
 // (work-queue.ts) and lib/webhooks (queue.ts), while lib/settings/index.ts imports their settings: a loop of folders,
 // not of modules. It goes when the engine pool and the queues are built with the other services and passed in.
 const KNOWN_FOLDER_LOOP_EDGES = (target: string) => target === "lib/settings/installed.ts";
