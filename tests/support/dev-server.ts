@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { freePort } from "../../tooling";
@@ -26,38 +26,59 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Make `file` holding our pid, only if it does not exist (O_EXCL): whether we did. */
+function createExclusive(file: string): boolean {
+  try {
+    const fd = openSync(file, "wx");
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+}
+
 /**
- * Lease one of TEST_DIST_DIRS for this process (the lease is `<dir>.lease` beside it, holding our pid, made with
- * O_EXCL); waits while both are held. `release` gives it back; a lease whose process died is taken over.
+ * Drop the lease `file` if the process it names has died. One without a pid is being written, and held, unless it is
+ * older than a few seconds (its process died between making and writing it).
+ */
+function dropIfStale(file: string): void {
+  try {
+    const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
+    const stale = Number.isFinite(holder) ? !alive(holder) : Date.now() - statSync(file).mtimeMs > 10_000;
+    if (stale) unlinkSync(file);
+  } catch {
+    // released (or dropped by another process) meanwhile
+  }
+}
+
+/**
+ * Lease one of TEST_DIST_DIRS for this process, the first free one (the lease is `<dir>.lease` beside it, holding our
+ * pid, made with O_EXCL); waits while all are held. `release` gives it back; a lease whose process died is taken over.
  */
 export async function leaseDistDir(): Promise<{ dir: string; release: () => void }> {
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     for (const dir of TEST_DIST_DIRS) {
       const file = path.join(ROOT, `${dir}.lease`);
-      try {
-        const fd = openSync(file, "wx");
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
-        let released = false;
-        const release = () => {
-          if (released) return;
-          released = true;
-          process.off("exit", release);
-          try {
-            unlinkSync(file);
-          } catch {
-            // already gone
-          }
-        };
-        process.on("exit", release);
-        return { dir, release };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-        const holder = Number.parseInt(readFileSync(file, "utf8"), 10);
-        // A lease being written (no pid yet) is held; one whose process died is dropped and tried again.
-        if (Number.isFinite(holder) && !alive(holder)) unlinkSync(file);
+      if (!createExclusive(file)) {
+        dropIfStale(file);
+        if (!createExclusive(file)) continue;
       }
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        process.off("exit", release);
+        try {
+          unlinkSync(file);
+        } catch {
+          // already gone
+        }
+      };
+      process.on("exit", release);
+      return { dir, release };
     }
     if (Date.now() > deadline) throw new Error(`no free build directory among ${TEST_DIST_DIRS.join(", ")}`);
     await sleep(250);
