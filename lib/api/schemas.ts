@@ -138,11 +138,6 @@ export const ocrUploadSchema = z.strictObject(
   { error: unknownKeys(["options", "webhook"]) },
 );
 
-/** The request, from a JSON body (`file` unset) or from a file sent itself with its options. */
-export function parseOcrRequest(body: unknown, file?: Uint8Array): OcrRequest {
-  return file === undefined ? ocrRequestSchema.parse(body) : ocrUploadSchema.parse(body);
-}
-
 const inputSourceSchema = z.enum(inputSources);
 export type InputSource = z.infer<typeof inputSourceSchema>;
 

@@ -1,4 +1,3 @@
-import type { OcrRequest } from "@/lib/api/schemas";
 import { configuredOrigin } from "@/lib/service-origin";
 import { ApiError } from "@/lib/api/errors";
 import { submitJob } from "@/lib/intake";
@@ -8,12 +7,12 @@ import type { ApiContext } from "./context";
 
 /**
  * Submit an asynchronous job and answer `202 Accepted` with it and `Location` (`POST /api/ocr/jobs`, and
- * `POST /api/ocr/process` with `Prefer: respond-async`). Workers that are function invocations are started after
- * the answer.
+ * `POST /api/ocr/process` with `Prefer: respond-async`). The body as it came (`readOcrBody`): `submitJob` validates
+ * it, once, as it does an MCP task's. Workers that are function invocations are started after the answer.
  */
 export async function acceptJob(
   { req, env, settings, account, requestId, receivedAt, report, store }: ApiContext,
-  { body, file }: { body: OcrRequest; file?: Uint8Array },
+  { body, file }: { body: unknown; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
   const origin = jobOrigin(env, req);

@@ -11,8 +11,8 @@ import { assertMultipartParts, FILE_CONTENT_TYPES, mediaTypeOf, type RequestBody
  *   `application/octet-stream`), the options in the query string (`?format=markdown&pages=1-3`) → the same.
  * The body is counted while it streams in and refused past its limit (`413`) before it is all buffered (the declared
  * `Content-Length` first: lib/http/body.ts). A file's type is decided by its bytes: bytes that are not PDF, JPEG, PNG,
- * WebP or TIFF are `415` whatever was declared. `body` is validated by the caller (`parseOcrRequest`,
- * `processDocument`), so every form gets the same `400`s for its options.
+ * WebP or TIFF are `415` whatever was declared. `body` is validated once, by the intake (`processDocument`,
+ * `readOrQueue`, `submitJob` in lib/intake), so every form gets the same `400`s for its options.
  */
 export interface OcrBody {
   body: unknown;

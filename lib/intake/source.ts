@@ -41,7 +41,7 @@ export interface LoadOptions {
   signal: AbortSignal;
   /** Most bytes fetched from a URL: `MAX_URL_BYTES` for a request read now, `MAX_JOB_URL_BYTES` when a job may read it. */
   maxUrlBytes: number;
-  /** Most bytes of a file in the request (base64 or sent itself): `MAX_INLINE_BYTES`. */
+  /** Most bytes of a base64 file: `MAX_INLINE_BYTES` (a file sent itself was checked against it before loading). */
   maxInlineBytes: number;
   /** The fetch's settings (the request context's `settings.fetch`): its time limit and redirects. */
   fetch: FetchSettings;
@@ -74,14 +74,14 @@ export function checkDeclaredSize(source: DocumentSource, limit: number): void {
 }
 
 /**
- * The document's bytes, loaded once: base64 decoded (its size checked before), bytes taken as they are, a URL of this
+ * The document's bytes, loaded once: base64 decoded (its size checked before), bytes taken as they are (their size and
+ * emptiness decided before loading, by `checkDeclaredSize` in the intake's cheap checks), a URL of this
  * deployment's own samples read from disk, any other URL fetched — streamed with the request's signal and cut at
  * `maxUrlBytes`. lib/input's messages name the field they were given; the errors say so for other surfaces.
  */
 export async function loadDocument(source: DocumentSource, options: LoadOptions): Promise<Uint8Array> {
   switch (source.kind) {
     case "bytes":
-      checkDeclaredSize(source, options.maxInlineBytes);
       return source.bytes;
     case "base64":
       try {

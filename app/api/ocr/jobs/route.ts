@@ -1,4 +1,4 @@
-import { jobsListQuerySchema, parseOcrRequest } from "@/lib/api/schemas";
+import { jobsListQuerySchema } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob } from "@/lib/http/jobs";
 import { listJobViews } from "@/lib/jobs";
@@ -9,11 +9,8 @@ export const maxDuration = 60;
 const methods = ["GET", "POST"];
 
 // POST /api/ocr/jobs – read a document asynchronously (JSON, multipart or the file itself, as /api/ocr/process takes
-// it): 202 with the job; GET /api/ocr/jobs/{id} for its progress
-export const POST = withApiKey(async (context) => {
-  const { body, file } = await readOcrBody(context.req, context.body);
-  return acceptJob(context, { body: parseOcrRequest(body, file), file });
-});
+// it): 202 with the job; GET /api/ocr/jobs/{id} for its progress. The intake validates the body (lib/intake).
+export const POST = withApiKey(async (context) => acceptJob(context, await readOcrBody(context.req, context.body)));
 
 // GET /api/ocr/jobs – the account's jobs, newest first (?limit=20&cursor=…)
 export const GET = withApiKey(

@@ -1,4 +1,3 @@
-import { parseOcrRequest } from "@/lib/api/schemas";
 import { methodNotAllowed, preflight, readOcrBody, withApiKey } from "@/lib/http";
 import { acceptJob, jobAccepted, jobOrigin, preferencesOf } from "@/lib/http/jobs";
 import { processDocument, readOrQueue } from "@/lib/intake";
@@ -17,11 +16,7 @@ export const POST = withApiKey(async (context) => {
   const { body, file } = await readOcrBody(req, requestBody);
   const { respondAsync, waitSeconds } = preferencesOf(req);
   if (respondAsync && !waitSeconds) {
-    return acceptJob(
-      context,
-      { body: parseOcrRequest(body, file), file },
-      { "Preference-Applied": "respond-async", Vary: "Prefer" },
-    );
+    return acceptJob(context, { body, file }, { "Preference-Applied": "respond-async", Vary: "Prefer" });
   }
   // `wait` narrows the request's deadline (never widens it): the answer comes by then, the text or a `504`.
   const deadline = !waitSeconds
@@ -29,7 +24,8 @@ export const POST = withApiKey(async (context) => {
     : receivedAt + Math.min(Math.max(waitSeconds, MIN_PREFER_WAIT_S) * 1000, env.REQUEST_DEADLINE_MS);
   const serverHost = req.headers.get("host") ?? undefined;
   const input = { env, settings, body, file, account, requestId, receivedAt, serverHost, deadline };
-  // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs).
+  // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs), as it
+  // does a job's.
   let result;
   if (respondAsync && deadline !== undefined) {
     const outcome = await readOrQueue(store, { ...input, deadline, origin: jobOrigin(env, req) });
