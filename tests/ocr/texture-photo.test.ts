@@ -31,6 +31,8 @@ const photos: [string, TexturedPhotoOptions][] = [
   ["a small sheet on wood", { surface: "wood", rotation: -2, keystone: 0.1, pageShare: 0.55, seed: 4 }],
   ["a sheet on woven cloth, turned −4°", { surface: "fabric", rotation: -4, keystone: 0.08, pageShare: 0.7, seed: 2 }],
   ["a sheet on a dark desk, a shadow across it", { surface: "desk", rotation: 2, keystone: 0.04, pageShare: 0.78 }],
+  // A close-up: the sheet runs off the photo's sides and bottom, the table shows only above it.
+  ["a close-up on wood", { surface: "wood", rotation: 1.5, keystone: 0.03, pageShare: 1.1, shift: 0.2, seed: 5 }],
 ];
 
 describe("a photo of a page on a table: the table's texture does not reach the text", () => {

@@ -20,6 +20,8 @@ export interface TexturedPhotoOptions {
   keystone?: number;
   /** The page's width as a share of the photo's. */
   pageShare?: number;
+  /** The page's centre moved down by this share of the photo's height (a close-up: the page runs off the bottom). */
+  shift?: number;
   seed?: number;
 }
 
@@ -151,6 +153,7 @@ export function texturedPhoto({
   rotation = 3,
   keystone = 0.06,
   pageShare = 0.72,
+  shift = 0,
   seed = 1,
 }: TexturedPhotoOptions = {}): TexturedPhoto {
   const next = random(seed);
@@ -165,7 +168,7 @@ export function texturedPhoto({
   const scale = pageWidth / page.canvas.width;
   const pageHeight = page.canvas.height * scale;
   ctx.save();
-  ctx.translate(width / 2, height / 2);
+  ctx.translate(width / 2, height / 2 + shift * height);
   ctx.rotate((rotation * Math.PI) / 180);
   ctx.shadowColor = "rgba(0, 0, 0, 0.55)";
   ctx.shadowBlur = 40;

@@ -18,6 +18,7 @@ import { ENGINE_DEADLINE_SLACK_MS } from "../model/protocol";
 import { detectLanguage } from "./language-detect";
 import { loadPaddle } from "./paddle";
 import { paperOnly, type PaperRegion } from "./paper";
+import { dropSheetEdge } from "./texture-lines";
 import { releaseSource, type RasterSource } from "./raster";
 import { recognizerModel } from "../model/recognizer-model";
 import { orderReading } from "./reading-order";
@@ -217,6 +218,16 @@ export const PAGE_STAGES: readonly PageStage[] = [
       if (state.paddle && state.reading === state.paddle) return;
       if (state.rereadInLanguage && !state.paddle) return;
       state.reading = await secondReading(state, tools);
+    },
+  },
+  {
+    // A photo's sheet (`paper`): words from its painted surround and fragments of its edge (texture-lines.ts).
+    name: "sheet-edge",
+    run(state) {
+      if (!state.paper) return;
+      const { page, dropped } = dropSheetEdge(state.reading!.page, state.paper, state.straight!.turn);
+      page.trace = { ...page.trace, paper: `sheet ${Math.round(state.paper.share * 100)}%, ${dropped} edge words` };
+      state.reading = { ...state.reading!, page };
     },
   },
   {

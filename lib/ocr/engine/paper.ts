@@ -36,6 +36,9 @@ const MIN_CONTRAST = 45;
 const MIN_SOLIDITY = 0.9;
 /** The surround covers this share of the photo's edge: the page lies on it, not beside it. */
 const MIN_EDGE_SURROUND = 0.6;
+/** Down to this share when the surround is textured (MIN_TEXTURE: the median 3×3 range of its brightness). */
+const MIN_EDGE_TEXTURED = 0.2;
+const MIN_TEXTURE = 4;
 
 export interface PaperRegion {
   /** The sheet's outline (its convex hull), in source pixels, clockwise. */
@@ -100,7 +103,11 @@ export function findPaper(source: RasterSource, width: number, height: number): 
       edgeOut += 1 - inside[y * w + x]!;
     }
   }
-  if (edgeOut / edge < MIN_EDGE_SURROUND) return null;
+  // A sheet that runs off the photo on some sides (a close-up) leaves its surround on less of the edge; then the
+  // surround must look like a table, not like a dark panel of a designed page or a screenshot (flat).
+  const edgeShare = edgeOut / edge;
+  if (edgeShare < MIN_EDGE_TEXTURED) return null;
+  if (edgeShare < MIN_EDGE_SURROUND && surroundTexture(luma, inside, w, h) < MIN_TEXTURE) return null;
   const inValues: number[] = [];
   const outValues: number[] = [];
   for (let i = 0; i < n; i++) (inside[i] ? inValues : outValues).push(paperness[i]!);
@@ -200,6 +207,15 @@ function evenLight(ctx: SKRSContext2D, width: number, height: number, paper: Pap
     }
     ctx.putImageData(image, 0, top);
   }
+}
+
+/** The median over the surround of each pixel's 3×3 range of brightness: 0 on a flat panel, more on wood or cloth. */
+function surroundTexture(luma: Uint8Array, inside: Uint8Array, w: number, h: number): number {
+  const high = maxFilter(luma, w, h, 1);
+  const low = minFilter(luma, w, h, 1);
+  const ranges: number[] = [];
+  for (let i = 0; i < luma.length; i++) if (!inside[i]) ranges.push(high[i]! - low[i]!);
+  return median(ranges);
 }
 
 /** A square mean filter, separably. */
