@@ -126,6 +126,8 @@ export const PAGE_STAGES: readonly PageStage[] = [
     run(state) {
       const found = profiled("paper", () => paperOnly(state.source, state.width, state.height));
       if (!found) return;
+      // The photo as sent is not drawn again: its pixels go now (a 12-megapixel photo's copy is 48 MB more).
+      releaseSource(state.source);
       state.paper = found.paper;
       state.source = found.source;
     },
