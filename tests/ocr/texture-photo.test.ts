@@ -48,7 +48,7 @@ describe("a photo of a page on a table: the table's texture does not reach the t
     expect(characterErrorRate(text, photo.truth)).toBeLessThan(0.03);
   });
 
-  it("a scan (paper to every edge) and a page with a dark panel beside its text are left as they are", () => {
+  it("a scan (paper to every edge), a page with a dark panel beside its text and a screenshot are left as they are", () => {
     const scan = createCanvas(1200, 1600);
     const ctx = scan.getContext("2d");
     ctx.fillStyle = "#fbfbf8";
@@ -59,6 +59,14 @@ describe("a photo of a page on a table: the table's texture does not reach the t
     // A dark sidebar down one side (a screenshot, a designed page): the bright part is not surrounded by it.
     ctx.fillStyle = "#202428";
     ctx.fillRect(0, 0, 360, 1600);
+    expect(findPaper(scan, 1200, 1600)).toBeNull();
+    // A white window on a dark screen (a screenshot): bright, convex, surrounded, but its surround is flat.
+    ctx.fillStyle = "#1e1f22";
+    ctx.fillRect(0, 0, 1200, 1600);
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(250, 300, 700, 900);
+    ctx.fillStyle = "#d0d0d0";
+    for (let y = 60; y < 1560; y += 48) ctx.fillRect(40, y, y > 280 && y < 1220 ? 160 : 1100, 12);
     expect(findPaper(scan, 1200, 1600)).toBeNull();
   });
 

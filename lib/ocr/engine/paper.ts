@@ -39,6 +39,8 @@ const MIN_EDGE_SURROUND = 0.6;
 /** Down to this share when the surround is textured (MIN_TEXTURE: the median 3×3 range of its brightness). */
 const MIN_EDGE_TEXTURED = 0.2;
 const MIN_TEXTURE = 4;
+/** Below this median 3×3 range the surround is flat: drawn, not photographed. */
+const MIN_GRAIN = 2;
 
 export interface PaperRegion {
   /** The sheet's outline (its convex hull), in source pixels, clockwise. */
@@ -103,11 +105,14 @@ export function findPaper(source: RasterSource, width: number, height: number): 
       edgeOut += 1 - inside[y * w + x]!;
     }
   }
-  // A sheet that runs off the photo on some sides (a close-up) leaves its surround on less of the edge; then the
-  // surround must look like a table, not like a dark panel of a designed page or a screenshot (flat).
+  // The surround of a photographed sheet has grain (wood, cloth, a camera's noise); a dark panel or background of a
+  // screenshot or a designed page is flat (a white dialog on a dark screen is not a sheet on a table). A sheet that
+  // runs off the photo on some sides (a close-up) leaves its surround on less of the edge: then it must look like a
+  // table, not like a dark side panel.
   const edgeShare = edgeOut / edge;
   if (edgeShare < MIN_EDGE_TEXTURED) return null;
-  if (edgeShare < MIN_EDGE_SURROUND && surroundTexture(luma, inside, w, h) < MIN_TEXTURE) return null;
+  const texture = surroundTexture(luma, inside, w, h);
+  if (texture < MIN_GRAIN || (edgeShare < MIN_EDGE_SURROUND && texture < MIN_TEXTURE)) return null;
   const inValues: number[] = [];
   const outValues: number[] = [];
   for (let i = 0; i < n; i++) (inside[i] ? inValues : outValues).push(paperness[i]!);
