@@ -48,7 +48,7 @@ describe("a photo of a page on a table: the table's texture does not reach the t
     expect(characterErrorRate(text, photo.truth)).toBeLessThan(0.03);
   });
 
-  it("a scan (paper to every edge), a page with a dark panel beside its text and a screenshot are left as they are", () => {
+  it("a scan (paper to every edge), a dark side panel and a screenshot are left as they are", () => {
     const scan = createCanvas(1200, 1600);
     const ctx = scan.getContext("2d");
     ctx.fillStyle = "#fbfbf8";

@@ -387,7 +387,7 @@ function grow(seed: Uint8Array, paperness: Uint8Array, w: number, h: number): Ui
   return region;
 }
 
-/** The region with its holes (what it encloses: pictures, dark print) filled: all that the photo's edge cannot reach. */
+/** The region with its holes (what it encloses: pictures, dark print) filled: all the photo's edge cannot reach. */
 function fillHoles(region: Uint8Array, w: number, h: number): Uint8Array {
   const reached = new Uint8Array(region.length);
   const queue = new Int32Array(region.length);

@@ -4,17 +4,19 @@ import { insidePaper, type PaperRegion } from "./paper";
 
 /**
  * What is left of a photo's surround after paper.ts painted it: the sheet's own edge. Its outline is found on a copy
- * of the photo 320 pixels long, so a sliver of the edge (the paper's rim, its shadow) stays inside it, and a sliver read
- * beside a line of text comes back as a stray "1", "i" or "|" at the line's end (a synthetic photo of a page on wood:
- * four of its lines so, word F1 0.979 → 1). Such words are dropped: a word whose centre lies outside the sheet (what was
- * painted), or a fragment (two characters at most, or no letter or digit) within EDGE_BAND of one of the sheet's edges
- * that is not the photo's own border (where a close-up cuts the sheet, text may run to the border).
+ * of the photo 320 pixels long, so a sliver of the edge (the paper's rim, its shadow) stays inside it, and a sliver
+ * read beside a line of text comes back as a stray "1", "i" or "|" at the line's end (a synthetic photo of a page on
+ * wood: four of its lines so, word F1 0.979 → 1), or as a line of its own ("oss", confidence 0, at a sheet's corner).
+ * Such words are dropped: a word whose centre lies outside the sheet (what was painted), or a fragment within
+ * EDGE_BAND of one of the sheet's edges that is not the photo's own border (where a close-up cuts the sheet, text may
+ * run to the border).
  */
 
 /** The band along the sheet's edges where fragments are the edge's, as a share of the photo's long side. */
 const EDGE_BAND = 0.015;
-/** Words of at most this many characters are fragments (as are words with no letter or digit). */
+/** Fragments: words of at most FRAGMENT_LENGTH characters, read at a confidence under UNSURE, or of no letter or digit. */
 const FRAGMENT_LENGTH = 2;
+const UNSURE = 50;
 
 /**
  * The reading's page without the sheet's edge (see above). `page`'s boxes are on the raster read (`turn` of the photo,
@@ -53,7 +55,8 @@ export function dropSheetEdge(
           ((word.bbox[1] + word.bbox[3]) / 2) * page.height,
         );
         const outside = !insidePaper(paper, x, y);
-        const fragment = word.text.length <= FRAGMENT_LENGTH || !/[\p{L}\p{N}]/u.test(word.text);
+        const fragment =
+          word.text.length <= FRAGMENT_LENGTH || word.confidence < UNSURE || !/[\p{L}\p{N}]/u.test(word.text);
         const nearEdge = fragment && edges.some(([a, c]) => Math.abs(segmentDistance(a, c, x, y)) < band);
         if (outside || nearEdge) dropped++;
         return !outside && !nearEdge;
