@@ -14,7 +14,7 @@ import { insidePaper, type PaperRegion } from "./paper";
 
 /** The band along the sheet's edges where fragments are the edge's, as a share of the photo's long side. */
 const EDGE_BAND = 0.015;
-/** Fragments: words of FRAGMENT_LENGTH characters or fewer, read under UNSURE confidence, or with no letter or digit. */
+/** Fragments: words of FRAGMENT_LENGTH characters or fewer, under UNSURE confidence, or with no letter or digit. */
 const FRAGMENT_LENGTH = 2;
 const UNSURE = 50;
 
