@@ -61,6 +61,7 @@ const round1 = (v: number) => Math.round(v * 10) / 10;
 const COLUMN: Record<ProfileStage | "total", string> = {
   decode: "decode",
   "pdf-render": "pdfdraw",
+  paper: "paper",
   "text-size": "txtsize",
   rescale: "rescale",
   orientation: "orient",

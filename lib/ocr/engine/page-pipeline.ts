@@ -17,6 +17,8 @@ import { profiled, profiledAsync } from "../model/profile";
 import { ENGINE_DEADLINE_SLACK_MS } from "../model/protocol";
 import { detectLanguage } from "./language-detect";
 import { loadPaddle } from "./paddle";
+import { paperOnly, type PaperRegion } from "./paper";
+import { dropSheetEdge } from "./texture-lines";
 import { releaseSource, type RasterSource } from "./raster";
 import { recognizerModel } from "../model/recognizer-model";
 import { orderReading } from "./reading-order";
@@ -48,8 +50,8 @@ import type { TesseractReader } from "./tesseract";
 /** A page on its way through the stages. */
 export interface PageState {
   readonly number: number;
-  /** The page as decoded (an image) or rendered (a PDF page), as sent. */
-  readonly source: RasterSource;
+  /** The page as decoded (an image) or rendered (a PDF page), as sent; a photo's sheet alone after `paper`. */
+  source: RasterSource;
   readonly width: number;
   readonly height: number;
   /** The languages asked for (`auto`: English, re-read in another installed language when the text is in it). */
@@ -64,6 +66,8 @@ export interface PageState {
    * else what Tesseract's reading is compared with (`second-reading`).
    */
   paddle?: PageReading;
+  /** The photographed sheet, when the page is a photo of one on a darker surround (`paper`). */
+  paper?: PaperRegion;
   /** How its way up was decided, for the trace. */
   orientation: string;
   /** The languages the page was read in: what the rest of the document is read in. */
@@ -115,6 +119,19 @@ const SECOND_READING_RESERVE_MS = 10_000;
 
 /** The stages, in order. */
 export const PAGE_STAGES: readonly PageStage[] = [
+  {
+    // A photo of a sheet on a table: what lies around the sheet is painted the paper's colour before anything reads
+    // the page (paper.ts), so the table's texture is neither glyphs nor words.
+    name: "paper",
+    run(state) {
+      const found = profiled("paper", () => paperOnly(state.source, state.width, state.height));
+      if (!found) return;
+      // The photo as sent is not drawn again: its pixels go now (a 12-megapixel photo's copy is 48 MB more).
+      releaseSource(state.source);
+      state.paper = found.paper;
+      state.source = found.source;
+    },
+  },
   {
     // Glyph heights (text size), the content box, the scale Tesseract reads at; then the page turned upright and
     // straightened from the same glyphs (straighten.ts), drawn at that scale.
@@ -206,6 +223,16 @@ export const PAGE_STAGES: readonly PageStage[] = [
     },
   },
   {
+    // A photo's sheet (`paper`): words from its painted surround and fragments of its edge (texture-lines.ts).
+    name: "sheet-edge",
+    run(state) {
+      if (!state.paper) return;
+      const { page, dropped } = dropSheetEdge(state.reading!.page, state.paper, state.straight!.turn);
+      page.trace = { ...page.trace, paper: `sheet ${Math.round(state.paper.share * 100)}%, ${dropped} edge words` };
+      state.reading = { ...state.reading!, page };
+    },
+  },
+  {
     // Columns one after the other, everything else row by row (reading-order.ts), whichever recognizer read it.
     name: "layout",
     run(state) {
@@ -229,7 +256,13 @@ export async function readPage(
   tools: PageTools,
   stages: readonly PageStage[] = PAGE_STAGES,
 ): Promise<PageState> {
-  for (const stage of stages) await stage.run(state, tools);
+  const sent = state.source;
+  try {
+    for (const stage of stages) await stage.run(state, tools);
+  } finally {
+    // A stage's copy of the page (`paper`); the caller releases the page it sent.
+    if (state.source !== sent) releaseSource(state.source);
+  }
   return state;
 }
 

@@ -139,6 +139,8 @@ export interface PageTrace {
   second?: OcrEngine;
   /** How the page's way up was decided: the glyphs' verdict, and whether a reading upside down was tried (kept). */
   orientation?: string;
+  /** A photo's sheet (lib/ocr/engine/paper.ts): its share of the photo, and the words of its edge dropped. */
+  paper?: string;
   /** CPU milliseconds per stage in the engine process (only when the reading was asked to be profiled). */
   profile?: StageProfile;
 }

@@ -15,6 +15,8 @@ export const profileStages = [
   "decode",
   /** Drawing a PDF page at 300 DPI (pdf.js and Skia). */
   "pdf-render",
+  /** Finding the photographed sheet and painting what lies around it (lib/ocr/engine/paper.ts). */
+  "paper",
   /** Drawing the bounded analysis copy and finding its glyphs (text height, ink, content box). */
   "text-size",
   /** Drawing the raster Tesseract reads at the chosen scale (and crop). */
