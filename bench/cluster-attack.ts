@@ -35,6 +35,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { createClient } from "redis";
 import { FIXTURE_DIR, generateFixtures, longScan } from "../scripts/make-fixtures";
 import { writeTiff, writeTiffDirectoryBomb } from "../scripts/tiff-writer";
+import { cpuDelta, cpuSnapshot } from "./procfs";
 import { deletePrefix, freePort, percentile, startStandalone, type StandaloneServer } from "../tooling";
 
 const { values: args } = parseArgs({
@@ -684,8 +685,11 @@ async function main(): Promise<number> {
         ],
       ];
       const victims: Record<string, number> = {};
+      // The main thread's CPU seconds of both instances while each attack (and the victim's read) ran.
+      const mainThread: Record<string, number> = {};
       const health = watchHealth(instances);
       for (const [name, attack] of attacks) {
+        const before = [a, b].map((instance) => cpuSnapshot(instance.pid));
         const sent = attack();
         await sleep(300);
         const victim = await rest("hostile", `victim png during ${name}`, a, {
@@ -695,9 +699,17 @@ async function main(): Promise<number> {
         });
         victims[name] = victim.ms;
         await Promise.all(sent);
+        const after = [a, b].map((instance) => cpuSnapshot(instance.pid));
+        mainThread[name] = before.reduce(
+          (sum, start, i) => sum + (start && after[i] ? cpuDelta(start, after[i]).mainThreadSeconds : Number.NaN),
+          0,
+        );
       }
-      report.hostile = { victimMs: victims, longestHealthMs: health.stop() };
-      log(`phase hostile: ${summary("hostile")}; victim ${JSON.stringify(victims)} ms (alone ${alone.join(", ")})`);
+      report.hostile = { victimMs: victims, mainThreadCpuS: mainThread, longestHealthMs: health.stop() };
+      log(
+        `phase hostile: ${summary("hostile")}; victim ${JSON.stringify(victims)} ms (alone ${alone.join(", ")}); ` +
+          `main-thread CPU s (A + B): ${JSON.stringify(mainThread)}`,
+      );
     }
 
     // ---- the end: every job ends, every reservation settles
