@@ -46,7 +46,9 @@ const waiting: Array<() => void> = [];
 let nextId = 1;
 
 function startThread(script: string): Thread {
-  const worker = new Worker(script, { resourceLimits: { maxOldGenerationSizeMb: PDF_THREAD_HEAP_MB } });
+  const worker = new Worker(/* turbopackIgnore: true */ script, {
+    resourceLimits: { maxOldGenerationSizeMb: PDF_THREAD_HEAP_MB },
+  });
   const thread: Thread = { worker, script };
   const fail = (error: Error) => {
     drop(thread);
@@ -101,15 +103,24 @@ function giveBack(thread: Thread): void {
   waiting.shift()?.();
 }
 
+interface RenderOptions {
+  /** Default {@link PDF_RENDER_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** The thread's bundle (default {@link pdfThreadScript}). */
+  script?: string;
+}
+
 /** `pages`: the pages read from `source`, in order (each with the number it has in the file). */
 export async function renderSearchablePdf(
   pages: readonly ExtractedPage[],
   source: PdfSource,
-  { timeoutMs = PDF_RENDER_TIMEOUT_MS, script = pdfThreadScript() }: { timeoutMs?: number; script?: string } = {},
+  { timeoutMs = PDF_RENDER_TIMEOUT_MS, script = pdfThreadScript() }: RenderOptions = {},
 ): Promise<Uint8Array> {
-  if (!existsSync(script)) return renderHere(pages, source);
+  // A path known at run time only: not for Next's tracer, which would take in the whole project (next.config.ts
+  // traces the bundle).
+  if (!existsSync(/* turbopackIgnore: true */ script)) return renderHere(pages, source);
   const thread = await takeThread(script);
-  // The thread gets its own copy of the file (moved, not copied again): the caller's may be a view of a larger buffer.
+  // The thread gets a copy of the file, moved to it: the caller keeps its own (a store may hand out what it holds).
   const bytes = new Uint8Array(source.bytes);
   const request: PdfThreadRequest = { id: nextId++, pages: [...pages], bytes, type: source.type };
   let timer: NodeJS.Timeout | undefined;
