@@ -69,7 +69,8 @@ const sampleFiles = ["./public/samples/scan.png", "./public/samples/scan.pdf", "
 
 // The searchable PDF (format "pdf", lib/ocr/render/formats/pdf.ts) writes characters Helvetica cannot encode in DejaVu Sans,
 // read from node_modules at run time; a WebP source is decoded to PNG with the native canvas.
-const pdfFiles = ["./node_modules/dejavu-fonts-ttf/ttf/DejaVuSans.ttf"];
+// It is made on a worker thread from its own bundle (lib/ocr/render/pdf-off-thread.ts).
+const pdfFiles = ["./node_modules/dejavu-fonts-ttf/ttf/DejaVuSans.ttf", "./build/engine/pdf-render.mjs"];
 const canvasFiles = ["./node_modules/@napi-rs/canvas/**/*", "./node_modules/@napi-rs/canvas-linux-x64-gnu/**/*"];
 
 const nextConfig: NextConfig = {

@@ -5,8 +5,9 @@
 // - makes an ended text job of PAGES (default 200) pages of ~20 KB of boxed words (≈ 4 MB of text) in the store, then
 //   reads it READS (default 60) times, each a page subset of its own (`pages=1-141` … `1-200`): Redis bytes kept for
 //   the job's renderings and `used_memory` before/after, the server's peak RSS;
-// - makes an ended 8-page job whose source PDF is PDF_MB (default 40) MB and reads 4 page subsets of it as
-//   `format=pdf` at once: each read's time, the server's peak RSS, Redis bytes kept.
+// - makes an ended 8-page job whose source PDF is PDF_MB (default 40) MB (each page drawing an image of an eighth of
+//   it) and reads 4 page subsets of it as `format=pdf` at once: each read's time, the server's peak RSS, Redis bytes
+//   kept, the server's main-thread and other threads' CPU seconds, the longest `/api/health` answer meanwhile.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -14,6 +15,7 @@ import path from "node:path";
 import { PDFDocument } from "pdf-lib";
 import { createClient } from "redis";
 import { startStandalone } from "../tooling";
+import { cpuDelta, cpuSnapshot } from "./procfs";
 
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 const SERVER_DIR = path.resolve(process.env.SERVER_DIR ?? ".");
@@ -220,16 +222,42 @@ async function textReads(): Promise<void> {
 }
 
 async function pdfReads(): Promise<void> {
+  // Eight pages, each drawing an image of PDF_MB / 8 MB (incompressible), as a scan's pages do: a page subset's PDF
+  // copies its pages' images.
   const doc = await PDFDocument.create();
-  for (let n = 1; n <= 8; n++) doc.addPage([595, 842]).drawText(`PDF PAGE ${n}`, { x: 50, y: 780, size: 20 });
-  const padding = doc.context.flateStream(randomBytes(PDF_MB * MiB), {});
-  doc.context.register(padding);
+  for (let n = 1; n <= 8; n++) {
+    const page = doc.addPage([595, 842]);
+    page.drawText(`PDF PAGE ${n}`, { x: 50, y: 780, size: 20 });
+    const image = doc.context.flateStream(randomBytes(Math.round((PDF_MB * MiB) / 8)), {
+      Type: "XObject",
+      Subtype: "Image",
+      Width: 1000,
+      Height: 1000,
+      ColorSpace: "DeviceGray",
+      BitsPerComponent: 8,
+    });
+    page.node.newXObject("Im", doc.context.register(image));
+  }
   const pdfBytes = await doc.save({ useObjectStreams: false });
   const pdfJob = await makeJob(8, { bytes: pdfBytes, type: "pdf" });
   const pdfRss = peakRss(server.pid);
   const pdfBefore = Math.round(
     Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) / 1024,
   );
+  // The server's main thread meanwhile: its CPU seconds, and the longest `/api/health` answer (another tenant's wait).
+  const cpuBefore = cpuSnapshot(server.pid);
+  let reading = true;
+  let longestHealth = 0;
+  const health = (async () => {
+    while (reading) {
+      const t = performance.now();
+      await fetch(`${server.url}/api/health`)
+        .then((answer) => answer.arrayBuffer())
+        .catch(() => undefined);
+      longestHealth = Math.max(longestHealth, performance.now() - t);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
   const startedPdf = performance.now();
   const times = await Promise.all(
     ["1-2", "3-4", "5-6", "7-8"].map(async (pages) => {
@@ -239,10 +267,17 @@ async function pdfReads(): Promise<void> {
       return `${pages}: ${answer.status} ${(bytes / 1e6).toFixed(1)} MB in ${Math.round(performance.now() - t)} ms`;
     }),
   );
+  const allMs = Math.round(performance.now() - startedPdf);
+  reading = false;
+  await health;
+  const cpuAfter = cpuSnapshot(server.pid);
+  const cpu = cpuBefore && cpuAfter ? cpuDelta(cpuBefore, cpuAfter) : undefined;
   const pdfKept = await kept(pdfJob);
   console.log(
     `pdf job 8 pages, source ${(pdfBytes.byteLength / 1e6).toFixed(1)} MB, 4 page subsets at once: ${times.join("; ")} ` +
-      `(all ${Math.round(performance.now() - startedPdf)} ms); server RSS ${pdfBefore} → peak ${pdfRss.stop()} MiB; ` +
-      `renderings kept ${pdfKept.renderings} = ${pdfKept.mb} MB`,
+      `(all ${allMs} ms); server RSS ${pdfBefore} → peak ${pdfRss.stop()} MiB; ` +
+      `renderings kept ${pdfKept.renderings} = ${pdfKept.mb} MB; server CPU s: main thread ` +
+      `${cpu?.mainThreadSeconds.toFixed(2)}, other threads ${cpu?.otherThreadsSeconds.toFixed(2)}; ` +
+      `longest /api/health meanwhile ${Math.round(longestHealth)} ms`,
   );
 }

@@ -5,6 +5,9 @@
 //   node scripts/build-engine.mjs            → build/engine/ocr-worker.mjs (npm run build:engine; npm run build; tests)
 //   node scripts/build-engine.mjs --watch    → rebuild on change (npm run dev)
 //
+// It also bundles the worker thread that makes searchable PDFs off the server's main thread
+// (lib/ocr/render/pdf-thread.ts → build/engine/pdf-render.mjs; lib/ocr/render/pdf-off-thread.ts starts it).
+//
 // tesseract.js (which starts its own worker thread from a file), pdfjs-dist (whose fake worker imports a file beside
 // it) and the native addons (@napi-rs/canvas, onnxruntime-node, koffi) stay external: they are loaded from
 // node_modules at run time.
@@ -14,6 +17,7 @@ import * as esbuild from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "..");
 const ENGINE_OUTFILE = path.join(root, "build/engine/ocr-worker.mjs");
+const PDF_THREAD_OUTFILE = path.join(root, "build/engine/pdf-render.mjs");
 
 /** esbuild options of the engine bundle. */
 export function engineBuildOptions(outfile = ENGINE_OUTFILE) {
@@ -36,9 +40,17 @@ export function engineBuildOptions(outfile = ENGINE_OUTFILE) {
   };
 }
 
-/** Build the engine bundle once. */
+/** esbuild options of the searchable PDF's worker thread (pdf-lib bundled in; the canvas stays external). */
+export function pdfThreadBuildOptions(outfile = PDF_THREAD_OUTFILE) {
+  return {
+    ...engineBuildOptions(outfile),
+    entryPoints: [path.join(root, "lib/ocr/render/pdf-thread.ts")],
+  };
+}
+
+/** Build the engine bundle (and the PDF thread's) once. */
 export async function buildEngine(outfile = ENGINE_OUTFILE) {
-  await esbuild.build(engineBuildOptions(outfile));
+  await Promise.all([esbuild.build(engineBuildOptions(outfile)), esbuild.build(pdfThreadBuildOptions())]);
   return outfile;
 }
 
@@ -47,6 +59,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (values.watch) {
     const context = await esbuild.context(engineBuildOptions());
     await context.watch();
+    await (await esbuild.context(pdfThreadBuildOptions())).watch();
     console.info(`engine: watching lib/ for changes → ${path.relative(root, ENGINE_OUTFILE)}`);
   } else {
     await buildEngine();

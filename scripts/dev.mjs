@@ -5,12 +5,16 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import * as esbuild from "esbuild";
-import { engineBuildOptions } from "./build-engine.mjs";
+import { engineBuildOptions, pdfThreadBuildOptions } from "./build-engine.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 const context = await esbuild.context(engineBuildOptions());
 await context.rebuild();
 await context.watch();
+// The searchable PDF's worker thread (lib/ocr/render/pdf-thread.ts): a new thread per PDF, so a rebuild is used at once.
+const pdfContext = await esbuild.context(pdfThreadBuildOptions());
+await pdfContext.rebuild();
+await pdfContext.watch();
 
 const next = spawn(process.execPath, [path.join(root, "scripts/serve.mjs"), "--dev", ...process.argv.slice(2)], {
   cwd: root,
@@ -18,6 +22,6 @@ const next = spawn(process.execPath, [path.join(root, "scripts/serve.mjs"), "--d
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => next.kill(signal));
 next.on("exit", async (code, signal) => {
-  await context.dispose();
+  await Promise.all([context.dispose(), pdfContext.dispose()]);
   process.exit(signal ? 1 : (code ?? 0));
 });

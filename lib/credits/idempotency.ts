@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import { JOB_ACCOUNT_BYTES_FACTOR, getEnv } from "@/lib/env";
+import { actingApp } from "@/lib/keys";
 import type { Store } from "@/lib/store";
 
 /** A replayed request gets the stored response for 24 h (docs/api.md#idempotency-key). */
@@ -34,8 +35,18 @@ type IdempotencyClaim =
   /** Done before: replay this response, charge nothing. */
   | { status: "replay"; response: StoredResponse };
 
-/** Scope per account, hashed so any header value makes a short, safe Redis key. */
-const scopeOf = (userId: string, key: string) => `${userId}:${createHash("sha256").update(key).digest("hex")}`;
+/**
+ * Scope per account, hashed so any header value makes a short, safe Redis key. A connected app (an OAuth access
+ * token, lib/keys `actingApp`) has a scope of its own within the account: a stored answer of the account's API keys
+ * — the text of their jobs — is not an app's to replay with the same key and body (issue 39, point 15).
+ */
+function scopeOf(userId: string, key: string): string {
+  const app = actingApp();
+  const hash = createHash("sha256").update(key).digest("hex");
+  return app === null
+    ? `${userId}:${hash}`
+    : `${userId}:app:${createHash("sha256").update(app).digest("hex").slice(0, 16)}:${hash}`;
+}
 
 /** SHA-256 over the parts that make a request "the same" (e.g. method, path and raw body). */
 export function fingerprintRequest(parts: Array<string | Uint8Array>): string {

@@ -22,7 +22,7 @@ export {
   type PagePreview,
 } from "./job-pages";
 export { pagedFormats, render } from "./render";
-export { renderSearchablePdf } from "./render/formats/pdf";
+export { renderSearchablePdf } from "./render/pdf-off-thread";
 export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";
 export { detectFileType } from "./model/detect";
 export { recognizerInUse } from "./model/recognizer-model";

@@ -5,8 +5,10 @@ import { resolveApiKey } from "@/lib/keys";
 import { answerAuthorization } from "@/lib/oauth";
 import { getEnv } from "@/lib/env";
 import { configuredAllowList } from "@/lib/input";
+import { createMcpRoute } from "@/lib/mcp";
 import { getStore } from "@/lib/store";
 import { createAccount, withStore, type TestAccount } from "../api/support";
+import { messageOf, readEvents } from "../mcp/support";
 import { MCP_URL, ORIGIN, REDIRECT_URL, postForm, serviceFetch } from "./support";
 
 /*
@@ -145,32 +147,46 @@ async function endedJob(account: TestAccount, keyId: string | undefined): Promis
   return jobId;
 }
 
-function mcp(credential: { token?: string; key?: string }, body: unknown): Promise<Response> {
+type Credential = { token?: string; key?: string };
+
+const credentialHeaders = (credential: Credential): Record<string, string> => ({
+  ...(credential.token && { authorization: `Bearer ${credential.token}` }),
+  ...(credential.key && { "x-api-key": credential.key }),
+});
+
+function mcp(credential: Credential, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return serviceFetch()(MCP_URL, {
     method: "POST",
     headers: {
-      ...(credential.token && { authorization: `Bearer ${credential.token}` }),
-      ...(credential.key && { "x-api-key": credential.key }),
+      ...credentialHeaders(credential),
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
+      ...headers,
     },
     body: JSON.stringify(body),
   });
 }
 
+const getExtractionCall = (jobId: string, id = 1) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name: "get_extraction", arguments: { job_id: jobId } },
+});
+
+/** The text of a `tools/call` answer (its content blocks), or its error's text. */
+function answerText(message: unknown): string {
+  const { result } = message as { result?: { content?: Array<{ text?: string }> } };
+  return (result?.content ?? []).map((part) => part.text ?? "").join("\n");
+}
+
 /** `get_extraction` of `jobId`: the text it answered, or its error's text. */
-async function getExtraction(credential: { token?: string; key?: string }, jobId: string): Promise<string> {
-  const response = await mcp(credential, {
-    jsonrpc: "2.0",
-    id: 1,
-    method: "tools/call",
-    params: { name: "get_extraction", arguments: { job_id: jobId } },
-  });
+async function getExtraction(credential: Credential, jobId: string, headers: Record<string, string> = {}) {
+  const response = await mcp(credential, getExtractionCall(jobId), headers);
   expect(response.status).toBe(200);
   const raw = await response.text();
   const json = raw.startsWith("{") ? raw : (raw.split("\n").find((line) => line.startsWith("data: ")) ?? "").slice(6);
-  const message = JSON.parse(json) as { result?: { content?: Array<{ text?: string }>; isError?: boolean } };
-  return (message.result?.content ?? []).map((part) => part.text ?? "").join("\n");
+  return answerText(JSON.parse(json));
 }
 
 describe("a connected app reads the text of the jobs it started, no other", () => {
@@ -193,6 +209,66 @@ describe("a connected app reads the text of the jobs it started, no other", () =
     // The account's API key reads every job of the account, as before.
     for (const jobId of [ownJob, keyJob, otherAppJob, oldJob])
       expect(await getExtraction({ key: account.key }, jobId)).toContain(`SECRET TEXT OF ${jobId}`);
+  });
+});
+
+describe("a connected app over a legacy SSE session", () => {
+  it("reads its own job's text and no other, the stream on one instance and the calls relayed from another", async () => {
+    const account = await createAccount(10);
+    const app = await connectApp(account);
+    const keyIdentity = await resolveApiKey(getStore(), account.key);
+    const ownJob = await endedJob(account, app.grantId);
+    const keyJob = await endedJob(account, keyIdentity!.keyId);
+    // Two instances of the route sharing only the store, as two servers: the stream is held by one, the session's
+    // POSTs (the calls) run on the other, and their answers are relayed to the stream through the store.
+    const streamSide = createMcpRoute({ sse: { pingMs: 60_000 } });
+    const callSide = createMcpRoute({ sse: { pingMs: 60_000 } });
+    const opened = await streamSide.GET(
+      new Request(MCP_URL, { headers: { accept: "text/event-stream", ...credentialHeaders(app) } }),
+    );
+    expect(opened.status).toBe(200);
+    const events = readEvents(opened);
+    try {
+      const endpoint = (await events.next())!;
+      expect(endpoint.event).toBe("endpoint");
+      const post = (body: unknown, headers: Record<string, string> = {}) =>
+        callSide.POST(
+          new Request(new URL(endpoint.data!, MCP_URL), {
+            method: "POST",
+            headers: { "content-type": "application/json", ...credentialHeaders(app), ...headers },
+            body: JSON.stringify(body),
+          }),
+        );
+
+      expect((await post(getExtractionCall(ownJob, 1))).status).toBe(202);
+      const own = messageOf(await events.next());
+      expect(own).toMatchObject({ id: 1 });
+      expect(answerText(own)).toContain(`SECRET TEXT OF ${ownJob}`);
+
+      expect((await post(getExtractionCall(keyJob, 2))).status).toBe(202);
+      const other = messageOf(await events.next());
+      expect(other).toMatchObject({ id: 2 });
+      expect(answerText(other)).not.toContain("SECRET TEXT");
+      expect(answerText(other)).toMatch(/a connected app reads the text of the jobs it started/);
+    } finally {
+      await events.cancel();
+    }
+  });
+
+  it("gets no replay of an answer the account's API key stored under the same Idempotency-Key", async () => {
+    const account = await createAccount(10);
+    const app = await connectApp(account);
+    const keyIdentity = await resolveApiKey(getStore(), account.key);
+    const keyJob = await endedJob(account, keyIdentity!.keyId);
+    const idempotency = { "idempotency-key": `reach-${randomBytes(6).toString("hex")}` };
+    // The key's call, stored for its retries …
+    expect(await getExtraction({ key: account.key }, keyJob, idempotency)).toContain(`SECRET TEXT OF ${keyJob}`);
+    // … is not the app's to replay: the same key and body from the app run as the app's own call.
+    const answer = await getExtraction({ token: app.token }, keyJob, idempotency);
+    expect(answer).not.toContain("SECRET TEXT");
+    expect(answer).toMatch(/a connected app reads the text of the jobs it started/);
+    // And the key's retry still gets its own stored answer.
+    expect(await getExtraction({ key: account.key }, keyJob, idempotency)).toContain(`SECRET TEXT OF ${keyJob}`);
   });
 });
 

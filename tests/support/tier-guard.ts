@@ -15,13 +15,16 @@ function refuse(what: string): never {
   throw new Error(`the ${tier} tier ${what}: list this test file under the "engine" project in vitest.config.ts`);
 }
 
-// The engine processes (lib/ocr/pool/engine-process.ts forks them) and Tesseract's in-process worker threads.
+// The engine processes (lib/ocr/pool/engine-process.ts forks them) and Tesseract's in-process worker threads. The
+// thread that makes a searchable PDF (lib/ocr/render/pdf-off-thread.ts: pdf-lib, no engine) is allowed.
 childProcess.fork = () => refuse("starts no engine process");
-workerThreads.Worker = class {
-  constructor() {
-    refuse("starts no worker thread (Tesseract)");
+const RealWorker = workerThreads.Worker;
+workerThreads.Worker = class extends RealWorker {
+  constructor(...args: ConstructorParameters<typeof RealWorker>) {
+    if (!String(args[0]).endsWith("/build/engine/pdf-render.mjs")) refuse("starts no worker thread (Tesseract)");
+    super(...args);
   }
-} as unknown as typeof workerThreads.Worker;
+} as typeof workerThreads.Worker;
 syncBuiltinESMExports();
 
 if (tier === "unit") {

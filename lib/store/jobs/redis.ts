@@ -321,7 +321,15 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
           parts.push(Buffer.from(reply, "base64"));
         }
       }
-      return new Uint8Array(Buffer.concat(parts));
+      // One copy of a file of up to 200 MB (Buffer.concat and then a Uint8Array made two), into an array of its own
+      // that can be moved to a worker thread (a Buffer's cannot): lib/ocr/render/pdf-off-thread.ts.
+      const whole = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
+      let offset = 0;
+      for (const part of parts) {
+        whole.set(part, offset);
+        offset += part.byteLength;
+      }
+      return whole;
     },
 
     deleteSource,
