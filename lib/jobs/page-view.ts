@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
 import { getOcrPool, renderPagePreview, type OcrPool, type PagePreview } from "@/lib/ocr";
 import { markReview, parsePageSelection, type ExtractedPage, type OcrPage } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "./engine-errors";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findReadableJob } from "./service";

@@ -14,7 +14,8 @@ import type { Settings } from "@/lib/settings";
 import { describeError } from "@/lib/error-log";
 import { toApiError, type ApiError } from "@/lib/api/errors";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
-import { fromEngineError, type ProcessAccount, type ProcessDocumentResult } from "@/lib/process";
+import type { ProcessAccount, ProcessDocumentResult } from "@/lib/intake";
+import { fromEngineError } from "@/lib/jobs";
 import { ScopeEnded } from "@/lib/request-scope";
 import { configuredOrigin } from "@/lib/service-origin";
 import type { Store } from "@/lib/store";
@@ -121,7 +122,7 @@ interface BuildServerOptions {
    * HTTP answer served as `text/event-stream`); a JSON answer has nowhere to put them.
    */
   progressIntervalMs?: number;
-  /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/process/process.ts). */
+  /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/intake/source.ts). */
   serverHost?: string;
   /**
    * Leave each call's charge open (`ProcessDocumentResult.charge`) for the caller to settle once its answer is

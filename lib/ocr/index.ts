@@ -1,5 +1,5 @@
 /*
- * lib/ocr's server-side entry: reading documents through the engine processes (documents.ts, the engine client). Only lib/process (a request),
+ * lib/ocr's server-side entry: reading documents through the engine processes (documents.ts, the engine client). Only lib/intake (a read now),
  * lib/jobs (a job's pages), lib/health (the self-test) and the server's start import it (eslint.config.mjs); what
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */

@@ -13,7 +13,7 @@ import {
 import { ApiError } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/intake";
-import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";
+import { getStore, installStore, resetStore, type CreditStore, type JobStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
@@ -33,6 +33,25 @@ const request = () => `req_${randomBytes(6).toString("hex")}`;
 async function expectBalanced(userId: string): Promise<void> {
   const { entries } = await listLedger(getStore(), userId, { limit: 100 });
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(getStore(), userId));
+}
+
+/**
+ * The real store, except that `jobs.createJob` (a read's one reservation) loses its reply after Redis ran it, and
+ * optionally the reconciling `jobs.endJob` fails.
+ */
+function lossyJobStore(real: Store, { failEnd = false } = {}): Store & { lost: number } {
+  const jobs: JobStore = Object.create(real.jobs) as JobStore;
+  const wrapper: Store & { lost: number } = { ...real, jobs, lost: 0 };
+  jobs.createJob = async (...args) => {
+    await real.jobs.createJob(...args);
+    wrapper.lost++;
+    throw new ApiError("unavailable", "The account store did not answer in time");
+  };
+  jobs.endJob = async (...args) => {
+    if (failEnd) throw new ApiError("unavailable", "The account store did not answer in time");
+    return real.jobs.endJob(...args);
+  };
+  return wrapper;
 }
 
 /** The real store, except that `credits.reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
@@ -56,10 +75,10 @@ function lossyStore(real: Store, { failRelease = false } = {}): Store & { lost: 
 }
 
 describe("a reserve whose reply is lost", () => {
-  it("is reconciled by request id: the request answers 503 unavailable and the balance is unchanged", async () => {
+  it("is reconciled by its job: the request answers 503 unavailable and the balance is unchanged", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 5 });
-    const store = lossyStore(getStore());
+    const store = lossyJobStore(getStore());
     installStore(store);
     const requestId = request();
     const outcome = await processDocument(getStore(), {

@@ -1191,6 +1191,39 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       });
     });
 
+    it("storeAndEnd: a job read in its request stores its pages, is charged for them and ends in one step", async () => {
+      const userId = await funded(10);
+      const job = newJob(userId, 3, { sourceChunks: 0 });
+      await create(job);
+      const input = {
+        end: "finish" as const,
+        now: Date.now(),
+        resultTtlMs: 3_600_000,
+        entry: draft("refund", { requestId: job.id }),
+        day: today(),
+      };
+      const pages = [
+        { page: 1, payload: "one" },
+        { page: 2, payload: "two" },
+      ];
+      expect(await store.jobs.storeAndEnd(job.id, { userId, sourceChunks: 0 }, pages, input)).toEqual({
+        outcome: { stored: 2, duplicates: 0, inactive: false, last: false },
+        ended: { status: "succeeded", refunded: 1 },
+      });
+      expect(await store.credits.getBalance(userId)).toBe(8);
+      expect(await store.jobs.getPages(job.id, [1, 2])).toEqual(["one", "two"]);
+      expect(await store.jobs.getJob(job.id)).toMatchObject({
+        status: "succeeded",
+        creditsUsed: 2,
+        creditsRefunded: 1,
+      });
+      // Ended: a second one stores nothing and charges nothing.
+      expect(
+        await store.jobs.storeAndEnd(job.id, { userId, sourceChunks: 0 }, [{ page: 3, payload: "three" }], input),
+      ).toEqual({ outcome: { stored: 0, duplicates: 0, inactive: true, last: false }, ended: null });
+      expect(await store.credits.getBalance(userId)).toBe(8);
+    });
+
     it("pages: stored once and charged once, failures recorded, the last one said; the end refunds the rest", async () => {
       const userId = await funded(10);
       const job = newJob(userId, 4);
