@@ -30,7 +30,6 @@ const BARRELS = [
   "mcp",
   "oauth",
   "ocr",
-  "process",
   "store",
   "webhooks",
 ];
@@ -63,15 +62,15 @@ const deepImports = (except = []) =>
 
 // lib/ocr has two doors (docs/architecture.md): `@/lib/ocr/model` describes documents (types, zod schemas, constants,
 // OcrError; no engine process reachable from it) and anyone may import it; `@/lib/ocr` reads documents through the
-// engine pool, and only the layers that read import it: lib/intake (a document taken in), lib/process (a request), lib/jobs (a job's pages),
+// engine pool, and only the layers that read import it: lib/intake (a document taken in, and read now), lib/jobs (a job's pages),
 // lib/health (the self-test), lib/startup.ts (the pool warmed), scripts/ and bench/. Not the API's contract
 // (lib/api, lib/api-docs), MCP, HTTP, routes or pages.
-const READING_ENTRY_USERS = ["intake", "process", "jobs", "health"];
+const READING_ENTRY_USERS = ["intake", "jobs", "health"];
 const readingEntryOutside = {
   // A pattern would also match every path under lib/ocr (gitignore's rules): the entry itself, by regex.
   regex: "^(@/lib/ocr|(.*/)?lib/ocr|(\\.\\./)+ocr)$",
   message:
-    'Import what describes pages, formats and errors from "@/lib/ocr/model"; reading a document ("@/lib/ocr") is lib/process\'s or lib/jobs\' work.',
+    'Import what describes pages, formats and errors from "@/lib/ocr/model"; reading a document ("@/lib/ocr") is lib/intake\'s or lib/jobs\' work.',
 };
 
 // The engine reads bytes and returns text: no HTTP, storage, accounts, keys, credits or limits in it. Each folder is
@@ -80,13 +79,14 @@ const aliasAndRelative = (...names) =>
   names.flatMap((name) => [`@/lib/${name}`, `@/lib/${name}/*`, `**/../${name}`, `**/../${name}/*`]);
 const engineForbidden = [
   {
-    group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "process")],
-    message: "The engine (lib/ocr) knows nothing of HTTP, MCP or requests: the caller (lib/process) does.",
+    group: ["next", "next/*", "@/app/*", "**/app/*", ...aliasAndRelative("http", "mcp", "intake", "jobs")],
+    message:
+      "The engine (lib/ocr) knows nothing of HTTP, MCP, requests or jobs: its callers (lib/intake, lib/jobs) do.",
   },
   {
     group: aliasAndRelative("api", "api-docs"),
     message:
-      "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/process/errors.ts maps it to the API's codes.",
+      "The engine throws its own OcrError (lib/ocr/model/ocr-error.ts); lib/jobs/engine-errors.ts maps it to the API's codes.",
   },
   {
     group: aliasAndRelative("store", "accounts", "keys"),
@@ -94,11 +94,11 @@ const engineForbidden = [
   },
   {
     group: aliasAndRelative("credits", "request-scope"),
-    message: "The engine (lib/ocr) does not charge or limit: lib/process does, around it.",
+    message: "The engine (lib/ocr) does not charge or limit: lib/intake and lib/jobs do, around it.",
   },
 ];
 
-// Routes and pages go through the domain (lib/process, lib/credits, lib/keys, lib/accounts, lib/health), never
+// Routes and pages go through the domain (lib/intake, lib/credits, lib/keys, lib/accounts, lib/health), never
 // to the store itself.
 const routeForbidden = [
   {

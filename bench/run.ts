@@ -32,7 +32,7 @@ import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
 import { envSchema, getEnv } from "../lib/env";
-import { documentConfidence, extractDocument, ocrSettings, render } from "../lib/ocr";
+import { documentConfidence, extractDocument, getOcrPool, ocrSettings, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import type { ExtractedDocument } from "../lib/ocr/model";
 import { median, percentile } from "../tooling";
@@ -322,7 +322,11 @@ async function longPdfPass(pages: number): Promise<Record<string, number | strin
   let chars = 0;
   for (let i = 0; i < 3; i++) {
     const t = performance.now();
-    const doc = await extractDocument(new Uint8Array(bytes), { env: getEnv(), limits: { maxPdfPages: pages } });
+    const doc = await extractDocument(new Uint8Array(bytes), {
+      env: getEnv(),
+      pool: getOcrPool(),
+      limits: { maxPdfPages: pages },
+    });
     runs.push(performance.now() - t);
     chars = render(doc, "text").length;
   }

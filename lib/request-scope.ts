@@ -21,7 +21,7 @@ const storage = new AsyncLocalStorage<RequestScope>();
 
 /**
  * Why a scope's signal aborted: its deadline passed, or the client cancelled (went away, or sent MCP's
- * `notifications/cancelled`). lib/process/errors.ts answers it as `504 timeout`. Recognised by name (`isScopeEnded`):
+ * `notifications/cancelled`). lib/jobs/engine-errors.ts answers it as `504 timeout`. Recognised by name (`isScopeEnded`):
  * each bundle has its own copy of the class.
  */
 export class ScopeEnded extends Error {

@@ -1,15 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import type { Env } from "@/lib/env";
-import { ApiError, isApiError } from "@/lib/api/errors";
+import { isApiError } from "@/lib/api/errors";
 import type { LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason, Store } from "@/lib/store";
 
 export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-const pagesSchema = z.number().int().min(1).max(100_000);
-const refundPagesSchema = z.number().int().min(0).max(100_000);
 const grantSchema = z.number().int().min(1).max(1_000_000_000);
 
 const newLedgerId = () => `led_${randomBytes(12).toString("base64url")}`;
@@ -30,146 +27,6 @@ function draft(reason: LedgerReason, refs: LedgerRefs = {}): LedgerDraft {
   return entry;
 }
 
-type ReserveResult = { ok: true; balance: number } | { ok: false; balance: number };
-
-/**
- * A reservation's deadline (epoch ms; an unsettled reservation is refunded by the sweeper after it): the request's,
- * or else `REQUEST_DEADLINE_MS` of the configuration `env` from now.
- */
-type ReserveDeadline =
-  | { deadline: number; env?: Pick<Env, "REQUEST_DEADLINE_MS"> }
-  | { deadline?: undefined; env: Pick<Env, "REQUEST_DEADLINE_MS"> };
-
-/**
- * Take `pages` credits before any OCR work, atomically (concurrent requests never overdraw), with an `ocr`
- * ledger entry. `{ ok: false }` (nothing charged) when the balance is below `pages` — answer 402.
- * Throws `unavailable` when the store is down: no OCR is done for free.
- *
- * A reserve whose reply is lost (a client-side timeout while Redis still runs the script, a dropped connection) is
- * reconciled at once by request id: the reservation, if the script did run, is released — refunded and closed, so
- * that a reserve arriving even later is refused — and then `unavailable` is thrown. The service never both charges
- * and refuses. If that release fails too, the reservation (if any) is in the open index with its deadline, and the
- * sweeper refunds it (`sweepExpiredReservations`).
- */
-export async function reserveCredits(
-  store: Store,
-  {
-    userId,
-    pages,
-    requestId,
-    keyId,
-    format,
-    ...when
-  }: {
-    userId: string;
-    pages: number;
-    requestId: string;
-    keyId?: string;
-    /** The output format the request asked for, recorded on its ledger entries. */
-    format?: LedgerFormat;
-  } & ReserveDeadline,
-): Promise<ReserveResult> {
-  const deadline = when.deadline !== undefined ? when.deadline : Date.now() + when.env.REQUEST_DEADLINE_MS;
-  const { credits } = store;
-  const count = pagesSchema.parse(pages);
-  let result: Awaited<ReturnType<typeof credits.reserveCredits>>;
-  try {
-    result = await credits.reserveCredits({
-      userId,
-      requestId,
-      pages: count,
-      entry: draft("ocr", { requestId, keyId, format }),
-      day: dayOf(new Date()),
-      deadline,
-    });
-  } catch (error) {
-    await credits
-      .releaseCredits({
-        userId,
-        requestId,
-        pages: count,
-        entry: draft("refund", { requestId, keyId, format }),
-        day: dayOf(new Date()),
-      })
-      .then(
-        ({ refunded }) => {
-          if (refunded > 0)
-            console.error(`[${requestId}] a reserve's reply was lost after it ran: ${refunded} credits refunded`);
-        },
-        () =>
-          console.error(
-            `[${requestId}] reserve failed and could not be reconciled now; the reservation sweep will refund it`,
-          ),
-      );
-    throw error;
-  }
-  if (result.duplicate) {
-    // Request ids are unique per request: this is a bug, not a client error. Nothing was charged.
-    throw new ApiError("internal_error", "This request was already charged", {
-      cause: new Error(`duplicate reservation ${requestId}`),
-    });
-  }
-  return result.ok ? { ok: true, balance: result.balance } : { ok: false, balance: result.balance };
-}
-
-/**
- * After the work: give back `reserved − used` as a `refund` entry (nothing when equal) and close the reservation.
- * Safe to call twice: only what is still reserved for `requestId` can come back.
- */
-export async function settleCredits(
-  store: Store,
-  {
-    userId,
-    requestId,
-    keyId,
-    format,
-    reserved,
-    used,
-  }: {
-    userId: string;
-    requestId: string;
-    keyId?: string;
-    format?: LedgerFormat;
-    reserved: number;
-    used: number;
-  },
-): Promise<{ refunded: number; balance: number }> {
-  const unused = refundPagesSchema.parse(Math.max(0, reserved - used));
-  return store.credits.releaseCredits({
-    userId,
-    requestId,
-    pages: unused,
-    entry: draft("refund", { requestId, keyId, format }),
-    day: dayOf(new Date()),
-  });
-}
-
-/** The request failed: give back what it reserved (at most `pages`), as a `refund` entry. */
-export async function refundCredits(
-  store: Store,
-  {
-    userId,
-    requestId,
-    keyId,
-    format,
-    pages,
-  }: {
-    userId: string;
-    requestId: string;
-    keyId?: string;
-    format?: LedgerFormat;
-    pages: number;
-  },
-): Promise<{ refunded: number; balance: number }> {
-  return store.credits.releaseCredits({
-    userId,
-    requestId,
-    pages: refundPagesSchema.parse(pages),
-    entry: draft("refund", { requestId, keyId, format }),
-    day: dayOf(new Date()),
-  });
-}
-
 /** How long after its deadline an unsettled reservation is left to its own request before the sweeper takes it. */
 const SWEEP_GRACE_MS = 30_000;
 
@@ -182,8 +39,9 @@ interface SweepResult {
 }
 
 /**
- * Refund the reservations whose request never settled them — their instance crashed or was killed — once their
- * deadline plus `graceMs` has passed: each gets a ledger entry `expired` with its request id. Safe to run from any
+ * Refund the reservations no one ended — a job (read in its request, or in the background) whose instance crashed or
+ * was killed, or whose Redis reply was lost — once their deadline plus `graceMs` has passed: each gets a ledger entry
+ * `expired` with its id (the job's). Safe to run from any
  * number of instances at once: each reservation is refunded exactly once (the release is atomic and closes it).
  */
 export async function sweepExpiredReservations(

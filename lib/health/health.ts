@@ -312,6 +312,7 @@ async function readSample(
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
     const document = await extractDocument(bytes, {
       env,
+      pool: getOcrPool(),
       language: "eng",
       deadline: Date.now() + DEEP_DEADLINE_MS,
     });

@@ -1,6 +1,6 @@
 /*
  * The one intake (docs/architecture.md#intake): every document — a REST request, a job, an MCP call — is checked,
- * loaded, inspected and paid for once here, then read now (lib/process) or as a job (lib/jobs).
+ * loaded, inspected and paid for once here: a job, read now in the request (read-now.ts) or in the background (lib/jobs).
  */
 export {
   intake,
@@ -13,5 +13,13 @@ export {
   type IntakeMode,
   type IntakeOutcome,
 } from "./intake";
+export {
+  readNow,
+  type OpenCharge,
+  type ProcessAccount,
+  type ProcessDocumentResult,
+  type ReadNowInput,
+} from "./read-now";
+export { acquireInFlight } from "./in-flight";
 export { inputSourceOf, sourceOfBody, type DocumentSource } from "./source";
 export { currentScope, requestScope, runInScope, withinScope, type RequestScope } from "@/lib/request-scope";

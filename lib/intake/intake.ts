@@ -3,15 +3,10 @@ import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/sc
 import { getBalance } from "@/lib/credits";
 import type { Env } from "@/lib/env";
 import { configuredAllowList, type ResolveHost } from "@/lib/input";
-import { getWorkQueue, queueJob, requireWorkQueue, type JobView } from "@/lib/jobs";
+import { fromEngineError, getWorkQueue, queueJob, requireWorkQueue, workerName, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
-import {
-  acquireInFlight,
-  fromEngineError,
-  readNow,
-  type ProcessAccount,
-  type ProcessDocumentResult,
-} from "@/lib/process";
+import { acquireInFlight } from "./in-flight";
+import { readNow, type ProcessAccount, type ProcessDocumentResult } from "./read-now";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
 import type { Settings } from "@/lib/settings";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -211,6 +206,8 @@ async function takeIn(
     requestId: input.requestId,
     receivedAt,
     scope,
+    settings,
+    name: workerName(settings),
     deferSettlement: input.deferSettlement,
   });
   return { kind: "read", result };

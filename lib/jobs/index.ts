@@ -26,6 +26,8 @@ export {
   WORK_SIGNATURE_MAX_AGE_MS,
 } from "./workers";
 export { endJob } from "./lifecycle";
+export { openInlineJob, type InlineJob } from "./inline";
+export { fromEngineError } from "./engine-errors";
 export {
   readJobPageImage,
   readJobPagesRead,

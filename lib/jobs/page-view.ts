@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
-import { renderJobPagePreview, type OcrPool, type PagePreview } from "@/lib/ocr";
+import { getOcrPool, renderPagePreview, type OcrPool, type PagePreview } from "@/lib/ocr";
 import { markReview, parsePageSelection, type ExtractedPage, type OcrPage } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "./engine-errors";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findReadableJob } from "./service";
@@ -105,14 +105,14 @@ export async function readJobPageImage(
     );
   }
   try {
-    return await renderJobPagePreview(document, {
+    return await renderPagePreview(document, {
       number: view.page,
       maxWidth: VIEW_IMAGE_WIDTH,
       maxBytes: VIEW_IMAGE_BYTES,
       deadline: options.deadline,
       signal: options.signal,
       tenant: userId,
-      ...(options.pool && { pool: options.pool }),
+      pool: options.pool ?? getOcrPool(),
     });
   } catch (error) {
     throw fromEngineError(error);

@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
 import { documentConfidence, pagedFormats, renderSearchablePdf } from "@/lib/ocr";
 import { formatPageRanges, isOcrError, parsePageSelection, type ExtractedPage } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "./engine-errors";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findJob, findReadableJob } from "./service";
@@ -249,11 +249,14 @@ export async function readJobPdf(
     );
   }
   const render = async () => {
-    const bytes = await jobs.getSource(jobId, record.sourceChunks);
+    // A document read in its request keeps no file (lib/jobs/inline.ts).
+    const bytes = record.sourceChunks > 0 ? await jobs.getSource(jobId, record.sourceChunks) : null;
     if (!bytes) {
       throw new ApiError(
         "gone",
-        `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`,
+        record.sourceChunks > 0
+          ? `The file of job ${jobId} is no longer kept (the job ${record.status}): its PDF cannot be made; the text formats still can`
+          : `Job ${jobId} was read in its request, which keeps no file: its PDF cannot be made; the text formats can`,
       );
     }
     try {

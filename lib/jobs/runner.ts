@@ -3,10 +3,9 @@ import { apiCode } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
 import {
   fromLanguageSpec,
-  getOcrPool,
-  inspectJobPages,
-  readJobPage,
-  type JobDocument,
+  inspectPages,
+  readPage,
+  type EngineDocument,
   type OcrPool,
   type OcrSettings,
 } from "@/lib/ocr";
@@ -24,8 +23,8 @@ export interface RunnerOptions {
   settings: JobSettings;
   /** This process's name on the pages it reads. */
   name: string;
-  /** The engine processes (default: the process-wide pool). */
-  pool?: OcrPool;
+  /** The engine processes (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
+  pool: OcrPool;
   /** The store whose jobs it works (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
   store: Store;
   /** The languages installed (`OCR_LANGUAGES` of the configuration): what a page's `auto` may re-read it in. */
@@ -57,7 +56,7 @@ export class JobRunner {
   private budgetEnd = Infinity;
 
   constructor(private readonly options: RunnerOptions) {
-    this.pool = options.pool ?? getOcrPool();
+    this.pool = options.pool;
     this.store = () => options.store.jobs;
     this.sources = new SourceCache(this.store, options.settings.sourceCacheBytes);
   }
@@ -271,12 +270,12 @@ export class JobRunner {
    * end) is read again page by page, so that only that page fails (with its code) and the others go on.
    */
   private async inspectChunk(
-    document: JobDocument,
+    document: EngineDocument,
     record: JobRecord,
     pages: number[],
-  ): Promise<Awaited<ReturnType<typeof inspectJobPages>>> {
+  ): Promise<Awaited<ReturnType<typeof inspectPages>>> {
     const inspect = (chunk: number[]) =>
-      inspectJobPages(document, {
+      inspectPages(document, {
         pages: chunk,
         deadline: Math.min(this.budgetEnd, Date.now() + this.options.settings.pageDeadlineMs),
         pool: this.pool,
@@ -288,7 +287,7 @@ export class JobRunner {
       return await inspect(pages);
     } catch (error) {
       if (!isOcrError(error) || !PAGE_BOUND_CODES.has(error.code)) throw error;
-      const merged: Awaited<ReturnType<typeof inspectJobPages>> = { done: [], ocr: [], failed: [] };
+      const merged: Awaited<ReturnType<typeof inspectPages>> = { done: [], ocr: [], failed: [] };
       for (const page of pages) {
         try {
           const one = pages.length > 1 ? await inspect([page]) : null;
@@ -426,10 +425,10 @@ export class JobRunner {
       }
       const document = await this.sources.get(record);
       const started = Date.now();
-      const reading = readJobPage(document, {
-        number,
+      const reading = readPage(document, {
+        page: { number, ...(task.data.textLayer && { textLayer: task.data.textLayer }) },
         language: task.data.language,
-        textLayer: task.data.textLayer,
+        background: true,
         deadline: Math.min(this.budgetEnd, started + this.options.settings.pageDeadlineMs),
         pool: this.pool,
         session: `job:${jobId}`,

@@ -48,7 +48,7 @@ export async function queueJob(
   input: QueueJobInput,
 ): Promise<{ view: JobView; creditsRemaining: number }> {
   const queue = requireWorkQueue();
-  const { bytes, inputSource, document: described, account, requestId, webhookUrl, settings } = input;
+  const { bytes, document: described, account, settings } = input;
   const jobs = store.jobs;
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
@@ -61,68 +61,21 @@ export async function queueJob(
     maxAccountBytes: settings.maxAccountBytes,
   });
   if (!stored.ok) throw accountFilesFull(bytes.byteLength, stored, settings.maxAccountBytes);
-  const sourceChunks = stored.chunks;
-  const pages = described.selectedPages.length;
-  const job: NewJob = {
-    id: jobId,
-    userId: account.userId,
-    ...(account.keyId && { keyId: account.keyId }),
-    requestId,
-    createdAt: now,
+  const created = await createJobRecord(store, {
+    ...input,
+    jobId,
+    now,
     deadline,
-    expiresAt: deadline + settings.resultTtlMs,
-    fileType: described.type,
-    inputSource,
-    bytes: bytes.byteLength,
-    sourceChunks,
-    pageCount: described.pageCount,
-    selection: formatPageRanges(described.selectedPages),
-    pagesTotal: pages,
-    creditsReserved: pages,
-    format: input.format,
-    language: languageSpec(described.language),
-    ...(webhookUrl && { webhookUrl }),
-    ...(webhookUrl && input.origin && { origin: input.origin }),
-  };
-  const at = new Date(now);
-  const created = await jobs.createJob(job, {
-    entry: {
-      id: `led_${randomBytes(12).toString("base64url")}`,
-      at: at.toISOString(),
-      reason: "ocr",
-      requestId: jobId,
-      ...(account.keyId && { keyId: account.keyId }),
-      format: job.format,
-    },
-    day: at.toISOString().slice(0, 10),
+    sourceChunks: stored.chunks,
     maxQueuedPages: settings.maxQueuedPages,
-    ttlMs: settings.resultTtlMs,
-  });
-  if (!created.ok) {
+  }).catch(async (error: unknown) => {
     await jobs
-      .deleteSource(jobId, sourceChunks, { userId: account.userId, bytes: bytes.byteLength })
+      .deleteSource(jobId, stored.chunks, { userId: account.userId, bytes: bytes.byteLength })
       .catch(() => undefined);
-    switch (created.reason) {
-      case "insufficient_credits":
-        throw new ApiError(
-          "insufficient_credits",
-          `Insufficient credits: this job needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${created.balance}`,
-          { headers: { "x-credits-remaining": String(created.balance) } },
-        );
-      case "queue_full":
-        throw new ApiError(
-          "rate_limited",
-          `This account already has ${plural(created.queued, "page")} waiting in its jobs; at most ${settings.maxQueuedPages} may wait (MAX_QUEUED_PAGES_PER_ACCOUNT). Submit this job when some have finished.`,
-          { headers: { "Retry-After": "60" } },
-        );
-      case "duplicate":
-        throw new ApiError("internal_error", "A job with this id exists", {
-          cause: new Error(`duplicate job id ${jobId}`),
-        });
-    }
-  }
+    throw error;
+  });
   try {
-    await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(pages) });
+    await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(described.selectedPages.length) });
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
     await endJob(store, settings, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
@@ -134,7 +87,7 @@ export async function queueJob(
   }
   // As accepted (a worker may have started it meanwhile: the status route says so).
   const accepted: JobRecord = {
-    ...job,
+    ...created.job,
     status: "queued",
     pagesDone: 0,
     pagesFailed: 0,
@@ -142,6 +95,87 @@ export async function queueJob(
     creditsRefunded: 0,
   };
   return { view: toJobView(accepted), creditsRemaining: created.balance };
+}
+
+/**
+ * Create a job's record and reserve every selected page with it, in one step (`createJob`): `402` when the balance
+ * is short, `429` past the account's queued pages — nothing written then. The one reservation of a document, whether
+ * its pages are read in the background (`queueJob`) or in its request (`readJobInline`, lib/jobs/inline.ts).
+ */
+export async function createJobRecord(
+  store: Store,
+  input: Pick<
+    QueueJobInput,
+    "inputSource" | "document" | "format" | "account" | "requestId" | "webhookUrl" | "origin"
+  > & {
+    jobId: string;
+    bytes: Uint8Array;
+    now: number;
+    /** Epoch ms the job must have ended by: its reservation is the sweeper's after it. */
+    deadline: number;
+    sourceChunks: number;
+    maxQueuedPages: number;
+    settings: Pick<JobSettings, "resultTtlMs">;
+    /** The request id its ledger entries name (default: the job id). */
+    ledgerId?: string;
+  },
+): Promise<{ job: NewJob; balance: number }> {
+  const { jobId, document: described, account, webhookUrl, settings, now } = input;
+  const pages = described.selectedPages.length;
+  const job: NewJob = {
+    id: jobId,
+    userId: account.userId,
+    ...(account.keyId && { keyId: account.keyId }),
+    requestId: input.requestId,
+    createdAt: now,
+    deadline: input.deadline,
+    expiresAt: input.deadline + settings.resultTtlMs,
+    fileType: described.type,
+    inputSource: input.inputSource,
+    bytes: input.bytes.byteLength,
+    sourceChunks: input.sourceChunks,
+    pageCount: described.pageCount,
+    selection: formatPageRanges(described.selectedPages),
+    pagesTotal: pages,
+    creditsReserved: pages,
+    format: input.format,
+    language: languageSpec(described.language),
+    ...(webhookUrl && { webhookUrl }),
+    ...(webhookUrl && input.origin && { origin: input.origin }),
+  };
+  const at = new Date(now);
+  const created = await store.jobs.createJob(job, {
+    entry: {
+      id: `led_${randomBytes(12).toString("base64url")}`,
+      at: at.toISOString(),
+      reason: "ocr",
+      requestId: input.ledgerId ?? jobId,
+      ...(account.keyId && { keyId: account.keyId }),
+      format: job.format,
+    },
+    day: at.toISOString().slice(0, 10),
+    maxQueuedPages: input.maxQueuedPages,
+    ttlMs: settings.resultTtlMs,
+  });
+  if (created.ok) return { job, balance: created.balance };
+  switch (created.reason) {
+    case "insufficient_credits":
+      throw new ApiError(
+        "insufficient_credits",
+        `Insufficient credits: this ${input.ledgerId ? "request" : "job"} needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${created.balance}`,
+        { headers: { "x-credits-remaining": String(created.balance) } },
+      );
+    case "queue_full":
+      throw new ApiError(
+        "rate_limited",
+        `This account already has ${plural(created.queued, "page")} waiting in its jobs; at most ${input.maxQueuedPages} may wait (MAX_QUEUED_PAGES_PER_ACCOUNT). Submit this job when some have finished.`,
+        { headers: { "Retry-After": "60" } },
+      );
+    case "duplicate":
+      throw new ApiError("internal_error", "A job with this id exists", {
+        cause: new Error(`duplicate job id ${jobId}`),
+      });
+  }
 }
 
 /** How much longer than its submission's deadline a job's file, written before the job, lives without it. */

@@ -1,8 +1,8 @@
 import type { JobRecord, JobStore } from "@/lib/store";
-import type { JobDocument } from "@/lib/ocr";
+import type { EngineDocument } from "@/lib/ocr";
 
 interface Cached {
-  document: Promise<JobDocument>;
+  document: Promise<EngineDocument>;
   bytes: number;
   lastUsed: number;
 }
@@ -20,7 +20,7 @@ export class SourceCache {
     private readonly limitBytes: number,
   ) {}
 
-  get(record: Pick<JobRecord, "id" | "sourceChunks" | "fileType" | "bytes">): Promise<JobDocument> {
+  get(record: Pick<JobRecord, "id" | "sourceChunks" | "fileType" | "bytes">): Promise<EngineDocument> {
     const cached = this.entries.get(record.id);
     if (cached) {
       cached.lastUsed = Date.now();

@@ -5,7 +5,7 @@
  */
 import { isApiError } from "@/lib/api/errors";
 import { isOcrError } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "./engine-errors";
 import { SourceGoneError } from "./sources";
 
 /** Engine failures that belong to one page of a document (its work, its memory, its time), not to the document. */

@@ -4,7 +4,7 @@ import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
 import type { Store } from "@/lib/store";
 import { resetDeliveryQueue, startWebhookWorker, type WebhookSettings } from "@/lib/webhooks";
-import type { OcrSettings } from "@/lib/ocr/model";
+import { getOcrPool, type OcrSettings } from "@/lib/ocr";
 import { JobRunner } from "./runner";
 import type { WorkQueue } from "./queue/port";
 import { workerName, type JobSettings } from "./settings";
@@ -37,6 +37,7 @@ export function ensureJobRunner(
     ocr: settings.ocr,
     name: workerName(settings.jobs),
     store,
+    pool: getOcrPool(),
     languages: env.OCR_LANGUAGES,
   });
   holder[RUNNER_KEY] = runner;
@@ -81,7 +82,7 @@ export async function workJobsFor(
 ): Promise<{ documents: number; pages: number }> {
   if (!queue) return { documents: 0, pages: 0 };
   const started = Date.now();
-  const runner = new JobRunner({ queue, settings, name, store, languages });
+  const runner = new JobRunner({ queue, settings, name, store, languages, pool: getOcrPool() });
   const reserve = Math.min(Math.floor(budgetMs * 0.2), deliveryTimeoutMs + 5_000);
   const worked = await runner.drain(budgetMs - reserve);
   await drainDeliveries(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>

@@ -2,7 +2,7 @@ import { ApiError } from "@/lib/api/errors";
 import { isFinalOutcome, type ApiContext } from "@/lib/http";
 import { rateLimitHeaders } from "@/lib/keys";
 import { SCOPES, bearerChallenge, serviceOrigin, type Scope } from "@/lib/oauth";
-import type { ProcessDocumentResult } from "@/lib/process";
+import type { ProcessDocumentResult } from "@/lib/intake";
 import { readsJobsOnly } from "./tasks";
 
 /*

@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import type { ApiError } from "@/lib/api/errors";
-import type { ProcessDocumentResult } from "@/lib/process";
+import type { ProcessDocumentResult } from "@/lib/intake";
 import type { Store } from "@/lib/store";
 import { keepAnswerText } from "./extraction-slices";
 import {

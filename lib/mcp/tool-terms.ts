@@ -20,7 +20,7 @@ const TOOL_FIELDS: Readonly<Record<string, string>> = {
 const TOOL_ADVICE: ReadonlyArray<readonly [RegExp, string]> = [
   // lib/input/base64.ts: an inline file over MAX_INLINE_BYTES.
   [/Send larger files with imageUrl instead\./, 'Send larger files as a URL instead (image_source.type "url").'],
-  // lib/process/errors.ts: a PDF over MAX_PDF_PAGES. The tool has `pages` as REST has `options.pages`.
+  // lib/jobs/engine-errors.ts: a PDF over MAX_PDF_PAGES. The tool has `pages` as REST has `options.pages`.
   [
     /choose fewer pages with options\.pages, or send it as an asynchronous job instead \(POST \/api\/ocr\/jobs, or this route with Prefer: respond-async\)/,
     'choose fewer pages with the pages argument (e.g. "1-5"), or read it as a job with POST /api/ocr/jobs',

@@ -1,26 +1,24 @@
 /*
- * lib/ocr's server-side entry: reading documents through the engine processes. Only lib/process (a request),
+ * lib/ocr's server-side entry: reading documents through the engine processes (documents.ts, the engine client). Only lib/intake (a read now),
  * lib/jobs (a job's pages), lib/health (the self-test) and the server's start import it (eslint.config.mjs); what
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */
 export { ocrSettings, type OcrSettings } from "./model/settings";
-export {
-  documentConfidence,
-  extractDocument,
-  getOcrPool,
-  openDocument,
-  type OpenEnv,
-  type OpenedDocument,
-} from "./read";
+export { getOcrPool } from "./pool/process-wide";
 export {
   describeDocument,
-  inspectJobPages,
-  readJobPage,
-  renderJobPagePreview,
+  documentConfidence,
+  extractDocument,
+  inspectPages,
+  openDocument,
+  readPage,
+  renderPagePreview,
   type DescribedDocument,
-  type JobDocument,
+  type EngineDocument,
+  type OpenEnv,
+  type OpenedDocument,
   type PagePreview,
-} from "./job-pages";
+} from "./documents";
 export { pagedFormats, render } from "./render";
 export { renderSearchablePdf } from "./render/pdf-off-thread";
 export { availableLanguages, fromLanguageSpec, languageSpec } from "./model/languages";

@@ -12,7 +12,17 @@ export type { CreditStore, LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, L
 export type { IdempotencyRecord, IdempotencyStore } from "./idempotency/port";
 export type { BackoffPolicy, BackoffState, LimitStore, RateLimitResult, SlotResult } from "./limits/port";
 export type { MailboxStore } from "./mailbox/port";
-export type { CreateJobResult, JobPageList, JobRecord, JobStatus, JobStore, NewJob, PageOutcome } from "./jobs/port";
+export type {
+  CreateJobResult,
+  EndedJob,
+  EndJobInput,
+  JobPageList,
+  JobRecord,
+  JobStatus,
+  JobStore,
+  NewJob,
+  PageOutcome,
+} from "./jobs/port";
 export { jobCounts } from "./jobs/port";
 export { activeJobStatuses, jobStatuses } from "./jobs/port";
 export type { MetaStore, StoreMarker, StoreMemory, WriteRefusal } from "./meta/port";

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { GET, POST } from "@/app/api/cron/reservations/route";
-import { getBalance, listLedger, reserveCredits } from "@/lib/credits";
+import { getBalance, listLedger } from "@/lib/credits";
 import { getStore } from "@/lib/store";
+import { holdReadJob } from "../support/read-jobs";
 import { createAccount, expectApiError, setEnv, withStore } from "./support";
 
 /* GET /api/cron/reservations: the scheduled sweep of reservations that crashed instances left open. */
@@ -14,12 +15,7 @@ const call = (authorization?: string) =>
 describe("GET /api/cron/reservations", () => {
   it("401 without the secret or with a wrong one; nothing swept", async () => {
     const account = await createAccount(5);
-    await reserveCredits(getStore(), {
-      userId: account.userId,
-      pages: 2,
-      requestId: `req_cron_${Date.now()}`,
-      deadline: Date.now() - 120_000,
-    });
+    await holdReadJob(getStore(), { userId: account.userId, pages: 2, deadline: Date.now() - 120_000 });
     await expectApiError(await call(), "unauthorized", /cron secret/);
     await expectApiError(await call(`Bearer ${SECRET}x`), "unauthorized", /cron secret/);
     await expectApiError(await call(SECRET), "unauthorized", /cron secret/);
@@ -28,8 +24,7 @@ describe("GET /api/cron/reservations", () => {
 
   it("with the secret: refunds overdue reservations (ledger `expired`) and says how many", async () => {
     const account = await createAccount(5);
-    const requestId = `req_cron_${Date.now()}`;
-    await reserveCredits(getStore(), { userId: account.userId, pages: 2, requestId, deadline: Date.now() - 120_000 });
+    const job = await holdReadJob(getStore(), { userId: account.userId, pages: 2, deadline: Date.now() - 120_000 });
     const response = await call(`Bearer ${SECRET}`);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { success: boolean; found: number; refunded: number; credits: number };
@@ -39,7 +34,7 @@ describe("GET /api/cron/reservations", () => {
     expect((await listLedger(getStore(), account.userId)).entries[0]).toMatchObject({
       reason: "expired",
       delta: 2,
-      requestId,
+      requestId: job.id,
     });
   });
 

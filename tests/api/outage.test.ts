@@ -93,9 +93,9 @@ describe("Store outage on a redis-server of our own", () => {
 
   it("stopped after the reservation: the OCR was paid for, the answer stands, settling is logged", async () => {
     const account = await createAccount(10);
-    const store = getStore().credits;
-    const reserve = store.reserveCredits.bind(store);
-    const spy = vi.spyOn(store, "reserveCredits").mockImplementationOnce(async (...args) => {
+    const store = getStore().jobs;
+    const reserve = store.createJob.bind(store);
+    const spy = vi.spyOn(store, "createJob").mockImplementationOnce(async (...args) => {
       const result = await reserve(...args);
       await redis.stop();
       return result;

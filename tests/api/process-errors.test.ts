@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isApiError, type ApiError, type ErrorCode } from "@/lib/api/errors";
 import { OcrError, ocrErrorCodes, type OcrErrorCode, type OcrErrorOptions } from "@/lib/ocr/model/ocr-error";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "@/lib/jobs";
 
 /** The API's answer to an engine failure (fails the test when the mapping returns anything but an ApiError). */
 function mapped(code: OcrErrorCode, message: string, options: OcrErrorOptions = {}, pages?: string): ApiError {

@@ -367,8 +367,8 @@ describe("POST /api/ocr/process (redis store)", () => {
 
     it("500 internal_error: an unexpected failure; details only in the log, nothing charged", async () => {
       const account = await createAccount(10);
-      const store = getStore().credits;
-      const reserve = vi.spyOn(store, "reserveCredits").mockRejectedValueOnce(new TypeError("boom: secret detail"));
+      const store = getStore().jobs;
+      const reserve = vi.spyOn(store, "createJob").mockRejectedValueOnce(new TypeError("boom: secret detail"));
       const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
       try {
         const response = await callOcr({ image: base64Of("small-text.png") }, { key: account.key });
@@ -437,7 +437,7 @@ describe("POST /api/ocr/process (redis store)", () => {
       const account = await createAccount(10);
       const headers = { "idempotency-key": "after-outage" };
       const body = { image: base64Of("small-text.png") };
-      const reserve = vi.spyOn(getStore().credits, "reserveCredits").mockRejectedValueOnce(new TypeError("transient"));
+      const reserve = vi.spyOn(getStore().jobs, "createJob").mockRejectedValueOnce(new TypeError("transient"));
       const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
       try {
         await expectApiError(await callOcr(body, { key: account.key, headers }), "internal_error");

@@ -11,13 +11,14 @@ import {
   iterateLedger,
   listLedger,
   LEDGER_FILTER_SCAN_LIMIT,
-  refundCredits,
   releaseIdempotencyKey,
-  reserveCredits,
-  settleCredits,
 } from "@/lib/credits";
-import { getEnv } from "@/lib/env";
+import { ApiError } from "@/lib/api/errors";
+import { openInlineJob, type InlineJob } from "@/lib/jobs";
+import type { ExtractedPage } from "@/lib/ocr/model";
 import { getStore } from "@/lib/store";
+import type { OutputFormat } from "@/lib/vocabulary";
+import { testSettings } from "../support/env";
 import { readPttl, withRedisStoreEnv } from "../support/redis";
 
 const { prefix } = withRedisStoreEnv("credits");
@@ -25,24 +26,55 @@ const { prefix } = withRedisStoreEnv("credits");
 const user = () => `usr_${randomBytes(6).toString("hex")}`;
 const request = () => `req_${randomBytes(6).toString("hex")}`;
 
+/**
+ * A document of `pages` pages read in its request (lib/jobs/inline.ts): the one way pages are reserved and charged.
+ * `finish(n)` delivers its first `n` pages (one credit each) and ends it; `fail()` ends it with everything refunded.
+ */
+async function readJob(
+  userId: string,
+  pages: number,
+  requestId: string,
+  { keyId, format = "text" }: { keyId?: string; format?: OutputFormat } = {},
+): Promise<InlineJob & { deliver(n: number): Promise<number> }> {
+  const selectedPages = Array.from({ length: pages }, (_, i) => i + 1);
+  const job = await openInlineJob(getStore(), {
+    document: { type: "pdf", pageCount: pages, selectedPages, language: { langs: ["eng"], auto: false } },
+    bytes: new Uint8Array(0),
+    inputSource: "base64",
+    format,
+    account: { userId, ...(keyId && { keyId }) },
+    requestId,
+    deadline: Date.now() + 60_000,
+    settings: testSettings().jobs,
+    name: "credits-test",
+  });
+  const page = (number: number) =>
+    ({ number, text: `page ${number}`, confidence: 90, blocks: [] }) as unknown as ExtractedPage;
+  return {
+    ...job,
+    deliver: (n: number) => job.finish(selectedPages.slice(0, n).map(page), { langs: ["eng"], auto: false }),
+  };
+}
+
+/** The 402 a short balance answers, or the job. */
+const refusal = (work: Promise<unknown>) =>
+  work.then(
+    () => null,
+    (error: unknown) => error as ApiError,
+  );
+
 describe("credits", () => {
-  it("reserve → settle: charges the pages used and refunds the rest as a refund entry", async () => {
+  it("a read reserves every page, is charged for the pages delivered and refunds the rest as a refund entry", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 10 });
     const requestId = request();
-    expect(await reserveCredits(getStore(), { userId, pages: 5, requestId, keyId: "key_a", env: getEnv() })).toEqual({
-      ok: true,
-      balance: 5,
-    });
-    expect(await settleCredits(getStore(), { userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({
-      refunded: 2,
-      balance: 7,
-    });
-    // Settling again (a retry of the bookkeeping) refunds nothing more.
-    expect(await settleCredits(getStore(), { userId, requestId, keyId: "key_a", reserved: 5, used: 3 })).toEqual({
-      refunded: 0,
-      balance: 7,
-    });
+    const job = await readJob(userId, 5, requestId, { keyId: "key_a" });
+    expect(job.balance).toBe(5);
+    expect(await job.deliver(3)).toBe(7);
+    // Ending it again (a retry of the bookkeeping) refunds nothing more, and charges nothing more.
+    await job.deliver(5);
+    await job.fail(new Error("late"));
+    expect(await getBalance(getStore(), userId)).toBe(7);
 
     const { entries } = await listLedger(getStore(), userId);
     expect(entries).toEqual([
@@ -54,6 +86,7 @@ describe("credits", () => {
         reason: "refund",
         requestId,
         keyId: "key_a",
+        format: "text",
         pages: 2,
       },
       {
@@ -64,6 +97,7 @@ describe("credits", () => {
         reason: "ocr",
         requestId,
         keyId: "key_a",
+        format: "text",
         pages: 5,
       },
       { id: expect.stringMatching(/^led_/), at: expect.any(String), delta: 10, balanceAfter: 10, reason: "grant" },
@@ -71,53 +105,44 @@ describe("credits", () => {
     expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(getStore(), userId));
   });
 
-  it("settle with used = reserved writes nothing", async () => {
+  it("every page delivered writes no refund", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 3 });
-    const requestId = request();
-    await reserveCredits(getStore(), { userId, pages: 2, requestId, env: getEnv() });
-    expect(await settleCredits(getStore(), { userId, requestId, reserved: 2, used: 2 })).toEqual({
-      refunded: 0,
-      balance: 1,
-    });
+    const job = await readJob(userId, 2, request());
+    expect(await job.deliver(2)).toBe(1);
     expect((await listLedger(getStore(), userId)).entries).toHaveLength(2);
   });
 
-  it("refund gives back a failed request's reservation, never more", async () => {
+  it("a failed read gives back its reservation, never more", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 4 });
-    const requestId = request();
-    await reserveCredits(getStore(), { userId, pages: 4, requestId, env: getEnv() });
-    expect(await refundCredits(getStore(), { userId, requestId, pages: 4 })).toEqual({ refunded: 4, balance: 4 });
-    expect(await refundCredits(getStore(), { userId, requestId, pages: 4 })).toEqual({ refunded: 0, balance: 4 });
-    expect(await refundCredits(getStore(), { userId, requestId: request(), pages: 100 })).toEqual({
-      refunded: 0,
-      balance: 4,
-    });
+    const job = await readJob(userId, 4, request());
+    expect(await getBalance(getStore(), userId)).toBe(0);
+    await job.fail(new Error("engine"));
+    await job.fail(new Error("engine"));
+    expect(await getBalance(getStore(), userId)).toBe(4);
+    const { entries } = await listLedger(getStore(), userId);
+    expect(entries.map((entry) => [entry.reason, entry.delta])).toEqual([
+      ["refund", 4],
+      ["ocr", -4],
+      ["grant", 4],
+    ]);
   });
 
   it("refuses to reserve more than the balance and charges nothing", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 2 });
-    expect(await reserveCredits(getStore(), { userId, pages: 3, requestId: request(), env: getEnv() })).toEqual({
-      ok: false,
-      balance: 2,
-    });
+    const refused = await refusal(readJob(userId, 3, request()));
+    expect(refused).toMatchObject({ code: "insufficient_credits", headers: { "x-credits-remaining": "2" } });
     expect(await getBalance(getStore(), userId)).toBe(2);
-    await expect(
-      reserveCredits(getStore(), { userId, pages: 0, requestId: request(), env: getEnv() }),
-    ).rejects.toThrow();
+    expect((await listLedger(getStore(), userId)).entries).toHaveLength(1);
   });
 
-  it("race: 100 concurrent one-page requests on a balance of 10 → exactly 10 charged", async () => {
+  it("race: 100 concurrent one-page reads on a balance of 10 → exactly 10 charged", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 10 });
-    const results = await Promise.all(
-      Array.from({ length: 100 }, () =>
-        reserveCredits(getStore(), { userId, pages: 1, requestId: request(), env: getEnv() }),
-      ),
-    );
-    expect(results.filter((result) => result.ok)).toHaveLength(10);
+    const results = await Promise.all(Array.from({ length: 100 }, () => refusal(readJob(userId, 1, request()))));
+    expect(results.filter((result) => result === null)).toHaveLength(10);
     expect(await getBalance(getStore(), userId)).toBe(0);
     const { entries } = await listLedger(getStore(), userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "ocr")).toHaveLength(10);
@@ -141,32 +166,9 @@ describe("credits", () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 10 });
     const settled = request();
-    await reserveCredits(getStore(), {
-      userId,
-      pages: 3,
-      requestId: settled,
-      keyId: "key_f",
-      format: "json",
-      env: getEnv(),
-    });
-    await settleCredits(getStore(), {
-      userId,
-      requestId: settled,
-      keyId: "key_f",
-      format: "json",
-      reserved: 3,
-      used: 2,
-    });
+    await (await readJob(userId, 3, settled, { keyId: "key_f", format: "json" })).deliver(2);
     const failed = request();
-    await reserveCredits(getStore(), {
-      userId,
-      pages: 1,
-      requestId: failed,
-      keyId: "key_f",
-      format: "markdown",
-      env: getEnv(),
-    });
-    await refundCredits(getStore(), { userId, requestId: failed, keyId: "key_f", format: "markdown", pages: 1 });
+    await (await readJob(userId, 1, failed, { keyId: "key_f", format: "markdown" })).fail(new Error("engine"));
     const { entries } = await listLedger(getStore(), userId);
     expect(entries.map((entry) => [entry.reason, entry.requestId, entry.format])).toEqual([
       ["refund", failed, "markdown"],
@@ -185,7 +187,7 @@ describe("credits", () => {
     for (let i = 0; i < 12; i++) {
       const entry = { requestId: request(), keyId: i % 2 === 0 ? "key_a" : "key_b" };
       requests.push(entry);
-      await reserveCredits(getStore(), { userId, pages: 1, ...entry, env: getEnv() });
+      await (await readJob(userId, 1, entry.requestId, { keyId: entry.keyId })).deliver(1);
       if (i === 5) await grantCredits(getStore(), { userId, credits: 1 });
     }
     const ofA = requests
@@ -212,7 +214,6 @@ describe("credits", () => {
         .reverse(),
     );
   });
-
   it(`a filtered page looks at no more than ${LEDGER_FILTER_SCAN_LIMIT} entries, then gives a cursor to go on`, async () => {
     const userId = user();
     const store = getStore();
@@ -236,10 +237,8 @@ describe("credits", () => {
   it("reports pages used per day for the last 30 days, today last", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 20 });
-    const a = request();
-    await reserveCredits(getStore(), { userId, pages: 6, requestId: a, env: getEnv() });
-    await settleCredits(getStore(), { userId, requestId: a, reserved: 6, used: 4 });
-    await reserveCredits(getStore(), { userId, pages: 3, requestId: request(), env: getEnv() });
+    await (await readJob(userId, 6, request())).deliver(4);
+    await readJob(userId, 3, request()); // still reading: its pages count
     const usage = await getDailyUsage(getStore(), userId);
     expect(usage).toHaveLength(30);
     expect(usage.at(-1)).toEqual({ day: new Date().toISOString().slice(0, 10), pages: 7 });
@@ -250,7 +249,7 @@ describe("credits", () => {
 
 async function reserveAndGrant(userId: string, keyId: string): Promise<void> {
   await grantCredits(getStore(), { userId, credits: 1 });
-  await reserveCredits(getStore(), { userId, pages: 1, requestId: request(), keyId, env: getEnv() });
+  await readJob(userId, 1, request(), { keyId });
 }
 
 describe("idempotency keys", () => {

@@ -7,14 +7,14 @@ import {
   grantCredits,
   listLedger,
   getBalance,
-  reserveCredits,
   sweepExpiredReservations,
 } from "@/lib/credits";
 import { ApiError } from "@/lib/api/errors";
 import { getOcrPool } from "@/lib/ocr";
 import { processDocument } from "@/lib/intake";
-import { getStore, installStore, resetStore, type CreditStore, type Store } from "@/lib/store";
+import { getStore, installStore, resetStore, type JobStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
+import { holdReadJob } from "../support/read-jobs";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
 import { testSettings } from "../support/env";
@@ -35,31 +35,30 @@ async function expectBalanced(userId: string): Promise<void> {
   expect(entries.reduce((sum, entry) => sum + entry.delta, 0)).toBe(await getBalance(getStore(), userId));
 }
 
-/** The real store, except that `credits.reserveCredits` loses its reply after Redis ran it (and, optionally, the next release fails). */
-function lossyStore(real: Store, { failRelease = false } = {}): Store & { lost: number } {
-  const credits: CreditStore = Object.create(real.credits) as CreditStore;
-  const wrapper: Store & { lost: number } = { ...real, credits, lost: 0 };
-  let releaseFails = failRelease;
-  credits.reserveCredits = async (input) => {
-    await real.credits.reserveCredits(input);
+/**
+ * The real store, except that `jobs.createJob` (a read's one reservation) loses its reply after Redis ran it, and
+ * optionally the reconciling `jobs.endJob` fails.
+ */
+function lossyJobStore(real: Store, { failEnd = false } = {}): Store & { lost: number } {
+  const jobs: JobStore = Object.create(real.jobs) as JobStore;
+  const wrapper: Store & { lost: number } = { ...real, jobs, lost: 0 };
+  jobs.createJob = async (...args) => {
+    await real.jobs.createJob(...args);
     wrapper.lost++;
     throw new ApiError("unavailable", "The account store did not answer in time");
   };
-  credits.releaseCredits = async (input) => {
-    if (releaseFails) {
-      releaseFails = false;
-      throw new ApiError("unavailable", "The account store did not answer in time");
-    }
-    return real.credits.releaseCredits(input);
+  jobs.endJob = async (...args) => {
+    if (failEnd) throw new ApiError("unavailable", "The account store did not answer in time");
+    return real.jobs.endJob(...args);
   };
   return wrapper;
 }
 
 describe("a reserve whose reply is lost", () => {
-  it("is reconciled by request id: the request answers 503 unavailable and the balance is unchanged", async () => {
+  it("is reconciled by its job: the request answers 503 unavailable and the balance is unchanged", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 5 });
-    const store = lossyStore(getStore());
+    const store = lossyJobStore(getStore());
     installStore(store);
     const requestId = request();
     const outcome = await processDocument(getStore(), {
@@ -81,24 +80,24 @@ describe("a reserve whose reply is lost", () => {
     await expectBalanced(userId);
   });
 
-  it("when the reconciling release fails too, the sweep refunds it after the deadline", async () => {
+  it("when the reconciling end fails too, the sweep refunds it after the deadline", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 5 });
-    installStore(lossyStore(getStore(), { failRelease: true }));
-    const requestId = request();
+    const store = lossyJobStore(getStore(), { failEnd: true });
+    installStore(store);
     const deadline = Date.now() + 300;
-    await expect(reserveCredits(getStore(), { userId, pages: 2, requestId, deadline })).rejects.toMatchObject({
+    await expect(holdReadJob(getStore(), { userId, pages: 2, deadline })).rejects.toMatchObject({
       code: "unavailable",
     });
     expect(await getBalance(getStore(), userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
 
-    // Not before its deadline (plus grace): its request might still settle it.
+    // Not before its deadline (plus grace): its request might still end it.
     expect((await sweepExpiredReservations(getStore(), { now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
     const result = await sweepExpiredReservations(getStore(), { now: deadline + 1, graceMs: 0 });
     expect(result.refunded).toBeGreaterThanOrEqual(1);
     expect(await getBalance(getStore(), userId)).toBe(5);
     const { entries } = await listLedger(getStore(), userId);
-    expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId });
+    expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId: expect.stringMatching(/^job_/) });
     await expectBalanced(userId);
   });
 });
@@ -108,10 +107,8 @@ describe("the sweep", () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 30 });
     const past = Date.now() - 60_000;
-    for (let i = 0; i < 10; i++)
-      await reserveCredits(getStore(), { userId, pages: 1, requestId: request(), deadline: past });
-    const pending = request();
-    await reserveCredits(getStore(), { userId, pages: 5, requestId: pending, deadline: Date.now() + 60_000 });
+    for (let i = 0; i < 10; i++) await holdReadJob(getStore(), { userId, pages: 1, deadline: past });
+    await holdReadJob(getStore(), { userId, pages: 5, deadline: Date.now() + 60_000 });
     expect(await getBalance(getStore(), userId)).toBe(15);
     expect(await countOverdueReservations(getStore())).toBeGreaterThanOrEqual(10);
 
@@ -123,7 +120,7 @@ describe("the sweep", () => {
     expect(await getBalance(getStore(), userId)).toBe(25); // the 10 refunded; the pending one untouched
     const { entries } = await listLedger(getStore(), userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(10);
-    expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("req_"))).toBe(true);
+    expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("job_"))).toBe(true);
     await expectBalanced(userId);
   });
 });
@@ -144,7 +141,7 @@ describe("an instance killed with reservations open", () => {
         cwd: path.resolve(import.meta.dirname, "../.."),
       },
     );
-    // The child reserves 4 requests × 2 pages, says so, and then waits (its requests "in flight") until killed.
+    // The child reserves 4 reads × 2 pages, says so, and then waits (its requests "in flight") until killed.
     await new Promise<void>((resolve, reject) => {
       child.stdout.on("data", (chunk: Buffer) => {
         if (chunk.toString().includes("reserved")) resolve();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
-import { acquireInFlight, inFlightAccounts, inFlightCount } from "@/lib/process/in-flight";
+import { acquireInFlight, inFlightAccounts, inFlightCount } from "@/lib/intake/in-flight";
 
 /* The per-account limit on OCR requests in flight on one instance (route-level: tests/api/overload.test.ts). */
 const account = () => `usr_${Math.random().toString(36).slice(2)}`;

@@ -41,7 +41,7 @@ describe("lib/ocr's two doors", () => {
     expect(builtins).not.toContain("node:child_process");
   });
 
-  it("lint refuses the reading entry outside lib/process, lib/jobs and lib/health, and deep imports everywhere", async () => {
+  it("lint refuses the reading entry outside lib/intake, lib/jobs and lib/health, and deep imports everywhere", async () => {
     const eslint = new ESLint({ cwd: ROOT });
     const code = [
       'import { openDocument } from "@/lib/ocr";',
@@ -58,7 +58,7 @@ describe("lib/ocr's two doors", () => {
     expect(await refused("lib/mcp/probe.ts")).toEqual([1, 3, 4]);
     expect(await refused("lib/api-docs/probe.ts")).toEqual([1, 3, 4]);
     expect(await refused("app/api/probe/route.ts")).toEqual([1, 3, 4]);
-    expect(await refused("lib/process/probe.ts")).toEqual([3]);
+    expect(await refused("lib/intake/probe.ts")).toEqual([3]);
     expect(await refused("lib/jobs/probe.ts")).toEqual([3]);
   }, 60_000);
 });

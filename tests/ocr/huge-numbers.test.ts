@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { getPdfPage, openPdf, readTextLayer } from "@/lib/ocr/engine/pdf";
 import { pagedFormats, renderSearchablePdf } from "@/lib/ocr";
 import { isOcrError } from "@/lib/ocr/model";
-import { fromEngineError } from "@/lib/process";
+import { fromEngineError } from "@/lib/jobs";
 
 /*
  * Issue 29, point 6: a text matrix holding a 400-digit number (pdf.js reads it as Infinity) gave word boxes `null` in

@@ -4,7 +4,7 @@ import { PDFDocument } from "pdf-lib";
 import { afterAll, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { openDocument } from "@/lib/ocr";
-import { pdfWorkBudgetMs } from "@/lib/ocr/read";
+import { pdfWorkBudgetMs } from "@/lib/ocr/documents";
 import type { EngineProcess } from "@/lib/ocr/pool/engine-process";
 import { OcrPool } from "@/lib/ocr/pool/pool";
 import { expectOcrError } from "../support/ocr";

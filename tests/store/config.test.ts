@@ -106,13 +106,10 @@ describe("when Redis cannot be reached", () => {
   });
 
   it("credits and keys fail closed with `unavailable`", async () => {
-    const reserve = store.credits.reserveCredits({
+    const reserve = store.credits.grantCredits({
       userId: "usr_x",
-      requestId: "req_x",
-      pages: 1,
-      entry: { id: "led_x", at: new Date().toISOString(), reason: "ocr" },
-      day: "2026-01-01",
-      deadline: Date.now() + 1_000,
+      credits: 1,
+      entry: { id: "led_x", at: new Date().toISOString(), reason: "grant" },
     });
     await expect(reserve).rejects.toBeInstanceOf(ApiError);
     await expect(reserve).rejects.toMatchObject({ code: "unavailable", status: 503 });

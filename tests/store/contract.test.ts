@@ -440,10 +440,48 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
   });
 
   describe("credits", () => {
+    /**
+     * A reservation as the service makes one: a job created with its pages (`createJob`; a read in its request or in
+     * the background), its id `requestId`, answered in the shape of the reservation it replaced.
+     */
+    const reserveAsJob = async (input: {
+      userId: string;
+      requestId: string;
+      pages: number;
+      entry: LedgerDraft;
+      day: string;
+      deadline: number;
+    }): Promise<{ ok: boolean; balance: number; duplicate?: boolean }> => {
+      const created = await store.jobs.createJob(
+        {
+          id: input.requestId,
+          userId: input.userId,
+          requestId: input.requestId,
+          createdAt: Date.now(),
+          deadline: input.deadline,
+          expiresAt: input.deadline + 3_600_000,
+          fileType: "png",
+          inputSource: "base64",
+          bytes: 1,
+          sourceChunks: 0,
+          pageCount: input.pages,
+          selection: `1-${input.pages}`,
+          pagesTotal: input.pages,
+          creditsReserved: input.pages,
+          format: "text",
+          language: "auto",
+        },
+        { entry: input.entry, day: input.day, maxQueuedPages: Number.MAX_SAFE_INTEGER, ttlMs: 3_600_000 },
+      );
+      if (created.ok) return { ok: true, balance: created.balance };
+      if (created.reason === "insufficient_credits") return { ok: false, balance: created.balance };
+      return { ok: false, balance: await store.credits.getBalance(input.userId), duplicate: true };
+    };
+
     it("reserves, never below zero, and writes nothing when the balance is too low", async () => {
       const user = await newUser(5);
       const reserve = (pages: number) =>
-        store.credits.reserveCredits({
+        reserveAsJob({
           userId: user.id,
           requestId: id("req"),
           pages,
@@ -465,7 +503,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("settles the unused part of a reservation once, and refunds no more than was reserved", async () => {
       const user = await newUser(10);
       const requestId = id("req");
-      await store.credits.reserveCredits({
+      await reserveAsJob({
         userId: user.id,
         requestId,
         pages: 4,
@@ -486,7 +524,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       expect(await release(3)).toEqual({ refunded: 0, balance: 7 });
 
       const other = id("req");
-      await store.credits.reserveCredits({
+      await reserveAsJob({
         userId: user.id,
         requestId: other,
         pages: 2,
@@ -517,7 +555,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const user = await newUser(10);
       const requestId = id("req");
       const refs = { requestId, keyId: "key_fmt", format: "markdown" } as const;
-      await store.credits.reserveCredits({
+      await reserveAsJob({
         userId: user.id,
         requestId,
         pages: 3,
@@ -573,7 +611,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const base = Date.now() - 1_000_000; // far in the past: other tests' reservations are all later
       const requests = Array.from({ length: 3 }, () => id("req"));
       for (const [i, requestId] of requests.entries()) {
-        const result = await store.credits.reserveCredits({
+        const result = await reserveAsJob({
           userId: user.id,
           requestId,
           pages: i + 1,
@@ -618,7 +656,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
     it("a request id reserves once: a second reserve, or one arriving after its release (a lost reply), charges nothing", async () => {
       const user = await newUser(10);
       const reserve = (requestId: string) =>
-        store.credits.reserveCredits({
+        reserveAsJob({
           userId: user.id,
           requestId,
           pages: 2,
@@ -660,7 +698,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const user = await newUser(30);
       const requests = Array.from({ length: 20 }, () => id("req"));
       for (const requestId of requests) {
-        await store.credits.reserveCredits({
+        await reserveAsJob({
           userId: user.id,
           requestId,
           pages: 1,
@@ -696,7 +734,7 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
       const results = await Promise.all(
         Array.from({ length: 100 }, () => {
           const requestId = id("req");
-          return store.credits.reserveCredits({
+          return reserveAsJob({
             userId: user.id,
             requestId,
             pages: 1,
@@ -1210,6 +1248,39 @@ describe.each(adapters)("Store contract: $name", (adapter) => {
         creditsReserved: 4,
         creditsUsed: 0,
       });
+    });
+
+    it("storeAndEnd: a job read in its request stores its pages, is charged for them and ends in one step", async () => {
+      const userId = await funded(10);
+      const job = newJob(userId, 3, { sourceChunks: 0 });
+      await create(job);
+      const input = {
+        end: "finish" as const,
+        now: Date.now(),
+        resultTtlMs: 3_600_000,
+        entry: draft("refund", { requestId: job.id }),
+        day: today(),
+      };
+      const pages = [
+        { page: 1, payload: "one" },
+        { page: 2, payload: "two" },
+      ];
+      expect(await store.jobs.storeAndEnd(job.id, { userId, sourceChunks: 0 }, pages, input)).toEqual({
+        outcome: { stored: 2, duplicates: 0, inactive: false, last: false },
+        ended: { status: "succeeded", refunded: 1 },
+      });
+      expect(await store.credits.getBalance(userId)).toBe(8);
+      expect(await store.jobs.getPages(job.id, [1, 2])).toEqual(["one", "two"]);
+      expect(await store.jobs.getJob(job.id)).toMatchObject({
+        status: "succeeded",
+        creditsUsed: 2,
+        creditsRefunded: 1,
+      });
+      // Ended: a second one stores nothing and charges nothing.
+      expect(
+        await store.jobs.storeAndEnd(job.id, { userId, sourceChunks: 0 }, [{ page: 3, payload: "three" }], input),
+      ).toEqual({ outcome: { stored: 0, duplicates: 0, inactive: true, last: false }, ended: null });
+      expect(await store.credits.getBalance(userId)).toBe(8);
     });
 
     it("pages: stored once and charged once, failures recorded, the last one said; the end refunds the rest", async () => {

@@ -13,7 +13,7 @@ import {
 import type { Env } from "@/lib/env";
 import type { ApiKeyIdentity } from "@/lib/keys";
 import { authenticateAccessToken, isAccessToken, oauthUrls, serviceOrigin } from "@/lib/oauth";
-import type { OpenCharge } from "@/lib/process";
+import type { OpenCharge } from "@/lib/intake";
 import type { Store } from "@/lib/store";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
 import {

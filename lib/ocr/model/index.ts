@@ -2,7 +2,7 @@
  * lib/ocr's light entry: what the API's and MCP's schemas, the routes and pages need to describe a document, its
  * pages and the engine's errors. Types, zod schemas, constants and pure functions; nothing here starts or reaches an
  * engine process (no pool, no engine, no node: module: eslint.config.mjs and tests/ocr/entries.test.ts hold it).
- * Reading a document goes through the other entry, `@/lib/ocr`, which only lib/process, lib/jobs and lib/health use.
+ * Reading a document goes through the other entry, `@/lib/ocr`, which only lib/intake, lib/jobs and lib/health use.
  */
 export {
   markReview,

@@ -1,6 +1,6 @@
 /**
  * The engine's own errors. The engine knows documents, pages, processes and deadlines — not HTTP, request bodies or
- * response headers: its callers decide what a failure means to their users (lib/process/errors.ts maps these codes
+ * response headers: its callers decide what a failure means to their users (lib/jobs/engine-errors.ts maps these codes
  * to the API's, with its statuses, `Retry-After` and the wording that names request fields).
  */
 export const ocrErrorCodes = [

@@ -1,6 +1,5 @@
 import { ExpiringMap } from "../memory-support";
 import {
-  RESERVATION_TTL_MS,
   TOMBSTONE_TTL_MS,
   ledgerEntrySchema,
   parseReservationMember,
@@ -63,18 +62,6 @@ export function createMemoryCreditStore(balances: MemoryBalances): CreditStore {
   return {
     async getBalance(userId) {
       return balances.get(userId);
-    },
-
-    async reserveCredits({ userId, requestId, pages, entry, day, deadline }) {
-      const balance = balances.get(userId);
-      const id = reservationKey(userId, requestId);
-      if (reservations.get(id) !== undefined) return { ok: false, balance, duplicate: true };
-      if (balance < pages) return { ok: false, balance };
-      const after = balances.change(userId, -pages, entry, pages);
-      addUsage(userId, day, pages);
-      reservations.set(id, pages, RESERVATION_TTL_MS);
-      openReservations.set(reservationMember(userId, requestId), deadline);
-      return { ok: true, balance: after };
     },
 
     async releaseCredits({ userId, requestId, pages, entry, day }) {

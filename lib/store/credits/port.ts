@@ -58,24 +58,8 @@ export function parseReservationMember(member: string): { userId: string; reques
 export interface CreditStore {
   getBalance(userId: string): Promise<number>;
   /**
-   * Take `pages` credits if the balance allows (never below zero), append an `ocr` ledger entry, count the pages
-   * for `day`'s usage, remember the reservation under `requestId` and index it by `deadline` among the open ones
-   * (the sweeper refunds it if nobody settles it). `{ ok: false }` writes nothing. A request id that already has
-   * (or had) a reservation is refused with `duplicate: true` and nothing written: a reserve whose reply was lost and
-   * that arrives after its reconciling release, or a second reserve under one id, never charges.
-   */
-  reserveCredits(input: {
-    userId: string;
-    requestId: string;
-    pages: number;
-    entry: LedgerDraft;
-    day: string;
-    /** Epoch ms: the request's deadline, after which an unsettled reservation is the sweeper's. */
-    deadline: number;
-  }): Promise<{ ok: boolean; balance: number; duplicate?: boolean }>;
-  /**
-   * Give back up to `pages` of what `requestId` reserved (never more than is still reserved), with `entry`'s reason
-   * (`refund`, or `expired` from the sweeper), and close the reservation: it leaves the open index and stays as a
+   * Give back up to `pages` of what `requestId` reserved — a job's reservation, taken by the job port's `createJob`
+   * (never more than is still reserved), with `entry`'s reason (`expired`, from the sweeper), and close the reservation: it leaves the open index and stays as a
    * tombstone, so a late reserve under the same id is refused. Refunding 0, or a closed or unknown reservation,
    * writes no entry (but the tombstone, so calling it for a reserve whose outcome is unknown is safe).
    */

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { call, integer, integerPair, type RedisContext } from "../redis-support";
-import { grantCreditsScript, ledgerPageScript, releaseCreditsScript, reserveCreditsScript } from "./scripts";
+import { grantCreditsScript, ledgerPageScript, releaseCreditsScript } from "./scripts";
 import {
-  RESERVATION_TTL_MS,
   TOMBSTONE_TTL_MS,
   ledgerEntrySchema,
   parseReservationMember,
@@ -17,7 +16,6 @@ export const fixedFields = (draft: LedgerDraft) => JSON.stringify(draft);
 /** Credits on Redis: every balance change and its ledger entry are one Lua script (scripts.ts). */
 export function createRedisCreditStore({ redis, key }: RedisContext): CreditStore {
   const scripts = {
-    reserveCredits: redis.createScript<unknown>(reserveCreditsScript),
     releaseCredits: redis.createScript<unknown>(releaseCreditsScript),
     grantCredits: redis.createScript<unknown>(grantCreditsScript),
     ledgerPage: redis.createScript<unknown>(ledgerPageScript),
@@ -34,21 +32,6 @@ export function createRedisCreditStore({ redis, key }: RedisContext): CreditStor
     async getBalance(userId) {
       const reply = await call("getBalance", () => redis.get(key.credits(userId)));
       return reply === null ? 0 : integer.parse(reply);
-    },
-
-    async reserveCredits({ userId, requestId, pages, entry, day, deadline }) {
-      const reply = await call("reserveCredits", () =>
-        scripts.reserveCredits.exec(reservationKeys(userId, requestId), [
-          String(pages),
-          fixedFields(entry),
-          day,
-          String(RESERVATION_TTL_MS),
-          String(deadline),
-          reservationMember(userId, requestId),
-        ]),
-      );
-      const [ok, balance] = integerPair.parse(reply);
-      return ok === -1 ? { ok: false, balance, duplicate: true } : { ok: ok === 1, balance };
     },
 
     async releaseCredits({ userId, requestId, pages, entry, day }) {

@@ -19,30 +19,6 @@ end
 `;
 
 /**
- * reserveCredits — never overdraws: the check and the decrement are one atomic step. The reservation key holds the
- * pages while open and `closed` once released (a tombstone): its existence refuses any later reserve of the same
- * request id. Open reservations are indexed by deadline, for the sweeper.
- * KEYS: [1] balance, [2] ledger, [3] usage hash (day → pages), [4] reservation of this request,
- *       [5] open-reservation index (sorted set: deadline → "userId|requestId")
- * ARGV: [1] pages (> 0), [2] ledger fixed fields JSON, [3] day (YYYY-MM-DD), [4] reservation TTL (ms),
- *       [5] deadline (epoch ms), [6] index member
- * Returns: {1, balance after} reserved | {0, balance} not enough credits (nothing written) |
- *          {-1, balance} this request id already has or had a reservation (nothing written)
- */
-export const reserveCreditsScript = `${ledgerEntryHelper}
-local pages = tonumber(ARGV[1])
-local balance = tonumber(redis.call('GET', KEYS[1]) or '0')
-if redis.call('EXISTS', KEYS[4]) == 1 then return {-1, balance} end
-if balance < pages then return {0, balance} end
-local after = redis.call('DECRBY', KEYS[1], pages)
-redis.call('RPUSH', KEYS[2], ledger_entry(after, -pages, pages, ARGV[2]))
-redis.call('HINCRBY', KEYS[3], ARGV[3], pages)
-redis.call('SET', KEYS[4], pages, 'PX', ARGV[4])
-redis.call('ZADD', KEYS[5], ARGV[5], ARGV[6])
-return {1, after}
-`;
-
-/**
  * releaseCredits — settle (give back reserved − used), refund (give back everything) or expire (the sweeper) one
  * reservation, and close it: out of the index, a tombstone left behind.
  * KEYS: [1] balance, [2] ledger, [3] usage hash, [4] reservation of this request, [5] open-reservation index

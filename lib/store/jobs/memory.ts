@@ -195,6 +195,11 @@ export function createMemoryJobStore(balances: MemoryBalances): JobStore {
       return { stored: 1, duplicates: 0, inactive: false, last: isLast(job.record) };
     },
 
+    async storeAndEnd(jobId, _owner, pages, input) {
+      const outcome = await this.storePages(jobId, pages, input.now);
+      return { outcome, ended: await this.endJob(jobId, input) };
+    },
+
     async endJob(jobId, { end, error, now, resultTtlMs, entry, day }) {
       const job = live(jobId);
       if (!job || !activeJobStatuses.includes(job.record.status)) return null;

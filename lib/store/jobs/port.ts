@@ -139,17 +139,18 @@ export interface JobStore {
    * reservation closes, and the job's keys expire `resultTtlMs` from now. Null when the job was not active (already
    * ended, or unknown): nothing changes.
    */
-  endJob(
+  endJob(jobId: string, input: EndJobInput): Promise<EndedJob | null>;
+  /**
+   * A job read in its request (lib/jobs/inline.ts) ends in one step: `pages` stored and charged as `storePages`
+   * stores them, then the job ended as `endJob` ends it — one round trip where the store can (the two scripts in one
+   * pipeline). `owner` is the job's account and source chunks, known to the caller: nothing is read first.
+   */
+  storeAndEnd(
     jobId: string,
-    input: {
-      end: "finish" | "cancel" | "fail";
-      error?: string;
-      now: number;
-      resultTtlMs: number;
-      entry: LedgerDraft;
-      day: string;
-    },
-  ): Promise<{ status: JobStatus; refunded: number } | null>;
+    owner: { userId: string; sourceChunks: number },
+    pages: Array<{ page: number; payload: string }>,
+    input: EndJobInput,
+  ): Promise<{ outcome: PageOutcome; ended: EndedJob | null }>;
   /** Page results by number (missing ones are null), in the order asked. */
   getPages(jobId: string, pages: number[]): Promise<Array<string | null>>;
   /** Failed pages: number → their failure JSON. */
@@ -195,6 +196,20 @@ export interface JobStore {
   getRenderingInfo(jobId: string, variant: string): Promise<{ chunks: number; bytes: number; info: string } | null>;
   /** One chunk of a kept rendering, or null when it is gone. */
   getRenderingChunk(jobId: string, variant: string, chunk: number): Promise<Uint8Array | null>;
+}
+
+export interface EndJobInput {
+  end: "finish" | "cancel" | "fail";
+  error?: string;
+  now: number;
+  resultTtlMs: number;
+  entry: LedgerDraft;
+  day: string;
+}
+
+export interface EndedJob {
+  status: JobStatus;
+  refunded: number;
 }
 
 export interface PutSourceInput {

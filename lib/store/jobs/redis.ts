@@ -3,7 +3,7 @@ import { RESERVATION_TTL_MS, TOMBSTONE_TTL_MS, reservationMember } from "../cred
 import { fixedFields } from "../credits/redis";
 import { call, flatHash, integer, integerPair, type RedisContext } from "../redis-support";
 import { JOB_RECORD_KEEP_MS, indexScore, jobFields, parseJobRecord } from "./common";
-import type { JobStore, PageOutcome } from "./port";
+import type { EndedJob, EndJobInput, JobStore, PageOutcome } from "./port";
 import {
   createJobScript,
   endJobScript,
@@ -22,6 +22,13 @@ const outcomeReply = z
     last: last === 1,
   }));
 const INACTIVE: PageOutcome = { stored: 0, duplicates: 0, inactive: true, last: false };
+
+/** The endJob script's reply: null when the job was not active. */
+function endedReply(reply: unknown): EndedJob | null {
+  const [ended, refunded, status] = z.tuple([integer, integer, z.string()]).parse(reply);
+  if (ended !== 1) return null;
+  return { status: z.enum(["succeeded", "failed", "cancelled"]).parse(status), refunded };
+}
 
 /** Jobs on Redis: each change of a job's counters and of its credits is one Lua script (./scripts.ts). */
 const renderingInfoSchema = z.object({
@@ -91,6 +98,40 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
     key.reservation(userId, jobId),
     key.jobsQueued(userId),
   ];
+  /** The keys and arguments of the endJob script for a job of `owner`. */
+  const endCall = (
+    jobId: string,
+    owner: { userId: string; sourceChunks: number },
+    { end, error, now, resultTtlMs, entry, day }: EndJobInput,
+  ): [string[], string[]] => {
+    const expiresAt = now + resultTtlMs;
+    return [
+      [
+        key.job(jobId),
+        key.jobPages(jobId),
+        key.jobFailed(jobId),
+        key.credits(owner.userId),
+        key.ledger(owner.userId),
+        key.usage(owner.userId),
+        key.reservation(owner.userId, jobId),
+        key.openReservations(),
+        key.jobsQueued(owner.userId),
+        key.jobSourceBytes(owner.userId),
+        ...chunkKeys(jobId, owner.sourceChunks),
+      ],
+      [
+        end,
+        error ?? "",
+        String(now),
+        String(expiresAt),
+        fixedFields(entry),
+        day,
+        String(TOMBSTONE_TTL_MS),
+        reservationMember(owner.userId, jobId),
+        String(expiresAt + JOB_RECORD_KEEP_MS),
+      ],
+    ];
+  };
   /** The page scripts need the account's keys: the job's owner, read once per job (ids never change owner). */
   const owners = new Map<string, string>();
   const ownerOf = async (jobId: string): Promise<string | null> => {
@@ -208,42 +249,25 @@ export function createRedisJobStore({ redis, binary, key }: RedisContext): JobSt
       return pageStep(jobId, "failPage", (keys) => scripts.failPage.exec(keys, [String(now), String(page), failure]));
     },
 
-    async endJob(jobId, { end, error, now, resultTtlMs, entry, day }) {
+    async endJob(jobId, input) {
       const record = await this.getJob(jobId);
       if (!record) return null;
-      const expiresAt = now + resultTtlMs;
-      const sources = Array.from({ length: record.sourceChunks }, (_, chunk) => key.jobSource(jobId, chunk));
-      const reply = await call("endJob", () =>
-        scripts.endJob.exec(
-          [
-            key.job(jobId),
-            key.jobPages(jobId),
-            key.jobFailed(jobId),
-            key.credits(record.userId),
-            key.ledger(record.userId),
-            key.usage(record.userId),
-            key.reservation(record.userId, jobId),
-            key.openReservations(),
-            key.jobsQueued(record.userId),
-            key.jobSourceBytes(record.userId),
-            ...sources,
-          ],
-          [
-            end,
-            error ?? "",
-            String(now),
-            String(expiresAt),
-            fixedFields(entry),
-            day,
-            String(TOMBSTONE_TTL_MS),
-            reservationMember(record.userId, jobId),
-            String(expiresAt + JOB_RECORD_KEEP_MS),
-          ],
-        ),
+      const [keys, args] = endCall(jobId, record, input);
+      return endedReply(await call("endJob", () => scripts.endJob.exec(keys, args)));
+    },
+
+    async storeAndEnd(jobId, owner, pages, input) {
+      const [endKeys, endArgs] = endCall(jobId, owner, input);
+      const storeArgs = [String(input.now), ...pages.flatMap(({ page, payload }) => [String(page), payload])];
+      // EVAL, not EVALSHA: a script cache flushed meanwhile cannot make the end run without the pages before it.
+      const replies = await call("storeAndEnd", () =>
+        redis
+          .pipeline()
+          .eval(storePagesScript, pageKeys(jobId, owner.userId), storeArgs)
+          .eval(endJobScript, endKeys, endArgs)
+          .exec<[unknown, unknown]>(),
       );
-      const [ended, refunded, status] = z.tuple([integer, integer, z.string()]).parse(reply);
-      if (ended !== 1) return null;
-      return { status: z.enum(["succeeded", "failed", "cancelled"]).parse(status), refunded };
+      return { outcome: outcomeReply.parse(replies[0]), ended: endedReply(replies[1]) };
     },
 
     async getPages(jobId, pages) {

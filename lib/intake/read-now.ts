@@ -1,7 +1,6 @@
-import { ApiError, apiCode } from "@/lib/api/errors";
+import { ApiError } from "@/lib/api/errors";
 import type { InputSource, OcrResponse } from "@/lib/api/schemas";
-import { refundCredits, reserveCredits, settleCredits } from "@/lib/credits";
-import { errorLabel } from "@/lib/error-log";
+import { openInlineJob, type JobSettings } from "@/lib/jobs";
 import { documentConfidence, render, renderSearchablePdf, type OpenedDocument } from "@/lib/ocr";
 import { MAX_SYNC_PDF_BYTES, type ExtractedDocument } from "@/lib/ocr/model";
 import { throwIfEnded, type RequestScope } from "@/lib/request-scope";
@@ -16,16 +15,16 @@ export interface ProcessAccount {
 }
 
 /**
- * The charge of a successful request whose settlement was deferred (`deferSettlement`). Call one of the two, once.
- * Neither throws: a store failure is logged, and the reservation then stays open until the reservation sweep gives
- * it back (lib/credits), so in doubt the client is not charged.
+ * The charge of a successful request whose settlement was deferred (`deferSettlement`): its job, read and not yet
+ * ended. Call one of the two, once. Neither throws: a store failure is logged, and the reservation then stays open
+ * until the reservation sweep gives it back, so in doubt the client is not charged.
  */
 export interface OpenCharge {
   /** Pages the answer charges (its `creditsUsed`). */
   pages: number;
-  /** The answer was delivered: give back the unused pages and close the reservation. Resolves to the balance after. */
+  /** The answer was delivered: its pages are stored (one credit each) and its job ends. Resolves to the balance after. */
   settle(): Promise<number>;
-  /** The answer could not be delivered: give back every credit reserved (a `refund` ledger entry with the request id). */
+  /** The answer could not be delivered: its job fails, every credit reserved comes back (a `refund` ledger entry with the request id). */
   refund(): Promise<void>;
 }
 
@@ -45,10 +44,14 @@ export interface ReadNowInput {
   inputSource: InputSource;
   format: OutputFormat;
   account: ProcessAccount;
-  /** Unique per request: it keys the credit reservation and the ledger entries. */
+  /** Unique per request: the job's `requestId`, and the id its ledger entries name. */
   requestId: string;
   /** Epoch ms when the request arrived: the start of `processingTime`. */
   receivedAt: number;
+  /** The jobs' settings: how long its pages are kept, this process's name on them. */
+  settings: Pick<JobSettings, "resultTtlMs" | "workerName">;
+  /** This process's name on the pages it reads (`readBy`). */
+  name: string;
   /** The request's scope (lib/request-scope.ts): its signal stops the reading, its deadline ends the reservation. */
   scope: RequestScope;
   /**
@@ -60,32 +63,31 @@ export interface ReadNowInput {
 }
 
 /**
- * Read an opened document now, for the answer: one credit reserved per selected page (`402` when short, before any
- * OCR) → extract and render → settle with the pages read. A failure after the reservation — the request's signal
- * aborting included (its deadline, or its client gone) — refunds everything. The caller closes the document.
+ * Read an opened document now, for the answer, as a job read in its request (lib/jobs/inline.ts): created with one
+ * credit reserved per selected page (`402` when short, before any OCR) → extract and render → its pages stored and
+ * charged, and the job ended, in one step. A failure after the reservation — the request's signal aborting included
+ * (its deadline, or its client gone) — ends the job with everything refunded. The caller closes the document.
  */
 export async function readNow(store: Store, input: ReadNowInput): Promise<ProcessDocumentResult> {
   const { document, bytes, format, account, requestId, scope } = input;
   // The searchable PDF holds the file itself: one already past what an answer carries is refused before any charge.
   if (format === "pdf" && bytes.byteLength > MAX_SYNC_PDF_BYTES) throw syncPdfTooLarge(bytes.byteLength, "file");
 
-  // The format goes on the ledger entries too, so a row can be matched to its request (the settings page).
-  const ledger = { userId: account.userId, requestId, keyId: account.keyId, format };
-  const pages = document.selectedPages.length;
-  const reservation = await reserveCredits(store, { ...ledger, pages, deadline: scope.deadline });
-  if (!reservation.ok) throw insufficientCredits(pages, reservation.balance);
-  /** Give back every credit reserved. A store failure is logged, with what then becomes of the reservation. */
-  const refund = async (what: string, then: string): Promise<void> => {
-    try {
-      await refundCredits(store, { ...ledger, pages });
-    } catch (error) {
-      console.error(`[${requestId}] refund of ${pages} ${what} failed (${errorLabel(error, apiCode)}); ${then}`);
-    }
-  };
-
+  const job = await openInlineJob(store, {
+    document,
+    bytes,
+    inputSource: input.inputSource,
+    format,
+    account,
+    requestId,
+    deadline: scope.deadline,
+    settings: input.settings,
+    name: input.name,
+  });
   let response: OcrResponse;
+  let extracted: ExtractedDocument;
   try {
-    const extracted = await document.extract({ deadline: scope.deadline, signal: scope.signal });
+    extracted = await document.extract({ deadline: scope.deadline, signal: scope.signal });
     throwIfEnded(scope.signal);
     response = {
       success: true,
@@ -94,32 +96,28 @@ export async function readNow(store: Store, input: ReadNowInput): Promise<Proces
       extractedText: await renderText(extracted, document, format, bytes),
       confidence: documentConfidence(extracted),
       processingTime: 0,
-      creditsUsed: Math.min(pages, extracted.pages.length),
+      creditsUsed: Math.min(document.selectedPages.length, extracted.pages.length),
       pageCount: document.pageCount,
       requestId,
     };
   } catch (error) {
     // Nothing is charged for a failed request (timeouts and cancellations included).
-    await refund("credits", "the reservation stays open");
+    await job.fail(error);
     throw error;
   }
 
-  // The work is done and paid for by the reservation; settling only returns unused pages. If the store fails here
-  // the answer still stands (the user paid at most what was reserved), and the log says what to reconcile.
-  const used = response.creditsUsed;
-  const settle = async (): Promise<number> => {
-    try {
-      return (await settleCredits(store, { ...ledger, reserved: pages, used })).balance;
-    } catch (error) {
-      console.error(`[${requestId}] settling ${used}/${pages} credits failed (${errorLabel(error, apiCode)})`);
-      return reservation.balance;
-    }
-  };
+  // The work is done and paid for by the reservation; finishing stores the pages (each one credit) and ends the job.
+  // If the store fails here the answer still stands, and the sweeper refunds the reservation at the deadline.
+  const settle = () => job.finish(extracted.pages, document.language);
   const elapsed = () => Math.max(0, Math.round(Date.now() - input.receivedAt));
   if (input.deferSettlement === true) {
     response.processingTime = elapsed();
-    const undelivered = () => refund("undelivered credits", "the reservation sweep will refund them");
-    return { response, creditsRemaining: reservation.balance, charge: { pages: used, settle, refund: undelivered } };
+    const undelivered = () => job.fail(new ApiError("timeout", "The answer could not be delivered: its stream closed"));
+    return {
+      response,
+      creditsRemaining: job.balance,
+      charge: { pages: response.creditsUsed, settle, refund: undelivered },
+    };
   }
   const creditsRemaining = await settle();
   response.processingTime = elapsed();
@@ -151,17 +149,4 @@ function syncPdfTooLarge(bytes: number, what: "file" | "pdf"): ApiError {
       "Send it as a job (POST /api/ocr/jobs with the same body) and download GET /api/ocr/jobs/{id}/result?format=pdf, " +
       "which streams application/pdf. Nothing was charged.",
   );
-}
-
-/** `402`: the balance is short of one credit per selected page. */
-function insufficientCredits(pages: number, balance: number): ApiError {
-  return new ApiError(
-    "insufficient_credits",
-    `Insufficient credits: this request needs ${plural(pages, "credit")} (${plural(pages, "page")}) and the balance is ${balance}`,
-    { headers: { "x-credits-remaining": String(balance) } },
-  );
-}
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }

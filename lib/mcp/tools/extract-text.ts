@@ -1,0 +1,213 @@
+import type { CallToolRequest, CallToolResult, ServerContext } from "@modelcontextprotocol/server";
+import { ocrRequestSchema } from "@/lib/api/schemas";
+import { describeError } from "@/lib/error-log";
+import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
+import { fromEngineError, type JobView } from "@/lib/jobs";
+import { ScopeEnded } from "@/lib/request-scope";
+import { configuredOrigin } from "@/lib/service-origin";
+import { DEFAULT_SLICE_CHARS, extractTextOutputSchema } from "../jobs";
+import {
+  ProgressChannel,
+  answerWithJob,
+  createTaskResult,
+  findCallJob,
+  jobAccepted,
+  submitToolJob,
+  type JobCallContext,
+} from "../tasks";
+import { CANCEL_POLL_MS, holdRunningCall, holdRunningRead, type RunningRead } from "../running-calls";
+import { servedTool, type ServedTool } from "../tool-calls";
+import { answerWithin } from "../tool-answers";
+import {
+  TOOL_DESCRIPTION,
+  TOOL_NAME,
+  extractTextInputSchema,
+  toOcrRequest,
+  type ExtractTextInput,
+} from "../tool-definitions";
+import type { ToolCalls } from "./calls";
+
+/**
+ * `extract_text`: a keyed retry's earlier job, a task-augmented call (a job at once), or the intake, which reads the
+ * document within the call or makes it a job that the call waits for, page by page; a cancel from another POST
+ * (../running-calls.ts) and progress notifications on the way.
+ */
+export function extractTextTool(calls: ToolCalls): ServedTool {
+  const { store, account, options, jobContext, toolFailure, nextCallId, progressFor } = calls;
+  const extractText = async (
+    input: ExtractTextInput,
+    callId: string,
+    context: JobCallContext,
+    rpcId: string | number,
+    progress?: ProgressChannel,
+  ): Promise<CallToolResult> => {
+    // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
+    // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
+    const running = holdRunningRead(
+      store,
+      options.env,
+      account,
+      context.deadline,
+      rpcId,
+      context.pollMs ?? CANCEL_POLL_MS,
+    );
+    try {
+      return await readOrWait(input, callId, context, running, progress);
+    } finally {
+      await running.end();
+    }
+  };
+
+  const readOrWait = async (
+    input: ExtractTextInput,
+    callId: string,
+    context: JobCallContext,
+    running: RunningRead,
+    progress?: ProgressChannel,
+  ): Promise<CallToolResult> => {
+    // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
+    // the call, page by page.
+    const cancel = context.signal ? AbortSignal.any([context.signal, running.signal]) : running.signal;
+    let outcome: IntakeOutcome;
+    try {
+      outcome = await intake(store, {
+        ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
+        env: options.env,
+        settings: options.settings,
+        mode: "fit",
+        account,
+        requestId: callId,
+        receivedAt: options.receivedAt,
+        deadline: context.deadline,
+        // The client cancelled (`notifications/cancelled`, noticed through the store; the SDK's request signal on a
+        // transport that delivers it to the call) or went away: the read stops and its reserved pages are refunded.
+        cancel,
+        serverHost: options.serverHost,
+        // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
+        origin: configuredOrigin(options.env) ?? undefined,
+        // Settled below, once it is known that the client still wants the answer.
+        deferSettlement: true,
+      });
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
+    }
+    if (outcome.kind === "job") {
+      try {
+        const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
+        // From here on a cancel cancels the job.
+        await running.becameJob(view.jobId);
+        // From here on the notifications count pages.
+        progress?.stopTimer();
+        return await answerWithJob(
+          view,
+          context,
+          `This document is more than one call reads (${outcome.reason ?? "its work"}).`,
+          progress,
+        );
+      } catch (error) {
+        return toolFailure(error, callId, TOOL_NAME);
+      }
+    }
+    let result = outcome.result;
+    // A cancel that came after the read's last look (it ended between two): the client ignores the answer, so the
+    // reserved pages go back, as for a read the cancel stopped.
+    if (await running.finished()) {
+      await result.charge?.refund();
+      return toolFailure(fromEngineError(new ScopeEnded("cancelled")), callId, TOOL_NAME);
+    }
+    if (!options.deferSettlement && result.charge) {
+      // No transport to wait for (Streamable HTTP): settled now.
+      const { charge, ...settled } = result;
+      result = { ...settled, creditsRemaining: await charge.settle() };
+    }
+    options.onExtracted?.(result);
+    try {
+      return await answerWithin(store, account.userId, result, input, options.settings.jobs);
+    } catch (error) {
+      // The text was read and charged: it is answered whole rather than lost.
+      console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
+      return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
+    }
+  };
+
+  const callExtractText = async (
+    input: ExtractTextInput,
+    request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult> => {
+    const { callId, index } = nextCallId();
+    const context = jobContext(callId, {
+      index,
+      signal: ctx.mcpReq.signal,
+      maxChars: input.max_chars ?? DEFAULT_SLICE_CHARS,
+    });
+    return runExtractText(input, request, ctx, callId, context);
+  };
+
+  const runExtractText = async (
+    input: ExtractTextInput,
+    request: CallToolRequest,
+    ctx: ServerContext,
+    callId: string,
+    context: JobCallContext,
+  ): Promise<CallToolResult> => {
+    // The retry of a call whose answer was lost (same Idempotency-Key): the job the first one started, not another.
+    let earlier: JobView | null;
+    try {
+      earlier = await findCallJob(context);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
+    }
+    if (request.params.task !== undefined) {
+      // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
+      try {
+        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)));
+      } catch (error) {
+        return toolFailure(error, callId, TOOL_NAME);
+      }
+    }
+    const progress = progressFor(ctx, request.params._meta?.progressToken);
+    try {
+      if (earlier !== null) {
+        progress?.stopTimer();
+        // While the call waits for the job, the client's `notifications/cancelled` finds it (./running-calls.ts).
+        const release = await holdRunningCall(store, account, context.deadline, ctx.mcpReq.id, earlier.jobId);
+        try {
+          return await answerWithJob(
+            earlier,
+            context,
+            "This call was made before with the same Idempotency-Key.",
+            progress,
+          );
+        } finally {
+          await release();
+        }
+      }
+      return await extractText(input, callId, context, ctx.mcpReq.id, progress);
+    } catch (error) {
+      return toolFailure(error, callId, TOOL_NAME);
+    } finally {
+      await progress?.flush();
+    }
+  };
+
+  return servedTool({
+    name: TOOL_NAME,
+    title: "Extract text (OCR)",
+    description: TOOL_DESCRIPTION,
+    inputSchema: extractTextInputSchema,
+    outputSchema: extractTextOutputSchema,
+    annotations: {
+      title: "Extract text (OCR)",
+      readOnlyHint: true,
+      destructiveHint: false,
+      // Not idempotent: every call reads the file again and charges credits (REST's Idempotency-Key is the retry tool).
+      idempotentHint: false,
+      // URLs reach the open web.
+      openWorldHint: true,
+    },
+    // The tool may be called as a task (MCP 2025-11-25, tool-level negotiation).
+    execution: { taskSupport: "optional" },
+    call: callExtractText,
+  });
+}
