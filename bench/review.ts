@@ -7,6 +7,9 @@ import { extractDocument } from "../lib/ocr";
 import { REVIEW_BELOW, toPublicDocument } from "../lib/ocr/model/document";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { findCorpusFiles } from "./corpus";
+import { benchModelDir } from "./model-dir";
+
+const MODEL_DIR = benchModelDir();
 
 /*
  * `npm run bench -- --review [folder] [--json F]`: how well `review` marks the words that are wrong. Each document's
@@ -96,7 +99,12 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     args: argv.filter((arg) => arg !== "--review"),
     allowPositionals: true,
     strict: false,
-    options: { json: { type: "string" }, filter: { type: "string" }, workers: { type: "string" } },
+    options: {
+      json: { type: "string" },
+      filter: { type: "string" },
+      workers: { type: "string" },
+      "paddle-sure": { type: "string" },
+    },
   });
   const files = await findCorpusFiles(
     positionals.length ? positionals : [defaultCorpus],
@@ -109,6 +117,9 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     maxJobsPerWorker: 200,
     createTimeoutMs: 60_000,
     engines: getEnv().OCR_ENGINES,
+    // The recognizer the corpus bench reads with (bench/model-dir.ts), and PaddleOCR first when asked.
+    ...(MODEL_DIR && { modelDir: MODEL_DIR }),
+    ...(typeof values["paddle-sure"] === "string" && { paddleFirstSure: Number(values["paddle-sure"]) }),
   });
   await pool.warm({ ocr: size });
   const all: ScoredWord[] = [];
