@@ -43,12 +43,12 @@ export type BoxReading =
 export const SPACE_PROBABILITY = 0.1;
 
 /**
- * No word ends before a closing mark or starts after an opening one: `CORP.`, `(S)`, `12%` are one word. A recognizer's
+ * No word ends before a closing mark or starts after an opening one: `CORP.`, `(S)` are one word. A recognizer's
  * frames (a sixth of the line's height) put a gap seen in the ink one character off, and the space class scores
- * a little before a full stop. The French space before `:`, `;`, `!`, `?` stays possible.
+ * a little before a full stop. The French space before `:`, `;`, `!`, `?` and `%` stays possible.
  */
 function mayPart(before: string, after: string): boolean {
-  return !/^[.,)\]}%]/u.test(after) && !/[(\[{]$/u.test(before);
+  return !/^[.,)\]}]/u.test(after) && !/[(\[{]$/u.test(before);
 }
 
 /** Split one box's characters into words; each word's box spans its characters' frames, across the box height. */
