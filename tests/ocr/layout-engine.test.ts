@@ -37,7 +37,8 @@ describe("the layout suite read by the engine", () => {
     // Its boxes: a title narrower than the page over the gutters, rows run across two columns, padded boxes standing
     // into the gutter, a table's two-word cells (CER 0.50 and 0.56 before the gutter was found from the words); a
     // form's labels and values, each side taken for a column of text (CER 0.47 before running text had to run on).
-    const recognizer = await loadPaddle();
+    // The recognizer CI reads with (OCR_MODEL_DIR: PP-OCRv6), else the npm PP-OCRv4.
+    const recognizer = await loadPaddle(process.env.OCR_MODEL_DIR || undefined);
     try {
       for (const name of ["three-columns", "table-unruled", "form"]) {
         const image = await decodeImage(bytesOf(name), "png", 50_000_000);
