@@ -1,5 +1,5 @@
 /**
- * npm run bench -- --layouts [--filter S] [--json FILE] [--text-dir DIR]
+ * npm run bench -- --layouts [--filter S] [--json FILE] [--text-dir DIR] [--paddle-sure N]
  *
  * The generated layout suite (scripts/make-layouts.ts, docs/benchmark.md#layouts): pages whose reading order is
  * known — columns, a figure with wrapped text, a magazine page with a photograph, ruled and unruled tables, a
@@ -16,6 +16,9 @@ import { extractDocument, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { generateLayouts } from "../scripts/make-layouts";
 import { characterErrorRate, wordF1 } from "./metrics";
+import { benchModelDir } from "./model-dir";
+
+const MODEL_DIR = benchModelDir();
 
 /** The bound every page of the suite is held to (issue 40, item 3). */
 export const LAYOUT_CER_TARGET = 0.05;
@@ -29,6 +32,7 @@ export async function layoutsMain(argv: string[]): Promise<void> {
       filter: { type: "string" },
       json: { type: "string" },
       "text-dir": { type: "string" },
+      "paddle-sure": { type: "string" },
     },
   });
   const filter = typeof args.filter === "string" ? args.filter : undefined;
@@ -39,11 +43,16 @@ export async function layoutsMain(argv: string[]): Promise<void> {
     maxJobsPerWorker: 1000,
     createTimeoutMs: 60_000,
     engines: envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES),
+    // The recognizer the corpus bench reads with (bench/model-dir.ts), and PaddleOCR first when asked.
+    ...(MODEL_DIR && { modelDir: MODEL_DIR }),
+    ...(typeof args["paddle-sure"] === "string" && { paddleFirstSure: Number(args["paddle-sure"]) }),
   });
   await pool.warm({ ocr: 1 });
   const rows: Array<{ name: string; cer: number; cerFolded: number; f1: number }> = [];
   try {
-    console.log(`layouts: ${files.length} generated pages, engines ${process.env.OCR_ENGINES ?? "(default)"}`);
+    console.log(
+      `layouts: ${files.length} generated pages, engines ${process.env.OCR_ENGINES ?? "(default)"}, recognizer ${MODEL_DIR ?? "npm PP-OCRv4"}`,
+    );
     console.log(`${"page".padEnd(16)} ${"CER".padStart(7)} ${"CER(cf)".padStart(8)} ${"word F1".padStart(8)}`);
     for (const file of files) {
       const name = path.basename(file, ".png");

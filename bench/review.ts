@@ -7,6 +7,9 @@ import { extractDocument } from "../lib/ocr";
 import { REVIEW_BELOW, toPublicDocument } from "../lib/ocr/model/document";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { findCorpusFiles } from "./corpus";
+import { benchModelDir } from "./model-dir";
+
+const MODEL_DIR = benchModelDir();
 
 /*
  * `npm run bench -- --review [folder] [--json F]`: how well `review` marks the words that are wrong. Each document's
@@ -23,6 +26,10 @@ interface ScoredWord {
   confidence: number;
   marked: boolean;
   wrong: boolean;
+  /** The other recognizer read it differently (`alternative`). */
+  disputed: boolean;
+  /** The recognizer whose reading of the page was kept. */
+  engine: string;
 }
 
 const norm = (word: string) =>
@@ -96,7 +103,12 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     args: argv.filter((arg) => arg !== "--review"),
     allowPositionals: true,
     strict: false,
-    options: { json: { type: "string" }, filter: { type: "string" }, workers: { type: "string" } },
+    options: {
+      json: { type: "string" },
+      filter: { type: "string" },
+      workers: { type: "string" },
+      "paddle-sure": { type: "string" },
+    },
   });
   const files = await findCorpusFiles(
     positionals.length ? positionals : [defaultCorpus],
@@ -109,6 +121,9 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     maxJobsPerWorker: 200,
     createTimeoutMs: 60_000,
     engines: getEnv().OCR_ENGINES,
+    // The recognizer the corpus bench reads with (bench/model-dir.ts), and PaddleOCR first when asked.
+    ...(MODEL_DIR && { modelDir: MODEL_DIR }),
+    ...(typeof values["paddle-sure"] === "string" && { paddleFirstSure: Number(values["paddle-sure"]) }),
   });
   await pool.warm({ ocr: size });
   const all: ScoredWord[] = [];
@@ -128,7 +143,9 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
       console.log(`${name}: has text-layer pages, skipped`);
       continue;
     }
-    const words = pages.flatMap((page) => page.blocks.flatMap((b) => b.lines.flatMap((l) => l.words)));
+    const words = pages.flatMap((page) =>
+      page.blocks.flatMap((b) => b.lines.flatMap((l) => l.words.map((w) => ({ ...w, engine: page.engine ?? "" })))),
+    );
     const kept = words.filter((word) => norm(word.text) !== "");
     const truth = (await fs.readFile(truthFile, "utf8")).split(/\s+/).map(norm).filter(Boolean);
     const matched = alignedMatches(
@@ -139,6 +156,8 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
       confidence: word.confidence,
       marked: word.review === true,
       wrong: !matched[index],
+      disputed: word.alternative !== undefined && word.alternative !== word.text,
+      engine: word.engine,
     }));
     all.push(...scored);
     const hits = scored.filter((word) => word.marked && word.wrong).length;
@@ -155,6 +174,22 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
   const cutoffs = [50, 60, 70, 75, 80, 85, 88, 90, 92, 94, 96].map((below) => ({
     below,
     ...scores(all, (word) => word.confidence < below),
+  }));
+  // The same cut-offs with the words the two recognizers read differently marked too (the rule's second signal).
+  const withDisputed = [0, 50, 60, 70, 75, 80, 85].map((below) => ({
+    below,
+    ...scores(all, (word) => word.disputed || word.confidence < below),
+  }));
+  // PaddleOCR's confidences run higher than Tesseract's (a word it read at 80–90 was wrong 5 times in 6 on corpus-dev's
+  // receipts and forms): a cut-off of its own.
+  const byEngine = [
+    [60, 90],
+    [70, 90],
+    [60, 93],
+    [70, 93],
+  ].map(([tesseract, paddle]) => ({
+    below: `${tesseract}/${paddle}`,
+    ...scores(all, (word) => word.disputed || word.confidence < (word.engine === "paddle" ? paddle! : tesseract!)),
   }));
   const f = (value: number) => value.toFixed(3);
   console.log("document                                    words  wrong  marked  marked∧wrong");
@@ -173,10 +208,20 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
       `${String(row.below).padStart(7)} ${String(row.marked).padStart(7)} ${f(row.precision).padStart(10)} ${f(row.recall).padStart(7)}`,
     );
   }
+  console.log("\ncut-off, or read differently  marked  precision  recall");
+  for (const row of [...withDisputed, ...byEngine]) {
+    console.log(
+      `${String(row.below).padStart(27)} ${String(row.marked).padStart(7)} ${f(row.precision).padStart(10)} ${f(row.recall).padStart(7)}`,
+    );
+  }
   if (typeof values.json === "string") {
     await fs.writeFile(
       values.json,
-      JSON.stringify({ reviewBelow: REVIEW_BELOW, inForce, cutoffs, documents: perDocument }, null, 2),
+      JSON.stringify(
+        { reviewBelow: REVIEW_BELOW, inForce, cutoffs, withDisputed, byEngine, documents: perDocument },
+        null,
+        2,
+      ),
     );
   }
 }

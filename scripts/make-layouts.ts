@@ -2,14 +2,15 @@
  * npm run layouts [-- DIR]: the generated layout suite (docs/benchmark.md#layouts). Pages whose reading order is
  * known, drawn with the repository's Liberation fonts: two and three columns under running headers and footers, text
  * wrapped around a figure, a magazine page whose photograph sits in one column, ruled and unruled tables, a
- * line-numbered transcript and an article with a sidebar. Each `<name>.png` gets a `<name>.gt.txt` holding its text in
+ * line-numbered transcript, an article with a sidebar and a form (labels and values in rows, checkboxes, boxed fields). Each `<name>.png` gets a `<name>.gt.txt` holding its text in
  * the order people read it. Deterministic: the same bytes on every run (fixed text, fixed layout, no randomness), so
  * the bench and the tests judge the same pages.
  *
  * The order the ground truth gives, per kind of content: a running header, then the title, then each column top to
  * bottom, left column first; a figure's caption after the text beside the figure (the figure and its caption stand in
  * the text as one more column) and before the text under it; a table row by row, each row's cells left to right; a
- * line number before its line; a sidebar after the article it stands beside; the footer last.
+ * line number before its line; a sidebar after the article it stands beside; a form row by row, each label before its
+ * value; the footer last.
  */
 import { mkdirSync, writeFileSync, existsSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -378,6 +379,105 @@ function sidebar(): Page {
   return page;
 }
 
+/**
+ * A form: labels down the left, each with its value beside it on the same row and room to write between the rows, a
+ * row of checkboxes, a row of boxed fields and a line to sign on. Read row by row, each label before its value: the
+ * labels (three words, a ruled column of them) and the values (several words each) each look like a column of text,
+ * and a page read as two columns puts every label away from its value.
+ */
+function form(): Page {
+  const page = new Page(1700, 2200);
+  title(page, "Application for a market stall", 170, 44);
+  page.font(24);
+  page.text("Please write clearly and return this form to the town hall before the first of May.", 120, 240);
+  const fields = [
+    ["Name of applicant:", "Margaret Hollis of Long Meadow"],
+    ["Postal address:", "14 Mill Lane, Stonebridge"],
+    ["Date of application:", "the third of April this year"],
+    ["Goods to be sold:", "apples, cheese and fresh bread"],
+    ["Stall size requested:", "three metres by two metres"],
+    ["Name of helper:", "Thomas Hollis, her brother"],
+  ];
+  const [labelX, valueX, top, pitch] = [120, 560, 360, 120];
+  fields.forEach(([label, value], i) => {
+    const y = top + i * pitch;
+    page.font(30, BOLD);
+    page.text(label!, labelX, y, false);
+    page.font(30);
+    page.text(value!, valueX, y, false);
+    page.truth.push(`${label} ${value}`);
+    // The line the value is written on.
+    page.ctx.fillStyle = "#666666";
+    page.ctx.fillRect(valueX - 10, y + 14, 1020, 2);
+  });
+  const ctx = page.ctx;
+  // A row of checkboxes: an empty square before each day, a ticked one (a cross) before the chosen days.
+  let y = top + fields.length * pitch + 20;
+  page.font(30, BOLD);
+  page.text("Market days wanted:", labelX, y, false);
+  page.font(30);
+  let x = valueX;
+  const days: string[] = [];
+  for (const [day, ticked] of [
+    ["Monday", false],
+    ["Wednesday", true],
+    ["Friday", false],
+    ["Saturday", true],
+  ] as const) {
+    ctx.strokeStyle = "#222222";
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x, y - 24, 26, 26);
+    if (ticked) {
+      ctx.beginPath();
+      ctx.moveTo(x + 5, y - 19);
+      ctx.lineTo(x + 21, y - 3);
+      ctx.moveTo(x + 21, y - 19);
+      ctx.lineTo(x + 5, y - 3);
+      ctx.stroke();
+    }
+    page.text(day, x + 40, y, false);
+    days.push(day);
+    x += 60 + ctx.measureText(day).width + 40;
+  }
+  page.truth.push(`Market days wanted: ${days.join(" ")}`);
+  // Boxed fields, label and value inside each box, side by side on one row.
+  y += 150;
+  const boxes = [
+    ["Stall number:", "17"],
+    ["Fee paid:", "12.50"],
+    ["Permit:", "yes"],
+  ];
+  x = labelX;
+  const row: string[] = [];
+  for (const [label, value] of boxes) {
+    page.font(28, BOLD);
+    const labelWidth = ctx.measureText(label!).width;
+    page.font(28);
+    const width = labelWidth + 30 + ctx.measureText(value!).width + 60;
+    ctx.strokeStyle = "#222222";
+    ctx.lineWidth = 3;
+    ctx.strokeRect(x, y - 50, width, 76);
+    page.font(28, BOLD);
+    page.text(label!, x + 30, y, false);
+    page.font(28);
+    page.text(value!, x + 30 + labelWidth + 30, y, false);
+    row.push(`${label} ${value}`);
+    x += width + 80;
+  }
+  page.truth.push(row.join(" "));
+  // The line to sign on, and the date beside it.
+  y += 200;
+  page.font(30, BOLD);
+  page.text("Signed:", labelX, y, false);
+  page.text("Date:", 1100, y, false);
+  page.font(30);
+  page.text("M. Hollis", 300, y, false);
+  page.text("3 April", 1200, y, false);
+  page.truth.push("Signed: M. Hollis Date: 3 April");
+  footer(page, "Town hall, market office");
+  return page;
+}
+
 /** The suite's pages by name, in the order the bench prints them. */
 export const LAYOUTS: Record<string, () => Page> = {
   "two-columns": twoColumns,
@@ -389,6 +489,7 @@ export const LAYOUTS: Record<string, () => Page> = {
   "table-unruled": () => table(false),
   transcript,
   sidebar,
+  form,
 };
 
 /** Write every page and its ground truth to `dir` (a file left alone when it holds the same bytes already). */

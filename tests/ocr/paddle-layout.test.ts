@@ -50,6 +50,14 @@ describe("PaddleOCR word spaces", () => {
     expect(words(reading)).toEqual(["TAXI", "NVOICE"]);
   });
 
+  it("never parts a word before a closing mark or after an opening one", () => {
+    // The space class scores a little before a full stop, and a gap seen in the ink lands a frame off.
+    expect(words(boxOf("CORP.", { 4: 0.6 }))).toEqual(["CORP."]);
+    expect(words(boxOf("(S)X", { 1: 0.6 }))).toEqual(["(S)X"]);
+    // The gap between "C." and "D." nearest the boundary before the full stop: the next boundary inside it is taken.
+    expect(words({ ...boxOf("C.D."), gaps: [[before(1) - 2, before(2) + 12]] })).toEqual(["C.", "D."]);
+  });
+
   it("ignores a gap that lies beyond the characters", () => {
     expect(words({ ...boxOf("TOTAL"), gaps: [[400, 420]] })).toEqual(["TOTAL"]);
   });

@@ -18,7 +18,12 @@ import {
   SECOND_READING_MIN_WORDS,
   tesseractGaps,
   wantsSecondReading,
+  lookalikesMended,
+  PADDLE_WORD_SURE,
+  withAlternatives,
 } from "@/lib/ocr/engine/second-reading";
+import { withOtherReading } from "@/lib/ocr/engine/paddle";
+import { blockOf, lineOf, ocrPageOf, type OcrWord } from "@/lib/ocr/model/document";
 
 function block(text: string[], bbox: BBox, confidence = 80): OcrBlock {
   const lines = text.map((line, i) => {
@@ -279,5 +284,124 @@ describe("confidentTesseractWords", () => {
       [260, 280],
     ]);
     expect(gaps(box(20, 200, 420, 250))).toEqual([]);
+  });
+});
+
+describe("lookalikesMended: letters read for digits and digits for letters", () => {
+  it("mends l, I, O, o inside a run of digits and 0, 1 between lower-case letters", () => {
+    expect(lookalikesMended("l00100000056-Fried")).toBe("100100000056-Fried");
+    expect(lookalikesMended("2O19")).toBe("2019");
+    expect(lookalikesMended("c0ntre")).toBe("contre");
+    expect(lookalikesMended("wi1l")).toBe("will");
+  });
+
+  it("leaves codes, ordinals, sizes, prices and short runs as read", () => {
+    for (const word of ["SN0012", "1st", "A4", "O1", "RM10.00", "T0TAL", "Tota1", "l", "1O"]) {
+      expect(lookalikesMended(word)).toBe(word);
+    }
+  });
+});
+
+describe("withAlternatives: where the two recognizers read a word differently", () => {
+  const W = 1000;
+  const H = 1000;
+  /** Words of one line at y 100–130, each [text, x0, x1, confidence] in pixels. */
+  const pageOf = (engine: "tesseract" | "paddle", words: Array<[string, number, number, number]>) => {
+    const line = lineOf(
+      words.map(([text, x0, x1, confidence]): OcrWord => ({
+        text,
+        confidence,
+        bbox: [x0 / W, 100 / H, x1 / W, 130 / H],
+      })),
+    );
+    return ocrPageOf({ number: 1, width: W, height: H, engine }, [blockOf([line])], [[{ size: 30 }]]);
+  };
+  const wordsOf = (page: ExtractedPage) => page.blocks.flatMap((b) => b.lines.flatMap((l) => l.words));
+
+  it("gives a word the other reading where its letters or digits differ, not where only case or marks do", () => {
+    const paddle = pageOf("paddle", [
+      ["TOTAL:", 100, 180, 99],
+      ["Tatal", 200, 260, 99],
+      ["NI", 300, 320, 99],
+      ["COTINE", 325, 400, 99],
+      ["12.50", 500, 560, 99],
+    ]);
+    const tesseract = pageOf("tesseract", [
+      ["Total", 102, 170, 80],
+      ["Total", 202, 258, 80],
+      ["NICOTINE", 300, 400, 80],
+      ["12.50", 502, 558, 80],
+    ]);
+    const words = wordsOf(withAlternatives(paddle, tesseract));
+    expect(words.map((w) => [w.text, w.alternative])).toEqual([
+      ["TOTAL:", undefined],
+      ["Tatal", "Total"],
+      ["NI", "NICOTINE"],
+      ["COTINE", "NICOTINE"],
+      ["12.50", undefined],
+    ]);
+  });
+
+  it("takes Tesseract's word where Tesseract was sure of it and PaddleOCR was not, PaddleOCR's as the alternative", () => {
+    const paddle = pageOf("paddle", [
+      ["DFINK", 100, 180, PADDLE_WORD_SURE - 10],
+      ["Fe1", 200, 240, PADDLE_WORD_SURE + 2],
+    ]);
+    const tesseract = pageOf("tesseract", [
+      ["DRINK", 102, 178, KEEP_TESSERACT_ABOVE],
+      ["Ref:", 202, 238, KEEP_TESSERACT_ABOVE + 5],
+    ]);
+    const kept = withAlternatives(paddle, tesseract);
+    expect(wordsOf(kept).map((w) => [w.text, w.alternative])).toEqual([
+      ["DRINK", "DFINK"],
+      ["Fe1", "Ref:"],
+    ]);
+    expect(kept.blocks[0]!.lines[0]!.text).toBe("DRINK Fe1");
+    // Tesseract's reading kept: nothing taken from PaddleOCR's, only its alternatives.
+    const other = withAlternatives(tesseract, paddle);
+    expect(wordsOf(other).map((w) => [w.text, w.alternative])).toEqual([
+      ["DRINK", "DFINK"],
+      ["Ref:", "Fe1"],
+    ]);
+  });
+
+  it("gives none where the other recognizer read nothing there", () => {
+    const paddle = pageOf("paddle", [["Hello", 100, 180, 99]]);
+    const tesseract = pageOf("tesseract", [["world", 600, 680, 99]]);
+    expect(withAlternatives(paddle, tesseract)).toBe(paddle);
+  });
+});
+
+describe("withOtherReading: PaddleOCR's first reading split again with Tesseract's", () => {
+  it("splits words at Tesseract's gaps and keeps Tesseract's words of a box it was sure of, recognizing nothing", () => {
+    const box = (y: number): TextBox => ({
+      cx: 200,
+      cy: y,
+      w: 200,
+      h: 40,
+      angle: 0,
+      x0: 100,
+      y0: y - 20,
+      x1: 300,
+      y1: y + 20,
+      score: 0.9,
+    });
+    const chars = [..."TAXINVOICE"].map((text, i) => ({ text, prob: 0.95, first: 2 * i, last: 2 * i, spaceBefore: 0 }));
+    const first: PaddleReading = {
+      lines: [],
+      boxes: [],
+      confidence: 95,
+      readings: [
+        { box: box(50), chars, frameWidth: 10 },
+        { box: box(150), chars, frameWidth: 10 },
+      ],
+      space: 0.4,
+    };
+    const known = [{ text: "KNOWN", confidence: 96, box: [100, 130, 200, 170] as [number, number, number, number] }];
+    const again = withOtherReading(first, {
+      known: (b) => (b.cy === 150 ? known : undefined),
+      gaps: () => [[100 + 5 * 10 - 4, 100 + 5 * 10 + 6]],
+    });
+    expect(again.boxes.map((l) => l.words.map((w) => w.text))).toEqual([["TAX", "INVOICE"], ["KNOWN"]]);
   });
 });

@@ -16,7 +16,7 @@ import { pageAsSent, type Quarter } from "../model/page-turn";
 import { profiled, profiledAsync } from "../model/profile";
 import { ENGINE_DEADLINE_SLACK_MS } from "../model/protocol";
 import { detectLanguage } from "./language-detect";
-import { loadPaddle } from "./paddle";
+import { loadPaddle, withOtherReading, type PaddleReading } from "./paddle";
 import { paperOnly, type PaperRegion } from "./paper";
 import { dropSheetEdge } from "./texture-lines";
 import { releaseSource, type RasterSource } from "./raster";
@@ -43,6 +43,7 @@ import {
   paddleSuffices,
   tesseractGaps,
   wantsSecondReading,
+  withAlternatives,
 } from "./second-reading";
 import { straightenRaster, turnTo, type StraightenedRaster } from "./straighten";
 import type { TesseractReader } from "./tesseract";
@@ -68,6 +69,8 @@ export interface PageState {
   paddle?: PageReading;
   /** The photographed sheet, when the page is a photo of one on a darker surround (`paper`). */
   paper?: PaperRegion;
+  /** That reading as PaddleOCR made it, to split its words again with Tesseract's when Tesseract reads the page too. */
+  paddleRaw?: PaddleReading;
   /** How its way up was decided, for the trace. */
   orientation: string;
   /** The languages the page was read in: what the rest of the document is read in. */
@@ -339,6 +342,7 @@ async function flipProbe(state: PageState, tools: PageTools): Promise<void> {
     state.reading = other;
     // PaddleOCR's reading, if it read first, was of the page the other way up.
     state.paddle = undefined;
+    state.paddleRaw = undefined;
     state.orientation += `, flipped by a reading${band ? " (a band of it first)" : ""}`;
   } else {
     if (flipped.turned) releaseSource(flipped.turned);
@@ -368,11 +372,18 @@ async function secondReading(state: PageState, tools: PageTools): Promise<PageRe
     const read = await paddleRead(state, tools, "second");
     if (!read) return tesseract();
     paddle = read;
+  } else if (state.paddleRaw) {
+    // Read first, before Tesseract: its words split again as a reading made second would be (Tesseract's sure lines
+    // and word gaps), without recognizing anything again.
+    const options = { known: confidentTesseractWords(reading, prepared), gaps: tesseractGaps(reading, prepared) };
+    paddle = paddlePageReading(withOtherReading(state.paddleRaw, options), prepared, state.number);
   }
-  const kept = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
+  const chosen = chooseReading(reading, paddle) === paddle ? paddle : await tesseract();
+  // Each word the other recognizer read differently carries that reading (`alternative`: the word needs review).
+  const kept = { ...chosen, page: withAlternatives(chosen.page, (chosen === paddle ? reading : paddle).page) };
   // PaddleOCR's page keeps the trace of Tesseract's first pass; Tesseract's reading has its own (with its retries).
   kept.page.trace = {
-    ...(kept === paddle ? reading.page.trace : kept.page.trace),
+    ...(chosen === paddle ? reading.page.trace : kept.page.trace),
     second: kept.page.engine ?? "tesseract",
   };
   return kept;
@@ -429,6 +440,7 @@ async function paddleRead(state: PageState, tools: PageTools, when: "first" | "s
   } finally {
     heavy?.release();
   }
+  if (when === "first") state.paddleRaw = result;
   return paddlePageReading(result, prepared, state.number);
 }
 

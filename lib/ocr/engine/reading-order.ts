@@ -45,6 +45,16 @@ const MIN_COLUMN_FILL = 0.4;
  * or fields (rows joined from two columns' lines are a region that holds columns still to be cut).
  */
 const MAX_JOINED_ROWS = 0.3;
+/**
+ * Running text runs on from row to row: a gap of this many text heights between two rows is a blank line or more (a
+ * paragraph break is under one and a half, double spacing under one and a half; a form leaves room to write in).
+ */
+const BLANK_LINE = 2;
+/**
+ * A column with more than this share of its row gaps blank (BLANK_LINE) is a column of fields, not of running text:
+ * the labels of a form down its left side, each with its value beside it, rows apart.
+ */
+const MAX_BLANK_GAPS = 1 / 3;
 /** Two columns overlap vertically over at least this share of the shorter one (they stand side by side). */
 const MIN_SIDE_BY_SIDE = 0.5;
 /**
@@ -391,7 +401,7 @@ function separatesColumns(units: Unit[], gap: { x0: number; x1: number }, textHe
 
 /**
  * Lines of several words filling their column, in three rows or more, each row one line (not a column of labels,
- * prices or cells, whose rows join pieces standing apart).
+ * prices or cells, whose rows join pieces standing apart), one row after the other (not a form's fields, rows apart).
  */
 function isRunningText(units: Unit[], textHeight: number): boolean {
   const rows = rowsOf(units);
@@ -402,7 +412,9 @@ function isRunningText(units: Unit[], textHeight: number): boolean {
   const words = median(rows.map((r) => r.line.words.length));
   const fill = median(rows.map((r) => (r.x1 - r.x0) / (x1 - x0)));
   const joined = rows.filter((r) => r.parts.length > 1 && Math.min(...r.parts) < MIN_COLUMN_WORDS).length / rows.length;
-  return words >= MIN_COLUMN_WORDS && fill >= MIN_COLUMN_FILL && joined <= MAX_JOINED_ROWS;
+  const blank =
+    rows.slice(1).filter((r, i) => r.y0 - rows[i]!.y1 >= BLANK_LINE * textHeight).length / (rows.length - 1);
+  return words >= MIN_COLUMN_WORDS && fill >= MIN_COLUMN_FILL && joined <= MAX_JOINED_ROWS && blank <= MAX_BLANK_GAPS;
 }
 
 /**

@@ -167,6 +167,33 @@ function hasColumns(page: ExtractedPage): boolean {
   return false;
 }
 
+/** Letters a line recognizer reads for digits and the other way round: l and I for 1, O and o for 0. */
+const AS_DIGIT: Readonly<Record<string, string>> = { l: "1", I: "1", O: "0", o: "0" };
+/** Digits read for lower-case letters. */
+const AS_LOWER: Readonly<Record<string, string>> = { "0": "o", "1": "l" };
+
+/**
+ * A word's letters and digits mended where one stands for the other inside a run of the other kind (a line
+ * recognizer reads each character from its shape, with no word to check it against): in a run of three digits or
+ * more with no other letters, l, I, O and o are digits (`l00100000056` → `100100000056`); a 0 or 1 between two
+ * lower-case letters in a run of three letters or more is a letter (`c0ntre` → `contre`, `wi1l` → `will`). Runs
+ * that mix letters and digits otherwise (codes in capitals, `SN0012`, `1st`, `A4`) are left as read.
+ */
+export function lookalikesMended(text: string): string {
+  return text.replace(/[\p{L}\p{N}]+/gu, (run) => {
+    const digits = run.replace(/\D/gu, "").length;
+    const letters = run.length - digits;
+    if (digits === 0 || letters === 0) return run;
+    if (digits >= 3 && [...run].every((c) => /\d/u.test(c) || c in AS_DIGIT)) {
+      return [...run].map((c) => AS_DIGIT[c] ?? c).join("");
+    }
+    if (letters < 3) return run;
+    const chars = [...run];
+    const lower = (c: string | undefined) => c !== undefined && /\p{Ll}/u.test(c);
+    return chars.map((c, i) => (lower(chars[i - 1]) && lower(chars[i + 1]) ? (AS_LOWER[c] ?? c) : c)).join("");
+  });
+}
+
 /** A new block starts where the gap to the previous line is larger than this many line heights. */
 const BLOCK_GAP = 0.8;
 
@@ -203,7 +230,7 @@ export function paddlePageReading(reading: PaddleReading, prepared: PreparedRast
     if (previous && top - previous.bottom > BLOCK_GAP * Math.max(lineHeight, previous.height)) flush();
     previous = { bottom, height: lineHeight };
     const words: OcrWord[] = source.map((w) => ({
-      text: w.text,
+      text: lookalikesMended(w.text),
       confidence: round1(w.confidence),
       bbox: normalizeBox(w.box, width, height),
     }));
@@ -313,4 +340,75 @@ function wordsInside(words: PaddleWord[], box: TextBox): PaddleWord[] {
     const cy = (w.box[1] + w.box[3]) / 2;
     return cx >= box.x0 && cx <= box.x1 && cy >= box.y0 && cy <= box.y1;
   });
+}
+
+/** A word as the two readings are compared: case-folded, the punctuation around it dropped (`TOTAL:` is `total`). */
+function comparable(text: string): string {
+  return text
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, "");
+}
+
+/**
+ * A PaddleOCR word less sure than this whose place Tesseract read as one word at KEEP_TESSERACT_ABOVE or more, and
+ * differently, is Tesseract's word (PaddleOCR's kept as its `alternative`). On corpus-dev's 9 receipt and form pages
+ * whose PaddleOCR reading is kept (PP-OCRv6), 283 words read differently one for one: Tesseract at ≥ 90 where PaddleOCR
+ * was under 95, 14 words, Tesseract right on 11 of them and PaddleOCR on 3; at ≥ 80 and under any confidence, 51 and
+ * 17 against 16 (docs/decisions.md#paddle-first). The same rule as the lines Tesseract was sure of, word by word.
+ */
+export const PADDLE_WORD_SURE = 95;
+
+/**
+ * Where the two recognizers read a word differently: the kept reading's page with `alternative` set on each such word
+ * to the other reading (`needsReview` marks it). The other reading's words standing on a kept word — its centre inside
+ * their x-range or theirs inside its, over half of the smaller height in its rows — are its other reading, joined by
+ * spaces (one recognizer may split what the other joined); they differ when their letters and digits differ
+ * (`comparable`). A word the other recognizer did not read at all, or read only as marks, gets none: it saw nothing
+ * there to disagree with. Where PaddleOCR's reading is kept and Tesseract was sure of one word in a word's place that
+ * PaddleOCR was not (PADDLE_WORD_SURE), Tesseract's word is kept, PaddleOCR's its alternative. Boxes and confidences
+ * of the other words are unchanged.
+ */
+export function withAlternatives(kept: ExtractedPage, other: ExtractedPage): ExtractedPage {
+  const others = other.blocks.flatMap((b) => b.lines.flatMap((l) => l.words));
+  if (others.length === 0) return kept;
+  const swaps = kept.engine === "paddle" && (other.engine ?? "tesseract") === "tesseract";
+  const combined = (word: OcrWord): OcrWord => {
+    const [x0, y0, x1, y1] = word.bbox;
+    const on = others
+      .filter((o) => {
+        const [ox0, oy0, ox1, oy1] = o.bbox;
+        const [middle, theirs] = [(x0 + x1) / 2, (ox0 + ox1) / 2];
+        const across = (middle >= ox0 && middle <= ox1) || (theirs >= x0 && theirs <= x1);
+        const down = Math.min(y1, oy1) - Math.max(y0, oy0);
+        return across && down > 0.5 * Math.min(y1 - y0, oy1 - oy0);
+      })
+      .sort((a, b) => a.bbox[0] - b.bbox[0]);
+    if (on.length === 0) return word;
+    const theirs = comparable(on.map((o) => o.text).join(""));
+    if (theirs === "" || theirs === comparable(word.text.replace(/\s+/gu, ""))) return word;
+    const sure = on.length === 1 && on[0]!.confidence >= KEEP_TESSERACT_ABOVE && word.confidence < PADDLE_WORD_SURE;
+    if (swaps && sure) return { ...on[0]!, alternative: word.text };
+    return { ...word, alternative: on.map((o) => o.text).join(" ") };
+  };
+  let changed = false;
+  const blocks = kept.blocks.map((block) =>
+    blockOf(
+      block.lines.map((line) => {
+        const words = line.words.map((word) => {
+          const read = combined(word);
+          if (read !== word) changed = true;
+          return read;
+        });
+        return { ...lineOf(words), ...(line.baseline && { baseline: line.baseline }) };
+      }),
+    ),
+  );
+  if (!changed) return kept;
+  const page = ocrPageOf(
+    { number: kept.number, width: kept.width, height: kept.height, engine: kept.engine ?? "tesseract" },
+    blocks,
+    kept.lineStyles,
+  );
+  return { ...kept, ...page, confidence: kept.confidence };
 }

@@ -39,6 +39,12 @@ export interface PaddleReading {
   boxes: PaddleLine[];
   /** 0–100: character-weighted mean of the word confidences (0 when nothing was read). */
   confidence: number;
+  /**
+   * What each box was read as, characters and frames (no pixels), and the space threshold its words were split at:
+   * the reading can be split into words again with another recognizer's words and gaps (`withOtherReading`).
+   */
+  readings?: BoxReading[];
+  space?: number;
 }
 
 export interface PaddleReadOptions {
@@ -110,8 +116,45 @@ export async function checkPaddle(modelDir?: string): Promise<void> {
 function spaceProbability(name: string): number {
   return /v4/iu.test(name) ? SPACE_PROBABILITY : SPACE_PROBABILITY_V6;
 }
-/** PP-OCRv6 scores the space class like a real space: TBD by sweep. */
-const SPACE_PROBABILITY_V6 = 0.1;
+/**
+ * PP-OCRv6 was trained with spaces: its space class scores word gaps higher than v4's, and at v4's 0.1 it split words
+ * ("VARI ETY"). Swept with Tesseract's word gaps on corpus-dev's receipts and forms (case-folded CER / word F1): 0.1
+ * sroie 0.072 / 0.759, funsd 0.192 / 0.791; 0.25 0.069 / 0.769, 0.193 / 0.790; 0.4 0.068 / 0.771, 0.191 / 0.796;
+ * 0.55 0.069 / 0.766, 0.191 / 0.800; 0.7 0.069 / 0.762, 0.191 / 0.800 (docs/decisions.md#paddle-first).
+ */
+const SPACE_PROBABILITY_V6 = 0.4;
+
+/** Lines, boxes and confidence of the recognized boxes, words split at `space` and at the boxes' `gaps`. */
+function readingOf(readings: BoxReading[], space: number): PaddleReading {
+  const lines = readingOrder(readings, space);
+  let chars = 0;
+  let sum = 0;
+  for (const line of lines) {
+    for (const word of line.words) {
+      chars += word.text.length;
+      sum += word.confidence * word.text.length;
+    }
+  }
+  return { lines, boxes: boxLines(readings, space), confidence: chars ? sum / chars : 0, readings, space };
+}
+
+/**
+ * A reading made before another recognizer read the page (PaddleOCR first), as if it had been made after it: a box
+ * that recognizer read entirely with confidence keeps its words (`known`), and its word gaps split words this reading
+ * ran together (`gaps`), as `read` does when given them. No inference: the boxes' characters are split again.
+ */
+export function withOtherReading(
+  reading: PaddleReading,
+  { known, gaps }: Pick<PaddleReadOptions, "known" | "gaps">,
+): PaddleReading {
+  if (!reading.readings) return reading;
+  const readings = reading.readings.map((box): BoxReading => {
+    const words = known?.(box.box);
+    if (words) return { box: box.box, words };
+    return "chars" in box ? { ...box, gaps: gaps?.(box.box) } : box;
+  });
+  return readingOf(readings, reading.space ?? SPACE_PROBABILITY);
+}
 
 let loading: { modelDir: string | undefined; recognizer: Promise<PaddleRecognizer> } | undefined;
 
@@ -250,17 +293,7 @@ async function createRecognizer(files: RecognizerModel): Promise<PaddleRecognize
         detect(raster, options.detectMaxSide ?? DEFAULT_DETECT_MAX_SIDE),
       );
       const readings = await profiledAsync("paddle-recognize", () => recognize(raster, boxes, options));
-      const space = options.spaceProbability ?? spaceProbability(files.name);
-      const lines = readingOrder(readings, space);
-      let chars = 0;
-      let sum = 0;
-      for (const line of lines) {
-        for (const word of line.words) {
-          chars += word.text.length;
-          sum += word.confidence * word.text.length;
-        }
-      }
-      return { lines, boxes: boxLines(readings, space), confidence: chars ? sum / chars : 0 };
+      return readingOf(readings, options.spaceProbability ?? spaceProbability(files.name));
     },
     async release() {
       if (released) return;

@@ -42,6 +42,15 @@ export type BoxReading =
  */
 export const SPACE_PROBABILITY = 0.1;
 
+/**
+ * No word ends before a closing mark or starts after an opening one: `CORP.`, `(S)` are one word. A recognizer's
+ * frames (a sixth of the line's height) put a gap seen in the ink one character off, and the space class scores
+ * a little before a full stop. The French space before `:`, `;`, `!`, `?` and `%` stays possible.
+ */
+function mayPart(before: string, after: string): boolean {
+  return !/^[.,)\]}]/u.test(after) && !/[(\[{]$/u.test(before);
+}
+
 /** Split one box's characters into words; each word's box spans its characters' frames, across the box height. */
 function boxWords(reading: BoxReading, space: number): PaddleWord[] {
   if ("words" in reading) return reading.words;
@@ -74,7 +83,9 @@ function boxWords(reading: BoxReading, space: number): PaddleWord[] {
     });
   };
   const split = gapSplits(reading, space);
-  for (let i = 1; i < chars.length; i++) if (chars[i]!.spaceBefore > space || split.has(i)) flush(i);
+  for (let i = 1; i < chars.length; i++) {
+    if ((chars[i]!.spaceBefore > space || split.has(i)) && mayPart(chars[i - 1]!.text, chars[i]!.text)) flush(i);
+  }
   flush(chars.length);
   return words;
 }
@@ -102,7 +113,7 @@ function gapSplits(reading: Extract<BoxReading, { chars: DecodedChar[] }>, space
     let spaced = false;
     for (let i = 1; i < chars.length; i++) {
       const u = boundary(i);
-      if (u < u0 || u > u1) continue;
+      if (u < u0 || u > u1 || !mayPart(chars[i - 1]!.text, chars[i]!.text)) continue;
       if (chars[i]!.spaceBefore > space) spaced = true;
       if (nearest < 0 || Math.abs(u - middle) < Math.abs(boundary(nearest) - middle)) nearest = i;
     }
