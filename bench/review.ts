@@ -105,6 +105,7 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     strict: false,
     options: {
       json: { type: "string" },
+      words: { type: "string" },
       filter: { type: "string" },
       workers: { type: "string" },
       "paddle-sure": { type: "string" },
@@ -127,6 +128,8 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
   });
   await pool.warm({ ocr: size });
   const all: ScoredWord[] = [];
+  // --words F: every word scored (text, other reading, confidence, wrong), to try other rules without reading again.
+  const rows: Array<{ text: string; alternative?: string; confidence: number; wrong: boolean; engine: string }> = [];
   const perDocument: Array<{ name: string; words: number; wrong: number; marked: number; hits: number }> = [];
   for (const { file, truthFile } of files) {
     const name = path.relative(defaultCorpus, file);
@@ -160,6 +163,15 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
       engine: word.engine,
     }));
     all.push(...scored);
+    kept.forEach((word, index) =>
+      rows.push({
+        text: word.text,
+        ...(word.alternative !== undefined && { alternative: word.alternative }),
+        confidence: word.confidence,
+        wrong: scored[index]!.wrong,
+        engine: word.engine,
+      }),
+    );
     const hits = scored.filter((word) => word.marked && word.wrong).length;
     perDocument.push({
       name,
@@ -214,6 +226,7 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
       `${String(row.below).padStart(27)} ${String(row.marked).padStart(7)} ${f(row.precision).padStart(10)} ${f(row.recall).padStart(7)}`,
     );
   }
+  if (typeof values.words === "string") await fs.writeFile(values.words, JSON.stringify(rows));
   if (typeof values.json === "string") {
     await fs.writeFile(
       values.json,
