@@ -16,11 +16,20 @@ const pdfContext = await esbuild.context(pdfThreadBuildOptions());
 await pdfContext.rebuild();
 await pdfContext.watch();
 
+// The IPC channel is how the server learns that this process is gone (scripts/serve.mjs stops when it closes): killed
+// with SIGKILL, this process cannot pass a signal on, and the server was left serving on its own.
 const next = spawn(process.execPath, [path.join(root, "scripts/serve.mjs"), "--dev", ...process.argv.slice(2)], {
   cwd: root,
-  stdio: "inherit",
+  stdio: ["inherit", "inherit", "inherit", "ipc"],
 });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => next.kill(signal));
+/** How long the server gets to stop after Ctrl-C / SIGTERM before it is killed (it stops in about a second). */
+const STOP_TIMEOUT_MS = 10_000;
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    next.kill(signal);
+    setTimeout(() => next.kill("SIGKILL"), STOP_TIMEOUT_MS).unref();
+  });
+}
 next.on("exit", async (code, signal) => {
   await Promise.all([context.dispose(), pdfContext.dispose()]);
   process.exit(signal ? 1 : (code ?? 0));

@@ -216,11 +216,17 @@ server.listen(port, hostname, () => {
   console.info(`[serve] ${dev ? "development" : "production"} server on http://${shown}:${port}`);
 });
 
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.once(signal, () => {
-    server.close();
-    server.closeAllConnections();
-    void app.close?.();
-    process.exit(0);
-  });
+function stop() {
+  server.close();
+  server.closeAllConnections();
+  void app.close?.();
+  process.exit(0);
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, stop);
+// Started by scripts/dev.mjs (`npm run dev`), which keeps an IPC channel to this process: when dev.mjs goes away without
+// stopping us (`kill -9` of it), stop too. Left running, this server kept the port and the build directory's lock with
+// no engine rebuilds behind it, and the next `npm run dev` was refused ("Another next dev server is already running").
+if (process.channel) {
+  process.channel.unref();
+  process.once("disconnect", stop);
 }
