@@ -54,6 +54,7 @@ const UNIT = [
   "tests/ocr/pool-parts.test.ts",
   "tests/ocr/layout-order.test.ts",
   "tests/ocr/reading-order.test.ts",
+  "tests/ocr/review-rule.test.ts",
   "tests/ocr/second-reading.test.ts",
   "tests/ocr/text-size.test.ts",
   "tests/ocr/tiff.test.ts",

@@ -4,7 +4,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { getEnv } from "../lib/env";
 import { extractDocument } from "../lib/ocr";
-import { REVIEW_BELOW, toPublicDocument } from "../lib/ocr/model/document";
+import { DISPUTED_SURE, REVIEW_BELOW, REVIEW_BELOW_PADDLE, toPublicDocument } from "../lib/ocr/model/document";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import { findCorpusFiles } from "./corpus";
 import { benchModelDir } from "./model-dir";
@@ -211,7 +211,8 @@ export async function reviewMain(argv: string[], defaultCorpus: string): Promise
     );
   }
   console.log(
-    `\nreview as in force (confidence < ${REVIEW_BELOW}, or another reading): ${inForce.marked} marked of ` +
+    `\nreview as in force (confidence < ${REVIEW_BELOW}, ${REVIEW_BELOW_PADDLE} on PaddleOCR's pages; or another reading, ` +
+      `unless read at ${DISPUTED_SURE}+ and agreed on the word's ends): ${inForce.marked} marked of ` +
       `${all.length} words, ${inForce.wrong} wrong; precision ${f(inForce.precision)}, recall ${f(inForce.recall)}`,
   );
   console.log("\ncut-off  marked  precision  recall");

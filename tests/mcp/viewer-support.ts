@@ -41,6 +41,7 @@ export const viewerPageSchema = z.looseObject({
   content: z
     .looseObject({
       number: z.number(),
+      engine: z.enum(["tesseract", "paddle"]).optional(),
       blocks: z.array(z.looseObject({ lines: z.array(z.looseObject({ words: z.array(wordSchema) })) })),
     })
     .optional(),

@@ -27,20 +27,34 @@ const ocrWordSchema = z.object({
 export type OcrWord = z.infer<typeof ocrWordSchema>;
 
 /**
- * Words read with a confidence under this need a second look (`review`). Calibrated on corpus-dev (`npm run bench --
- * --review`, docs/decisions.md#review-marking): at 80, 52% of the words marked are wrong and 36% of the wrong words
- * are marked; a higher cut-off marks more wrong words but mostly right ones (90: precision 0.43, recall 0.53).
+ * Words read with a confidence under this need a second look (`review`) on a page Tesseract read. PaddleOCR's
+ * confidences run higher (on corpus-dev, of its words read at 80–90 a third were wrong; of Tesseract's, one in six), so its own bar is
+ * higher: `REVIEW_BELOW_PADDLE`. Calibrated on corpus-dev (`npm run bench -- --review`, docs/decisions.md#review-marking).
  */
-export const REVIEW_BELOW = 80;
+export const REVIEW_BELOW = 75;
+export const REVIEW_BELOW_PADDLE = 88;
+/** A word the other reader read differently needs a look unless its reader was this sure of it. */
+export const DISPUTED_SURE = 99;
 
-/** Whether a recognized word needs a second look: low confidence, or another reading of it (`alternative`). */
-export function needsReview(word: Pick<OcrWord, "confidence" | "alternative" | "text">): boolean {
-  if (word.alternative !== undefined && word.alternative !== word.text) return true;
-  return word.confidence < REVIEW_BELOW && /[\p{L}\p{N}]/u.test(word.text);
+/**
+ * Whether a recognized word needs a second look: a low confidence for its reader, or another reading of it
+ * (`alternative`) — always when the two readers disagree on where the word ends (the other reading holds it with more,
+ * or has a space in it), otherwise unless the kept reading was near certain.
+ */
+export function needsReview(
+  word: Pick<OcrWord, "confidence" | "alternative" | "text">,
+  engine: OcrEngine | undefined = "tesseract",
+): boolean {
+  const { alternative, text, confidence } = word;
+  if (alternative !== undefined && alternative !== text) {
+    const bounds = alternative.includes(" ") || alternative.toLowerCase().includes(text.toLowerCase());
+    if (bounds || confidence < DISPUTED_SURE) return true;
+  }
+  return confidence < (engine === "paddle" ? REVIEW_BELOW_PADDLE : REVIEW_BELOW) && /[\p{L}\p{N}]/u.test(text);
 }
 
 /** A page's words marked for review (`review: true`); text-layer pages are the PDF's own text, never marked. */
-export function markReview<P extends Pick<OcrPage, "source" | "blocks">>(page: P): P {
+export function markReview<P extends Pick<OcrPage, "source" | "blocks" | "engine">>(page: P): P {
   if (page.source !== "ocr") return page;
   return {
     ...page,
@@ -50,7 +64,7 @@ export function markReview<P extends Pick<OcrPage, "source" | "blocks">>(page: P
         ...line,
         words: line.words.map((word) => {
           const { review: _review, ...rest } = word;
-          return needsReview(rest) ? { ...rest, review: true as const } : rest;
+          return needsReview(rest, page.engine) ? { ...rest, review: true as const } : rest;
         }),
       })),
     })),
