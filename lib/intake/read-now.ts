@@ -2,7 +2,7 @@ import { ApiError } from "@/lib/api/errors";
 import type { InputSource, OcrResponse } from "@/lib/api/schemas";
 import { openInlineJob, type JobSettings } from "@/lib/jobs";
 import { documentConfidence, render, renderSearchablePdf, type OpenedDocument } from "@/lib/ocr";
-import { MAX_SYNC_PDF_BYTES, type ExtractedDocument } from "@/lib/ocr/model";
+import { MAX_SYNC_PDF_BYTES, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr/model";
 import { ScopeEnded, throwIfEnded, type RequestScope } from "@/lib/request-scope";
 import type { Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -21,6 +21,8 @@ export interface ProcessDocumentResult {
   creditsRemaining: number;
   /** The job it was read as (lib/jobs/inline.ts): its pages stay readable as the job's results. */
   jobId: string;
+  /** The pages read (their words: MCP tells the model which need a second look). */
+  pages: ExtractedPage[];
 }
 
 /** A caller that may cancel a read from elsewhere (MCP's `notifications/cancelled`, a closed stream): a job cancel. */
@@ -111,7 +113,7 @@ export async function readNow(store: Store, input: ReadNowInput): Promise<Proces
   const creditsRemaining = await job.finish(extracted.pages, document.language);
   if (creditsRemaining === null) throw new ScopeEnded("cancelled");
   response.processingTime = Math.max(0, Math.round(Date.now() - input.receivedAt));
-  return { response, creditsRemaining, jobId: job.id };
+  return { response, creditsRemaining, jobId: job.id, pages: extracted.pages };
 }
 
 /** The answer's `extractedText`: a text format, or the searchable PDF as base64 when it fits an answer (else `413`). */

@@ -2,7 +2,9 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import type { ApiError } from "@/lib/api/errors";
 import type { ProcessDocumentResult } from "@/lib/intake";
+import { publicPage } from "@/lib/jobs";
 import { encodeAnswerCursor } from "./extraction-slices";
+import { REVIEW_PAGES, describeReview, reviewSummary } from "./review";
 import {
   DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
@@ -50,8 +52,15 @@ export function answerWithin(result: ProcessDocumentResult, input: ExtractTextIn
   const { response } = result;
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
   const format = input.output_format ?? "text";
+  // What needs a second look, when the pages' words have any (issue 42): after the text, and in `review`.
+  const summary = reviewSummary(result.pages.slice(0, REVIEW_PAGES).map(publicPage));
+  const review = summary.spans > 0 ? summary : undefined;
+  const reviewText = review && { type: "text" as const, text: describeReview(review).join("\n") };
   if (format === "pdf" || response.extractedText.length <= maxChars) {
-    return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
+    return {
+      content: [{ type: "text", text: response.extractedText }, ...(reviewText ? [reviewText] : [])],
+      structuredContent: { ...response, ...(review && { review }) } satisfies ExtractTextOutput,
+    };
   }
   const nextCursor = encodeAnswerCursor(result.jobId, maxChars);
   const first = response.extractedText.slice(0, maxChars);
@@ -59,12 +68,9 @@ export function answerWithin(result: ProcessDocumentResult, input: ExtractTextIn
     `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
     `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
     "and so on while the answer has a nextCursor.]";
-  const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor };
+  const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor, ...(review && { review }) };
   return {
-    content: [
-      { type: "text", text: first },
-      { type: "text", text: note },
-    ],
+    content: [{ type: "text", text: first }, { type: "text", text: note }, ...(reviewText ? [reviewText] : [])],
     structuredContent: structured,
   };
 }
