@@ -129,7 +129,9 @@ export function requestBody(req: Request, options: ReadBodyOptions): RequestBody
       kind,
       options.env,
     ));
-  return { kind, bytes, json: () => parseJsonBody(contentType, bytes) };
+  // Parsed once: a route may look at it before its handler (lib/mcp/route.ts decides its rate limit from it).
+  let parsed: Promise<unknown> | undefined;
+  return { kind, bytes, json: () => (parsed ??= parseJsonBody(contentType, bytes)) };
 }
 
 /**

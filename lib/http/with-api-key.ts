@@ -32,7 +32,7 @@ import type { Store } from "@/lib/store";
 import type { Settings } from "@/lib/settings";
 import { missingKeyMessage, readCredential, type CredentialCarrier } from "./api-key";
 import { afterResponse } from "./after";
-import { fingerprintParts, requestBody } from "./body";
+import { fingerprintParts, requestBody, type RequestBody } from "./body";
 import type { ApiContext, Report } from "./context";
 import { newRequestId } from "./request-id";
 import { errorAnswer, finishResponse, withHeaders, type AnswerFacts } from "./respond";
@@ -59,10 +59,14 @@ interface WithApiKeyOptions {
   protectedResource?: boolean;
   /**
    * Which per-key limit the route counts against: `requests` (default, `RATE_LIMIT_PER_MINUTE`) or `reads` (reads
-   * about jobs, ten times as many: `settings.keys.readsPerMinute`; polling does not use up what a key may submit).
+   * about jobs, ten times as many: `settings.keys.readsPerMinute`; polling does not use up what a key may submit) —
+   * or a function deciding it from the request and its body once the key is authenticated (MCP: a POST that only
+   * reads about jobs), before the limit is counted.
    */
-  limit?: "requests" | "reads";
+  limit?: RateLimitKind | ((req: Request, body: RequestBody) => Promise<RateLimitKind>);
 }
+
+type RateLimitKind = "requests" | "reads";
 
 /** Response headers kept with an idempotent response and replayed with it (per-request ones are set fresh). */
 const STORED_HEADERS = ["content-type", "x-credits-remaining", "location", "preference-applied"] as const;
@@ -137,7 +141,8 @@ async function serve(
     maybeSweepReservations(store, afterResponse);
     const account = await authenticate(store, env, settings, req, credential, options.protectedResource === true);
     keyId = account.keyId;
-    const kind = options.limit ?? "requests";
+    const body = requestBody(req, { env });
+    const kind = typeof options.limit === "function" ? await options.limit(req, body) : (options.limit ?? "requests");
     // An API key's own bucket; all the account's connected apps share one (lib/keys rateLimitSubject).
     const subject = rateLimitSubject(account);
     await limitRate(store, env, settings, subject, headers, kind);
@@ -159,7 +164,7 @@ async function serve(
       settings,
       store,
       account,
-      body: requestBody(req, { env }),
+      body,
       report,
       countRequests,
     };
@@ -204,7 +209,7 @@ async function limitRate(
   settings: Settings,
   subject: string,
   headers: Record<string, string>,
-  kind: "requests" | "reads",
+  kind: RateLimitKind,
 ): Promise<void> {
   const limit =
     kind === "reads"

@@ -15,7 +15,7 @@ export {
 } from "./intake";
 export {
   readNow,
-  type OpenCharge,
+  type InlineWatch,
   type ProcessAccount,
   type ProcessDocumentResult,
   type ReadNowInput,

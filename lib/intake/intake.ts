@@ -6,7 +6,7 @@ import { configuredAllowList, type ResolveHost } from "@/lib/input";
 import { fromEngineError, getWorkQueue, queueJob, requireWorkQueue, workerName, type JobView } from "@/lib/jobs";
 import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
 import { acquireInFlight } from "./in-flight";
-import { readNow, type ProcessAccount, type ProcessDocumentResult } from "./read-now";
+import { readNow, type InlineWatch, type ProcessAccount, type ProcessDocumentResult } from "./read-now";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
 import type { Settings } from "@/lib/settings";
 import type { OutputFormat } from "@/lib/vocabulary";
@@ -52,8 +52,8 @@ export interface IntakeInput {
   serverHost?: string;
   /** The origin the request came to (`https://host`): a job's webhook links are absolute with it. */
   origin?: string;
-  /** Leave a read's charge open for the caller (`ProcessDocumentResult.charge`): the MCP SSE relay. */
-  deferSettlement?: boolean;
+  /** Watch a read's job, so that a cancel of the job stops the read (MCP: `notifications/cancelled`). */
+  watch?: InlineWatch;
 }
 
 /** What became of the document: read now (the answer), or a job (its view). */
@@ -208,7 +208,7 @@ async function takeIn(
     scope,
     settings,
     name: workerName(settings),
-    deferSettlement: input.deferSettlement,
+    watch: input.watch,
   });
   return { kind: "read", result };
 }

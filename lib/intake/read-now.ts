@@ -2,8 +2,8 @@ import { ApiError } from "@/lib/api/errors";
 import type { InputSource, OcrResponse } from "@/lib/api/schemas";
 import { openInlineJob, type JobSettings } from "@/lib/jobs";
 import { documentConfidence, render, renderSearchablePdf, type OpenedDocument } from "@/lib/ocr";
-import { MAX_SYNC_PDF_BYTES, type ExtractedDocument } from "@/lib/ocr/model";
-import { throwIfEnded, type RequestScope } from "@/lib/request-scope";
+import { MAX_SYNC_PDF_BYTES, type ExtractedDocument, type ExtractedPage } from "@/lib/ocr/model";
+import { ScopeEnded, throwIfEnded, type RequestScope } from "@/lib/request-scope";
 import type { Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
 
@@ -14,27 +14,26 @@ export interface ProcessAccount {
   keyId?: string;
 }
 
-/**
- * The charge of a successful request whose settlement was deferred (`deferSettlement`): its job, read and not yet
- * ended. Call one of the two, once. Neither throws: a store failure is logged, and the reservation then stays open
- * until the reservation sweep gives it back, so in doubt the client is not charged.
- */
-export interface OpenCharge {
-  /** Pages the answer charges (its `creditsUsed`). */
-  pages: number;
-  /** The answer was delivered: its pages are stored (one credit each) and its job ends. Resolves to the balance after. */
-  settle(): Promise<number>;
-  /** The answer could not be delivered: its job fails, every credit reserved comes back (a `refund` ledger entry with the request id). */
-  refund(): Promise<void>;
-}
-
 export interface ProcessDocumentResult {
   /** The 200 body (`ocrResponseSchema`). */
   response: OcrResponse;
-  /** Balance after this request: REST sends it as `x-credits-remaining`. With `deferSettlement`, before settling. */
+  /** Balance after this request: REST sends it as `x-credits-remaining`. */
   creditsRemaining: number;
-  /** With `deferSettlement`: the charge, still to be settled or refunded. */
-  charge?: OpenCharge;
+  /** The job it was read as (lib/jobs/inline.ts): its pages stay readable as the job's results. */
+  jobId: string;
+  /** The pages read (their words: MCP tells the model which need a second look). */
+  pages: ExtractedPage[];
+}
+
+/** A caller that may cancel a read from elsewhere (MCP's `notifications/cancelled`, a closed stream): a job cancel. */
+export interface InlineWatch {
+  /**
+   * The read's job was created (awaited before the read: a cancel may name it from then on). Cancelling it
+   * (`cancelJob`) stops the read, and nothing is charged. Should not throw.
+   */
+  opened(jobId: string): Promise<void>;
+  /** How often the read looks at its job while it runs. */
+  pollMs: number;
 }
 
 /** A document the intake opened (lib/intake) and decided to read now. */
@@ -54,12 +53,8 @@ export interface ReadNowInput {
   name: string;
   /** The request's scope (lib/request-scope.ts): its signal stops the reading, its deadline ends the reservation. */
   scope: RequestScope;
-  /**
-   * Leave the charge open, for the caller to keep or give back once it knows whether the answer reached the client
-   * (`ProcessDocumentResult.charge`). Default false: settled here. The MCP SSE relay defers: its answer travels on a
-   * stream that may be gone by the time the work is done.
-   */
-  deferSettlement?: boolean;
+  /** Watch the read's job, so that a cancel of it stops the read (MCP). Unset: no looks (REST). */
+  watch?: InlineWatch;
 }
 
 /**
@@ -84,10 +79,14 @@ export async function readNow(store: Store, input: ReadNowInput): Promise<Proces
     settings: input.settings,
     name: input.name,
   });
+  await input.watch?.opened(job.id);
+  const watched = input.watch ? job.watch(input.watch.pollMs) : undefined;
+  const signal = watched ? AbortSignal.any([scope.signal, watched.signal]) : scope.signal;
   let response: OcrResponse;
   let extracted: ExtractedDocument;
   try {
-    extracted = await document.extract({ deadline: scope.deadline, signal: scope.signal });
+    extracted = await document.extract({ deadline: scope.deadline, signal });
+    if (watched?.signal.aborted) throw new ScopeEnded("cancelled");
     throwIfEnded(scope.signal);
     response = {
       success: true,
@@ -103,25 +102,18 @@ export async function readNow(store: Store, input: ReadNowInput): Promise<Proces
   } catch (error) {
     // Nothing is charged for a failed request (timeouts and cancellations included).
     await job.fail(error);
-    throw error;
+    throw watched?.signal.aborted ? new ScopeEnded("cancelled") : error;
+  } finally {
+    watched?.stop();
   }
 
   // The work is done and paid for by the reservation; finishing stores the pages (each one credit) and ends the job.
-  // If the store fails here the answer still stands, and the sweeper refunds the reservation at the deadline.
-  const settle = () => job.finish(extracted.pages, document.language);
-  const elapsed = () => Math.max(0, Math.round(Date.now() - input.receivedAt));
-  if (input.deferSettlement === true) {
-    response.processingTime = elapsed();
-    const undelivered = () => job.fail(new ApiError("timeout", "The answer could not be delivered: its stream closed"));
-    return {
-      response,
-      creditsRemaining: job.balance,
-      charge: { pages: response.creditsUsed, settle, refund: undelivered },
-    };
-  }
-  const creditsRemaining = await settle();
-  response.processingTime = elapsed();
-  return { response, creditsRemaining };
+  // If the store fails here the answer still stands, and the sweeper refunds the reservation at the deadline. A job
+  // cancelled meanwhile stores nothing: its answer is not wanted, and nothing is charged.
+  const creditsRemaining = await job.finish(extracted.pages, document.language);
+  if (creditsRemaining === null) throw new ScopeEnded("cancelled");
+  response.processingTime = Math.max(0, Math.round(Date.now() - input.receivedAt));
+  return { response, creditsRemaining, jobId: job.id, pages: extracted.pages };
 }
 
 /** The answer's `extractedText`: a text format, or the searchable PDF as base64 when it fits an answer (else `413`). */

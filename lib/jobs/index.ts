@@ -36,4 +36,5 @@ export {
   VIEW_IMAGE_WIDTH,
   type JobPageView,
   type ViewPageStatus,
+  publicPage,
 } from "./page-view";

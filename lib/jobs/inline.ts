@@ -22,11 +22,16 @@ export interface InlineJob {
   /** The balance after the reservation (what `x-credits-remaining` says once it is finished). */
   balance: number;
   /**
-   * Store the pages read (one credit each) and end the job; resolves to the balance after. Nothing is thrown: a
-   * store failure is logged, and the reservation then stays open until the sweeper refunds it (in doubt, the client
-   * is not charged).
+   * Store the pages read (one credit each) and end the job; resolves to the balance after, or null when the job was
+   * no longer active (cancelled meanwhile: nothing stored, nothing charged). Nothing is thrown: a store failure is
+   * logged, and the reservation then stays open until the sweeper refunds it (in doubt, the client is not charged).
    */
-  finish(pages: ExtractedPage[], language: LanguageChoice): Promise<number>;
+  finish(pages: ExtractedPage[], language: LanguageChoice): Promise<number | null>;
+  /**
+   * Look at the job every `pollMs` while it is read: once it is no longer active (a cancel: `cancelJob`, from any
+   * instance), the returned signal aborts. `stop()` ends the looks.
+   */
+  watch(pollMs: number): { signal: AbortSignal; stop(): void };
   /** End the job with everything refunded, `error` its reason. Never throws (as `finish`). */
   fail(error: unknown): Promise<void>;
 }
@@ -101,13 +106,30 @@ export async function openInlineJob(store: Store, input: InlineJobInput): Promis
         payload: encodePage({ page, language, readBy: input.name, ms: 0 }),
       }));
       try {
-        const { ended } = await store.jobs.storeAndEnd(jobId, owner, payloads, end("finish"));
+        const { outcome, ended } = await store.jobs.storeAndEnd(jobId, owner, payloads, end("finish"));
+        // Cancelled before its pages were stored: the cancel refunded the reservation, nothing was charged.
+        if (outcome.inactive && outcome.stored === 0 && pages.length > 0) return null;
         return balance + (ended?.refunded ?? 0);
       } catch (error) {
         const settling = `settling ${pages.length}/${job.pagesTotal} credits failed (${errorLabel(error, apiCode)})`;
         console.error(`[${requestId}] ${settling}: ${jobId} keeps its reservation until the sweep refunds it`);
         return balance;
       }
+    },
+    watch(pollMs) {
+      const cancelled = new AbortController();
+      const timer = setInterval(() => {
+        store.jobs.getJob(jobId).then(
+          (record) => {
+            if (record !== null && record.status !== "queued" && record.status !== "running")
+              cancelled.abort(new Error(`Job ${jobId} is ${record.status}`));
+          },
+          () => undefined, // a failed look is retried at the next tick
+        );
+      }, pollMs);
+      const stop = () => clearInterval(timer);
+      cancelled.signal.addEventListener("abort", stop);
+      return { signal: cancelled.signal, stop };
     },
     async fail(error) {
       try {

@@ -119,7 +119,8 @@ export async function readJobPageImage(
   }
 }
 
-function publicPage({
+/** A page as the json format and the viewer show it: its words marked `review` where they need a second look. */
+export function publicPage({
   lineStyles: _lineStyles,
   trace: _trace,
   rotation = 0,

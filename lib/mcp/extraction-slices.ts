@@ -1,54 +1,56 @@
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { ApiError } from "@/lib/api/errors";
+import { ApiError, isApiError } from "@/lib/api/errors";
 import { findJob, readJobResult, toJobView, type JobResultPart, type JobView } from "@/lib/jobs";
 import type { Env } from "@/lib/env";
 import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/model";
 import type { Store } from "@/lib/store";
-import { outputFormats, type TextFormat } from "@/lib/vocabulary";
-import { keepRecord, readRecord } from "./kept";
+import type { TextFormat } from "@/lib/vocabulary";
 import { DEFAULT_SLICE_CHARS, isJobActive, type GetExtractionInput, type GetExtractionOutput } from "./jobs";
 
 /*
  * The text `get_extraction` hands out in slices an agent's context can take, and the opaque cursor that says where the
  * next slice starts. Two sources: a job's pages (read from its results in the store, in page order, stopping at a page
- * not read yet so a running job can be read as it comes), and a kept answer — the whole text of a synchronous
- * `extract_text` answer longer than its `max_chars`, kept as a small expiring record (./kept.ts) that the cursor names.
+ * not read yet so a running job can be read as it comes), and a synchronous answer's rest — the whole text of the job an
+ * `extract_text` answer longer than its `max_chars` was read as, from the characters it delivered.
  * Also the first part of a finished job's text, which `tasks/result` answers with.
  */
 
 /**
  * Where `get_extraction` goes on. A job's: the job, the pages still to deliver, how much of the first of them was
- * delivered. A kept answer's (the rest of a synchronous `extract_text` answer past `max_chars`): its record and the
- * characters delivered. Version 1 (a job's, without the job: `job_id` names it) is still read.
+ * delivered. A synchronous answer's (the rest of an `extract_text` answer past `max_chars`): its job and the characters
+ * delivered. Version 1 (a job's, without the job: `job_id` names it) is still read.
  */
 const cursorSchema = z.union([
   z.strictObject({ v: z.literal(1), p: z.string().max(256), o: z.number().int().min(0) }),
   z.strictObject({ v: z.literal(2), j: z.string().max(100), p: z.string().max(256), o: z.number().int().min(0) }),
-  z.strictObject({ v: z.literal(2), t: z.string().max(100), o: z.number().int().min(0) }),
+  z.strictObject({ v: z.literal(3), a: z.string().max(100), o: z.number().int().min(0) }),
 ]);
-type Cursor = { job?: string; pages: string; offset: number } | { text: string; offset: number };
+type Cursor = { job?: string; pages: string; offset: number } | { answer: string; offset: number };
 
 function encodeCursor(jobId: string, pages: readonly number[], offset: number): string | null {
   if (pages.length === 0) return null;
   return Buffer.from(JSON.stringify({ v: 2, j: jobId, p: formatPageRanges(pages), o: offset })).toString("base64url");
 }
 
-function encodeTextCursor(textId: string, offset: number): string {
-  return Buffer.from(JSON.stringify({ v: 2, t: textId, o: offset })).toString("base64url");
+/** The cursor of a synchronous answer's rest: its job, and the characters of the job's whole text delivered. */
+export function encodeAnswerCursor(jobId: string, offset: number): string {
+  return Buffer.from(JSON.stringify({ v: 3, a: jobId, o: offset })).toString("base64url");
 }
 
 function decodeCursor(cursor: string): Cursor {
   try {
     const parsed = cursorSchema.parse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
-    if ("t" in parsed) return { text: parsed.t, offset: parsed.o };
+    if ("a" in parsed) return { answer: parsed.a, offset: parsed.o };
     return { ...("j" in parsed && { job: parsed.j }), pages: parsed.p, offset: parsed.o };
   } catch {
     throw badCursor();
   }
 }
 
-/** The job a `nextCursor` continues (the viewer opens it), or undefined for a kept answer's cursor or one without its job. */
+/**
+ * The job a `nextCursor` continues (the viewer opens it), or undefined for a synchronous answer's cursor (its job keeps
+ * no file to show) or one without its job.
+ */
 export function cursorJobId(cursor: string): string | undefined {
   const decoded = decodeCursor(cursor);
   return "job" in decoded ? decoded.job : undefined;
@@ -61,80 +63,43 @@ function badCursor(): ApiError {
   );
 }
 
-/** The kind of kept record (./kept.ts) that holds an `extract_text` answer longer than its `max_chars`. */
-const KEPT_TEXT = "answer-text";
-
-const keptTextSchema = z.strictObject({
-  format: z.enum(outputFormats).exclude(["pdf"]),
-  text: z.string(),
-  pageCount: z.number().int().min(1),
-  creditsUsed: z.number().int().min(0),
-});
-type KeptText = z.infer<typeof keptTextSchema>;
-
 /**
- * Keep the whole text of a synchronous `extract_text` answer whose text is longer than its `max_chars`, for as long as
- * a job's results are kept, and return the cursor of what comes after the first `delivered` characters; null when the
- * account's kept bytes are at their cap (nothing kept).
+ * The next slice of a synchronous answer's text: the whole text of its job (read in the call, its pages stored as any
+ * job's), from `offset`. Another account's or an expired job is `gone`, as before its results were a job's.
  */
-export async function keepAnswerText(
+async function readAnswerSlice(
   store: Store,
+  env: Env,
   userId: string,
-  kept: KeptText,
-  delivered: number,
-  ttlMs: number,
-  /** The account's cap on what it keeps (job files, renderings, kept answers): `jobSettings().maxAccountBytes`. */
-  maxAccountBytes: number,
-): Promise<string | null> {
-  const textId = `txt_${randomBytes(16).toString("base64url")}`;
-  const value = JSON.stringify(kept);
-  // Counted against the account's cap with its job files and kept answers: past it, the rest is not kept (null).
-  const counted = await store.jobs.keepBytes(userId, {
-    name: `t:${textId}`,
-    bytes: Buffer.byteLength(value),
-    ttlMs,
-    maxAccountBytes,
-  });
-  if (!counted.ok) return null;
-  if (!(await keepRecord(store, KEPT_TEXT, userId, textId, value, ttlMs))) {
-    throw new ApiError("internal_error", "The rest of the answer could not be kept", {
-      cause: new Error(`duplicate text id ${textId}`),
-    });
-  }
-  return encodeTextCursor(textId, delivered);
-}
-
-/** The next slice of a kept answer's text. Another account's or an expired record is `gone`, as an expired job's results. */
-async function readKeptSlice(
-  store: Store,
-  userId: string,
-  textId: string,
+  jobId: string,
   offset: number,
   maxChars: number,
 ): Promise<GetExtractionOutput> {
-  const raw = await readRecord(store, KEPT_TEXT, userId, textId);
-  if (raw === null) {
+  const record = await findJob(store, env, userId, jobId).catch((error: unknown) => {
+    if (!isApiError(error) || (error.code !== "not_found" && error.code !== "gone")) throw error;
     throw new ApiError(
       "gone",
       "The rest of this answer is no longer kept (it is kept as long as a job's results): call extract_text again",
     );
-  }
-  const kept = keptTextSchema.parse(JSON.parse(raw));
-  if (offset > kept.text.length) throw badCursor();
-  const end = Math.min(kept.text.length, offset + maxChars);
+  });
+  const view = toJobView(record);
+  const { part } = await readJobText(store, env, userId, view);
+  const text = part.extractedText;
+  if (offset > text.length) throw badCursor();
+  const end = Math.min(text.length, offset + maxChars);
   return {
     jobId: null,
-    status: "succeeded",
-    format: kept.format,
-    pagesTotal: kept.pageCount,
-    pagesDone: kept.pageCount,
+    status: view.status,
+    format: textFormatOf(view),
+    pagesTotal: view.pagesTotal,
+    pagesDone: view.pagesDone,
     pagesFailed: 0,
     pages: "",
     offset,
-    text: kept.text.slice(offset, end),
+    text: text.slice(offset, end),
     failedPages: [],
-    nextCursor: end < kept.text.length ? encodeTextCursor(textId, end) : null,
-    creditsUsed: kept.creditsUsed,
+    nextCursor: end < text.length ? encodeAnswerCursor(jobId, end) : null,
+    creditsUsed: view.creditsUsed,
   };
 }
 
@@ -187,8 +152,8 @@ export async function readExtractionSlice(
 ): Promise<GetExtractionOutput> {
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
   const cursor = input.cursor !== undefined ? decodeCursor(input.cursor) : undefined;
-  if (cursor !== undefined && "text" in cursor)
-    return readKeptSlice(store, userId, cursor.text, cursor.offset, maxChars);
+  if (cursor !== undefined && "answer" in cursor)
+    return readAnswerSlice(store, env, userId, cursor.answer, cursor.offset, maxChars);
   if (cursor?.job !== undefined && input.job_id !== undefined && cursor.job !== input.job_id) {
     throw new ApiError(
       "invalid_request",

@@ -6,6 +6,7 @@ import { getJobView, type JobView } from "@/lib/jobs";
 import type { Env } from "@/lib/env";
 import type { Store } from "@/lib/store";
 import { outputFormats } from "@/lib/vocabulary";
+import { reviewSchema } from "./review";
 
 /*
  * MCP over the asynchronous jobs (lib/jobs): a long document's `extract_text`, the 2025-11-25 tasks (`tasks/get`,
@@ -52,6 +53,11 @@ export const extractTextOutputSchema = ocrResponseSchema.extend({
     .optional()
     .describe(
       `Present when the text read within the call is longer than max_chars: pass it to ${GET_EXTRACTION} as \`cursor\` for the rest.`,
+    ),
+  review: reviewSchema
+    .optional()
+    .describe(
+      "Present when words of the pages read within the call need a second look: how many spans, and where the first are.",
     ),
 });
 export type ExtractTextOutput = z.infer<typeof extractTextOutputSchema>;

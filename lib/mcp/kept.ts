@@ -2,9 +2,9 @@ import { createHash, randomBytes } from "node:crypto";
 import type { Store } from "@/lib/store";
 
 /*
- * Small write-once records that MCP calls leave for later calls, kept in the store with an expiry: the job a keyed
- * `tools/call` started (so that its retry finds it), and the text of a synchronous answer beyond `max_chars` (so that
- * `get_extraction` can continue it). They ride on the idempotency port's claim/complete (a record that, once written,
+ * Small records that MCP calls leave for later calls, kept in the store with an expiry: the job a keyed `tools/call`
+ * started (so that its retry finds it), and the job a running call reads (held while it runs, so that its client's
+ * `notifications/cancelled` finds it: ./running-calls.ts). They ride on the idempotency port's claim/complete (a record that, once written,
  * is neither overwritten nor extended, and expires by itself) under scopes of their own: `mcp:<kind>:<account>:<hash>`,
  * which no `Idempotency-Key` scope can be (those are `<account>:<hash>`). docs/decisions.md, "MCP: a keyed call's job".
  */

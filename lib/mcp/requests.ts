@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors";
-import { isFinalOutcome, type ApiContext } from "@/lib/http";
+import { isFinalOutcome, type ApiContext, type RequestBody } from "@/lib/http";
 import { rateLimitHeaders } from "@/lib/keys";
 import { SCOPES, bearerChallenge, serviceOrigin, type Scope } from "@/lib/oauth";
 import type { ProcessDocumentResult } from "@/lib/intake";
@@ -48,38 +48,20 @@ export function withEditedHeaders(req: Request, edit: (headers: Headers) => void
   return new Request(req.url, init);
 }
 
-/** The most bytes of a POST body looked at to tell a read about jobs: those messages are small. */
-const PEEK_BYTES = 16_384;
+/** The most bytes of a POST body read to tell a read about jobs before its limit is counted: those messages are small. */
+const READ_BYTES = 16_384;
 
 /**
- * Whether a POST only reads about jobs (`readsJobsOnly`), from a copy of its body, before the key's limit is counted.
- * Only a small body is looked at (a large one is counted as a request without being read here); the body itself is
- * read and checked by `withApiKey` as for any POST.
+ * The per-key limit a POST counts against, decided once its key is authenticated: `reads` when it only reads about
+ * jobs (`readsJobsOnly`), else `requests`. A body declared larger than a read about jobs is a request without being
+ * read here; an unreadable one is a request too (its handler answers the error).
  */
-export async function peekReadsJobsOnly(req: Request): Promise<boolean> {
-  const length = Number(req.headers.get("content-length") ?? "0");
-  if (req.body === null || length > PEEK_BYTES) return false;
-  const reader = req.clone().body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+export async function limitOfPost(req: Request, body: RequestBody): Promise<"requests" | "reads"> {
+  if (body.kind !== "json" || Number(req.headers.get("content-length") ?? "0") > READ_BYTES) return "requests";
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > PEEK_BYTES) return false;
-      chunks.push(value);
-    }
+    return readsJobsOnly(await body.json()) ? "reads" : "requests";
   } catch {
-    return false;
-  } finally {
-    // Not awaited: cancelling one branch of a tee settles only once the other branch (the request's) is done too.
-    void reader.cancel().catch(() => undefined);
-  }
-  try {
-    return readsJobsOnly(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-  } catch {
-    return false;
+    return "requests";
   }
 }
 

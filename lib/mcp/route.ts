@@ -8,7 +8,7 @@ import {
   KEY_OPTIONS,
   checkScopes,
   countBatchCalls,
-  peekReadsJobsOnly,
+  limitOfPost,
   reportCharges,
   withEditedHeaders,
   type ToolCallSettings,
@@ -72,9 +72,9 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
       : sse.post(context, sessionId, settings(context.env), sessionKeys.get(context.req));
   };
   const instance = { settings: options.settings };
-  const postRequest = withApiKey(handlePost, KEY_OPTIONS).with(instance);
-  // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does.
-  const postRead = withApiKey(handlePost, { ...KEY_OPTIONS, limit: "reads" }).with(instance);
+  // Polling a task or paging through a job's text counts against the key's reads, as polling a job over REST does:
+  // decided from the body once the key is authenticated (`limitOfPost`).
+  const post = withApiKey(handlePost, { ...KEY_OPTIONS, limit: limitOfPost }).with(instance);
   /**
    * A legacy SSE session POST's `Idempotency-Key` is not `withApiKey`'s to replay: the POST's own answer is an empty
    * `202`, its messages go to a stream that a retry no longer has, and the SDK's retry of a call carries a new
@@ -130,12 +130,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
   return {
     GET: async (req) =>
       rebindingRefusal(req) ? rebound(req) : resumedTaskResult(req) !== null ? resumeTaskResult(req) : sse.GET(req),
-    POST: async (req) =>
-      rebindingRefusal(req)
-        ? rebound(req)
-        : (await peekReadsJobsOnly(req))
-          ? postRead(sessionPost(req))
-          : postRequest(sessionPost(req)),
+    POST: async (req) => (rebindingRefusal(req) ? rebound(req) : post(sessionPost(req))),
     OPTIONS: preflight(["GET", "POST"]),
     HEAD: notAllowed,
     PUT: notAllowed,

@@ -2,8 +2,9 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorCatalogue, type ErrorEntry } from "@/lib/api/error-catalogue";
 import type { ApiError } from "@/lib/api/errors";
 import type { ProcessDocumentResult } from "@/lib/intake";
-import type { Store } from "@/lib/store";
-import { keepAnswerText } from "./extraction-slices";
+import { publicPage } from "@/lib/jobs";
+import { encodeAnswerCursor } from "./extraction-slices";
+import { REVIEW_PAGES, describeReview, reviewSummary } from "./review";
 import {
   DEFAULT_SLICE_CHARS,
   GET_EXTRACTION,
@@ -16,8 +17,8 @@ import type { ExtractTextInput } from "./tool-definitions";
 /*
  * How the tools' outcomes are written as the `CallToolResult` the model reads, apart from a job's (./job-answers.ts):
  * a failure the model can act on (the catalogued error code first, then its hint), a synchronous `extract_text` answer
- * cut at `max_chars` with the rest kept and a cursor to it, and a `get_extraction` slice with the line that says where
- * the job (or the kept answer) stands and the exact call that goes on.
+ * cut at `max_chars` with a cursor to the rest of its job's text, and a `get_extraction` slice with the line that says where
+ * the job (or the answer) stands and the exact call that goes on.
  */
 
 /**
@@ -43,59 +44,38 @@ export function toolErrorResult(error: ApiError): CallToolResult {
 }
 
 /**
- * A synchronous answer within `max_chars`: a longer text is cut there, the whole of it kept under `userId` (as long as
- * a job's results) and the answer carries the cursor `get_extraction` continues from. A searchable PDF (`pdf`, base64
- * of a file) is answered whole.
+ * A synchronous answer within `max_chars`: a longer text is cut there, and the answer carries the cursor
+ * `get_extraction` continues from — the rest of its job's text (its pages were stored when it was charged). A
+ * searchable PDF (`pdf`, base64 of a file) is answered whole.
  */
-export async function answerWithin(
-  store: Store,
-  userId: string,
-  result: ProcessDocumentResult,
-  input: ExtractTextInput,
-  /**
-   * How long the rest is kept: as long as a job's results (`resultTtlMs`); and the account's cap on what it keeps
-   * (`maxAccountBytes`), which the rest counts against.
-   */
-  keep: { resultTtlMs: number; maxAccountBytes: number },
-): Promise<CallToolResult> {
+export function answerWithin(result: ProcessDocumentResult, input: ExtractTextInput): CallToolResult {
   const { response } = result;
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
   const format = input.output_format ?? "text";
+  // What needs a second look, when the pages' words have any (issue 42): after the text, and in `review`.
+  const summary = reviewSummary(result.pages.slice(0, REVIEW_PAGES).map(publicPage));
+  const review = summary.spans > 0 ? summary : undefined;
+  const reviewText = review && { type: "text" as const, text: describeReview(review).join("\n") };
   if (format === "pdf" || response.extractedText.length <= maxChars) {
-    return { content: [{ type: "text", text: response.extractedText }], structuredContent: response };
+    return {
+      content: [{ type: "text", text: response.extractedText }, ...(reviewText ? [reviewText] : [])],
+      structuredContent: { ...response, ...(review && { review }) } satisfies ExtractTextOutput,
+    };
   }
-  const kept = {
-    format,
-    text: response.extractedText,
-    pageCount: response.pageCount,
-    creditsUsed: response.creditsUsed,
-  };
-  const nextCursor = await keepAnswerText(store, userId, kept, maxChars, keep.resultTtlMs, keep.maxAccountBytes);
+  const nextCursor = encodeAnswerCursor(result.jobId, maxChars);
   const first = response.extractedText.slice(0, maxChars);
   const note =
-    nextCursor === null
-      ? `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters, ` +
-        "and the rest could not be kept: this account already keeps as much as it may (job files, results and " +
-        "answers, docs/api.md#limits). Ask again with a larger max_chars, or once its earlier jobs' results " +
-        "have expired.]"
-      : `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
-        `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
-        "and so on while the answer has a nextCursor.]";
-  const structured: ExtractTextOutput = {
-    ...response,
-    extractedText: first,
-    ...(nextCursor !== null && { nextCursor }),
-  };
+    `[The text goes on: this answer holds its first ${maxChars} of ${response.extractedText.length} characters. Call ` +
+    `${GET_EXTRACTION} with {"cursor": "${nextCursor}"} for the next ${maxChars} (free: the pages were charged once), ` +
+    "and so on while the answer has a nextCursor.]";
+  const structured: ExtractTextOutput = { ...response, extractedText: first, nextCursor, ...(review && { review }) };
   return {
-    content: [
-      { type: "text", text: first },
-      { type: "text", text: note },
-    ],
+    content: [{ type: "text", text: first }, { type: "text", text: note }, ...(reviewText ? [reviewText] : [])],
     structuredContent: structured,
   };
 }
 
-/** A `get_extraction` answer: the slice's text, then a line on where the job (or the kept answer) stands and how to go on. */
+/** A `get_extraction` answer: the slice's text, then a line on where the job (or the answer) stands and how to go on. */
 export function extractionResult(slice: GetExtractionOutput): CallToolResult {
   const content: CallToolResult["content"] = slice.text === "" ? [] : [{ type: "text", text: slice.text }];
   if (slice.jobId === null) {

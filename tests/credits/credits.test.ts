@@ -52,7 +52,9 @@ async function readJob(
     ({ number, text: `page ${number}`, confidence: 90, blocks: [] }) as unknown as ExtractedPage;
   return {
     ...job,
-    deliver: (n: number) => job.finish(selectedPages.slice(0, n).map(page), { langs: ["eng"], auto: false }),
+    // Null only for a job cancelled meanwhile (never here).
+    deliver: async (n: number) =>
+      (await job.finish(selectedPages.slice(0, n).map(page), { langs: ["eng"], auto: false })) ?? Number.NaN,
   };
 }
 

@@ -6,7 +6,6 @@ import { jobResultSchema } from "@/lib/api/schemas";
 import { claimIdempotencyKey, completeIdempotencyKey } from "@/lib/credits";
 import { getEnv } from "@/lib/env";
 import { encodePage } from "@/lib/jobs/payload";
-import { keepAnswerText } from "@/lib/mcp/extraction-slices";
 import { createMemoryStore, getStore } from "@/lib/store";
 import { createAccount, withStore, type TestAccount } from "../api/support";
 import { TEST_REDIS_URL } from "../support/redis";
@@ -16,7 +15,7 @@ import { TEST_REDIS_URL } from "../support/redis";
  * its job files. Kept result renderings — one per format and page subset a client asks for — used to be kept outside
  * it (60 reads of one job: 820 MB for 24 h, until Redis refused every tenant's writes). Now past the cap the account's
  * renderings that expire first are dropped (they can be made again), and a rendering that finds no room is answered
- * without being kept; kept MCP answer text and stored Idempotency-Key answers count too. Real Redis throughout.
+ * without being kept; stored Idempotency-Key answers count too (a long MCP answer's rest is its job's pages now). Real Redis throughout.
  */
 
 /** The account's cap here: twice MAX_JOB_URL_BYTES. */
@@ -218,19 +217,6 @@ describe("kept renderings count against the account's cap (issue 39 point 11)", 
 });
 
 describe("kept answers count against the account's cap (issue 39 point 11)", () => {
-  it("the rest of a long MCP answer is kept while there is room, then not (no cursor)", async () => {
-    const account = await createAccount(10);
-    const store = getStore();
-    const text = "y".repeat(60_000);
-    const kept = { format: "text" as const, text, pageCount: 1, creditsUsed: 1 };
-    expect(await keepAnswerText(store, account.userId, kept, 1_000, 600_000, CAP)).toEqual(expect.any(String));
-    expect(await keepAnswerText(store, account.userId, kept, 1_000, 600_000, CAP)).toEqual(expect.any(String));
-    expect(await keepAnswerText(store, account.userId, kept, 1_000, 600_000, CAP)).toEqual(expect.any(String));
-    // A fourth would pass the cap: not kept.
-    expect(await keepAnswerText(store, account.userId, kept, 1_000, 600_000, CAP)).toBeNull();
-    expect(await counted(account.userId)).toBeLessThanOrEqual(CAP);
-  });
-
   it("an Idempotency-Key answer past the cap is kept as a short 410 saying so: a retry is not run again", async () => {
     const account = await createAccount(10);
     const store = getStore();

@@ -67,9 +67,9 @@ function expectExtractTextTool(tools: ListedTool[]): void {
 
   const output = tool!.outputSchema as JsonSchema;
   expect(output.type).toBe("object");
-  // The REST 200 body, `job` when a job read the document, `nextCursor` when the text goes on (lib/mcp/jobs.ts).
+  // The REST 200 body, `job` when a job read the document, `nextCursor` when the text goes on, `review` when words need a second look (lib/mcp/jobs.ts).
   expect(Object.keys(output.properties!).sort()).toEqual(
-    [...Object.keys(ocrResponseSchema.shape), "job", "nextCursor"].sort(),
+    [...Object.keys(ocrResponseSchema.shape), "job", "nextCursor", "review"].sort(),
   );
 }
 

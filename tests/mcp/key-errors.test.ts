@@ -278,3 +278,35 @@ describe("mcp-remote", () => {
     }
   });
 });
+
+describe("the body waits for the key (issue 41 point 4)", () => {
+  it("a POST without credentials is answered 401 without its body being read, even one that never ends", async () => {
+    // A `tasks/get` (a read about a job, which counts against the reads limit) whose body never finishes: the limit
+    // is decided from the body after the key, so nothing of it is read before the 401 (a peek before the key read it,
+    // and waited here for ever).
+    let pulls = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(
+          new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":'),
+        );
+      },
+      pull() {
+        pulls += 1;
+        return new Promise<void>(() => undefined); // the rest never comes
+      },
+    });
+    const request = new Request(MCP_ENDPOINT, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    const answer = await Promise.race([
+      mcpRoute.POST(request),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+    ]);
+    expect(answer?.status).toBe(401);
+    expect(pulls).toBe(0);
+  });
+});

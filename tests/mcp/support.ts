@@ -10,6 +10,7 @@ import { expect } from "vitest";
 import { z } from "zod";
 import { ocrResponseSchema, type OcrResponse } from "@/lib/api/schemas";
 import type { McpRoute } from "@/lib/mcp";
+import { reviewSchema } from "@/lib/mcp/review";
 import { REQUEST_ID } from "../api/support";
 
 /**
@@ -217,13 +218,27 @@ export type ToolResult = z.infer<typeof toolResultSchema>;
 
 /**
  * A successful `extract_text` result: one text block equal to `extractedText`, and `structuredContent` that is
- * exactly a REST 200 body (the same zod schema, strict).
+ * exactly a REST 200 body (the same zod schema, strict) — and, when words need a second look, `review` and a second
+ * block that says so (issue 42).
  */
 export function expectExtracted(result: unknown): OcrResponse {
   const parsed = toolResultSchema.parse(result);
   expect(parsed.isError ?? false, JSON.stringify(parsed.content).slice(0, 300)).toBe(false);
-  const body = ocrResponseSchema.strict().parse(parsed.structuredContent);
-  expect(parsed.content).toEqual([{ type: "text", text: body.extractedText }]);
+  const { review, ...body } = ocrResponseSchema
+    .extend({ review: reviewSchema.optional() })
+    .strict()
+    .parse(parsed.structuredContent);
+  expect(parsed.content).toEqual([
+    { type: "text", text: body.extractedText },
+    ...(review
+      ? [
+          {
+            type: "text",
+            text: expect.stringMatching(new RegExp(`^${review.spans} span\\(s\\) \\(${review.words} word`)),
+          },
+        ]
+      : []),
+  ]);
   // The HTTP request's id; the second and later calls of a batch get `.2`, `.3`, … (each keys its own reservation).
   expect(body.requestId).toMatch(TOOL_REQUEST_ID);
   return body;

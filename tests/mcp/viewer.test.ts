@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JobRunner, resetWorkQueue } from "@/lib/jobs";
+import { extractTextOutputSchema } from "@/lib/mcp/jobs";
 import { createMcpRoute } from "@/lib/mcp";
 import { VIEWER_SCRIPT } from "@/lib/mcp/viewer/app-script";
 import { VIEWER_HTML } from "@/lib/mcp/viewer/html";
@@ -158,6 +159,40 @@ describe("the viewer", () => {
       await raw.close();
     }
   });
+
+  it("extract_text tells the model how many spans need a second look and where (issue 42), as show_extraction does", async () => {
+    const account = await createAccount(10);
+    const mcp = await client(account.key);
+    const answer = toolResultSchema.parse(
+      await mcp.callTool({
+        name: "extract_text",
+        arguments: { image_source: { type: "base64", data: Buffer.from(pdf).toString("base64") } },
+      }),
+    );
+    expect(answer.isError ?? false, JSON.stringify(answer.content).slice(0, 300)).toBe(false);
+    const body = extractTextOutputSchema.strict().parse(answer.structuredContent);
+    // Read in the call (not a job): the answer is its text, then the review.
+    expect(body.job).toBeUndefined();
+    expect(body.creditsUsed).toBe(3);
+    const review = body.review!;
+    expect(review.spans).toBeGreaterThan(0);
+    expect(review.words).toBeGreaterThanOrEqual(review.spans);
+    expect(review.pagesChecked).toBe(3);
+    // The poor print is on page 1: its spans come first, each placed on its page.
+    expect(review.first[0]!.page).toBe(1);
+    for (const span of review.first) expect(span.bbox.every((v) => v >= 0 && v <= 1)).toBe(true);
+    expect(answer.content).toHaveLength(2);
+    expect(answer.content[0]!.text).toBe(body.extractedText);
+    const told = answer.content[1]!.text!;
+    expect(told).toMatch(
+      new RegExp(
+        `^${review.spans} span\\(s\\) \\(${review.words} word\\(s\\)\\) on the 3 page\\(s\\) read need a second look`,
+      ),
+    );
+    expect(told).toMatch(
+      /- page 1: ".+" \(confidence \d+(, other reading ".+")?\) at \d+% from the top, \d+% from the left/,
+    );
+  }, 60_000);
 
   it("show_extraction reads a document as a job and the view's pages come free: words, review marks, a scaled image", async () => {
     const account = await createAccount(10);

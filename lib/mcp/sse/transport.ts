@@ -13,7 +13,6 @@ import {
 import type { Env } from "@/lib/env";
 import type { ApiKeyIdentity } from "@/lib/keys";
 import { authenticateAccessToken, isAccessToken, oauthUrls, serviceOrigin } from "@/lib/oauth";
-import type { OpenCharge } from "@/lib/intake";
 import type { Store } from "@/lib/store";
 import { mcpConfig, type SseTiming, type StreamCaps } from "../config";
 import {
@@ -349,8 +348,8 @@ async function runOnSession(
   let delivered: boolean | Error = false;
   let final = true;
   const jobs: string[] = [];
-  // Each call's charge stays open until its answer is known to be on the stream (see `closeCharges`).
-  const charges: OpenCharge[] = [];
+  // The jobs of the documents read in the calls (charged): an answer the stream cannot carry is still in its job.
+  const read: string[] = [];
   const reported = reportCharges(report);
   try {
     const server = buildServer(store, account, requestId, {
@@ -362,9 +361,9 @@ async function runOnSession(
       deadline: Math.min(receivedAt + toolDeadlineMs, streamEnd - DELIVERY_MARGIN_MS),
       protocolVersions: [SSE_PROTOCOL_VERSION],
       progressIntervalMs,
-      deferSettlement: true,
       onExtracted: (result) => {
-        if (result.charge) charges.push(result.charge);
+        read.push(result.jobId);
+        reported.onExtracted(result);
       },
       onToolError: (error) => {
         if (!isFinalOutcome(error.status)) final = false;
@@ -394,11 +393,10 @@ async function runOnSession(
       ? false
       : await completeSessionPost(store, mailboxId, token, messages).catch((error: unknown) => toError(error));
     wakeups.wake(mailboxId);
-    await closeCharges(charges, delivered === true && messages.length > 0, report);
   }
   if (delivered instanceof Error) throw delivered;
   if (!delivered && messages.length > 0) {
-    throw new ApiError("not_found", undeliveredMessage(jobs, idempotencyKey !== undefined));
+    throw new ApiError("not_found", undeliveredMessage(jobs, read, idempotencyKey !== undefined));
   }
   // A malformed JSON-RPC message is answered here, as the SDK answers it (4xx with a JSON-RPC error).
   const answer = response.status !== 200 && response.status !== 202 ? response : accepted(response);
@@ -415,23 +413,30 @@ function unknownSession(): ApiError {
 }
 
 /**
- * The `404` of a POST whose answer its stream can no longer carry. Synchronous reads were refunded. A job goes on
- * when the call had an `Idempotency-Key` (its retry gets it, charged once); without one it was cancelled when the
- * stream closed, the pages it had not read refunded (docs/mcp.md, "A lost answer").
+ * The `404` of a POST whose answer its stream can no longer carry. A document read in the call was charged, and its
+ * text is its job's (`get_extraction`); one the closed stream stopped was refunded. A job read in the background goes
+ * on when the call had an `Idempotency-Key` (its retry gets it, charged once); without one it was cancelled when the
+ * stream closed, the pages it had not read refunded (docs/mcp.md, "A lost answer"; docs/decisions.md#every-document-a-job).
  */
-function undeliveredMessage(jobs: string[], keyed: boolean): string {
-  // Without a job nothing stays charged: a read that finished was refunded, one the closed stream stopped never was.
-  const lead = `The session's stream closed before the response could be delivered${jobs.length === 0 ? " (nothing was charged)" : ""}`;
-  if (jobs.length === 0) return `${lead}: open a new stream and send the request again`;
+function undeliveredMessage(jobs: string[], read: string[], keyed: boolean): string {
+  const charged = jobs.length > 0 || read.length > 0;
+  const lead = `The session's stream closed before the response could be delivered${charged ? "" : " (nothing was charged)"}`;
+  if (!charged) return `${lead}: open a new stream and send the request again`;
+  const readNote =
+    read.length === 0
+      ? ""
+      : `. Its document was read and charged as ${read.map((job) => `job ${job}`).join(", ")}: call get_extraction ` +
+        `with {"job_id": "${read[0]}"} on a new stream for its text (free), instead of sending the request again`;
+  if (jobs.length === 0) return `${lead}${readNote}`;
   const named = jobs.map((job) => `job ${job}`).join(", ");
   if (keyed) {
     return (
-      `${lead}. The document is being read as ${named} (each page charged once, as it is read): send the request again ` +
+      `${lead}${readNote}. The document is being read as ${named} (each page charged once, as it is read): send the request again ` +
       `with the same Idempotency-Key on a new stream to get it, or call get_extraction with {"job_id": "${jobs[0]}"}`
     );
   }
   return (
-    `${lead}. Its document was being read as ${named}, cancelled when the stream closed (the pages not read were refunded; ` +
+    `${lead}${readNote}. Its document was being read as ${named}, cancelled when the stream closed (the pages not read were refunded; ` +
     `those read can be read with get_extraction {"job_id": "${jobs[0]}"}): open a new stream and send the request again, ` +
     "with an Idempotency-Key so that a retry finds the job instead of starting another"
   );
@@ -474,23 +479,6 @@ function withIds(messages: RelayedMessage[], body: unknown): RelayedMessage[] {
 
 function storedMessages(text: string): RelayedMessage[] {
   return parseResponses(text);
-}
-
-/**
- * The charges of a session POST's tool calls, once it is known whether their answers reached the session's stream:
- * kept (settled) when they did; refunded when they did not — the stream closed meanwhile (`404`), the store failed
- * (`503`) or the exchange broke — so a call is paid for only when its result is on its way to the client. Either way
- * the wrapper is told, for `x-credits-remaining` and the log line (`pages=…`, or `refunded=…`).
- */
-async function closeCharges(charges: OpenCharge[], delivered: boolean, report: ApiContext["report"]): Promise<void> {
-  for (const charge of charges) {
-    if (delivered) {
-      report({ pages: charge.pages, creditsRemaining: await charge.settle() });
-    } else {
-      await charge.refund();
-      report({ refunded: charge.pages });
-    }
-  }
 }
 
 /** The session POST's own answer: `202`, no body (the messages went to the stream), the SDK's other headers kept. */

@@ -41,17 +41,12 @@ export interface BuildServerOptions {
   progressIntervalMs?: number;
   /** The host the HTTP request came to (its `Host` header): a URL of this server's own samples is read from disk (lib/intake/source.ts). */
   serverHost?: string;
-  /**
-   * Leave each call's charge open (`ProcessDocumentResult.charge`) for the caller to settle once its answer is
-   * delivered, or refund. Default false. The legacy SSE relay sets it: its answers travel on a stream that may close.
-   */
-  deferSettlement?: boolean;
   /** Called after each successful `extract_text` (the route reports `x-credits-remaining` and the pages charged). */
   onExtracted?: (result: ProcessDocumentResult) => void;
   /** Called for each `extract_text` that ends as an `isError` result. */
   onToolError?: (error: ApiError) => void;
   /**
-   * How often a call that waits for a job looks at it, and a synchronous read at its cancel mailbox (default 1 s:
+   * How often a call that waits for a job looks at it, and a read in the call at its job for a cancel (default 1 s:
    * `JOB_POLL_MS`, `CANCEL_POLL_MS`; tests shorten it).
    */
   jobPollMs?: number;

@@ -1,9 +1,7 @@
 import type { CallToolRequest, CallToolResult, ServerContext } from "@modelcontextprotocol/server";
 import { ocrRequestSchema } from "@/lib/api/schemas";
-import { describeError } from "@/lib/error-log";
 import { intake, requestOf, type IntakeOutcome } from "@/lib/intake";
-import { fromEngineError, type JobView } from "@/lib/jobs";
-import { ScopeEnded } from "@/lib/request-scope";
+import type { JobView } from "@/lib/jobs";
 import { configuredOrigin } from "@/lib/service-origin";
 import { DEFAULT_SLICE_CHARS, extractTextOutputSchema } from "../jobs";
 import {
@@ -15,7 +13,7 @@ import {
   submitToolJob,
   type JobCallContext,
 } from "../tasks";
-import { CANCEL_POLL_MS, holdRunningCall, holdRunningRead, type RunningRead } from "../running-calls";
+import { CANCEL_POLL_MS, holdRunningCall } from "../running-calls";
 import { servedTool, type ServedTool } from "../tool-calls";
 import { answerWithin } from "../tool-answers";
 import {
@@ -28,9 +26,9 @@ import {
 import type { ToolCalls } from "./calls";
 
 /**
- * `extract_text`: a keyed retry's earlier job, a task-augmented call (a job at once), or the intake, which reads the
- * document within the call or makes it a job that the call waits for, page by page; a cancel from another POST
- * (../running-calls.ts) and progress notifications on the way.
+ * `extract_text`: a keyed retry's earlier job, a task-augmented call (a job at once), or the intake, which makes the
+ * document a job read within the call or in the background while the call waits, page by page; a cancel from another
+ * POST cancels the job (../running-calls.ts); progress notifications on the way.
  */
 export function extractTextTool(calls: ToolCalls): ServedTool {
   const { store, account, options, jobContext, toolFailure, nextCallId, progressFor } = calls;
@@ -41,20 +39,16 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
     rpcId: string | number,
     progress?: ProgressChannel,
   ): Promise<CallToolResult> => {
-    // The client's `notifications/cancelled` comes in another POST, maybe to another instance: while the document is
-    // read here, the call is named in the store, and a cancel mark there aborts the read (./running-calls.ts).
-    const running = holdRunningRead(
-      store,
-      options.env,
-      account,
-      context.deadline,
-      rpcId,
-      context.pollMs ?? CANCEL_POLL_MS,
-    );
+    // The client's `notifications/cancelled` comes in another POST, maybe to another instance: the call's job is named
+    // in the store under its key and JSON-RPC id while it runs, and the cancel cancels the job (../running-calls.ts).
+    const releases: Array<() => Promise<void>> = [];
+    const name = async (jobId: string) => {
+      releases.push(await holdRunningCall(store, account, context.deadline, rpcId, jobId));
+    };
     try {
-      return await readOrWait(input, callId, context, running, progress);
+      return await readOrWait(input, callId, context, name, progress);
     } finally {
-      await running.end();
+      await Promise.all(releases.map((release) => release()));
     }
   };
 
@@ -62,12 +56,11 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
     input: ExtractTextInput,
     callId: string,
     context: JobCallContext,
-    running: RunningRead,
+    name: (jobId: string) => Promise<void>,
     progress?: ProgressChannel,
   ): Promise<CallToolResult> => {
-    // The intake reads it now when it fits this call, else makes it a job (by its expected work), waited for within
-    // the call, page by page.
-    const cancel = context.signal ? AbortSignal.any([context.signal, running.signal]) : running.signal;
+    // The intake reads it now when it fits this call (a job read in the call), else makes it a job read in the
+    // background (by its expected work), waited for within the call, page by page.
     let outcome: IntakeOutcome;
     try {
       outcome = await intake(store, {
@@ -79,14 +72,14 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
         requestId: callId,
         receivedAt: options.receivedAt,
         deadline: context.deadline,
-        // The client cancelled (`notifications/cancelled`, noticed through the store; the SDK's request signal on a
-        // transport that delivers it to the call) or went away: the read stops and its reserved pages are refunded.
-        cancel,
+        // The client went away (the SSE session's stream closed; the SDK's request signal on a transport that
+        // delivers it to the call): the read stops and its job is refunded.
+        cancel: context.signal,
+        // A cancel of its job (`notifications/cancelled`) stops a read in the call: nothing is charged.
+        watch: { opened: name, pollMs: context.pollMs ?? CANCEL_POLL_MS },
         serverHost: options.serverHost,
         // A job's webhook links (the account's default receiver): the configured origin, never the request's Host.
         origin: configuredOrigin(options.env) ?? undefined,
-        // Settled below, once it is known that the client still wants the answer.
-        deferSettlement: true,
       });
     } catch (error) {
       return toolFailure(error, callId, TOOL_NAME);
@@ -95,7 +88,7 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
       try {
         const view = await jobAccepted(outcome.view, outcome.creditsRemaining, context);
         // From here on a cancel cancels the job.
-        await running.becameJob(view.jobId);
+        await name(view.jobId);
         // From here on the notifications count pages.
         progress?.stopTimer();
         return await answerWithJob(
@@ -108,26 +101,9 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
         return toolFailure(error, callId, TOOL_NAME);
       }
     }
-    let result = outcome.result;
-    // A cancel that came after the read's last look (it ended between two): the client ignores the answer, so the
-    // reserved pages go back, as for a read the cancel stopped.
-    if (await running.finished()) {
-      await result.charge?.refund();
-      return toolFailure(fromEngineError(new ScopeEnded("cancelled")), callId, TOOL_NAME);
-    }
-    if (!options.deferSettlement && result.charge) {
-      // No transport to wait for (Streamable HTTP): settled now.
-      const { charge, ...settled } = result;
-      result = { ...settled, creditsRemaining: await charge.settle() };
-    }
+    const { result } = outcome;
     options.onExtracted?.(result);
-    try {
-      return await answerWithin(store, account.userId, result, input, options.settings.jobs);
-    } catch (error) {
-      // The text was read and charged: it is answered whole rather than lost.
-      console.error(`[${callId}] keeping the rest of an answer failed:`, describeError(error));
-      return { content: [{ type: "text", text: result.response.extractedText }], structuredContent: result.response };
-    }
+    return answerWithin(result, input);
   };
 
   const callExtractText = async (

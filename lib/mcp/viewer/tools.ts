@@ -4,10 +4,10 @@ import { z } from "zod";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
 import { readJobPageImage, readJobPagesRead, readJobPageView, type JobPageView } from "@/lib/jobs";
-import type { OcrPage } from "@/lib/ocr/model";
 import type { Store } from "@/lib/store";
 import { cursorJobId } from "../extraction-slices";
 import { GET_EXTRACTION } from "../jobs";
+import { REVIEW_PAGES, describeReview, reviewSchema, reviewSummary } from "../review";
 import { extractTextInputSchema } from "../tool-definitions";
 import { VIEWER_HTML } from "./html";
 
@@ -21,11 +21,6 @@ import { VIEWER_HTML } from "./html";
 export const VIEWER_URI = "ui://ocr-service/viewer.html";
 export const SHOW_EXTRACTION = "show_extraction";
 export const VIEWER_PAGE = "read_viewer_page";
-
-/** Review spans listed to the model (the count is of all). */
-const LISTED_SPANS = 12;
-/** Pages whose words the review summary looks at. */
-const REVIEW_PAGES = 200;
 
 const pageNumber = z.number().int().min(1).max(100_000);
 const jobId = z.string().min(1).max(100);
@@ -50,15 +45,6 @@ export const showExtractionInputSchema = z.strictObject({
 });
 export type ShowExtractionInput = z.infer<typeof showExtractionInputSchema>;
 
-const spanSchema = z.object({
-  page: z.number().int(),
-  text: z.string(),
-  confidence: z.number(),
-  bbox: z.tuple([z.number(), z.number(), z.number(), z.number()]),
-  alternative: z.string().optional(),
-});
-type ReviewSpan = z.infer<typeof spanSchema>;
-
 export const showExtractionOutputSchema = z.object({
   jobId: z.string(),
   status: z.string(),
@@ -66,12 +52,7 @@ export const showExtractionOutputSchema = z.object({
   pages: z.string().describe("the pages the job reads"),
   pagesTotal: z.number().int(),
   pagesDone: z.number().int(),
-  review: z.object({
-    words: z.number().int().describe("words that need a second look, on the pages read so far"),
-    spans: z.number().int().describe("runs of such words on one line"),
-    pagesChecked: z.number().int(),
-    first: z.array(spanSchema),
-  }),
+  review: reviewSchema,
 });
 type ShowExtractionOutput = z.infer<typeof showExtractionOutputSchema>;
 
@@ -150,7 +131,6 @@ export async function showExtraction(
 ): Promise<CallToolResult> {
   const view = await readJobPageView(store, env, userId, id, page);
   const read = await readJobPagesRead(store, id, view.selected, REVIEW_PAGES);
-  const spans = read.flatMap(reviewSpans);
   const structured: ShowExtractionOutput = {
     jobId: id,
     status: view.record.status,
@@ -158,12 +138,7 @@ export async function showExtraction(
     pages: view.record.selection,
     pagesTotal: view.record.pagesTotal,
     pagesDone: view.record.pagesDone,
-    review: {
-      words: spans.reduce((sum, span) => sum + span.words, 0),
-      spans: spans.length,
-      pagesChecked: read.length,
-      first: spans.slice(0, LISTED_SPANS).map(({ words: _words, ...span }) => span),
-    },
+    review: reviewSummary(read),
   };
   return { content: [{ type: "text", text: describeShown(structured, note) }], structuredContent: structured };
 }
@@ -174,62 +149,11 @@ function describeShown(shown: ShowExtractionOutput, note?: string): string {
     `The viewer shows job ${shown.jobId} (${shown.status}; pages ${shown.pages}, ${shown.pagesDone} of ` +
       `${shown.pagesTotal} read), opened at page ${shown.page}.`,
   ];
-  const { review } = shown;
-  if (review.words === 0) {
-    lines.push(`No word needs a second look on the ${review.pagesChecked} page(s) read so far.`);
-  } else {
-    lines.push(
-      `${review.spans} span(s) (${review.words} word(s)) on the ${review.pagesChecked} page(s) read need a second look ` +
-        "(low confidence, or the two recognizers disagree); the viewer highlights them. Ask the user to check:",
-    );
-    for (const span of review.first) {
-      const [x0, y0] = span.bbox;
-      const other = span.alternative !== undefined ? `, other reading "${span.alternative}"` : "";
-      lines.push(
-        `- page ${span.page}: "${span.text}" (confidence ${Math.round(span.confidence)}${other}) at ` +
-          `${Math.round(y0 * 100)}% from the top, ${Math.round(x0 * 100)}% from the left`,
-      );
-    }
-    if (review.spans > review.first.length) lines.push(`- and ${review.spans - review.first.length} more.`);
-  }
+  lines.push(...describeReview(shown.review, "the viewer highlights them"));
   if (shown.status === "queued" || shown.status === "running") {
     lines.push(`Pages still being read appear in the viewer as they are read; ${GET_EXTRACTION} reads the text.`);
   }
   return lines.join("\n");
-}
-
-/** Runs of words marked `review` on one line of a page, with their lowest confidence. */
-function reviewSpans(page: OcrPage): Array<ReviewSpan & { words: number }> {
-  const spans: Array<ReviewSpan & { words: number }> = [];
-  for (const block of page.blocks) {
-    for (const line of block.lines) {
-      let run: OcrPage["blocks"][number]["lines"][number]["words"] = [];
-      const close = () => {
-        if (run.length === 0) return;
-        const alternatives = run.filter((word) => word.alternative !== undefined);
-        spans.push({
-          page: page.number,
-          text: run.map((word) => word.text).join(" "),
-          confidence: Math.min(...run.map((word) => word.confidence)),
-          bbox: [
-            Math.min(...run.map((word) => word.bbox[0])),
-            Math.min(...run.map((word) => word.bbox[1])),
-            Math.max(...run.map((word) => word.bbox[2])),
-            Math.max(...run.map((word) => word.bbox[3])),
-          ],
-          ...(alternatives.length > 0 && { alternative: run.map((word) => word.alternative ?? word.text).join(" ") }),
-          words: run.length,
-        });
-        run = [];
-      };
-      for (const word of line.words) {
-        if (word.review) run.push(word);
-        else close();
-      }
-      close();
-    }
-  }
-  return spans;
 }
 
 /** `read_viewer_page`: the page's words, and its image drawn from the job's stored file (never charged). */
