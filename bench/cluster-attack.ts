@@ -22,6 +22,11 @@
  * request id nets exactly the pages its answer delivered (a 200's `creditsUsed`, a job's `pagesDone`) and any
  * request whose answer was not a success — a failure, a `504`, a connection cut by `kill -9`, a request id the
  * client never saw — nets 0; no reservation is left open; every job ended, each with its `pagesDone` pages of text.
+ * Since issue 41 a synchronous read is a job read in its request: its `ocr` and `refund` entries name the request
+ * id, but the sweep's `expired` entry for a read whose instance died names its job's id, so the entries of each
+ * such job (found in the account's job index, the job's `requestId`) are counted under its request. Every job in
+ * the account's index — the reads' too, including those of reads whose answer never came — must have ended, be
+ * charged its `pagesDone`, and each successful read must be one job that delivered what its answer said.
  * Exits 1 when any of that fails.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -830,11 +835,53 @@ async function checkLedger(control: ReturnType<typeof controlClient>, userId: st
     }
   }
 
+  // Every job of the account, from its job index: the submitted jobs and the synchronous reads' jobs (issue 41).
+  const accountJobs = await readAccountJobs(control, userId);
+  const submitted = new Set(jobs.map((job) => job.jobId));
+  // A job read in its request: its ledger entries name its request id, except the sweep's `expired` (the job's id).
+  const chargedIds = new Set(entries.filter((e) => e.reason === "ocr").map((e) => e.requestId));
+  const readJobOf = new Map<string, StoredJob>(); // request id → its job
+  const alias = new Map<string, string>(); // job id → request id
+  for (const job of accountJobs) {
+    if (submitted.has(job.id)) continue;
+    if (!job.requestId || chargedIds.has(job.id) || !chargedIds.has(job.requestId)) {
+      problem(`job ${job.id} is not one the client submitted, and no read's charge names its request ${job.requestId}`);
+      continue;
+    }
+    if (readJobOf.has(job.requestId)) problem(`request ${job.requestId} has two jobs`);
+    readJobOf.set(job.requestId, job);
+    alias.set(job.id, job.requestId);
+  }
+  for (const job of accountJobs) {
+    if (!TERMINAL.has(job.status))
+      problem(
+        `job ${job.id} (${submitted.has(job.id) ? "submitted" : "a read's"}) still ${job.status} in the account's list`,
+      );
+    if (job.creditsUsed !== job.pagesDone)
+      problem(`job ${job.id}: creditsUsed ${job.creditsUsed} ≠ pagesDone ${job.pagesDone}`);
+  }
+  for (const job of jobs)
+    if (!accountJobs.some((stored) => stored.id === job.jobId))
+      problem(`job ${job.jobId} missing from the account's list`);
+  // Every job ended: nothing of the account still waits (this count caps its job submissions).
+  const queuedPages = Number((await control.get(`${PREFIX}jobs-queued:${userId}`)) ?? 0);
+  if (queuedPages !== 0) problem(`the account still counts ${queuedPages} pages waiting in its jobs`);
+  for (const outcome of outcomes) {
+    if (outcome.status !== 200 || !outcome.requestId) continue;
+    const job = readJobOf.get(outcome.requestId);
+    if (!job) problem(`${outcome.what} (${outcome.requestId}) answered 200 and has no job`);
+    else if (job.status !== "succeeded" || job.pagesDone !== outcome.delivered)
+      problem(
+        `${outcome.what} (${outcome.requestId}): job ${job.id} ${job.status}, ${job.pagesDone} pages, answer ${outcome.delivered}`,
+      );
+  }
+
   // Each request id nets what its answer delivered; anything else nets 0.
   const net = new Map<string, number>();
   for (const entry of entries) {
     if (!entry.requestId) continue;
-    net.set(entry.requestId, (net.get(entry.requestId) ?? 0) - entry.delta);
+    const id = alias.get(entry.requestId) ?? entry.requestId;
+    net.set(id, (net.get(id) ?? 0) - entry.delta);
   }
   const expected = new Map<string, number>();
   for (const outcome of outcomes)
@@ -866,8 +913,50 @@ async function checkLedger(control: ReturnType<typeof controlClient>, userId: st
     expiredEntries: entries.filter((e) => e.reason === "expired").length,
     pagesDelivered: { sync: deliveredSync, jobs: deliveredJobs },
     requestIds: net.size,
+    queuedPages,
+    accountJobs: {
+      submitted: accountJobs.filter((job) => submitted.has(job.id)).length,
+      reads: readJobOf.size,
+      readsByStatus: countBy([...readJobOf.values()].map((job) => job.status)),
+      expiredUnderJobId: entries.filter((e) => e.reason === "expired" && e.requestId && alias.has(e.requestId)).length,
+    },
     wrong,
   };
+}
+
+interface StoredJob {
+  id: string;
+  requestId?: string;
+  status: string;
+  pagesDone: number;
+  creditsUsed: number;
+}
+
+/** Every job in the account's job index, as its record in Redis says. */
+async function readAccountJobs(control: ReturnType<typeof controlClient>, userId: string): Promise<StoredJob[]> {
+  const ids = await control.zRange(`${PREFIX}jobs:${userId}`, 0, -1);
+  const out: StoredJob[] = [];
+  for (const id of ids) {
+    const fields = await control.hGetAll(`${PREFIX}job:${id}`);
+    if (!fields.status) {
+      problem(`job ${id} in the account's index has no record`);
+      continue;
+    }
+    out.push({
+      id,
+      requestId: fields.requestId,
+      status: fields.status,
+      pagesDone: Number(fields.pagesDone),
+      creditsUsed: Number(fields.creditsUsed),
+    });
+  }
+  return out;
+}
+
+function countBy(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
 }
 
 function summary(phase: string): string {

@@ -17,8 +17,8 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
 const isActive = (job: JobView) => job.status === "queued" || job.status === "running";
 
 /**
- * The account's recent asynchronous jobs: status, pages read (and failed) of the job's pages, credits used, reserved
- * and refunded, when it was created; a cancel button while it is queued or running, and its result as a download
+ * The account's recent jobs (its synchronous reads included, issue 41): status, pages read (and failed) of the job's
+ * pages, credits used, reserved and refunded, when it was created; a cancel button while it is queued or running, and its result as a download
  * (`/settings/jobs/{id}/result`, under the session: the API's result route needs a key header a link cannot send) in
  * its own format, Markdown, JSON, a searchable PDF (the job's file with the invisible words) or hOCR.
  */
@@ -28,9 +28,11 @@ export function JobsSection({ jobs, more }: { jobs: JobView[]; more: boolean }) 
     <section aria-labelledby="jobs-heading" className="card stack">
       <h2 id="jobs-heading">Jobs</h2>
       <p className="muted">
-        Documents sent as asynchronous jobs (<code>POST /api/ocr/jobs</code>, or <code>ocr extract</code> on a big
-        file). A job reserves a credit per page when it is accepted, spends one per page read, and gives back the rest
-        when it ends (pages that failed, were cancelled or not read). Results are kept 24 hours after a job ends.
+        Every document you send is a job: those sent as jobs (<code>POST /api/ocr/jobs</code>, or{" "}
+        <code>ocr extract</code> on a big file) and those read in their request (<code>POST /api/ocr/process</code>, MCP{" "}
+        <code>extract_text</code>), which end with their answer. A job reserves a credit per page when it is accepted,
+        spends one per page read, and gives back the rest when it ends (pages that failed, were cancelled or not read; a
+        read that failed or whose answer was not delivered costs nothing). Results are kept 24 hours after a job ends.
       </p>
       {active && <JobsRefresh />}
       {jobs.length === 0 ? (

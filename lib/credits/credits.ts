@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { isApiError } from "@/lib/api/errors";
+import { getEnv } from "@/lib/env";
 import type { LedgerDraft, LedgerEntry, LedgerFormat, LedgerPage, LedgerReason, Store } from "@/lib/store";
 
 export type { LedgerEntry, LedgerFormat, LedgerPage, LedgerReason } from "@/lib/store";
@@ -41,8 +42,11 @@ interface SweepResult {
 /**
  * Refund the reservations no one ended — a job (read in its request, or in the background) whose instance crashed or
  * was killed, or whose Redis reply was lost — once their deadline plus `graceMs` has passed: each gets a ledger entry
- * `expired` with its id (the job's). Safe to run from any
- * number of instances at once: each reservation is refunded exactly once (the release is atomic and closes it).
+ * `expired`. A job read in its request (no file stored) is ended here, `failed`, by the job's own end step: its
+ * `expired` entry names its request (as its `ocr` entry does), and the account's job list and queued pages no longer
+ * count it as waiting — no one else would ever end it. A background job's reservation is released under the job's id
+ * (the job is ended, and its webhook announced, by whoever looks at it next). Safe to run from any number of
+ * instances at once: each reservation is refunded exactly once (the release and the end are atomic and close it).
  */
 export async function sweepExpiredReservations(
   store: Store,
@@ -53,6 +57,14 @@ export async function sweepExpiredReservations(
   let refunded = 0;
   let credits = 0;
   for (const { userId, requestId } of overdue) {
+    const read = await endAbandonedRead(store, requestId);
+    if (read !== null) {
+      if (read > 0) {
+        refunded++;
+        credits += read;
+      }
+      continue;
+    }
     const released = await ledger.releaseCredits({
       userId,
       requestId,
@@ -66,6 +78,33 @@ export async function sweepExpiredReservations(
     }
   }
   return { found: overdue.length, refunded, credits };
+}
+
+/**
+ * End `jobId` if it is a job read in its request (no file stored, no webhook) and still active: `failed`, everything
+ * reserved refunded as `expired` under its request's id. The credits refunded, or null when it is not such a job (or
+ * it ended meanwhile: the release then finds the reservation closed).
+ */
+async function endAbandonedRead(store: Store, jobId: string): Promise<number | null> {
+  if (!jobId.startsWith("job_")) return null;
+  const job = await store.jobs.getJob(jobId);
+  if (!job || job.sourceChunks > 0 || job.webhookUrl || (job.status !== "queued" && job.status !== "running"))
+    return null;
+  const now = new Date();
+  const ending = store.jobs.endJob(jobId, {
+    end: "fail",
+    error: JSON.stringify({
+      code: "internal_error",
+      message: "The process reading this document in its request stopped before it answered; nothing was charged",
+    }),
+    now: now.getTime(),
+    resultTtlMs: getEnv().JOB_RESULT_TTL * 1000,
+    entry: draft("expired", { requestId: job.requestId, keyId: job.keyId, format: job.format }),
+    day: dayOf(now),
+  });
+  // Not ended (a store error, or it ended meanwhile): the release still refunds what is reserved, exactly once.
+  const ended = await ending.catch(() => null);
+  return ended ? ended.refunded : null;
 }
 
 /** Open reservations whose deadline has passed (for `/api/health`): nonzero for long means nothing sweeps. */

@@ -24,7 +24,13 @@ describe("GET /api/cron/reservations", () => {
 
   it("with the secret: refunds overdue reservations (ledger `expired`) and says how many", async () => {
     const account = await createAccount(5);
-    const job = await holdReadJob(getStore(), { userId: account.userId, pages: 2, deadline: Date.now() - 120_000 });
+    const requestId = `req_cron${Date.now()}`;
+    const job = await holdReadJob(getStore(), {
+      userId: account.userId,
+      pages: 2,
+      deadline: Date.now() - 120_000,
+      requestId,
+    });
     const response = await call(`Bearer ${SECRET}`);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { success: boolean; found: number; refunded: number; credits: number };
@@ -34,8 +40,9 @@ describe("GET /api/cron/reservations", () => {
     expect((await listLedger(getStore(), account.userId)).entries[0]).toMatchObject({
       reason: "expired",
       delta: 2,
-      requestId: job.id,
+      requestId, // a read's refund names its request, as its charge does; its job ends failed
     });
+    expect(await getStore().jobs.getJob(job.id)).toMatchObject({ status: "failed", creditsRefunded: 2 });
   });
 
   it("without CRON_SECRET: open on a development server, refused in production", async () => {

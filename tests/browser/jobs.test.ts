@@ -220,6 +220,27 @@ describe("the settings page's jobs", () => {
     const soFar = await page.request.get(`${baseUrl}/settings/jobs/${longJob}/result`);
     expect((await soFar.text()).trimEnd().split("\f")).toHaveLength(view.pagesDone);
 
+    // A synchronous read is a job too (issue 41): listed, newest first, ended with its answer and charged what it
+    // delivered, with no Cancel button; the page's text says the list holds the reads.
+    const read = await fetch(`${baseUrl}/api/ocr/process`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/pdf" },
+      body: new Uint8Array(short.pdf),
+    });
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { creditsUsed: number }).creditsUsed).toBe(SHORT_PAGES);
+    await page.reload();
+    await expect.poll(() => page.locator("tr[data-job-id]").count(), { timeout: 30_000 }).toBe(3);
+    const readRow = page.locator("tr[data-job-id]").first();
+    const readJob = await readRow.getAttribute("data-job-id");
+    expect([shortJob, longJob]).not.toContain(readJob);
+    expect(await readRow.getAttribute("data-status")).toBe("succeeded");
+    expect(await readRow.getByTestId("job-pages").textContent()).toContain(`${SHORT_PAGES}/${SHORT_PAGES} read`);
+    expect(await credits(readRow)).toEqual({ used: SHORT_PAGES, reserved: SHORT_PAGES, refunded: 0 });
+    expect(await readRow.getByText("Cancel", { exact: true }).count()).toBe(0);
+    expect(await page.locator("#jobs-heading + p").textContent()).toContain("POST /api/ocr/process");
+    await page.screenshot({ path: path.join(ARTIFACTS, "settings-jobs-with-read.png"), fullPage: true });
+
     // Another account sees none of it.
     const stranger = await browser.newContext();
     const other = await stranger.newPage();

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { createClient } from "redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   countOverdueReservations,
@@ -83,21 +84,25 @@ describe("a reserve whose reply is lost", () => {
   it("when the reconciling end fails too, the sweep refunds it after the deadline", async () => {
     const userId = user();
     await grantCredits(getStore(), { userId, credits: 5 });
-    const store = lossyJobStore(getStore(), { failEnd: true });
+    const real = getStore();
+    const store = lossyJobStore(real, { failEnd: true });
     installStore(store);
     const deadline = Date.now() + 300;
-    await expect(holdReadJob(getStore(), { userId, pages: 2, deadline })).rejects.toMatchObject({
+    const requestId = request();
+    await expect(holdReadJob(getStore(), { userId, pages: 2, deadline, requestId })).rejects.toMatchObject({
       code: "unavailable",
     });
     expect(await getBalance(getStore(), userId)).toBe(3); // charged in Redis, reply lost, not yet reconciled
 
     // Not before its deadline (plus grace): its request might still end it.
-    expect((await sweepExpiredReservations(getStore(), { now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
-    const result = await sweepExpiredReservations(getStore(), { now: deadline + 1, graceMs: 0 });
+    // (The sweep runs later, on another instance: its store answers.)
+    expect((await sweepExpiredReservations(real, { now: deadline - 1, graceMs: 0 })).refunded).toBe(0);
+    const result = await sweepExpiredReservations(real, { now: deadline + 1, graceMs: 0 });
     expect(result.refunded).toBeGreaterThanOrEqual(1);
     expect(await getBalance(getStore(), userId)).toBe(5);
     const { entries } = await listLedger(getStore(), userId);
-    expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId: expect.stringMatching(/^job_/) });
+    // Under the request's id, as its `ocr` entry: one read, one id in the ledger.
+    expect(entries[0]).toMatchObject({ reason: "expired", delta: 2, requestId });
     await expectBalanced(userId);
   });
 });
@@ -120,7 +125,37 @@ describe("the sweep", () => {
     expect(await getBalance(getStore(), userId)).toBe(25); // the 10 refunded; the pending one untouched
     const { entries } = await listLedger(getStore(), userId, { limit: 100 });
     expect(entries.filter((entry) => entry.reason === "expired")).toHaveLength(10);
-    expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("job_"))).toBe(true);
+    expect(entries.every((entry) => entry.reason !== "expired" || entry.requestId?.startsWith("req_"))).toBe(true);
+    await expectBalanced(userId);
+  });
+
+  it("ends a read's job whose process died: failed, refunded under its request, no longer waiting", async () => {
+    const userId = user();
+    await grantCredits(getStore(), { userId, credits: 10 });
+    const requestId = request();
+    const held = await holdReadJob(getStore(), { userId, pages: 3, deadline: Date.now() - 60_000, requestId });
+    // The process dies here: neither `finish` nor `fail` runs.
+    expect(await getBalance(getStore(), userId)).toBe(7);
+
+    await sweepExpiredReservations(getStore(), { graceMs: 0 });
+    expect(await getBalance(getStore(), userId)).toBe(10);
+    const job = await getStore().jobs.getJob(held.id);
+    // Not left `queued` in the account's job list (and its Cancel button on the settings page) until it expires.
+    expect(job).toMatchObject({ status: "failed", pagesDone: 0, creditsUsed: 0, creditsRefunded: 3 });
+    expect(JSON.parse(job!.error!)).toMatchObject({ code: "internal_error" });
+    const { entries } = await listLedger(getStore(), userId, { limit: 10 });
+    expect(entries.slice(0, 2).map((entry) => [entry.reason, entry.delta, entry.requestId])).toEqual([
+      ["expired", 3, requestId],
+      ["ocr", -3, requestId],
+    ]);
+    // The account's count of waiting pages (which caps its job submissions) is back to 0.
+    const redis = createClient({ url: TEST_REDIS_URL });
+    await redis.connect();
+    try {
+      expect(Number((await redis.get(`${prefix}jobs-queued:${userId}`)) ?? 0)).toBe(0);
+    } finally {
+      redis.destroy();
+    }
     await expectBalanced(userId);
   });
 });
