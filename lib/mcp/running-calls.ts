@@ -5,6 +5,7 @@ import type { Env } from "@/lib/env";
 import type { Store } from "@/lib/store";
 import { holdRecord, keepRecord, readHeld, readRecord } from "./kept";
 import { isJobActive } from "./jobs";
+import type { Runtime } from "@/lib/jobs";
 
 /*
  * `notifications/cancelled` on a stateless server. The client's cancel comes in another HTTP request — over SSE too, a
@@ -99,6 +100,7 @@ export interface RunningRead {
 export function holdRunningRead(
   store: Store,
   env: Env,
+  runtime: Pick<Runtime, "workQueue" | "deliveries">,
   account: Account,
   deadline: number,
   rpcId: string | number,
@@ -177,7 +179,7 @@ export function holdRunningRead(
       );
       await stop();
       if (cancelled.signal.aborted) {
-        await cancelActiveJob(store, env, account.userId, jobId).catch((error: unknown) =>
+        await cancelActiveJob(store, env, runtime, account.userId, jobId).catch((error: unknown) =>
           console.error("[mcp] cancelling the job of a cancelled read failed:", describeError(error)),
         );
       }
@@ -203,13 +205,14 @@ export function holdRunningRead(
 export async function cancelRunningCall(
   store: Store,
   env: Env,
+  runtime: Pick<Runtime, "workQueue" | "deliveries">,
   account: Account,
   rpcId: string | number,
 ): Promise<void> {
   const held = await readHeld(store, RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
   if (held === null) return;
   if (!held.startsWith(READ_PREFIX)) {
-    await cancelActiveJob(store, env, account.userId, held);
+    await cancelActiveJob(store, env, runtime, account.userId, held);
     return;
   }
   const token = held.slice(READ_PREFIX.length);
@@ -217,10 +220,16 @@ export async function cancelRunningCall(
   // The read may have become a job, named before its last look at the mailbox: a mark that came after that look (to
   // a mailbox still open, or already closed) would not be seen, so the job is cancelled here.
   const jobId = await readRecord(store, READ_JOB, account.userId, token);
-  if (jobId !== null) await cancelActiveJob(store, env, account.userId, jobId);
+  if (jobId !== null) await cancelActiveJob(store, env, runtime, account.userId, jobId);
 }
 
-async function cancelActiveJob(store: Store, env: Env, userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(store, env, userId, jobId);
-  if (isJobActive(view)) await cancelJob(store, env, userId, jobId);
+async function cancelActiveJob(
+  store: Store,
+  env: Env,
+  runtime: Pick<Runtime, "workQueue" | "deliveries">,
+  userId: string,
+  jobId: string,
+): Promise<void> {
+  const view = await getJobView(store, env, runtime.deliveries, userId, jobId);
+  if (isJobActive(view)) await cancelJob(store, env, runtime, userId, jobId);
 }

@@ -46,6 +46,7 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
     const running = holdRunningRead(
       store,
       options.env,
+      options,
       account,
       context.deadline,
       rpcId,
@@ -74,6 +75,9 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
         ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
         env: options.env,
         settings: options.settings,
+        pool: options.pool,
+        workQueue: options.workQueue,
+        deliveries: options.deliveries,
         mode: "fit",
         account,
         requestId: callId,
@@ -161,7 +165,7 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
     if (request.params.task !== undefined) {
       // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
       try {
-        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)));
+        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)), options.pool);
       } catch (error) {
         return toolFailure(error, callId, TOOL_NAME);
       }
