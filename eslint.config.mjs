@@ -63,7 +63,7 @@ const deepImports = (except = []) =>
 // lib/ocr has two doors (docs/architecture.md): `@/lib/ocr/model` describes documents (types, zod schemas, constants,
 // OcrError; no engine process reachable from it) and anyone may import it; `@/lib/ocr` reads documents through the
 // engine pool, and only the layers that read import it: lib/intake (a document taken in, and read now), lib/jobs (a job's pages),
-// lib/health (the self-test), lib/startup.ts (the pool warmed), scripts/ and bench/. Not the API's contract
+// lib/health (the self-test), lib/startup.ts (the pool warmed), lib/services.ts (the pool built), scripts/ and bench/. Not the API's contract
 // (lib/api, lib/api-docs), MCP, HTTP, routes or pages.
 const READING_ENTRY_USERS = ["intake", "jobs", "health"];
 const readingEntryOutside = {
@@ -197,7 +197,7 @@ export default defineConfig([
   },
   { files: ["**/*.{ts,tsx,mts,mjs,js}"], rules: layering([...deepImports(), readingEntryOutside]) },
   { files: ["lib/**"], rules: layering([...deepImports(), readingEntryOutside, apiDocsOutside]) },
-  { files: ["lib/startup.ts"], rules: layering([...deepImports(), apiDocsOutside]) },
+  { files: ["lib/startup.ts", "lib/services.ts"], rules: layering([...deepImports(), apiDocsOutside]) },
   { files: ["scripts/**"], rules: layering(deepImports()) },
   // The bench measures the engine's parts (the stages, table detection), as tests do.
   { files: ["bench/**"], rules: layering(deepImports(["ocr"])) },

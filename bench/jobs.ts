@@ -184,8 +184,8 @@ export async function jobsMain(): Promise<void> {
   });
   const { longScan } = await import("../scripts/make-fixtures");
   const [{ extractDocument }, { OcrPool }] = await Promise.all([import("../lib/ocr"), import("../lib/ocr/pool/pool")]);
-  const { JobRunner, getWorkQueue, jobSettings, readJobResult, resetWorkQueue, getJobView } =
-    await import("../lib/jobs");
+  const { JobRunner, jobSettings, readJobResult, resetWorkQueue, getJobView } = await import("../lib/jobs");
+  const { services } = await import("../lib/services");
   const { submitJob } = await import("../lib/intake");
   const { grantCredits } = await import("../lib/credits");
   const { getStore, resetStore } = await import("../lib/store");
@@ -258,7 +258,8 @@ export async function jobsMain(): Promise<void> {
     const during: number[] = [];
     const runner = new JobRunner({
       store: getStore(),
-      queue: getWorkQueue()!,
+      queue: services().workQueue!,
+      deliveries: services().deliveries,
       settings: jobSettings({}, getEnv()),
       name: `bench-${processes}`,
       pool,
@@ -280,19 +281,24 @@ export async function jobsMain(): Promise<void> {
         account: { userId },
         requestId: `req_bench${processes}`,
         deadline: Date.now() + 600_000,
+        workQueue: services().workQueue,
+        deliveries: services().deliveries,
         pool,
       });
       runner.start();
       // Polled once a second, as a client would: its commands count in the job's.
       for (;;) {
-        const status = await getJobView(getStore(), getEnv(), userId, view.jobId);
+        const status = await getJobView(getStore(), getEnv(), services().deliveries, userId, view.jobId);
         if (status.status !== "queued" && status.status !== "running") break;
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       let text = "";
       for (let part: string | null = ""; part !== null;) {
         const pages = part ? (new URL(part, "http://x").searchParams.get("pages") ?? undefined) : undefined;
-        const result = await readJobResult(getStore(), getEnv(), userId, view.jobId, { format: "text", pages });
+        const result = await readJobResult(getStore(), getEnv(), services().deliveries, userId, view.jobId, {
+          format: "text",
+          pages,
+        });
         text += (text ? "\f" : "") + result.extractedText;
         part = result.next;
       }
@@ -307,7 +313,7 @@ export async function jobsMain(): Promise<void> {
     const after = await redisCounters(redis.url);
     await runner.stop();
     await pool.terminate();
-    const final = await getJobView(getStore(), getEnv(), userId, view.jobId);
+    const final = await getJobView(getStore(), getEnv(), services().deliveries, userId, view.jobId);
     rows.push({
       processes,
       "sync pages/s": f2(pageCount / syncSeconds),
@@ -354,7 +360,8 @@ export async function jobsMain(): Promise<void> {
 /** A large scanned PDF by URL: what its submission and its source cost. */
 async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const { bigScan } = await import("./big-scan");
-  const { JobRunner, getJobView, getWorkQueue, jobSettings } = await import("../lib/jobs");
+  const { JobRunner, getJobView, jobSettings } = await import("../lib/jobs");
+  const { services } = await import("../lib/services");
   const { submitJob } = await import("../lib/intake");
   const { OcrPool } = await import("../lib/ocr/pool/pool");
   const { grantCredits } = await import("../lib/credits");
@@ -381,6 +388,9 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
     account: { userId },
     requestId: "req_benchbig",
     deadline: Date.now() + 600_000,
+    pool: services().pool,
+    workQueue: services().workQueue,
+    deliveries: services().deliveries,
   });
   const seconds = (performance.now() - started) / 1000;
   const peaks = memory.stop();
@@ -400,17 +410,18 @@ async function sourceBench(megabytes: number, redisUrl: string): Promise<void> {
   const readStarted = performance.now();
   const runner = new JobRunner({
     store: getStore(),
-    queue: getWorkQueue()!,
+    queue: services().workQueue!,
+    deliveries: services().deliveries,
     settings: jobSettings({}, getEnv()),
     name: "bench-big",
     pool,
     languages: getEnv().OCR_LANGUAGES,
   });
   runner.start();
-  let final = await getJobView(getStore(), getEnv(), userId, view.jobId);
+  let final = await getJobView(getStore(), getEnv(), services().deliveries, userId, view.jobId);
   while (final.status === "queued" || final.status === "running") {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    final = await getJobView(getStore(), getEnv(), userId, view.jobId);
+    final = await getJobView(getStore(), getEnv(), services().deliveries, userId, view.jobId);
   }
   const readSeconds = (performance.now() - readStarted) / 1000;
   const readPeaks = reading.stop();

@@ -76,6 +76,9 @@ async function readOnce(store: Store, userId: string, image: Buffer): Promise<vo
   await processDocument(store, {
     env,
     settings,
+    // A read now: no job, no webhook.
+    workQueue: null,
+    deliveries: null,
     body: { image: image.toString("base64") },
     account: { userId },
     requestId: `req_bench${process.pid}_${sequence++}`,

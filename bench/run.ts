@@ -32,7 +32,7 @@ import { parseArgs, promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { inLanes } from "../lib/async";
 import { envSchema, getEnv } from "../lib/env";
-import { documentConfidence, extractDocument, getOcrPool, ocrSettings, render } from "../lib/ocr";
+import { documentConfidence, extractDocument, ocrSettings, render } from "../lib/ocr";
 import { OcrPool } from "../lib/ocr/pool/pool";
 import type { ExtractedDocument } from "../lib/ocr/model";
 import { median, percentile } from "../tooling";
@@ -42,6 +42,7 @@ import { findCorpusFiles } from "./corpus";
 import { makeTextPdf, repeatPdf } from "./long-pdf";
 import { cpuDelta, cpuSnapshot, sampleTreeRss } from "./procfs";
 import { formatProfiles, profileDocument, type PageProfile } from "./profile";
+import { services } from "../lib/services";
 
 /** Recognizers, as the service reads them (`OCR_ENGINES`, default tesseract and paddle). */
 const ENGINES = envSchema.shape.OCR_ENGINES.parse(process.env.OCR_ENGINES);
@@ -324,7 +325,7 @@ async function longPdfPass(pages: number): Promise<Record<string, number | strin
     const t = performance.now();
     const doc = await extractDocument(new Uint8Array(bytes), {
       env: getEnv(),
-      pool: getOcrPool(),
+      pool: services().pool,
       limits: { maxPdfPages: pages },
     });
     runs.push(performance.now() - t);

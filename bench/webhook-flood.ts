@@ -5,7 +5,7 @@
 // worker) delivery workers take them from the real BullMQ `webhooks` queue on the test Redis (REDIS_URL, default
 // 127.0.0.1:6379, a key prefix of its own, deleted afterwards), with the default timeout (10 s). Prints how long the
 // victim's event took from being queued to reaching its receiver, and how many of the flood's attempts were in flight
-// at most. Events are queued as `announceJobEnd` queues them (`getDeliveryQueue().add`), which is how a job's end
+// at most. Events are queued as `announceJobEnd` queues them (`services().deliveries.add`), which is how a job's end
 // reaches the queue whatever ended it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -15,8 +15,8 @@ import { startWebhookReceiver, waitFor } from "@/tests/support/webhook-receiver"
 const worker = process.argv[2] === "--worker";
 
 if (worker) {
-  const { startWebhookWorker } = await import("@/lib/webhooks");
-  startWebhookWorker();
+  const { services } = await import("@/lib/services");
+  services().deliveries?.startWorker();
   process.on("SIGTERM", () => process.exit(0));
   setInterval(() => undefined, 60_000);
 } else {
@@ -31,7 +31,8 @@ if (worker) {
     LOG_REQUESTS: "false",
   };
   Object.assign(process.env, env);
-  const { getDeliveryQueue, resetDeliveryQueue, rotateWebhookSecret } = await import("@/lib/webhooks");
+  const { resetDeliveryQueue, rotateWebhookSecret } = await import("@/lib/webhooks");
+  const { services } = await import("@/lib/services");
   const { getStore } = await import("@/lib/store");
 
   const sink = await startWebhookReceiver();
@@ -63,7 +64,7 @@ if (worker) {
   let mostOpen = 0;
   const sampler = setInterval(() => (mostOpen = Math.max(mostOpen, sink.openConnections())), 20);
   try {
-    const queue = getDeliveryQueue()!;
+    const queue = services().deliveries!;
     for (let n = 0; n < events; n++) await queue.add(delivery(attacker, sink.url, n));
     await waitFor(() => (sink.received.length > 0 ? true : undefined), 60_000, "the flood's first attempt");
     await new Promise((resolve) => setTimeout(resolve, 2_000));

@@ -1,10 +1,10 @@
 import { checkStoreMarker, startEventLoopMonitor } from "@/lib/health";
 import { ensureJobRunner } from "@/lib/jobs";
 import { configuredAllowList } from "@/lib/input";
-import { getOcrPool, recognizerInUse } from "@/lib/ocr";
+import { recognizerInUse } from "@/lib/ocr";
 import type { TesseractInUse } from "@/lib/ocr/model";
 import { getEnv, ignoredVariablesNotice } from "@/lib/env";
-import { processSettings } from "@/lib/settings";
+import { services } from "@/lib/services";
 import { assertStoreConfigured, getStore, isRedisConnectionError } from "@/lib/store";
 
 /**
@@ -53,11 +53,11 @@ export function startNodeServer(): void {
     });
 
   startEventLoopMonitor();
-  const env = getEnv();
-  ensureJobRunner(getStore(), env, processSettings(env));
+  const given = services();
+  const { env, pool } = given;
+  ensureJobRunner(given);
 
   const started = performance.now();
-  const pool = getOcrPool();
   pool.warm().then(
     () =>
       console.info(

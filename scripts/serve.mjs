@@ -16,7 +16,7 @@
 //   node scripts/serve.mjs [--dev] [--port 3000] [--hostname 0.0.0.0]      (PORT and HOSTNAME work too)
 //                          [--headers-timeout-ms 10000]                     (tests shorten it; no variable)
 //                          [--settings '{"webhooks":{"retryBaseMs":500}}'] (overrides of the modules' constant
-//                          settings, lib/settings/installed.ts: tests pass short timings here, not in variables)
+//                          settings, lib/settings `installProcessSettings`: tests pass short timings here, not in variables)
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -41,7 +41,8 @@ const hostname = values.hostname ?? process.env.HOSTNAME ?? (dev ? "localhost" :
 // Origin headers (DNS-rebinding protection).
 globalThis[Symbol.for("ocr-service.listen-hostname")] = hostname;
 
-// The app reads these through lib/settings/installed.ts (same process, same globalThis key).
+// The app reads these through lib/settings `processSettings` (same process, same globalThis key), when lib/services.ts
+// builds the process's services.
 if (values.settings) {
   // The same check as lib/settings `parseSettingsArgument` (the worker's), written here in plain JS.
   const sections = ["jobs", "webhooks", "ocr", "fetch", "keys", "accounts"];

@@ -9,11 +9,10 @@
 // `--name`: the name on the pages it reads (`readBy`; default: a hash of host and pid). `--settings`: overrides of the
 // modules' constant settings (lib/settings; tests pass short timings there).
 import { parseArgs } from "node:util";
-import { getEnv, ignoredVariablesNotice } from "@/lib/env";
-import { installProcessSettings, parseSettingsArgument, processSettings, type SettingsOverrides } from "@/lib/settings";
+import { ignoredVariablesNotice } from "@/lib/env";
+import { parseSettingsArgument, type SettingsOverrides } from "@/lib/settings";
+import { services } from "@/lib/services";
 import { ensureJobRunner, stopJobRunner, workerName } from "@/lib/jobs";
-import { getOcrPool } from "@/lib/ocr";
-import { getStore } from "@/lib/store";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
 let overrides: SettingsOverrides = {};
@@ -26,10 +25,9 @@ if (args.settings) {
   }
 }
 if (args.name) overrides = { ...overrides, jobs: { ...overrides.jobs, workerName: args.name } };
-// The process's singletons (the work and delivery queues, the engine pool) are built with them too.
-installProcessSettings(overrides);
-
-const env = getEnv();
+// The process's services (the settings, the store, the engine pool, the work and delivery queues) are built with them.
+const given = services(overrides);
+const { env } = given;
 const ignored = ignoredVariablesNotice();
 if (ignored) console.warn(`[worker] ${ignored}`);
 if (!env.REDIS_URL) {
@@ -38,7 +36,7 @@ if (!env.REDIS_URL) {
   );
   process.exit(1);
 }
-const store = getStore();
+const store = given.store;
 if (store.kind === "memory") {
   console.error(
     "[worker] no Redis store is configured; set REDIS_URL (and the same UPSTASH_* variables as the server, if it uses them).",
@@ -46,9 +44,8 @@ if (store.kind === "memory") {
   process.exit(1);
 }
 
-const settings = processSettings(env);
-const runner = ensureJobRunner(store, env, settings, { always: true });
-const pool = getOcrPool();
+const { settings, pool } = given;
+const runner = ensureJobRunner(given, { always: true });
 await pool.warm({ ocr: env.OCR_ENGINE_PROCESSES });
 console.info(
   `[worker] ${workerName(settings.jobs)} reading job pages with ${env.OCR_ENGINE_PROCESSES} engine process${env.OCR_ENGINE_PROCESSES === 1 ? "" : "es"}`,

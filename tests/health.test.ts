@@ -8,7 +8,7 @@ import { z } from "zod";
 import { DELETE, GET, OPTIONS, POST } from "@/app/api/health/route";
 import { pushEnv } from "./support/env";
 import { errorBodySchema } from "@/lib/api/errors";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getAccountByEmail, signUp } from "@/lib/accounts";
 import { getStore, resetStore } from "@/lib/store";
 import { freePort } from "../tooling";
@@ -129,7 +129,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   restoreEnv();
-  await getOcrPool().terminate();
+  await services().pool.terminate();
 });
 
 describe("GET /api/health", () => {

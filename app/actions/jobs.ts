@@ -15,9 +15,15 @@ import { services } from "@/lib/services";
 export async function cancelJobAction(formData: FormData): Promise<void> {
   const account = await getCurrentAccount();
   if (!account) redirect("/signin");
-  const { store, env, settings } = services();
+  const { store, env, settings, workQueue, deliveries } = services();
   try {
-    const view = await cancelJob(store, env, account.id, String(formData.get("jobId") ?? "").slice(0, 100));
+    const view = await cancelJob(
+      store,
+      env,
+      { workQueue, deliveries },
+      account.id,
+      String(formData.get("jobId") ?? "").slice(0, 100),
+    );
     // Its webhook event is queued; on a runner of invocations (Vercel) one is started to deliver it (at the
     // configured origin: never one from the request's Host, lib/service-origin.ts).
     if (view.webhook) afterResponse(() => kickJobWorkers(env, settings.jobs, 1));

@@ -6,7 +6,7 @@ import {
   HEALTH_SAMPLE_PNG_BASE64,
   HEALTH_SAMPLE_PNG_TEXT,
 } from "./sample";
-import { availableLanguages, extractDocument, getOcrPool, recognizerInUse, render, type OpenEnv } from "@/lib/ocr";
+import { availableLanguages, extractDocument, recognizerInUse, render, type OcrPool, type OpenEnv } from "@/lib/ocr";
 import type { Env } from "@/lib/env";
 import { isOcrError, type TesseractInUse } from "@/lib/ocr/model";
 import { countOverdueReservations } from "@/lib/credits";
@@ -126,13 +126,14 @@ export interface HealthBody {
  *
  * `store` is called inside the check (a route context's lazy `store`): a store that cannot be built (no Redis
  * configured in production, a bad configuration) is reported, not thrown. `env.OCR_LANGUAGES` is what is listed.
+ * `pool`: the process's engine pool (the route context's), whose state is reported and which reads the samples.
  */
 export async function checkHealth(
   store: () => Store,
-  { deep, env }: { deep: boolean; env: OpenEnv & Pick<Env, "OCR_ENGINES" | "OCR_MODEL_DIR"> },
+  { deep, env, pool }: { deep: boolean; env: OpenEnv & Pick<Env, "OCR_ENGINES" | "OCR_MODEL_DIR">; pool: OcrPool },
 ): Promise<HealthBody> {
-  const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine(env) : undefined]);
-  const pool = getOcrPool().stats();
+  const [storeHealth, check] = await Promise.all([checkStore(store), deep ? checkEngine(env, pool) : undefined]);
+  const stats = pool.stats();
   const healthy =
     storeHealth.ok &&
     !storeHealth.dataLoss &&
@@ -144,20 +145,20 @@ export async function checkHealth(
     version: SERVICE_VERSION,
     store: storeHealth,
     engine: {
-      ready: check ? check.ok : pool.workers > 0,
-      workers: pool.workers,
-      busy: pool.busy,
-      queued: pool.queued,
-      expectedWaitS: Math.round(pool.expectedWaitMs / 100) / 10,
-      inspect: { workers: pool.inspect.workers, busy: pool.inspect.busy, queued: pool.inspect.queued },
-      stopped: pool.stopped,
-      recycled: pool.recycled,
+      ready: check ? check.ok : stats.workers > 0,
+      workers: stats.workers,
+      busy: stats.busy,
+      queued: stats.queued,
+      expectedWaitS: Math.round(stats.expectedWaitMs / 100) / 10,
+      inspect: { workers: stats.inspect.workers, busy: stats.inspect.busy, queued: stats.inspect.queued },
+      stopped: stats.stopped,
+      recycled: stats.recycled,
       memoryMb: {
         server: Math.round(process.memoryUsage.rss() / 1048576),
-        engine: pool.processes.map((p) => p.rssMb),
+        engine: stats.processes.map((p) => p.rssMb),
       },
       languages: availableLanguages(env.OCR_LANGUAGES),
-      tesseract: pool.tesseract,
+      tesseract: stats.tesseract,
       recognizer: recognizerInUse(env.OCR_ENGINES, env.OCR_MODEL_DIR),
       ...(check && { check }),
     },
@@ -275,20 +276,20 @@ let lastCheck: EngineCheck | undefined;
 let running: Promise<EngineCheck> | undefined;
 
 /** Read the built-in samples through the real engine; cached for 60 s (10 s if it failed). */
-async function checkEngine(env: OpenEnv): Promise<EngineCheck> {
+async function checkEngine(env: OpenEnv, pool: OcrPool): Promise<EngineCheck> {
   const ttl = lastCheck?.ok ? DEEP_CACHE_MS : DEEP_FAILURE_CACHE_MS;
   if (lastCheck && Date.now() - Date.parse(lastCheck.checkedAt) < ttl) return { ...lastCheck, cached: true };
-  running ??= runEngineCheck(env).finally(() => {
+  running ??= runEngineCheck(env, pool).finally(() => {
     running = undefined;
   });
   return running;
 }
 
-async function runEngineCheck(env: OpenEnv): Promise<EngineCheck> {
+async function runEngineCheck(env: OpenEnv, pool: OcrPool): Promise<EngineCheck> {
   const started = performance.now();
   const samples = await Promise.all([
-    readSample(env, "png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
-    readSample(env, "pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
+    readSample(env, pool, "png", HEALTH_SAMPLE_PNG_BASE64, HEALTH_SAMPLE_PNG_TEXT),
+    readSample(env, pool, "pdf", HEALTH_SAMPLE_PDF_BASE64, HEALTH_SAMPLE_PDF_TEXT),
   ]);
   lastCheck = {
     ok: samples.every((sample) => sample.ok),
@@ -302,6 +303,7 @@ async function runEngineCheck(env: OpenEnv): Promise<EngineCheck> {
 
 async function readSample(
   env: OpenEnv,
+  pool: OcrPool,
   type: SampleReading["type"],
   base64: string,
   expected: string,
@@ -312,7 +314,7 @@ async function readSample(
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
     const document = await extractDocument(bytes, {
       env,
-      pool: getOcrPool(),
+      pool,
       language: "eng",
       deadline: Date.now() + DEEP_DEADLINE_MS,
     });

@@ -1,4 +1,5 @@
 import type { Env } from "@/lib/env";
+import type { Runtime } from "@/lib/jobs";
 import type { ApiKeyIdentity, RateLimitResult } from "@/lib/keys";
 import type { Settings } from "@/lib/settings";
 import type { Store } from "@/lib/store";
@@ -10,7 +11,7 @@ import type { RequestBody } from "./body";
  * the layers below do not reach for `getEnv()` / `getStore()` or a settings global themselves (issue 33;
  * lib/services.ts, lib/settings.ts).
  */
-export interface RequestContext {
+export interface RequestContext extends Runtime {
   req: Request;
   requestId: string;
   /** Epoch ms when the request arrived: the base of `processingTime` and of the request deadline. */

@@ -4,6 +4,7 @@ import { submitJob } from "@/lib/intake";
 import { kickJobWorkers, pollAfterSeconds, type JobView } from "@/lib/jobs";
 import { afterResponse } from "./after";
 import type { ApiContext } from "./context";
+import type { Runtime } from "@/lib/jobs";
 
 /**
  * Submit an asynchronous job and answer `202 Accepted` with it and `Location` (`POST /api/ocr/jobs`, and
@@ -11,7 +12,7 @@ import type { ApiContext } from "./context";
  * it, once, as it does an MCP task's. Workers that are function invocations are started after the answer.
  */
 export async function acceptJob(
-  { req, env, settings, account, requestId, receivedAt, report, store }: ApiContext,
+  { req, env, settings, account, requestId, receivedAt, report, store, pool, workQueue, deliveries }: ApiContext,
   { body, file }: { body: unknown; file?: Uint8Array },
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
@@ -19,6 +20,9 @@ export async function acceptJob(
   const { view, creditsRemaining } = await submitJob(store, {
     env,
     settings,
+    pool,
+    workQueue,
+    deliveries,
     body,
     file,
     account,
@@ -105,8 +109,9 @@ export function jobIdFromPath(req: Request, fromEnd = 1): string {
 /**
  * Seconds a poller should wait before asking again about a job that has not ended (none once it has): when its next
  * change is likely, from the job's pace (lib/jobs/view.ts `pollAfterSeconds`). `Retry-After` of the status route and
- * the `pollInterval` of the job's MCP task.
+ * the `pollInterval` of the job's MCP task. `pool`: the process's engine pool (its duration model: a page's expected
+ * time before the job's first page is read).
  */
-export function retryAfterFor(view: JobView, now = Date.now()): number | null {
-  return pollAfterSeconds(view, now);
+export function retryAfterFor(view: JobView, pool: Pick<Runtime["pool"], "estimate">, now = Date.now()): number | null {
+  return pollAfterSeconds(view, now, pool.estimate("read-pdf-page"));
 }

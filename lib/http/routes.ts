@@ -1,7 +1,6 @@
 import { ApiError } from "@/lib/api/errors";
-import { getEnv } from "@/lib/env";
-import { processSettings, type SettingsOverrides } from "@/lib/settings";
-import { getStore } from "@/lib/store";
+import { services } from "@/lib/services";
+import type { SettingsOverrides } from "@/lib/settings";
 import { preflightHeaders } from "./cors";
 import type { RequestContext } from "./context";
 import { newRequestId } from "./request-id";
@@ -46,8 +45,9 @@ export function withRequest(handler: (context: RequestContext) => Promise<Respon
 }
 
 /**
- * A request's context: its configuration read now (a bad one throws here, inside the wrapper's catch), the
- * process's settings with the route instance's overrides, the store on first read.
+ * A request's context: the process's services (lib/services.ts) — its configuration read now (a bad one throws
+ * here, inside the wrapper's catch), the process's settings with the route instance's overrides, the store, the
+ * engine pool and the queues on first read.
  */
 export function requestContext(
   req: Request,
@@ -55,15 +55,24 @@ export function requestContext(
   receivedAt: number,
   options: RouteOptions = {},
 ): RequestContext {
-  const env = getEnv();
+  const given = services(options.settings);
   return {
     req,
     requestId,
     receivedAt,
-    env,
-    settings: processSettings(env, options.settings),
+    env: given.env,
+    settings: given.settings,
     get store() {
-      return getStore();
+      return given.store;
+    },
+    get pool() {
+      return given.pool;
+    },
+    get workQueue() {
+      return given.workQueue;
+    },
+    get deliveries() {
+      return given.deliveries;
     },
   };
 }

@@ -7,6 +7,7 @@ import {
   type StoredResponse,
 } from "@/lib/credits";
 import type { Env } from "@/lib/env";
+import type { Runtime } from "@/lib/jobs";
 import { ApiError, isApiError } from "@/lib/api/errors";
 import { addressLimitKey, clientAddress, clientAddressOptions } from "@/lib/client-ip";
 import {
@@ -119,15 +120,16 @@ async function serve(
   let response: Response;
   const credential = readCredential(req.headers, options.acceptQueryKey === true ? req.url : undefined);
   try {
-    const { env, store, settings } = requestContext(req, requestId, receivedAt, instance);
+    const given = requestContext(req, requestId, receivedAt, instance);
+    const { env, store, settings } = given;
     // The request's one deadline, created here (lib/request-scope.ts): its signal aborts at the deadline or when the
     // client goes away (`req.signal`), and every store command ends by it (plus the answer grace). A stream (MCP's
     // SSE GET) outlives any request deadline and keeps the default command timeout.
     response =
       options.stream === true
-        ? await authenticated(env, store, settings)
+        ? await authenticated(env, store, settings, given)
         : await runInScope(requestScope({ deadline: receivedAt + env.REQUEST_DEADLINE_MS, cancel: req.signal }), () =>
-            authenticated(env, store, settings),
+            authenticated(env, store, settings, given),
           );
   } catch (error) {
     response = fail(error, requestId, outcome);
@@ -136,7 +138,7 @@ async function serve(
   }
   return finishResponse(response, { req, requestId, receivedAt, keyId, headers, facts: outcome });
 
-  async function authenticated(env: Env, store: Store, settings: Settings): Promise<Response> {
+  async function authenticated(env: Env, store: Store, settings: Settings, runtime: Runtime): Promise<Response> {
     // Refund what crashed instances left reserved, now and then, after the answer (lib/credits).
     maybeSweepReservations(store, afterResponse);
     const account = await authenticate(store, env, settings, req, credential, options.protectedResource === true);
@@ -163,6 +165,15 @@ async function serve(
       env,
       settings,
       store,
+      get pool() {
+        return runtime.pool;
+      },
+      get workQueue() {
+        return runtime.workQueue;
+      },
+      get deliveries() {
+        return runtime.deliveries;
+      },
       account,
       body,
       report,

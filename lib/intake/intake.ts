@@ -3,8 +3,8 @@ import { ocrRequestSchema, ocrUploadSchema, type OcrRequest } from "@/lib/api/sc
 import { getBalance } from "@/lib/credits";
 import type { Env } from "@/lib/env";
 import { configuredAllowList, type ResolveHost } from "@/lib/input";
-import { fromEngineError, getWorkQueue, queueJob, requireWorkQueue, workerName, type JobView } from "@/lib/jobs";
-import { describeDocument, detectFileType, getOcrPool, openDocument, type OcrPool } from "@/lib/ocr";
+import { fromEngineError, queueJob, requireWorkQueue, workerName, type JobView, type Runtime } from "@/lib/jobs";
+import { describeDocument, detectFileType, openDocument } from "@/lib/ocr";
 import { acquireInFlight } from "./in-flight";
 import { readNow, type InlineWatch, type ProcessAccount, type ProcessDocumentResult } from "./read-now";
 import { throwIfEnded, withinScope, type RequestScope } from "@/lib/request-scope";
@@ -22,7 +22,8 @@ import { checkDeclaredSize, inputSourceOf, loadDocument, sourceOfBody, type Docu
  */
 export type IntakeMode = "read" | "job" | "fit";
 
-export interface IntakeInput {
+/** `Runtime`: the engine pool, the work queue and the delivery queue (the request context's; tests give their own pool). */
+export interface IntakeInput extends Runtime {
   /** The configuration (the request context's): limits, the default deadline. */
   env: Env;
   /** The modules' settings (the request context's): the jobs', the fetch's and the engine's limits. */
@@ -44,8 +45,6 @@ export interface IntakeInput {
   deadline?: number;
   /** Aborts the work too (MCP: the SDK's request signal, `notifications/cancelled`): unread pages are refunded. */
   cancel?: AbortSignal;
-  /** OCR worker pool. Default: the process-wide pool (tests inject a small one). */
-  pool?: OcrPool;
   /** DNS for a URL. Default: the system resolver (tests stand in for it). */
   resolveHost?: ResolveHost;
   /** The host the request came to (its `Host`): a URL of its own `/samples/<file>` is read from disk. */
@@ -97,21 +96,22 @@ async function takeIn(
 ): Promise<IntakeOutcome> {
   const { account, source, env } = input;
   // `fit` needs somewhere to put what does not fit; without a job queue it reads what it can, as REST does.
-  const mode: IntakeMode = input.mode === "fit" && getWorkQueue() === null ? "read" : input.mode;
+  const mode: IntakeMode = input.mode === "fit" && input.workQueue === null ? "read" : input.mode;
   const settings = input.settings.jobs;
   const { format = "text", pages, language } = input.options ?? {};
 
   // Cheap checks, before any byte is fetched or decoded.
-  if (mode === "job") requireWorkQueue();
+  if (mode === "job") requireWorkQueue(input.workQueue);
   const webhookUrl =
     mode === "job"
       ? await resolveJobWebhook(store, account.userId, input.webhookUrl, {
           resolveHost: input.resolveHost,
           allowHosts: configuredAllowList(env),
+          deliveries: input.deliveries,
         })
       : undefined;
   checkDeclaredSize(source, env.MAX_INLINE_BYTES);
-  const pool = input.pool ?? getOcrPool();
+  const { pool } = input;
   // One account cannot fill an instance: its requests read now are limited (429 past it).
   using _inFlight =
     mode === "job"
@@ -161,6 +161,8 @@ async function takeIn(
       webhookUrl,
       origin: input.origin,
       settings,
+      queue: input.workQueue,
+      deliveries: input.deliveries,
     });
     return { kind: "job", ...queued, ...(reason !== undefined && { reason }) };
   };

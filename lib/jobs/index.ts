@@ -11,7 +11,8 @@ export {
 } from "./result";
 export { jobLinks, pollAfterSeconds, toJobView, type JobView } from "./view";
 export { jobSettings, workerName, type JobSettings } from "./settings";
-export { getWorkQueue, requireWorkQueue, resetWorkQueue } from "./work-queue";
+export { processWorkQueue, requireWorkQueue, resetWorkQueue, type Runtime } from "./work-queue";
+export type { WorkQueue } from "./queue/port";
 export { JobRunner, type RunnerOptions } from "./runner";
 export {
   acceptWorkCall,

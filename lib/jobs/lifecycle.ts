@@ -1,16 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { JobStatus, LedgerDraft, Store } from "@/lib/store";
-import { announceJobEnd } from "@/lib/webhooks";
+import { announceJobEnd, type DeliveryQueue } from "@/lib/webhooks";
 import type { JobSettings } from "./settings";
 
 /**
  * End a job (finished, cancelled or failed): what it still has reserved is refunded with one `refund` ledger entry
  * (its request id the job's), its results expire `JOB_RESULT_TTL` from now, and its webhook (if any) is announced —
  * by this caller only, the one whose end step changed the job. Null when it had already ended. `settings`: the
- * caller's job settings (the results' lifetime).
+ * caller's job settings (the results' lifetime); `deliveries`: the process's delivery queue (the event's).
  */
 export async function endJob(
   store: Store,
+  deliveries: DeliveryQueue | null,
   settings: Pick<JobSettings, "resultTtlMs">,
   jobId: string,
   end: "finish" | "cancel" | "fail",
@@ -31,7 +32,7 @@ export async function endJob(
     entry,
     day: now.toISOString().slice(0, 10),
   });
-  if (ended) await announceJobEnd(store, jobId);
+  if (ended) await announceJobEnd(store, deliveries, jobId);
   return ended;
 }
 

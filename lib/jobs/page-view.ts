@@ -1,13 +1,14 @@
 import { z } from "zod";
 import { ApiError } from "@/lib/api/errors";
 import type { Env } from "@/lib/env";
-import { getOcrPool, renderPagePreview, type OcrPool, type PagePreview } from "@/lib/ocr";
+import { renderPagePreview, type OcrPool, type PagePreview } from "@/lib/ocr";
 import { markReview, parsePageSelection, type ExtractedPage, type OcrPage } from "@/lib/ocr/model";
 import { fromEngineError } from "./engine-errors";
 import type { JobRecord, Store } from "@/lib/store";
 import { decodePage } from "./payload";
 import { findReadableJob } from "./service";
 import { SourceCache } from "./sources";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * One page of a job as the MCP viewer shows it (lib/mcp/viewer): its words with their boxes, confidences and review
@@ -40,11 +41,12 @@ export interface JobPageView {
 export async function readJobPageView(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   page: number | undefined,
 ): Promise<JobPageView> {
-  const record = await findReadableJob(store, env, userId, jobId);
+  const record = await findReadableJob(store, env, deliveries, userId, jobId);
   const selected = parsePageSelection(record.selection, record.pageCount);
   const number = page ?? selected[0]!;
   if (!selected.includes(number)) {
@@ -84,12 +86,13 @@ const sourceCaches = new WeakMap<Store, SourceCache>();
 export async function readJobPageImage(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   page: number,
-  options: { deadline: number; signal?: AbortSignal; pool?: OcrPool },
+  options: { deadline: number; signal?: AbortSignal; pool: OcrPool },
 ): Promise<PagePreview> {
-  const view = await readJobPageView(store, env, userId, jobId, page);
+  const view = await readJobPageView(store, env, deliveries, userId, jobId, page);
   let cache = sourceCaches.get(store);
   if (!cache) {
     cache = new SourceCache(() => store.jobs, VIEW_SOURCE_CACHE_BYTES);
@@ -112,7 +115,7 @@ export async function readJobPageImage(
       deadline: options.deadline,
       signal: options.signal,
       tenant: userId,
-      pool: options.pool ?? getOcrPool(),
+      pool: options.pool,
     });
   } catch (error) {
     throw fromEngineError(error);

@@ -10,6 +10,7 @@ import { decodePage } from "./payload";
 import { findJob, findReadableJob } from "./service";
 import { jobSettings } from "./settings";
 import type { OutputFormat, TextFormat } from "@/lib/vocabulary";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /**
  * The most bytes of `extractedText` (as escaped in the JSON answer) one result response carries: the answer stays
@@ -30,11 +31,12 @@ export type JobResultPart = JobResultBody;
 export async function readJobResult(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<JobResultPart> {
-  const record = await findReadableJob(store, env, userId, jobId);
+  const record = await findReadableJob(store, env, deliveries, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) return renderResultPart(store, record, wanted, options);
   // An ended job's part is the same at every read: read once from the store (and shared by the reads in flight here:
@@ -60,11 +62,12 @@ export async function readJobResult(
 export async function readJobResultBody(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   options: { format?: OutputFormat; pages?: string; limitBytes?: number },
 ): Promise<{ body: ReadableStream<Uint8Array>; bytes: number; next: string | null }> {
-  const record = await findJob(store, env, userId, jobId);
+  const record = await findJob(store, env, deliveries, userId, jobId);
   const wanted = checkTextRequest(record, options);
   if (!isJobEnded(record)) {
     const part = await rendering(record.userId, () => renderResultPart(store, record, wanted, options));
@@ -197,11 +200,12 @@ function wantedPages(record: JobRecord, pages: string | undefined): number[] {
 export async function jobResultFormat(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   format: OutputFormat | undefined,
 ): Promise<OutputFormat> {
-  return format ?? (await findJob(store, env, userId, jobId)).format;
+  return format ?? (await findJob(store, env, deliveries, userId, jobId)).format;
 }
 
 export interface JobPdf {
@@ -223,11 +227,12 @@ export interface JobPdf {
 export async function readJobPdf(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   options: { pages?: string },
 ): Promise<JobPdf> {
-  const record = await findJob(store, env, userId, jobId);
+  const record = await findJob(store, env, deliveries, userId, jobId);
   const wanted = wantedPages(record, options.pages);
   const jobs = store.jobs;
   const pages: ExtractedPage[] = [];

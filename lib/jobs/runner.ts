@@ -11,6 +11,7 @@ import {
 } from "@/lib/ocr";
 import { isOcrError, parsePageSelection, type LanguageChoice } from "@/lib/ocr/model";
 import { isRedisConnectionError, type JobRecord, type JobStore, type Store } from "@/lib/store";
+import type { DeliveryQueue } from "@/lib/webhooks";
 import { endJob, jobPriority, pageFailure } from "./lifecycle";
 import { decodePage, encodePage } from "./payload";
 import type { LeasedTask, PageTask, PageTaskPage, TaskKind, WorkQueue } from "./queue/port";
@@ -25,6 +26,8 @@ export interface RunnerOptions {
   name: string;
   /** The engine processes (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
   pool: OcrPool;
+  /** Where a job's end is announced (the entry point's delivery queue; none without TCP Redis). */
+  deliveries: DeliveryQueue | null;
   /** The store whose jobs it works (the entry point's: lib/jobs/workers.ts, scripts/worker.ts). */
   store: Store;
   /** The languages installed (`OCR_LANGUAGES` of the configuration): what a page's `auto` may re-read it in. */
@@ -364,7 +367,7 @@ export class JobRunner {
         Date.now(),
       );
     }
-    await endJob(this.options.store, this.options.settings, record.id, "finish");
+    await endJob(this.options.store, this.options.deliveries, this.options.settings, record.id, "finish");
     this.forget(record.id);
     await task.complete();
   }
@@ -391,7 +394,7 @@ export class JobRunner {
   }
 
   private async endAsFailed(jobId: string, code: string, message: string): Promise<void> {
-    await endJob(this.options.store, this.options.settings, jobId, "fail", { code, message });
+    await endJob(this.options.store, this.options.deliveries, this.options.settings, jobId, "fail", { code, message });
   }
 
   // ─── pages ───

@@ -8,10 +8,11 @@ import { formatMegabytes } from "@/lib/input";
 import { actingApp } from "@/lib/keys";
 import type { JobRecord, NewJob, Store } from "@/lib/store";
 import type { OutputFormat } from "@/lib/vocabulary";
-import { jobWebhookView } from "@/lib/webhooks";
+import { jobWebhookView, type DeliveryQueue } from "@/lib/webhooks";
 import { endJob, jobPriority } from "./lifecycle";
 import { jobSettings, type JobSettings } from "./settings";
-import { getWorkQueue, requireWorkQueue } from "./work-queue";
+import type { WorkQueue } from "./queue/port";
+import { requireWorkQueue, type Runtime } from "./work-queue";
 import { toJobView, type JobView } from "./view";
 
 /** A document the intake (lib/intake) loaded, checked and decided to read as a job. */
@@ -31,6 +32,9 @@ export interface QueueJobInput {
   origin?: string;
   /** The jobs' settings (the caller's `jobSettings(overrides, env)`): limits, lifetimes, chunk size. */
   settings: JobSettings;
+  /** The process's work queue (`503` without one) and delivery queue (lib/services.ts). */
+  queue: WorkQueue | null;
+  deliveries: DeliveryQueue | null;
 }
 
 /** Job ids: `job_` and 16 random bytes (base64url). */
@@ -47,8 +51,8 @@ export async function queueJob(
   store: Store,
   input: QueueJobInput,
 ): Promise<{ view: JobView; creditsRemaining: number }> {
-  const queue = requireWorkQueue();
-  const { bytes, document: described, account, settings } = input;
+  const queue = requireWorkQueue(input.queue);
+  const { bytes, document: described, account, settings, deliveries } = input;
   const jobs = store.jobs;
   const jobId = `job_${randomBytes(16).toString("base64url")}`;
   const now = Date.now();
@@ -78,9 +82,10 @@ export async function queueJob(
     await queue.addDocument({ jobId, step: "open" }, { priority: jobPriority(described.selectedPages.length) });
   } catch (error) {
     // Nothing will read it: the job fails at once and everything comes back.
-    await endJob(store, settings, jobId, "fail", { code: "unavailable", message: "The job could not be queued" }).catch(
-      () => undefined,
-    );
+    await endJob(store, deliveries, settings, jobId, "fail", {
+      code: "unavailable",
+      message: "The job could not be queued",
+    }).catch(() => undefined);
     throw new ApiError("unavailable", "The job queue is unavailable. Please try again shortly; nothing was charged.", {
       cause: error,
     });
@@ -204,7 +209,13 @@ function accountFilesFull(
 }
 
 /** The job `jobId` of `userId`: `404` for another account's or an unknown one, `410` once its results expired. */
-export async function findJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobRecord> {
+export async function findJob(
+  store: Store,
+  env: Env,
+  deliveries: DeliveryQueue | null,
+  userId: string,
+  jobId: string,
+): Promise<JobRecord> {
   const settings = jobSettings({}, env);
   if (!JOB_ID_PATTERN.test(jobId)) {
     throw new ApiError("not_found", "No such job: job ids look like job_ followed by 22 letters, digits, - or _");
@@ -218,11 +229,11 @@ export async function findJob(store: Store, env: Env, userId: string, jobId: str
   }
   if ((record.status === "queued" || record.status === "running") && record.deadline <= Date.now()) {
     // Past its time (its processes were gone for a day): it ends now, and what it did not read comes back.
-    await endJob(store, settings, jobId, "fail", {
+    await endJob(store, deliveries, settings, jobId, "fail", {
       code: "timeout",
       message: `The job did not finish within ${Math.round(settings.maxDurationMs / 3_600_000)} h`,
     });
-    return findJob(store, env, userId, jobId);
+    return findJob(store, env, deliveries, userId, jobId);
   }
   if (record.finishedAt !== undefined && record.expiresAt <= Date.now()) {
     throw new ApiError(
@@ -239,8 +250,14 @@ export async function findJob(store: Store, env: Env, userId: string, jobId: str
  * lib/oauth SCOPES); another's, a key's or one that records no creator is `404` to it, as another account's is. API
  * keys and the session read every job of the account.
  */
-export async function findReadableJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobRecord> {
-  const record = await findJob(store, env, userId, jobId);
+export async function findReadableJob(
+  store: Store,
+  env: Env,
+  deliveries: DeliveryQueue | null,
+  userId: string,
+  jobId: string,
+): Promise<JobRecord> {
+  const record = await findJob(store, env, deliveries, userId, jobId);
   const app = actingApp();
   if (app !== null && record.keyId !== app) {
     throw new ApiError(
@@ -252,8 +269,14 @@ export async function findReadableJob(store: Store, env: Env, userId: string, jo
 }
 
 /** `GET /api/ocr/jobs/{id}`. */
-export async function getJobView(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
-  const record = await findJob(store, env, userId, jobId);
+export async function getJobView(
+  store: Store,
+  env: Env,
+  deliveries: DeliveryQueue | null,
+  userId: string,
+  jobId: string,
+): Promise<JobView> {
+  const record = await findJob(store, env, deliveries, userId, jobId);
   const failed = record.pagesFailed > 0 ? await store.jobs.getFailedPages(jobId) : new Map<number, string>();
   const view = toJobView(record, failed);
   const webhook = await jobWebhookView(store, record);
@@ -262,17 +285,20 @@ export async function getJobView(store: Store, env: Env, userId: string, jobId: 
 }
 
 /** `DELETE /api/ocr/jobs/{id}`: pages not read yet are refunded; a job that has ended is answered as it is. */
-export async function cancelJob(store: Store, env: Env, userId: string, jobId: string): Promise<JobView> {
-  await findJob(store, env, userId, jobId);
-  const ended = await endJob(store, jobSettings({}, env), jobId, "cancel", {
+export async function cancelJob(
+  store: Store,
+  env: Env,
+  { workQueue, deliveries }: Pick<Runtime, "workQueue" | "deliveries">,
+  userId: string,
+  jobId: string,
+): Promise<JobView> {
+  await findJob(store, env, deliveries, userId, jobId);
+  const ended = await endJob(store, deliveries, jobSettings({}, env), jobId, "cancel", {
     code: "cancelled",
     message: "Cancelled by the account",
   });
-  if (ended)
-    await getWorkQueue()
-      ?.dropPages(jobId)
-      .catch(() => undefined);
-  return getJobView(store, env, userId, jobId);
+  if (ended) await workQueue?.dropPages(jobId).catch(() => undefined);
+  return getJobView(store, env, deliveries, userId, jobId);
 }
 
 /** `GET /api/ocr/jobs`: the account's jobs, newest first. */

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { JobViewBody } from "@/lib/api/schemas";
-import { getOcrPool } from "@/lib/ocr";
 import { jobCounts, type JobRecord } from "@/lib/store";
 
 const failureSchema = z.object({ code: z.string(), message: z.string() });
@@ -53,7 +52,7 @@ export const POLL_SECONDS = { min: 1, max: 30 } as const;
  * model knows). Within 1–30 s. Pages of ~17 s each: `Retry-After: 17`, about one poll per page instead of 165 polls
  * for 12 pages at `Retry-After: 1`.
  */
-export function pollAfterSeconds(view: JobView, now = Date.now(), pageEstimateMs?: number): number | null {
+export function pollAfterSeconds(view: JobView, now: number, pageEstimateMs: number): number | null {
   if (view.status !== "queued" && view.status !== "running") return null;
   const settled = view.pagesDone + view.pagesFailed;
   const started = view.startedAt === null ? undefined : Date.parse(view.startedAt);
@@ -62,7 +61,7 @@ export function pollAfterSeconds(view: JobView, now = Date.now(), pageEstimateMs
     ms = (now - started) / settled;
   } else {
     const waited = now - (started ?? Date.parse(view.createdAt));
-    ms = Math.max(pageEstimateMs ?? getOcrPool().estimate("read-pdf-page"), waited / 2);
+    ms = Math.max(pageEstimateMs, waited / 2);
   }
   return Math.min(POLL_SECONDS.max, Math.max(POLL_SECONDS.min, Math.round(ms / 1000)));
 }

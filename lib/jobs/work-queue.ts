@@ -1,25 +1,36 @@
-import { getEnv } from "@/lib/env";
 import { ApiError } from "@/lib/api/errors";
-import { installedOverrides } from "@/lib/settings/installed";
-import { getStore } from "@/lib/store";
+import type { Env } from "@/lib/env";
+import type { OcrPool } from "@/lib/ocr";
+import type { Store } from "@/lib/store";
+import type { DeliveryQueue } from "@/lib/webhooks";
 import { createBullQueue } from "./queue/bullmq";
 import { createMemoryQueue } from "./queue/memory";
 import type { WorkQueue } from "./queue/port";
-import { jobSettings, type JobSettings } from "./settings";
+import type { JobSettings } from "./settings";
 
 const QUEUE_KEY = Symbol.for("ocr-service.job-queue");
 type QueueHolder = { [QUEUE_KEY]?: WorkQueue | null };
 
 /**
- * The process's work queue: BullMQ on `REDIS_URL` (TCP; also when the store itself talks to Upstash over REST), in
- * memory with the embedded store, none when only a REST URL is configured (jobs answer `503` then, saying why).
+ * The process-wide parts a job's path works with: the engine pool, the work queue and the delivery queue. Built with
+ * the other services (lib/services.ts `services()`, a route's context) and passed down as arguments.
  */
-export function getWorkQueue(): WorkQueue | null {
+export interface Runtime {
+  readonly pool: OcrPool;
+  /** None when only a REST URL is configured (jobs answer `503` then: `requireWorkQueue`). */
+  readonly workQueue: WorkQueue | null;
+  /** None when only a REST URL is configured (a job with a webhook answers `503`). */
+  readonly deliveries: DeliveryQueue | null;
+}
+
+/**
+ * The process's work queue, built on first use from the configuration `env`, the process's `store` and the jobs'
+ * `settings` (lib/services.ts only): BullMQ on `REDIS_URL` (TCP; also when the store itself talks to Upstash over
+ * REST), in memory with the embedded store, none when only a REST URL is configured.
+ */
+export function processWorkQueue(env: Env, store: Store, settings: JobSettings): WorkQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
-  const env = getEnv();
-  // A process-wide singleton: the process's settings (lib/settings/installed.ts), as `getEnv()`.
-  const settings = jobSettings(installedOverrides<JobSettings>("jobs"), env);
   let queue: WorkQueue | null = null;
   if (env.REDIS_URL) {
     queue = createBullQueue({
@@ -32,7 +43,7 @@ export function getWorkQueue(): WorkQueue | null {
       backoffMs: settings.backoffMs,
       blockSeconds: settings.blockSeconds,
     });
-  } else if (getStore().kind === "memory") {
+  } else if (store.kind === "memory") {
     queue = createMemoryQueue(settings);
   }
   holder[QUEUE_KEY] = queue;
@@ -40,8 +51,7 @@ export function getWorkQueue(): WorkQueue | null {
 }
 
 /** The work queue, or `503 unavailable` saying what a deployment without one needs. */
-export function requireWorkQueue(): WorkQueue {
-  const queue = getWorkQueue();
+export function requireWorkQueue(queue: WorkQueue | null): WorkQueue {
   if (!queue) {
     throw new ApiError(
       "unavailable",

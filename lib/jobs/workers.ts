@@ -3,12 +3,12 @@ import type { Env } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { selfOrigin } from "@/lib/service-origin";
 import type { Store } from "@/lib/store";
-import { resetDeliveryQueue, startWebhookWorker, type WebhookSettings } from "@/lib/webhooks";
-import { getOcrPool, type OcrSettings } from "@/lib/ocr";
+import { resetDeliveryQueue, type DeliveryQueue, type WebhookSettings } from "@/lib/webhooks";
+import type { OcrPool, OcrSettings } from "@/lib/ocr";
 import { JobRunner } from "./runner";
 import type { WorkQueue } from "./queue/port";
 import { workerName, type JobSettings } from "./settings";
-import { getWorkQueue } from "./work-queue";
+import type { Runtime } from "./work-queue";
 
 const RUNNER_KEY = Symbol.for("ocr-service.job-runner");
 type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
@@ -17,33 +17,43 @@ type RunnerHolder = { [RUNNER_KEY]?: JobRunner };
  * Start this process's job runner when it is a process that lives (`JOBS_RUNNER` `background`: every server
  * instance that is not on Vercel, and `npm run worker`): it takes page tasks whenever an engine process is free.
  * Once per process (kept on globalThis: dev-server reloads share it). `always`: whatever `JOBS_RUNNER` says (the
- * worker process, whose only purpose this is). The process also delivers webhook events (lib/webhooks). The store
- * and the configuration are the entry point's (lib/startup.ts, scripts/worker.ts); the runner keeps the store.
+ * worker process, whose only purpose this is). The process also delivers webhook events (lib/webhooks). The store,
+ * the configuration, the engine pool and the queues are the entry point's (`services()`: lib/startup.ts,
+ * scripts/worker.ts); the runner keeps them.
  */
 export function ensureJobRunner(
-  store: Store,
-  env: Env,
-  settings: { jobs: JobSettings; ocr: OcrSettings; webhooks: WebhookSettings },
+  {
+    store,
+    env,
+    settings,
+    pool,
+    workQueue,
+    deliveries,
+  }: Runtime & {
+    store: Store;
+    env: Env;
+    settings: { jobs: JobSettings; ocr: OcrSettings; webhooks: WebhookSettings };
+  },
   { always = false }: { always?: boolean } = {},
 ): JobRunner | null {
   const holder = globalThis as RunnerHolder;
   if (holder[RUNNER_KEY]) return holder[RUNNER_KEY];
   if (settings.jobs.runner !== "background" && !always) return null;
-  const queue = getWorkQueue();
-  if (!queue) return null;
+  if (!workQueue) return null;
   const runner = new JobRunner({
-    queue,
+    queue: workQueue,
     settings: settings.jobs,
     ocr: settings.ocr,
     name: workerName(settings.jobs),
     store,
-    pool: getOcrPool(),
+    pool,
+    deliveries,
     languages: env.OCR_LANGUAGES,
   });
   holder[RUNNER_KEY] = runner;
   runner.start();
   // Webhook deliveries (and their retries) are worked where the pages are.
-  startWebhookWorker(settings.webhooks);
+  deliveries?.startWorker();
   return runner;
 }
 
@@ -60,6 +70,7 @@ export interface JobWorkServices {
   /** The store whose jobs are worked. */
   store: Store;
   queue: WorkQueue | null;
+  pool: OcrPool;
   settings: JobSettings;
   /** This process's name on the pages it reads. */
   name: string;
@@ -67,7 +78,9 @@ export interface JobWorkServices {
   languages: Env["OCR_LANGUAGES"];
   /** One webhook delivery attempt's budget: what is kept of the invocation's budget for the deliveries. */
   deliveryTimeoutMs: number;
-  /** Deliver the webhook events that are due within a budget (lib/webhooks `drainWebhooks`). */
+  /** Where a job's end is announced (lib/webhooks): the process's delivery queue, none without TCP Redis. */
+  deliveries: DeliveryQueue | null;
+  /** Deliver the webhook events that are due within a budget (the delivery queue's `drain`). */
   drainDeliveries: (budgetMs: number) => Promise<number>;
 }
 
@@ -78,11 +91,11 @@ export interface JobWorkServices {
  */
 export async function workJobsFor(
   budgetMs: number,
-  { store, queue, settings, name, languages, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
+  { store, queue, pool, deliveries, settings, name, languages, deliveryTimeoutMs, drainDeliveries }: JobWorkServices,
 ): Promise<{ documents: number; pages: number }> {
   if (!queue) return { documents: 0, pages: 0 };
   const started = Date.now();
-  const runner = new JobRunner({ queue, settings, name, store, languages, pool: getOcrPool() });
+  const runner = new JobRunner({ queue, settings, name, store, languages, pool, deliveries });
   const reserve = Math.min(Math.floor(budgetMs * 0.2), deliveryTimeoutMs + 5_000);
   const worked = await runner.drain(budgetMs - reserve);
   await drainDeliveries(Math.max(budgetMs - (Date.now() - started), reserve)).catch((error: unknown) =>

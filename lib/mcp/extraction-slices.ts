@@ -6,6 +6,7 @@ import { formatPageRanges, isOcrError, parsePageSelection } from "@/lib/ocr/mode
 import type { Store } from "@/lib/store";
 import type { TextFormat } from "@/lib/vocabulary";
 import { DEFAULT_SLICE_CHARS, isJobActive, type GetExtractionInput, type GetExtractionOutput } from "./jobs";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * The text `get_extraction` hands out in slices an agent's context can take, and the opaque cursor that says where the
@@ -70,12 +71,13 @@ function badCursor(): ApiError {
 async function readAnswerSlice(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   jobId: string,
   offset: number,
   maxChars: number,
 ): Promise<GetExtractionOutput> {
-  const record = await findJob(store, env, userId, jobId).catch((error: unknown) => {
+  const record = await findJob(store, env, deliveries, userId, jobId).catch((error: unknown) => {
     if (!isApiError(error) || (error.code !== "not_found" && error.code !== "gone")) throw error;
     throw new ApiError(
       "gone",
@@ -83,7 +85,7 @@ async function readAnswerSlice(
     );
   });
   const view = toJobView(record);
-  const { part } = await readJobText(store, env, userId, view);
+  const { part } = await readJobText(store, env, deliveries, userId, view);
   const text = part.extractedText;
   if (offset > text.length) throw badCursor();
   const end = Math.min(text.length, offset + maxChars);
@@ -126,12 +128,13 @@ export function textFormatOf(view: JobView): TextFormat {
 function readPages(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   view: JobView,
   pages: readonly number[],
   limitBytes?: number,
 ): Promise<JobResultPart> {
-  return readJobResult(store, env, userId, view.jobId, {
+  return readJobResult(store, env, deliveries, userId, view.jobId, {
     format: textFormatOf(view),
     pages: formatPageRanges(pages),
     ...(limitBytes !== undefined && { limitBytes }),
@@ -147,13 +150,14 @@ function readPages(
 export async function readExtractionSlice(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   input: GetExtractionInput,
 ): Promise<GetExtractionOutput> {
   const maxChars = input.max_chars ?? DEFAULT_SLICE_CHARS;
   const cursor = input.cursor !== undefined ? decodeCursor(input.cursor) : undefined;
   if (cursor !== undefined && "answer" in cursor)
-    return readAnswerSlice(store, env, userId, cursor.answer, cursor.offset, maxChars);
+    return readAnswerSlice(store, env, deliveries, userId, cursor.answer, cursor.offset, maxChars);
   if (cursor?.job !== undefined && input.job_id !== undefined && cursor.job !== input.job_id) {
     throw new ApiError(
       "invalid_request",
@@ -164,7 +168,7 @@ export async function readExtractionSlice(
   if (jobId === undefined)
     throw new ApiError("invalid_request", "job_id: required without a cursor (the job id extract_text answered with)");
   // `findJob`: 404 for an unknown or another account's job, 410 once its results expired.
-  const record = await findJob(store, env, userId, jobId);
+  const record = await findJob(store, env, deliveries, userId, jobId);
   const view = toJobView(record);
   const start = cursor ?? { pages: input.pages?.trim() ?? "", offset: 0 };
   const field = input.cursor !== undefined ? "cursor" : "pages";
@@ -189,7 +193,7 @@ export async function readExtractionSlice(
         : null,
     creditsUsed: view.creditsUsed,
   });
-  return sliceFrom(store, env, userId, view, wanted, start.offset, maxChars, failedPages, answer);
+  return sliceFrom(store, env, deliveries, userId, view, wanted, start.offset, maxChars, failedPages, answer);
 }
 
 type Answer = (
@@ -203,6 +207,7 @@ type Answer = (
 async function sliceFrom(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   view: JobView,
   wanted: number[],
@@ -216,7 +221,7 @@ async function sliceFrom(
   for (;;) {
     if (pages.length === 0) return answer([], 0, "", [], 0);
     if (offset > 0) {
-      const part = await readPages(store, env, userId, view, pages.slice(0, 1));
+      const part = await readPages(store, env, deliveries, userId, view, pages.slice(0, 1));
       const missing = part.missingPages[0];
       if (missing?.status === "pending") return answer([], 0, "", pages, offset);
       if (missing) {
@@ -232,14 +237,14 @@ async function sliceFrom(
     }
     // A part's size is counted in bytes of escaped JSON, never fewer than the characters, so whole pages within
     // `maxChars` bytes fit `maxChars` characters; a single page larger than that is cut below.
-    let part = await readPages(store, env, userId, view, pages, maxChars);
+    let part = await readPages(store, env, deliveries, userId, view, pages, maxChars);
     const pending = part.missingPages.find((page) => page.status === "pending");
     const stop = pending?.page;
     if (stop !== undefined && pages[0] === stop) return answer([], 0, "", pages, 0);
     if (stop !== undefined) {
       // Only the pages before the first one not read yet: read them again on their own.
       const before = pages.filter((page) => page < stop);
-      part = await readPages(store, env, userId, view, before, maxChars);
+      part = await readPages(store, env, deliveries, userId, view, before, maxChars);
     }
     const covered = part.pages === "" ? [] : selectPages(part.pages, view.pageCount, "pages");
     for (const missing of part.missingPages) {
@@ -259,7 +264,7 @@ async function sliceFrom(
     if (part.extractedText.length <= maxChars) return answer(covered, 0, part.extractedText, rest, 0);
     if (covered.length > 1) {
       // The format's wrapper (`json`) pushed several pages past the slice: take them one at a time.
-      const single = await readPages(store, env, userId, view, covered.slice(0, 1));
+      const single = await readPages(store, env, deliveries, userId, view, covered.slice(0, 1));
       const text = single.extractedText;
       const others = pages.filter((page) => page > covered[0]!);
       if (text.length <= maxChars) return answer(covered.slice(0, 1), 0, text, others, 0);
@@ -279,10 +284,11 @@ function restOfPart(next: string, pageCount: number): number[] {
 export async function readJobText(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   view: JobView,
 ): Promise<{ part: JobResultPart; nextCursor: string | null }> {
-  const part = await readJobResult(store, env, userId, view.jobId, { format: textFormatOf(view) });
+  const part = await readJobResult(store, env, deliveries, userId, view.jobId, { format: textFormatOf(view) });
   const rest = part.next !== null ? restOfPart(part.next, view.pageCount) : [];
   return { part, nextCursor: encodeCursor(view.jobId, rest, 0) };
 }

@@ -5,6 +5,7 @@ import type { Env } from "@/lib/env";
 import type { Store } from "@/lib/store";
 import { readExtractionSlice, readJobText } from "./extraction-slices";
 import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutput, type JobSummary } from "./jobs";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * A job's answer to a tool call, as the `CallToolResult` the model reads: what `extract_text` answers for a document
@@ -22,13 +23,14 @@ import { GET_EXTRACTION, describeJob, isJobActive, plural, type ExtractTextOutpu
 export async function jobToolResult(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   view: JobView,
   opening: string,
   maxChars?: number,
 ): Promise<CallToolResult> {
   if (view.status === "failed" || view.status === "cancelled") return jobFailureResult(view);
-  if (maxChars !== undefined) return jobSliceResult(store, env, userId, view, opening, maxChars);
+  if (maxChars !== undefined) return jobSliceResult(store, env, deliveries, userId, view, opening, maxChars);
   const summary: JobSummary = {
     jobId: view.jobId,
     status: view.status,
@@ -56,7 +58,7 @@ export async function jobToolResult(
     };
     return { content: [{ type: "text", text }], structuredContent: structured };
   }
-  const { part, nextCursor } = await readJobText(store, env, userId, view);
+  const { part, nextCursor } = await readJobText(store, env, deliveries, userId, view);
   const structured: ExtractTextOutput = {
     ...base,
     extractedText: part.extractedText,
@@ -91,17 +93,19 @@ function pdfNote(view: JobView): string {
 async function jobSliceResult(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   view: JobView,
   opening: string,
   maxChars: number,
 ): Promise<CallToolResult> {
-  const slice = await readExtractionSlice(store, env, userId, { job_id: view.jobId, max_chars: maxChars });
+  const slice = await readExtractionSlice(store, env, deliveries, userId, { job_id: view.jobId, max_chars: maxChars });
   const active = slice.status === "queued" || slice.status === "running";
   const confidence =
     slice.pages === ""
       ? 0
-      : (await readJobResult(store, env, userId, view.jobId, { format: slice.format, pages: slice.pages })).confidence;
+      : (await readJobResult(store, env, deliveries, userId, view.jobId, { format: slice.format, pages: slice.pages }))
+          .confidence;
   const structured: ExtractTextOutput = {
     success: true,
     userId,

@@ -7,6 +7,8 @@ import type { Env } from "@/lib/env";
 import type { Store } from "@/lib/store";
 import { outputFormats } from "@/lib/vocabulary";
 import { reviewSchema } from "./review";
+import type { DeliveryQueue } from "@/lib/webhooks";
+import type { Runtime } from "@/lib/jobs";
 
 /*
  * MCP over the asynchronous jobs (lib/jobs): a long document's `extract_text`, the 2025-11-25 tasks (`tasks/get`,
@@ -174,9 +176,9 @@ const TASK_STATUS: Record<JobView["status"], Task["status"]> = {
 };
 
 /** A job as an MCP task (2025-11-25): the same id; the job's times; `ttl` until its results are gone. */
-export function toTask(view: JobView): Task {
+export function toTask(view: JobView, pool: Pick<Runtime["pool"], "estimate">): Task {
   const createdAt = Date.parse(view.createdAt);
-  const poll = retryAfterFor(view);
+  const poll = retryAfterFor(view, pool);
   return {
     taskId: view.jobId,
     status: TASK_STATUS[view.status],
@@ -210,6 +212,7 @@ interface WaitOptions {
   store: Store;
   /** The configuration (how long a job's results are kept: `findJob`). */
   env: Env;
+  deliveries: DeliveryQueue | null;
   /** Epoch ms: stop waiting then, whether or not the job has ended. */
   until: number;
   /** Time between two looks at the job record. */
@@ -230,7 +233,7 @@ interface WaitOptions {
  * shared state: the pages may be read by any process). Returns the last view.
  */
 export async function waitForJob(userId: string, jobId: string, options: WaitOptions): Promise<JobView> {
-  let view = await getJobView(options.store, options.env, userId, jobId);
+  let view = await getJobView(options.store, options.env, options.deliveries, userId, jobId);
   // Pages settled before the wait began are reported as one step (the latest), not replayed page by page.
   let settled = options.reportedBefore ?? Math.max(0, pagesSettled(view) - 1);
   for (;;) {
@@ -241,7 +244,7 @@ export async function waitForJob(userId: string, jobId: string, options: WaitOpt
     const left = options.until - Date.now();
     if (!isJobActive(view) || left <= 0 || options.signal?.aborted) return view;
     await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs, left)));
-    view = await getJobView(options.store, options.env, userId, jobId);
+    view = await getJobView(options.store, options.env, options.deliveries, userId, jobId);
   }
 }
 

@@ -100,7 +100,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
 
   // A Streamable HTTP client reconnecting to a `tasks/result` it polls (./task-stream.ts): a read about a job.
   const resumeTaskResult = withApiKey(
-    async ({ req, account, requestId, receivedAt, env, store }) => {
+    async ({ req, account, requestId, receivedAt, env, store, deliveries }) => {
       const state = resumedTaskResult(req)!;
       checkScopes({ account, req, env }, { jsonrpc: "2.0", method: "tasks/result" });
       const { toolDeadlineMs, jobPollMs } = settings(env);
@@ -108,6 +108,7 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
         return await serveTaskResult(state, {
           store,
           env,
+          deliveries,
           userId: account.userId,
           requestId,
           deadline: receivedAt + toolDeadlineMs,
@@ -147,9 +148,22 @@ export function createMcpRoute(options: McpRouteOptions = {}): McpRoute {
  * with an `Idempotency-Key` is always answered whole — its answer is stored for replays — so it gets no progress.
  */
 async function postStateless(
-  { req, body: requestBody, account, requestId, receivedAt, report, countRequests, env, settings, store }: ApiContext,
+  context: ApiContext,
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
 ): Promise<Response> {
+  const {
+    req,
+    body: requestBody,
+    account,
+    requestId,
+    receivedAt,
+    report,
+    countRequests,
+    env,
+    settings,
+    store,
+  } = context;
+  const { pool, workQueue, deliveries } = context;
   const body = await requestBody.json();
   checkScopes({ account, req, env }, body);
   await countBatchCalls(countRequests, body);
@@ -159,6 +173,7 @@ async function postStateless(
       return await serveTaskResult(polled, {
         store,
         env,
+        deliveries,
         userId: account.userId,
         requestId,
         deadline: receivedAt + toolDeadlineMs,
@@ -175,6 +190,9 @@ async function postStateless(
     buildServer(store, account, requestId, {
       env,
       settings,
+      pool,
+      workQueue,
+      deliveries,
       receivedAt,
       deadline: receivedAt + toolDeadlineMs,
       serverHost: req.headers.get("host") ?? undefined,

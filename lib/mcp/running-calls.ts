@@ -3,6 +3,7 @@ import type { Env } from "@/lib/env";
 import type { Store } from "@/lib/store";
 import { holdRecord, readHeld } from "./kept";
 import { isJobActive } from "./jobs";
+import type { Runtime } from "@/lib/jobs";
 
 /*
  * `notifications/cancelled` on a stateless server. The client's cancel comes in another HTTP request — over SSE too, a
@@ -61,14 +62,21 @@ export async function holdRunningCall(
 export async function cancelRunningCall(
   store: Store,
   env: Env,
+  runtime: Pick<Runtime, "workQueue" | "deliveries">,
   account: Account,
   rpcId: string | number,
 ): Promise<void> {
   const jobId = await readHeld(store, RUNNING_CALL, account.userId, runningCallName(account.keyId, rpcId));
-  if (jobId !== null) await cancelActiveJob(store, env, account.userId, jobId);
+  if (jobId !== null) await cancelActiveJob(store, env, runtime, account.userId, jobId);
 }
 
-async function cancelActiveJob(store: Store, env: Env, userId: string, jobId: string): Promise<void> {
-  const view = await getJobView(store, env, userId, jobId);
-  if (isJobActive(view)) await cancelJob(store, env, userId, jobId);
+async function cancelActiveJob(
+  store: Store,
+  env: Env,
+  runtime: Pick<Runtime, "workQueue" | "deliveries">,
+  userId: string,
+  jobId: string,
+): Promise<void> {
+  const view = await getJobView(store, env, runtime.deliveries, userId, jobId);
+  if (isJobActive(view)) await cancelJob(store, env, runtime, userId, jobId);
 }

@@ -80,7 +80,7 @@ export function buildServer(
   server.server.setNotificationHandler("notifications/cancelled", async (notification) => {
     const rpcId = notification.params.requestId;
     if (rpcId === undefined) return;
-    await cancelRunningCall(store, options.env, account, rpcId).catch((error: unknown) =>
+    await cancelRunningCall(store, options.env, options, account, rpcId).catch((error: unknown) =>
       console.error(`[${requestId}] cancelling a call failed:`, describeError(error)),
     );
   });

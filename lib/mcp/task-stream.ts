@@ -7,6 +7,7 @@ import { SSE_HEADERS } from "./sse/relay";
 import { jobToolResult } from "./job-answers";
 import { isJobActive, pagesSettled, waitForJob } from "./jobs";
 import { JOB_POLL_MS, taskError } from "./tasks";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * `tasks/result` as the 2025-11-25 spec has it — it answers once the task has ended, however long that takes — within
@@ -92,6 +93,7 @@ interface ServeOptions {
   store: Store;
   /** The configuration (the request context's). */
   env: Env;
+  deliveries: DeliveryQueue | null;
   userId: string;
   requestId: string;
   /** Epoch ms the stream must end by (the call's budget). */
@@ -109,7 +111,7 @@ interface ServeOptions {
  */
 export async function serveTaskResult(state: ResultStream, options: ServeOptions): Promise<Response> {
   // Looked up first: an unknown, expired or another account's task is an error, not a stream a client would resume.
-  const first = await getJobView(options.store, options.env, options.userId, state.t);
+  const first = await getJobView(options.store, options.env, options.deliveries, options.userId, state.t);
   const encoder = new TextEncoder();
   let reported = state.n;
   const stream = new ReadableStream<Uint8Array>({
@@ -144,6 +146,7 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
             ? await waitForJob(options.userId, state.t, {
                 store: options.store,
                 env: options.env,
+                deliveries: options.deliveries,
                 until: options.deadline - ANSWER_MARGIN_MS,
                 pollMs: options.pollMs ?? JOB_POLL_MS,
                 reportedBefore: state.n,
@@ -158,7 +161,7 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
             message({
               jsonrpc: "2.0",
               id: state.i,
-              result: await taskResult(options.store, options.env, options.userId, view),
+              result: await taskResult(options.store, options.env, options.deliveries, options.userId, view),
             });
           }
         } catch (error) {
@@ -178,8 +181,14 @@ export async function serveTaskResult(state: ResultStream, options: ServeOptions
 }
 
 /** What `tasks/result` answers for an ended task: the tool's result for its job, tied to the task. */
-export async function taskResult(store: Store, env: Env, userId: string, view: JobView): Promise<CallToolResult> {
-  const result = await jobToolResult(store, env, userId, view, "");
+export async function taskResult(
+  store: Store,
+  env: Env,
+  deliveries: DeliveryQueue | null,
+  userId: string,
+  view: JobView,
+): Promise<CallToolResult> {
+  const result = await jobToolResult(store, env, deliveries, userId, view, "");
   return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId: view.jobId } } };
 }
 

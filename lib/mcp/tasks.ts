@@ -21,6 +21,8 @@ import type { Store } from "@/lib/store";
 import { keepRecord, readRecord } from "./kept";
 import { jobToolResult } from "./job-answers";
 import { GET_EXTRACTION, describeJob, isJobActive, pagesSettled, toTask, waitForJob } from "./jobs";
+import type { WorkQueue, Runtime } from "@/lib/jobs";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * The MCP 2025-11-25 tasks over our jobs. `@modelcontextprotocol/server` 2.4 carries the tasks' wire schemas but no
@@ -71,6 +73,10 @@ export interface JobCallContext {
   store: Store;
   /** The configuration (the request context's). */
   env: Env;
+  /** The engine pool, the work queue and the delivery queue (the request context's). */
+  pool: Runtime["pool"];
+  workQueue: WorkQueue | null;
+  deliveries: DeliveryQueue | null;
   /** The modules' settings (the request context's). */
   settings: Settings;
   account: { userId: string; keyId?: string };
@@ -161,6 +167,9 @@ export async function submitToolJob(body: OcrRequestInput, context: JobCallConte
   const { view, creditsRemaining } = await submitJob(context.store, {
     env: context.env,
     settings: context.settings,
+    pool: context.pool,
+    workQueue: context.workQueue,
+    deliveries: context.deliveries,
     body: parsed.data,
     account: context.account,
     requestId: context.requestId,
@@ -200,7 +209,7 @@ export async function findCallJob(context: JobCallContext): Promise<JobView | nu
   const jobId = await readRecord(context.store, CALL_JOB, context.account.userId, context.callKey);
   if (jobId === null) return null;
   try {
-    const view = await getJobView(context.store, context.env, context.account.userId, jobId);
+    const view = await getJobView(context.store, context.env, context.deliveries, context.account.userId, jobId);
     context.onJob?.(view.jobId);
     return view;
   } catch {
@@ -213,12 +222,19 @@ export async function findCallJob(context: JobCallContext): Promise<JobView | nu
  * `CallToolResult` fields (`content` with the same text as the immediate response) because the SDK validates every
  * `tools/call` answer as a `CallToolResult`; a task-aware client reads `task`, and the extra field is allowed.
  */
-export function createTaskResult(view: JobView): CreateTaskResult & CallToolResult {
+export function createTaskResult(
+  view: JobView,
+  pool: Pick<Runtime["pool"], "estimate">,
+): CreateTaskResult & CallToolResult {
   const text =
     `Reading the document as task ${view.jobId} (${view.pagesTotal} page${view.pagesTotal === 1 ? "" : "s"}, ` +
     `${view.creditsReserved} credit${view.creditsReserved === 1 ? "" : "s"} reserved, unread pages refunded). ` +
     "Its text comes with tasks/result once it completes.";
-  return { task: toTask(view), content: [{ type: "text", text }], _meta: { [IMMEDIATE_RESPONSE_META_KEY]: text } };
+  return {
+    task: toTask(view, pool),
+    content: [{ type: "text", text }],
+    _meta: { [IMMEDIATE_RESPONSE_META_KEY]: text },
+  };
 }
 
 /**
@@ -234,6 +250,7 @@ export async function answerWithJob(
   let current = await waitForJob(context.account.userId, view.jobId, {
     store: context.store,
     env: context.env,
+    deliveries: context.deliveries,
     until: context.deadline - ANSWER_MARGIN_MS,
     pollMs: context.pollMs ?? JOB_POLL_MS,
     onPages: (seen, before) => progress?.pages(seen, before),
@@ -241,9 +258,17 @@ export async function answerWithJob(
   });
   if (context.signal?.aborted && isJobActive(current) && context.callKey === undefined) {
     // The caller is gone and nothing can find this job again: it stops, and what it did not read is refunded.
-    current = await cancelJob(context.store, context.env, context.account.userId, current.jobId);
+    current = await cancelJob(context.store, context.env, context, context.account.userId, current.jobId);
   }
-  return jobToolResult(context.store, context.env, context.account.userId, current, opening, context.maxChars);
+  return jobToolResult(
+    context.store,
+    context.env,
+    context.deliveries,
+    context.account.userId,
+    current,
+    opening,
+    context.maxChars,
+  );
 }
 
 /** Task errors: an unknown, expired or malformed task id is `-32602` (the spec); anything else `-32603`. */
@@ -280,7 +305,7 @@ interface TaskHandlerOptions extends JobCallContext {
  * budget). Meanwhile it sends `notifications/progress` per page when the request has a progress token.
  */
 export function registerTaskHandlers(server: McpServer, options: TaskHandlerOptions): void {
-  const { store, env, account, requestId } = options;
+  const { store, env, deliveries, pool, account, requestId } = options;
   const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -291,7 +316,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
 
   // The SDK types only the methods it serves; the tasks' requests are registered with their params schemas.
   server.server.setRequestHandler("tasks/get", { params: taskParamsSchema }, ({ taskId }) =>
-    guarded(async () => toTask(await getJobView(store, env, account.userId, taskId))),
+    guarded(async () => toTask(await getJobView(store, env, deliveries, account.userId, taskId), pool)),
   );
 
   server.server.setRequestHandler("tasks/list", { params: listParamsSchema }, ({ cursor }) =>
@@ -303,28 +328,31 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
         );
       }
       const page = await listJobViews(store, account.userId, { limit: 50, cursor: cursor ?? null });
-      return { tasks: page.jobs.map(toTask), ...(page.nextCursor !== null && { nextCursor: page.nextCursor }) };
+      return {
+        tasks: page.jobs.map((job) => toTask(job, pool)),
+        ...(page.nextCursor !== null && { nextCursor: page.nextCursor }),
+      };
     }),
   );
 
   server.server.setRequestHandler("tasks/cancel", { params: taskParamsSchema }, ({ taskId }) =>
     guarded(async () => {
-      const before = await getJobView(store, env, account.userId, taskId);
+      const before = await getJobView(store, env, deliveries, account.userId, taskId);
       if (!isJobActive(before)) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
-          `Cannot cancel task ${taskId}: it is already ${toTask(before).status}`,
+          `Cannot cancel task ${taskId}: it is already ${toTask(before, pool).status}`,
         );
       }
-      const after = await cancelJob(store, env, account.userId, taskId);
+      const after = await cancelJob(store, env, options, account.userId, taskId);
       if (after.status !== "cancelled") {
         // It ended on its own between the two reads.
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
-          `Cannot cancel task ${taskId}: it is already ${toTask(after).status}`,
+          `Cannot cancel task ${taskId}: it is already ${toTask(after, pool).status}`,
         );
       }
-      return toTask(after);
+      return toTask(after, pool);
     }),
   );
 
@@ -340,6 +368,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
         view = await waitForJob(account.userId, taskId, {
           store,
           env,
+          deliveries,
           until: options.deadline - ANSWER_MARGIN_MS,
           pollMs: options.pollMs ?? JOB_POLL_MS,
           onPages: (seen, before) => progress?.pages(seen, before),
@@ -354,7 +383,7 @@ export function registerTaskHandlers(server: McpServer, options: TaskHandlerOpti
           `Task ${taskId} is still working (${describeJob(view)}) at the end of this call's time: poll tasks/get and call tasks/result again once it is completed`,
         );
       }
-      const result = await jobToolResult(store, env, account.userId, view, "");
+      const result = await jobToolResult(store, env, deliveries, account.userId, view, "");
       return { ...result, _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
     }),
   );

@@ -4,7 +4,7 @@
  * describes pages, formats, languages and errors is the light entry, `@/lib/ocr/model`.
  */
 export { ocrSettings, type OcrSettings } from "./model/settings";
-export { getOcrPool } from "./pool/process-wide";
+export { processOcrPool } from "./pool/process-wide";
 export {
   describeDocument,
   documentConfidence,

@@ -6,7 +6,6 @@ import { jobSettings, type JobSettings } from "@/lib/jobs/settings";
 import { keySettings, type KeySettings } from "@/lib/keys";
 import { ocrSettings, type OcrSettings } from "@/lib/ocr/model";
 import { webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "@/lib/webhooks/settings";
-import { installOverrides, installedOverrides } from "./installed";
 
 /**
  * The modules' settings in one value: the tuning constants beside their code (docs/configuration.md, the
@@ -62,30 +61,28 @@ function mergeOverrides(earlier: SettingsOverrides, later: SettingsOverrides): S
 
 const SECTIONS = ["jobs", "webhooks", "ocr", "fetch", "keys", "accounts"] as const;
 
+// scripts/serve.mjs sets the same key, from its `--settings` argument, in the server's process (Next.js loads the
+// routes there: no `main` of ours hands them arguments).
+const INSTALLED_KEY = Symbol.for("ocr-service.settings-overrides");
+type InstalledHolder = { [INSTALLED_KEY]?: SettingsOverrides };
+
 /**
  * Set this process's overrides, once, from its `main` (scripts/worker.ts and the test instance: their `--settings`
- * argument and `--name`; scripts/serve.mjs sets the same in the server's process). Kept on globalThis like the store.
+ * argument and `--name`; scripts/serve.mjs sets the same in the server's process). Read by `processSettings` only,
+ * where lib/services.ts builds the process's services; nothing below reads them.
  */
 export function installProcessSettings(overrides: SettingsOverrides): void {
-  installOverrides({ ...overrides });
+  (globalThis as InstalledHolder)[INSTALLED_KEY] = { ...overrides };
 }
 
 /**
  * This process's settings for the configuration `env`: the constants, with the overrides its `main` installed and
- * then `overrides` (a route instance's). Built by the entry points only — a route's wrapper, `services()`, a
- * script's `main` — as `getEnv()` is read; the builders of process-wide singletons read the installed overrides of
- * their own section (lib/settings/installed.ts).
+ * then `overrides` (a route instance's, a test's). Built by lib/services.ts `services()` only — a route's wrapper,
+ * a page, a script's `main` take theirs there — and handed down as arguments, with the engine pool and the queues
+ * built from them.
  */
 export function processSettings(env: Env, overrides: SettingsOverrides = {}): Settings {
-  const installed: SettingsOverrides = {
-    jobs: installedOverrides("jobs"),
-    webhooks: installedOverrides("webhooks"),
-    ocr: installedOverrides("ocr"),
-    fetch: installedOverrides("fetch"),
-    keys: installedOverrides("keys"),
-    accounts: installedOverrides("accounts"),
-  };
-  return buildSettings(env, mergeOverrides(installed, overrides));
+  return buildSettings(env, mergeOverrides((globalThis as InstalledHolder)[INSTALLED_KEY] ?? {}, overrides));
 }
 
 /** `--settings '<json>'` of a process: known sections of plain values (numbers, strings, booleans). */

@@ -21,6 +21,6 @@ export {
 } from "./secrets";
 export { attemptDelivery, type Delivery } from "./deliver";
 export { jobEndEvent, jobEventId } from "./events";
-export { drainWebhooks, getDeliveryQueue, resetDeliveryQueue, startWebhookWorker, type DeliveryQueue } from "./queue";
+export { processDeliveryQueue, resetDeliveryQueue, type DeliveryQueue } from "./queue";
 export { retryDelay, webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "./settings";
 export { checkWebhookUrl } from "./url";

@@ -1,14 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { DelayedError, Queue, UnrecoverableError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import { createClient } from "redis";
-import { getEnv } from "@/lib/env";
+import { getEnv, type Env } from "@/lib/env";
 import { errorLabel } from "@/lib/error-log";
 import { configuredAllowList, type AllowList } from "@/lib/input";
-import { getStore, logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type Store } from "@/lib/store";
-import { installedOverrides } from "@/lib/settings/installed";
+import { logQueueErrors, REDIS_SOCKET_OPTIONS, watchRedisClient, type Store } from "@/lib/store";
 import { attemptDelivery, deliverySchema, recordDropped, type AttemptOutcome, type Delivery } from "./deliver";
 import { enterDelivery, type Gate } from "./gate";
-import { retryDelay, webhookSettings, type WebhookSettings, type WebhookSettingsOverrides } from "./settings";
+import { retryDelay, type WebhookSettings } from "./settings";
 
 /**
  * Where events wait for delivery, and who delivers them: BullMQ on `REDIS_URL` (its own `webhooks` queue; a failed
@@ -247,16 +246,12 @@ type QueueHolder = { [QUEUE_KEY]?: DeliveryQueue | null };
 
 /**
  * The process's delivery queue, chosen as the job queue is (lib/jobs/work-queue.ts); none with only a REST URL. Built
- * once per process from the configuration, the process's store (kept by its deliveries: the gate, the log) and
- * `settings` — given by whoever builds it first (the job runner's, a test's), else the process's
- * (lib/settings/installed.ts).
+ * once per process, on first use, from the configuration `env`, the process's `store` (kept by its deliveries: the
+ * gate, the log) and the webhooks' `settings` — by lib/services.ts only, with the other services.
  */
-export function getDeliveryQueue(given?: WebhookSettings): DeliveryQueue | null {
+export function processDeliveryQueue(env: Env, store: Store, settings: WebhookSettings): DeliveryQueue | null {
   const holder = globalThis as QueueHolder;
   if (holder[QUEUE_KEY] !== undefined) return holder[QUEUE_KEY];
-  const settings = given ?? webhookSettings(installedOverrides<WebhookSettingsOverrides>("webhooks"));
-  const env = getEnv();
-  const store = getStore();
   // The allow list of the configuration current at each attempt (a test's `setEnv` applies to queued events too).
   const allowHosts = () => configuredAllowList(getEnv());
   let queue: DeliveryQueue | null = null;
@@ -265,19 +260,6 @@ export function getDeliveryQueue(given?: WebhookSettings): DeliveryQueue | null 
   else if (store.kind === "memory") queue = createMemoryDeliveryQueue(store, allowHosts, settings);
   holder[QUEUE_KEY] = queue;
   return queue;
-}
-
-/**
- * Deliver events in this process (where the job runner runs: lib/jobs/workers.ts), with `settings` when this builds
- * the queue (see `getDeliveryQueue`).
- */
-export function startWebhookWorker(settings?: WebhookSettings): void {
-  getDeliveryQueue(settings)?.startWorker();
-}
-
-/** Deliver due events in this invocation for `budgetMs` (the `invoke` runner: lib/jobs/workers.ts `workJobsFor`). */
-export async function drainWebhooks(budgetMs: number): Promise<number> {
-  return (await getDeliveryQueue()?.drain(budgetMs)) ?? 0;
 }
 
 /** Close and forget the process's delivery queue (tests, shutdown). */

@@ -6,7 +6,7 @@ import type { JobRecord, Store } from "@/lib/store";
 import { attemptDelivery } from "./deliver";
 import { jobEndEvent, jobEventId, testEvent, testEventId } from "./events";
 import { receiverOf } from "./gate";
-import { getDeliveryQueue } from "./queue";
+import type { DeliveryQueue } from "./queue";
 import { webhookSettings } from "./settings";
 import { checkWebhookUrl } from "./url";
 
@@ -19,7 +19,11 @@ export async function resolveJobWebhook(
   store: Store,
   userId: string,
   url: string | undefined,
-  { resolveHost, allowHosts }: { resolveHost?: ResolveHost; allowHosts: AllowList },
+  {
+    resolveHost,
+    allowHosts,
+    deliveries,
+  }: { resolveHost?: ResolveHost; allowHosts: AllowList; deliveries: DeliveryQueue | null },
 ): Promise<string | undefined> {
   const account = await store.webhooks.getAccount(userId);
   const chosen = url !== undefined ? await checkWebhookUrl(url, { resolveHost, allowHosts }) : account.defaultUrl;
@@ -31,7 +35,7 @@ export async function resolveJobWebhook(
       "webhook: this account has no webhook signing secret yet. Create one on the settings page (/settings#webhooks); deliveries are signed with it.",
     );
   }
-  if (!getDeliveryQueue()) {
+  if (!deliveries) {
     throw new ApiError(
       "unavailable",
       "Webhooks are not available on this deployment: they need a TCP connection to its Redis (REDIS_URL)",
@@ -46,11 +50,11 @@ export async function resolveJobWebhook(
  * is the same message. A job cancelled before any of its pages was read has no event (`announcesEnd`). A failure
  * here is logged, never the job's.
  */
-export async function announceJobEnd(store: Store, jobId: string): Promise<void> {
+export async function announceJobEnd(store: Store, deliveries: DeliveryQueue | null, jobId: string): Promise<void> {
   try {
     const record = await store.jobs.getJob(jobId);
     if (!record?.webhookUrl || !announcesEnd(record)) return;
-    await queueJobEvent(record);
+    await queueJobEvent(deliveries, record);
   } catch (error) {
     console.error(`[webhooks] queuing the end event of ${jobId} failed (${errorLabel(error)})`);
   }
@@ -65,8 +69,7 @@ export function announcesEnd(record: JobRecord): boolean {
   return !(record.status === "cancelled" && record.pagesDone + record.pagesFailed === 0);
 }
 
-async function queueJobEvent(record: JobRecord): Promise<void> {
-  const queue = getDeliveryQueue();
+async function queueJobEvent(queue: DeliveryQueue | null, record: JobRecord): Promise<void> {
   if (!queue || !record.webhookUrl) return;
   const event = jobEndEvent(record);
   await queue.add({

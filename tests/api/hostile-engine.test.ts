@@ -2,7 +2,7 @@ import path from "node:path";
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { GET as health } from "@/app/api/health/route";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { SAMPLES } from "@/scripts/make-fixtures";
 import {
   base64Of,
@@ -22,7 +22,7 @@ import {
  * processor time here (10 by default): on a machine shared with other test runs that is still well within the deadline.
  */
 withStore("redis", { OCR_ENGINE_PROCESSES: "1" });
-afterAll(() => getOcrPool().terminate());
+afterAll(() => services().pool.terminate());
 
 /** The process route, as an instance whose PDF work budget is 3 s of processing (the constant is 10 s). */
 const callHere = (body: unknown, options: CallOptions) =>
@@ -41,7 +41,7 @@ describe("a PDF whose pages take unbounded work (32 nested forms, each drawing t
         return response;
       },
     );
-    await waitFor(() => getOcrPool().stats().inspect.busy > 0);
+    await waitFor(() => services().pool.stats().inspect.busy > 0);
 
     // A 2-page born-digital PDF from two other accounts, and /api/health?deep=1 (which reads a PDF too), meanwhile.
     const reads = others.map((account, i) =>
@@ -95,7 +95,7 @@ describe("inflate bombs spelled so the first pre-check missed them (point 9)", (
       /inflates to more than 128 MB/,
     );
     expect(await account.balance()).toBe(10);
-    expect(getOcrPool().stats().stopped.memory).toBe(0);
+    expect(services().pool.stats().stopped.memory).toBe(0);
   });
 });
 

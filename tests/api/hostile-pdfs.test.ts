@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { GET as health } from "@/app/api/health/route";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { withEnv } from "../support/env";
 import { callOcr, createAccount, expectApiError, expectLedgerConsistent, fixture, withStore } from "./support";
 
@@ -11,7 +11,7 @@ import { callOcr, createAccount, expectApiError, expectLedgerConsistent, fixture
  */
 const DEADLINE_MS = 6_000;
 withStore("redis", { REQUEST_DEADLINE_MS: String(DEADLINE_MS), OCR_ENGINE_PROCESSES: "2" });
-afterAll(() => getOcrPool().terminate());
+afterAll(() => services().pool.terminate());
 
 const cases = [
   {

@@ -10,7 +10,7 @@ import * as processRoute from "@/app/api/ocr/process/route";
 import { listLedger } from "@/lib/credits";
 import { intake, type IntakeOutcome } from "@/lib/intake";
 import { cancelJob, resetWorkQueue } from "@/lib/jobs";
-import { getOcrPool, type OcrPool } from "@/lib/ocr";
+import { type OcrPool } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 import { createTestPool } from "../support/ocr";
 import {
@@ -24,7 +24,8 @@ import {
   withStore,
   type TestAccount,
 } from "./support";
-import { testSettings } from "../support/env";
+import { testSettings, processRuntime } from "../support/env";
+import { services } from "@/lib/services";
 
 /*
  * The one intake (lib/intake) on a real Redis with real engine processes: what it refuses before any byte is fetched,
@@ -88,6 +89,7 @@ describe("the intake", () => {
     );
     await expectApiError(await processRoute.POST(ocrRequest(body, { key: account.key })), "insufficient_credits");
     const fit = await intake(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       source: { kind: "url", url: body.imageUrl },
@@ -139,6 +141,7 @@ describe("the intake", () => {
       const source = { kind: "url", url: "https://files.example/budget.pdf" } as const;
       try {
         const job = await intake(getStore(), {
+          ...processRuntime(),
           env: getEnv(),
           settings,
           source,
@@ -148,6 +151,7 @@ describe("the intake", () => {
           pool,
         });
         const read = await intake(getStore(), {
+          ...processRuntime(),
           env: getEnv(),
           settings,
           source,
@@ -158,7 +162,7 @@ describe("the intake", () => {
         });
         expect(job.kind).toBe("job");
         expect(read.kind === "read" && read.result.response.extractedText).toContain("Budget grows with the file");
-        if (job.kind === "job") await cancelJob(getStore(), getEnv(), account.userId, job.view.jobId);
+        if (job.kind === "job") await cancelJob(getStore(), getEnv(), services(), account.userId, job.view.jobId);
       } finally {
         spy.mockRestore();
       }
@@ -178,6 +182,7 @@ describe("the intake", () => {
       );
       const account = await createAccount(100);
       const outcome: IntakeOutcome = await intake(getStore(), {
+        ...processRuntime(),
         env: getEnv(),
         settings: testSettings(),
         source: { kind: "url", url: "https://files.example/eighty.pdf" },
@@ -193,7 +198,7 @@ describe("the intake", () => {
       expect(outcome.view).toMatchObject({ pageCount: 80, pagesTotal: 80, creditsReserved: 80, status: "queued" });
       expect(outcome.reason).toBe("it has more than 50 pages of OCR work, the most one call reads");
       expect(await account.balance()).toBe(20);
-      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), services(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(100);
     }, 60_000);
 
@@ -202,6 +207,7 @@ describe("the intake", () => {
       const bytes = await scannedPdf(12, tinyPng("Twelve pages", 720, 160), [360, 120]);
       const deadline = Date.now() + 4_000;
       const outcome = await intake(getStore(), {
+        ...processRuntime(),
         env: getEnv(),
         settings: testSettings(),
         source: { kind: "bytes", bytes },
@@ -215,7 +221,7 @@ describe("the intake", () => {
       if (outcome.kind !== "job") return;
       expect(outcome.reason).toMatch(/^reading it is expected to take about \d+ s, and this call has \d+ s for it$/);
       expect(outcome.view).toMatchObject({ pagesTotal: 12, creditsReserved: 12 });
-      await cancelJob(getStore(), getEnv(), account.userId, outcome.view.jobId);
+      await cancelJob(getStore(), getEnv(), services(), account.userId, outcome.view.jobId);
       expect(await account.balance()).toBe(20);
     }, 60_000);
 
@@ -223,6 +229,7 @@ describe("the intake", () => {
       const account = await createAccount(5);
       const bytes = await scannedPdf(1, tinyPng("Read it now 42", 720, 160), [360, 120]);
       const outcome = await intake(getStore(), {
+        ...processRuntime(),
         env: getEnv(),
         settings: testSettings(),
         source: { kind: "bytes", bytes, declaredBytes: bytes.byteLength },
@@ -271,18 +278,18 @@ describe("the intake", () => {
       });
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      await getOcrPool().warm();
+      await services().pool.warm();
     }, 60_000);
     afterAll(async () => {
       server.close();
-      await getOcrPool().terminate();
+      await services().pool.terminate();
     });
 
     it("aborts the read: the engine work stops and every reserved page comes back", async () => {
       const account: TestAccount = await createAccount(10);
       const pdf = await scannedPdf(3, new Uint8Array(fixture("dense-page.png")));
       remote.use(mswHttp.post(`${base}/api/ocr/process`, () => passthrough()));
-      const stoppedBefore = getOcrPool().stats().stopped.timeout;
+      const stoppedBefore = services().pool.stats().stopped.timeout;
       const client = new AbortController();
       const answer = fetch(`${base}/api/ocr/process`, {
         method: "POST",
@@ -309,7 +316,7 @@ describe("the intake", () => {
         ["ocr", -3],
       ]);
       // The engine work stopped (its process killed), long before the 55 s deadline.
-      expect(getOcrPool().stats().stopped.timeout).toBeGreaterThan(stoppedBefore);
+      expect(services().pool.stats().stopped.timeout).toBeGreaterThan(stoppedBefore);
     }, 90_000);
   });
 });

@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getStore, resetStore } from "@/lib/store";
 import { freePort } from "../../tooling";
 import { OwnRedis, waitForStore } from "../support/own-redis";
@@ -15,7 +15,7 @@ import { callOcr, createAccount, expectApiError, expectOcrOk, tinyPng } from "./
  * from its dump, as a managed Redis comes back with its data, so the same account works afterwards.
  */
 
-const completedJobs = () => getOcrPool().stats().completed;
+const completedJobs = () => services().pool.stats().completed;
 
 describe("Store outage on a redis-server of our own", () => {
   let redis: OwnRedis;

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { isApiError } from "@/lib/api/errors";
 import { OcrPool } from "@/lib/ocr/pool/pool";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { processDocument } from "@/lib/intake";
 import {
   base64Of,
@@ -14,7 +14,7 @@ import {
 } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
-import { testSettings } from "../support/env";
+import { testSettings, processRuntime } from "../support/env";
 
 /*
  * Admission control: an instance knows its capacity (engine processes, and the work waiting for them in expected
@@ -23,7 +23,7 @@ import { testSettings } from "../support/env";
  */
 const DEADLINE_MS = 6_000;
 withStore("memory", { OCR_ENGINE_PROCESSES: "2", REQUEST_DEADLINE_MS: String(DEADLINE_MS) });
-afterAll(() => getOcrPool().terminate());
+afterAll(() => services().pool.terminate());
 
 describe("503 overloaded", () => {
   it("far past capacity at once: the surplus is refused at once (before any read is answered) with Retry-After; no 500; only answers are charged", async () => {
@@ -31,6 +31,7 @@ describe("503 overloaded", () => {
     // deadline is long: on a machine busy with other test files this one read alone may take more than 6 s.
     const warm = await createAccount(10);
     const warmed = await processDocument(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       body: { image: base64Of("dense-page.png") },
@@ -102,6 +103,7 @@ describe("503 overloaded", () => {
       const outcomes = await Promise.all(
         Array.from({ length: 4 }, (_, i) =>
           processDocument(getStore(), {
+            ...processRuntime(),
             env: getEnv(),
             settings: testSettings(),
             body: { image: base64Of("small-text.png") },

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PDFDocument } from "pdf-lib";
 import { getEnv } from "@/lib/env";
 import { cancelJob, resetWorkQueue } from "@/lib/jobs";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getStore } from "@/lib/store";
 import { callOcr, createAccount, expectApiError, expectOcrOk, fixture, setEnv, tinyPng, withStore } from "./support";
 
@@ -41,11 +41,11 @@ function rawPdf(bytes: Uint8Array, key: string, prefer?: string): Promise<Respon
 
 describe("POST /api/ocr/process with Prefer: respond-async, wait=N", () => {
   beforeAll(async () => {
-    await getOcrPool().warm();
+    await services().pool.warm();
   }, 60_000);
   afterAll(async () => {
     await resetWorkQueue();
-    await getOcrPool().terminate();
+    await services().pool.terminate();
   });
 
   it("a 12-page scan expected past the wait: 202 with the job at once, its pages reserved, not a 504 after 55 s", async () => {
@@ -58,7 +58,7 @@ describe("POST /api/ocr/process with Prefer: respond-async, wait=N", () => {
     expect(view).toMatchObject({ pagesTotal: 12, creditsReserved: 12, status: "queued" });
     expect(response.headers.get("location")).toBe(`/api/ocr/jobs/${view.jobId}`);
     expect(response.headers.get("x-credits-remaining")).toBe("8");
-    await cancelJob(getStore(), getEnv(), account.userId, view.jobId);
+    await cancelJob(getStore(), getEnv(), services(), account.userId, view.jobId);
     expect(await account.balance()).toBe(20);
   }, 60_000);
 
@@ -84,7 +84,7 @@ describe("POST /api/ocr/process with Prefer: respond-async, wait=N", () => {
     );
     expect(response.status).toBe(202);
     const view = (await response.json()) as { jobId: string };
-    await cancelJob(getStore(), getEnv(), account.userId, view.jobId);
+    await cancelJob(getStore(), getEnv(), services(), account.userId, view.jobId);
   }, 60_000);
 
   it("a webhook with wait is refused (400): whether it becomes a job is the service's choice", async () => {

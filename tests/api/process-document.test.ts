@@ -13,7 +13,7 @@ import { DEFAULT_MAX_INLINE_BYTES } from "@/lib/vocabulary";
 import { createTestPool, seededRandom } from "../support/ocr";
 import { base64Of, createAccount, tinyPng, withStore } from "./support";
 import { getEnv } from "@/lib/env";
-import { testSettings } from "../support/env";
+import { testSettings, processRuntime } from "../support/env";
 
 /*
  * processDocument on its own, as the MCP tool will call it: no HTTP. The engine is real; `openDocument` and
@@ -54,8 +54,13 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   return outcome as ApiError;
 }
 
-async function expectCode(input: Omit<ProcessDocumentInput, "env" | "settings">, code: ErrorCode): Promise<ApiError> {
-  const error = await failure(processDocument(getStore(), { env: getEnv(), settings: testSettings(), ...input }));
+async function expectCode(
+  input: Omit<ProcessDocumentInput, "env" | "settings" | "pool" | "workQueue" | "deliveries"> & { pool?: ocr.OcrPool },
+  code: ErrorCode,
+): Promise<ApiError> {
+  const error = await failure(
+    processDocument(getStore(), { ...processRuntime(), env: getEnv(), settings: testSettings(), ...input }),
+  );
   expect(error.code).toBe(code);
   return error;
 }
@@ -71,6 +76,7 @@ describe("processDocument", () => {
     const account = await createAccount(5);
     const receivedAt = Date.now() - 250;
     const result = await processDocument(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       body: { image: tinyPng("MCP 5").toString("base64") },
@@ -173,6 +179,7 @@ describe("processDocument", () => {
       throw new TypeError("renderer bug");
     });
     const outcome = await processDocument(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       body: { image: tinyPng().toString("base64") },
@@ -229,6 +236,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
     };
     for (const [format, pattern] of Object.entries(heads) as Array<["hocr" | "alto" | "tsv", RegExp]>) {
       const { response } = await processDocument(getStore(), {
+        ...processRuntime(),
         env: getEnv(),
         settings: testSettings(),
         body: { image, options: { format } },
@@ -251,6 +259,7 @@ describe("processDocument: the word-level formats and the searchable PDF", () =>
   it("pdf: the searchable PDF as base64, one credit for the page", async () => {
     const account = await createAccount(5);
     const { response } = await processDocument(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       body: { image: tinyPng("SEARCHABLE 7").toString("base64"), options: { format: "pdf" } },

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { callOcr, createAccount, expectOcrOk, withStore } from "./support";
 
 /*
@@ -14,7 +14,7 @@ const SAMPLES = path.join(ROOT, "public/samples");
 const read = (name: string) => fs.readFileSync(path.join(SAMPLES, name));
 
 withStore("memory");
-afterAll(() => getOcrPool().terminate());
+afterAll(() => services().pool.terminate());
 
 describe("sample documents", () => {
   it.each([

@@ -11,6 +11,7 @@ import { ARTIFACTS, createKeyOnPage, launchChromium, overflowOf, signUp, waitFor
 import { startDevServer, warmRoutes, type DevServer } from "../support/dev-server";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
+import { services } from "@/lib/services";
 
 /*
  * The settings page's Jobs section in headless Chromium, on the development server with Redis (BullMQ) and one engine
@@ -201,7 +202,7 @@ describe("the settings page's jobs", () => {
     await longRow.getByRole("button", { name: "Cancel job" }).click();
     await expect.poll(() => longRow.getAttribute("data-status"), { timeout: 60_000 }).toBe("cancelled");
 
-    const view = await getJobView(getStore(), getEnv(), account.id, longJob);
+    const view = await getJobView(getStore(), getEnv(), services().deliveries, account.id, longJob);
     expect(view).toMatchObject({ status: "cancelled", pagesTotal: LONG_PAGES });
     expect(view.pagesDone).toBeGreaterThan(0);
     expect(view.pagesDone).toBeLessThan(LONG_PAGES);

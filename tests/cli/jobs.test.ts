@@ -20,7 +20,8 @@ import {
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
-import { testSettings, withEnv } from "../support/env";
+import { withEnv } from "../support/env";
+import { services } from "@/lib/services";
 
 /*
  * Asynchronous jobs from the command line: the bundled CLI in a child process against the real route handlers (the
@@ -44,7 +45,7 @@ let scan: { file: string; truth: string[] };
 let longFile: string;
 
 beforeAll(async () => {
-  ensureJobRunner(getStore(), getEnv(), testSettings());
+  ensureJobRunner(services());
   const dir = tempDir("scans");
   const [short, long] = await Promise.all([longScan(PAGES), longScan(LONG_PAGES)]);
   scan = { file: path.join(dir, "contract.pdf"), truth: short.truth };
@@ -133,7 +134,7 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     expect(run.stderr).not.toContain("\r");
     expect(await account.balance()).toBe(20 - PAGES);
     await expectLedgerConsistent(account);
-    expect(await getJobView(getStore(), getEnv(), account.userId, jobId)).toMatchObject({
+    expect(await getJobView(getStore(), getEnv(), services().deliveries, account.userId, jobId)).toMatchObject({
       status: "succeeded",
       pagesDone: PAGES,
       creditsUsed: PAGES,
@@ -314,7 +315,7 @@ describe("ocr extract: a document past the synchronous limits becomes a job", ()
     expect(stderr).toContain(`\`ocr jobs cancel ${jobId}\``);
     expect(stdout).toBe("");
     expect(server.current.requests.some((request) => request.method === "DELETE")).toBe(false);
-    const view = await getJobView(getStore(), getEnv(), account.userId, jobId);
+    const view = await getJobView(getStore(), getEnv(), services().deliveries, account.userId, jobId);
     expect(view.status).not.toBe("cancelled");
 
     // Later: `ocr jobs result` waits for it to end and writes the whole text.
@@ -438,7 +439,7 @@ describe("ocr jobs", () => {
     const running = await submitLong(account);
     const run = await ocr(["jobs", "cancel", running], account.key);
     expect(run.code, run.stderr).toBe(0);
-    const view = await getJobView(getStore(), getEnv(), account.userId, running);
+    const view = await getJobView(getStore(), getEnv(), services().deliveries, account.userId, running);
     expect(view.status).toBe("cancelled");
     expect(view.pagesDone).toBeLessThan(LONG_PAGES);
     expect(run.stdout).toBe(
@@ -468,7 +469,9 @@ describe("ocr jobs", () => {
       expect({ args, code: run.code }).toEqual({ args, code: 5 });
       expect(run.stderr).toMatch(/^ocr: not_found: No job job_[\w-]{22} for this account.* \(request req_[\w-]+\)$/m);
     }
-    expect(await getJobView(getStore(), getEnv(), account.userId, jobId)).toMatchObject({ status: "succeeded" });
+    expect(await getJobView(getStore(), getEnv(), services().deliveries, account.userId, jobId)).toMatchObject({
+      status: "succeeded",
+    });
 
     server.current.intercept = (request) =>
       request.path.startsWith("/api/ocr/jobs/")

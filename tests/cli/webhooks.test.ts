@@ -16,7 +16,7 @@ import {
 import { runCli, withBuiltCli, withTempDirs, withTestServer, type CliRun } from "./support";
 import { getStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
-import { testSettings } from "../support/env";
+import { services } from "@/lib/services";
 
 /*
  * Webhooks from the command line: `ocr extract --webhook` (the bundled CLI in a child process, the real routes, a job
@@ -44,7 +44,7 @@ let dir: string;
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
   // The runner's delivery queue retries after 200 ms (the constant is a minute).
-  ensureJobRunner(getStore(), getEnv(), testSettings({ webhooks: { retryBaseMs: 200 } }));
+  ensureJobRunner(services({ webhooks: { retryBaseMs: 200 } }));
   dir = tempDir("webhooks");
 });
 
@@ -101,7 +101,10 @@ describe("ocr extract --webhook", () => {
     // `ocr jobs get` says where the event went and how.
     await waitFor(
       async () =>
-        (await getJobView(getStore(), getEnv(), account.userId, jobId)).webhook?.deliveries.length ? true : undefined,
+        (await getJobView(getStore(), getEnv(), services().deliveries, account.userId, jobId)).webhook?.deliveries
+          .length
+          ? true
+          : undefined,
       30_000,
       "the recorded attempt",
     );

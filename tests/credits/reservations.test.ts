@@ -11,21 +11,21 @@ import {
   sweepExpiredReservations,
 } from "@/lib/credits";
 import { ApiError } from "@/lib/api/errors";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { processDocument } from "@/lib/intake";
 import { getStore, installStore, resetStore, type JobStore, type Store } from "@/lib/store";
 import { tinyPng } from "../api/support";
 import { holdReadJob } from "../support/read-jobs";
 import { TEST_REDIS_URL, withRedisStoreEnv } from "../support/redis";
 import { getEnv } from "@/lib/env";
-import { testSettings } from "../support/env";
+import { testSettings, processRuntime } from "../support/env";
 
 /*
  * DESIGN's ledger always balances: credits are never lost, whatever happens between the service and Redis or to the
  * instance holding a reservation. A real Redis under this file's prefix; the engine is real where a request runs.
  */
 const { prefix } = withRedisStoreEnv("reservations", { LOG_REQUESTS: "false" });
-afterAll(() => getOcrPool().terminate());
+afterAll(() => services().pool.terminate());
 afterEach(() => resetStore());
 
 const user = () => `usr_${randomBytes(6).toString("hex")}`;
@@ -63,6 +63,7 @@ describe("a reserve whose reply is lost", () => {
     installStore(store);
     const requestId = request();
     const outcome = await processDocument(getStore(), {
+      ...processRuntime(),
       env: getEnv(),
       settings: testSettings(),
       body: { image: tinyPng("LOST 1").toString("base64") },

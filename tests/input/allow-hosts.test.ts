@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { characterErrorRate } from "@/bench/metrics";
 import { allowsAddress, allowsName, configuredAllowList, parseAllowList } from "@/lib/input/allow-hosts";
 import { fetchRemoteFile } from "@/lib/input/fetch-remote";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { callOcr, createAccount, expectApiError, expectOcrOk, setEnv, withStore } from "../api/support";
 import { getEnv } from "@/lib/env";
 
@@ -97,7 +97,7 @@ describe("URL_ALLOW_HOSTS", () => {
 
   describe("through POST /api/ocr/process", () => {
     withStore("memory");
-    afterAll(() => getOcrPool().terminate());
+    afterAll(() => services().pool.terminate());
 
     it("400 without the variable; 200 and the document's text with it", async () => {
       const account = await createAccount(5);

@@ -6,7 +6,7 @@ import { PHASE_PRODUCTION_BUILD } from "next/constants";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as mcpRoute from "@/app/api/mcp/route";
 import { OWN_SAMPLES, ownSampleName, readOwnSample } from "@/lib/input";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import config from "@/next.config";
 import { callOcr, createAccount, expectApiError, expectOcrOk, withStore } from "../api/support";
 import { jsonRpcResultSchema, rpcRequest } from "../mcp/support";
@@ -90,7 +90,7 @@ describe("ownSampleName: which URLs name this server's own samples", () => {
 
 describe("POST /api/ocr/process and extract_text with this server's own sample URL", () => {
   withStore("memory");
-  afterAll(() => getOcrPool().terminate());
+  afterAll(() => services().pool.terminate());
 
   const call = (key: string, imageUrl: string, headers: Record<string, string>) =>
     callOcr({ imageUrl, options: { pages: "1" } }, { key, headers });

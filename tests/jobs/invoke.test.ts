@@ -7,7 +7,7 @@ import * as jobRoute from "@/app/api/ocr/jobs/[id]/route";
 import * as cronRoute from "@/app/api/cron/jobs/route";
 import { jobViewSchema } from "@/lib/api/schemas";
 import { WORK_PATH, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { resetStore } from "@/lib/store";
 import { base64Of, callOcr, createAccount, expectApiError, ocrRequest, withStore } from "../api/support";
 import { TEST_REDIS_URL, createTestPrefix, deleteKeysWithPrefix, pushStoreEnv } from "../support/redis";
@@ -85,7 +85,7 @@ describe("jobs on a runner of invocations", () => {
   afterAll(async () => {
     server.close();
     await resetWorkQueue();
-    await getOcrPool().terminate();
+    await services().pool.terminate();
   });
 
   it("signatures: fresh ones pass; old, altered, or made with another secret do not", () => {

@@ -6,6 +6,7 @@ import { retryAfterFor } from "@/lib/http/jobs";
 import { pollAfterSeconds, POLL_SECONDS } from "@/lib/jobs/view";
 import { getStore } from "@/lib/store";
 import { createAccount, ocrRequest, tinyPng, withStore } from "../api/support";
+import { services } from "@/lib/services";
 
 /*
  * Issue 29, point 11: a job's `Retry-After` (and its MCP task's `pollInterval`) says when its next change is likely,
@@ -39,25 +40,25 @@ function view(over: Partial<JobViewBody>): JobViewBody {
 
 describe("when to poll a job again", () => {
   it("follows the job's pace once pages are read: the time since it started over the pages settled, 1–30 s", () => {
-    expect(pollAfterSeconds(view({ pagesDone: 2 }), T0 + 34_000)).toBe(17);
-    expect(pollAfterSeconds(view({ pagesDone: 1, pagesFailed: 1 }), T0 + 34_000)).toBe(17);
+    expect(pollAfterSeconds(view({ pagesDone: 2 }), T0 + 34_000, 3_000)).toBe(17);
+    expect(pollAfterSeconds(view({ pagesDone: 1, pagesFailed: 1 }), T0 + 34_000, 3_000)).toBe(17);
     // Pages read side by side: 8 settled in 10 s is a change every 1.25 s.
-    expect(pollAfterSeconds(view({ pagesDone: 8 }), T0 + 10_000)).toBe(1);
-    expect(pollAfterSeconds(view({ pagesDone: 1 }), T0 + 300)).toBe(POLL_SECONDS.min);
-    expect(pollAfterSeconds(view({ pagesDone: 1 }), T0 + 600_000)).toBe(POLL_SECONDS.max);
+    expect(pollAfterSeconds(view({ pagesDone: 8 }), T0 + 10_000, 3_000)).toBe(1);
+    expect(pollAfterSeconds(view({ pagesDone: 1 }), T0 + 300, 3_000)).toBe(POLL_SECONDS.min);
+    expect(pollAfterSeconds(view({ pagesDone: 1 }), T0 + 600_000, 3_000)).toBe(POLL_SECONDS.max);
   });
 
   it("before the first page: the expected time of a page, or half of what it has waited when that is longer", () => {
     expect(pollAfterSeconds(view({}), T0 + 500, 3_000)).toBe(3);
     expect(pollAfterSeconds(view({}), T0 + 14_000, 3_000)).toBe(7);
     expect(pollAfterSeconds(view({ status: "queued", startedAt: null }), T0 + 20_000, 3_000)).toBe(10);
-    // The duration model of this process's pool when none is given (its starting estimate: 3 s a page).
-    expect(pollAfterSeconds(view({}), T0 + 100)).toBe(3);
+    // The duration model of this process's pool, as the routes pass it (its starting estimate: 3 s a page).
+    expect(retryAfterFor(view({}), services().pool, T0 + 100)).toBe(3);
   });
 
   it("none once the job has ended", () => {
     for (const status of ["succeeded", "failed", "cancelled"] as const)
-      expect(pollAfterSeconds(view({ status }), T0)).toBeNull();
+      expect(pollAfterSeconds(view({ status }), T0, 3_000)).toBeNull();
   });
 
   it("a 12-page job at 17 s a page is polled about once a page (it was 165 polls at Retry-After: 1)", () => {
@@ -67,7 +68,7 @@ describe("when to poll a job again", () => {
       const done = Math.min(12, Math.floor((now - T0) / 17_000));
       const current = view(done === 12 ? { status: "succeeded", pagesDone: 12 } : { pagesDone: done });
       polls++;
-      const wait = retryAfterFor(current, now);
+      const wait = retryAfterFor(current, services().pool, now);
       if (wait === null) break;
       now += wait * 1000;
     }

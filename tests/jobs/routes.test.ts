@@ -25,6 +25,7 @@ import {
 import { createTestPool } from "../support/ocr";
 import { ocrSettings, type OcrSettings } from "@/lib/ocr";
 import { startTestRunner } from "../support/jobs";
+import { services } from "@/lib/services";
 
 /*
  * The job routes called in process (as Next calls them), on the memory store and on a real Redis (BullMQ), with an
@@ -336,7 +337,10 @@ describe.each(["memory", "redis"] as const)("job routes (%s store)", (kind) => {
     const seen: number[] = [];
     let pages: string | undefined;
     for (let parts = 0; ; parts++) {
-      const part = await readJobResult(getStore(), getEnv(), account.userId, view.jobId, { pages, limitBytes: 2_000 });
+      const part = await readJobResult(getStore(), getEnv(), services().deliveries, account.userId, view.jobId, {
+        pages,
+        limitBytes: 2_000,
+      });
       const document = JSON.parse(part.extractedText) as { pages: Array<{ number: number; readBy: string }> };
       seen.push(...document.pages.map((page) => page.number));
       expect(document.pages.every((page) => page.readBy === `test-${kind}`)).toBe(true);

@@ -11,7 +11,7 @@ import { createSession } from "@/lib/accounts/sessions";
 import { createApiKey } from "@/lib/keys";
 import { jobViewSchema, type JobViewBody } from "@/lib/api/schemas";
 import { WORK_PATH, WORK_SIGNATURE_MAX_AGE_MS, resetWorkQueue, signWorkCall, verifyWorkCall } from "@/lib/jobs";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { selfOrigin } from "@/lib/service-origin";
 import { getEnv, parseEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
@@ -91,7 +91,7 @@ describe("the service's calls of its own work route (invoke runner, redis)", () 
   afterAll(async () => {
     restoreFetch();
     await resetWorkQueue();
-    await getOcrPool().terminate();
+    await services().pool.terminate();
     await new Promise((resolve) => evil.close(resolve));
   });
 

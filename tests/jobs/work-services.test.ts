@@ -3,6 +3,7 @@ import { jobSettings, workJobsFor, type JobWorkServices } from "@/lib/jobs";
 import { createMemoryQueue } from "@/lib/jobs/queue/memory";
 import { createMemoryStore } from "@/lib/store";
 import { getEnv } from "@/lib/env";
+import { services as processServices } from "@/lib/services";
 
 /*
  * Issue 33: the job-work slice takes its services as an argument (an entry point hands down `services().jobWork`), so
@@ -16,6 +17,9 @@ describe("workJobsFor works with the services it is given", () => {
     const services: JobWorkServices = {
       store: createMemoryStore(),
       queue: createMemoryQueue(settings),
+      // The process's engine pool (built lazily: no engine process starts for an empty queue).
+      pool: processServices().pool,
+      deliveries: null,
       settings,
       name: "test-work",
       languages: ["eng"],

@@ -10,7 +10,7 @@ import { listLedger } from "@/lib/credits";
 import { resetWorkQueue } from "@/lib/jobs";
 import { createApiKey } from "@/lib/keys";
 import { createMcpRoute } from "@/lib/mcp";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getStore } from "@/lib/store";
 import { longScan } from "@/scripts/make-fixtures";
 import { createAccount, expectLedgerConsistent, sleep, withStore, type TestAccount } from "../api/support";
@@ -35,10 +35,10 @@ let pdf: Uint8Array;
 beforeAll(async () => {
   // Small scanned pages (well under a second of OCR each, unloaded): read in the call, long enough to cancel midway.
   pdf = (await longScan(PAGES)).pdf;
-  await getOcrPool().warm();
+  await services().pool.warm();
 }, 60_000);
 afterAll(async () => {
-  await getOcrPool().terminate();
+  await services().pool.terminate();
 });
 
 // A budget the three pages fit in (the intake reads them in the call instead of making a job); the default poll.
@@ -77,7 +77,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
       const account = await createAccount(CREDITS);
       const client = await connect(kind, account.key);
       try {
-        const pool = getOcrPool();
+        const pool = services().pool;
         const before = pool.stats();
         const controller = new AbortController();
         const params = { name: "extract_text", arguments: extractArgs() };
@@ -124,7 +124,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     const account = await createAccount(CREDITS);
     const other = await createAccount(CREDITS);
     const sameAccount = await createApiKey(getStore(), { userId: account.userId, name: "another key" });
-    const pool = getOcrPool();
+    const pool = services().pool;
     const stoppedBefore = pool.stats().stopped.timeout;
     // A plain JSON-RPC call with a known id (7), and the same id cancelled with the two other keys while it reads.
     const call = route.POST(
@@ -154,7 +154,7 @@ describe.each(["redis", "memory"] as const)("on the %s store", (store) => {
     // Never looked at while it runs (a poll longer than the read): only the look when the read ends can see the mark.
     const slowLooks = createMcpRoute({ toolDeadlineMs: 50_000, sse: { pingMs: 60_000 }, jobPollMs: 600_000 });
     const account = await createAccount(CREDITS);
-    const pool = getOcrPool();
+    const pool = services().pool;
     const before = pool.stats();
     const call = slowLooks.POST(
       rpcRequest(

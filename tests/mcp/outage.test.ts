@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createMcpRoute } from "@/lib/mcp";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getStore, resetStore } from "@/lib/store";
 import { createAccount, expectApiError, tinyPng } from "../api/support";
 import { createTestPrefix, pushStoreEnv } from "../support/redis";
@@ -75,7 +75,7 @@ describe("MCP during a Store outage", () => {
       return identity;
     });
     try {
-      const jobs = getOcrPool().stats().completed;
+      const jobs = services().pool.stats().completed;
       const body = {
         jsonrpc: "2.0",
         id: 1,
@@ -85,7 +85,7 @@ describe("MCP during a Store outage", () => {
       const response = await route.POST(rpcRequest(body, { key: account.key }));
       expect(response.status).toBe(200);
       expectToolError(jsonRpcResultSchema.parse(await response.json()).result, "unavailable");
-      expect(getOcrPool().stats().completed).toBe(jobs);
+      expect(services().pool.stats().completed).toBe(jobs);
     } finally {
       spy.mockRestore();
     }

@@ -25,6 +25,7 @@ import {
 import { getEnv } from "@/lib/env";
 import { getStore } from "@/lib/store";
 import { startTestRunner } from "../support/jobs";
+import { services } from "@/lib/services";
 
 /*
  * Long documents over MCP, on a real Redis with BullMQ and a job runner of the test's own: a task-augmented
@@ -671,7 +672,7 @@ describe("clients without tasks", () => {
     expect(cut.length).toBeGreaterThanOrEqual(LONG_PAGES.size);
     const whole = slices.map((slice, index) => (index > 0 && slice.offset === 0 ? "\f" : "") + slice.text).join("");
     expect(slices.at(-1)!.status).toBe("succeeded");
-    const full = await readJobResult(getStore(), getEnv(), account.userId, jobId, {});
+    const full = await readJobResult(getStore(), getEnv(), services().deliveries, account.userId, jobId, {});
     expect(whole).toBe(full.extractedText);
     expectPagesRead(whole, document);
 

@@ -1,5 +1,7 @@
 import { getEnv, installEnv, parseEnv, resetEnv } from "@/lib/env";
 import { buildSettings, type Settings, type SettingsOverrides } from "@/lib/settings";
+import type { Runtime } from "@/lib/jobs";
+import { services } from "@/lib/services";
 
 /**
  * The configuration a test runs with, without touching `process.env`: the variables the run started with, then each
@@ -47,4 +49,24 @@ export async function withEnv<T>(values: Layer, run: () => Promise<T>): Promise<
  */
 export function testSettings(overrides: SettingsOverrides = {}): Settings {
   return buildSettings(getEnv(), overrides);
+}
+
+/**
+ * The process's engine pool, work queue and delivery queue (lib/services.ts), each read when the object is spread:
+ * what an entry point hands a domain function (`intake(store, { ...processRuntime(), env, settings, … })`). A test's
+ * own pool goes after it.
+ */
+export function processRuntime(): Runtime {
+  const given = services();
+  return {
+    get pool() {
+      return given.pool;
+    },
+    get workQueue() {
+      return given.workQueue;
+    },
+    get deliveries() {
+      return given.deliveries;
+    },
+  };
 }

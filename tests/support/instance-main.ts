@@ -11,15 +11,13 @@ import * as jobs from "@/app/api/ocr/jobs/route";
 import * as job from "@/app/api/ocr/jobs/[id]/route";
 import * as result from "@/app/api/ocr/jobs/[id]/result/route";
 import { ensureJobRunner, stopJobRunner } from "@/lib/jobs";
-import { getOcrPool } from "@/lib/ocr";
-import { installProcessSettings, parseSettingsArgument, processSettings } from "@/lib/settings";
-import { getStore } from "@/lib/store";
-import { getEnv } from "@/lib/env";
+import { services } from "@/lib/services";
+import { installProcessSettings, parseSettingsArgument } from "@/lib/settings";
 
 const { values: args } = parseArgs({ options: { name: { type: "string" }, settings: { type: "string" } } });
 const overrides = args.settings ? parseSettingsArgument(args.settings) : {};
 if (args.name) overrides.jobs = { ...overrides.jobs, workerName: args.name };
-// Its `main`: the routes' contexts and the process's singletons (queues, pool) are built with them.
+// Its `main`: the routes' contexts (lib/services.ts: the settings, and the queues and pool built with them) read them.
 installProcessSettings(overrides);
 
 type Handler = (req: Request) => Promise<Response>;
@@ -54,9 +52,10 @@ const server = http.createServer(async (req, res) => {
   }
 });
 
-const pool = getOcrPool();
+const given = services();
+const { pool } = given;
 await pool.warm();
-ensureJobRunner(getStore(), getEnv(), processSettings(getEnv()));
+ensureJobRunner(given);
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   const address = server.address();
   console.info(`ready ${typeof address === "object" && address ? address.port : 0}`);

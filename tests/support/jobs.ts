@@ -1,5 +1,6 @@
 import { getEnv } from "@/lib/env";
-import { JobRunner, getWorkQueue, jobSettings } from "@/lib/jobs";
+import { JobRunner, jobSettings } from "@/lib/jobs";
+import { services } from "@/lib/services";
 import type { OcrPool, OcrSettings } from "@/lib/ocr";
 import { getStore } from "@/lib/store";
 
@@ -12,7 +13,8 @@ export function startTestRunner(name: string, pool: OcrPool, ocr?: OcrSettings):
   const env = getEnv();
   const runner = new JobRunner({
     store: getStore(),
-    queue: getWorkQueue()!,
+    queue: services().workQueue!,
+    deliveries: services().deliveries,
     settings: jobSettings({}, env),
     name,
     pool,

@@ -7,22 +7,18 @@ import * as workRoute from "@/app/api/internal/jobs/work/route";
 import { jobViewSchema, webhookEventSchema, webhookJobDataSchema, type JobViewBody } from "@/lib/api/schemas";
 import { JobRunner, WORK_PATH, resetWorkQueue } from "@/lib/jobs";
 import { pageFailure } from "@/lib/jobs/lifecycle";
-import { getOcrPool } from "@/lib/ocr";
+import { services } from "@/lib/services";
 import { getEnv } from "@/lib/env";
 import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import {
-  drainWebhooks,
-  getDeliveryQueue,
   jobEventId,
   newSigningSecret,
   resetDeliveryQueue,
   rotateWebhookSecret,
   sendTestEvent,
   setDefaultWebhookUrl,
-  startWebhookWorker,
   type WebhookSettings,
-  webhookSettings,
 } from "@/lib/webhooks";
 import {
   createAccount,
@@ -38,6 +34,9 @@ import { waitForWindowRoom } from "../support/redis";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
 import packageJson from "@/package.json";
 import { startTestRunner } from "../support/jobs";
+
+/** Deliver the due events in this process for `budgetMs` (what the `invoke` runner does: lib/jobs `workJobsFor`). */
+const drainWebhooks = async (budgetMs: number) => (await services().deliveries?.drain(budgetMs)) ?? 0;
 
 /*
  * Webhooks end to end: jobs submitted through the route, ended by a real runner or a cancel, their events delivered
@@ -92,8 +91,8 @@ describe.each(["redis", "memory"] as const)("webhook deliveries (%s store)", (ki
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker(webhookSettings(FAST_WEBHOOKS));
-    expect(getDeliveryQueue()?.kind).toBe(kind === "redis" ? "bullmq" : "memory");
+    services({ webhooks: FAST_WEBHOOKS }).deliveries?.startWorker();
+    expect(services().deliveries?.kind).toBe(kind === "redis" ? "bullmq" : "memory");
   });
   afterEach(() => {
     receiver.script = [];
@@ -396,7 +395,7 @@ describe("a job that succeeds is announced once, by the runner that ended it (re
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker(webhookSettings(FAST_WEBHOOKS));
+    services({ webhooks: FAST_WEBHOOKS }).deliveries?.startWorker();
     // Two runners race for the job's pages and its end.
     runners = ["a", "b"].map((name) => startTestRunner(`webhooks-${name}`, pool));
   }, 120_000);
@@ -439,7 +438,7 @@ describe("deliveries in invocations (the invoke runner: no worker, drained withi
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
     // The process's delivery queue, built here with the short timings (no worker: drained by the test).
-    getDeliveryQueue(webhookSettings(FAST_WEBHOOKS));
+    void services({ webhooks: FAST_WEBHOOKS }).deliveries;
   });
   afterAll(async () => {
     await resetDeliveryQueue();
@@ -489,7 +488,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
     // The process's delivery queue, built here with the short timings; the invocation drains it.
-    getDeliveryQueue(webhookSettings(FAST_WEBHOOKS));
+    void services({ webhooks: FAST_WEBHOOKS }).deliveries;
     const original = globalThis.fetch;
     globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
       const request = new Request(input, init);
@@ -507,7 +506,7 @@ describe("on a runner of invocations (Vercel): a cancel starts an invocation, wh
     restoreFetch();
     await resetDeliveryQueue();
     await resetWorkQueue();
-    await getOcrPool().terminate();
+    await services().pool.terminate();
     await receiver.close();
   });
 

@@ -5,18 +5,17 @@ import { configuredAllowList } from "@/lib/input";
 import { getStore } from "@/lib/store";
 import {
   enableWebhookReceiver,
-  getDeliveryQueue,
   listWebhookReceivers,
   resetDeliveryQueue,
   rotateWebhookSecret,
   sendTestEvent,
   setDefaultWebhookUrl,
-  startWebhookWorker,
   webhookSettings,
   type Delivery,
 } from "@/lib/webhooks";
 import { createAccount, withStore, type TestAccount } from "../api/support";
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from "../support/webhook-receiver";
+import { services } from "@/lib/services";
 
 /*
  * Issue 29, point 2: one account's events cannot take every delivery slot, and a receiver that keeps failing backs
@@ -64,7 +63,7 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
   beforeAll(async () => {
     sink = await startWebhookReceiver();
     victimReceiver = await startWebhookReceiver();
-    startWebhookWorker(webhookSettings({ timeoutMs: 3000, retryBaseMs: 60_000, maxAttempts: 3 }));
+    services({ webhooks: { timeoutMs: 3000, retryBaseMs: 60_000, maxAttempts: 3 } }).deliveries?.startWorker();
   });
   afterAll(async () => {
     await resetDeliveryQueue();
@@ -78,7 +77,7 @@ describe.each(["redis", "memory"] as const)("delivery fairness (%s store)", (kin
     const victim = await accountFor(victimReceiver);
     sink.script = Array.from({ length: 40 }, () => "hang" as const);
     const watch = watchConnections(sink);
-    const queue = getDeliveryQueue()!;
+    const queue = services().deliveries!;
     for (let n = 0; n < 40; n++) await queue.add(event(attacker, sink.url, n));
     await waitFor(() => (sink.received.length >= share ? true : undefined), 30_000, "the flood's first attempts");
 
@@ -101,7 +100,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    startWebhookWorker(webhookSettings({ timeoutMs: 1500, retryBaseMs: 1000, maxAttempts: 13 }));
+    services({ webhooks: { timeoutMs: 1500, retryBaseMs: 1000, maxAttempts: 13 } }).deliveries?.startWorker();
   });
   afterEach(() => {
     receiver.script = [];
@@ -116,7 +115,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     const account = await accountFor(receiver);
     receiver.script = Array.from({ length: 7 }, () => 500);
     const events = Array.from({ length: 10 }, (_, n) => event(account, receiver.url, n));
-    for (const item of events) await getDeliveryQueue()!.add(item);
+    for (const item of events) await services().deliveries!.add(item);
     await waitFor(
       () => (receiver.received.filter((item) => item.answered === 200).length === 10 ? true : undefined),
       60_000,
@@ -166,13 +165,13 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     receiver.script = [500];
     const first = event(account, receiver.url, 1);
     const second = event(account, receiver.url, 2);
-    await getDeliveryQueue()!.add(first);
+    await services().deliveries!.add(first);
     await waitFor(
       async () => ((await listWebhookReceivers(getStore(), account.userId))[0]?.disabledAt ? true : undefined),
       30_000,
       "disabled",
     );
-    await getDeliveryQueue()!.add(second);
+    await services().deliveries!.add(second);
     const dropped = await waitFor(
       async () => {
         const log = await getStore().webhooks.listAttempts(account.userId);
@@ -205,7 +204,7 @@ describe.each(["redis", "memory"] as const)("a receiver that keeps failing backs
     // Re-enabled: the next event is delivered.
     await enableWebhookReceiver(getStore(), account.userId, origin);
     expect(await listWebhookReceivers(getStore(), account.userId)).toEqual([]);
-    await getDeliveryQueue()!.add(event(account, receiver.url, 3));
+    await services().deliveries!.add(event(account, receiver.url, 3));
     await waitFor(() => receiver.received.find((item) => item.answered === 200), 30_000, "the event after re-enabling");
 
     // Disabled again; a test event that gets through re-enables it too.

@@ -11,7 +11,7 @@ const methods = ["GET", "HEAD"];
 export const GET = withRequest(async (context) => {
   const deep = ["1", "true", "yes"].includes(new URL(context.req.url).searchParams.get("deep") ?? "");
   // The store is read inside the check (not here): one that cannot be built is reported, not a 500.
-  const body = await checkHealth(() => context.store, { deep, env: context.env });
+  const body = await checkHealth(() => context.store, { deep, env: context.env, pool: context.pool });
   return Response.json(body, { status: healthStatusCode(body), headers: { "Cache-Control": "no-store" } });
 });
 

@@ -309,7 +309,7 @@ interface SessionOutcome {
 const STREAM_CHECK_MS = 1_000;
 
 async function runOnSession(
-  { req, account, requestId, receivedAt, report, env, settings, store }: ApiContext,
+  context: ApiContext,
   body: unknown,
   mailboxId: string,
   streamEnd: number,
@@ -317,6 +317,8 @@ async function runOnSession(
   { toolDeadlineMs, progressIntervalMs, jobPollMs }: ToolCallSettings,
   idempotencyKey?: string,
 ): Promise<SessionOutcome> {
+  const { req, account, requestId, receivedAt, report, env, settings, store } = context;
+  const { pool, workQueue, deliveries } = context;
   const token = await acceptSessionPost(store, mailboxId);
   if (token === null) throw unknownSession();
   wakeups.wake(mailboxId);
@@ -355,6 +357,9 @@ async function runOnSession(
     const server = buildServer(store, account, requestId, {
       env,
       settings,
+      pool,
+      workQueue,
+      deliveries,
       receivedAt,
       serverHost: req.headers.get("host") ?? undefined,
       // The stream must still be there to carry the answer: past this, a tool call stops with `timeout` (refunded).

@@ -9,6 +9,8 @@ import type { Store } from "@/lib/store";
 import { ProgressChannel, type JobCallContext } from "../tasks";
 import { inToolTerms } from "../tool-terms";
 import { toolErrorResult } from "../tool-answers";
+import type { WorkQueue, Runtime } from "@/lib/jobs";
+import type { DeliveryQueue } from "@/lib/webhooks";
 
 /*
  * What every tool of one request's server shares (../server.ts builds it once per HTTP request, each tool's module in
@@ -19,6 +21,10 @@ import { toolErrorResult } from "../tool-answers";
 export interface BuildServerOptions {
   /** The configuration the server works with (the request context's). */
   env: Env;
+  /** The engine pool, the work queue and the delivery queue (the request context's). */
+  pool: Runtime["pool"];
+  workQueue: WorkQueue | null;
+  deliveries: DeliveryQueue | null;
   /** The modules' settings (the request context's). */
   settings: Settings;
   /** Epoch ms when the HTTP request arrived (start of `processingTime` and of the deadline). Default: when the tool runs. */
@@ -97,6 +103,9 @@ export function toolCalls(
     return {
       store,
       env: options.env,
+      pool: options.pool,
+      workQueue: options.workQueue,
+      deliveries: options.deliveries,
       settings: options.settings,
       account,
       requestId: callId,

@@ -67,6 +67,9 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
         ...requestOf(ocrRequestSchema.parse(toOcrRequest(input))),
         env: options.env,
         settings: options.settings,
+        pool: options.pool,
+        workQueue: options.workQueue,
+        deliveries: options.deliveries,
         mode: "fit",
         account,
         requestId: callId,
@@ -137,7 +140,7 @@ export function extractTextTool(calls: ToolCalls): ServedTool {
     if (request.params.task !== undefined) {
       // A task-augmented call (MCP 2025-11-25): the document becomes a job at once, whatever its length.
       try {
-        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)));
+        return createTaskResult(earlier ?? (await submitToolJob(toOcrRequest(input), context)), options.pool);
       } catch (error) {
         return toolFailure(error, callId, TOOL_NAME);
       }

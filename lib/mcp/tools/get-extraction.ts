@@ -24,7 +24,7 @@ export function getExtractionTool(calls: ToolCalls): ServedTool {
   ): Promise<CallToolResult> => {
     let slice: GetExtractionOutput;
     try {
-      slice = await readExtractionSlice(store, options.env, account.userId, input);
+      slice = await readExtractionSlice(store, options.env, options.deliveries, account.userId, input);
       const { jobId } = slice;
       if (
         slice.text === "" &&
@@ -40,6 +40,7 @@ export function getExtractionTool(calls: ToolCalls): ServedTool {
         await waitForJob(account.userId, jobId, {
           store,
           env: options.env,
+          deliveries: options.deliveries,
           until: context.deadline - ANSWER_MARGIN_MS,
           pollMs: context.pollMs ?? JOB_POLL_MS,
           reportedBefore: settledBefore,
@@ -47,7 +48,7 @@ export function getExtractionTool(calls: ToolCalls): ServedTool {
           // Also when the client went away (the SSE session's stream closed).
           signal: AbortSignal.any([changed.signal, ctx.mcpReq.signal, ...(context.signal ? [context.signal] : [])]),
         });
-        slice = await readExtractionSlice(store, options.env, account.userId, input);
+        slice = await readExtractionSlice(store, options.env, options.deliveries, account.userId, input);
       }
     } catch (error) {
       return toolFailure(error, requestId, GET_EXTRACTION);

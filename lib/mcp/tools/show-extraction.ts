@@ -25,7 +25,14 @@ export function showExtractionTool(calls: ToolCalls): ServedTool {
     const { callId, index } = nextCallId();
     try {
       if (input.image_source === undefined) {
-        return await showExtraction(store, options.env, account.userId, jobToShow(input), input.page);
+        return await showExtraction(
+          store,
+          options.env,
+          options.deliveries,
+          account.userId,
+          jobToShow(input),
+          input.page,
+        );
       }
       // A document to read and show: a job (charged as extract_text's), shown as its pages are read.
       const context = jobContext(callId, { index, signal: ctx.mcpReq.signal });
@@ -36,6 +43,7 @@ export function showExtractionTool(calls: ToolCalls): ServedTool {
       return await showExtraction(
         store,
         options.env,
+        options.deliveries,
         account.userId,
         view.jobId,
         input.page,

@@ -23,8 +23,9 @@ export function viewerPageTool(calls: ToolCalls): ServedTool {
     const { callId } = nextCallId();
     const context = jobContext(callId, { index: 0, signal: ctx.mcpReq.signal });
     try {
-      return await viewerPage(store, options.env, account.userId, input, {
+      return await viewerPage(store, options.env, options.deliveries, account.userId, input, {
         deadline: context.deadline - ANSWER_MARGIN_MS,
+        pool: options.pool,
         ...(context.signal && { signal: context.signal }),
       });
     } catch (error) {

@@ -10,6 +10,8 @@ import { GET_EXTRACTION } from "../jobs";
 import { REVIEW_PAGES, describeReview, reviewSchema, reviewSummary } from "../review";
 import { extractTextInputSchema } from "../tool-definitions";
 import { VIEWER_HTML } from "./html";
+import type { DeliveryQueue } from "@/lib/webhooks";
+import type { Runtime } from "@/lib/jobs";
 
 /*
  * The viewer (an MCP App, docs/mcp.md#the-viewer): the `ui://` resource with its HTML, `show_extraction` (the model's
@@ -124,12 +126,13 @@ export function jobToShow(input: ShowExtractionInput): string {
 export async function showExtraction(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   id: string,
   page: number | undefined,
   note?: string,
 ): Promise<CallToolResult> {
-  const view = await readJobPageView(store, env, userId, id, page);
+  const view = await readJobPageView(store, env, deliveries, userId, id, page);
   const read = await readJobPagesRead(store, id, view.selected, REVIEW_PAGES);
   const structured: ShowExtractionOutput = {
     jobId: id,
@@ -160,17 +163,18 @@ function describeShown(shown: ShowExtractionOutput, note?: string): string {
 export async function viewerPage(
   store: Store,
   env: Env,
+  deliveries: DeliveryQueue | null,
   userId: string,
   input: ViewerPageInput,
-  options: { deadline: number; signal?: AbortSignal },
+  options: { deadline: number; signal?: AbortSignal; pool: Runtime["pool"] },
 ): Promise<CallToolResult> {
-  const view = await readJobPageView(store, env, userId, input.job_id, input.page);
+  const view = await readJobPageView(store, env, deliveries, userId, input.job_id, input.page);
   const structured = pageAnswer(view);
   const content: CallToolResult["content"] = [
     { type: "text", text: `Page ${view.page} of job ${view.record.id}: ${view.status}.` },
   ];
   try {
-    const image = await readJobPageImage(store, env, userId, input.job_id, view.page, options);
+    const image = await readJobPageImage(store, env, deliveries, userId, input.job_id, view.page, options);
     structured.image = { mimeType: image.mimeType, width: image.width, height: image.height };
     content.push({ type: "image", mimeType: image.mimeType, data: Buffer.from(image.bytes).toString("base64") });
   } catch (error) {

@@ -1,6 +1,5 @@
-import { getEnv } from "@/lib/env";
-import { installedOverrides } from "@/lib/settings/installed";
-import { ocrSettings, type OcrSettings } from "../model/settings";
+import type { Env } from "@/lib/env";
+import type { OcrSettings } from "../model/settings";
 import { OcrPool } from "./pool";
 
 const POOL_KEY = Symbol.for("ocr-service.pool");
@@ -18,28 +17,24 @@ const TESSERACT_WORKER_MAX_JOBS = 200;
 const ENGINE_START_TIMEOUT_MS = 30_000;
 
 /**
- * The process-wide engine pool (kept on globalThis so dev-server reloads and bundle copies share one), taken by the
- * entry points and passed down: the engine client (lib/ocr/documents.ts) never defaults to it.
+ * The process's engine pool, built on first use from the configuration `env` and the engine's `settings` (kept on
+ * globalThis so dev-server reloads and bundle copies share one). Built by lib/services.ts only, with the other
+ * services, and passed down from there: nothing below an entry point reaches for it.
  */
-export function getOcrPool(): OcrPool {
+export function processOcrPool(env: Env, settings: OcrSettings): OcrPool {
   const holder = globalThis as PoolHolder;
-  if (!holder[POOL_KEY]) {
-    const env = getEnv();
-    // A process-wide singleton: the process's settings (lib/settings/installed.ts), as `getEnv()`.
-    const settings = ocrSettings(installedOverrides<OcrSettings>("ocr"));
-    holder[POOL_KEY] = new OcrPool({
-      size: env.OCR_ENGINE_PROCESSES,
-      inspectSize: settings.inspectProcesses,
-      queueLimit: settings.queueLimit,
-      maxJobsPerWorker: TESSERACT_WORKER_MAX_JOBS,
-      createTimeoutMs: ENGINE_START_TIMEOUT_MS,
-      memoryMb: env.OCR_ENGINE_MEMORY_MB,
-      engines: env.OCR_ENGINES,
-      keepTesseract: settings.keepTesseractForPaddle,
-      tesseract: env.OCR_TESSERACT,
-      ...(env.OCR_TESSERACT_LIBRARY && { tesseractLibrary: env.OCR_TESSERACT_LIBRARY }),
-      ...(env.OCR_MODEL_DIR && { modelDir: env.OCR_MODEL_DIR }),
-    });
-  }
+  holder[POOL_KEY] ??= new OcrPool({
+    size: env.OCR_ENGINE_PROCESSES,
+    inspectSize: settings.inspectProcesses,
+    queueLimit: settings.queueLimit,
+    maxJobsPerWorker: TESSERACT_WORKER_MAX_JOBS,
+    createTimeoutMs: ENGINE_START_TIMEOUT_MS,
+    memoryMb: env.OCR_ENGINE_MEMORY_MB,
+    engines: env.OCR_ENGINES,
+    keepTesseract: settings.keepTesseractForPaddle,
+    tesseract: env.OCR_TESSERACT,
+    ...(env.OCR_TESSERACT_LIBRARY && { tesseractLibrary: env.OCR_TESSERACT_LIBRARY }),
+    ...(env.OCR_MODEL_DIR && { modelDir: env.OCR_MODEL_DIR }),
+  });
   return holder[POOL_KEY];
 }

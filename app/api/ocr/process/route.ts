@@ -12,7 +12,7 @@ const methods = ["POST"];
 // itself (lib/http/upload.ts); with `Prefer: respond-async`, a job (202); with `Prefer: respond-async, wait=N`, the
 // text when it is expected within N seconds, else a job (202); with `Prefer: wait=N` alone, the read's deadline is N s.
 export const POST = withApiKey(async (context) => {
-  const { req, body: requestBody, account, requestId, receivedAt, report, env, settings, store } = context;
+  const { req, body: requestBody, account, requestId, receivedAt, report, env, settings, store, pool } = context;
   const { body, file } = await readOcrBody(req, requestBody);
   const { respondAsync, waitSeconds } = preferencesOf(req);
   if (respondAsync && !waitSeconds) {
@@ -23,7 +23,21 @@ export const POST = withApiKey(async (context) => {
     ? undefined
     : receivedAt + Math.min(Math.max(waitSeconds, MIN_PREFER_WAIT_S) * 1000, env.REQUEST_DEADLINE_MS);
   const serverHost = req.headers.get("host") ?? undefined;
-  const input = { env, settings, body, file, account, requestId, receivedAt, serverHost, deadline };
+  const { workQueue, deliveries } = context;
+  const input = {
+    env,
+    settings,
+    pool,
+    workQueue,
+    deliveries,
+    body,
+    file,
+    account,
+    requestId,
+    receivedAt,
+    serverHost,
+    deadline,
+  };
   // The intake reads it now (lib/intake): it validates the body (and refuses `webhook`, which is for jobs), as it
   // does a job's.
   let result;

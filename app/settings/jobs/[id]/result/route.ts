@@ -45,7 +45,7 @@ function plain(status: number, message: string): Response {
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }): Promise<Response> {
   const account = await getCurrentAccount();
   if (!account) return plain(401, "Sign in (/signin) to download your jobs' results.");
-  const { store, env } = services();
+  const { store, env, deliveries } = services();
   const { id } = await params;
   const query = querySchema.safeParse({ format: new URL(request.url).searchParams.get("format") ?? undefined });
   if (!query.success) return plain(400, `The format is one of ${outputFormats.join(", ")}.`);
@@ -53,8 +53,8 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   // The first part before any byte is sent, so that an unknown or expired job is a plain status, not a broken file.
   let first: JobResultPart;
   try {
-    if ((await jobResultFormat(store, env, account.id, id, query.data.format)) === "pdf") {
-      const { body, bytes } = await readJobPdf(store, env, account.id, id, {});
+    if ((await jobResultFormat(store, env, deliveries, account.id, id, query.data.format)) === "pdf") {
+      const { body, bytes } = await readJobPdf(store, env, deliveries, account.id, id, {});
       return new Response(body, {
         headers: {
           "content-type": TYPES.pdf.type,
@@ -64,7 +64,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
         },
       });
     }
-    first = await readJobResult(store, env, account.id, id, { format: query.data.format });
+    first = await readJobResult(store, env, deliveries, account.id, id, { format: query.data.format });
   } catch (error) {
     if (
       isApiError(error) &&
@@ -102,7 +102,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
         }
         const next: string | null = part.next;
         part = next
-          ? await readJobResult(store, env, account.id, jobId, {
+          ? await readJobResult(store, env, deliveries, account.id, jobId, {
               format,
               pages: new URL(next, request.url).searchParams.get("pages") ?? undefined,
             })

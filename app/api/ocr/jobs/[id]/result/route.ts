@@ -14,11 +14,11 @@ const methods = ["GET"];
 
 // GET /api/ocr/jobs/{id}/result?format=text|json|markdown|hocr|alto|tsv&pages=… – the text, in parts that fit a response
 // GET /api/ocr/jobs/{id}/result?format=pdf&pages=… – the searchable PDF, streamed whole as application/pdf
-export const GET = withApiKey(async ({ req, account, store, env }) => {
+export const GET = withApiKey(async ({ req, account, store, env, deliveries }) => {
   const query = jobResultQuerySchema.parse(Object.fromEntries(new URL(req.url).searchParams));
   const jobId = jobIdFromPath(req, 2);
-  if ((await jobResultFormat(store, env, account.userId, jobId, query.format)) === "pdf") {
-    const { body, bytes, pages, missingPages } = await readJobPdf(store, env, account.userId, jobId, query);
+  if ((await jobResultFormat(store, env, deliveries, account.userId, jobId, query.format)) === "pdf") {
+    const { body, bytes, pages, missingPages } = await readJobPdf(store, env, deliveries, account.userId, jobId, query);
     return new Response(body, {
       headers: {
         "content-type": "application/pdf",
@@ -31,7 +31,7 @@ export const GET = withApiKey(async ({ req, account, store, env }) => {
     });
   }
   // Rendered once for an ended job, kept in the store and streamed from there at every read (docs/decisions.md#result-reads).
-  const { body, bytes, next } = await readJobResultBody(store, env, account.userId, jobId, query);
+  const { body, bytes, next } = await readJobResultBody(store, env, deliveries, account.userId, jobId, query);
   return new Response(body, {
     headers: {
       "content-type": "application/json",
