@@ -13,6 +13,8 @@ import nextTs from "eslint-config-next/typescript";
 //   wrapper (credits, keys, the store) into the config and the proxy.
 // - lib/http/cross-site-actions.ts: proxy.ts's answer to a cross-site server-action POST, for the same reason.
 // - lib/http/malformed-path.ts: proxy.ts's answer to a path with malformed percent-encoding, for the same reason.
+// - lib/http/cors.ts: the CORS headers, for the OpenAPI document (lib/api-docs); the barrel would pull the request
+//   wrapper and through it the services and the engine pool into the API's description.
 // - lib/http/jobs.ts: the job routes' answers; in the barrel it would pull lib/jobs (and the engine pool) into every
 //   page that uses lib/http.
 // - lib/ocr/model (a folder with its own index.ts): lib/ocr's light entry, the page model, OcrError, page selections;
@@ -35,7 +37,7 @@ const BARRELS = [
 ];
 const SECOND_ENTRY_POINTS = {
   accounts: ["current"],
-  http: ["security-headers", "cross-site-actions", "malformed-path", "jobs"],
+  http: ["security-headers", "cross-site-actions", "malformed-path", "cors", "jobs"],
   // A module's settings alone (constants and their pure builder), for lib/settings and the OpenAPI document: the
   // barrels bring the queues.
   jobs: ["settings"],

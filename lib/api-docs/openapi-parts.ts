@@ -11,7 +11,7 @@ import {
 } from "@/lib/api/schemas";
 import { errorCatalogue } from "@/lib/api/error-catalogue";
 import { errorBodySchema, errorStatus, type ErrorCode } from "@/lib/api/errors";
-import { CORS_ALLOW_HEADERS } from "@/lib/http";
+import { CORS_ALLOW_HEADERS } from "@/lib/http/cors";
 import { ocrDocumentSchema } from "@/lib/ocr/model";
 
 /*
