@@ -81,70 +81,63 @@ function drawPage(): { canvas: Canvas; lines: string[] } {
   return { canvas, lines: ROWS.map((r) => r.text) };
 }
 
-function woodSurface(ctx: SKRSContext2D, width: number, height: number, next: () => number): void {
+/** Fills the canvas pixel by pixel, row by row: `tone` gives a grey level, `tint` its red, green and blue shares. */
+function paintSurface(
+  ctx: SKRSContext2D,
+  width: number,
+  height: number,
+  tint: readonly [number, number, number],
+  tone: (x: number, y: number) => number,
+): void {
   const image = ctx.createImageData(width, height);
   const { data } = image;
-  const phases = Array.from({ length: 4 }, () => next() * Math.PI * 2);
-  const knots = Array.from({ length: 5 }, () => ({ x: next() * width, y: next() * height, r: 30 + next() * 60 }));
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      // Grain runs along y, bent slowly, with fine dark lines between the growth rings.
-      let warp = 18 * Math.sin(y / 230 + phases[0]!) + 7 * Math.sin(y / 61 + phases[1]!);
-      for (const knot of knots) {
-        const d = Math.hypot(x - knot.x, y - knot.y);
-        if (d < knot.r * 4) warp += (knot.r * 2 * (knot.x - x)) / (d + knot.r);
-      }
-      const u = x + warp;
-      const ring = Math.sin(u / 9 + 2 * Math.sin(u / 47 + phases[2]!));
-      const fine = Math.sin(u / 2.3 + phases[3]!) > 0.85 ? -35 : 0;
-      const tone = 150 + 35 * ring + fine + (next() - 0.5) * 30;
+      const value = tone(x, y);
       const i = (y * width + x) * 4;
-      data[i] = tone * 1.0;
-      data[i + 1] = tone * 0.68;
-      data[i + 2] = tone * 0.42;
+      data[i] = value * tint[0];
+      data[i + 1] = value * tint[1];
+      data[i + 2] = value * tint[2];
       data[i + 3] = 255;
     }
   }
   ctx.putImageData(image, 0, 0);
+}
+
+function woodSurface(ctx: SKRSContext2D, width: number, height: number, next: () => number): void {
+  const phases = Array.from({ length: 4 }, () => next() * Math.PI * 2);
+  const knots = Array.from({ length: 5 }, () => ({ x: next() * width, y: next() * height, r: 30 + next() * 60 }));
+  paintSurface(ctx, width, height, [1.0, 0.68, 0.42], (x, y) => {
+    // Grain runs along y, bent slowly, with fine dark lines between the growth rings.
+    let warp = 18 * Math.sin(y / 230 + phases[0]!) + 7 * Math.sin(y / 61 + phases[1]!);
+    for (const knot of knots) {
+      const d = Math.hypot(x - knot.x, y - knot.y);
+      if (d < knot.r * 4) warp += (knot.r * 2 * (knot.x - x)) / (d + knot.r);
+    }
+    const u = x + warp;
+    const ring = Math.sin(u / 9 + 2 * Math.sin(u / 47 + phases[2]!));
+    const fine = Math.sin(u / 2.3 + phases[3]!) > 0.85 ? -35 : 0;
+    return 150 + 35 * ring + fine + (next() - 0.5) * 30;
+  });
 }
 
 function fabricSurface(ctx: SKRSContext2D, width: number, height: number, next: () => number): void {
-  const image = ctx.createImageData(width, height);
-  const { data } = image;
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      // A weave: threads over and under every few pixels, in blue-grey, with fibres of noise.
-      const warpThread = Math.sin((x * Math.PI) / 5);
-      const weftThread = Math.sin((y * Math.PI) / 5);
-      const over = (Math.floor(x / 5) + Math.floor(y / 5)) % 2 === 0 ? warpThread : weftThread;
-      const tone = 95 + 45 * Math.abs(over) + (next() - 0.5) * 40;
-      const i = (y * width + x) * 4;
-      data[i] = tone * 0.7;
-      data[i + 1] = tone * 0.8;
-      data[i + 2] = tone * 1.0;
-      data[i + 3] = 255;
-    }
-  }
-  ctx.putImageData(image, 0, 0);
+  paintSurface(ctx, width, height, [0.7, 0.8, 1.0], (x, y) => {
+    // A weave: threads over and under every few pixels, in blue-grey, with fibres of noise.
+    const warpThread = Math.sin((x * Math.PI) / 5);
+    const weftThread = Math.sin((y * Math.PI) / 5);
+    const over = (Math.floor(x / 5) + Math.floor(y / 5)) % 2 === 0 ? warpThread : weftThread;
+    return 95 + 45 * Math.abs(over) + (next() - 0.5) * 40;
+  });
 }
 
 function deskSurface(ctx: SKRSContext2D, width: number, height: number, next: () => number): void {
-  const image = ctx.createImageData(width, height);
-  const { data } = image;
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      // Dark laminate with speckles and scratches.
-      const speck = next() < 0.01 ? 70 : 0;
-      const scratch = (x * 3 + y * 7) % 211 < 2 ? 40 : 0;
-      const tone = 55 + speck + scratch + (next() - 0.5) * 35;
-      const i = (y * width + x) * 4;
-      data[i] = tone;
-      data[i + 1] = tone * 0.95;
-      data[i + 2] = tone * 0.9;
-      data[i + 3] = 255;
-    }
-  }
-  ctx.putImageData(image, 0, 0);
+  paintSurface(ctx, width, height, [1, 0.95, 0.9], (x, y) => {
+    // Dark laminate with speckles and scratches.
+    const speck = next() < 0.01 ? 70 : 0;
+    const scratch = (x * 3 + y * 7) % 211 < 2 ? 40 : 0;
+    return 55 + speck + scratch + (next() - 0.5) * 35;
+  });
 }
 
 /** The photo: the page on the surface, turned, narrowed at the top, in uneven light, with grain. */
