@@ -653,33 +653,15 @@ async function main(): Promise<number> {
         },
       ]);
       const parts = manyParts(259_000);
+      // A hostile one-page TIFF sent raw to A, as a job to B and through MCP to A.
+      const tiffAttack = (name: string, body: Uint8Array) => [
+        rest("hostile", `${name} raw`, a, { body, contentType: "image/tiff", expectPages: 1 }),
+        rest("hostile", `${name} job`, b, { path: "/api/ocr/jobs", body, contentType: "image/tiff", expectPages: 1 }),
+        mcp("hostile", name, a, body, 1),
+      ];
       const attacks: Array<[string, () => Promise<unknown>[]]> = [
-        [
-          "tiff bomb",
-          () => [
-            rest("hostile", "tiff bomb raw", a, { body: bomb, contentType: "image/tiff", expectPages: 1 }),
-            rest("hostile", "tiff bomb job", b, {
-              path: "/api/ocr/jobs",
-              body: bomb,
-              contentType: "image/tiff",
-              expectPages: 1,
-            }),
-            mcp("hostile", "tiff bomb", a, bomb, 1),
-          ],
-        ],
-        [
-          "fax noise",
-          () => [
-            rest("hostile", "fax noise raw", a, { body: fax, contentType: "image/tiff", expectPages: 1 }),
-            rest("hostile", "fax noise job", b, {
-              path: "/api/ocr/jobs",
-              body: fax,
-              contentType: "image/tiff",
-              expectPages: 1,
-            }),
-            mcp("hostile", "fax noise", a, fax, 1),
-          ],
-        ],
+        ["tiff bomb", () => tiffAttack("tiff bomb", bomb)],
+        ["fax noise", () => tiffAttack("fax noise", fax)],
         [
           "259k parts",
           () => [
